@@ -1,0 +1,122 @@
+# powercut - one flat Makefile.
+#
+#   make              host controller and agent in build/
+#   make check        unit + integration tests, built with ASan/UBSan (build/san/)
+#   make demo         a power-cut campaign on two sim boards, then the per-device report
+#   make install      PREFIX=/usr/local DESTDIR=
+#   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
+#
+# Missing Debian build dependencies are installed by tools/install-deps
+# (from tools/debian-packages.txt, the one list .ci/run uses too).
+
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+CROSS_COMPILE ?=
+ifeq ($(origin CC),default)
+CC       := $(CROSS_COMPILE)gcc
+endif
+PKG_CONFIG ?= pkg-config
+STATIC   ?=
+B        ?= build
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 -Wvla \
+            -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -MMD -MP
+SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+
+# Optional libraries are detected, not assumed.
+have = $(shell $(PKG_CONFIG) --exists $(1) 2>/dev/null && echo 1)
+HAVE_URING := $(call have,liburing)
+HAVE_BLKID := $(call have,blkid)
+GPIOD_VER  := $(shell $(PKG_CONFIG) --modversion libgpiod 2>/dev/null | cut -d. -f1)
+
+AGENT_PKGS := json-c $(if $(HAVE_URING),liburing) $(if $(HAVE_BLKID),blkid)
+HOST_PKGS  := json-c $(if $(GPIOD_VER),libgpiod)
+DEFS       := $(if $(HAVE_URING),-DPC_HAVE_URING=1) $(if $(HAVE_BLKID),-DPC_HAVE_BLKID=1) \
+              $(if $(GPIOD_VER),-DPC_GPIOD_API=$(GPIOD_VER))
+PKG_STATIC := $(if $(STATIC),--static)
+CFLAGS     += $(DEFS) $(shell $(PKG_CONFIG) --cflags $(sort $(AGENT_PKGS) $(HOST_PKGS)) 2>/dev/null)
+AGENT_LIBS := $(shell $(PKG_CONFIG) $(PKG_STATIC) --libs $(AGENT_PKGS) 2>/dev/null)
+HOST_LIBS  := $(shell $(PKG_CONFIG) --libs $(HOST_PKGS) 2>/dev/null) -lm
+CUNIT_LIBS := $(shell $(PKG_CONFIG) --libs cunit 2>/dev/null)
+AGENT_LDFLAGS := $(if $(STATIC),-static)
+
+COMMON_SRC  := $(sort $(wildcard common/*.c))
+SIM_SRC     := $(sort $(wildcard sim/*.c))
+AGENT_SRC   := $(filter-out agent/main.c,$(sort $(wildcard agent/*.c)))
+RELAY_SRC   := $(sort $(wildcard relay/*.c))
+HARNESS_SRC := $(filter-out harness/main.c,$(sort $(wildcard harness/*.c)))
+UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
+TOOL_SRC    := $(sort $(wildcard tests/tools/*.c))
+
+objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
+
+AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC))
+HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+
+.PHONY: all agent host check unit integration demo deps install clean fault-matrix
+all: $(B)/powercut $(B)/powercut-agent
+
+agent: $(B)/powercut-agent
+host: $(B)/powercut
+
+deps:
+	@tools/install-deps
+
+$(B)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(B)/powercut-agent: $(AGENT_OBJ) $(B)/obj/agent/main.o
+	$(CC) $(CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
+
+$(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/main.o
+	$(CC) $(CFLAGS) -o $@ $^ $(HOST_LIBS)
+
+ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+
+$(B)/test-unit: $(ALL_LIB_OBJ) $(call objs,$(B),$(UNIT_SRC))
+	$(CC) $(CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS)) $(CUNIT_LIBS)
+
+$(B)/tools/%: $(B)/obj/tests/tools/%.o $(call objs,$(B),$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $^ $(HOST_LIBS)
+
+TOOLS = $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRC))
+
+# The tests run sanitized builds of everything.
+SAN = build/san
+san:
+	@$(MAKE) --no-print-directory B=$(SAN) CFLAGS="$(SANFLAGS)" \
+		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit \
+		$(patsubst tests/tools/%.c,$(SAN)/tools/%,$(TOOL_SRC))
+
+check: deps
+	@$(MAKE) --no-print-directory san
+	@$(MAKE) --no-print-directory unit integration
+
+unit:
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SAN)/test-unit
+
+integration:
+	PC_BIN=$(SAN) tests/integration/run-all
+
+demo: deps
+	@$(MAKE) --no-print-directory all
+	$(B)/powercut run configs/sim-quick.json --agent $(B)/powercut-agent
+
+fault-matrix: all
+	bench/fault-matrix
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/powercut/configs
+	install -m 0755 $(B)/powercut $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/powercut/configs/
+
+clean:
+	rm -rf build
+
+-include $(shell find build -name '*.d' 2>/dev/null)

@@ -1,0 +1,77 @@
+/*
+ * dev.h - the agent's device backends behind one small ops table.
+ *
+ * A backend gives byte-addressed access to the whole device (file, block
+ * device or emulated eMMC); region.c adds the region's offset and refuses
+ * anything outside it. Offsets and lengths are multiples of 512 and buffers
+ * are aligned to 4096 (O_DIRECT). Functions return 0 or -errno; on error
+ * dev->err holds a message naming the device and what to do.
+ */
+#ifndef PC_AGENT_DEV_H
+#define PC_AGENT_DEV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "../sim/emmc.h"
+
+#define DEV_W_DSYNC	1u	/* FUA: RWF_DSYNC */
+
+struct dev;
+
+/* One asynchronous write, as handed to ->submit and returned by ->reap. */
+struct dev_io {
+	uint64_t off;
+	const void *buf;
+	size_t len;
+	unsigned wflags;
+	uint64_t tag;		/* caller's (the seq) */
+	int result;		/* 0 or -errno, set on reap */
+};
+
+struct dev_ops {
+	const char *name;	/* "posix", "sim" */
+	int (*open)(struct dev *d, int for_write);
+	void (*close)(struct dev *d);
+	int (*read)(struct dev *d, uint64_t off, void *buf, size_t len);
+	/* Synchronous write; DEV_W_DSYNC makes it pwritev2(RWF_DSYNC). */
+	int (*write)(struct dev *d, uint64_t off, const void *buf, size_t len, unsigned wflags);
+	/* fdatasync: a cache flush. */
+	int (*flush)(struct dev *d);
+	/* Asynchronous writes with up to qd in flight (io_uring on posix). setup
+	 * returns -ENOSYS when the kernel has no io_uring: the caller must then
+	 * say which mode it really runs. */
+	int (*aio_setup)(struct dev *d, unsigned qd);
+	int (*aio_submit)(struct dev *d, struct dev_io *io);
+	/* Wait for at least min completions; returns how many were stored in done[]. */
+	int (*aio_reap)(struct dev *d, struct dev_io **done, unsigned max, unsigned min);
+	/* Add identity facts (sysfs, EXT_CSD, queue/fua, ...) to obj. */
+	void (*identity)(struct dev *d, json_object *obj);
+};
+
+struct dev_opts {
+	const char *path;		/* file or block device; for sim the media file */
+	int allow_whole_disk;
+	/* sim only */
+	struct sim_opts sim;
+};
+
+struct dev {
+	const struct dev_ops *ops;
+	struct dev_opts o;
+	uint64_t size;		/* bytes */
+	int fd;
+	int is_blockdev;
+	char err[512];
+	void *priv;		/* backend state */
+};
+
+extern const struct dev_ops dev_posix_ops;
+extern const struct dev_ops dev_sim_ops;
+
+/* Pick the backend for a device spec: "sim:PATH" gives sim, anything else posix. */
+const struct dev_ops *dev_ops_for(const char *spec, const char **path);
+
+#endif

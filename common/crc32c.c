@@ -1,0 +1,168 @@
+/*
+ * crc32c.c - CRC32C with run-time choice of hardware or table implementation.
+ */
+#include "crc32c.h"
+
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <nmmintrin.h>
+#elif defined(__aarch64__)
+#include <arm_acle.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_CRC32
+#define HWCAP_CRC32 (1 << 7)
+#endif
+#endif
+
+#define POLY 0x82f63b78u	/* reflected Castagnoli polynomial */
+
+static uint32_t table[8][256];
+static int table_ready;
+
+static void table_init(void)
+{
+	for (uint32_t n = 0; n < 256; n++) {
+		uint32_t c = n;
+		for (int k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ POLY : c >> 1;
+		table[0][n] = c;
+	}
+	for (uint32_t n = 0; n < 256; n++) {
+		uint32_t c = table[0][n];
+		for (int k = 1; k < 8; k++) {
+			c = table[0][c & 0xff] ^ (c >> 8);
+			table[k][n] = c;
+		}
+	}
+	__atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+}
+
+uint32_t pc_crc32c_sw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+
+	if (!__atomic_load_n(&table_ready, __ATOMIC_ACQUIRE))
+		table_init();	/* idempotent: racing initialisers write equal values */
+	crc = ~crc;
+	while (len && ((uintptr_t)p & 7)) {
+		crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		w = __builtin_bswap64(w);
+#endif
+		w ^= crc;
+		crc = table[7][w & 0xff] ^ table[6][(w >> 8) & 0xff] ^
+		      table[5][(w >> 16) & 0xff] ^ table[4][(w >> 24) & 0xff] ^
+		      table[3][(w >> 32) & 0xff] ^ table[2][(w >> 40) & 0xff] ^
+		      table[1][(w >> 48) & 0xff] ^ table[0][w >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+#if defined(__x86_64__)
+static int detect_hw(void)
+{
+	unsigned a, b, c, d;
+
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	return (c & bit_SSE4_2) != 0;
+}
+
+__attribute__((target("sse4.2")))
+static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint64_t c = ~crc;
+
+	while (len && ((uintptr_t)p & 7)) {
+		c = _mm_crc32_u8((uint32_t)c, *p++);
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c = _mm_crc32_u64(c, w);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = _mm_crc32_u8((uint32_t)c, *p++);
+	return ~(uint32_t)c;
+}
+#define HW_NAME "sse4.2"
+#elif defined(__aarch64__)
+static int detect_hw(void)
+{
+	return (getauxval(AT_HWCAP) & HWCAP_CRC32) != 0;
+}
+
+__attribute__((target("+crc")))
+static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	uint32_t c = ~crc;
+
+	while (len && ((uintptr_t)p & 7)) {
+		c = __crc32cb(c, *p++);
+		len--;
+	}
+	while (len >= 8) {
+		uint64_t w;
+		memcpy(&w, p, 8);
+		c = __crc32cd(c, w);
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		c = __crc32cb(c, *p++);
+	return ~c;
+}
+#define HW_NAME "armv8-crc"
+#else
+static int detect_hw(void) { return 0; }
+static uint32_t crc_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return pc_crc32c_sw(crc, buf, len);
+}
+#define HW_NAME "table"
+#endif
+
+/* -1 unknown, 0 no, 1 yes */
+static int have_hw = -1;
+
+int pc_crc32c_have_hw(void)
+{
+	int h = __atomic_load_n(&have_hw, __ATOMIC_RELAXED);
+
+	if (h < 0) {
+		h = detect_hw();
+		__atomic_store_n(&have_hw, h, __ATOMIC_RELAXED);
+	}
+	return h;
+}
+
+uint32_t pc_crc32c_hw(uint32_t crc, const void *buf, size_t len)
+{
+	return pc_crc32c_have_hw() ? crc_hw(crc, buf, len) : pc_crc32c_sw(crc, buf, len);
+}
+
+uint32_t pc_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	return pc_crc32c_hw(crc, buf, len);
+}
+
+const char *pc_crc32c_impl_name(void)
+{
+	return pc_crc32c_have_hw() ? HW_NAME : "table";
+}

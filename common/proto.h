@@ -1,0 +1,159 @@
+/*
+ * proto.h - the host <-> agent protocol: one JSON object per line.
+ *
+ * Every line is untrusted input. pc_msg_parse() checks its length, that it is
+ * one JSON object, its "type" and protocol version "v", and every field the
+ * type requires (presence, JSON type, range); anything else is a precise
+ * error, never a crash. See docs/protocol.md for the messages.
+ */
+#ifndef PC_PROTO_H
+#define PC_PROTO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#define PC_PROTO_VERSION	1
+#define PC_PROTO_MAX_LINE	8192	/* bytes, newline excluded */
+/* Lines carried over a serial console start with this marker. */
+#define PC_PROTO_MARKER		"@@PC "
+/* Raw sector images sent in one scan, at most (the rest are summarised). */
+#define PC_PROTO_MAX_RAW	64
+/* Runs per "runs" line. */
+#define PC_PROTO_RUNS_PER_LINE	64
+
+enum pc_msg_type {
+	PC_MSG_HELLO,		/* agent: identity, region geometry */
+	PC_MSG_SCAN_BEGIN,	/* agent: a scan starts */
+	PC_MSG_RUNS,		/* agent: runs of whole records, in position order */
+	PC_MSG_SLOT,		/* agent: one slot that is not one whole record */
+	PC_MSG_SCAN_END,	/* agent: scan finished */
+	PC_MSG_SUBMIT,		/* agent: about to issue writes of seqs [first, first+n) */
+	PC_MSG_ACK,		/* agent: seqs [first, first+n) are durable */
+	PC_MSG_DONE,		/* agent: the cycle's work is finished */
+	PC_MSG_ERROR,		/* agent: cannot go on */
+	PC_MSG_VERIFY,		/* host: scan the region */
+	PC_MSG_WORK,		/* host: the cycle's writes */
+	PC_MSG_TYPE_MAX,
+};
+
+const char *pc_msg_type_name(enum pc_msg_type t);
+
+/* One run of whole records in position order (see record.h):
+ * positions [pos, pos+n) hold seqs seq, seq+1, ... (or all gen-0 if seq == 0),
+ * all written in cycle with flags. */
+struct pc_run {
+	uint32_t pos;
+	uint32_t n;
+	uint64_t seq;
+	uint32_t cycle;
+	uint16_t flags;
+};
+
+enum pc_sect_kind {
+	PC_SK_VALID,	/* a whole, valid sector of some record */
+	PC_SK_RAW,	/* a bad sector, with its bytes */
+	PC_SK_FILL,	/* a bad sector whose bytes are all one value */
+	PC_SK_HASH,	/* a bad sector, bytes not sent (raw budget spent) */
+	PC_SK_ERR,	/* the read failed */
+};
+
+struct pc_sect_report {
+	uint16_t idx;
+	enum pc_sect_kind kind;
+	/* PC_SK_VALID: the header found in the sector */
+	uint64_t seq;
+	uint32_t cycle;
+	uint16_t flags;
+	uint64_t lba;		/* the LBA in the header (differs from the slot's: misdirected) */
+	uint16_t hidx;		/* the sector index in the header */
+	/* PC_SK_RAW: 512 bytes; PC_SK_FILL: value; PC_SK_HASH: crc32c of the bytes; PC_SK_ERR: errno */
+	uint8_t raw[512];
+	uint32_t value;
+};
+
+struct pc_slot_report {
+	uint32_t slot;
+	uint32_t nsect;
+	struct pc_sect_report *sect;	/* nsect entries, malloc'd */
+};
+
+struct pc_work {
+	uint32_t cycle;
+	uint64_t first;
+	uint32_t n;
+	int mode;		/* enum pc_mode */
+	int pattern;		/* enum pc_pattern */
+	uint32_t record_size;
+	uint32_t flush_every;
+	uint32_t qd;
+	uint64_t seed;
+};
+
+/* A parsed, validated message. obj holds the whole JSON object (for HELLO and
+ * DONE, whose free-form parts are kept as they came). */
+struct pc_msg {
+	enum pc_msg_type type;
+	json_object *obj;
+	union {
+		struct { uint64_t first; uint32_t n; } range;	/* SUBMIT, ACK */
+		struct pc_work work;				/* WORK */
+		struct { int pattern; int full; } verify;	/* VERIFY */
+		struct { struct pc_run *runs; uint32_t nruns; } runs;
+		struct pc_slot_report slot;
+		struct { uint32_t slots; uint32_t anomalies; uint32_t raw_dropped; } scan_end;
+		struct { uint64_t records; } done;
+	} u;
+};
+
+/*
+ * Parse and validate one line (without its newline; an optional serial marker
+ * prefix is skipped). Returns 0 and fills *m (release with pc_msg_clear), or
+ * -EINVAL with a message in err naming what is wrong.
+ */
+int pc_msg_parse(const char *line, size_t len, struct pc_msg *m, char *err, size_t errlen);
+void pc_msg_clear(struct pc_msg *m);
+
+/*
+ * Builders: each returns a new json_object (the caller puts it) with "type"
+ * and "v" set. pc_msg_line() serialises a message into buf as one line with a
+ * trailing newline; returns its length or -E2BIG when it exceeds the limit.
+ */
+json_object *pc_msg_new(enum pc_msg_type t);
+json_object *pc_msg_range(enum pc_msg_type t, uint64_t first, uint32_t n);
+json_object *pc_msg_work(const struct pc_work *w);
+json_object *pc_msg_verify(int pattern, int full);
+json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n);
+json_object *pc_msg_slot(const struct pc_slot_report *s);
+json_object *pc_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int pc_msg_line(json_object *msg, char *buf, size_t buflen);
+
+/*
+ * Line reader for a byte stream: feed bytes, take complete lines. A line
+ * longer than PC_PROTO_MAX_LINE is reported once as too long and skipped up
+ * to its newline.
+ */
+struct pc_linebuf {
+	char buf[PC_PROTO_MAX_LINE + 2];
+	size_t len;
+	int overflow;	/* discarding an over-long line */
+};
+
+enum pc_line_result { PC_LINE_NONE, PC_LINE_OK, PC_LINE_TOO_LONG };
+
+/* Append up to n bytes; returns how many were taken (stop when it is < n and
+ * drain lines first). */
+size_t pc_linebuf_feed(struct pc_linebuf *lb, const char *data, size_t n);
+/* Take the next complete line into out (NUL-terminated, newline stripped). */
+enum pc_line_result pc_linebuf_take(struct pc_linebuf *lb, char *out, size_t outlen, size_t *linelen);
+
+/* Integer helpers for validated json objects (0 or -EINVAL with err). */
+int pc_json_u64(json_object *o, const char *key, uint64_t max, uint64_t *out, char *err, size_t errlen);
+int pc_json_str(json_object *o, const char *key, const char **out, char *err, size_t errlen);
+
+/* base64 (RFC 4648) */
+size_t pc_b64_encode(const uint8_t *in, size_t n, char *out);	/* out: 4*((n+2)/3)+1 bytes */
+int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen);
+
+#endif

@@ -1,0 +1,356 @@
+/*
+ * record.c - record and superblock encoding, payload generation, slot mapping.
+ */
+#include "record.h"
+#include "crc32c.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+
+static const char *const mode_names[PC_MODE_MAX] = {
+	[PC_MODE_GEN0] = "gen0",
+	[PC_MODE_FUA] = "fua",
+	[PC_MODE_FUA_FLUSH] = "fua+flush",
+	[PC_MODE_FLUSH] = "flush",
+	[PC_MODE_JOURNAL] = "journal",
+	[PC_MODE_NONE] = "none",
+	[PC_MODE_RELWR] = "relwr",
+};
+
+const char *pc_mode_name(enum pc_mode m)
+{
+	return (unsigned)m < PC_MODE_MAX ? mode_names[m] : "?";
+}
+
+int pc_mode_from_name(const char *name)
+{
+	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++)
+		if (name && strcmp(name, mode_names[m]) == 0)
+			return m;
+	return -1;
+}
+
+const char *pc_pattern_name(enum pc_pattern p)
+{
+	return p == PC_PAT_RANDOM ? "random" : "sequential";
+}
+
+int pc_pattern_from_name(const char *name)
+{
+	if (!name)
+		return -1;
+	if (strcmp(name, "sequential") == 0)
+		return PC_PAT_SEQUENTIAL;
+	if (strcmp(name, "random") == 0)
+		return PC_PAT_RANDOM;
+	return -1;
+}
+
+int pc_geom_init(struct pc_geom *g, uint64_t region_bytes, uint32_t record_size,
+		 uint64_t seed, char *err, size_t errlen)
+{
+	uint64_t data;
+
+	memset(g, 0, sizeof(*g));
+	if (record_size == 0 || record_size % PC_SECTOR || record_size > PC_MAX_RECORD_SIZE) {
+		snprintf(err, errlen, "record size %" PRIu32 " is not a multiple of 512 between 512 and %u",
+			 record_size, PC_MAX_RECORD_SIZE);
+		return -EINVAL;
+	}
+	if (region_bytes % PC_SECTOR) {
+		snprintf(err, errlen, "region size %" PRIu64 " is not a multiple of 512", region_bytes);
+		return -EINVAL;
+	}
+	data = region_bytes / PC_SECTOR;
+	if (data < 2 * PC_SB_RESERVE_SECT + 2ull * (record_size / PC_SECTOR)) {
+		snprintf(err, errlen, "region of %" PRIu64 " bytes is too small for two %" PRIu32
+			 "-byte records and two superblocks", region_bytes, record_size);
+		return -EINVAL;
+	}
+	data -= 2 * PC_SB_RESERVE_SECT;
+	data /= record_size / PC_SECTOR;
+	if (data > UINT32_MAX - 1) {
+		snprintf(err, errlen, "region has too many slots (%" PRIu64 "); use larger records", data);
+		return -EINVAL;
+	}
+	g->region_bytes = region_bytes;
+	g->record_size = record_size;
+	g->nslots = (uint32_t)data;
+	g->seed = seed;
+	return 0;
+}
+
+uint64_t pc_sb_lba(const struct pc_geom *g, int copy)
+{
+	return copy == 0 ? 0 : g->region_bytes / PC_SECTOR - PC_SB_RESERVE_SECT;
+}
+
+/*
+ * Superblock layout (one sector, little-endian):
+ *   0 magic[8]  8 version  12 copy  16 uuid[16]  32 region_bytes  40 record_size
+ *   44 nslots  48 seed  56 created  64 data_lba  68..507 zero  508 crc32c
+ */
+void pc_sb_encode(const struct pc_geom *g, uint32_t copy, uint8_t out[PC_SECTOR])
+{
+	memset(out, 0, PC_SECTOR);
+	memcpy(out, PC_SB_MAGIC, 8);
+	pc_put32(out + 8, PC_FORMAT_VERSION);
+	pc_put32(out + 12, copy);
+	memcpy(out + 16, g->uuid, 16);
+	pc_put64(out + 32, g->region_bytes);
+	pc_put32(out + 40, g->record_size);
+	pc_put32(out + 44, g->nslots);
+	pc_put64(out + 48, g->seed);
+	pc_put64(out + 56, g->created);
+	pc_put32(out + 64, PC_SB_RESERVE_SECT);
+	pc_put32(out + PC_OFF_CRC, pc_crc32c(0, out, PC_OFF_CRC));
+}
+
+int pc_sb_decode(const uint8_t in[PC_SECTOR], struct pc_geom *g, char *err, size_t errlen)
+{
+	struct pc_geom chk;
+	uint32_t version;
+	char why[128];
+
+	if (memcmp(in, PC_SB_MAGIC, 8) != 0) {
+		snprintf(err, errlen, "no powercut superblock (magic missing)");
+		return -EINVAL;
+	}
+	if (pc_get32(in + PC_OFF_CRC) != pc_crc32c(0, in, PC_OFF_CRC)) {
+		snprintf(err, errlen, "superblock checksum mismatch");
+		return -EINVAL;
+	}
+	version = pc_get32(in + 8);
+	if (version != PC_FORMAT_VERSION) {
+		snprintf(err, errlen, "superblock format version %" PRIu32 ", this build reads %u",
+			 version, PC_FORMAT_VERSION);
+		return -EINVAL;
+	}
+	memset(g, 0, sizeof(*g));
+	memcpy(g->uuid, in + 16, 16);
+	g->region_bytes = pc_get64(in + 32);
+	g->record_size = pc_get32(in + 40);
+	g->nslots = pc_get32(in + 44);
+	g->seed = pc_get64(in + 48);
+	g->created = pc_get64(in + 56);
+	if (pc_get32(in + 64) != PC_SB_RESERVE_SECT ||
+	    pc_geom_init(&chk, g->region_bytes, g->record_size, g->seed, why, sizeof(why)) ||
+	    chk.nslots != g->nslots) {
+		snprintf(err, errlen, "superblock geometry is inconsistent");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void pc_sector_hdr_decode(const uint8_t in[PC_SECTOR], struct pc_sector_hdr *h)
+{
+	h->magic = pc_get32(in + PC_OFF_MAGIC);
+	h->version = pc_get16(in + PC_OFF_VERSION);
+	h->flags = pc_get16(in + PC_OFF_FLAGS);
+	memcpy(h->region, in + PC_OFF_REGION, 16);
+	h->seq = pc_get64(in + PC_OFF_SEQ);
+	h->cycle = pc_get32(in + PC_OFF_CYCLE);
+	h->idx = pc_get16(in + PC_OFF_IDX);
+	h->cnt = pc_get16(in + PC_OFF_CNT);
+	h->lba = pc_get64(in + PC_OFF_LBA);
+}
+
+/* xorshift64* stream seeded from (seed, seq, lba): the payload generator. */
+static void payload_fill(uint8_t *p, size_t len, uint64_t seed, uint64_t seq, uint64_t lba)
+{
+	uint64_t s = pc_mix64(seed ^ pc_mix64(seq ^ pc_mix64(lba + 0x5ec7)));
+
+	if (s == 0)
+		s = 1;
+	while (len) {
+		uint64_t v;
+		size_t n = len < 8 ? len : 8;
+
+		s ^= s >> 12;
+		s ^= s << 25;
+		s ^= s >> 27;
+		v = s * 0x2545f4914f6cdd1dull;
+		for (size_t i = 0; i < n; i++)
+			p[i] = (uint8_t)(v >> (8 * i));
+		p += n;
+		len -= n;
+	}
+}
+
+void pc_sector_build(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h, uint64_t seed)
+{
+	pc_put32(out + PC_OFF_MAGIC, PC_REC_MAGIC);
+	pc_put16(out + PC_OFF_VERSION, PC_FORMAT_VERSION);
+	pc_put16(out + PC_OFF_FLAGS, h->flags);
+	memcpy(out + PC_OFF_REGION, h->region, 16);
+	pc_put64(out + PC_OFF_SEQ, h->seq);
+	pc_put32(out + PC_OFF_CYCLE, h->cycle);
+	pc_put16(out + PC_OFF_IDX, h->idx);
+	pc_put16(out + PC_OFF_CNT, h->cnt);
+	pc_put64(out + PC_OFF_LBA, h->lba);
+	payload_fill(out + PC_OFF_PAYLOAD, PC_OFF_CRC - PC_OFF_PAYLOAD, seed, h->seq, h->lba);
+	pc_put32(out + PC_OFF_CRC, pc_crc32c(0, out, PC_OFF_CRC));
+}
+
+void pc_record_build(uint8_t *out, const struct pc_geom *g, uint32_t slot,
+		     uint64_t seq, uint32_t cycle, uint16_t flags)
+{
+	struct pc_sector_hdr h = {
+		.magic = PC_REC_MAGIC,
+		.version = PC_FORMAT_VERSION,
+		.flags = flags,
+		.seq = seq,
+		.cycle = cycle,
+		.cnt = (uint16_t)pc_geom_spr(g),
+	};
+	uint64_t lba = pc_slot_lba(g, slot);
+
+	memcpy(h.region, g->uuid, 16);
+	for (uint32_t i = 0; i < pc_geom_spr(g); i++) {
+		h.idx = (uint16_t)i;
+		h.lba = lba + i;
+		pc_sector_build(out + (size_t)i * PC_SECTOR, &h, g->seed);
+	}
+}
+
+enum pc_sector_state pc_sector_check(const uint8_t in[PC_SECTOR], const struct pc_geom *g,
+				     struct pc_sector_hdr *h)
+{
+	uint8_t payload[PC_OFF_CRC - PC_OFF_PAYLOAD];
+
+	pc_sector_hdr_decode(in, h);
+	if (h->magic != PC_REC_MAGIC || h->version != PC_FORMAT_VERSION ||
+	    memcmp(h->region, g->uuid, 16) != 0)
+		return PC_SECT_BAD;
+	if (pc_get32(in + PC_OFF_CRC) != pc_crc32c(0, in, PC_OFF_CRC))
+		return PC_SECT_BAD;
+	if (h->cnt != pc_geom_spr(g) || h->idx >= h->cnt)
+		return PC_SECT_BAD;
+	payload_fill(payload, sizeof(payload), g->seed, h->seq, h->lba);
+	if (memcmp(payload, in + PC_OFF_PAYLOAD, sizeof(payload)) != 0)
+		return PC_SECT_BAD;
+	return PC_SECT_VALID;
+}
+
+/*
+ * Seeded permutation of [0, n): a 4-round balanced Feistel network over the
+ * smallest even bit width covering n, cycle-walking until the value falls
+ * inside the domain. Its inverse runs the rounds backwards with the same walk.
+ */
+static unsigned perm_half_bits(uint32_t n)
+{
+	unsigned bits = 2;
+
+	while (bits < 32 && (1ull << bits) < n)
+		bits += 2;
+	return bits / 2;
+}
+
+static uint32_t feistel_round(uint64_t seed, unsigned round, uint32_t x, uint32_t mask)
+{
+	return (uint32_t)pc_mix64(seed ^ ((uint64_t)round << 56) ^ x) & mask;
+}
+
+static uint32_t feistel(uint64_t seed, unsigned half, uint32_t x, int inverse)
+{
+	uint32_t mask = (1u << half) - 1;
+	uint32_t l = x >> half, r = x & mask;
+
+	if (!inverse) {
+		for (unsigned i = 0; i < 4; i++) {
+			uint32_t t = l ^ feistel_round(seed, i, r, mask);
+			l = r;
+			r = t;
+		}
+	} else {
+		for (unsigned i = 4; i-- > 0;) {
+			uint32_t t = r ^ feistel_round(seed, i, l, mask);
+			r = l;
+			l = t;
+		}
+	}
+	return l << half | r;
+}
+
+static uint32_t perm(uint64_t seed, uint32_t n, uint32_t x, int inverse)
+{
+	unsigned half = perm_half_bits(n);
+
+	do
+		x = feistel(seed, half, x, inverse);
+	while (x >= n);
+	return x;
+}
+
+#define PERM_SALT 0x7065726d75746530ull	/* "permute0" */
+
+uint32_t pc_slot_of_pos(const struct pc_geom *g, enum pc_pattern p, uint32_t pos)
+{
+	if (p == PC_PAT_SEQUENTIAL)
+		return pos;
+	return perm(g->seed ^ PERM_SALT, g->nslots, pos, 0);
+}
+
+uint32_t pc_pos_of_slot(const struct pc_geom *g, enum pc_pattern p, uint32_t slot)
+{
+	if (p == PC_PAT_SEQUENTIAL)
+		return slot;
+	return perm(g->seed ^ PERM_SALT, g->nslots, slot, 1);
+}
+
+uint32_t pc_slot_of_seq(const struct pc_geom *g, enum pc_pattern p, uint64_t seq)
+{
+	return pc_slot_of_pos(g, p, (uint32_t)((seq - 1) % g->nslots));
+}
+
+void pc_uuid_format(const uint8_t u[16], char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+		 u[12], u[13], u[14], u[15]);
+}
+
+int pc_uuid_parse(const char *s, uint8_t u[16])
+{
+	int n = 0;
+
+	for (const char *p = s; *p && n < 32; p++) {
+		int v;
+
+		if (*p == '-')
+			continue;
+		if (*p >= '0' && *p <= '9')
+			v = *p - '0';
+		else if (*p >= 'a' && *p <= 'f')
+			v = *p - 'a' + 10;
+		else if (*p >= 'A' && *p <= 'F')
+			v = *p - 'A' + 10;
+		else
+			return -EINVAL;
+		if (n % 2 == 0)
+			u[n / 2] = (uint8_t)(v << 4);
+		else
+			u[n / 2] |= (uint8_t)v;
+		n++;
+	}
+	return n == 32 && strlen(s) == 36 ? 0 : -EINVAL;
+}
+
+void pc_uuid_generate(uint8_t u[16])
+{
+	if (getrandom(u, 16, GRND_NONBLOCK) != 16) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t a = pc_mix64((uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+		uint64_t b = pc_mix64(a ^ (uint64_t)(uintptr_t)u);
+		pc_put64(u, a);
+		pc_put64(u + 8, b);
+	}
+	u[6] = (u[6] & 0x0f) | 0x40;
+	u[8] = (u[8] & 0x3f) | 0x80;
+}

@@ -1,0 +1,52 @@
+/*
+ * util.h - small helpers shared by host and agent: logging, clocks, I/O.
+ */
+#ifndef PC_UTIL_H
+#define PC_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define PC_VERSION "0.1.0"
+
+#define PC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+enum pc_log_level { PC_LOG_ERR, PC_LOG_WARN, PC_LOG_INFO, PC_LOG_DEBUG };
+
+/* Messages go to stderr as "prog: message". The level threshold starts at INFO. */
+void pc_log_init(const char *prog, enum pc_log_level level);
+void pc_log(enum pc_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define pc_err(...)   pc_log(PC_LOG_ERR, __VA_ARGS__)
+#define pc_warn(...)  pc_log(PC_LOG_WARN, __VA_ARGS__)
+#define pc_info(...)  pc_log(PC_LOG_INFO, __VA_ARGS__)
+#define pc_debug(...) pc_log(PC_LOG_DEBUG, __VA_ARGS__)
+
+/* Monotonic milliseconds and microseconds; wall-clock seconds with fraction. */
+uint64_t pc_now_ms(void);
+uint64_t pc_now_us(void);
+double pc_wall_time(void);
+void pc_sleep_us(uint64_t us);
+
+/* write()/pwrite() until done or error; 0 or -errno. */
+int pc_write_all(int fd, const void *buf, size_t len);
+int pc_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+int pc_pread_all(int fd, void *buf, size_t len, off_t off);
+
+/* Parse an unsigned decimal (or 0x hex) with optional K/M/G (binary) suffix
+ * when suffixes is set; 0 or -EINVAL. */
+int pc_parse_u64(const char *s, int suffixes, uint64_t *out);
+
+/* Parse "host:port"; host may be empty (meaning 127.0.0.1). 0 or -EINVAL. */
+int pc_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port);
+
+/* snprintf into a fixed buffer, always terminated; returns buf. */
+char *pc_strlcpy(char *dst, const char *src, size_t n);
+
+/* Read a small text file (sysfs) into buf, trailing newline stripped. 0 or -errno. */
+int pc_read_text(const char *path, char *buf, size_t len);
+
+/* mkdir -p; 0 or -errno. */
+int pc_mkdir_p(const char *path, mode_t mode);
+
+#endif

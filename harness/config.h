@@ -1,0 +1,68 @@
+/*
+ * config.h - campaign configuration (JSON), parsed and validated up front.
+ *
+ * Every error names the file, the key path (boards[1].cut.window_ms) and what
+ * is expected, so `powercut check-config` can print it as it is. See
+ * docs/config.md for every key and its default.
+ */
+#ifndef PC_HARNESS_CONFIG_H
+#define PC_HARNESS_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#define CFG_MAX_MODES 8
+
+enum cut_plan {
+	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
+	CUT_ACKS,	/* after a random number in [cut_min, cut_max] of acked records */
+};
+
+struct board_cfg {
+	char name[64];			/* [A-Za-z0-9_.-]+, unique */
+	char relay_driver[32];
+	json_object *relay;		/* the "relay" section (borrowed from root) */
+	json_object *device;		/* the "device" section (borrowed from root) */
+	char backend[16];		/* device.backend: "sim" or "posix" */
+	uint32_t record_size;		/* device.record_size, bytes, multiple of 512 */
+	int pattern;			/* enum pc_pattern */
+	int modes[CFG_MAX_MODES];	/* enum pc_mode, used in turn, cycle by cycle */
+	unsigned nmodes;
+	uint32_t records_per_cycle;
+	uint32_t flush_every;		/* flush/journal: records per flush */
+	uint32_t queue_depth;		/* 1..32 */
+	enum cut_plan cut;
+	uint32_t cut_min, cut_max;
+	uint32_t boot_timeout_ms;	/* power on -> HELLO */
+	uint32_t boot_retries;		/* power cycles before BOOT_FAIL */
+	uint32_t verify_timeout_ms;	/* VERIFY -> scan_end */
+	uint32_t work_timeout_ms;	/* WORK -> the cut, at most */
+	uint32_t off_ms;		/* power-off time before the next power-on */
+};
+
+struct campaign_cfg {
+	char name[64];			/* "campaign": [A-Za-z0-9_.-]+ */
+	char path[PATH_MAX];		/* the file it came from */
+	uint32_t cycles;
+	uint64_t seed;
+	char listen[128];		/* "host:port"; port 0 picks a free one */
+	struct board_cfg *boards;
+	unsigned nboards;
+	json_object *root;		/* the whole document, as resolved (defaults filled in) */
+};
+
+/*
+ * Load and validate. Returns 0, or -errno/-EINVAL with err holding
+ * "FILE: key.path: what is wrong" (or "FILE:LINE:COL: JSON syntax ..." for
+ * syntax errors). The caller frees with config_free().
+ */
+int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errlen);
+/* Same, from a string already in memory (name is used in messages). */
+int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen);
+/* Accepts a zeroed or freed config. */
+void config_free(struct campaign_cfg *c);
+
+#endif

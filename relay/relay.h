@@ -1,0 +1,64 @@
+/*
+ * relay.h - relay drivers behind one small ops table.
+ *
+ * A relay switches one board's power. Every operation returns within its
+ * configured timeout: 0 (get: 1 on, 0 off) or -errno with r->err naming the
+ * board, the driver and what to do. Drivers are listed in relay.c.
+ */
+#ifndef PC_RELAY_H
+#define PC_RELAY_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+struct relay;
+
+/* What a driver may need to know about its board and the harness. */
+struct relay_ctx {
+	const char *board;		/* board name */
+	const char *connect;		/* "host:port" the agent connects to */
+	const char *agent_path;		/* powercut-agent binary (sim driver) */
+	const char *state_dir;		/* per-board folder under the results (sim media lives here) */
+	json_object *device;		/* the board's "device" section */
+};
+
+struct relay_ops {
+	const char *name;
+	/* Validate the board's "relay" section; 0 or -EINVAL with err naming the key. */
+	int (*check)(json_object *cfg, char *err, size_t errlen);
+	int (*open)(struct relay *r, json_object *cfg, const struct relay_ctx *ctx);
+	int (*on)(struct relay *r);
+	int (*off)(struct relay *r);
+	int (*get)(struct relay *r);
+	void (*close)(struct relay *r);
+};
+
+struct relay {
+	const struct relay_ops *ops;
+	char board[64];
+	/* Where the board's console output of this power-on goes (set by the
+	 * harness before on(); drivers that own the board's stdout use it). */
+	char console[PATH_MAX];
+	char err[512];
+	void *priv;
+};
+
+const struct relay_ops *relay_find(const char *name);
+/* Space-separated list of driver names, for messages. */
+const char *relay_names(void);
+
+/* Open a relay of the named driver; 0 or -errno with err set. r is zeroed first. */
+int relay_open(struct relay *r, const char *driver, json_object *cfg, const struct relay_ctx *ctx,
+	       char *err, size_t errlen);
+int relay_on(struct relay *r);
+int relay_off(struct relay *r);
+int relay_get(struct relay *r);
+/* Accepts a relay that was never opened (ops NULL). */
+void relay_close(struct relay *r);
+
+extern const struct relay_ops relay_sim_ops;
+extern const struct relay_ops relay_command_ops;
+
+#endif

@@ -1,0 +1,78 @@
+/*
+ * emmc.h - an emulated eMMC for the sim board.
+ *
+ * The NAND is a media file mapped MAP_SHARED: what was programmed survives a
+ * SIGKILL of the board's process group. The volatile write cache lives in
+ * process memory and dies with it. Programming a sector takes program_us, so
+ * a cut lands mid-program; one sector is programmed by a single pwrite() of
+ * 512 bytes into the media file, which a SIGKILL cannot split (reliable write
+ * is atomic per sector). Reads are served from the cache first, then the media.
+ *
+ * Fault profiles change what the device does; each one appends a ground-truth
+ * log (<media>.truth.jsonl, one JSON object a line, fsync'd) of what it did,
+ * written before the act so a cut cannot hide it. See docs/sim.md.
+ *
+ * All functions return 0 or -errno unless said otherwise; the single-threaded
+ * caller (the agent) owns the object.
+ */
+#ifndef PC_SIM_EMMC_H
+#define PC_SIM_EMMC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sim_emmc;
+
+/* Profile bits; profiles combine ("paired-page+lying-flush"). */
+#define SIM_P_HONEST		0u
+#define SIM_P_LYING_FLUSH	(1u << 0)	/* flush returns without destaging */
+#define SIM_P_NO_CACHE		(1u << 1)	/* no volatile cache: every write programs */
+#define SIM_P_FUA_IGNORED	(1u << 2)	/* FUA writes go through the cache */
+#define SIM_P_TEARING_RELWR	(1u << 3)
+#define SIM_P_SUBSECTOR_TEAR	(1u << 4)
+#define SIM_P_PAIRED_PAGE	(1u << 5)
+#define SIM_P_MISDIRECT		(1u << 6)
+#define SIM_P_BITROT		(1u << 7)
+#define SIM_P_STALE		(1u << 8)
+#define SIM_P_BRICK		(1u << 9)
+
+/* Parse "honest", "lying-flush", "a+b"...; 0 or -EINVAL (err names the bad part). */
+int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen);
+/* Canonical name of a profile bit set ("honest" for 0), into buf. */
+const char *sim_profile_name(unsigned bits, char *buf, size_t len);
+
+struct sim_opts {
+	const char *media;	/* media file path */
+	unsigned profile;	/* SIM_P_* bits */
+	uint32_t program_us;	/* time to program one sector (default 20) */
+	uint32_t cache_sectors;	/* volatile cache capacity in sectors (default 256) */
+	uint64_t seed;		/* for profiles that draw random numbers */
+	double rate;		/* probability knob for profiles that use one (0..1) */
+};
+
+/* Create a zero-filled media file of size bytes (refuses to replace one). */
+int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen);
+
+/*
+ * Power on: map the media, start a new power session in the truth log (and
+ * settle what the last session's cut did, e.g. which lied-about writes were
+ * dropped). *out is freed with sim_emmc_close().
+ */
+int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, size_t errlen);
+/* Orderly close (not a power cut): the cache is NOT destaged. Accepts NULL. */
+void sim_emmc_close(struct sim_emmc *e);
+
+uint64_t sim_emmc_sectors(const struct sim_emmc *e);
+
+#define SIM_W_FUA	1u	/* reliable write: bypasses the cache (unless fua-ignored) */
+
+/* Write nsect sectors at lba; returns when the device reports completion. */
+int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, unsigned wflags);
+int sim_emmc_read(struct sim_emmc *e, uint64_t lba, void *buf, uint32_t nsect);
+/* FLUSH_CACHE: destage the whole cache (or lie about it). */
+int sim_emmc_flush(struct sim_emmc *e);
+
+/* Power session number (1 for the first power-on of a media file). */
+uint32_t sim_emmc_session(const struct sim_emmc *e);
+
+#endif

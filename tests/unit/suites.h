@@ -1,0 +1,21 @@
+/*
+ * suites.h - one registration function per CUnit suite. Each is defined in its
+ * own tests/unit/test_*.c; main.c lists them in one table. They are weak so a
+ * runner built from a subset of the files still links.
+ */
+#ifndef PC_TEST_SUITES_H
+#define PC_TEST_SUITES_H
+
+#include <CUnit/CUnit.h>
+
+#define PC_SUITES(X) \
+	X(crc32c) X(record) X(proto) X(sim) X(posix) X(region) X(relay) X(config) X(engine) X(results) X(report)
+
+#define PC_SUITE_DECL(n) int suite_##n(void) __attribute__((weak));
+PC_SUITES(PC_SUITE_DECL)
+#undef PC_SUITE_DECL
+
+/* Make a scratch directory for a test (under $TMPDIR or build/), returns a static path. */
+const char *pc_test_tmpdir(const char *name);
+
+#endif
