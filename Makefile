@@ -20,9 +20,10 @@ STATIC   ?=
 B        ?= build
 
 WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 -Wvla \
-            -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter
-CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -MMD -MP
+            -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
+OPT      ?= -O2 -g
+CFLAGS   ?=
+BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -MMD -MP
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Optional libraries are detected, not assumed.
@@ -36,7 +37,7 @@ HOST_PKGS  := json-c $(if $(GPIOD_VER),libgpiod)
 DEFS       := $(if $(HAVE_URING),-DPC_HAVE_URING=1) $(if $(HAVE_BLKID),-DPC_HAVE_BLKID=1) \
               $(if $(GPIOD_VER),-DPC_GPIOD_API=$(GPIOD_VER))
 PKG_STATIC := $(if $(STATIC),--static)
-CFLAGS     += $(DEFS) $(shell $(PKG_CONFIG) --cflags $(sort $(AGENT_PKGS) $(HOST_PKGS)) 2>/dev/null)
+ALL_CFLAGS  = $(OPT) $(BASE_CFLAGS) $(DEFS) $(shell $(PKG_CONFIG) --cflags $(sort $(AGENT_PKGS) $(HOST_PKGS)) 2>/dev/null) $(CFLAGS)
 AGENT_LIBS := $(shell $(PKG_CONFIG) $(PKG_STATIC) --libs $(AGENT_PKGS) 2>/dev/null)
 HOST_LIBS  := $(shell $(PKG_CONFIG) --libs $(HOST_PKGS) 2>/dev/null) -lm
 CUNIT_LIBS := $(shell $(PKG_CONFIG) --libs cunit 2>/dev/null)
@@ -53,7 +54,7 @@ TOOL_SRC    := $(sort $(wildcard tests/tools/*.c))
 objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC))
-HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
 .PHONY: all agent host check unit integration demo deps install clean fault-matrix
 all: $(B)/powercut $(B)/powercut-agent
@@ -66,29 +67,29 @@ deps:
 
 $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/powercut-agent: $(AGENT_OBJ) $(B)/obj/agent/main.o
-	$(CC) $(CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 $(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/main.o
-	$(CC) $(CFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
 
 ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
 $(B)/test-unit: $(ALL_LIB_OBJ) $(call objs,$(B),$(UNIT_SRC))
-	$(CC) $(CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS)) $(CUNIT_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS)) $(CUNIT_LIBS)
 
 $(B)/tools/%: $(B)/obj/tests/tools/%.o $(call objs,$(B),$(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
 
 TOOLS = $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 
 # The tests run sanitized builds of everything.
 SAN = build/san
 san:
-	@$(MAKE) --no-print-directory B=$(SAN) CFLAGS="$(SANFLAGS)" \
+	@$(MAKE) --no-print-directory B=$(SAN) OPT="$(SANFLAGS)" \
 		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit \
 		$(patsubst tests/tools/%.c,$(SAN)/tools/%,$(TOOL_SRC))
 

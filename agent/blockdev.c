@@ -1,0 +1,823 @@
+/*
+ * blockdev.c - block devices: region discovery through libblkid, the
+ * mount/swap/whole-disk refusals, and identity from sysfs and EXT_CSD.
+ *
+ * sysfs is the source of truth for device relations: /sys/dev/block/M:m is
+ * a link to the device's directory, a partition's directory holds a
+ * "partition" file and sits inside its disk's directory.
+ */
+#include "blockdev.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#ifdef PC_HAVE_BLKID
+#include <blkid/blkid.h>
+#endif
+
+#if __has_include(<linux/mmc/ioctl.h>)
+#include <linux/mmc/ioctl.h>
+#define PC_HAVE_MMC_IOCTL 1
+#endif
+
+#include "../common/util.h"
+
+#define SYSFS_DEV_BLOCK	"/sys/dev/block"
+#define MOUNTINFO	"/proc/self/mountinfo"
+#define SWAPS		"/proc/swaps"
+#define DEBUGFS		"/sys/kernel/debug"
+#define FAMILY_MAX	256	/* partitions of one disk we check; GPT allows 128 */
+
+/* A message for the caller's buffer; a long path may cut it short. */
+static void bd_errf(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void bd_errf(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+static int path_join(char *out, size_t len, const char *dir, const char *name)
+{
+	int n = snprintf(out, len, "%s/%s", dir, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+/* ---- discovery ---- */
+
+static const char *const resolve_tags[] = { "PARTLABEL", "PARTUUID", "LABEL", "UUID" };
+
+static const char *resolve_tag_of(const char *spec, size_t *taglen)
+{
+	const char *eq = strchr(spec, '=');
+
+	if (!eq)
+		return NULL;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(resolve_tags); i++) {
+		if (strlen(resolve_tags[i]) == (size_t)(eq - spec) &&
+		    strncmp(spec, resolve_tags[i], (size_t)(eq - spec)) == 0) {
+			*taglen = (size_t)(eq - spec);
+			return resolve_tags[i];
+		}
+	}
+	return NULL;
+}
+
+#ifdef PC_HAVE_BLKID
+/*
+ * Probe every device the kernel lists, with a private empty cache: the
+ * shared cache file may predate a partition that appeared since (libblkid
+ * reprobes only every couple of minutes), and without udev there are no
+ * /dev/disk/by-* links for blkid_evaluate_tag to follow. Returns how many
+ * devices carry the tag; the first one's name goes into first.
+ */
+static int resolve_scan(const char *tag, const char *value, char *first, size_t firstlen,
+			char *second, size_t secondlen)
+{
+	blkid_cache cache;
+	blkid_dev_iterate it;
+	blkid_dev dev;
+	int n = 0;
+
+	if (blkid_get_cache(&cache, "/dev/null") != 0)
+		return -ENOMEM;
+	blkid_probe_all(cache);
+	it = blkid_dev_iterate_begin(cache);
+	/* blkid_probe_all() just read every device, so no blkid_verify() */
+	if (it && blkid_dev_set_search(it, (char *)tag, (char *)value) == 0) {
+		while (blkid_dev_next(it, &dev) == 0) {
+			if (!blkid_dev_has_tag(dev, tag, value))
+				continue;
+			if (n == 0)
+				pc_strlcpy(first, blkid_dev_devname(dev), firstlen);
+			else if (n == 1)
+				pc_strlcpy(second, blkid_dev_devname(dev), secondlen);
+			n++;
+		}
+	}
+	blkid_dev_iterate_end(it);
+	blkid_put_cache(cache);
+	return n;
+}
+
+static int resolve_blkid(const char *spec, const char *tag, const char *value, char *path, size_t pathlen,
+			 char *err, size_t errlen)
+{
+	char first[PATH_MAX] = "", second[PATH_MAX] = "";
+	char *dev;
+	int n;
+
+	n = resolve_scan(tag, value, first, sizeof(first), second, sizeof(second));
+	if (n < 0) {
+		bd_errf(err, errlen, "%s: libblkid cannot make a probe cache: %s", spec, strerror(-n));
+		return n;
+	}
+	/* Writing to the wrong one of two look-alikes (a cloned card image) is
+	 * exactly the accident this tool must not cause. */
+	if (n > 1) {
+		bd_errf(err, errlen, "%s matches %d devices (%s, %s%s); use %s", spec, n, first, second,
+			n > 2 ? ", ..." : "", strcmp(tag, "PARTUUID") ? "PARTUUID= or a device path" : "a device path");
+		return -EEXIST;
+	}
+	/* The fresh probe is the authority; blkid_evaluate_tag() (udev links,
+	 * blkid.conf) only gets to find what the probe skipped. */
+	dev = n == 1 ? strdup(first) : blkid_evaluate_tag(tag, value, NULL);
+	if (!dev && n == 1)
+		return -ENOMEM;
+	if (!dev) {
+		bd_errf(err, errlen, "%s: no device carries this tag; list the candidates with `blkid` or "
+			 "`lsblk -o NAME,PARTLABEL,PARTUUID,LABEL,UUID`", spec);
+		return -ENOENT;
+	}
+	if (strlen(dev) >= pathlen) {
+		bd_errf(err, errlen, "%s: device path %s is too long", spec, dev);
+		free(dev);
+		return -ENAMETOOLONG;
+	}
+	pc_strlcpy(path, dev, pathlen);
+	free(dev);
+	return 0;
+}
+#endif
+
+int blockdev_resolve(const char *spec, char *path, size_t pathlen, char *err, size_t errlen)
+{
+	const char *tag;
+	size_t taglen = 0;
+
+	if (!spec || !*spec) {
+		bd_errf(err, errlen, "empty device spec; give a path or PARTLABEL=/PARTUUID=/LABEL=/UUID=");
+		return -EINVAL;
+	}
+	tag = resolve_tag_of(spec, &taglen);
+	if (!tag) {
+		if (strlen(spec) >= pathlen) {
+			bd_errf(err, errlen, "device path %.64s... is too long", spec);
+			return -ENAMETOOLONG;
+		}
+		pc_strlcpy(path, spec, pathlen);
+		return 0;
+	}
+	if (!spec[taglen + 1]) {
+		bd_errf(err, errlen, "%s: empty %s value", spec, tag);
+		return -EINVAL;
+	}
+#ifdef PC_HAVE_BLKID
+	return resolve_blkid(spec, tag, spec + taglen + 1, path, pathlen, err, errlen);
+#else
+	bd_errf(err, errlen, "%s: this agent was built without libblkid and cannot resolve %s=; "
+		 "give the device path (find it with `lsblk -o NAME,PARTLABEL`)", spec, tag);
+	return -ENOTSUP;
+#endif
+}
+
+/* ---- sysfs relations ---- */
+
+static int parse_devno(const char *s, dev_t *out)
+{
+	unsigned maj, min;
+	char extra;
+
+	if (sscanf(s, "%u:%u%c", &maj, &min, &extra) != 2)
+		return -EINVAL;
+	*out = makedev(maj, min);
+	return 0;
+}
+
+int blockdev_sysfs_dir(dev_t dev, char *dir, size_t len)
+{
+	char link[64];
+	char real[PATH_MAX];
+
+	snprintf(link, sizeof(link), SYSFS_DEV_BLOCK "/%u:%u", major(dev), minor(dev));
+	if (!realpath(link, real))
+		return -errno;
+	if (strlen(real) >= len)
+		return -ENAMETOOLONG;
+	pc_strlcpy(dir, real, len);
+	return 0;
+}
+
+static int sysfs_has(const char *dir, const char *name)
+{
+	char p[PATH_MAX];
+
+	return path_join(p, sizeof(p), dir, name) == 0 && access(p, F_OK) == 0;
+}
+
+static int sysfs_read(const char *dir, const char *name, char *buf, size_t len)
+{
+	char p[PATH_MAX];
+	size_t n;
+	int ret;
+
+	ret = path_join(p, sizeof(p), dir, name);
+	if (ret == 0)
+		ret = pc_read_text(p, buf, len);
+	if (ret)
+		return ret;
+	/* SCSI pads vendor and model with blanks */
+	n = strlen(buf);
+	while (n && isspace((unsigned char)buf[n - 1]))
+		buf[--n] = '\0';
+	return 0;
+}
+
+int blockdev_is_partition(dev_t dev)
+{
+	char dir[PATH_MAX];
+	int ret = blockdev_sysfs_dir(dev, dir, sizeof(dir));
+
+	if (ret)
+		return ret;
+	return sysfs_has(dir, "partition");
+}
+
+int blockdev_whole_disk(dev_t dev, char *dir, size_t len, dev_t *disk)
+{
+	char d[PATH_MAX], text[32];
+	char *slash;
+	dev_t devno = dev;
+	int ret;
+
+	ret = blockdev_sysfs_dir(dev, d, sizeof(d));
+	if (ret)
+		return ret;
+	if (sysfs_has(d, "partition")) {
+		slash = strrchr(d, '/');
+		if (!slash || slash == d)
+			return -ENOENT;
+		*slash = '\0';
+		ret = sysfs_read(d, "dev", text, sizeof(text));
+		if (ret == 0)
+			ret = parse_devno(text, &devno);
+		if (ret)
+			return ret;
+	}
+	if (dir) {
+		if (strlen(d) >= len)
+			return -ENAMETOOLONG;
+		pc_strlcpy(dir, d, len);
+	}
+	if (disk)
+		*disk = devno;
+	return 0;
+}
+
+int blockdev_family(dev_t dev, dev_t *devs, size_t max)
+{
+	char dir[PATH_MAX], sub[PATH_MAX + 256], text[32];
+	struct dirent *de;
+	DIR *dh;
+	size_t n = 0;
+	int ret;
+
+	if (max == 0)
+		return -ENOSPC;
+	ret = blockdev_sysfs_dir(dev, dir, sizeof(dir));
+	if (ret)
+		return ret;
+	devs[n++] = dev;
+	if (sysfs_has(dir, "partition"))
+		return (int)n;
+	dh = opendir(dir);
+	if (!dh)
+		return -errno;
+	while ((de = readdir(dh)) != NULL) {
+		dev_t p;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (path_join(sub, sizeof(sub), dir, de->d_name) != 0 || !sysfs_has(sub, "partition") || sysfs_read(sub, "dev", text, sizeof(text)) != 0 ||
+		    parse_devno(text, &p) != 0)
+			continue;
+		if (n == max) {
+			closedir(dh);
+			return -ENOSPC;
+		}
+		devs[n++] = p;
+	}
+	closedir(dh);
+	return (int)n;
+}
+
+/* ---- mount, swap and holder refusals ---- */
+
+/* Undo the octal escapes (\040 for a blank) of mountinfo and /proc/swaps. */
+static void unescape_octal(char *s)
+{
+	char *w = s;
+
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 4;
+		} else {
+			*w++ = *s++;
+		}
+	}
+	*w = '\0';
+}
+
+static int devs_index(const dev_t *devs, size_t n, dev_t d)
+{
+	for (size_t i = 0; i < n; i++)
+		if (devs[i] == d)
+			return (int)i;
+	return -1;
+}
+
+/* Split one mountinfo line: device number, mount point, mount source. */
+static int mountinfo_split(char *line, dev_t *dev, char **mnt, char **src)
+{
+	char *save = NULL, *tok;
+	int field = 0, ret = -EINVAL;
+
+	*src = NULL;
+	for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), field++) {
+		if (field == 2)
+			ret = parse_devno(tok, dev);
+		else if (field == 4)
+			*mnt = tok;
+		else if (field >= 6 && strcmp(tok, "-") == 0) {
+			/* after the separator: fstype, then the source */
+			if (strtok_r(NULL, " \n", &save))
+				*src = strtok_r(NULL, " \n", &save);
+			break;
+		}
+	}
+	if (ret == 0 && field < 5)
+		ret = -EINVAL;
+	return ret;
+}
+
+int blockdev_check_mounted(const char *mountinfo, const char *name, const dev_t *devs, size_t n,
+			   char *err, size_t errlen)
+{
+	char *line = NULL, *mnt = NULL, *src = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(mountinfo, "re");
+	if (!f) {
+		ret = -errno;
+		bd_errf(err, errlen, "%s: cannot read %s to check it is not mounted: %s", name, mountinfo,
+			 strerror(-ret));
+		return ret;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		dev_t d;
+		int i;
+
+		if (mountinfo_split(line, &d, &mnt, &src) != 0)
+			continue;
+		i = devs_index(devs, n, d);
+		if (i < 0)
+			continue;
+		unescape_octal(mnt);
+		if (i == 0)
+			bd_errf(err, errlen, "%s is mounted on %s (mountinfo); unmount it first", name, mnt);
+		else
+			bd_errf(err, errlen, "%s is a whole disk whose partition %s (%u:%u) is mounted on %s "
+				 "(mountinfo); unmount it first", name, src ? src : "?", major(d), minor(d), mnt);
+		ret = -EBUSY;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+int blockdev_check_swap(const char *swaps, const char *name, const dev_t *devs, size_t n,
+			char *err, size_t errlen)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(swaps, "re");
+	if (!f) {
+		/* no swap support in the kernel means no swap device */
+		if (errno == ENOENT)
+			return 0;
+		ret = -errno;
+		bd_errf(err, errlen, "%s: cannot read %s to check it is not swap: %s", name, swaps, strerror(-ret));
+		return ret;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		char *sp = strpbrk(line, " \t\n");
+		struct stat st;
+		int i;
+
+		if (line[0] != '/' || !sp)
+			continue;	/* the header line */
+		*sp = '\0';
+		unescape_octal(line);
+		if (stat(line, &st) != 0 || !S_ISBLK(st.st_mode))
+			continue;
+		i = devs_index(devs, n, st.st_rdev);
+		if (i < 0)
+			continue;
+		if (i == 0)
+			bd_errf(err, errlen, "%s is an active swap device (%s); swapoff it first", name, swaps);
+		else
+			bd_errf(err, errlen, "%s is a whole disk whose partition %s is an active swap device (%s); "
+				 "swapoff it first", name, line, swaps);
+		ret = -EBUSY;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+/* LVM, md and dm claim their members without mounting them. */
+static int check_holders(const char *name, dev_t d, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], holders[PATH_MAX + 16];
+	struct dirent *de;
+	DIR *dh;
+	int ret = 0;
+
+	if (blockdev_sysfs_dir(d, dir, sizeof(dir)) != 0)
+		return 0;
+	if (path_join(holders, sizeof(holders), dir, "holders") != 0)
+		return 0;
+	dh = opendir(holders);
+	if (!dh)
+		return 0;
+	while ((de = readdir(dh)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		bd_errf(err, errlen, "%s (%u:%u) is in use by %s (device mapper, LVM or RAID); stop that first",
+			 name, major(d), minor(d), de->d_name);
+		ret = -EBUSY;
+		break;
+	}
+	closedir(dh);
+	return ret;
+}
+
+int blockdev_check_safe(const char *path, dev_t dev, int allow_whole_disk, char *err, size_t errlen)
+{
+	dev_t devs[FAMILY_MAX];
+	int n, ret;
+
+	n = blockdev_family(dev, devs, PC_ARRAY_SIZE(devs));
+	if (n < 0) {
+		/* without sysfs we still know the device itself */
+		devs[0] = dev;
+		n = 1;
+	}
+	ret = blockdev_check_mounted(MOUNTINFO, path, devs, (size_t)n, err, errlen);
+	if (ret)
+		return ret;
+	ret = blockdev_check_swap(SWAPS, path, devs, (size_t)n, err, errlen);
+	if (ret)
+		return ret;
+	for (int i = 0; i < n; i++) {
+		ret = check_holders(path, devs[i], err, errlen);
+		if (ret)
+			return ret;
+	}
+	if (allow_whole_disk)
+		return 0;
+	ret = blockdev_is_partition(dev);
+	if (ret < 0) {
+		bd_errf(err, errlen, "%s: cannot tell whether it is a partition (" SYSFS_DEV_BLOCK "/%u:%u: %s); "
+			 "mount sysfs, or set allow_whole_disk if the whole device is meant", path, major(dev),
+			 minor(dev), strerror(-ret));
+		return ret;
+	}
+	if (ret == 0) {
+		bd_errf(err, errlen, "%s is a whole disk, not a partition; give a partition (PARTLABEL=...) "
+			 "or set allow_whole_disk if the whole device is meant to be overwritten", path);
+		return -EISDIR;
+	}
+	return 0;
+}
+
+/* ---- EXT_CSD ---- */
+
+#define EXT_CSD_CACHE_CTRL	33
+#define EXT_CSD_WR_REL_PARAM	166
+#define EXT_CSD_WR_REL_SET	167
+#define EXT_CSD_REV		192
+#define EXT_CSD_REL_WR_SEC_C	222
+#define EXT_CSD_CACHE_SIZE	249	/* 4 bytes, least significant first */
+
+int blockdev_ext_csd_parse(const uint8_t *raw, size_t len, struct blockdev_ext_csd *out)
+{
+	if (!raw || len < BLOCKDEV_EXT_CSD_LEN)
+		return -EINVAL;
+	out->cache_ctrl = raw[EXT_CSD_CACHE_CTRL];
+	out->wr_rel_param = raw[EXT_CSD_WR_REL_PARAM];
+	out->wr_rel_set = raw[EXT_CSD_WR_REL_SET];
+	out->rev = raw[EXT_CSD_REV];
+	out->rel_wr_sec_c = raw[EXT_CSD_REL_WR_SEC_C];
+	out->cache_size = (uint32_t)raw[EXT_CSD_CACHE_SIZE] | (uint32_t)raw[EXT_CSD_CACHE_SIZE + 1] << 8 |
+			  (uint32_t)raw[EXT_CSD_CACHE_SIZE + 2] << 16 | (uint32_t)raw[EXT_CSD_CACHE_SIZE + 3] << 24;
+	return 0;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int blockdev_ext_csd_from_hex(const char *text, uint8_t *raw, size_t len)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		int hi, lo;
+
+		while (isspace((unsigned char)*text))
+			text++;
+		hi = hexval((unsigned char)text[0]);
+		lo = hi < 0 ? -1 : hexval((unsigned char)text[1]);
+		if (lo < 0)
+			return -EINVAL;
+		raw[i++] = (uint8_t)(hi << 4 | lo);
+		text += 2;
+	}
+	while (isspace((unsigned char)*text))
+		text++;
+	return *text ? -EINVAL : 0;
+}
+
+json_object *blockdev_ext_csd_json(const struct blockdev_ext_csd *x, const char *source)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "available", json_object_new_boolean(1));
+	json_object_object_add(o, "source", json_object_new_string(source));
+	json_object_object_add(o, "rev", json_object_new_int(x->rev));
+	json_object_object_add(o, "wr_rel_param", json_object_new_int(x->wr_rel_param));
+	json_object_object_add(o, "wr_rel_set", json_object_new_int(x->wr_rel_set));
+	json_object_object_add(o, "rel_wr_sec_c", json_object_new_int(x->rel_wr_sec_c));
+	json_object_object_add(o, "cache_ctrl", json_object_new_int(x->cache_ctrl));
+	json_object_object_add(o, "cache_size", json_object_new_int64(x->cache_size));
+	/* the two bits the FUA debate is about, spelled out */
+	json_object_object_add(o, "en_rel_wr", json_object_new_boolean(!!(x->wr_rel_param & 0x04)));
+	json_object_object_add(o, "cache_on", json_object_new_boolean(!!(x->cache_ctrl & 0x01)));
+	return o;
+}
+
+#ifdef PC_HAVE_MMC_IOCTL
+/* Response flags as the kernel spells them (include/linux/mmc/core.h), which
+ * does not export them to user space. */
+#ifndef MMC_RSP_PRESENT
+#define MMC_RSP_PRESENT	(1 << 0)
+#define MMC_RSP_CRC	(1 << 2)
+#define MMC_RSP_OPCODE	(1 << 4)
+#define MMC_CMD_ADTC	(1 << 5)
+#define MMC_RSP_SPI_S1	(1 << 7)
+#define MMC_RSP_SPI_R1	(MMC_RSP_SPI_S1)
+#define MMC_RSP_R1	(MMC_RSP_PRESENT | MMC_RSP_CRC | MMC_RSP_OPCODE)
+#endif
+#define MMC_SEND_EXT_CSD 8
+
+int blockdev_ext_csd_ioctl(const char *mmcblk, uint8_t *raw, char *err, size_t errlen)
+{
+	struct mmc_ioc_cmd cmd;
+	int fd, ret = 0;
+
+	fd = open(mmcblk, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		bd_errf(err, errlen, "open %s: %s", mmcblk, strerror(-ret));
+		return ret;
+	}
+	memset(&cmd, 0, sizeof(cmd));
+	cmd.opcode = MMC_SEND_EXT_CSD;
+	cmd.arg = 0;
+	cmd.flags = MMC_RSP_SPI_R1 | MMC_RSP_R1 | MMC_CMD_ADTC;
+	cmd.blksz = BLOCKDEV_EXT_CSD_LEN;
+	cmd.blocks = 1;
+	mmc_ioc_cmd_set_data(cmd, raw);
+	if (ioctl(fd, MMC_IOC_CMD, &cmd) < 0) {
+		ret = -errno;
+		bd_errf(err, errlen, "MMC_IOC_CMD CMD8 on %s: %s%s", mmcblk, strerror(-ret),
+			 ret == -EPERM || ret == -EACCES ? " (needs CAP_SYS_RAWIO)" : "");
+	}
+	close(fd);
+	return ret;
+}
+#else
+int blockdev_ext_csd_ioctl(const char *mmcblk, uint8_t *raw, char *err, size_t errlen)
+{
+	bd_errf(err, errlen, "built without linux/mmc/ioctl.h");
+	return -ENOTSUP;
+}
+#endif
+
+/* debugfs names the card by its host and address: mmc0/mmc0:0001/ext_csd. */
+static int ext_csd_debugfs(const char *diskdir, uint8_t *raw, char *err, size_t errlen)
+{
+	char card[PATH_MAX], p[PATH_MAX + 64], link[PATH_MAX + 16];
+	char text[2 * BLOCKDEV_EXT_CSD_LEN + 64];
+	char *base, *colon;
+	int ret;
+
+	if (path_join(link, sizeof(link), diskdir, "device") != 0 || !realpath(link, card)) {
+		ret = -errno;
+		bd_errf(err, errlen, "%s: %s", link, strerror(-ret));
+		return ret;
+	}
+	base = strrchr(card, '/');
+	base = base ? base + 1 : card;
+	colon = strchr(base, ':');
+	if (!colon) {
+		bd_errf(err, errlen, "card name %s is not host:address", base);
+		return -EINVAL;
+	}
+	ret = snprintf(p, sizeof(p), DEBUGFS "/%.*s/%s/ext_csd", (int)(colon - base), base, base);
+	ret = ret < 0 || (size_t)ret >= sizeof(p) ? -ENAMETOOLONG : pc_read_text(p, text, sizeof(text));
+	if (ret) {
+		bd_errf(err, errlen, "%s: %s%s", p, strerror(-ret), ret == -ENOENT ? " (debugfs not mounted?)" : "");
+		return ret;
+	}
+	ret = blockdev_ext_csd_from_hex(text, raw, BLOCKDEV_EXT_CSD_LEN);
+	if (ret)
+		bd_errf(err, errlen, "%s: not 512 bytes of hex", p);
+	return ret;
+}
+
+static json_object *ext_csd_unavailable(const char *reason)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "available", json_object_new_boolean(0));
+	json_object_object_add(o, "reason", json_object_new_string(reason));
+	return o;
+}
+
+static json_object *ext_csd_identity(const char *diskname, const char *diskdir)
+{
+	uint8_t raw[BLOCKDEV_EXT_CSD_LEN];
+	char node[PATH_MAX], e1[256], e2[256], reason[600];
+	struct blockdev_ext_csd x;
+	const char *source = "ioctl";
+
+	path_join(node, sizeof(node), "/dev", diskname);
+	if (blockdev_ext_csd_ioctl(node, raw, e1, sizeof(e1)) != 0) {
+		source = "debugfs";
+		if (ext_csd_debugfs(diskdir, raw, e2, sizeof(e2)) != 0) {
+			snprintf(reason, sizeof(reason), "ioctl: %s; debugfs: %s", e1, e2);
+			return ext_csd_unavailable(reason);
+		}
+	}
+	blockdev_ext_csd_parse(raw, sizeof(raw), &x);
+	return blockdev_ext_csd_json(&x, source);
+}
+
+/* ---- identity ---- */
+
+static void add_sysfs_str(json_object *obj, const char *key, const char *dir, const char *name)
+{
+	char buf[512];
+
+	if (json_object_object_get_ex(obj, key, NULL))
+		return;	/* the first source wins */
+	if (sysfs_read(dir, name, buf, sizeof(buf)) == 0 && buf[0])
+		json_object_object_add(obj, key, json_object_new_string(buf));
+}
+
+static void add_sysfs_u64(json_object *obj, const char *key, const char *dir, const char *name, uint64_t mul)
+{
+	char buf[64];
+	uint64_t v;
+
+	if (sysfs_read(dir, name, buf, sizeof(buf)) == 0 && pc_parse_u64(buf, 0, &v) == 0)
+		json_object_object_add(obj, key, json_object_new_int64((int64_t)(v * mul)));
+}
+
+static const char *disk_type(const char *name, const char *diskdir, const char *mmctype)
+{
+	static const struct { const char *prefix, *type; } by_name[] = {
+		{ "nvme", "nvme" }, { "loop", "loop" }, { "vd", "virtio" }, { "xvd", "xen" },
+		{ "zram", "zram" }, { "dm-", "dm" }, { "md", "md" }, { "nbd", "nbd" },
+		{ "ram", "ram" }, { "mtdblock", "mtd" }, { "ubiblock", "ubi" },
+	};
+
+	if (strncmp(name, "mmcblk", 6) == 0)
+		return strcmp(mmctype, "SD") == 0 ? "sd" : "mmc";
+	if (strncmp(name, "sd", 2) == 0) {
+		/* USB sticks, card readers and UFS all show up as SCSI disks */
+		if (strstr(diskdir, "/usb"))
+			return "usb";
+		if (strstr(diskdir, "ufs"))
+			return "ufs";
+		return "scsi";
+	}
+	for (size_t i = 0; i < PC_ARRAY_SIZE(by_name); i++)
+		if (strncmp(name, by_name[i].prefix, strlen(by_name[i].prefix)) == 0)
+			return by_name[i].type;
+	return "block";
+}
+
+static void queue_identity(const char *diskdir, json_object *obj)
+{
+	json_object *q = json_object_new_object();
+	char qdir[PATH_MAX + 8], buf[64];
+	uint64_t v;
+
+	path_join(qdir, sizeof(qdir), diskdir, "queue");
+	if (sysfs_read(qdir, "fua", buf, sizeof(buf)) == 0 && pc_parse_u64(buf, 0, &v) == 0)
+		json_object_object_add(q, "fua", json_object_new_int((int)v));
+	else
+		json_object_object_add(q, "fua", json_object_new_int(-1));
+	if (sysfs_read(qdir, "write_cache", buf, sizeof(buf)) == 0)
+		json_object_object_add(q, "write_cache", json_object_new_string(buf));
+	else
+		json_object_object_add(q, "write_cache", NULL);
+	json_object_object_add(obj, "queue", q);
+}
+
+static const char *const mmc_fields[] = {
+	"cid", "csd", "name", "manfid", "oemid", "fwrev", "hwrev", "serial", "date", "prv",
+	"rel_sectors", "life_time", "pre_eol_info",
+};
+
+static void mmc_identity(const char *diskname, const char *diskdir, const char *mmctype, json_object *obj)
+{
+	char devdir[PATH_MAX + 8];
+
+	path_join(devdir, sizeof(devdir), diskdir, "device");
+	for (size_t i = 0; i < PC_ARRAY_SIZE(mmc_fields); i++)
+		add_sysfs_str(obj, mmc_fields[i], devdir, mmc_fields[i]);
+	add_sysfs_str(obj, "model", devdir, "name");
+	/* CMD8 is SEND_IF_COND on SD cards: never send it there */
+	if (strcmp(mmctype, "MMC") == 0)
+		json_object_object_add(obj, "ext_csd", ext_csd_identity(diskname, diskdir));
+	else
+		json_object_object_add(obj, "ext_csd", ext_csd_unavailable("SD cards have no EXT_CSD"));
+}
+
+void blockdev_identity(const char *path, dev_t dev, json_object *obj)
+{
+	char dir[PATH_MAX], diskdir[PATH_MAX], devdir[PATH_MAX + 8], qdir[PATH_MAX + 8];
+	char text[32], mmctype[16] = "";
+	const char *diskname;
+	int part;
+
+	snprintf(text, sizeof(text), "%u:%u", major(dev), minor(dev));
+	json_object_object_add(obj, "path", json_object_new_string(path));
+	json_object_object_add(obj, "dev", json_object_new_string(text));
+	if (blockdev_sysfs_dir(dev, dir, sizeof(dir)) != 0 ||
+	    blockdev_whole_disk(dev, diskdir, sizeof(diskdir), NULL) != 0) {
+		json_object_object_add(obj, "type", json_object_new_string("block"));
+		json_object_object_add(obj, "sysfs", json_object_new_string("unavailable"));
+		return;
+	}
+	part = strcmp(dir, diskdir) != 0;
+	diskname = strrchr(diskdir, '/') + 1;
+	path_join(devdir, sizeof(devdir), diskdir, "device");
+	path_join(qdir, sizeof(qdir), diskdir, "queue");
+	if (strncmp(diskname, "mmcblk", 6) == 0)
+		sysfs_read(devdir, "type", mmctype, sizeof(mmctype));
+
+	json_object_object_add(obj, "type", json_object_new_string(disk_type(diskname, diskdir, mmctype)));
+	json_object_object_add(obj, "disk", json_object_new_string(diskname));
+	json_object_object_add(obj, "partition", part ? json_object_new_string(strrchr(dir, '/') + 1) : NULL);
+	add_sysfs_u64(obj, "size", dir, "size", 512);	/* sysfs counts 512-byte units */
+	add_sysfs_u64(obj, "logical_block_size", qdir, "logical_block_size", 1);
+	add_sysfs_u64(obj, "physical_block_size", qdir, "physical_block_size", 1);
+	if (mmctype[0])
+		mmc_identity(diskname, diskdir, mmctype, obj);
+	add_sysfs_str(obj, "model", devdir, "model");
+	add_sysfs_str(obj, "vendor", devdir, "vendor");
+	add_sysfs_str(obj, "serial", devdir, "serial");
+	add_sysfs_str(obj, "serial", diskdir, "serial");	/* virtio-blk keeps it on the disk */
+	add_sysfs_str(obj, "firmware", devdir, "firmware_rev");
+	add_sysfs_str(obj, "firmware", devdir, "rev");
+	add_sysfs_str(obj, "backing_file", diskdir, "loop/backing_file");
+	queue_identity(diskdir, obj);
+}

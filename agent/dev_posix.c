@@ -1,0 +1,391 @@
+/*
+ * dev_posix.c - the real device path: a block device (or a regular file)
+ * through O_DIRECT, pwritev2(RWF_DSYNC), fdatasync and io_uring.
+ *
+ * O_DIRECT is not optional: through the page cache a "completed" write says
+ * nothing about the device, and every verdict would measure the kernel.
+ *
+ * The modes of the design map onto these hooks:
+ *   fua        aio_submit with DEV_W_DSYNC: io_uring write with RWF_DSYNC,
+ *              the block layer sends REQ_FUA (eMMC reliable write)
+ *   fua+flush  write with DEV_W_DSYNC: pwritev2(RWF_DSYNC); the synchronous
+ *              path also runs the file's sync, a cache flush after the write
+ *   flush      write, then flush (fdatasync) every N records
+ *   none       write only
+ */
+#include "dev.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <linux/fs.h>
+
+#ifdef PC_HAVE_URING
+#include <liburing.h>
+#endif
+
+#include "../common/util.h"
+#include "blockdev.h"
+
+struct posix_priv {
+	unsigned qd;
+	unsigned inflight;
+#ifdef PC_HAVE_URING
+	int ring_up;
+	struct io_uring ring;
+#endif
+};
+
+static int posix_fail(struct dev *d, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int posix_fail(struct dev *d, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(d->err, sizeof(d->err), fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+static int posix_io_fail(struct dev *d, const char *what, uint64_t off, size_t len, int ret)
+{
+	const char *hint = "";
+
+	if (ret == -EINVAL)
+		hint = " (O_DIRECT needs 512-byte multiples and 4096-aligned buffers)";
+	else if (ret == -ENODATA)
+		hint = " (past the end of the device)";
+	return posix_fail(d, ret, "%s: %s of %zu bytes at offset %" PRIu64 " failed: %s%s", d->o.path, what, len,
+			  off, strerror(-ret), hint);
+}
+
+static int posix_open_fail(struct dev *d, int for_write, int e)
+{
+	switch (e) {
+	case EINVAL:
+		return posix_fail(d, -EINVAL, "%s: the filesystem refuses O_DIRECT (EINVAL); powercut requires "
+				  "O_DIRECT (tmpfs, for example, cannot do it): use a block device or a file on a "
+				  "disk filesystem", d->o.path);
+	case EBUSY:
+		return posix_fail(d, -EBUSY, "%s: the kernel refused an exclusive open (EBUSY): something holds "
+				  "it (a mount, swap, dm/LVM/RAID); release it first", d->o.path);
+	case EACCES:
+	case EPERM:
+	case EROFS:
+		return posix_fail(d, -e, "cannot open %s for %s: %s; run the agent as root or fix the permissions",
+				  d->o.path, for_write ? "writing" : "reading", strerror(e));
+	default:
+		return posix_fail(d, -e, "cannot open %s: %s", d->o.path, strerror(e));
+	}
+}
+
+/* Block devices pass the safety checks before anything opens them for write. */
+static int posix_open_checks(struct dev *d, const struct stat *st)
+{
+	if (S_ISBLK(st->st_mode))
+		return blockdev_check_safe(d->o.path, st->st_rdev, d->o.allow_whole_disk, d->err, sizeof(d->err));
+	if (S_ISREG(st->st_mode))
+		return 0;
+	return posix_fail(d, -ENODEV, "%s is neither a block device nor a regular file", d->o.path);
+}
+
+static int posix_open(struct dev *d, int for_write)
+{
+	struct stat st, fst;
+	int flags = O_DIRECT | O_CLOEXEC | (for_write ? O_RDWR : O_RDONLY);
+	int ret;
+
+	d->fd = -1;
+	d->size = 0;
+	d->is_blockdev = 0;
+	d->priv = NULL;
+	d->err[0] = '\0';
+	if (!d->o.path || !d->o.path[0])
+		return posix_fail(d, -EINVAL, "no device path given");
+	if (stat(d->o.path, &st) != 0)
+		return posix_open_fail(d, for_write, errno);
+	ret = posix_open_checks(d, &st);
+	if (ret)
+		return ret;
+	/* A second line of defence after the checks: the kernel refuses an
+	 * exclusive open of a block device that is mounted or claimed. */
+	if (for_write && S_ISBLK(st.st_mode))
+		flags |= O_EXCL;
+	d->fd = open(d->o.path, flags);
+	if (d->fd < 0)
+		return posix_open_fail(d, for_write, errno);
+	if (fstat(d->fd, &fst) != 0) {
+		ret = posix_fail(d, -errno, "%s: fstat: %s", d->o.path, strerror(errno));
+		goto err_close;
+	}
+	if ((fst.st_mode & S_IFMT) != (st.st_mode & S_IFMT) || fst.st_rdev != st.st_rdev) {
+		ret = posix_fail(d, -EAGAIN, "%s changed while it was being opened; try again", d->o.path);
+		goto err_close;
+	}
+	d->is_blockdev = S_ISBLK(fst.st_mode);
+	if (!d->is_blockdev) {
+		d->size = (uint64_t)fst.st_size;
+	} else if (ioctl(d->fd, BLKGETSIZE64, &d->size) != 0) {
+		ret = posix_fail(d, -errno, "%s: BLKGETSIZE64: %s", d->o.path, strerror(errno));
+		goto err_close;
+	}
+	d->priv = calloc(1, sizeof(struct posix_priv));
+	if (!d->priv) {
+		ret = posix_fail(d, -ENOMEM, "%s: out of memory", d->o.path);
+		goto err_close;
+	}
+	return 0;
+
+err_close:
+	close(d->fd);
+	d->fd = -1;
+	return ret;
+}
+
+#ifdef PC_HAVE_URING
+/* Completions still owed by the kernel must arrive before the buffers go. */
+static void posix_ring_drain(struct posix_priv *p)
+{
+	struct io_uring_cqe *cqe;
+
+	while (p->inflight) {
+		int ret = io_uring_wait_cqe(&p->ring, &cqe);
+
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0)
+			break;
+		io_uring_cqe_seen(&p->ring, cqe);
+		p->inflight--;
+	}
+	io_uring_queue_exit(&p->ring);
+	p->ring_up = 0;
+}
+#endif
+
+static void posix_close(struct dev *d)
+{
+	struct posix_priv *p = d->priv;
+
+#ifdef PC_HAVE_URING
+	if (p && p->ring_up)
+		posix_ring_drain(p);
+#endif
+	free(p);
+	d->priv = NULL;
+	if (d->fd >= 0)
+		close(d->fd);
+	d->fd = -1;
+}
+
+static int posix_read(struct dev *d, uint64_t off, void *buf, size_t len)
+{
+	int ret = pc_pread_all(d->fd, buf, len, (off_t)off);
+
+	return ret ? posix_io_fail(d, "read", off, len, ret) : 0;
+}
+
+static int posix_pwrite_dsync(int fd, const void *buf, size_t len, uint64_t off)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	while (iov.iov_len) {
+		ssize_t n = pwritev2(fd, &iov, 1, (off_t)off, RWF_DSYNC);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		iov.iov_base = (char *)iov.iov_base + n;
+		iov.iov_len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len, unsigned wflags)
+{
+	int ret;
+
+	if (wflags & ~DEV_W_DSYNC)
+		return posix_fail(d, -EINVAL, "%s: unknown write flags 0x%x", d->o.path, wflags);
+	if (wflags & DEV_W_DSYNC)
+		ret = posix_pwrite_dsync(d->fd, buf, len, off);
+	else
+		ret = pc_pwrite_all(d->fd, buf, len, (off_t)off);
+	return ret ? posix_io_fail(d, wflags ? "dsync write" : "write", off, len, ret) : 0;
+}
+
+static int posix_flush(struct dev *d)
+{
+	if (fdatasync(d->fd) != 0)
+		return posix_fail(d, -errno, "%s: fdatasync (cache flush) failed: %s", d->o.path, strerror(errno));
+	return 0;
+}
+
+#ifdef PC_HAVE_URING
+static int posix_aio_setup(struct dev *d, unsigned qd)
+{
+	struct posix_priv *p = d->priv;
+	int ret;
+
+	if (!p)
+		return posix_fail(d, -EBADF, "%s: aio_setup on a closed device", d->o.path);
+	if (qd == 0 || qd > 4096)
+		return posix_fail(d, -EINVAL, "%s: queue depth %u out of range 1..4096", d->o.path, qd);
+	if (p->ring_up)
+		posix_ring_drain(p);
+	ret = io_uring_queue_init(qd, &p->ring, 0);
+	if (ret == -ENOSYS || ret == -EPERM)
+		return posix_fail(d, -ENOSYS, "io_uring unavailable (%s): the kernel lacks io_uring or refuses it "
+				  "(kernel.io_uring_disabled, seccomp); async fua cannot run on %s",
+				  ret == -ENOSYS ? "ENOSYS" : "EPERM", d->o.path);
+	if (ret < 0)
+		return posix_fail(d, ret, "%s: io_uring_queue_init(%u): %s", d->o.path, qd, strerror(-ret));
+	p->ring_up = 1;
+	p->qd = qd;
+	p->inflight = 0;
+	return 0;
+}
+
+static int posix_aio_submit(struct dev *d, struct dev_io *io)
+{
+	struct posix_priv *p = d->priv;
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (!p || !p->ring_up)
+		return posix_fail(d, -EINVAL, "%s: aio_submit before aio_setup", d->o.path);
+	if (io->wflags & ~DEV_W_DSYNC || io->len > UINT_MAX)
+		return posix_fail(d, -EINVAL, "%s: bad async write (flags 0x%x, %zu bytes)", d->o.path, io->wflags,
+				  io->len);
+	if (p->inflight >= p->qd)
+		return posix_fail(d, -EBUSY, "%s: %u writes in flight, queue depth %u: reap first", d->o.path,
+				  p->inflight, p->qd);
+	sqe = io_uring_get_sqe(&p->ring);
+	if (!sqe)
+		return posix_fail(d, -EBUSY, "%s: io_uring submission queue full", d->o.path);
+	io_uring_prep_write(sqe, d->fd, io->buf, (unsigned)io->len, io->off);
+	if (io->wflags & DEV_W_DSYNC)
+		sqe->rw_flags = RWF_DSYNC;
+	io_uring_sqe_set_data(sqe, io);
+	io->result = 0;
+	do
+		ret = io_uring_submit(&p->ring);
+	while (ret == -EINTR);
+	if (ret < 0)
+		return posix_io_fail(d, "io_uring submit", io->off, io->len, ret);
+	if (ret == 0)
+		return posix_io_fail(d, "io_uring submit", io->off, io->len, -EIO);
+	p->inflight++;
+	return 0;
+}
+
+static int posix_aio_result(struct dev *d, struct dev_io *io, int res)
+{
+	if (res >= 0 && (size_t)res != io->len)
+		res = -EIO;	/* a short O_DIRECT write: the rest never reached the device */
+	if (res < 0)
+		posix_io_fail(d, io->wflags ? "async dsync write" : "async write", io->off, io->len, res);
+	return res < 0 ? res : 0;
+}
+
+static int posix_aio_reap(struct dev *d, struct dev_io **done, unsigned max, unsigned min)
+{
+	struct posix_priv *p = d->priv;
+	unsigned got = 0;
+
+	if (!p || !p->ring_up)
+		return posix_fail(d, -EINVAL, "%s: aio_reap before aio_setup", d->o.path);
+	/* waiting for more than is in flight would never return */
+	if (min > p->inflight)
+		min = p->inflight;
+	if (min > max)
+		min = max;
+	while (got < max && p->inflight) {
+		struct io_uring_cqe *cqe;
+		struct dev_io *io;
+		int ret;
+
+		if (got < min)
+			ret = io_uring_wait_cqe(&p->ring, &cqe);
+		else
+			ret = io_uring_peek_cqe(&p->ring, &cqe);
+		if (ret == -EAGAIN && got >= min)
+			break;
+		if (ret == -EINTR)
+			continue;
+		if (ret < 0) {
+			posix_fail(d, ret, "%s: waiting for io_uring completions: %s", d->o.path, strerror(-ret));
+			return got ? (int)got : ret;
+		}
+		io = io_uring_cqe_get_data(cqe);
+		io->result = posix_aio_result(d, io, cqe->res);
+		io_uring_cqe_seen(&p->ring, cqe);
+		p->inflight--;
+		done[got++] = io;
+	}
+	return (int)got;
+}
+#else
+static int posix_aio_setup(struct dev *d, unsigned qd)
+{
+	return posix_fail(d, -ENOSYS, "io_uring unavailable (ENOSYS): this agent was built without liburing; "
+			  "async fua cannot run on %s", d->o.path);
+}
+
+static int posix_aio_submit(struct dev *d, struct dev_io *io)
+{
+	return posix_fail(d, -ENOSYS, "%s: built without liburing", d->o.path);
+}
+
+static int posix_aio_reap(struct dev *d, struct dev_io **done, unsigned max, unsigned min)
+{
+	return posix_fail(d, -ENOSYS, "%s: built without liburing", d->o.path);
+}
+#endif
+
+static void posix_identity(struct dev *d, json_object *obj)
+{
+	struct stat st;
+
+	if (fstat(d->fd, &st) != 0) {
+		json_object_object_add(obj, "path", json_object_new_string(d->o.path));
+		json_object_object_add(obj, "error", json_object_new_string(strerror(errno)));
+		return;
+	}
+	if (S_ISBLK(st.st_mode)) {
+		blockdev_identity(d->o.path, st.st_rdev, obj);
+		return;
+	}
+	json_object_object_add(obj, "type", json_object_new_string("file"));
+	json_object_object_add(obj, "path", json_object_new_string(d->o.path));
+	json_object_object_add(obj, "size", json_object_new_int64((int64_t)st.st_size));
+	json_object_object_add(obj, "st_blksize", json_object_new_int64((int64_t)st.st_blksize));
+}
+
+const struct dev_ops dev_posix_ops = {
+	.name = "posix",
+	.open = posix_open,
+	.close = posix_close,
+	.read = posix_read,
+	.write = posix_write,
+	.flush = posix_flush,
+	.aio_setup = posix_aio_setup,
+	.aio_submit = posix_aio_submit,
+	.aio_reap = posix_aio_reap,
+	.identity = posix_identity,
+};

@@ -1,0 +1,261 @@
+/*
+ * dev_sim.c - the "sim" device backend: the agent's view of the emulated eMMC.
+ *
+ * Byte offsets become LBAs of the emulated device. The asynchronous path is a
+ * queue in name only: aio_submit performs the write synchronously and queues
+ * its completion, so completions always come back in submission order. That
+ * is a legal device (nothing promises reordering), but the sim never shows
+ * the host what a reordering device would.
+ */
+#include "dev.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "../common/record.h"
+#include "../common/util.h"
+
+#define SIM_QD_MAX	32u
+/* The defaults emmc.h documents; applied here so identity() reports them. */
+#define SIM_DEF_PROGRAM_US	20u
+#define SIM_DEF_CACHE_SECTORS	256u
+
+struct dev_sim {
+	struct sim_emmc *e;
+	unsigned qd;			/* 0 until aio_setup */
+	struct dev_io *done[SIM_QD_MAX];	/* completed, not yet reaped: a ring */
+	unsigned first, ndone;
+};
+
+static int sim_open(struct dev *d, int for_write)
+{
+	struct dev_sim *s;
+	int ret;
+
+	d->fd = -1;
+	d->is_blockdev = 0;
+	d->err[0] = 0;
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		snprintf(d->err, sizeof(d->err), "sim media %s: out of memory", d->o.path);
+		return -ENOMEM;
+	}
+	d->o.sim.media = d->o.path;
+	if (!d->o.sim.program_us)
+		d->o.sim.program_us = SIM_DEF_PROGRAM_US;
+	if (!d->o.sim.cache_sectors)
+		d->o.sim.cache_sectors = SIM_DEF_CACHE_SECTORS;
+	ret = sim_emmc_open(&d->o.sim, &s->e, d->err, sizeof(d->err));
+	if (ret) {
+		free(s);
+		return ret;
+	}
+	d->priv = s;
+	d->size = sim_emmc_sectors(s->e) * PC_SECTOR;
+	return 0;
+}
+
+static void sim_close(struct dev *d)
+{
+	struct dev_sim *s = d->priv;
+
+	if (!s)
+		return;
+	sim_emmc_close(s->e);
+	free(s);
+	d->priv = NULL;
+}
+
+/* Byte range to sectors; fills d->err on a range the caller should never pass. */
+static int sim_range(struct dev *d, const char *what, uint64_t off, size_t len, uint32_t *nsect)
+{
+	if (off % PC_SECTOR || len % PC_SECTOR || len == 0 || len / PC_SECTOR > UINT32_MAX ||
+	    off > d->size || len > d->size - off) {
+		snprintf(d->err, sizeof(d->err), "sim media %s: %s of %zu bytes at %" PRIu64
+			 " is unaligned or beyond the %" PRIu64 "-byte device", d->o.path, what, len, off,
+			 d->size);
+		return -EINVAL;
+	}
+	*nsect = (uint32_t)(len / PC_SECTOR);
+	return 0;
+}
+
+static int sim_fail(struct dev *d, const char *what, uint64_t off, int ret)
+{
+	snprintf(d->err, sizeof(d->err), "sim media %s: %s at %" PRIu64 " failed: %s", d->o.path, what,
+		 off, strerror(-ret));
+	return ret;
+}
+
+static int sim_read(struct dev *d, uint64_t off, void *buf, size_t len)
+{
+	struct dev_sim *s = d->priv;
+	uint32_t n;
+	int ret = sim_range(d, "read", off, len, &n);
+
+	if (ret)
+		return ret;
+	ret = sim_emmc_read(s->e, off / PC_SECTOR, buf, n);
+	return ret ? sim_fail(d, "read", off, ret) : 0;
+}
+
+static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, unsigned wflags)
+{
+	struct dev_sim *s = d->priv;
+	uint32_t n;
+	int ret = sim_range(d, "write", off, len, &n);
+
+	if (ret)
+		return ret;
+	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
+	return ret ? sim_fail(d, "write", off, ret) : 0;
+}
+
+static int sim_flush(struct dev *d)
+{
+	struct dev_sim *s = d->priv;
+	int ret = sim_emmc_flush(s->e);
+
+	if (ret)
+		snprintf(d->err, sizeof(d->err), "sim media %s: flush failed: %s", d->o.path, strerror(-ret));
+	return ret;
+}
+
+static int sim_aio_setup(struct dev *d, unsigned qd)
+{
+	struct dev_sim *s = d->priv;
+
+	if (qd < 1 || qd > SIM_QD_MAX) {
+		snprintf(d->err, sizeof(d->err), "sim media %s: queue depth %u is outside 1..%u", d->o.path,
+			 qd, SIM_QD_MAX);
+		return -EINVAL;
+	}
+	s->qd = qd;
+	s->first = s->ndone = 0;
+	return 0;
+}
+
+static int sim_aio_submit(struct dev *d, struct dev_io *io)
+{
+	struct dev_sim *s = d->priv;
+	uint32_t n;
+	int ret;
+
+	if (!s->qd) {
+		snprintf(d->err, sizeof(d->err), "sim media %s: aio_submit before aio_setup", d->o.path);
+		return -EINVAL;
+	}
+	if (s->ndone >= s->qd) {
+		snprintf(d->err, sizeof(d->err), "sim media %s: %u writes in flight already (queue depth %u); "
+			 "reap first", d->o.path, s->ndone, s->qd);
+		return -EBUSY;
+	}
+	ret = sim_range(d, "write", io->off, io->len, &n);
+	if (ret)
+		return ret;
+	/* like io_uring, a failed write is reported by its completion */
+	io->result = sim_emmc_write(s->e, io->off / PC_SECTOR, io->buf, n,
+				    (io->wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
+	if (io->result)
+		sim_fail(d, "write", io->off, io->result);
+	s->done[(s->first + s->ndone) % SIM_QD_MAX] = io;
+	s->ndone++;
+	return 0;
+}
+
+/* Every submitted write has completed already: min can always be met or is moot. */
+static int sim_aio_reap(struct dev *d, struct dev_io **done, unsigned max, unsigned min)
+{
+	struct dev_sim *s = d->priv;
+	unsigned n = 0;
+
+	while (n < max && s->ndone) {
+		done[n++] = s->done[s->first];
+		s->first = (s->first + 1) % SIM_QD_MAX;
+		s->ndone--;
+	}
+	return (int)n;
+}
+
+/* CRC7 of an eMMC CID (polynomial x^7 + x^3 + 1), as the card computes it. */
+static uint8_t sim_crc7(const uint8_t *p, size_t len)
+{
+	uint8_t crc = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		for (int b = 7; b >= 0; b--) {
+			uint8_t in = (uint8_t)(((p[i] >> b) & 1) ^ ((crc >> 6) & 1));
+
+			crc = (uint8_t)((crc << 1) & 0x7f);
+			if (in)
+				crc ^= 0x09;
+		}
+	}
+	return crc;
+}
+
+/*
+ * A 128-bit CID: MID 0xfe, the 16-bit OID "PC" sysfs shows as oemid, PNM
+ * "PCSIM ", PRV 1.0, a PSN from the media file's device and inode (stable
+ * across power-ons of the same media, different for two sim boards), MDT and
+ * the CRC7 a card would compute, so CID parsers accept it.
+ */
+static void sim_cid(const struct stat *st, char hex[33], uint32_t *psn)
+{
+	uint8_t cid[16] = { 0xfe, 0x50, 0x43, 'P', 'C', 'S', 'I', 'M', ' ', 0x10 };
+	uint64_t h = pc_mix64((uint64_t)st->st_dev ^ pc_mix64((uint64_t)st->st_ino));
+
+	*psn = (uint32_t)(h ^ (h >> 32));
+	cid[10] = (uint8_t)(*psn >> 24);
+	cid[11] = (uint8_t)(*psn >> 16);
+	cid[12] = (uint8_t)(*psn >> 8);
+	cid[13] = (uint8_t)*psn;
+	cid[14] = 0x1a;	/* MDT: month 1, year offset 10 */
+	cid[15] = (uint8_t)(sim_crc7(cid, 15) << 1 | 1);
+	for (int i = 0; i < 16; i++)
+		snprintf(hex + 2 * i, 3, "%02x", cid[i]);
+}
+
+static void sim_identity(struct dev *d, json_object *obj)
+{
+	char pname[256], hex[33], serial[16];
+	json_object *q = json_object_new_object();
+	struct stat st;
+	uint32_t psn;
+
+	json_object_object_add(obj, "type", json_object_new_string("sim-emmc"));
+	json_object_object_add(obj, "name", json_object_new_string("PCSIM"));
+	json_object_object_add(obj, "manfid", json_object_new_string("0x0000fe"));
+	json_object_object_add(obj, "oemid", json_object_new_string("0x5043"));
+	if (stat(d->o.path, &st) == 0) {
+		sim_cid(&st, hex, &psn);
+		snprintf(serial, sizeof(serial), "0x%08" PRIx32, psn);
+		json_object_object_add(obj, "cid", json_object_new_string(hex));
+		json_object_object_add(obj, "serial", json_object_new_string(serial));
+	}
+	json_object_object_add(obj, "profile",
+			       json_object_new_string(sim_profile_name(d->o.sim.profile, pname, sizeof(pname))));
+	json_object_object_add(obj, "program_us", json_object_new_int64(d->o.sim.program_us));
+	json_object_object_add(obj, "cache_sectors", json_object_new_int64(d->o.sim.cache_sectors));
+	json_object_object_add(q, "fua", json_object_new_int(1));
+	json_object_object_add(q, "write_cache", json_object_new_string(
+		(d->o.sim.profile & SIM_P_NO_CACHE) ? "write through" : "write back"));
+	json_object_object_add(obj, "queue", q);
+}
+
+const struct dev_ops dev_sim_ops = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.read = sim_read,
+	.write = sim_write,
+	.flush = sim_flush,
+	.aio_setup = sim_aio_setup,
+	.aio_submit = sim_aio_submit,
+	.aio_reap = sim_aio_reap,
+	.identity = sim_identity,
+};

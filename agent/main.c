@@ -1,0 +1,446 @@
+/*
+ * main.c - powercut-agent: runs on the board, next to the device under test.
+ *
+ *   powercut-agent prepare --device DEV --record-size N --yes
+ *   powercut-agent run     --device DEV --connect HOST:PORT --board NAME
+ *   powercut-agent scan    --device DEV
+ *   powercut-agent info    --device DEV
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "../common/crc32c.h"
+#include "../common/proto.h"
+#include "../common/util.h"
+#include "link.h"
+#include "region.h"
+#include "writer.h"
+
+struct opts {
+	struct region_opts ro;
+	const char *connect;
+	const char *board;
+	uint64_t record_size;
+	uint64_t seed;
+	uint64_t size;		/* sim media size for prepare */
+	uint64_t boot_delay_ms;
+	uint64_t connect_timeout_ms;
+	int pattern;
+	int yes;
+	int verbose;
+};
+
+enum {
+	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
+	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
+	O_SIMRATE, O_HELP, O_VERBOSE,
+};
+
+static const struct option long_opts[] = {
+	{ "device", required_argument, NULL, O_DEVICE },
+	{ "offset", required_argument, NULL, O_OFFSET },
+	{ "length", required_argument, NULL, O_LENGTH },
+	{ "allow-whole-disk", no_argument, NULL, O_WHOLE },
+	{ "connect", required_argument, NULL, O_CONNECT },
+	{ "board", required_argument, NULL, O_BOARD },
+	{ "record-size", required_argument, NULL, O_RECSZ },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "size", required_argument, NULL, O_SIZE },
+	{ "yes", no_argument, NULL, O_YES },
+	{ "boot-delay-ms", required_argument, NULL, O_BOOTDELAY },
+	{ "connect-timeout-ms", required_argument, NULL, O_CTIMEOUT },
+	{ "pattern", required_argument, NULL, O_PATTERN },
+	{ "sim-profile", required_argument, NULL, O_SIMPROF },
+	{ "sim-program-us", required_argument, NULL, O_SIMPROG },
+	{ "sim-cache-sectors", required_argument, NULL, O_SIMCACHE },
+	{ "sim-seed", required_argument, NULL, O_SIMSEED },
+	{ "sim-rate", required_argument, NULL, O_SIMRATE },
+	{ "verbose", no_argument, NULL, O_VERBOSE },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static const char usage_text[] =
+	"usage: powercut-agent COMMAND [OPTIONS]\n"
+	"\n"
+	"Commands:\n"
+	"  prepare   claim a region: write its superblocks and fill every slot (destroys its contents)\n"
+	"  run       connect to the host, say HELLO, scan and write as the host asks\n"
+	"  scan      verify the region offline and print the findings as JSON lines\n"
+	"  info      print device identity and region geometry as JSON\n"
+	"\n"
+	"Device options (all commands):\n"
+	"  --device DEV            a file, a block device, PARTLABEL=x, PARTUUID=x, LABEL=x, UUID=x,\n"
+	"                          or sim:PATH for the emulated eMMC\n"
+	"  --offset BYTES          region start on the device (default 0)\n"
+	"  --length BYTES          region length (default: to the end of the device)\n"
+	"  --allow-whole-disk      permit a whole disk rather than a partition\n"
+	"  --sim-profile P         sim fault profile (honest, lying-flush, ...; see docs/sim.md)\n"
+	"  --sim-program-us N      sim: microseconds to program one sector (default 20)\n"
+	"  --sim-cache-sectors N   sim: volatile cache size in sectors (default 256)\n"
+	"  --sim-seed N, --sim-rate R   sim: randomness for fault profiles\n"
+	"\n"
+	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
+	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
+	"run:      --connect HOST:PORT  --board NAME  --boot-delay-ms N  --connect-timeout-ms N (30000)\n"
+	"scan:     --pattern sequential|random (the position order of the runs; default sequential)\n"
+	"\n"
+	"Sizes take K, M, G suffixes (binary). Exit status: 0 ok, 1 failure, 2 usage error.\n";
+
+static void usage(FILE *f)
+{
+	fputs(usage_text, f);
+}
+
+static int bad_arg(const char *opt, const char *val, const char *what)
+{
+	pc_err("%s '%s': %s", opt, val, what);
+	return -EINVAL;
+}
+
+static int parse_opts(int argc, char **argv, struct opts *o)
+{
+	char err[256];
+	int c;
+
+	memset(o, 0, sizeof(*o));
+	o->record_size = 4096;
+	o->seed = 1;
+	o->size = 4u << 20;
+	o->connect_timeout_ms = 30000;
+	o->pattern = PC_PAT_SEQUENTIAL;
+	o->ro.sim.program_us = 20;
+	o->ro.sim.cache_sectors = 256;
+	o->ro.sim.seed = 1;
+	o->ro.sim.rate = 0.01;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "hv", long_opts, NULL)) != -1) {
+		uint64_t v = 0;
+
+		switch (c) {
+		case O_DEVICE: o->ro.spec = optarg; break;
+		case O_OFFSET:
+			if (pc_parse_u64(optarg, 1, &o->ro.offset))
+				return bad_arg("--offset", optarg, "expected a byte count");
+			break;
+		case O_LENGTH:
+			if (pc_parse_u64(optarg, 1, &o->ro.length))
+				return bad_arg("--length", optarg, "expected a byte count");
+			break;
+		case O_WHOLE: o->ro.allow_whole_disk = 1; break;
+		case O_CONNECT: o->connect = optarg; break;
+		case O_BOARD: o->board = optarg; break;
+		case O_RECSZ:
+			if (pc_parse_u64(optarg, 1, &o->record_size) || o->record_size % 512 ||
+			    !o->record_size || o->record_size > PC_MAX_RECORD_SIZE)
+				return bad_arg("--record-size", optarg, "expected a multiple of 512 up to 1M");
+			break;
+		case O_SEED:
+			if (pc_parse_u64(optarg, 0, &o->seed) || o->seed > INT64_MAX)
+				return bad_arg("--seed", optarg, "expected an integer below 2^63");
+			break;
+		case O_SIZE:
+			if (pc_parse_u64(optarg, 1, &o->size) || o->size % 4096 || !o->size)
+				return bad_arg("--size", optarg, "expected a byte count, multiple of 4096");
+			break;
+		case O_YES: o->yes = 1; break;
+		case O_BOOTDELAY:
+			if (pc_parse_u64(optarg, 0, &o->boot_delay_ms) || o->boot_delay_ms > 600000)
+				return bad_arg("--boot-delay-ms", optarg, "expected 0..600000");
+			break;
+		case O_CTIMEOUT:
+			if (pc_parse_u64(optarg, 0, &o->connect_timeout_ms) || o->connect_timeout_ms > 86400000)
+				return bad_arg("--connect-timeout-ms", optarg, "expected milliseconds");
+			break;
+		case O_PATTERN:
+			o->pattern = pc_pattern_from_name(optarg);
+			if (o->pattern < 0)
+				return bad_arg("--pattern", optarg, "expected sequential or random");
+			break;
+		case O_SIMPROF:
+			if (sim_profile_parse(optarg, &o->ro.sim.profile, err, sizeof(err)))
+				return bad_arg("--sim-profile", optarg, err);
+			break;
+		case O_SIMPROG:
+			if (pc_parse_u64(optarg, 0, &v) || v > 1000000)
+				return bad_arg("--sim-program-us", optarg, "expected 0..1000000");
+			o->ro.sim.program_us = (uint32_t)v;
+			break;
+		case O_SIMCACHE:
+			if (pc_parse_u64(optarg, 0, &v) || v > 1048576)
+				return bad_arg("--sim-cache-sectors", optarg, "expected 0..1048576");
+			o->ro.sim.cache_sectors = (uint32_t)v;
+			break;
+		case O_SIMSEED:
+			if (pc_parse_u64(optarg, 0, &o->ro.sim.seed))
+				return bad_arg("--sim-seed", optarg, "expected an integer");
+			break;
+		case O_SIMRATE: {
+			char *end;
+			o->ro.sim.rate = strtod(optarg, &end);
+			if (*end || end == optarg || o->ro.sim.rate < 0 || o->ro.sim.rate > 1)
+				return bad_arg("--sim-rate", optarg, "expected a number from 0 to 1");
+			break;
+		}
+		case 'v':
+		case O_VERBOSE: o->verbose = 1; break;
+		case 'h':
+		case O_HELP: usage(stdout); exit(0);
+		default: return -EINVAL;
+		}
+	}
+	if (optind < argc) {
+		pc_err("unexpected argument '%s'", argv[optind]);
+		return -EINVAL;
+	}
+	if (!o->ro.spec) {
+		pc_err("--device is required (a file, block device, PARTLABEL=..., or sim:PATH)");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* ---- emit targets ---- */
+
+static int emit_link(json_object *msg, void *arg)
+{
+	return link_send(arg, msg);
+}
+
+static int emit_stdout(json_object *msg, void *arg)
+{
+	char buf[PC_PROTO_MAX_LINE + 2];
+	int n = pc_msg_line(msg, buf, sizeof(buf));
+
+	json_object_put(msg);
+	if (n < 0)
+		return n;
+	return fwrite(buf, 1, (size_t)n, stdout) == (size_t)n ? 0 : -EIO;
+}
+
+/* ---- identity ---- */
+
+static json_object *identity(struct region *r, const struct writer_io *io)
+{
+	json_object *o = json_object_new_object(), *dev = json_object_new_object(), *q = NULL;
+	struct utsname u;
+	char boot_id[64] = "unknown";
+
+	uname(&u);
+	pc_read_text("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
+	json_object_object_add(o, "agent", json_object_new_string(PC_VERSION));
+	json_object_object_add(o, "boot_id", json_object_new_string(boot_id));
+	json_object_object_add(o, "kernel", json_object_new_string(u.release));
+	json_object_object_add(o, "machine", json_object_new_string(u.machine));
+	json_object_object_add(o, "backend", json_object_new_string(r->dev.ops->name));
+	json_object_object_add(o, "crc32c", json_object_new_string(pc_crc32c_impl_name()));
+	if (r->dev.ops->identity)
+		r->dev.ops->identity(&r->dev, dev);
+	/* queue facts travel at the top level: every verdict records them */
+	if (json_object_object_get_ex(dev, "queue", &q)) {
+		json_object_get(q);
+		json_object_object_del(dev, "queue");
+	} else {
+		q = json_object_new_object();
+		json_object_object_add(q, "fua", json_object_new_int(-1));
+		json_object_object_add(q, "write_cache", json_object_new_string("unknown"));
+	}
+	json_object_object_add(o, "device", dev);
+	json_object_object_add(o, "queue", q);
+	json_object_object_add(o, "region", region_describe(r));
+	json_object_object_add(o, "io", writer_describe(r, io));
+	return o;
+}
+
+/* ---- commands ---- */
+
+static int cmd_prepare(struct opts *o)
+{
+	char err[1024] = "";
+	int ret;
+
+	if (!o->yes) {
+		pc_err("prepare destroys everything in the region on %s; add --yes to confirm", o->ro.spec);
+		return 2;
+	}
+	ret = region_prepare(&o->ro, (uint32_t)o->record_size, o->seed, o->size, 1, err, sizeof(err));
+	if (ret) {
+		pc_err("%s", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int cmd_info(struct opts *o)
+{
+	struct region r;
+	struct writer_io io = { 0 };
+	char err[1024] = "";
+	json_object *id;
+
+	if (region_open(&r, &o->ro, 0, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	snprintf(io.why, sizeof(io.why), "not probed by info (read-only open)");
+	id = identity(&r, &io);
+	json_object_object_del(id, "io");
+	puts(json_object_to_json_string_ext(id, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(id);
+	region_close(&r);
+	return 0;
+}
+
+static int cmd_scan(struct opts *o)
+{
+	struct region r;
+	struct scan_stats st;
+	char err[1024] = "";
+	int ret;
+
+	if (region_open(&r, &o->ro, 0, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	ret = region_scan(&r, o->pattern, emit_stdout, NULL, &st);
+	region_close(&r);
+	fflush(stdout);
+	if (ret) {
+		pc_err("scan of %s failed: %s", o->ro.spec, strerror(-ret));
+		return 1;
+	}
+	fprintf(stderr, "scanned %u slots: %u not whole, %" PRIu64 " ms\n", st.slots, st.anomalies, st.ms);
+	return 0;
+}
+
+static int hello(struct link *l, struct region *r, const struct writer_io *io, const char *board)
+{
+	json_object *m = pc_msg_new(PC_MSG_HELLO), *id = identity(r, io);
+
+	json_object_object_add(m, "board", json_object_new_string(board));
+	json_object_object_foreach(id, k, v)
+		json_object_object_add(m, k, json_object_get(v));
+	json_object_put(id);
+	return link_send(l, m);
+}
+
+static int cmd_run(struct opts *o)
+{
+	struct region r;
+	struct writer_io io;
+	struct link l = { .fd = -1 };
+	char err[1024] = "";
+	int ret, rc = 1;
+
+	if (!o->connect || !o->board) {
+		pc_err("run needs --connect HOST:PORT and --board NAME");
+		return 2;
+	}
+	/* the board boots: nothing happens until the boot delay has passed */
+	if (o->boot_delay_ms)
+		pc_sleep_us(o->boot_delay_ms * 1000);
+	ret = region_open(&r, &o->ro, 1, err, sizeof(err));
+	if (ret) {
+		/* tell the host why, so it does not wait for a boot timeout */
+		pc_err("%s", err);
+		if (link_connect(&l, o->connect, (uint32_t)o->connect_timeout_ms, err + 512, 512) == 0) {
+			link_send(&l, pc_msg_error("board %s: %s", o->board, err));
+			link_close(&l);
+		}
+		return 1;
+	}
+	writer_probe(&r, &io);
+	ret = link_connect(&l, o->connect, (uint32_t)o->connect_timeout_ms, err, sizeof(err));
+	if (ret) {
+		pc_err("%s", err);
+		goto out;
+	}
+	ret = hello(&l, &r, &io, o->board);
+	while (ret == 0) {
+		struct pc_msg m;
+		struct scan_stats st;
+		struct writer_result res;
+
+		ret = link_recv(&l, &m, err, sizeof(err));
+		if (ret == -EPIPE) {
+			rc = 0;	/* the host hung up: the cycle is over */
+			break;
+		}
+		if (ret) {
+			pc_err("bad message from the host: %s", err);
+			link_send(&l, pc_msg_error("agent cannot use host message: %s", err));
+			break;
+		}
+		switch (m.type) {
+		case PC_MSG_VERIFY:
+			ret = region_scan(&r, m.u.verify.pattern, emit_link, &l, &st);
+			if (ret)
+				link_send(&l, pc_msg_error("scan failed: %s", strerror(-ret)));
+			break;
+		case PC_MSG_WORK:
+			err[0] = 0;
+			ret = writer_run(&r, &io, &m.u.work, emit_link, &l, &res, err, sizeof(err));
+			if (ret == 0) {
+				json_object *d = pc_msg_new(PC_MSG_DONE);
+				json_object_object_add(d, "records", json_object_new_int64((int64_t)res.records));
+				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
+				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
+				json_object_object_add(d, "io", json_object_new_string(
+					io.aio ? r.dev.ops->name : "synchronous"));
+				ret = link_send(&l, d);
+			} else {
+				pc_err("%s", err);
+				link_send(&l, pc_msg_error("%s", err));
+			}
+			break;
+		default:
+			link_send(&l, pc_msg_error("agent does not accept '%s' messages",
+						   pc_msg_type_name(m.type)));
+			ret = -EINVAL;
+		}
+		pc_msg_clear(&m);
+	}
+out:
+	link_close(&l);
+	region_close(&r);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	const char *cmd;
+
+	pc_log_init("powercut-agent", PC_LOG_INFO);
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "--version")) {
+		printf("powercut-agent %s\n", PC_VERSION);
+		return 0;
+	}
+	if (parse_opts(argc - 1, argv + 1, &o))
+		return 2;
+	if (!strcmp(cmd, "prepare"))
+		return cmd_prepare(&o);
+	if (!strcmp(cmd, "run"))
+		return cmd_run(&o);
+	if (!strcmp(cmd, "scan"))
+		return cmd_scan(&o);
+	if (!strcmp(cmd, "info"))
+		return cmd_info(&o);
+	pc_err("unknown command '%s' (commands: prepare, run, scan, info; see --help)", cmd);
+	return 2;
+}

@@ -1,0 +1,474 @@
+/*
+ * region.c - claim, open and scan a powercut region.
+ */
+#include "region.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/crc32c.h"
+#include "../common/proto.h"
+#include "../common/util.h"
+#include "blockdev.h"
+
+#define ALIGN 4096
+#define SCAN_CHUNK (1u << 20)
+
+static void *abuf(size_t len)
+{
+	void *p = NULL;
+
+	if (posix_memalign(&p, ALIGN, len ? len : ALIGN))
+		return NULL;
+	return p;
+}
+
+static int dev_setup(struct region *r, const struct region_opts *o, int for_write,
+		     char *err, size_t errlen)
+{
+	const char *path;
+	const struct dev_ops *ops = dev_ops_for(o->spec, &path);
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	r->dev.fd = -1;
+	if (ops == &dev_posix_ops) {
+		ret = blockdev_resolve(path, r->path, sizeof(r->path), err, errlen);
+		if (ret)
+			return ret;
+	} else {
+		pc_strlcpy(r->path, path, sizeof(r->path));
+	}
+	r->dev.ops = ops;
+	r->dev.o.path = r->path;
+	r->dev.o.allow_whole_disk = o->allow_whole_disk;
+	r->dev.o.sim = o->sim;
+	r->dev.o.sim.media = r->path;
+	ret = ops->open(&r->dev, for_write);
+	if (ret) {
+		snprintf(err, errlen, "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
+		r->dev.ops = NULL;
+		return ret;
+	}
+	if (o->offset % PC_SECTOR || o->length % PC_SECTOR) {
+		snprintf(err, errlen, "%s: region offset and length must be multiples of 512", r->path);
+		goto fail;
+	}
+	if (o->offset >= r->dev.size || (o->length && o->length > r->dev.size - o->offset)) {
+		snprintf(err, errlen, "%s: region [%" PRIu64 ", +%" PRIu64 ") lies past the device's end (%" PRIu64
+			 " bytes)", r->path, o->offset, o->length, r->dev.size);
+		goto fail;
+	}
+	r->off = o->offset;
+	return 0;
+fail:
+	r->dev.ops->close(&r->dev);
+	r->dev.ops = NULL;
+	return -EINVAL;
+}
+
+static int read_sb(struct region *r, uint64_t lba, struct pc_geom *g, char *why, size_t whylen)
+{
+	uint8_t *b = abuf(ALIGN);
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	ret = r->dev.ops->read(&r->dev, r->off + lba * PC_SECTOR, b, ALIGN);
+	if (ret)
+		snprintf(why, whylen, "read failed: %s", strerror(-ret));
+	else
+		ret = pc_sb_decode(b, g, why, whylen);
+	free(b);
+	return ret;
+}
+
+int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
+{
+	struct pc_geom ga, gb;
+	char why_a[160] = "", why_b[160] = "";
+	uint64_t len;
+	int ret;
+
+	ret = dev_setup(r, o, for_write, err, errlen);
+	if (ret)
+		return ret;
+	len = o->length ? o->length : r->dev.size - r->off;
+	len -= len % ALIGN;
+	r->sb_ok[0] = read_sb(r, 0, &ga, why_a, sizeof(why_a)) == 0;
+	if (r->sb_ok[0])
+		len = ga.region_bytes;	/* copy B sits where copy A says the region ends */
+	if (len >= 2 * ALIGN && r->off + len <= r->dev.size)
+		r->sb_ok[1] = read_sb(r, len / PC_SECTOR - PC_SB_RESERVE_SECT, &gb, why_b, sizeof(why_b)) == 0;
+	if (!r->sb_ok[0] && !r->sb_ok[1]) {
+		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
+			 " (superblock A: %s; superblock B: %s); run 'powercut-agent prepare' first",
+			 r->path, r->off, why_a, why_b[0] ? why_b : "not found");
+		ret = -ENOENT;
+		goto fail;
+	}
+	if (r->sb_ok[0] && r->sb_ok[1] && (memcmp(ga.uuid, gb.uuid, 16) || ga.region_bytes != gb.region_bytes ||
+					   ga.record_size != gb.record_size || ga.seed != gb.seed)) {
+		snprintf(err, errlen, "%s: the two superblock copies disagree; re-prepare the region", r->path);
+		ret = -EINVAL;
+		goto fail;
+	}
+	r->g = r->sb_ok[0] ? ga : gb;
+	if (o->length && o->length != r->g.region_bytes) {
+		snprintf(err, errlen, "%s: region length %" PRIu64 " given, but the superblock says %" PRIu64,
+			 r->path, o->length, r->g.region_bytes);
+		ret = -EINVAL;
+		goto fail;
+	}
+	if (r->off + r->g.region_bytes > r->dev.size) {
+		snprintf(err, errlen, "%s: the region's superblock claims %" PRIu64 " bytes, past the device's end",
+			 r->path, r->g.region_bytes);
+		ret = -EINVAL;
+		goto fail;
+	}
+	return 0;
+fail:
+	region_close(r);
+	return ret;
+}
+
+void region_close(struct region *r)
+{
+	if (r->dev.ops)
+		r->dev.ops->close(&r->dev);
+	r->dev.ops = NULL;
+}
+
+int region_slot_offset(const struct region *r, uint32_t slot, uint64_t *off)
+{
+	uint64_t lba;
+
+	if (slot >= r->g.nslots)
+		return -ERANGE;
+	lba = pc_slot_lba(&r->g, slot);
+	if (lba < PC_SB_RESERVE_SECT ||
+	    (lba + pc_geom_spr(&r->g)) * PC_SECTOR > r->g.region_bytes - PC_SB_RESERVE_SECT * PC_SECTOR)
+		return -ERANGE;
+	*off = r->off + lba * PC_SECTOR;
+	return 0;
+}
+
+int region_write(struct region *r, uint32_t slot, const void *buf, unsigned wflags)
+{
+	uint64_t off;
+	int ret = region_slot_offset(r, slot, &off);
+
+	if (ret)
+		return ret;
+	return r->dev.ops->write(&r->dev, off, buf, r->g.record_size, wflags);
+}
+
+int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,
+		   uint64_t sim_size, int verbose, char *err, size_t errlen)
+{
+	struct region r;
+	const char *path;
+	uint8_t *sb = NULL, *buf = NULL;
+	uint64_t len, t0 = pc_now_ms(), last = t0;
+	uint32_t per, slot;
+	int ret;
+
+	if (dev_ops_for(o->spec, &path) == &dev_sim_ops && access(path, F_OK) != 0) {
+		ret = sim_emmc_create(path, sim_size, err, errlen);
+		if (ret)
+			return ret;
+	}
+	ret = dev_setup(&r, o, 1, err, errlen);
+	if (ret)
+		return ret;
+	len = o->length ? o->length : r.dev.size - r.off;
+	len -= len % ALIGN;
+	ret = pc_geom_init(&r.g, len, record_size, seed, err, errlen);
+	if (ret)
+		goto out;
+	pc_uuid_generate(r.g.uuid);
+	r.g.created = (uint64_t)time(NULL);
+	per = SCAN_CHUNK / record_size ? SCAN_CHUNK / record_size : 1;
+	sb = abuf(ALIGN);
+	buf = abuf((size_t)per * record_size);
+	if (!sb || !buf) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	/* Invalidate both superblocks first: a prepare cut short must not leave
+	 * a region that looks claimed but holds half-written gen-0 data. */
+	memset(sb, 0, ALIGN);
+	for (int c = 0; c < 2 && !ret; c++)
+		ret = r.dev.ops->write(&r.dev, r.off + pc_sb_lba(&r.g, c) * PC_SECTOR, sb, ALIGN, 0);
+	for (slot = 0; slot < r.g.nslots && !ret; slot += per) {
+		uint32_t n = r.g.nslots - slot < per ? r.g.nslots - slot : per;
+		uint64_t off;
+
+		for (uint32_t i = 0; i < n; i++)
+			pc_record_build(buf + (size_t)i * record_size, &r.g, slot + i, 0, 0, 0);
+		ret = region_slot_offset(&r, slot, &off);
+		if (!ret)
+			ret = r.dev.ops->write(&r.dev, off, buf, (size_t)n * record_size, 0);
+		if (verbose && pc_now_ms() - last > 1000) {
+			last = pc_now_ms();
+			fprintf(stderr, "prepare: %u/%u slots (%.0f%%)\n", slot + n, r.g.nslots,
+				100.0 * (slot + n) / r.g.nslots);
+		}
+	}
+	if (!ret)
+		ret = r.dev.ops->flush(&r.dev);
+	for (int c = 0; c < 2 && !ret; c++) {
+		memset(sb, 0, ALIGN);
+		pc_sb_encode(&r.g, (uint32_t)c, sb);
+		ret = r.dev.ops->write(&r.dev, r.off + pc_sb_lba(&r.g, c) * PC_SECTOR, sb, ALIGN, 0);
+	}
+	if (!ret)
+		ret = r.dev.ops->flush(&r.dev);
+	if (ret)
+		snprintf(err, errlen, "%s: prepare failed: %s", r.path, r.dev.err[0] ? r.dev.err : strerror(-ret));
+	else if (verbose) {
+		char u[37];
+		pc_uuid_format(r.g.uuid, u);
+		fprintf(stderr, "prepared %s: region %s, %" PRIu64 " bytes at offset %" PRIu64
+			", %u slots of %u bytes, %" PRIu64 " ms\n", r.path, u, r.g.region_bytes, r.off,
+			r.g.nslots, record_size, pc_now_ms() - t0);
+	}
+out:
+	free(sb);
+	free(buf);
+	region_close(&r);
+	return ret;
+}
+
+json_object *region_describe(const struct region *r)
+{
+	json_object *o = json_object_new_object();
+	char u[37];
+
+	pc_uuid_format(r->g.uuid, u);
+	json_object_object_add(o, "uuid", json_object_new_string(u));
+	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->g.region_bytes));
+	json_object_object_add(o, "record_size", json_object_new_int64(r->g.record_size));
+	json_object_object_add(o, "slots", json_object_new_int64(r->g.nslots));
+	json_object_object_add(o, "seed", json_object_new_int64((int64_t)r->g.seed));
+	json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
+	json_object_object_add(o, "path", json_object_new_string(r->path));
+	return o;
+}
+
+/* ---- scan ---- */
+
+struct occupant {
+	uint64_t seq;
+	uint32_t cycle;
+	uint16_t flags;
+	uint8_t whole;	/* 1: one whole record at its own LBAs */
+};
+
+struct scan {
+	struct region *r;
+	struct occupant *occ;
+	region_emit_fn emit;
+	void *arg;
+	struct scan_stats *st;
+	int ret;
+};
+
+static int emit(struct scan *s, json_object *msg)
+{
+	if (!msg) {
+		s->ret = -ENOMEM;
+		return s->ret;
+	}
+	if (!s->ret)
+		s->ret = s->emit(msg, s->arg);
+	else
+		json_object_put(msg);
+	return s->ret;
+}
+
+static int all_same(const uint8_t *p, size_t n, uint8_t *v)
+{
+	for (size_t i = 1; i < n; i++)
+		if (p[i] != p[0])
+			return 0;
+	*v = p[0];
+	return 1;
+}
+
+/* Classify one slot's sectors: whole record, or a slot report. rerr[i] != 0
+ * marks sectors whose read failed. */
+static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const int *rerr)
+{
+	const struct pc_geom *g = &s->r->g;
+	uint32_t spr = pc_geom_spr(g);
+	uint64_t lba0 = pc_slot_lba(g, slot);
+	struct pc_sect_report *sect;
+	struct pc_slot_report rep;
+	struct pc_sector_hdr h, first = { 0 };
+	int whole = 1;
+
+	for (uint32_t i = 0; i < spr && whole; i++) {
+		if (rerr[i] || pc_sector_check(rec + (size_t)i * PC_SECTOR, g, &h) != PC_SECT_VALID ||
+		    h.lba != lba0 + i || h.idx != i) {
+			whole = 0;
+			break;
+		}
+		if (i == 0)
+			first = h;
+		else if (h.seq != first.seq || h.cycle != first.cycle || h.flags != first.flags)
+			whole = 0;
+	}
+	if (whole) {
+		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
+		return;
+	}
+	s->occ[slot].whole = 0;
+	s->st->anomalies++;
+	sect = calloc(spr, sizeof(*sect));
+	if (!sect) {
+		s->ret = -ENOMEM;
+		return;
+	}
+	for (uint32_t i = 0; i < spr; i++) {
+		const uint8_t *p = rec + (size_t)i * PC_SECTOR;
+		struct pc_sect_report *e = &sect[i];
+		uint8_t v;
+
+		e->idx = (uint16_t)i;
+		if (rerr[i]) {
+			e->kind = PC_SK_ERR;
+			e->value = (uint32_t)-rerr[i];
+		} else if (pc_sector_check(p, g, &h) == PC_SECT_VALID) {
+			e->kind = PC_SK_VALID;
+			e->seq = h.seq;
+			e->cycle = h.cycle;
+			e->flags = h.flags;
+			e->lba = h.lba;
+			e->hidx = h.idx;
+		} else if (all_same(p, PC_SECTOR, &v)) {
+			e->kind = PC_SK_FILL;
+			e->value = v;
+		} else if (s->st->raw_sent < PC_PROTO_MAX_RAW) {
+			e->kind = PC_SK_RAW;
+			memcpy(e->raw, p, PC_SECTOR);
+			s->st->raw_sent++;
+		} else {
+			e->kind = PC_SK_HASH;
+			e->value = pc_crc32c(0, p, PC_SECTOR);
+			s->st->raw_dropped++;
+		}
+	}
+	rep.slot = slot;
+	rep.nsect = spr;
+	rep.sect = sect;
+	emit(s, pc_msg_slot(&rep));
+	free(sect);
+}
+
+static void scan_read(struct scan *s)
+{
+	struct region *r = s->r;
+	uint32_t spr = pc_geom_spr(&r->g), per = SCAN_CHUNK / r->g.record_size;
+	uint8_t *buf;
+	int *rerr;
+
+	if (!per)
+		per = 1;
+	buf = abuf((size_t)per * r->g.record_size);
+	rerr = calloc((size_t)per * spr, sizeof(*rerr));
+	if (!buf || !rerr) {
+		s->ret = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t slot = 0; slot < r->g.nslots && !s->ret; slot += per) {
+		uint32_t n = r->g.nslots - slot < per ? r->g.nslots - slot : per;
+		uint64_t off = 0;
+		int ret;
+
+		region_slot_offset(r, slot, &off);
+		memset(rerr, 0, (size_t)per * spr * sizeof(*rerr));
+		ret = r->dev.ops->read(&r->dev, off, buf, (size_t)n * r->g.record_size);
+		if (ret) {
+			/* find which sectors are unreadable, one 4 KiB block at a time */
+			for (uint32_t b = 0; b < n * spr; b += ALIGN / PC_SECTOR) {
+				uint32_t cnt = n * spr - b < ALIGN / PC_SECTOR ? n * spr - b : ALIGN / PC_SECTOR;
+				int e = r->dev.ops->read(&r->dev, off + (uint64_t)b * PC_SECTOR,
+							 buf + (size_t)b * PC_SECTOR, (size_t)cnt * PC_SECTOR);
+				for (uint32_t k = 0; e && k < cnt; k++)
+					rerr[b + k] = e;
+			}
+		}
+		for (uint32_t i = 0; i < n && !s->ret; i++)
+			scan_slot(s, slot + i, buf + (size_t)i * r->g.record_size, rerr + (size_t)i * spr);
+	}
+out:
+	free(buf);
+	free(rerr);
+}
+
+static void scan_runs(struct scan *s, int pattern)
+{
+	const struct pc_geom *g = &s->r->g;
+	struct pc_run runs[PC_PROTO_RUNS_PER_LINE];
+	uint32_t nr = 0;
+	struct pc_run *cur = NULL;
+
+	for (uint32_t pos = 0; pos < g->nslots && !s->ret; pos++) {
+		const struct occupant *o = &s->occ[pc_slot_of_pos(g, pattern, pos)];
+
+		if (!o->whole) {
+			cur = NULL;
+			continue;
+		}
+		if (cur && cur->cycle == o->cycle && cur->flags == o->flags &&
+		    ((cur->seq == 0 && o->seq == 0) || (cur->seq && o->seq == cur->seq + cur->n))) {
+			cur->n++;
+			continue;
+		}
+		if (nr == PC_PROTO_RUNS_PER_LINE) {
+			emit(s, pc_msg_runs(runs, nr));
+			nr = 0;
+		}
+		cur = &runs[nr++];
+		*cur = (struct pc_run){ .pos = pos, .n = 1, .seq = o->seq, .cycle = o->cycle, .flags = o->flags };
+	}
+	if (nr)
+		emit(s, pc_msg_runs(runs, nr));
+}
+
+int region_scan(struct region *r, int pattern, region_emit_fn fn, void *arg, struct scan_stats *st)
+{
+	struct scan s = { .r = r, .emit = fn, .arg = arg, .st = st };
+	uint64_t t0 = pc_now_ms();
+	json_object *m;
+
+	memset(st, 0, sizeof(*st));
+	st->slots = r->g.nslots;
+	s.occ = calloc(r->g.nslots, sizeof(*s.occ));
+	if (!s.occ)
+		return -ENOMEM;
+	m = pc_msg_new(PC_MSG_SCAN_BEGIN);
+	json_object_object_add(m, "slots", json_object_new_int64(r->g.nslots));
+	json_object_object_add(m, "pattern", json_object_new_string(pc_pattern_name(pattern)));
+	json_object_object_add(m, "full", json_object_new_boolean(1));
+	emit(&s, m);
+	/* Slot reports go out while reading; runs need the whole picture. */
+	scan_read(&s);
+	scan_runs(&s, pattern);
+	st->ms = pc_now_ms() - t0;
+	m = pc_msg_new(PC_MSG_SCAN_END);
+	json_object_object_add(m, "slots", json_object_new_int64(st->slots));
+	json_object_object_add(m, "anomalies", json_object_new_int64(st->anomalies));
+	json_object_object_add(m, "raw_dropped", json_object_new_int64(st->raw_dropped));
+	json_object_object_add(m, "ms", json_object_new_int64((int64_t)st->ms));
+	emit(&s, m);
+	free(s.occ);
+	return s.ret;
+}

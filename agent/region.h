@@ -1,0 +1,79 @@
+/*
+ * region.h - a prepared powercut region on a device: claim, open, read, write, scan.
+ *
+ * The region is the only part of the device the agent ever writes. Every
+ * write goes through region_write*(), which refuses anything outside the
+ * slots; the superblocks are written only by region_prepare().
+ */
+#ifndef PC_AGENT_REGION_H
+#define PC_AGENT_REGION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "../common/record.h"
+#include "dev.h"
+
+struct region_opts {
+	const char *spec;	/* device: path, "sim:PATH", or PARTLABEL=/PARTUUID=/LABEL=/UUID= */
+	uint64_t offset;	/* byte offset of the region on the device */
+	uint64_t length;	/* bytes; 0 = to the end of the device */
+	int allow_whole_disk;
+	struct sim_opts sim;	/* for sim: devices */
+};
+
+struct region {
+	struct dev dev;
+	char path[4096];	/* resolved device path */
+	uint64_t off;		/* region start on the device, bytes */
+	struct pc_geom g;
+	int sb_ok[2];		/* which superblock copies were readable and agreed */
+};
+
+/*
+ * Open the device and the region on it and read its superblock (either copy
+ * will do; a damaged copy is reported in sb_ok). Refuses a device or range
+ * without a matching superblock. 0 or -errno with err naming the device.
+ * Close with region_close().
+ */
+int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen);
+void region_close(struct region *r);
+
+/*
+ * Claim a region: write both superblocks and a generation-0 record into every
+ * slot, then flush. Destroys what the range held: the caller must have an
+ * explicit confirmation. For sim devices a missing media file of sim_size
+ * bytes is created first. Progress goes to stderr when verbose.
+ */
+int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,
+		   uint64_t sim_size, int verbose, char *err, size_t errlen);
+
+/* Write one record at its slot (synchronous). 0 or -errno. */
+int region_write(struct region *r, uint32_t slot, const void *buf, unsigned wflags);
+/* Byte offset of a slot on the device; checks bounds (-ERANGE outside). */
+int region_slot_offset(const struct region *r, uint32_t slot, uint64_t *off);
+
+/* Emit one protocol message (scan output); the callee takes ownership of msg. */
+typedef int (*region_emit_fn)(json_object *msg, void *arg);
+
+struct scan_stats {
+	uint32_t slots;
+	uint32_t anomalies;
+	uint32_t raw_sent;
+	uint32_t raw_dropped;
+	uint64_t ms;
+};
+
+/*
+ * Scan every slot, then emit scan_begin, runs (position order of pattern),
+ * one slot message per slot that is not one whole record, and scan_end.
+ * 0 or -errno (a failed emit stops the scan).
+ */
+int region_scan(struct region *r, int pattern, region_emit_fn emit, void *arg, struct scan_stats *st);
+
+/* Region facts for HELLO / info: uuid, bytes, record_size, slots, seed, offset. */
+json_object *region_describe(const struct region *r);
+
+#endif

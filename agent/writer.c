@@ -1,0 +1,369 @@
+/*
+ * writer.c - the write modes of DESIGN section 5.
+ *
+ *   fua        async writes with RWF_DSYNC (io_uring): the block layer sends
+ *              REQ_FUA only; ACK on each completion
+ *   fua+flush  synchronous pwritev2(RWF_DSYNC): the kernel follows the FUA
+ *              write with a cache flush; ACK after each
+ *   flush      plain O_DIRECT writes, fdatasync every flush_every records;
+ *              ACK the group when the flush completes
+ *   journal    flush_every data writes, flush, then a FUA commit record (the
+ *              jbd2 pattern); ACK data and commit when the commit completes
+ *   none       plain writes, never acknowledged
+ *
+ * SUBMIT always goes out before the writes it names are issued.
+ */
+#include "writer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+#define MAXQD 32
+
+struct ws {
+	struct region *r;
+	const struct writer_io *io;
+	const struct pc_work *w;
+	region_emit_fn emit;
+	void *arg;
+	int mode;		/* effective */
+	unsigned qd;
+	uint8_t *bufs;
+	struct dev_io ios[MAXQD];
+	int free_[MAXQD];
+	unsigned nfree;
+	unsigned inflight;
+	uint64_t done_seq[MAXQD];
+	unsigned ndone;
+	char *err;
+	size_t errlen;
+};
+
+void writer_probe(struct region *r, struct writer_io *io)
+{
+	int ret;
+
+	memset(io, 0, sizeof(*io));
+	if (!r->dev.ops->aio_setup) {
+		snprintf(io->why, sizeof(io->why), "backend %s has no asynchronous path", r->dev.ops->name);
+		return;
+	}
+	ret = r->dev.ops->aio_setup(&r->dev, MAXQD);
+	if (ret == 0) {
+		io->aio = 1;
+		return;
+	}
+	snprintf(io->why, sizeof(io->why), "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
+}
+
+int writer_effective_mode(const struct writer_io *io, int mode)
+{
+	if (mode == PC_MODE_FUA && !io->aio)
+		return PC_MODE_FUA_FLUSH;
+	return mode;
+}
+
+json_object *writer_describe(const struct region *r, const struct writer_io *io)
+{
+	json_object *o = json_object_new_object();
+	const char *async = io->aio ? (strcmp(r->dev.ops->name, "sim") == 0 ? "sim async queue" : "io_uring")
+				    : "pwrite";
+	char buf[512];
+
+	if (io->aio)
+		snprintf(buf, sizeof(buf), "%s RWF_DSYNC (FUA only)", async);
+	else
+		snprintf(buf, sizeof(buf), "runs as fua+flush: pwritev2 RWF_DSYNC (no async path: %s)", io->why);
+	json_object_object_add(o, "fua", json_object_new_string(buf));
+	json_object_object_add(o, "fua+flush", json_object_new_string("pwritev2 RWF_DSYNC (FUA + flush)"));
+	snprintf(buf, sizeof(buf), "%s + fdatasync", async);
+	json_object_object_add(o, "flush", json_object_new_string(buf));
+	snprintf(buf, sizeof(buf), "%s + fdatasync + pwritev2 RWF_DSYNC commit", async);
+	json_object_object_add(o, "journal", json_object_new_string(buf));
+	json_object_object_add(o, "none", json_object_new_string(async));
+	json_object_object_add(o, "relwr", json_object_new_string("unavailable: needs MMC_IOC_MULTI_CMD on an mmcblk device"));
+	json_object_object_add(o, "async", json_object_new_boolean(io->aio));
+	if (!io->aio)
+		json_object_object_add(o, "async_unavailable", json_object_new_string(io->why));
+	return o;
+}
+
+static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t n)
+{
+	if (!n)
+		return 0;
+	return s->emit(pc_msg_range(t, first, (uint32_t)n), s->arg);
+}
+
+static uint16_t rec_flags(const struct ws *s, uint16_t extra)
+{
+	return (uint16_t)(s->mode | extra | (s->w->pattern == PC_PAT_RANDOM ? PC_FL_RANDOM : 0));
+}
+
+static uint8_t *build(struct ws *s, int bi, uint64_t seq, uint16_t extra, uint32_t *slot)
+{
+	uint8_t *buf = s->bufs + (size_t)bi * s->r->g.record_size;
+
+	*slot = pc_slot_of_seq(&s->r->g, s->w->pattern, seq);
+	pc_record_build(buf, &s->r->g, *slot, seq, s->w->cycle, rec_flags(s, extra));
+	return buf;
+}
+
+static int fail(struct ws *s, int ret, uint64_t seq, const char *what)
+{
+	snprintf(s->err, s->errlen, "%s of seq %" PRIu64 " on %s failed: %s", what, seq, s->r->path,
+		 s->r->dev.err[0] ? s->r->dev.err : strerror(-ret));
+	return ret;
+}
+
+/* Collect completions (at least min); their seqs land in done_seq. */
+static int reap(struct ws *s, unsigned min)
+{
+	struct dev_io *done[MAXQD];
+	int n;
+
+	if (!s->inflight)
+		return 0;
+	n = s->r->dev.ops->aio_reap(&s->r->dev, done, MAXQD, min);
+	if (n < 0)
+		return fail(s, n, 0, "waiting for completions");
+	for (int i = 0; i < n; i++) {
+		struct dev_io *io = done[i];
+		int bi = (int)(io - s->ios);
+
+		s->inflight--;
+		s->free_[s->nfree++] = bi;
+		if (io->result)
+			return fail(s, io->result, io->tag, "write");
+		if (s->ndone < MAXQD)	/* group modes ACK by range and ignore these */
+			s->done_seq[s->ndone++] = io->tag;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* ACK what completed, as ranges of consecutive seqs. */
+static int ack_done(struct ws *s)
+{
+	unsigned i = 0;
+	int ret = 0;
+
+	qsort(s->done_seq, s->ndone, sizeof(s->done_seq[0]), cmp_u64);
+	while (i < s->ndone && !ret) {
+		unsigned j = i + 1;
+		while (j < s->ndone && s->done_seq[j] == s->done_seq[j - 1] + 1)
+			j++;
+		ret = send_range(s, PC_MSG_ACK, s->done_seq[i], j - i);
+		i = j;
+	}
+	s->ndone = 0;
+	return ret;
+}
+
+/* Issue one record write: async when possible, else synchronous. */
+static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
+{
+	uint32_t slot;
+	uint64_t off;
+	int ret, bi;
+
+	if (!s->io->aio) {
+		uint8_t *buf = build(s, 0, seq, extra, &slot);
+		ret = region_write(s->r, slot, buf, wflags);
+		if (ret)
+			return fail(s, ret, seq, "write");
+		if (s->ndone < MAXQD)
+			s->done_seq[s->ndone++] = seq;
+		return 0;
+	}
+	while (s->inflight >= s->qd || !s->nfree) {
+		ret = reap(s, 1);
+		if (ret)
+			return ret;
+	}
+	bi = s->free_[--s->nfree];
+	s->ios[bi].buf = build(s, bi, seq, extra, &slot);
+	ret = region_slot_offset(s->r, slot, &off);
+	if (ret)
+		return fail(s, ret, seq, "slot bounds check");
+	s->ios[bi].off = off;
+	s->ios[bi].len = s->r->g.record_size;
+	s->ios[bi].wflags = wflags;
+	s->ios[bi].tag = seq;
+	s->ios[bi].result = 0;
+	ret = s->r->dev.ops->aio_submit(&s->r->dev, &s->ios[bi]);
+	if (ret) {
+		s->free_[s->nfree++] = bi;
+		return fail(s, ret, seq, "submit");
+	}
+	s->inflight++;
+	return 0;
+}
+
+static int drain(struct ws *s)
+{
+	int ret = 0;
+
+	while (s->inflight && !ret)
+		ret = reap(s, s->inflight);
+	return ret;
+}
+
+/* fua and none: a window of qd writes, SUBMIT per batch, ACK per completion (fua). */
+static int run_stream(struct ws *s, unsigned wflags, int acks)
+{
+	uint64_t next = s->w->first, end = s->w->first + s->w->n;
+	int ret = 0;
+
+	while ((next < end || s->inflight) && !ret) {
+		if (next < end && s->inflight < s->qd) {
+			uint64_t k = s->qd - s->inflight;
+			if (k > end - next)
+				k = end - next;
+			ret = send_range(s, PC_MSG_SUBMIT, next, k);
+			for (uint64_t i = 0; i < k && !ret; i++)
+				ret = issue(s, next + i, wflags, 0);
+			next += k;
+		}
+		if (!ret && s->io->aio && (next == end || s->inflight >= s->qd))
+			ret = reap(s, 1);
+		if (!ret && acks)
+			ret = ack_done(s);
+		s->ndone = 0;
+	}
+	return ret;
+}
+
+/* fua+flush: one synchronous RWF_DSYNC write at a time. */
+static int run_sync_dsync(struct ws *s)
+{
+	int ret = 0;
+	uint32_t slot;
+
+	for (uint64_t seq = s->w->first; seq < s->w->first + s->w->n && !ret; seq++) {
+		uint8_t *buf = build(s, 0, seq, 0, &slot);
+
+		ret = send_range(s, PC_MSG_SUBMIT, seq, 1);
+		if (!ret) {
+			ret = region_write(s->r, slot, buf, DEV_W_DSYNC);
+			if (ret)
+				return fail(s, ret, seq, "RWF_DSYNC write");
+		}
+		if (!ret)
+			ret = send_range(s, PC_MSG_ACK, seq, 1);
+	}
+	return ret;
+}
+
+/* flush and journal: groups of flush_every records. */
+static int run_groups(struct ws *s, int journal)
+{
+	uint64_t seq = s->w->first, end = s->w->first + s->w->n;
+	int ret = 0;
+
+	while (seq < end && !ret) {
+		uint64_t n = end - seq, data;
+		if (n > s->w->flush_every + (uint64_t)journal)
+			n = s->w->flush_every + (uint64_t)journal;
+		/* journal: the last seq of the group is its commit record */
+		data = journal && n > 1 ? n - 1 : n;
+		ret = send_range(s, PC_MSG_SUBMIT, seq, n);
+		for (uint64_t i = 0; i < data && !ret; i++)
+			ret = issue(s, seq + i, 0, 0);
+		if (!ret)
+			ret = drain(s);
+		s->ndone = 0;
+		if (!ret) {
+			ret = s->r->dev.ops->flush(&s->r->dev);
+			if (ret)
+				return fail(s, ret, seq + data - 1, "flush after");
+		}
+		if (!ret && journal && n > data) {
+			uint32_t slot;
+			uint8_t *buf = build(s, 0, seq + data, PC_FL_COMMIT, &slot);
+			ret = region_write(s->r, slot, buf, DEV_W_DSYNC);
+			if (ret)
+				return fail(s, ret, seq + data, "commit write");
+		}
+		if (!ret)
+			ret = send_range(s, PC_MSG_ACK, seq, n);
+		seq += n;
+	}
+	return ret;
+}
+
+int writer_run(struct region *r, const struct writer_io *io, const struct pc_work *w,
+	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen)
+{
+	struct ws s = {
+		.r = r, .io = io, .w = w, .emit = emit, .arg = arg,
+		.mode = writer_effective_mode(io, w->mode),
+		.qd = w->qd < 1 ? 1 : w->qd > MAXQD ? MAXQD : w->qd,
+		.err = err, .errlen = errlen,
+	};
+	uint64_t t0 = pc_now_ms();
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	res->mode_run = s.mode;
+	if (w->record_size != r->g.record_size) {
+		snprintf(err, errlen, "work asks for %u-byte records; the region on %s holds %u-byte records",
+			 w->record_size, r->path, r->g.record_size);
+		return -EINVAL;
+	}
+	if (w->n > r->g.nslots) {
+		snprintf(err, errlen, "work of %u records would write some of the %u slots twice", w->n,
+			 r->g.nslots);
+		return -EINVAL;
+	}
+	if (w->mode == PC_MODE_RELWR) {
+		snprintf(err, errlen, "relwr mode needs raw eMMC access (MMC_IOC_MULTI_CMD); backend %s on %s "
+			 "cannot do it", r->dev.ops->name, r->path);
+		return -EOPNOTSUPP;
+	}
+	if (posix_memalign((void **)&s.bufs, 4096, (size_t)MAXQD * r->g.record_size)) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < MAXQD; i++)
+		s.free_[s.nfree++] = MAXQD - 1 - i;
+	switch (s.mode) {
+	case PC_MODE_FUA:
+		ret = run_stream(&s, DEV_W_DSYNC, 1);
+		break;
+	case PC_MODE_NONE:
+		ret = run_stream(&s, 0, 0);
+		break;
+	case PC_MODE_FUA_FLUSH:
+		ret = run_sync_dsync(&s);
+		break;
+	case PC_MODE_FLUSH:
+		ret = run_groups(&s, 0);
+		break;
+	case PC_MODE_JOURNAL:
+		ret = run_groups(&s, 1);
+		break;
+	default:
+		snprintf(err, errlen, "unknown mode %d", w->mode);
+		ret = -EINVAL;
+	}
+	if (ret)
+		drain(&s);	/* never free buffers the kernel may still be reading */
+	if (ret && !err[0])
+		snprintf(err, errlen, "sending to the host failed: %s", strerror(-ret));
+	res->records = ret ? 0 : w->n;
+	res->ms = pc_now_ms() - t0;
+	free(s.bufs);
+	return ret;
+}

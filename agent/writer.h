@@ -1,0 +1,39 @@
+/*
+ * writer.h - one cycle's writes in the requested mode (DESIGN section 5),
+ * streaming SUBMIT before each write is issued and ACK once the device has
+ * promised durability.
+ */
+#ifndef PC_AGENT_WRITER_H
+#define PC_AGENT_WRITER_H
+
+#include <stdint.h>
+
+#include "../common/proto.h"
+#include "region.h"
+
+struct writer_io {
+	int aio;		/* 1 when the backend's async path (io_uring) works */
+	char why[256];		/* when it does not: why */
+};
+
+/* Set up the async path once (queue depth 32). Never fails: records why not. */
+void writer_probe(struct region *r, struct writer_io *io);
+
+/* What each mode really does on this device, for HELLO ("io"). */
+json_object *writer_describe(const struct region *r, const struct writer_io *io);
+
+/* The mode that really runs when mode is asked for (fua without io_uring is
+ * fua+flush: a synchronous RWF_DSYNC write, which the kernel follows with a flush). */
+int writer_effective_mode(const struct writer_io *io, int mode);
+
+struct writer_result {
+	uint64_t records;	/* records written (all n unless an error stopped it) */
+	uint64_t ms;
+	int mode_run;
+};
+
+/* Run the work. 0, or -errno with err set (the caller reports it). */
+int writer_run(struct region *r, const struct writer_io *io, const struct pc_work *w,
+	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen);
+
+#endif

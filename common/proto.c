@@ -1,0 +1,1038 @@
+/*
+ * proto.c - the host <-> agent protocol: validate, build and frame messages.
+ *
+ * Every line comes from the other end of a serial console or a socket and is
+ * treated as hostile: the length is bounded before json-c sees it, the JSON
+ * must be exactly one object, and each message type has a schema that checks
+ * presence, JSON type and range of every field it uses before anything is
+ * copied out. Unknown extra fields are ignored so that a newer peer can add
+ * information without breaking an older one (a change of meaning bumps "v").
+ */
+#include "proto.h"
+#include "record.h"
+#include "util.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MARKER_LEN	(sizeof(PC_PROTO_MARKER) - 1)
+/*
+ * Builders keep the JSON text short enough that the line still fits the
+ * limit with the serial marker in front and a CR behind it: the limit is on
+ * the line as received, so the reader needs to know nothing about framing.
+ */
+#define MAX_JSON	(PC_PROTO_MAX_LINE - MARKER_LEN - 1)
+/* Our messages nest three deep; anything deeper is junk, stop early. */
+#define MAX_DEPTH	8
+#define MAX_SPR		(PC_MAX_RECORD_SIZE / PC_SECTOR)
+#define MAX_RANGE_N	1048576u
+#define RAW_B64_LEN	684u	/* base64 of 512 bytes */
+
+/* ---- validation helpers ---- */
+
+struct vctx {
+	const char *type;	/* prefix for errors: the message type, or NULL */
+	char *err;
+	size_t errlen;
+};
+
+static int verr(struct vctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int verr(struct vctx *c, const char *fmt, ...)
+{
+	char msg[384];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (c->err && c->errlen) {
+		if (c->type)
+			snprintf(c->err, c->errlen, "%s: %s", c->type, msg);
+		else
+			snprintf(c->err, c->errlen, "%s", msg);
+	}
+	return -EINVAL;
+}
+
+/* Untrusted text echoed in an error: printable ASCII only, bounded. */
+static const char *quote(const char *s, char *buf, size_t n)
+{
+	size_t i = 0;
+
+	for (; *s && i + 4 < n; s++)
+		buf[i++] = *s >= 0x20 && *s < 0x7f ? *s : '?';
+	if (*s)
+		for (int k = 0; k < 3; k++)
+			buf[i++] = '.';
+	buf[i] = 0;
+	return buf;
+}
+
+static const char *jtype(json_object *v)
+{
+	return v ? json_type_to_name(json_object_get_type(v)) : "null";
+}
+
+static void range_desc(char *buf, size_t n, int64_t min, uint64_t max)
+{
+	if (max == UINT64_MAX)
+		snprintf(buf, n, ">= %" PRId64, min);
+	else
+		snprintf(buf, n, "%" PRId64 "..%" PRIu64, min, max);
+}
+
+/*
+ * The integer value v (present: whether the key existed; a JSON null is
+ * present with v == NULL) must lie in [min, max]. Negative results (only when
+ * min < 0) come back as two's complement in *out.
+ */
+static int want_int(struct vctx *c, int present, json_object *v, const char *name,
+		    int64_t min, uint64_t max, uint64_t *out)
+{
+	char want[64];
+	int64_t s;
+	uint64_t u;
+
+	range_desc(want, sizeof(want), min, max);
+	if (!present)
+		return verr(c, "field \"%s\" is missing (expected an integer %s)", name, want);
+	if (!v || !json_object_is_type(v, json_type_int))
+		return verr(c, "field \"%s\": expected an integer %s, got %s", name, want, jtype(v));
+	s = json_object_get_int64(v);
+	if (s < 0) {
+		if (s < min)
+			return verr(c, "field \"%s\": expected an integer %s, got %" PRId64, name, want, s);
+		*out = (uint64_t)s;
+		return 0;
+	}
+	/* json-c keeps values above INT64_MAX as uint64 */
+	u = json_object_get_uint64(v);
+	if ((min > 0 && u < (uint64_t)min) || u > max)
+		return verr(c, "field \"%s\": expected an integer %s, got %" PRIu64, name, want, u);
+	*out = u;
+	return 0;
+}
+
+static int get_int(struct vctx *c, json_object *o, const char *pfx, const char *key,
+		   int64_t min, uint64_t max, uint64_t *out)
+{
+	char name[64];
+	json_object *v;
+	int present = json_object_object_get_ex(o, key, &v);
+
+	snprintf(name, sizeof(name), "%s%s", pfx, key);
+	return want_int(c, present, v, name, min, max, out);
+}
+
+static int get_u32(struct vctx *c, json_object *o, const char *pfx, const char *key,
+		   uint32_t min, uint32_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (get_int(c, o, pfx, key, min, max, &v))
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int get_str(struct vctx *c, json_object *o, const char *pfx, const char *key, const char **out)
+{
+	json_object *v;
+	const char *s;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return verr(c, "field \"%s%s\" is missing (expected a string)", pfx, key);
+	if (!v || !json_object_is_type(v, json_type_string))
+		return verr(c, "field \"%s%s\": expected a string, got %s", pfx, key, jtype(v));
+	s = json_object_get_string(v);
+	/* "\u0000" is legal JSON but would silently cut the C string */
+	if (strlen(s) != (size_t)json_object_get_string_len(v))
+		return verr(c, "field \"%s%s\": the string contains a NUL character", pfx, key);
+	*out = s;
+	return 0;
+}
+
+static int get_bool(struct vctx *c, json_object *o, const char *key, int *out)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return verr(c, "field \"%s\" is missing (expected true or false)", key);
+	if (!v || !json_object_is_type(v, json_type_boolean))
+		return verr(c, "field \"%s\": expected true or false, got %s", key, jtype(v));
+	*out = json_object_get_boolean(v) ? 1 : 0;
+	return 0;
+}
+
+static int get_obj(struct vctx *c, json_object *o, const char *key, json_object **out)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return verr(c, "field \"%s\" is missing (expected an object)", key);
+	if (!v || !json_object_is_type(v, json_type_object))
+		return verr(c, "field \"%s\": expected an object, got %s", key, jtype(v));
+	*out = v;
+	return 0;
+}
+
+static int get_array(struct vctx *c, json_object *o, const char *key, size_t min, size_t max,
+		     json_object **out, size_t *n)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return verr(c, "field \"%s\" is missing (expected an array of %zu..%zu elements)",
+			    key, min, max);
+	if (!v || !json_object_is_type(v, json_type_array))
+		return verr(c, "field \"%s\": expected an array of %zu..%zu elements, got %s",
+			    key, min, max, jtype(v));
+	*n = json_object_array_length(v);
+	if (*n < min || *n > max)
+		return verr(c, "field \"%s\": expected an array of %zu..%zu elements, got %zu",
+			    key, min, max, *n);
+	*out = v;
+	return 0;
+}
+
+static int get_mode(struct vctx *c, json_object *o, const char *key, int *out)
+{
+	char q[40];
+	const char *s;
+
+	if (get_str(c, o, "", key, &s))
+		return -EINVAL;
+	*out = pc_mode_from_name(s);
+	if (*out < 0)
+		return verr(c, "field \"%s\": unknown mode \"%s\" (expected fua, fua+flush, flush, "
+			    "journal, none or relwr)", key, quote(s, q, sizeof(q)));
+	return 0;
+}
+
+static int get_pattern(struct vctx *c, json_object *o, const char *key, int *out)
+{
+	char q[40];
+	const char *s;
+
+	if (get_str(c, o, "", key, &s))
+		return -EINVAL;
+	*out = pc_pattern_from_name(s);
+	if (*out < 0)
+		return verr(c, "field \"%s\": unknown pattern \"%s\" (expected sequential or random)",
+			    key, quote(s, q, sizeof(q)));
+	return 0;
+}
+
+static int get_record_size(struct vctx *c, json_object *o, const char *pfx, uint32_t *out)
+{
+	if (get_u32(c, o, pfx, "record_size", PC_SECTOR, PC_MAX_RECORD_SIZE, out))
+		return -EINVAL;
+	if (*out % PC_SECTOR)
+		return verr(c, "field \"%srecord_size\": expected a multiple of 512, got %" PRIu32,
+			    pfx, *out);
+	return 0;
+}
+
+/* [first, first + n) must not wrap the 64-bit sequence space. */
+static int check_seq_range(struct vctx *c, const char *what, uint64_t first, uint64_t n)
+{
+	if (n && first > UINT64_MAX - (n - 1))
+		return verr(c, "%s: seqs %" PRIu64 " + %" PRIu64 " pass 2^64", what, first, n);
+	return 0;
+}
+
+/* ---- per-type schemas ---- */
+
+static int board_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 63)
+		return 0;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+static int uuid_text_ok(const char *s)
+{
+	uint8_t u[16];
+
+	if (strlen(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+		return 0;
+	return pc_uuid_parse(s, u) == 0;
+}
+
+static int parse_region(struct vctx *c, json_object *reg)
+{
+	struct pc_geom g;
+	const char *s;
+	uint64_t bytes, seed;
+	uint32_t rs, slots;
+	char why[160];
+
+	if (get_str(c, reg, "region.", "uuid", &s))
+		return -EINVAL;
+	if (!uuid_text_ok(s))
+		return verr(c, "field \"region.uuid\": expected a UUID (36 characters, 8-4-4-4-12 hex digits)");
+	if (get_int(c, reg, "region.", "bytes", 1, UINT64_MAX, &bytes) ||
+	    get_record_size(c, reg, "region.", &rs) ||
+	    get_u32(c, reg, "region.", "slots", 1, UINT32_MAX, &slots) ||
+	    get_int(c, reg, "region.", "seed", 0, UINT64_MAX, &seed))
+		return -EINVAL;
+	/* the geometry is a pure function of size and record size: a peer that
+	 * disagrees with it is not talking about a region we can verify */
+	if (pc_geom_init(&g, bytes, rs, seed, why, sizeof(why)))
+		return verr(c, "field \"region\": %s", why);
+	if (g.nslots != slots)
+		return verr(c, "field \"region\": %" PRIu64 " bytes of %" PRIu32 "-byte records hold %"
+			    PRIu32 " slots, not %" PRIu32, bytes, rs, g.nslots, slots);
+	return 0;
+}
+
+static int parse_hello(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	static const char *const strs[] = { "agent", "boot_id", "kernel", "backend" };
+	json_object *reg, *dev, *q, *io;
+	const char *s;
+	uint64_t fua;
+
+	if (get_str(c, o, "", "board", &s))
+		return -EINVAL;
+	if (!board_name_ok(s))
+		return verr(c, "field \"board\": expected 1..63 characters of [A-Za-z0-9_.-]");
+	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+		if (get_str(c, o, "", strs[i], &s))
+			return -EINVAL;
+	if (get_obj(c, o, "region", &reg) || parse_region(c, reg) ||
+	    get_obj(c, o, "device", &dev) ||
+	    get_obj(c, o, "queue", &q) ||
+	    get_int(c, q, "queue.", "fua", -1, 1, &fua) ||
+	    get_str(c, q, "queue.", "write_cache", &s))
+		return -EINVAL;
+	if (json_object_object_get_ex(o, "io", &io) && get_obj(c, o, "io", &io))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_scan_begin(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	uint32_t slots;
+	int pattern, full;
+
+	if (get_u32(c, o, "", "slots", 0, UINT32_MAX, &slots) ||
+	    get_pattern(c, o, "pattern", &pattern) ||
+	    get_bool(c, o, "full", &full))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_run(struct vctx *c, json_object *e, size_t i, struct pc_run *r)
+{
+	static const uint64_t max[5] = { UINT32_MAX, UINT32_MAX, UINT64_MAX, UINT32_MAX, UINT16_MAX };
+	static const int64_t min[5] = { 0, 1, 0, 0, 0 };
+	uint64_t v[5];
+	char name[48];
+
+	if (!e || !json_object_is_type(e, json_type_array) || json_object_array_length(e) != 5) {
+		snprintf(name, sizeof(name), "%s", jtype(e));
+		if (e && json_object_is_type(e, json_type_array))
+			snprintf(name, sizeof(name), "an array of %zu", json_object_array_length(e));
+		return verr(c, "field \"r[%zu]\": expected an array of 5 integers "
+			    "[pos, n, seq, cycle, flags], got %s", i, name);
+	}
+	for (size_t k = 0; k < 5; k++) {
+		snprintf(name, sizeof(name), "r[%zu][%zu]", i, k);
+		if (want_int(c, 1, json_object_array_get_idx(e, k), name, min[k], max[k], &v[k]))
+			return -EINVAL;
+	}
+	if (v[0] + v[1] > (uint64_t)UINT32_MAX + 1)
+		return verr(c, "field \"r[%zu]\": positions %" PRIu64 " + %" PRIu64 " pass 2^32",
+			    i, v[0], v[1]);
+	snprintf(name, sizeof(name), "field \"r[%zu]\"", i);
+	if (v[2] && check_seq_range(c, name, v[2], v[1]))
+		return -EINVAL;
+	*r = (struct pc_run){ .pos = (uint32_t)v[0], .n = (uint32_t)v[1], .seq = v[2],
+			      .cycle = (uint32_t)v[3], .flags = (uint16_t)v[4] };
+	return 0;
+}
+
+static int parse_runs(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	json_object *r;
+	size_t n;
+
+	if (get_array(c, o, "r", 1, PC_PROTO_RUNS_PER_LINE, &r, &n))
+		return -EINVAL;
+	m->u.runs.runs = calloc(n, sizeof(*m->u.runs.runs));
+	if (!m->u.runs.runs) {
+		verr(c, "out of memory");
+		return -ENOMEM;
+	}
+	m->u.runs.nruns = (uint32_t)n;
+	for (size_t i = 0; i < n; i++)
+		if (parse_run(c, json_object_array_get_idx(r, i), i, &m->u.runs.runs[i]))
+			return -EINVAL;
+	return 0;
+}
+
+static const char *const valid_keys[] = { "seq", "cyc", "fl", "lba", "hi" };
+
+/* Which sector forms an entry carries: exactly one is allowed. */
+static int sect_forms(json_object *e, const char **names)
+{
+	static const char *const single[] = { "raw", "fill", "h", "err" };
+	int n = 0;
+
+	for (size_t k = 0; k < PC_ARRAY_SIZE(valid_keys); k++)
+		if (json_object_object_get_ex(e, valid_keys[k], NULL)) {
+			names[n++] = "seq/cyc/fl/lba/hi";
+			break;
+		}
+	for (size_t k = 0; k < PC_ARRAY_SIZE(single); k++)
+		if (json_object_object_get_ex(e, single[k], NULL))
+			names[n++] = single[k];
+	return n;
+}
+
+static int parse_sect_valid(struct vctx *c, json_object *e, const char *pfx, struct pc_sect_report *r)
+{
+	uint64_t v[5];
+	static const uint64_t max[5] = { UINT64_MAX, UINT32_MAX, UINT16_MAX, UINT64_MAX, MAX_SPR - 1 };
+
+	for (size_t k = 0; k < 5; k++)
+		if (get_int(c, e, pfx, valid_keys[k], 0, max[k], &v[k]))
+			return -EINVAL;
+	r->kind = PC_SK_VALID;
+	r->seq = v[0];
+	r->cycle = (uint32_t)v[1];
+	r->flags = (uint16_t)v[2];
+	r->lba = v[3];
+	r->hidx = (uint16_t)v[4];
+	return 0;
+}
+
+static int parse_sect_raw(struct vctx *c, json_object *e, const char *pfx, struct pc_sect_report *r)
+{
+	const char *s;
+	size_t n;
+
+	if (get_str(c, e, pfx, "raw", &s))
+		return -EINVAL;
+	if (strlen(s) != RAW_B64_LEN || pc_b64_decode(s, r->raw, sizeof(r->raw), &n) || n != PC_SECTOR)
+		return verr(c, "field \"%sraw\": expected base64 of exactly 512 bytes (%u characters)",
+			    pfx, RAW_B64_LEN);
+	r->kind = PC_SK_RAW;
+	return 0;
+}
+
+static int parse_sect(struct vctx *c, json_object *e, size_t i, int prev, struct pc_sect_report *r)
+{
+	const char *forms[5];
+	char pfx[32];
+	uint64_t idx;
+	int nf;
+
+	if (!e || !json_object_is_type(e, json_type_object))
+		return verr(c, "field \"s[%zu]\": expected an object, got %s", i, jtype(e));
+	snprintf(pfx, sizeof(pfx), "s[%zu].", i);
+	if (get_int(c, e, pfx, "i", 0, MAX_SPR - 1, &idx))
+		return -EINVAL;
+	if ((int)idx <= prev)
+		return verr(c, "field \"%si\": sector index %" PRIu64 " after %d (indices must "
+			    "strictly increase)", pfx, idx, prev);
+	r->idx = (uint16_t)idx;
+	nf = sect_forms(e, forms);
+	if (nf == 0)
+		return verr(c, "field \"s[%zu]\": no sector form (expected seq/cyc/fl/lba/hi, raw, "
+			    "fill, h or err)", i);
+	if (nf > 1)
+		return verr(c, "field \"s[%zu]\": more than one sector form (%s and %s)",
+			    i, forms[0], forms[1]);
+	if (forms[0][0] == 's')
+		return parse_sect_valid(c, e, pfx, r);
+	if (strcmp(forms[0], "raw") == 0)
+		return parse_sect_raw(c, e, pfx, r);
+	if (strcmp(forms[0], "fill") == 0) {
+		r->kind = PC_SK_FILL;
+		return get_u32(c, e, pfx, "fill", 0, 255, &r->value);
+	}
+	if (strcmp(forms[0], "h") == 0) {
+		r->kind = PC_SK_HASH;
+		return get_u32(c, e, pfx, "h", 0, UINT32_MAX, &r->value);
+	}
+	r->kind = PC_SK_ERR;
+	return get_u32(c, e, pfx, "err", 1, INT32_MAX, &r->value);
+}
+
+static int parse_slot(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	struct pc_slot_report *s = &m->u.slot;
+	json_object *arr;
+	size_t n;
+	int prev = -1;
+
+	if (get_u32(c, o, "", "slot", 0, UINT32_MAX - 1, &s->slot) ||
+	    get_array(c, o, "s", 1, MAX_SPR, &arr, &n))
+		return -EINVAL;
+	s->sect = calloc(n, sizeof(*s->sect));
+	if (!s->sect) {
+		verr(c, "out of memory");
+		return -ENOMEM;
+	}
+	s->nsect = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		if (parse_sect(c, json_object_array_get_idx(arr, i), i, prev, &s->sect[i]))
+			return -EINVAL;
+		prev = s->sect[i].idx;
+	}
+	return 0;
+}
+
+static int parse_scan_end(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	uint64_t ms;
+
+	if (get_u32(c, o, "", "slots", 0, UINT32_MAX, &m->u.scan_end.slots) ||
+	    get_u32(c, o, "", "anomalies", 0, UINT32_MAX, &m->u.scan_end.anomalies) ||
+	    get_u32(c, o, "", "raw_dropped", 0, UINT32_MAX, &m->u.scan_end.raw_dropped))
+		return -EINVAL;
+	if (json_object_object_get_ex(o, "ms", NULL) && get_int(c, o, "", "ms", 0, UINT64_MAX, &ms))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_range(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	if (get_int(c, o, "", "first", 1, UINT64_MAX, &m->u.range.first) ||
+	    get_u32(c, o, "", "n", 1, MAX_RANGE_N, &m->u.range.n) ||
+	    check_seq_range(c, "field \"first\"", m->u.range.first, m->u.range.n))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_done(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	uint64_t ms;
+	const char *io;
+	int mode;
+
+	if (get_int(c, o, "", "records", 0, UINT64_MAX, &m->u.done.records) ||
+	    get_int(c, o, "", "ms", 0, UINT64_MAX, &ms) ||
+	    get_str(c, o, "", "io", &io) ||
+	    get_mode(c, o, "mode", &mode))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	const char *s;
+
+	return get_str(c, o, "", "msg", &s);
+}
+
+static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	if (get_pattern(c, o, "pattern", &m->u.verify.pattern) ||
+	    get_bool(c, o, "full", &m->u.verify.full))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_work(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	struct pc_work *w = &m->u.work;
+
+	if (get_u32(c, o, "", "cycle", 1, UINT32_MAX, &w->cycle) ||
+	    get_int(c, o, "", "first", 1, UINT64_MAX, &w->first) ||
+	    get_u32(c, o, "", "n", 1, MAX_RANGE_N, &w->n) ||
+	    check_seq_range(c, "field \"first\"", w->first, w->n) ||
+	    get_mode(c, o, "mode", &w->mode) ||
+	    get_pattern(c, o, "pattern", &w->pattern) ||
+	    get_record_size(c, o, "", &w->record_size) ||
+	    get_u32(c, o, "", "flush_every", 1, UINT32_MAX, &w->flush_every) ||
+	    get_u32(c, o, "", "qd", 1, 32, &w->qd) ||
+	    get_int(c, o, "", "seed", 0, UINT64_MAX, &w->seed))
+		return -EINVAL;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*parse)(struct vctx *c, json_object *o, struct pc_msg *m);
+} msg_types[PC_MSG_TYPE_MAX] = {
+	[PC_MSG_HELLO]		= { "hello", parse_hello },
+	[PC_MSG_SCAN_BEGIN]	= { "scan_begin", parse_scan_begin },
+	[PC_MSG_RUNS]		= { "runs", parse_runs },
+	[PC_MSG_SLOT]		= { "slot", parse_slot },
+	[PC_MSG_SCAN_END]	= { "scan_end", parse_scan_end },
+	[PC_MSG_SUBMIT]		= { "submit", parse_range },
+	[PC_MSG_ACK]		= { "ack", parse_range },
+	[PC_MSG_DONE]		= { "done", parse_done },
+	[PC_MSG_ERROR]		= { "error", parse_error },
+	[PC_MSG_VERIFY]		= { "verify", parse_verify },
+	[PC_MSG_WORK]		= { "work", parse_work },
+};
+
+const char *pc_msg_type_name(enum pc_msg_type t)
+{
+	return (unsigned)t < PC_MSG_TYPE_MAX ? msg_types[t].name : "?";
+}
+
+/* ---- parsing a line ---- */
+
+/* Strip the framing and parse exactly one JSON object; NULL with err set. */
+static json_object *parse_json(struct vctx *c, const char *line, size_t len)
+{
+	json_tokener *tok;
+	json_object *o;
+	size_t p = 0, end;
+	const char *nul;
+
+	if (len > PC_PROTO_MAX_LINE) {
+		verr(c, "line of %zu bytes exceeds the %d-byte limit", len, PC_PROTO_MAX_LINE);
+		return NULL;
+	}
+	nul = memchr(line, 0, len);
+	if (nul) {
+		verr(c, "NUL byte at byte %zu of the line", (size_t)(nul - line));
+		return NULL;
+	}
+	if (len >= MARKER_LEN && memcmp(line, PC_PROTO_MARKER, MARKER_LEN) == 0)
+		p = MARKER_LEN;
+	if (len > p && line[len - 1] == '\r')
+		len--;
+	while (p < len && (line[p] == ' ' || line[p] == '\t'))
+		p++;
+	if (p == len) {
+		verr(c, "empty line (expected one JSON object)");
+		return NULL;
+	}
+	if (line[p] != '{') {
+		unsigned char ch = (unsigned char)line[p];
+
+		if (ch >= 0x20 && ch < 0x7f)
+			verr(c, "expected one JSON object, got '%c' at byte %zu", ch, p);
+		else
+			verr(c, "expected one JSON object, got byte 0x%02x at byte %zu", ch, p);
+		return NULL;
+	}
+	tok = json_tokener_new_ex(MAX_DEPTH);
+	if (!tok) {
+		verr(c, "out of memory");
+		return NULL;
+	}
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, line + p, (int)(len - p));
+	end = p + json_tokener_get_parse_end(tok);
+	if (!o) {
+		enum json_tokener_error e = json_tokener_get_error(tok);
+
+		if (e == json_tokener_continue)
+			verr(c, "truncated JSON: the line ends at byte %zu inside the object", len);
+		else
+			verr(c, "invalid JSON at byte %zu: %s", end, json_tokener_error_desc(e));
+	} else if (end != len) {
+		/* strict mode already refuses trailing data; never rely on one flag */
+		verr(c, "trailing data after the JSON object at byte %zu", end);
+		json_object_put(o);
+		o = NULL;
+	}
+	json_tokener_free(tok);
+	return o;
+}
+
+/* "type" and "v": which schema applies. */
+static int parse_header(struct vctx *c, json_object *o, enum pc_msg_type *t)
+{
+	json_object *v;
+	char q[40];
+	const char *name;
+	size_t namelen;
+	int64_t ver;
+
+	if (!json_object_object_get_ex(o, "type", &v))
+		return verr(c, "field \"type\" is missing (expected the message type)");
+	if (!v || !json_object_is_type(v, json_type_string))
+		return verr(c, "field \"type\": expected a string, got %s", jtype(v));
+	name = json_object_get_string(v);
+	namelen = (size_t)json_object_get_string_len(v);
+	if (!json_object_object_get_ex(o, "v", &v))
+		return verr(c, "field \"v\" is missing (this build speaks protocol version %d)",
+			    PC_PROTO_VERSION);
+	if (!v || !json_object_is_type(v, json_type_int))
+		return verr(c, "field \"v\": expected an integer protocol version, got %s", jtype(v));
+	ver = json_object_get_int64(v);
+	if (ver != PC_PROTO_VERSION)
+		return verr(c, "protocol version %" PRId64 " not supported (this build speaks %d)",
+			    ver, PC_PROTO_VERSION);
+	for (int i = 0; i < PC_MSG_TYPE_MAX; i++) {
+		if (strlen(name) == namelen && strcmp(name, msg_types[i].name) == 0) {
+			*t = (enum pc_msg_type)i;
+			return 0;
+		}
+	}
+	return verr(c, "unknown message type \"%s\"", quote(name, q, sizeof(q)));
+}
+
+int pc_msg_parse(const char *line, size_t len, struct pc_msg *m, char *err, size_t errlen)
+{
+	struct vctx c = { NULL, err, errlen };
+	enum pc_msg_type t = PC_MSG_HELLO;
+	json_object *o;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if (err && errlen)
+		err[0] = 0;
+	if (!line)
+		return verr(&c, "no line");
+	o = parse_json(&c, line, len);
+	if (!o)
+		return -EINVAL;
+	if (parse_header(&c, o, &t)) {
+		json_object_put(o);
+		return -EINVAL;
+	}
+	m->type = t;
+	m->obj = o;
+	c.type = msg_types[t].name;
+	ret = msg_types[t].parse(&c, o, m);
+	if (ret)
+		pc_msg_clear(m);
+	return ret;
+}
+
+void pc_msg_clear(struct pc_msg *m)
+{
+	if (!m)
+		return;
+	if (m->type == PC_MSG_RUNS)
+		free(m->u.runs.runs);
+	else if (m->type == PC_MSG_SLOT)
+		free(m->u.slot.sect);
+	json_object_put(m->obj);
+	memset(m, 0, sizeof(*m));
+}
+
+int pc_json_u64(json_object *o, const char *key, uint64_t max, uint64_t *out, char *err, size_t errlen)
+{
+	struct vctx c = { NULL, err, errlen };
+
+	if (!o || !json_object_is_type(o, json_type_object))
+		return verr(&c, "field \"%s\": not inside a JSON object", key);
+	return get_int(&c, o, "", key, 0, max, out);
+}
+
+int pc_json_str(json_object *o, const char *key, const char **out, char *err, size_t errlen)
+{
+	struct vctx c = { NULL, err, errlen };
+
+	if (!o || !json_object_is_type(o, json_type_object))
+		return verr(&c, "field \"%s\": not inside a JSON object", key);
+	return get_str(&c, o, "", key, out);
+}
+
+/* ---- builders ---- */
+
+/* json-c holds integers above INT64_MAX only as uint64. */
+static json_object *jint(uint64_t v)
+{
+	return v > INT64_MAX ? json_object_new_uint64(v) : json_object_new_int64((int64_t)v);
+}
+
+static void add(json_object *o, const char *key, json_object *v)
+{
+	json_object_object_add(o, key, v);
+}
+
+json_object *pc_msg_new(enum pc_msg_type t)
+{
+	json_object *o;
+
+	if ((unsigned)t >= PC_MSG_TYPE_MAX)
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	add(o, "type", json_object_new_string(msg_types[t].name));
+	add(o, "v", json_object_new_int(PC_PROTO_VERSION));
+	return o;
+}
+
+json_object *pc_msg_range(enum pc_msg_type t, uint64_t first, uint32_t n)
+{
+	json_object *o = pc_msg_new(t);
+
+	if (o) {
+		add(o, "first", jint(first));
+		add(o, "n", jint(n));
+	}
+	return o;
+}
+
+json_object *pc_msg_work(const struct pc_work *w)
+{
+	json_object *o = pc_msg_new(PC_MSG_WORK);
+
+	if (!o)
+		return NULL;
+	add(o, "cycle", jint(w->cycle));
+	add(o, "first", jint(w->first));
+	add(o, "n", jint(w->n));
+	add(o, "mode", json_object_new_string(pc_mode_name(w->mode)));
+	add(o, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
+	add(o, "record_size", jint(w->record_size));
+	add(o, "flush_every", jint(w->flush_every));
+	add(o, "qd", jint(w->qd));
+	add(o, "seed", jint(w->seed));
+	return o;
+}
+
+json_object *pc_msg_verify(int pattern, int full)
+{
+	json_object *o = pc_msg_new(PC_MSG_VERIFY);
+
+	if (o) {
+		add(o, "pattern", json_object_new_string(pc_pattern_name(pattern)));
+		add(o, "full", json_object_new_boolean(full != 0));
+	}
+	return o;
+}
+
+json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n)
+{
+	json_object *o = pc_msg_new(PC_MSG_RUNS), *arr;
+
+	if (!o)
+		return NULL;
+	arr = json_object_new_array_ext((int)n);
+	for (uint32_t i = 0; arr && i < n; i++) {
+		json_object *r = json_object_new_array_ext(5);
+
+		json_object_array_add(r, jint(runs[i].pos));
+		json_object_array_add(r, jint(runs[i].n));
+		json_object_array_add(r, jint(runs[i].seq));
+		json_object_array_add(r, jint(runs[i].cycle));
+		json_object_array_add(r, jint(runs[i].flags));
+		json_object_array_add(arr, r);
+	}
+	add(o, "r", arr);
+	return o;
+}
+
+static json_object *sect_json(const struct pc_sect_report *e)
+{
+	json_object *s = json_object_new_object();
+	char b64[RAW_B64_LEN + 1];
+
+	if (!s)
+		return NULL;
+	add(s, "i", jint(e->idx));
+	switch (e->kind) {
+	case PC_SK_VALID:
+		add(s, "seq", jint(e->seq));
+		add(s, "cyc", jint(e->cycle));
+		add(s, "fl", jint(e->flags));
+		add(s, "lba", jint(e->lba));
+		add(s, "hi", jint(e->hidx));
+		break;
+	case PC_SK_RAW:
+		pc_b64_encode(e->raw, sizeof(e->raw), b64);
+		add(s, "raw", json_object_new_string(b64));
+		break;
+	case PC_SK_FILL:
+		add(s, "fill", jint(e->value));
+		break;
+	case PC_SK_HASH:
+		add(s, "h", jint(e->value));
+		break;
+	case PC_SK_ERR:
+		add(s, "err", jint(e->value));
+		break;
+	}
+	return s;
+}
+
+json_object *pc_msg_slot(const struct pc_slot_report *s)
+{
+	json_object *o = pc_msg_new(PC_MSG_SLOT), *arr;
+
+	if (!o)
+		return NULL;
+	add(o, "slot", jint(s->slot));
+	arr = json_object_new_array_ext((int)s->nsect);
+	for (uint32_t i = 0; arr && i < s->nsect; i++)
+		json_object_array_add(arr, sect_json(&s->sect[i]));
+	add(o, "s", arr);
+	return o;
+}
+
+json_object *pc_msg_error(const char *fmt, ...)
+{
+	json_object *o = pc_msg_new(PC_MSG_ERROR);
+	char msg[1024];
+	va_list ap;
+
+	if (!o)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	add(o, "msg", json_object_new_string(msg));
+	return o;
+}
+
+int pc_msg_line(json_object *msg, char *buf, size_t buflen)
+{
+	const char *s;
+	size_t len;
+
+	if (!msg)
+		return -EINVAL;
+	/* PLAIN: no whitespace; NOSLASHESCAPE keeps device paths readable */
+	s = json_object_to_json_string_length(msg, JSON_C_TO_STRING_PLAIN |
+					      JSON_C_TO_STRING_NOSLASHESCAPE, &len);
+	if (!s)
+		return -ENOMEM;
+	if (len > MAX_JSON || len + 2 > buflen)
+		return -E2BIG;
+	memcpy(buf, s, len);
+	buf[len] = '\n';
+	buf[len + 1] = 0;
+	return (int)(len + 1);
+}
+
+/* ---- line reader ---- */
+
+size_t pc_linebuf_feed(struct pc_linebuf *lb, const char *data, size_t n)
+{
+	size_t used = 0, room;
+
+	/* the rest of an over-long line is dropped as it arrives */
+	if (lb->overflow) {
+		const char *nl = memchr(data, '\n', n);
+
+		if (!nl)
+			return n;
+		used = (size_t)(nl - data) + 1;
+		lb->overflow = 0;
+	}
+	room = sizeof(lb->buf) - lb->len;
+	if (room > n - used)
+		room = n - used;
+	memcpy(lb->buf + lb->len, data + used, room);
+	lb->len += room;
+	return used + room;
+}
+
+static void linebuf_drop(struct pc_linebuf *lb, size_t n)
+{
+	memmove(lb->buf, lb->buf + n, lb->len - n);
+	lb->len -= n;
+}
+
+enum pc_line_result pc_linebuf_take(struct pc_linebuf *lb, char *out, size_t outlen, size_t *linelen)
+{
+	char *nl = memchr(lb->buf, '\n', lb->len);
+	size_t n;
+
+	if (!nl) {
+		if (lb->len <= PC_PROTO_MAX_LINE)
+			return PC_LINE_NONE;
+		/* no newline within the limit: report it now, skip the rest later */
+		*linelen = lb->len;
+		lb->len = 0;
+		lb->overflow = 1;
+		return PC_LINE_TOO_LONG;
+	}
+	n = (size_t)(nl - lb->buf);
+	*linelen = n;
+	if (n > PC_PROTO_MAX_LINE || n >= outlen) {
+		linebuf_drop(lb, n + 1);
+		return PC_LINE_TOO_LONG;
+	}
+	memcpy(out, lb->buf, n);
+	out[n] = 0;
+	linebuf_drop(lb, n + 1);
+	return PC_LINE_OK;
+}
+
+/* ---- base64 (RFC 4648, with padding) ---- */
+
+static const char b64_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+size_t pc_b64_encode(const uint8_t *in, size_t n, char *out)
+{
+	size_t o = 0;
+
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16;
+		size_t left = n - i;
+
+		if (left > 1)
+			v |= (uint32_t)in[i + 1] << 8;
+		if (left > 2)
+			v |= in[i + 2];
+		out[o++] = b64_alpha[v >> 18];
+		out[o++] = b64_alpha[(v >> 12) & 63];
+		out[o++] = left > 1 ? b64_alpha[(v >> 6) & 63] : '=';
+		out[o++] = left > 2 ? b64_alpha[v & 63] : '=';
+	}
+	out[o] = 0;
+	return o;
+}
+
+static int b64_val(char ch)
+{
+	const char *p = ch ? strchr(b64_alpha, ch) : NULL;
+
+	return p ? (int)(p - b64_alpha) : -1;
+}
+
+int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen)
+{
+	size_t len = strlen(in), o = 0;
+
+	if (outlen)
+		*outlen = 0;
+	if (len % 4)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i += 4) {
+		int v[4], pad = 0;
+		uint32_t w;
+
+		for (int k = 0; k < 4; k++) {
+			if (in[i + k] == '=') {
+				/* padding: only the last one or two characters of the text */
+				if (i + 4 != len || k < 2)
+					return -EINVAL;
+				pad++;
+				v[k] = 0;
+				continue;
+			}
+			if (pad)
+				return -EINVAL;
+			v[k] = b64_val(in[i + k]);
+			if (v[k] < 0)
+				return -EINVAL;
+		}
+		w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
+		/* unused bits must be zero: one canonical text per byte string */
+		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
+			return -EINVAL;
+		if (o + 3 - (size_t)pad > outmax)
+			return -E2BIG;
+		out[o++] = (uint8_t)(w >> 16);
+		if (pad < 2)
+			out[o++] = (uint8_t)(w >> 8);
+		if (pad < 1)
+			out[o++] = (uint8_t)w;
+	}
+	if (outlen)
+		*outlen = o;
+	return 0;
+}

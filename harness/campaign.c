@@ -1,0 +1,1106 @@
+/*
+ * campaign.c - the campaign daemon.
+ *
+ * One process, one poll() loop, every board concurrently. Each board goes
+ * round: power on -> wait for HELLO (boot timeout, retries) -> VERIFY (the
+ * engine judges the last cycle's writes from the scan) -> WORK -> cut at the
+ * planned instant -> drain what was already on the wire -> off time -> next.
+ * Every event is appended to events.jsonl and fed to the engine; verdicts are
+ * appended to verdicts.jsonl with fsync. A killed harness resumes where its
+ * records end, with no verdict lost or written twice.
+ */
+#include "campaign.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../common/proto.h"
+#include "../common/record.h"
+#include "../common/util.h"
+#include "../relay/relay.h"
+#include "engine.h"
+#include "report.h"
+#include "results.h"
+
+#define DRAIN_MS 300		/* after a cut: how long lines already sent may still arrive */
+#define HELLO_WAIT_MS 5000	/* an accepted connection must say HELLO within this */
+#define MAX_CONSECUTIVE_INFRA 3
+#define MAX_PENDING 16
+
+enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE };
+
+static const char *const bstate_names[] = { "off", "booting", "verifying", "writing", "cut", "done" };
+
+struct camp;
+
+struct bctx {
+	struct camp *c;
+	struct board_cfg *cfg;
+	unsigned idx;
+	struct relay relay;
+	int relay_open;
+	enum bstate st;
+	unsigned cycle;
+	unsigned attempt;
+	uint64_t deadline;
+	uint64_t t_state;
+	int fd;
+	struct pc_linebuf lb;
+	/* the cycle's work and cut plan */
+	int working;
+	uint64_t t_work;
+	uint64_t cut_at;	/* CUT_RANDOM: absolute ms */
+	uint32_t cut_acks;	/* CUT_ACKS: cut once this many are acked */
+	uint32_t acks;
+	int done_seen;
+	unsigned consecutive_infra;
+	char given_up[512];
+	/* tallies for progress */
+	unsigned n_pass, n_fail, n_boot, n_infra;
+	uint64_t t_cycle0;
+	unsigned cycles_run;
+};
+
+struct pending {
+	int fd;
+	uint64_t since;
+	struct pc_linebuf lb;
+};
+
+struct camp {
+	struct campaign_cfg *cfg;
+	const struct campaign_opts *o;
+	struct results res;
+	struct engine *eng;
+	struct bctx *b;
+	unsigned nb;
+	unsigned cycles;
+	int lfd;
+	char connect[160];
+	struct pending pend[MAX_PENDING];
+	uint64_t t0;		/* ms: campaign clock origin (monotonic) */
+	int64_t t_base;		/* ms: where the clock stood when this run resumed */
+	uint64_t last_progress;
+	int resuming;
+	int fatal;
+	char agent[PATH_MAX];
+	/* resume: verdicts already in the file */
+	json_object *seen_verdicts;	/* "board/cycle" -> true */
+};
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	stop_flag = sig;
+}
+
+static int64_t camp_t(struct camp *c)
+{
+	return c->t_base + (int64_t)(pc_now_ms() - c->t0);
+}
+
+/* ---- events ---- */
+
+static json_object *ev_new(struct bctx *b, const char *kind)
+{
+	json_object *ev = json_object_new_object();
+
+	json_object_object_add(ev, "t", json_object_new_int64(camp_t(b->c)));
+	json_object_object_add(ev, "board", json_object_new_string(b->cfg->name));
+	json_object_object_add(ev, "cycle", json_object_new_int64(b->cycle));
+	json_object_object_add(ev, "ev", json_object_new_string(kind));
+	return ev;
+}
+
+/* Append an event and feed it to the engine (which may emit verdicts). */
+static int ev_log(struct bctx *b, json_object *ev)
+{
+	struct camp *c = b->c;
+	char err[512] = "";
+	int ret;
+
+	ret = results_event(&c->res, ev);
+	if (ret) {
+		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
+		c->fatal = 1;
+	} else if (engine_feed(c->eng, ev, err, sizeof(err))) {
+		pc_warn("board %s: engine: %s", b->cfg->name, err);
+	}
+	json_object_put(ev);
+	return ret;
+}
+
+static void ev_reason(struct bctx *b, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void ev_reason(struct bctx *b, const char *kind, const char *fmt, ...)
+{
+	json_object *ev = ev_new(b, kind);
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_object_object_add(ev, "reason", json_object_new_string(buf));
+	ev_log(b, ev);
+}
+
+static struct bctx *board_by_name(struct camp *c, const char *name)
+{
+	for (unsigned i = 0; i < c->nb; i++)
+		if (strcmp(c->b[i].cfg->name, name) == 0)
+			return &c->b[i];
+	return NULL;
+}
+
+/* Engine callbacks. */
+static int on_verdict(json_object *v, void *arg)
+{
+	struct camp *c = arg;
+	json_object *o;
+	const char *board = "", *outcome = "";
+	struct bctx *b;
+	char key[128];
+	int ret;
+
+	if (json_object_object_get_ex(v, "board", &o))
+		board = json_object_get_string(o);
+	if (json_object_object_get_ex(v, "verdict", &o))
+		outcome = json_object_get_string(o);
+	json_object_object_get_ex(v, "cycle", &o);
+	snprintf(key, sizeof(key), "%s/%" PRId64, board, json_object_get_int64(o));
+	if (c->seen_verdicts && json_object_object_get_ex(c->seen_verdicts, key, NULL))
+		return 0;	/* resuming: this one is in verdicts.jsonl already */
+	ret = results_verdict(&c->res, v);
+	if (ret) {
+		pc_err("%s/verdicts.jsonl: write failed: %s", c->res.dir, strerror(-ret));
+		c->fatal = 1;
+		return ret;
+	}
+	if (c->resuming)
+		pc_info("recovered the verdict of %s cycle %" PRId64 " from events.jsonl", board,
+			json_object_get_int64(o));
+	b = board_by_name(c, board);
+	if (b) {
+		if (!strcmp(outcome, "PASS"))
+			b->n_pass++;
+		else if (!strcmp(outcome, "FAIL"))
+			b->n_fail++;
+		else if (!strcmp(outcome, "BOOT_FAIL"))
+			b->n_boot++;
+		else
+			b->n_infra++;
+		if (!strcmp(outcome, "FAIL") && !c->o->quiet) {
+			json_object *cnt;
+			char what[256] = "";
+			if (json_object_object_get_ex(v, "counts", &cnt)) {
+				json_object_object_foreach(cnt, k, val) {
+					size_t l = strlen(what);
+					if (json_object_get_int(val) && strcmp(k, "intact") && strcmp(k, "not_written"))
+						snprintf(what + l, sizeof(what) - l, " %s=%d", k, json_object_get_int(val));
+				}
+			}
+			pc_info("%s cycle %" PRId64 ": FAIL%s", board, json_object_get_int64(o), what);
+		}
+	}
+	return 0;
+}
+
+static void on_note(const char *board, const char *text, void *arg)
+{
+	pc_warn("board %s: %s", board, text);
+}
+
+/* ---- the link ---- */
+
+static int listen_on(struct camp *c, char *err, size_t errlen)
+{
+	char host[128];
+	uint16_t port;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ports[8], hbuf[NI_MAXHOST];
+	int fd, one = 1, ret;
+
+	if (pc_parse_hostport(c->cfg->listen, host, sizeof(host), &port)) {
+		snprintf(err, errlen, "listen address '%s' is not HOST:PORT", c->cfg->listen);
+		return -EINVAL;
+	}
+	snprintf(ports, sizeof(ports), "%u", port);
+	ret = getaddrinfo(host, ports, &hints, &ai);
+	if (ret) {
+		snprintf(err, errlen, "listen address '%s': %s", c->cfg->listen, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", c->cfg->listen, strerror(errno));
+		freeaddrinfo(ai);
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	freeaddrinfo(ai);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	getnameinfo((struct sockaddr *)&ss, sl, hbuf, sizeof(hbuf), ports, sizeof(ports), NI_NUMERICHOST | NI_NUMERICSERV);
+	if (strchr(hbuf, ':'))
+		snprintf(c->connect, sizeof(c->connect), "[%s]:%s", hbuf, ports);
+	else
+		snprintf(c->connect, sizeof(c->connect), "%s:%s", strcmp(hbuf, "0.0.0.0") ? hbuf : "127.0.0.1", ports);
+	c->lfd = fd;
+	return 0;
+}
+
+static int send_msg(struct bctx *b, json_object *msg)
+{
+	char buf[PC_PROTO_MAX_LINE + 2];
+	int n = pc_msg_line(msg, buf, sizeof(buf));
+
+	if (n < 0)
+		return n;
+	/* host lines are short: they fit the socket buffer of a fresh link */
+	return pc_write_all(b->fd, buf, (size_t)n);
+}
+
+static void close_link(struct bctx *b)
+{
+	if (b->fd >= 0)
+		close(b->fd);
+	b->fd = -1;
+	memset(&b->lb, 0, sizeof(b->lb));
+}
+
+/* ---- board state machine ---- */
+
+static void set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms)
+{
+	b->st = st;
+	b->t_state = pc_now_ms();
+	b->deadline = timeout_ms == UINT64_MAX ? UINT64_MAX : b->t_state + timeout_ms;
+}
+
+static void power_off(struct bctx *b)
+{
+	if (relay_off(&b->relay))
+		pc_warn("board %s: %s", b->cfg->name, b->relay.err);
+}
+
+static void give_up(struct bctx *b, const char *why)
+{
+	snprintf(b->given_up, sizeof(b->given_up), "%s", why);
+	pc_err("board %s: giving up: %s", b->cfg->name, why);
+	power_off(b);
+	close_link(b);
+	set_state(b, B_DONE, UINT64_MAX);
+}
+
+/* The cycle ends (cut done, or it could not run): move on after the off time. */
+static void next_cycle(struct bctx *b)
+{
+	results_sync(&b->c->res);
+	b->cycle++;
+	b->attempt = 0;
+	b->working = 0;
+	b->cycles_run++;
+	if (b->cycle > b->c->cycles + 1) {
+		set_state(b, B_DONE, UINT64_MAX);
+		return;
+	}
+	set_state(b, B_OFF_WAIT, b->cfg->off_ms);
+}
+
+static void infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void infra(struct bctx *b, const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	pc_warn("board %s cycle %u: %s", b->cfg->name, b->cycle, buf);
+	ev_reason(b, "infra", "%s", buf);
+	power_off(b);
+	close_link(b);
+	if (++b->consecutive_infra >= MAX_CONSECUTIVE_INFRA) {
+		char why[1200];
+		snprintf(why, sizeof(why), "%u infrastructure errors in a row, the last: %s", b->consecutive_infra, buf);
+		next_cycle(b);
+		give_up(b, why);
+		return;
+	}
+	next_cycle(b);
+}
+
+static void power_on(struct bctx *b)
+{
+	struct camp *c = b->c;
+	json_object *ev;
+
+	snprintf(b->relay.console, sizeof(b->relay.console), "%s/console/%s/cycle-%u.log", c->res.dir,
+		 b->cfg->name, b->cycle);
+	ev = ev_new(b, "power_on");
+	json_object_object_add(ev, "attempt", json_object_new_int(b->attempt + 1));
+	ev_log(b, ev);
+	if (relay_on(&b->relay)) {
+		infra(b, "relay on failed: %s", b->relay.err);
+		return;
+	}
+	set_state(b, B_WAIT_HELLO, b->cfg->boot_timeout_ms);
+}
+
+static void boot_timeout(struct bctx *b)
+{
+	struct camp *c = b->c;
+
+	power_off(b);
+	close_link(b);
+	if (++b->attempt <= b->cfg->boot_retries) {
+		pc_warn("board %s cycle %u: no HELLO within %u ms; power-cycling (retry %u of %u)", b->cfg->name,
+			b->cycle, b->cfg->boot_timeout_ms, b->attempt, b->cfg->boot_retries);
+		set_state(b, B_OFF_WAIT, b->cfg->off_ms);
+		return;
+	}
+	if (b->cycle > c->cycles) {
+		ev_reason(b, "final_boot_fail", "no HELLO within %u ms after %u attempts at the final verification",
+			  b->cfg->boot_timeout_ms, b->attempt);
+		set_state(b, B_DONE, UINT64_MAX);
+		return;
+	}
+	ev_reason(b, "boot_fail", "no HELLO within %u ms, %u attempts", b->cfg->boot_timeout_ms, b->attempt);
+	b->consecutive_infra = 0;
+	next_cycle(b);
+}
+
+static uint64_t plan_rand(struct bctx *b, uint64_t salt)
+{
+	return pc_mix64(b->c->cfg->seed ^ pc_mix64(((uint64_t)b->idx << 40) ^ ((uint64_t)b->cycle << 8) ^ salt));
+}
+
+static void start_work(struct bctx *b)
+{
+	struct camp *c = b->c;
+	struct engine_board_state es;
+	struct pc_work w = { 0 };
+	json_object *msg, *ev;
+	uint32_t span = b->cfg->cut_max - b->cfg->cut_min + 1;
+	uint64_t r = plan_rand(b, 1);
+
+	engine_board_state(c->eng, b->cfg->name, &es);
+	w.cycle = b->cycle;
+	w.first = es.next_seq;
+	w.n = b->cfg->records_per_cycle;
+	w.mode = b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes];
+	w.pattern = b->cfg->pattern;
+	w.record_size = b->cfg->record_size;
+	w.flush_every = b->cfg->flush_every;
+	w.qd = b->cfg->queue_depth;
+	w.seed = plan_rand(b, 2) & INT64_MAX;
+	msg = pc_msg_work(&w);
+	ev = ev_new(b, "work");
+	json_object_object_add(ev, "work", json_object_get(msg));
+	ev_log(b, ev);
+	b->working = 1;
+	b->acks = 0;
+	b->done_seen = 0;
+	b->t_work = pc_now_ms();
+	b->cut_at = UINT64_MAX;
+	b->cut_acks = UINT32_MAX;
+	if (b->cfg->cut == CUT_RANDOM)
+		b->cut_at = b->t_work + b->cfg->cut_min + r % span;
+	else
+		b->cut_acks = b->cfg->cut_min + (uint32_t)(r % span);
+	if (send_msg(b, msg)) {
+		json_object_put(msg);
+		infra(b, "sending the work failed: %s", strerror(errno));
+		return;
+	}
+	json_object_put(msg);
+	set_state(b, B_WRITING, b->cfg->work_timeout_ms);
+}
+
+static void cut(struct bctx *b, const char *why)
+{
+	json_object *ev;
+	uint64_t now = pc_now_ms();
+
+	/* the relay first: the instant matters, the bookkeeping can wait */
+	if (relay_off(&b->relay)) {
+		infra(b, "relay off failed at the cut: %s", b->relay.err);
+		return;
+	}
+	ev = ev_new(b, "cut");
+	json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
+	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
+	json_object_object_add(ev, "trigger", json_object_new_string(why));
+	ev_log(b, ev);
+	set_state(b, B_DRAIN, DRAIN_MS);
+}
+
+static void final_verified(struct bctx *b)
+{
+	power_off(b);
+	close_link(b);
+	results_sync(&b->c->res);
+	set_state(b, B_DONE, UINT64_MAX);
+}
+
+/* A validated message from a board's agent. */
+static void on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
+{
+	struct camp *c = b->c;
+	json_object *ev = ev_new(b, "rx");
+
+	json_object_object_add(ev, "msg", json_object_get(raw));
+	ev_log(b, ev);
+	if (m->type == PC_MSG_ERROR) {
+		json_object *t;
+		json_object_object_get_ex(raw, "msg", &t);
+		if (b->st == B_DRAIN)
+			return;
+		infra(b, "agent error: %s", json_object_get_string(t));
+		return;
+	}
+	switch (b->st) {
+	case B_VERIFY:
+		if (m->type == PC_MSG_SCAN_END) {
+			b->consecutive_infra = 0;
+			if (b->cycle > c->cycles)
+				final_verified(b);
+			else
+				start_work(b);
+		}
+		break;
+	case B_WRITING:
+		if (m->type == PC_MSG_ACK) {
+			b->acks += m->u.range.n;
+			if (b->acks >= b->cut_acks)
+				cut(b, "acks");
+		} else if (m->type == PC_MSG_DONE) {
+			b->done_seen = 1;
+			/* nothing more will happen: cut now rather than wait for the instant */
+			cut(b, "work done");
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
+{
+	json_object *ev = ev_new(b, "rx"), *region, *v, *msg;
+	uint64_t rs = 0;
+
+	json_object_object_add(ev, "msg", json_object_get(raw));
+	ev_log(b, ev);
+	if (json_object_object_get_ex(raw, "region", &region) && json_object_object_get_ex(region, "record_size", &v))
+		rs = (uint64_t)json_object_get_int64(v);
+	if (rs != b->cfg->record_size) {
+		char why[256];
+		snprintf(why, sizeof(why), "the board's region holds %" PRIu64 "-byte records but the configuration "
+			 "says device.record_size %u; re-prepare the region or fix the configuration", rs,
+			 b->cfg->record_size);
+		ev_reason(b, "infra", "%s", why);
+		give_up(b, why);
+		return;
+	}
+	ev = ev_new(b, "verify");
+	ev_log(b, ev);
+	msg = pc_msg_verify(b->cfg->pattern, 1);
+	if (send_msg(b, msg)) {
+		json_object_put(msg);
+		infra(b, "sending VERIFY failed: %s", strerror(errno));
+		return;
+	}
+	json_object_put(msg);
+	set_state(b, B_VERIFY, b->cfg->verify_timeout_ms);
+}
+
+static void bad_line(struct bctx *b, const char *line, size_t len, const char *why)
+{
+	json_object *ev = ev_new(b, "rx_bad");
+	char shown[256];
+
+	snprintf(shown, sizeof(shown), "%.*s", (int)(len < 200 ? len : 200), line);
+	json_object_object_add(ev, "line", json_object_new_string(shown));
+	json_object_object_add(ev, "error", json_object_new_string(why));
+	ev_log(b, ev);
+	if (b->st != B_DRAIN)
+		infra(b, "protocol error from the agent: %s", why);
+}
+
+/* Read what the board's link has; handle every complete line. */
+static void board_read(struct bctx *b)
+{
+	char data[8192], line[PC_PROTO_MAX_LINE + 2];
+	ssize_t n = read(b->fd, data, sizeof(data));
+	size_t off = 0, len;
+
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		/* the link closed */
+		close_link(b);
+		if (b->st == B_DRAIN) {
+			next_cycle(b);
+		} else if (b->st == B_WRITING) {
+			/* the agent died on its own: treat it as the cut (it is one) */
+			cut(b, "link lost");
+			if (b->st == B_DRAIN)
+				next_cycle(b);
+		} else if (b->st == B_VERIFY || b->st == B_WAIT_HELLO) {
+			infra(b, "the agent closed the link during %s", bstate_names[b->st]);
+		}
+		return;
+	}
+	while (off < (size_t)n && b->fd >= 0) {
+		enum pc_line_result r;
+
+		off += pc_linebuf_feed(&b->lb, data + off, (size_t)n - off);
+		while (b->fd >= 0 && (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+			struct pc_msg m;
+			char err[512];
+			enum bstate before = b->st;
+
+			if (r == PC_LINE_TOO_LONG) {
+				bad_line(b, "", 0, "line exceeds the protocol's maximum length");
+				continue;
+			}
+			if (len == 0)
+				continue;
+			if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
+				bad_line(b, line, len, err);
+				continue;
+			}
+			if (m.type == PC_MSG_HELLO)
+				bad_line(b, line, len, "a second HELLO on one link");
+			else
+				on_msg(b, &m, m.obj);
+			pc_msg_clear(&m);
+			(void)before;
+		}
+	}
+}
+
+/* A new connection's first line must be a HELLO for a board that is booting. */
+static void pending_read(struct camp *c, struct pending *p)
+{
+	char data[4096], line[PC_PROTO_MAX_LINE + 2];
+	ssize_t n = read(p->fd, data, sizeof(data));
+	size_t len, took;
+	struct pc_msg m;
+	char err[512];
+	struct bctx *b;
+	enum pc_line_result r;
+
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		close(p->fd);
+		p->fd = -1;
+		return;
+	}
+	took = pc_linebuf_feed(&p->lb, data, (size_t)n);
+	r = pc_linebuf_take(&p->lb, line, sizeof(line), &len);
+	if (r == PC_LINE_NONE)
+		return;
+	if (r == PC_LINE_TOO_LONG || pc_msg_parse(line, len, &m, err, sizeof(err))) {
+		pc_warn("a connection's first line is not a valid HELLO: %s", r == PC_LINE_TOO_LONG ? "line too long" : err);
+		close(p->fd);
+		p->fd = -1;
+		return;
+	}
+	if (m.type == PC_MSG_ERROR) {
+		/* an agent that could not even open its device says why before HELLO */
+		json_object *t;
+		json_object_object_get_ex(m.obj, "msg", &t);
+		pc_warn("agent (before HELLO): %s", json_object_get_string(t));
+		b = NULL;
+		for (unsigned i = 0; i < c->nb; i++) {
+			const char *s = json_object_get_string(t);
+			size_t l = strlen(c->b[i].cfg->name);
+			if (c->b[i].st == B_WAIT_HELLO && !strncmp(s, "board ", 6) && !strncmp(s + 6, c->b[i].cfg->name, l) &&
+			    s[6 + l] == ':')
+				b = &c->b[i];
+		}
+		if (b)
+			infra(b, "agent error before HELLO: %s", json_object_get_string(t));
+		pc_msg_clear(&m);
+		close(p->fd);
+		p->fd = -1;
+		return;
+	}
+	if (m.type != PC_MSG_HELLO) {
+		pc_warn("a connection started with '%s', not HELLO; closed", pc_msg_type_name(m.type));
+		goto drop;
+	}
+	{
+		json_object *t;
+		json_object_object_get_ex(m.obj, "board", &t);
+		b = board_by_name(c, json_object_get_string(t));
+		if (!b) {
+			pc_warn("HELLO from unknown board '%s'; closed", json_object_get_string(t));
+			goto drop;
+		}
+		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+			pc_warn("HELLO from board %s while it is %s; closed (a stale agent?)", b->cfg->name,
+				bstate_names[b->st]);
+			goto drop;
+		}
+	}
+	b->fd = p->fd;
+	p->fd = -1;
+	b->lb = p->lb;
+	(void)took;
+	on_hello(b, &m, m.obj);
+	pc_msg_clear(&m);
+	/* lines that came with the HELLO */
+	while (b->fd >= 0 && b->st == B_VERIFY &&
+	       (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) == PC_LINE_OK) {
+		if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
+			bad_line(b, line, len, err);
+			break;
+		}
+		on_msg(b, &m, m.obj);
+		pc_msg_clear(&m);
+	}
+	return;
+drop:
+	pc_msg_clear(&m);
+	close(p->fd);
+	p->fd = -1;
+}
+
+static void accept_all(struct camp *c)
+{
+	for (;;) {
+		int fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		unsigned i;
+
+		if (fd < 0)
+			return;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		for (i = 0; i < MAX_PENDING && c->pend[i].fd >= 0; i++)
+			;
+		if (i == MAX_PENDING) {
+			pc_warn("too many connections waiting for HELLO; dropping one");
+			close(fd);
+			continue;
+		}
+		memset(&c->pend[i], 0, sizeof(c->pend[i]));
+		c->pend[i].fd = fd;
+		c->pend[i].since = pc_now_ms();
+	}
+}
+
+static void board_timer(struct bctx *b)
+{
+	uint64_t now = pc_now_ms();
+
+	if (b->st == B_WRITING && now >= b->cut_at) {
+		cut(b, "random instant");
+		return;
+	}
+	if (now < b->deadline)
+		return;
+	switch (b->st) {
+	case B_OFF_WAIT:
+		power_on(b);
+		break;
+	case B_WAIT_HELLO:
+		boot_timeout(b);
+		break;
+	case B_VERIFY:
+		infra(b, "no complete scan within verify_timeout_ms (%u ms)", b->cfg->verify_timeout_ms);
+		break;
+	case B_WRITING:
+		cut(b, "work timeout");
+		break;
+	case B_DRAIN:
+		close_link(b);
+		next_cycle(b);
+		break;
+	default:
+		break;
+	}
+}
+
+/* ---- progress ---- */
+
+static void progress(struct camp *c, int force)
+{
+	uint64_t now = pc_now_ms();
+	char line[1024];
+	size_t l = 0;
+	unsigned done = 0, total = 0;
+	double elapsed = (double)(now - c->t0) / 1000.0;
+	unsigned run = 0;
+
+	if (c->o->quiet || (!force && now - c->last_progress < 2000))
+		return;
+	c->last_progress = now;
+	for (unsigned i = 0; i < c->nb; i++) {
+		struct bctx *b = &c->b[i];
+		unsigned d = b->cycle > c->cycles ? c->cycles : b->cycle - 1;
+		done += d;
+		total += c->cycles;
+		run += b->cycles_run;
+		l += (size_t)snprintf(line + l, sizeof(line) - l, "%s%s %u/%u PASS %u FAIL %u%s%s",
+				      i ? " | " : "", b->cfg->name, d, c->cycles, b->n_pass, b->n_fail,
+				      b->n_boot ? " BOOT_FAIL" : "", b->given_up[0] ? " (given up)" : "");
+		if (l >= sizeof(line))
+			break;
+	}
+	if (run && done < total) {
+		double per = elapsed / run * c->nb;
+		unsigned left = (unsigned)(per * (total - done) / c->nb);
+		fprintf(stderr, "[%6.1fs] %s | ETA %u:%02u\n", elapsed, line, left / 60, left % 60);
+	} else {
+		fprintf(stderr, "[%6.1fs] %s\n", elapsed, line);
+	}
+}
+
+/* ---- set-up, resume ---- */
+
+static int seen_verdict(json_object *v, unsigned lineno, void *arg)
+{
+	struct camp *c = arg;
+	json_object *b, *cy;
+	char key[128];
+
+	if (!json_object_object_get_ex(v, "board", &b) || !json_object_object_get_ex(v, "cycle", &cy))
+		return -EINVAL;
+	snprintf(key, sizeof(key), "%s/%" PRId64, json_object_get_string(b), json_object_get_int64(cy));
+	json_object_object_add(c->seen_verdicts, key, json_object_new_boolean(1));
+	return 0;
+}
+
+static int replay_event(json_object *ev, unsigned lineno, void *arg)
+{
+	struct camp *c = arg;
+	char err[512] = "";
+	json_object *t;
+
+	if (json_object_object_get_ex(ev, "t", &t) && json_object_get_int64(t) > c->t_base)
+		c->t_base = json_object_get_int64(t);
+	if (engine_feed(c->eng, ev, err, sizeof(err)))
+		pc_warn("%s/events.jsonl:%u: %s", c->res.dir, lineno, err);
+	return c->fatal ? -EIO : 0;
+}
+
+static int campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 32];
+	json_object *doc, *old, *cfgcopy = NULL, *host;
+	struct utsname u;
+	char hn[256] = "";
+
+	snprintf(path, sizeof(path), "%s/campaign.json", c->res.dir);
+	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
+	/* --cycles may grow a campaign: compare everything else */
+	json_object_object_del(cfgcopy, "cycles");
+	old = json_object_from_file(path);
+	*existing = old != NULL;
+	if (old) {
+		json_object *oc = NULL, *ocopy = NULL;
+		int same;
+		json_object_object_get_ex(old, "config", &oc);
+		json_object_deep_copy(oc, &ocopy, NULL);
+		json_object_object_del(ocopy, "cycles");
+		same = ocopy && json_object_equal(ocopy, cfgcopy);
+		json_object_put(ocopy);
+		json_object_put(old);
+		json_object_put(cfgcopy);
+		if (!same) {
+			snprintf(err, errlen, "%s holds a campaign with a different configuration; resume it with "
+				 "the configuration it was started with, or choose another --results folder", c->res.dir);
+			return -EEXIST;
+		}
+		return 0;
+	}
+	json_object_put(cfgcopy);
+	uname(&u);
+	gethostname(hn, sizeof(hn) - 1);
+	doc = json_object_new_object();
+	json_object_object_add(doc, "campaign", json_object_new_string(c->cfg->name));
+	json_object_object_add(doc, "config_file", json_object_new_string(c->cfg->path));
+	json_object_object_add(doc, "started", json_object_new_int64((int64_t)time(NULL)));
+	host = json_object_new_object();
+	json_object_object_add(host, "hostname", json_object_new_string(hn));
+	json_object_object_add(host, "kernel", json_object_new_string(u.release));
+	json_object_object_add(host, "machine", json_object_new_string(u.machine));
+	json_object_object_add(host, "powercut", json_object_new_string(PC_VERSION));
+	json_object_object_add(doc, "host", host);
+	cfgcopy = NULL;
+	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
+	json_object_object_add(doc, "config", cfgcopy);
+	{
+		int ret = results_write_json(c->res.dir, "campaign.json", doc, err, errlen);
+		json_object_put(doc);
+		return ret;
+	}
+}
+
+static void find_agent(struct camp *c)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (c->o->agent) {
+		pc_strlcpy(c->agent, c->o->agent, sizeof(c->agent));
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		char *slash;
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash) {
+			slash[1] = 0;
+			snprintf(c->agent, sizeof(c->agent), "%spowercut-agent", self);
+			if (access(c->agent, X_OK) == 0)
+				return;
+		}
+	}
+	pc_strlcpy(c->agent, "powercut-agent", sizeof(c->agent));
+}
+
+static int open_boards(struct camp *c, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < c->nb; i++) {
+		struct bctx *b = &c->b[i];
+		char state[PATH_MAX + 64], cons[PATH_MAX + 64];
+		struct relay_ctx ctx;
+		struct engine_board_state es;
+
+		b->c = c;
+		b->cfg = &c->cfg->boards[i];
+		b->idx = i;
+		b->fd = -1;
+		snprintf(state, sizeof(state), "%s/boards/%s", c->res.dir, b->cfg->name);
+		snprintf(cons, sizeof(cons), "%s/console/%s", c->res.dir, b->cfg->name);
+		pc_mkdir_p(state, 0755);
+		pc_mkdir_p(cons, 0755);
+		ctx = (struct relay_ctx){
+			.board = b->cfg->name, .connect = c->connect, .agent_path = c->agent,
+			.state_dir = state, .device = b->cfg->device,
+		};
+		if (relay_open(&b->relay, b->cfg->relay_driver, b->cfg->relay, &ctx, err, errlen))
+			return -EIO;
+		b->relay_open = 1;
+		/* start with the power off: the first power-on is a clean boot */
+		if (relay_off(&b->relay))
+			pc_warn("board %s: %s", b->cfg->name, b->relay.err);
+		engine_board_state(c->eng, b->cfg->name, &es);
+		b->cycle = (es.last_work_cycle > es.last_verdict_cycle ? es.last_work_cycle : es.last_verdict_cycle) + 1;
+		if (es.last_cycle > c->cycles && !es.pending)
+			b->cycle = c->cycles + 2;	/* finished earlier */
+		if (b->cycle > c->cycles + 1) {
+			set_state(b, B_DONE, UINT64_MAX);
+			continue;
+		}
+		if (c->resuming)
+			pc_info("board %s: resuming at cycle %u%s", b->cfg->name, b->cycle,
+				es.pending ? " (the last cycle's writes are checked first)" : "");
+		set_state(b, B_OFF_WAIT, i * 3u);	/* stagger power-ons a little */
+	}
+	return 0;
+}
+
+static int all_done(const struct camp *c)
+{
+	for (unsigned i = 0; i < c->nb; i++)
+		if (c->b[i].st != B_DONE)
+			return 0;
+	return 1;
+}
+
+static void loop(struct camp *c)
+{
+	struct pollfd pfd[1 + MAX_PENDING + 256];
+	void *who[1 + MAX_PENDING + 256];
+
+	while (!all_done(c) && !stop_flag && !c->fatal) {
+		uint64_t now = pc_now_ms(), next = now + 1000;
+		int n = 0, timeout, ret;
+
+		for (unsigned i = 0; i < c->nb; i++) {
+			board_timer(&c->b[i]);
+			if (c->b[i].st == B_WRITING && c->b[i].cut_at < next)
+				next = c->b[i].cut_at;
+			if (c->b[i].deadline < next)
+				next = c->b[i].deadline;
+		}
+		for (unsigned i = 0; i < MAX_PENDING; i++)
+			if (c->pend[i].fd >= 0 && now - c->pend[i].since > HELLO_WAIT_MS) {
+				pc_warn("a connection said nothing for %u ms; closed", HELLO_WAIT_MS);
+				close(c->pend[i].fd);
+				c->pend[i].fd = -1;
+			}
+		pfd[n] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
+		who[n++] = NULL;
+		for (unsigned i = 0; i < MAX_PENDING; i++)
+			if (c->pend[i].fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = c->pend[i].fd, .events = POLLIN };
+				who[n++] = &c->pend[i];
+			}
+		for (unsigned i = 0; i < c->nb && n < (int)PC_ARRAY_SIZE(pfd); i++)
+			if (c->b[i].fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = c->b[i].fd, .events = POLLIN };
+				who[n++] = &c->b[i];
+			}
+		now = pc_now_ms();
+		timeout = next > now ? (int)(next - now) : 0;
+		ret = poll(pfd, (nfds_t)n, timeout);
+		if (ret < 0 && errno != EINTR) {
+			pc_err("poll: %s", strerror(errno));
+			c->fatal = 1;
+			break;
+		}
+		for (int i = 0; ret > 0 && i < n; i++) {
+			if (!pfd[i].revents)
+				continue;
+			if (i == 0)
+				accept_all(c);
+			else if ((char *)who[i] >= (char *)c->pend && (char *)who[i] < (char *)(c->pend + MAX_PENDING)) {
+				if (((struct pending *)who[i])->fd >= 0)
+					pending_read(c, who[i]);
+			} else {
+				struct bctx *b = who[i];
+				if (b->fd == pfd[i].fd)
+					board_read(b);
+			}
+		}
+		progress(c, 0);
+	}
+}
+
+int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
+{
+	struct camp c = { .cfg = cfg, .o = o, .lfd = -1 };
+	char dir[PATH_MAX], err[1024] = "", note[1024] = "", evpath[PATH_MAX + 32], vpath[PATH_MAX + 32];
+	struct sigaction sa = { .sa_handler = on_signal };
+	int existing = 0, torn, rc = CAMPAIGN_ERROR;
+	unsigned fails = 0;
+
+	for (unsigned i = 0; i < MAX_PENDING; i++)
+		c.pend[i].fd = -1;
+	c.cycles = o->cycles > 0 ? (unsigned)o->cycles : cfg->cycles;
+	c.nb = cfg->nboards;
+	c.b = calloc(c.nb, sizeof(*c.b));
+	if (!c.b)
+		return CAMPAIGN_ERROR;
+	if (o->results)
+		pc_strlcpy(dir, o->results, sizeof(dir));
+	else
+		snprintf(dir, sizeof(dir), "results/%s", cfg->name);
+	find_agent(&c);
+	if (results_open(&c.res, dir, note, sizeof(note), err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	if (note[0])
+		pc_warn("%s", note);
+	if (campaign_json(&c, &existing, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	c.eng = engine_new(cfg->name, on_verdict, on_note, &c);
+	c.seen_verdicts = json_object_new_object();
+	if (!c.eng || !c.seen_verdicts)
+		goto out;
+	snprintf(evpath, sizeof(evpath), "%s/events.jsonl", dir);
+	snprintf(vpath, sizeof(vpath), "%s/verdicts.jsonl", dir);
+	if (existing) {
+		/* resume: what the files say happened, happened */
+		c.resuming = 1;
+		if (results_each_line(vpath, seen_verdict, &c, &torn, err, sizeof(err)) ||
+		    results_each_line(evpath, replay_event, &c, &torn, err, sizeof(err))) {
+			pc_err("cannot resume from %s: %s", dir, err);
+			goto out;
+		}
+		c.resuming = 0;
+		c.t_base += 1;
+		pc_info("resuming campaign %s in %s (%lu verdicts on record)", cfg->name, dir,
+			(unsigned long)json_object_object_length(c.seen_verdicts));
+	}
+	json_object_put(c.seen_verdicts);
+	c.seen_verdicts = NULL;
+	c.t0 = pc_now_ms();
+	if (listen_on(&c, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	if (open_boards(&c, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	if (!o->quiet)
+		pc_info("campaign %s: %u boards, %u cycles each, results in %s, agents connect to %s", cfg->name,
+			c.nb, c.cycles, dir, c.connect);
+	loop(&c);
+	progress(&c, 1);
+	for (unsigned i = 0; i < c.nb; i++) {
+		fails += c.b[i].n_fail + c.b[i].n_boot;
+		if (c.b[i].st != B_DONE || stop_flag)
+			power_off(&c.b[i]);
+	}
+	results_sync(&c.res);
+	if (stop_flag) {
+		pc_warn("interrupted (signal %d); every verdict so far is on disk; run the same command to resume",
+			(int)stop_flag);
+		rc = CAMPAIGN_STOPPED;
+	} else if (c.fatal) {
+		rc = CAMPAIGN_ERROR;
+	} else {
+		rc = fails ? CAMPAIGN_FAIL : CAMPAIGN_PASS;
+		for (unsigned i = 0; i < c.nb; i++)
+			if (c.b[i].given_up[0])
+				rc = rc == CAMPAIGN_PASS ? CAMPAIGN_ERROR : rc;
+	}
+	if (!o->no_report && !c.fatal) {
+		const char *dirs[1] = { dir };
+		char rerr[512] = "";
+		if (report_print(dirs, 1, stdout, 0, rerr, sizeof(rerr)))
+			pc_err("report: %s", rerr);
+	}
+out:
+	for (unsigned i = 0; i < c.nb; i++) {
+		close_link(&c.b[i]);
+		if (c.b[i].relay_open)
+			relay_close(&c.b[i].relay);
+	}
+	for (unsigned i = 0; i < MAX_PENDING; i++)
+		if (c.pend[i].fd >= 0)
+			close(c.pend[i].fd);
+	if (c.lfd >= 0)
+		close(c.lfd);
+	json_object_put(c.seen_verdicts);
+	engine_free(c.eng);
+	results_close(&c.res);
+	free(c.b);
+	return rc;
+}

@@ -1,0 +1,1029 @@
+/*
+ * config.c - campaign configuration: JSON in, a validated campaign_cfg out.
+ *
+ * Nothing is half-accepted: the whole document is checked before the harness
+ * touches a relay, and every error names the file and the key path, so a typo
+ * in an overnight campaign is caught at `powercut check-config`, not at 3 am.
+ *
+ * "defaults" is merged into each board first (see cfg_merge), then each
+ * merged board is validated and written out again with every default filled
+ * in. That resolved document (c->root) is itself a valid configuration:
+ * campaign.json records exactly what ran.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../common/record.h"
+#include "../common/util.h"
+#include "../relay/relay.h"
+#include "../sim/emmc.h"
+
+#define CFG_MAX_BOARDS		256u
+#define CFG_MAX_CYCLES		10000000u
+#define CFG_MAX_FILE		(16u << 20)
+#define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
+#define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
+#define CFG_MAX_ACKS		10000000u
+
+struct cfg_ctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+	json_object *defaults;	/* the "defaults" section, or NULL */
+	json_object *merged;	/* the board being checked, defaults merged in */
+	unsigned bi;		/* its index */
+};
+
+/* "FILE: path: message" (or "FILE: message" when path is NULL). */
+__attribute__((format(printf, 3, 4)))
+static int cfg_fail(struct cfg_ctx *x, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(x->err, x->errlen, "%s: %s%s", x->file, path ? path : "", path ? ": " : "");
+	if (n < 0 || (size_t)n >= x->errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static const char *jtype(json_object *v)
+{
+	return json_type_to_name(json_object_get_type(v));
+}
+
+static json_object *jget(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!o || !json_object_is_type(o, json_type_object))
+		return NULL;
+	return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+/* Levenshtein distance, for "did you mean"; keys are short. */
+static unsigned edit_distance(const char *a, const char *b)
+{
+	unsigned row[64], la = (unsigned)strnlen(a, 63), lb = (unsigned)strnlen(b, 63);
+
+	for (unsigned j = 0; j <= lb; j++)
+		row[j] = j;
+	for (unsigned i = 1; i <= la; i++) {
+		unsigned diag = row[0];
+
+		row[0] = i;
+		for (unsigned j = 1; j <= lb; j++) {
+			unsigned up = row[j];
+			unsigned best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = up;
+		}
+	}
+	return row[lb];
+}
+
+/* The candidate closest to word when it is close enough to be a typo, else NULL. */
+static const char *closest(const char *word, const char *const *cands)
+{
+	const char *best = NULL;
+	unsigned bestd = ~0u;
+
+	for (; *cands; cands++) {
+		unsigned d = edit_distance(word, *cands);
+
+		if (d < bestd && d <= 1 + strlen(*cands) / 5) {
+			bestd = d;
+			best = *cands;
+		}
+	}
+	return best;
+}
+
+static int cfg_unknown_key(struct cfg_ctx *x, const char *path, const char *key,
+			   const char *const *valid, const char *hint)
+{
+	const char *near = closest(key, valid);
+
+	if (near)
+		return cfg_fail(x, path, "unknown key '%s' (did you mean '%s'?)", key, near);
+	return cfg_fail(x, path, "unknown key '%s'%s", key, hint ? hint : "");
+}
+
+static int in_list(const char *key, const char *const *list)
+{
+	for (; *list; list++)
+		if (strcmp(key, *list) == 0)
+			return 1;
+	return 0;
+}
+
+static int cfg_check_keys(struct cfg_ctx *x, json_object *o, const char *path, const char *const *valid)
+{
+	json_object_object_foreach(o, key, val) {
+		(void)val;
+		if (!in_list(key, valid))
+			return cfg_unknown_key(x, path, key, valid, NULL);
+	}
+	return 0;
+}
+
+/*
+ * Did this value of the merged board come from "defaults"? The merge shares
+ * json objects by reference, so identity tells: users must be told to fix
+ * the defaults section, not a board that never mentions the key.
+ */
+static int from_defaults(struct cfg_ctx *x, const char *key, const char *sub)
+{
+	json_object *m, *d;
+
+	if (!key)
+		return 0;
+	m = jget(x->merged, key);
+	d = jget(x->defaults, key);
+	if (!m || !d)
+		return 0;
+	if (m == d)
+		return 1;
+	if (!sub)
+		return 0;
+	m = jget(m, sub);
+	d = jget(d, sub);
+	return m && m == d;
+}
+
+/* "boards[N].key.sub (from defaults)" */
+static const char *bpath(struct cfg_ctx *x, char *buf, size_t len, const char *key, const char *sub)
+{
+	snprintf(buf, len, "boards[%u]%s%s%s%s%s", x->bi, key ? "." : "", key ? key : "",
+		 sub ? "." : "", sub ? sub : "", from_defaults(x, key, sub) ? " (from defaults)" : "");
+	return buf;
+}
+
+/* "boards[N].section", marked when the offending key came from defaults. */
+static const char *bsec(struct cfg_ctx *x, char *buf, size_t len, const char *section, const char *key)
+{
+	snprintf(buf, len, "boards[%u].%s%s", x->bi, section,
+		 from_defaults(x, section, key) ? " (from defaults)" : "");
+	return buf;
+}
+
+static int valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 63)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
+		      *s == '_' || *s == '.' || *s == '-'))
+			return 0;
+	return 1;
+}
+
+static int cfg_u64(struct cfg_ctx *x, json_object *v, const char *path, uint64_t min, uint64_t max,
+		   uint64_t *out)
+{
+	uint64_t u;
+
+	if (!json_object_is_type(v, json_type_int))
+		return cfg_fail(x, path, "expected an integer (%" PRIu64 "..%" PRIu64 "), got %s",
+				min, max, jtype(v));
+	if (json_object_get_int64(v) < 0)
+		return cfg_fail(x, path, "%" PRId64 " is out of range %" PRIu64 "..%" PRIu64,
+				json_object_get_int64(v), min, max);
+	u = json_object_get_uint64(v);
+	if (u < min || u > max)
+		return cfg_fail(x, path, "%" PRIu64 " is out of range %" PRIu64 "..%" PRIu64, u, min, max);
+	*out = u;
+	return 0;
+}
+
+static int cfg_u32(struct cfg_ctx *x, json_object *v, const char *path, uint32_t min, uint32_t max,
+		   uint32_t *out)
+{
+	uint64_t u;
+	int rc = cfg_u64(x, v, path, min, max, &u);
+
+	if (rc == 0)
+		*out = (uint32_t)u;
+	return rc;
+}
+
+static int cfg_str(struct cfg_ctx *x, json_object *v, const char *path, const char **out)
+{
+	if (!json_object_is_type(v, json_type_string))
+		return cfg_fail(x, path, "expected a string, got %s", jtype(v));
+	*out = json_object_get_string(v);
+	return 0;
+}
+
+static int cfg_name(struct cfg_ctx *x, json_object *v, const char *path, char *out, size_t len)
+{
+	const char *s;
+	int rc = cfg_str(x, v, path, &s);
+
+	if (rc)
+		return rc;
+	if (!valid_name(s))
+		return cfg_fail(x, path, "'%s' is not a valid name: use 1 to 63 of A-Z a-z 0-9 _ . -", s);
+	pc_strlcpy(out, s, len);
+	return 0;
+}
+
+/* A board value: from the merged board or the built-in default. */
+static json_object *bval(struct cfg_ctx *x, const char *key)
+{
+	return jget(x->merged, key);
+}
+
+static void put(json_object *o, const char *key, json_object *v)
+{
+	json_object_object_add(o, key, v);
+}
+
+static json_object *copy(json_object *v)
+{
+	json_object *d = NULL;
+
+	if (json_object_deep_copy(v, &d, NULL) != 0)
+		return NULL;
+	return d;
+}
+
+/* 4194304 -> "4M", for messages. */
+static const char *size_text(uint64_t v, char *buf, size_t len)
+{
+	static const char sfx[] = "KMGT";
+	int i = -1;
+
+	while (v && v % 1024 == 0 && i < 3) {
+		v /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%" PRIu64 "-byte", v);
+	else
+		snprintf(buf, len, "%" PRIu64 "%c", v, sfx[i]);
+	return buf;
+}
+
+/* ---- merging "defaults" into a board ---- */
+
+/* The key that picks what the rest of a section means. */
+static const char *selector_of(const char *section, const char **dflt)
+{
+	*dflt = NULL;
+	if (strcmp(section, "relay") == 0)
+		return "driver";
+	if (strcmp(section, "device") == 0) {
+		*dflt = "sim";
+		return "backend";
+	}
+	if (strcmp(section, "cut") == 0) {
+		*dflt = "random";
+		return "at";
+	}
+	return NULL;
+}
+
+/*
+ * Sections merge key by key, unless the board picks a different driver,
+ * backend or cut kind than the defaults: then the defaults' keys would mean
+ * nothing (or something else), so the board's section replaces them.
+ */
+static int same_kind(const char *section, json_object *d, json_object *b)
+{
+	const char *dflt, *sel = selector_of(section, &dflt);
+	json_object *bs, *ds;
+	const char *dv;
+
+	if (!sel)
+		return 1;
+	bs = jget(b, sel);
+	if (!bs || !json_object_is_type(bs, json_type_string))
+		return 1;	/* inherits it (or is wrong, which validation reports) */
+	ds = jget(d, sel);
+	dv = ds && json_object_is_type(ds, json_type_string) ? json_object_get_string(ds) : dflt;
+	return dv && strcmp(dv, json_object_get_string(bs)) == 0;
+}
+
+static json_object *cfg_merge(json_object *defaults, json_object *board)
+{
+	json_object *m = json_object_new_object();
+
+	if (!m)
+		return NULL;
+	if (defaults) {
+		json_object_object_foreach(defaults, key, dv) {
+			json_object *bv = jget(board, key);
+
+			if (bv && json_object_is_type(dv, json_type_object) &&
+			    json_object_is_type(bv, json_type_object) && same_kind(key, dv, bv)) {
+				json_object *sec = json_object_new_object();
+
+				if (!sec)
+					goto fail;
+				json_object_object_foreach(dv, k1, v1)
+					put(sec, k1, json_object_get(v1));
+				json_object_object_foreach(bv, k2, v2)
+					put(sec, k2, json_object_get(v2));
+				put(m, key, sec);
+			} else {
+				put(m, key, json_object_get(bv ? bv : dv));
+			}
+		}
+	}
+	json_object_object_foreach(board, key, bv) {
+		if (!jget(m, key))
+			put(m, key, json_object_get(bv));
+	}
+	return m;
+fail:
+	json_object_put(m);
+	return NULL;
+}
+
+/* ---- board sections ---- */
+
+static const char *const board_keys[] = {
+	"name", "relay", "device", "pattern", "modes", "records_per_cycle", "flush_every",
+	"queue_depth", "cut", "boot_timeout_ms", "boot_retries", "verify_timeout_ms",
+	"work_timeout_ms", "off_ms", NULL,
+};
+
+static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	json_object *r = bval(x, "relay"), *drv, *rc_copy;
+	const struct relay_ops *ops;
+	char path[160], msg[512];
+	const char *name;
+	int rc;
+
+	if (!r)
+		return cfg_fail(x, bpath(x, path, sizeof(path), NULL, NULL),
+				"missing required key 'relay' (an object with \"driver\": one of %s)",
+				relay_names());
+	bpath(x, path, sizeof(path), "relay", NULL);
+	if (!json_object_is_type(r, json_type_object))
+		return cfg_fail(x, path, "expected an object with \"driver\", got %s", jtype(r));
+	drv = jget(r, "driver");
+	if (!drv)
+		return cfg_fail(x, path, "missing required key 'driver' (one of %s)", relay_names());
+	bpath(x, path, sizeof(path), "relay", "driver");
+	if ((rc = cfg_str(x, drv, path, &name)))
+		return rc;
+	ops = relay_find(name);
+	if (!ops || strlen(name) >= sizeof(b->relay_driver))
+		return cfg_fail(x, path, "unknown driver '%s' (known: %s)", name, relay_names());
+	pc_strlcpy(b->relay_driver, name, sizeof(b->relay_driver));
+	msg[0] = 0;
+	if (ops->check && ops->check(r, msg, sizeof(msg)) != 0)
+		return cfg_fail(x, bpath(x, path, sizeof(path), "relay", NULL), "%s",
+				msg[0] ? msg : "rejected by the driver");
+	rc_copy = copy(r);
+	if (!rc_copy)
+		return cfg_fail(x, NULL, "out of memory");
+	put(out, "relay", rc_copy);
+	b->relay = rc_copy;
+	return 0;
+}
+
+static const char *const sim_keys[] = {
+	"backend", "record_size", "size", "profile", "program_us", "cache_sectors", "seed", "rate", NULL,
+};
+
+/* Sim keys: the device's size in bytes, from an integer or "4M". */
+static int cfg_sim_size(struct cfg_ctx *x, json_object *v, uint64_t *size)
+{
+	char path[160];
+	uint64_t s;
+
+	bpath(x, path, sizeof(path), "device", "size");
+	if (json_object_is_type(v, json_type_string)) {
+		if (pc_parse_u64(json_object_get_string(v), 1, &s) != 0)
+			return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4M\", got '%s'",
+					json_object_get_string(v));
+	} else if (json_object_is_type(v, json_type_int)) {
+		int rc = cfg_u64(x, v, path, 0, UINT64_MAX, &s);
+
+		if (rc)
+			return rc;
+	} else {
+		return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4M\", got %s",
+				jtype(v));
+	}
+	if (s > CFG_MAX_SIM_SIZE)
+		return cfg_fail(x, path, "%" PRIu64 " bytes is more than the 64G a sim device may have", s);
+	*size = s;
+	return 0;
+}
+
+static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_object *out,
+		   uint32_t *nslots, uint64_t *size)
+{
+	json_object *v;
+	struct pc_geom g;
+	char path[160], why[256];
+	const char *prof = "honest";
+	unsigned bits;
+	uint32_t program_us = 20, cache_sectors = 256;
+	uint64_t seed = 1;
+	double rate = 0.01;
+	int rc;
+
+	json_object_object_foreach(d, key, val) {
+		(void)val;
+		if (!in_list(key, sim_keys))
+			return cfg_unknown_key(x, bsec(x, path, sizeof(path), "device", key), key, sim_keys,
+					       strcmp(key, "path") == 0 ? " (\"path\" is for backend \"posix\")" : NULL);
+	}
+	*size = 4u << 20;
+	if ((v = jget(d, "size")) && (rc = cfg_sim_size(x, v, size)))
+		return rc;
+	if (pc_geom_init(&g, *size, b->record_size, 0, why, sizeof(why)) != 0)
+		return cfg_fail(x, bpath(x, path, sizeof(path), "device", "size"), "%s", why);
+	*nslots = g.nslots;
+	if ((v = jget(d, "profile"))) {
+		if ((rc = cfg_str(x, v, bpath(x, path, sizeof(path), "device", "profile"), &prof)))
+			return rc;
+	}
+	why[0] = 0;
+	if (sim_profile_parse(prof, &bits, why, sizeof(why)) != 0)
+		return cfg_fail(x, bpath(x, path, sizeof(path), "device", "profile"), "%s",
+				why[0] ? why : "unknown profile");
+	if ((v = jget(d, "program_us")) &&
+	    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "device", "program_us"), 0, 1000000, &program_us)))
+		return rc;
+	if ((v = jget(d, "cache_sectors")) &&
+	    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "device", "cache_sectors"), 0, 1048576,
+			  &cache_sectors)))
+		return rc;
+	if ((v = jget(d, "seed")) &&
+	    (rc = cfg_u64(x, v, bpath(x, path, sizeof(path), "device", "seed"), 0, UINT64_MAX, &seed)))
+		return rc;
+	if ((v = jget(d, "rate"))) {
+		bpath(x, path, sizeof(path), "device", "rate");
+		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+			return cfg_fail(x, path, "expected a number (0..1), got %s", jtype(v));
+		rate = json_object_get_double(v);
+		if (!(rate >= 0.0 && rate <= 1.0))
+			return cfg_fail(x, path, "%g is out of range 0..1", rate);
+	}
+	put(out, "size", json_object_new_int64((int64_t)*size));
+	put(out, "profile", json_object_new_string(prof));
+	put(out, "program_us", json_object_new_int64(program_us));
+	put(out, "cache_sectors", json_object_new_int64(cache_sectors));
+	put(out, "seed", json_object_new_uint64(seed));
+	/* keep the text the user wrote ("0.01", not 0.010000000000000000208) */
+	put(out, "rate", v ? copy(v) : json_object_new_double(rate));
+	return 0;
+}
+
+/* Posix: the agent is told its device on its own command line; these keys only describe it. */
+static int cfg_posix(struct cfg_ctx *x, json_object *d, json_object *out)
+{
+	char path[160];
+
+	json_object_object_foreach(d, key, val) {
+		if (strcmp(key, "backend") == 0 || strcmp(key, "record_size") == 0)
+			continue;
+		bpath(x, path, sizeof(path), "device", key);
+		if (in_list(key, sim_keys))
+			return cfg_fail(x, path, "only for backend \"sim\" (this device is \"posix\")");
+		if (!json_object_is_type(val, json_type_string))
+			return cfg_fail(x, path, "expected a string (posix device keys are informative), got %s",
+					jtype(val));
+		put(out, key, json_object_get(val));
+	}
+	return 0;
+}
+
+static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, uint32_t *nslots,
+		      uint64_t *size)
+{
+	json_object *d = bval(x, "device"), *v, *od;
+	const char *backend = "sim";
+	char path[160];
+	int rc;
+
+	*nslots = 0;
+	if (d && !json_object_is_type(d, json_type_object))
+		return cfg_fail(x, bpath(x, path, sizeof(path), "device", NULL), "expected an object, got %s",
+				jtype(d));
+	if ((v = jget(d, "backend"))) {
+		bpath(x, path, sizeof(path), "device", "backend");
+		if ((rc = cfg_str(x, v, path, &backend)))
+			return rc;
+		if (strcmp(backend, "sim") != 0 && strcmp(backend, "posix") != 0)
+			return cfg_fail(x, path, "unknown backend '%s' (known: sim posix)", backend);
+	}
+	pc_strlcpy(b->backend, backend, sizeof(b->backend));
+	b->record_size = 4096;
+	if ((v = jget(d, "record_size"))) {
+		bpath(x, path, sizeof(path), "device", "record_size");
+		if ((rc = cfg_u32(x, v, path, PC_SECTOR, PC_MAX_RECORD_SIZE, &b->record_size)))
+			return rc;
+		if (b->record_size % PC_SECTOR)
+			return cfg_fail(x, path, "%" PRIu32 " is not a multiple of 512", b->record_size);
+	}
+	od = json_object_new_object();
+	if (!od)
+		return cfg_fail(x, NULL, "out of memory");
+	put(out, "device", od);
+	put(od, "backend", json_object_new_string(backend));
+	put(od, "record_size", json_object_new_int64(b->record_size));
+	b->device = od;
+	if (!d)
+		d = od;		/* all defaults: nothing more to read */
+	if (strcmp(backend, "sim") == 0)
+		return cfg_sim(x, d, b, od, nslots, size);
+	return cfg_posix(x, d, od);
+}
+
+static const char *mode_names_list(char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++)
+		n += (size_t)snprintf(buf + n, n < len ? len - n : 0, "%s%s", n ? " " : "",
+				      pc_mode_name((enum pc_mode)m));
+	return buf;
+}
+
+static int cfg_modes(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	json_object *v = bval(x, "modes"), *arr;
+	const char *names[PC_MODE_MAX + 1] = { 0 };
+	char path[180], list[96];
+	size_t n;
+
+	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++)
+		names[m - PC_MODE_FUA] = pc_mode_name((enum pc_mode)m);
+	if (!v) {
+		b->modes[0] = PC_MODE_FUA;
+		b->modes[1] = PC_MODE_FLUSH;
+		b->nmodes = 2;
+	} else {
+		bpath(x, path, sizeof(path), "modes", NULL);
+		if (!json_object_is_type(v, json_type_array))
+			return cfg_fail(x, path, "expected an array of mode names (%s), got %s",
+					mode_names_list(list, sizeof(list)), jtype(v));
+		n = json_object_array_length(v);
+		if (n < 1 || n > CFG_MAX_MODES)
+			return cfg_fail(x, path, "expected 1 to %d modes, got %zu", CFG_MAX_MODES, n);
+		for (size_t i = 0; i < n; i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+			const char *s, *near;
+			int m;
+
+			snprintf(path, sizeof(path), "boards[%u].modes[%zu]%s", x->bi, i,
+				 from_defaults(x, "modes", NULL) ? " (from defaults)" : "");
+			if (!json_object_is_type(e, json_type_string))
+				return cfg_fail(x, path, "expected a mode name, got %s", jtype(e));
+			s = json_object_get_string(e);
+			m = pc_mode_from_name(s);
+			if (m < 0) {
+				near = closest(s, names);
+				return cfg_fail(x, path, "unknown mode '%s'%s%s%s (known: %s)", s,
+						near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
+						mode_names_list(list, sizeof(list)));
+			}
+			b->modes[i] = m;
+		}
+		b->nmodes = (unsigned)n;
+	}
+	arr = json_object_new_array();
+	put(out, "modes", arr);
+	for (unsigned i = 0; i < b->nmodes; i++)
+		json_object_array_add(arr, json_object_new_string(pc_mode_name((enum pc_mode)b->modes[i])));
+	return 0;
+}
+
+/* [min, max] with lo <= min <= max <= hi. */
+static int cfg_pair(struct cfg_ctx *x, json_object *v, const char *sub, uint32_t lo, uint32_t hi,
+		    uint32_t *min, uint32_t *max)
+{
+	char path[160], epath[180];
+	int rc;
+
+	bpath(x, path, sizeof(path), "cut", sub);
+	if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) != 2)
+		return cfg_fail(x, path, "expected [min, max], got %s", json_object_is_type(v, json_type_array) ?
+				"an array of another length" : jtype(v));
+	snprintf(epath, sizeof(epath), "%s[0]", path);
+	if ((rc = cfg_u32(x, json_object_array_get_idx(v, 0), epath, lo, hi, min)))
+		return rc;
+	snprintf(epath, sizeof(epath), "%s[1]", path);
+	if ((rc = cfg_u32(x, json_object_array_get_idx(v, 1), epath, lo, hi, max)))
+		return rc;
+	if (*min > *max)
+		return cfg_fail(x, path, "min %" PRIu32 " is above max %" PRIu32, *min, *max);
+	return 0;
+}
+
+static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	static const char *const random_keys[] = { "at", "window_ms", NULL };
+	static const char *const acks_keys[] = { "at", "acks", NULL };
+	json_object *c = bval(x, "cut"), *v, *oc, *pair;
+	const char *at = "random";
+	char path[160];
+	int rc;
+
+	b->cut = CUT_RANDOM;
+	b->cut_min = 5;
+	b->cut_max = 60;
+	if (c) {
+		if (!json_object_is_type(c, json_type_object))
+			return cfg_fail(x, bpath(x, path, sizeof(path), "cut", NULL),
+					"expected {\"at\": \"random\", \"window_ms\": [min, max]} or "
+					"{\"at\": \"acks\", \"acks\": [min, max]}, got %s", jtype(c));
+		if ((v = jget(c, "at")) && (rc = cfg_str(x, v, bpath(x, path, sizeof(path), "cut", "at"), &at)))
+			return rc;
+		if (strcmp(at, "random") == 0) {
+			b->cut = CUT_RANDOM;
+		} else if (strcmp(at, "acks") == 0) {
+			b->cut = CUT_ACKS;
+			b->cut_min = 1;
+			b->cut_max = b->records_per_cycle;
+		} else {
+			return cfg_fail(x, path, "unknown cut plan '%s' (known: random acks)", at);
+		}
+		json_object_object_foreach(c, key, val) {
+			const char *const *keys = b->cut == CUT_RANDOM ? random_keys : acks_keys;
+
+			(void)val;
+			if (!in_list(key, keys))
+				return cfg_unknown_key(x, bsec(x, path, sizeof(path), "cut", key), key, keys,
+						       in_list(key, b->cut == CUT_RANDOM ? acks_keys : random_keys) ?
+						       (b->cut == CUT_RANDOM ? " (only with \"at\": \"acks\")" :
+						        " (only with \"at\": \"random\")") : NULL);
+		}
+		if (b->cut == CUT_RANDOM && (v = jget(c, "window_ms")) &&
+		    (rc = cfg_pair(x, v, "window_ms", 0, CFG_MAX_MS, &b->cut_min, &b->cut_max)))
+			return rc;
+		if (b->cut == CUT_ACKS && (v = jget(c, "acks")) &&
+		    (rc = cfg_pair(x, v, "acks", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
+			return rc;
+	}
+	/* The work timeout would fire first: the planned cut could never happen. */
+	if (b->cut == CUT_RANDOM && b->cut_max > b->work_timeout_ms)
+		return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "window_ms"),
+				"the window ends at %" PRIu32 " ms, after work_timeout_ms (%" PRIu32
+				"): narrow the window or raise work_timeout_ms", b->cut_max, b->work_timeout_ms);
+	oc = json_object_new_object();
+	pair = json_object_new_array();
+	put(out, "cut", oc);
+	put(oc, "at", json_object_new_string(b->cut == CUT_RANDOM ? "random" : "acks"));
+	put(oc, b->cut == CUT_RANDOM ? "window_ms" : "acks", pair);
+	json_object_array_add(pair, json_object_new_int64(b->cut_min));
+	json_object_array_add(pair, json_object_new_int64(b->cut_max));
+	return 0;
+}
+
+static const struct {
+	const char *key;
+	uint32_t def, min, max;
+	size_t off;
+} board_u32[] = {
+	{ "records_per_cycle", 200, 1, 1048576, offsetof(struct board_cfg, records_per_cycle) },
+	{ "flush_every", 8, 1, 1048576, offsetof(struct board_cfg, flush_every) },
+	{ "queue_depth", 4, 1, 32, offsetof(struct board_cfg, queue_depth) },
+	{ "boot_timeout_ms", 10000, 1, CFG_MAX_MS, offsetof(struct board_cfg, boot_timeout_ms) },
+	{ "boot_retries", 2, 0, 100, offsetof(struct board_cfg, boot_retries) },
+	{ "verify_timeout_ms", 60000, 1, CFG_MAX_MS, offsetof(struct board_cfg, verify_timeout_ms) },
+	{ "work_timeout_ms", 60000, 1, CFG_MAX_MS, offsetof(struct board_cfg, work_timeout_ms) },
+	{ "off_ms", 20, 0, 600000, offsetof(struct board_cfg, off_ms) },
+};
+
+static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	json_object *v;
+	char path[160];
+	const char *pat = "sequential";
+	uint32_t nslots;
+	uint64_t size = 0;
+	int rc;
+
+	json_object_object_foreach(x->merged, key, val) {
+		(void)val;
+		if (!in_list(key, board_keys))
+			return cfg_unknown_key(x, bpath(x, path, sizeof(path), NULL, NULL), key, board_keys, NULL);
+	}
+	v = bval(x, "name");
+	if (!v)
+		return cfg_fail(x, bpath(x, path, sizeof(path), NULL, NULL), "missing required key 'name'");
+	if ((rc = cfg_name(x, v, bpath(x, path, sizeof(path), "name", NULL), b->name, sizeof(b->name))))
+		return rc;
+	put(out, "name", json_object_new_string(b->name));
+	if ((rc = cfg_relay(x, b, out)) || (rc = cfg_device(x, b, out, &nslots, &size)))
+		return rc;
+	if ((v = bval(x, "pattern"))) {
+		bpath(x, path, sizeof(path), "pattern", NULL);
+		if ((rc = cfg_str(x, v, path, &pat)))
+			return rc;
+		if (pc_pattern_from_name(pat) < 0)
+			return cfg_fail(x, path, "unknown pattern '%s' (known: sequential random)", pat);
+	}
+	b->pattern = pc_pattern_from_name(pat);
+	put(out, "pattern", json_object_new_string(pat));
+	if ((rc = cfg_modes(x, b, out)))
+		return rc;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(board_u32); i++) {
+		uint32_t *field = (uint32_t *)((char *)b + board_u32[i].off);
+
+		*field = board_u32[i].def;
+		if ((v = bval(x, board_u32[i].key)) &&
+		    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), board_u32[i].key, NULL),
+				  board_u32[i].min, board_u32[i].max, field)))
+			return rc;
+		put(out, board_u32[i].key, json_object_new_int64(*field));
+	}
+	/* A cycle must not write any slot twice, or the verdict cannot tell its records apart. */
+	if (nslots && b->records_per_cycle > nslots) {
+		char st[32];
+
+		return cfg_fail(x, bpath(x, path, sizeof(path), "records_per_cycle", NULL),
+				"%" PRIu32 " exceeds the %" PRIu32 " slots of a %s sim device with %" PRIu32
+				"-byte records (a cycle must not write any slot twice)",
+				b->records_per_cycle, nslots, size_text(size, st, sizeof(st)), b->record_size);
+	}
+	return cfg_cut(x, b, out);
+}
+
+/* ---- the document ---- */
+
+static const char *const top_keys[] = { "campaign", "cycles", "seed", "listen", "defaults", "boards", NULL };
+
+static int cfg_defaults(struct cfg_ctx *x, json_object *d)
+{
+	if (!json_object_is_type(d, json_type_object))
+		return cfg_fail(x, "defaults", "expected an object of board keys, got %s", jtype(d));
+	if (jget(d, "name"))
+		return cfg_fail(x, "defaults", "'name' cannot have a default: every board needs its own");
+	return cfg_check_keys(x, d, "defaults", board_keys);
+}
+
+static int cfg_boards(struct cfg_ctx *x, json_object *arr, struct campaign_cfg *c, json_object *outarr)
+{
+	char path[160];
+	size_t n;
+	int rc;
+
+	if (!json_object_is_type(arr, json_type_array))
+		return cfg_fail(x, "boards", "expected an array of board objects, got %s", jtype(arr));
+	n = json_object_array_length(arr);
+	if (n < 1 || n > CFG_MAX_BOARDS)
+		return cfg_fail(x, "boards", "expected 1 to %u boards, got %zu", CFG_MAX_BOARDS, n);
+	c->boards = calloc(n, sizeof(*c->boards));
+	if (!c->boards)
+		return cfg_fail(x, NULL, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		json_object *b = json_object_array_get_idx(arr, i), *out;
+
+		x->bi = (unsigned)i;
+		x->merged = NULL;
+		if (!json_object_is_type(b, json_type_object))
+			return cfg_fail(x, bpath(x, path, sizeof(path), NULL, NULL), "expected an object, got %s",
+					jtype(b));
+		out = json_object_new_object();
+		x->merged = cfg_merge(x->defaults, b);
+		if (!out || !x->merged) {
+			json_object_put(out);
+			return cfg_fail(x, NULL, "out of memory");
+		}
+		json_object_array_add(outarr, out);
+		c->nboards = (unsigned)i + 1;
+		rc = cfg_board(x, &c->boards[i], out);
+		json_object_put(x->merged);
+		x->merged = NULL;
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(c->boards[j].name, c->boards[i].name) == 0)
+				return cfg_fail(x, bpath(x, path, sizeof(path), "name", NULL),
+						"'%s' is already the name of boards[%zu]: names must be unique",
+						c->boards[i].name, j);
+	}
+	return 0;
+}
+
+static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
+{
+	json_object *v, *root, *boards;
+	const char *listen = "127.0.0.1:0";
+	char host[128];
+	uint16_t port;
+	int rc;
+
+	if (!json_object_is_type(doc, json_type_object))
+		return cfg_fail(x, NULL, "expected a JSON object at the top, got %s", jtype(doc));
+	if ((rc = cfg_check_keys(x, doc, NULL, top_keys)))
+		return rc;
+	if (!(v = jget(doc, "campaign")))
+		return cfg_fail(x, NULL, "missing required key 'campaign' (the campaign's name)");
+	if ((rc = cfg_name(x, v, "campaign", c->name, sizeof(c->name))))
+		return rc;
+	if (!(v = jget(doc, "cycles")))
+		return cfg_fail(x, NULL, "missing required key 'cycles' (power cycles to run, 1..%u)",
+				CFG_MAX_CYCLES);
+	if ((rc = cfg_u32(x, v, "cycles", 1, CFG_MAX_CYCLES, &c->cycles)))
+		return rc;
+	c->seed = 1;
+	if ((v = jget(doc, "seed")) && (rc = cfg_u64(x, v, "seed", 0, UINT64_MAX, &c->seed)))
+		return rc;
+	if ((v = jget(doc, "listen"))) {
+		if ((rc = cfg_str(x, v, "listen", &listen)))
+			return rc;
+		if (strlen(listen) >= sizeof(c->listen) ||
+		    pc_parse_hostport(listen, host, sizeof(host), &port) != 0)
+			return cfg_fail(x, "listen", "expected \"host:port\" (port 0 picks a free one), got '%s'",
+					listen);
+	}
+	pc_strlcpy(c->listen, listen, sizeof(c->listen));
+	if ((x->defaults = jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
+		return rc;
+	if (!(v = jget(doc, "boards")))
+		return cfg_fail(x, NULL, "missing required key 'boards' (an array of 1 to %u boards)",
+				CFG_MAX_BOARDS);
+	root = json_object_new_object();
+	boards = json_object_new_array();
+	if (!root || !boards) {
+		json_object_put(root);
+		json_object_put(boards);
+		return cfg_fail(x, NULL, "out of memory");
+	}
+	c->root = root;
+	put(root, "campaign", json_object_new_string(c->name));
+	put(root, "cycles", json_object_new_int64(c->cycles));
+	put(root, "seed", json_object_new_uint64(c->seed));
+	put(root, "listen", json_object_new_string(c->listen));
+	put(root, "boards", boards);
+	return cfg_boards(x, v, c, boards);
+}
+
+static void offset_to_linecol(const char *text, size_t off, unsigned *line, unsigned *col)
+{
+	*line = 1;
+	*col = 1;
+	for (size_t i = 0; i < off && text[i]; i++) {
+		if (text[i] == '\n') {
+			(*line)++;
+			*col = 1;
+		} else {
+			(*col)++;
+		}
+	}
+}
+
+__attribute__((format(printf, 4, 5)))
+static int cfg_syntax(struct cfg_ctx *x, const char *text, size_t off, const char *fmt, ...)
+{
+	unsigned line, col;
+	va_list ap;
+	int n;
+
+	offset_to_linecol(text, off, &line, &col);
+	n = snprintf(x->err, x->errlen, "%s:%u:%u: JSON syntax error: ", x->file, line, col);
+	if (n >= 0 && (size_t)n < x->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(x->err + n, x->errlen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static int cfg_json(struct cfg_ctx *x, const char *text, json_object **out)
+{
+	size_t len = strlen(text), end;
+	struct json_tokener *tok;
+	enum json_tokener_error jerr;
+	json_object *doc;
+
+	*out = NULL;
+	if (text[strspn(text, " \t\r\n")] == 0)
+		return cfg_fail(x, NULL, "empty file: expected a JSON object with \"campaign\", \"cycles\" "
+				"and \"boards\"");
+	if (len > CFG_MAX_FILE)
+		return cfg_fail(x, NULL, "%zu bytes is too large for a configuration", len);
+	tok = json_tokener_new();
+	if (!tok)
+		return cfg_fail(x, NULL, "out of memory");
+	/* trailing data is checked below, to say so rather than "unexpected character" */
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
+	doc = json_tokener_parse_ex(tok, text, (int)len);
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (!doc) {
+		if (jerr == json_tokener_continue || jerr == json_tokener_success)
+			return cfg_syntax(x, text, len, "unexpected end of file (unclosed object, array or string?)");
+		return cfg_syntax(x, text, end, "%s", json_tokener_error_desc(jerr));
+	}
+	end += strspn(text + end, " \t\r\n");
+	if (text[end]) {
+		json_object_put(doc);
+		return cfg_syntax(x, text, end, "trailing data after the JSON document");
+	}
+	*out = doc;
+	return 0;
+}
+
+int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen)
+{
+	struct cfg_ctx x = { .file = name, .err = err, .errlen = errlen };
+	json_object *doc = NULL;
+	int rc;
+
+	memset(c, 0, sizeof(*c));
+	if (errlen)
+		err[0] = 0;
+	pc_strlcpy(c->path, name, sizeof(c->path));
+	rc = cfg_json(&x, text, &doc);
+	if (rc == 0)
+		rc = cfg_top(&x, doc, c);
+	json_object_put(doc);
+	if (rc)
+		config_free(c);
+	return rc;
+}
+
+int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t len = 0;
+	ssize_t n;
+	int fd, rc;
+
+	memset(c, 0, sizeof(*c));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) != 0)
+		goto fail_errno;
+	if (S_ISDIR(st.st_mode)) {
+		errno = EISDIR;
+		goto fail_errno;
+	}
+	if (st.st_size > CFG_MAX_FILE) {
+		snprintf(err, errlen, "%s: %lld bytes is too large for a configuration", path,
+			 (long long)st.st_size);
+		rc = -EFBIG;
+		goto out;
+	}
+	buf = malloc(CFG_MAX_FILE + 1);
+	if (!buf)
+		goto fail_errno;
+	/* read to EOF rather than trusting st_size: it may be a pipe */
+	while ((n = read(fd, buf + len, CFG_MAX_FILE + 1 - len)) > 0 && len + (size_t)n <= CFG_MAX_FILE)
+		len += (size_t)n;
+	if (n < 0)
+		goto fail_errno;
+	if (n > 0) {
+		snprintf(err, errlen, "%s: too large for a configuration", path);
+		rc = -EFBIG;
+		goto out;
+	}
+	buf[len] = 0;
+	if (strlen(buf) != len) {
+		snprintf(err, errlen, "%s: contains a NUL byte: not a text file", path);
+		rc = -EINVAL;
+		goto out;
+	}
+	rc = config_parse(buf, path, c, err, errlen);
+	goto out;
+fail_errno:
+	rc = -errno;
+	snprintf(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+out:
+	free(buf);
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+void config_free(struct campaign_cfg *c)
+{
+	if (!c)
+		return;
+	json_object_put(c->root);
+	free(c->boards);
+	memset(c, 0, sizeof(*c));
+}

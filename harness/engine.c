@@ -1,0 +1,1219 @@
+/*
+ * engine.c - from recorded events to verdicts (DESIGN sections 3, 6).
+ *
+ * Per board it keeps the expected occupant of every slot. A cycle's work
+ * names the seqs it will write; the scan at the next boot says what every
+ * slot holds. Each written record is then intact, not_written, lost_acked,
+ * torn, torn_sector, corrupt, misdirected, stale or unreadable; every other
+ * slot must hold what it held before, or the change is a finding too.
+ */
+#include "engine.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/crc32c.h"
+#include "../common/proto.h"
+#include "../common/record.h"
+#include "../common/util.h"
+
+const char *const engine_classes[ENGINE_NCLASSES] = {
+	"intact", "not_written", "lost_acked", "torn", "torn_sector",
+	"corrupt", "misdirected", "stale", "collateral", "unreadable",
+};
+
+enum cls {
+	C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR,
+	C_CORRUPT, C_MISDIRECTED, C_STALE, C_COLLATERAL, C_UNREADABLE,
+};
+
+/* A sector as seen in a slot that was not one whole record. */
+struct sect {
+	uint8_t kind;		/* enum pc_sect_kind */
+	uint16_t hidx;
+	uint16_t flags;
+	uint32_t cycle;
+	uint32_t value;		/* fill value, crc of raw bytes, or errno */
+	uint64_t seq;
+	uint64_t lba;
+};
+
+enum { OCC_UNKNOWN, OCC_WHOLE, OCC_DAMAGED };
+
+struct occ {
+	uint8_t state;
+	uint16_t flags;
+	uint32_t cycle;
+	uint64_t seq;
+	struct sect *sect;	/* OCC_DAMAGED: spr entries, owned */
+};
+
+struct raw {
+	uint32_t slot;
+	uint16_t idx;
+	uint8_t bytes[PC_SECTOR];
+};
+
+struct wcycle {
+	unsigned cycle;
+	uint64_t first;
+	uint32_t n;
+	int mode, mode_run, pattern;
+	uint8_t *sub, *ack;	/* one byte per record */
+	uint32_t nsub, nack;
+	int64_t t_work, t_last;
+	json_object *cut;
+	char infra[512];
+};
+
+struct board {
+	char name[64];
+	struct pc_geom g;
+	int have_geom;
+	json_object *hello;
+	struct occ *exp;
+	int baseline;
+	struct wcycle *w;
+	/* the scan in progress */
+	int scanning;
+	int scan_pattern;
+	struct occ *obs;
+	uint32_t nseen;
+	uint8_t *seen;
+	struct raw *raws;
+	unsigned nraws;
+	char scan_err[256];
+	/* bookkeeping */
+	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
+	uint64_t next_seq;
+	unsigned verdicts;
+	uint8_t *verdicted;	/* one byte per cycle */
+	unsigned nverdicted;
+	struct board *next;
+};
+
+struct engine {
+	char campaign[64];
+	engine_verdict_fn vfn;
+	engine_note_fn nfn;
+	void *arg;
+	struct board *boards;
+};
+
+struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_note_fn nfn, void *arg)
+{
+	struct engine *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	pc_strlcpy(e->campaign, campaign, sizeof(e->campaign));
+	e->vfn = vfn;
+	e->nfn = nfn;
+	e->arg = arg;
+	return e;
+}
+
+static void occ_free_all(struct occ *o, uint32_t n)
+{
+	if (!o)
+		return;
+	for (uint32_t i = 0; i < n; i++)
+		free(o[i].sect);
+	free(o);
+}
+
+static void wcycle_free(struct wcycle *w)
+{
+	if (!w)
+		return;
+	free(w->sub);
+	free(w->ack);
+	json_object_put(w->cut);
+	free(w);
+}
+
+static void scan_reset(struct board *b)
+{
+	occ_free_all(b->obs, b->g.nslots);
+	b->obs = NULL;
+	free(b->seen);
+	b->seen = NULL;
+	free(b->raws);
+	b->raws = NULL;
+	b->nraws = 0;
+	b->nseen = 0;
+	b->scanning = 0;
+	b->scan_err[0] = 0;
+}
+
+void engine_free(struct engine *e)
+{
+	if (!e)
+		return;
+	while (e->boards) {
+		struct board *b = e->boards;
+		e->boards = b->next;
+		scan_reset(b);
+		occ_free_all(b->exp, b->g.nslots);
+		wcycle_free(b->w);
+		json_object_put(b->hello);
+		free(b->verdicted);
+		free(b);
+	}
+	free(e);
+}
+
+static struct board *board_get(struct engine *e, const char *name)
+{
+	struct board *b, **pp = &e->boards;
+
+	for (b = e->boards; b; b = b->next) {
+		if (strcmp(b->name, name) == 0)
+			return b;
+		pp = &b->next;
+	}
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return NULL;
+	pc_strlcpy(b->name, name, sizeof(b->name));
+	b->next_seq = 1;
+	*pp = b;
+	return b;
+}
+
+int engine_board_state(struct engine *e, const char *name, struct engine_board_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	for (struct board *b = e->boards; b; b = b->next) {
+		if (strcmp(b->name, name))
+			continue;
+		st->last_cycle = b->last_cycle;
+		st->last_work_cycle = b->last_work_cycle;
+		st->last_verdict_cycle = b->last_verdict_cycle;
+		st->pending = b->w != NULL;
+		st->next_seq = b->next_seq;
+		st->verdicts = b->verdicts;
+		return 0;
+	}
+	st->next_seq = 1;
+	return -ENOENT;
+}
+
+static void note(struct engine *e, struct board *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void note(struct engine *e, struct board *b, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!e->nfn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	e->nfn(b->name, buf, e->arg);
+}
+
+/* ---- verdict output ---- */
+
+static int already_judged(struct board *b, unsigned cycle)
+{
+	return cycle < b->nverdicted && b->verdicted[cycle];
+}
+
+static int mark_judged(struct board *b, unsigned cycle)
+{
+	if (cycle >= b->nverdicted) {
+		unsigned n = cycle * 2 + 64;
+		uint8_t *p = realloc(b->verdicted, n);
+		if (!p)
+			return -ENOMEM;
+		memset(p + b->nverdicted, 0, n - b->nverdicted);
+		b->verdicted = p;
+		b->nverdicted = n;
+	}
+	b->verdicted[cycle] = 1;
+	b->verdicts++;
+	if (cycle > b->last_verdict_cycle)
+		b->last_verdict_cycle = cycle;
+	return 0;
+}
+
+static const char *jstr(json_object *o, const char *key, const char *def)
+{
+	json_object *v;
+
+	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return def;
+}
+
+static json_object *jcopy(json_object *o, const char *key)
+{
+	json_object *v, *out = NULL;
+
+	if (o && json_object_object_get_ex(o, key, &v))
+		json_object_deep_copy(v, &out, NULL);
+	return out;
+}
+
+/* A stable identity for the device: what a supplier's part is known by. */
+static json_object *device_json(struct board *b)
+{
+	json_object *dev = jcopy(b->hello, "device");
+	char id[512];
+	const char *cid, *serial;
+
+	if (!dev)
+		dev = json_object_new_object();
+	cid = jstr(dev, "cid", NULL);
+	serial = jstr(dev, "serial", NULL);
+	if (cid)
+		snprintf(id, sizeof(id), "%s:%s:%s", jstr(dev, "type", "mmc"), jstr(dev, "name", "?"), cid);
+	else if (serial)
+		snprintf(id, sizeof(id), "%s:%s:%s", jstr(dev, "type", "disk"), jstr(dev, "model", "?"), serial);
+	else {
+		char u[37] = "unknown";
+		if (b->have_geom)
+			pc_uuid_format(b->g.uuid, u);
+		snprintf(id, sizeof(id), "board:%s:region:%s", b->name, u);
+	}
+	json_object_object_add(dev, "id", json_object_new_string(id));
+	return dev;
+}
+
+static json_object *verdict_base(struct engine *e, struct board *b, unsigned cycle, const char *outcome)
+{
+	json_object *v = json_object_new_object();
+	json_object *q = jcopy(b->hello, "queue");
+
+	json_object_object_add(v, "campaign", json_object_new_string(e->campaign));
+	json_object_object_add(v, "board", json_object_new_string(b->name));
+	json_object_object_add(v, "cycle", json_object_new_int64(cycle));
+	json_object_object_add(v, "verdict", json_object_new_string(outcome));
+	json_object_object_add(v, "device", device_json(b));
+	if (q)
+		json_object_object_add(v, "queue", q);
+	if (b->hello) {
+		json_object_object_add(v, "kernel", json_object_new_string(jstr(b->hello, "kernel", "?")));
+		json_object_object_add(v, "agent", json_object_new_string(jstr(b->hello, "agent", "?")));
+	}
+	return v;
+}
+
+static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
+{
+	int ret;
+
+	if (mark_judged(b, cycle)) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	ret = e->vfn ? e->vfn(v, e->arg) : 0;
+	json_object_put(v);
+	return ret;
+}
+
+static int verdict_simple(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
+			  const char *reason)
+{
+	json_object *v;
+
+	if (already_judged(b, cycle))
+		return 0;
+	v = verdict_base(e, b, cycle, outcome);
+	json_object_object_add(v, "reason", json_object_new_string(reason));
+	return emit(e, b, cycle, v);
+}
+
+/* ---- judging ---- */
+
+struct judge {
+	struct engine *e;
+	struct board *b;
+	struct wcycle *w;
+	uint32_t counts[ENGINE_NCLASSES];
+	uint32_t violations;
+	json_object *findings;
+	uint8_t *hot;		/* slots written by the judged cycle */
+	/* pending not_written range, to list unacked ones compactly */
+	uint64_t nw_first;
+	uint32_t nw_n, nw_slot;
+};
+
+static uint16_t wflags(const struct wcycle *w, uint64_t seq)
+{
+	uint16_t f = (uint16_t)(w->mode_run | (w->pattern == PC_PAT_RANDOM ? PC_FL_RANDOM : 0));
+
+	/* journal: the last record of each group of flush_every+1 is its commit;
+	 * the flags are checked loosely (see same_rec) so this is informative */
+	(void)seq;
+	return f;
+}
+
+/* Does a whole occupant match record (seq, cycle)? Flags are compared
+ * without the journal commit bit, which only the agent knows per record. */
+static int same_rec(uint64_t seq, uint32_t cycle, uint16_t flags, uint64_t s2, uint32_t c2, uint16_t f2)
+{
+	return seq == s2 && cycle == c2 && (flags & ~PC_FL_COMMIT) == (f2 & ~PC_FL_COMMIT);
+}
+
+static int occ_equal(const struct occ *a, const struct occ *b, uint32_t spr)
+{
+	if (a->state != b->state)
+		return 0;
+	if (a->state == OCC_WHOLE)
+		return a->seq == b->seq && a->cycle == b->cycle && a->flags == b->flags;
+	if (a->state == OCC_DAMAGED)
+		return memcmp(a->sect, b->sect, spr * sizeof(*a->sect)) == 0;
+	return 1;
+}
+
+static const struct raw *find_raw(const struct board *b, uint32_t slot, uint16_t idx)
+{
+	for (unsigned i = 0; i < b->nraws; i++)
+		if (b->raws[i].slot == slot && b->raws[i].idx == idx)
+			return &b->raws[i];
+	return NULL;
+}
+
+static void regen(const struct board *b, uint64_t seq, uint32_t cycle, uint16_t flags, uint64_t lba,
+		  uint16_t idx, uint8_t out[PC_SECTOR])
+{
+	struct pc_sector_hdr h = {
+		.flags = flags, .seq = seq, .cycle = cycle, .idx = idx,
+		.cnt = (uint16_t)pc_geom_spr(&b->g), .lba = lba,
+	};
+
+	memcpy(h.region, b->g.uuid, 16);
+	pc_sector_build(out, &h, b->g.seed);
+}
+
+static unsigned popcount_diff(const uint8_t *a, const uint8_t *b)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < PC_SECTOR; i++)
+		n += (unsigned)__builtin_popcount(a[i] ^ b[i]);
+	return n;
+}
+
+/* raw == first[0..k) + second[k..512) for some k: returns 1 and the range of k. */
+static int tear_point(const uint8_t *raw, const uint8_t *first, const uint8_t *second,
+		      unsigned *kmin, unsigned *kmax)
+{
+	unsigned a = 0, s = 0;
+
+	while (a < PC_SECTOR && raw[a] == first[a])
+		a++;
+	while (s < PC_SECTOR && raw[PC_SECTOR - 1 - s] == second[PC_SECTOR - 1 - s])
+		s++;
+	if (a == PC_SECTOR || s == PC_SECTOR || a + s < PC_SECTOR)
+		return 0;
+	*kmin = PC_SECTOR - s;
+	*kmax = a;
+	return 1;
+}
+
+enum sc { S_NEW, S_OLD, S_TORN, S_CORRUPT, S_MISDIR, S_STALE, S_UNREAD };
+
+struct sector_finding {
+	enum sc c;
+	unsigned kmin, kmax, bits;
+	int order_old_new;
+	const char *nearest;
+	uint64_t found_seq;
+	uint64_t belongs_lba;
+	int err;
+	int fill;
+};
+
+/* What one sector of a damaged slot is, against the new record (seq, cycle,
+ * flags; seq 0 = none) and the previous occupant prev. */
+static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
+			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
+			    struct sector_finding *f)
+{
+	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
+	uint8_t nimg[PC_SECTOR], oimg[PC_SECTOR];
+	int have_new = seq != 0, have_old = 0;
+	const struct raw *r;
+
+	memset(f, 0, sizeof(*f));
+	f->fill = -1;
+	if (prev->state == OCC_WHOLE) {
+		regen(b, prev->seq, prev->cycle, prev->flags, lba, i, oimg);
+		have_old = 1;
+	} else if (prev->state == OCC_DAMAGED && prev->sect[i].kind == PC_SK_VALID) {
+		const struct sect *p = &prev->sect[i];
+		regen(b, p->seq, p->cycle, p->flags, p->lba, p->hidx, oimg);
+		have_old = 1;
+	}
+	switch (o->kind) {
+	case PC_SK_ERR:
+		f->c = S_UNREAD;
+		f->err = (int)o->value;
+		return;
+	case PC_SK_VALID:
+		f->found_seq = o->seq;
+		if (o->lba != lba || o->hidx != i) {
+			f->c = S_MISDIR;
+			f->belongs_lba = o->lba;
+			return;
+		}
+		if (have_new && same_rec(seq, cycle, flags, o->seq, o->cycle, o->flags)) {
+			f->c = S_NEW;
+			return;
+		}
+		if (prev->state == OCC_WHOLE && same_rec(prev->seq, prev->cycle, prev->flags, o->seq, o->cycle, o->flags)) {
+			f->c = S_OLD;
+			return;
+		}
+		if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
+			f->c = S_OLD;
+			return;
+		}
+		if (prev->state == OCC_WHOLE && o->seq < prev->seq) {
+			f->c = S_STALE;
+			return;
+		}
+		f->c = S_CORRUPT;
+		f->nearest = "unexpected record";
+		return;
+	default:
+		break;
+	}
+	/* a bad sector: unchanged damage, a tear between new and old, or corruption */
+	if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
+		f->c = S_OLD;
+		return;
+	}
+	if (o->kind == PC_SK_FILL) {
+		f->c = S_CORRUPT;
+		f->fill = (int)o->value;
+		f->nearest = "fill";
+		return;
+	}
+	r = o->kind == PC_SK_HASH ? find_raw(b, slot, i) : NULL;
+	if (!r) {
+		f->c = S_CORRUPT;
+		f->nearest = "unknown (bytes not sent)";
+		return;
+	}
+	if (have_new)
+		regen(b, seq, cycle, flags, lba, i, nimg);
+	if (have_new && have_old) {
+		if (tear_point(r->bytes, nimg, oimg, &f->kmin, &f->kmax)) {
+			f->c = S_TORN;
+			return;
+		}
+		if (tear_point(r->bytes, oimg, nimg, &f->kmin, &f->kmax)) {
+			f->c = S_TORN;
+			f->order_old_new = 1;
+			return;
+		}
+	}
+	f->c = S_CORRUPT;
+	f->bits = PC_SECTOR * 8;
+	f->nearest = "none";
+	if (have_new) {
+		f->bits = popcount_diff(r->bytes, nimg);
+		f->nearest = "new";
+	}
+	if (have_old && popcount_diff(r->bytes, oimg) < f->bits) {
+		f->bits = popcount_diff(r->bytes, oimg);
+		f->nearest = "old";
+	}
+}
+
+static int promises_atomic_sector(int mode)
+{
+	return mode == PC_MODE_FUA || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_RELWR;
+}
+
+static int is_violation(enum cls c, int acked, int mode)
+{
+	switch (c) {
+	case C_INTACT:
+	case C_NOT_WRITTEN:
+		return 0;
+	case C_TORN:
+		return acked || mode == PC_MODE_RELWR;
+	case C_TORN_SECTOR:
+		return acked || promises_atomic_sector(mode);
+	default:
+		return 1;
+	}
+}
+
+static void flush_nw(struct judge *j)
+{
+	json_object *f;
+
+	if (!j->nw_n)
+		return;
+	f = json_object_new_object();
+	json_object_object_add(f, "class", json_object_new_string("not_written"));
+	json_object_object_add(f, "seq", json_object_new_int64((int64_t)j->nw_first));
+	json_object_object_add(f, "n", json_object_new_int64(j->nw_n));
+	json_object_object_add(f, "slot", json_object_new_int64(j->nw_slot));
+	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, j->nw_slot)));
+	json_object_object_add(f, "acked", json_object_new_boolean(0));
+	json_object_object_add(f, "violation", json_object_new_boolean(0));
+	json_object_array_add(j->findings, f);
+	j->nw_n = 0;
+}
+
+static json_object *finding(struct judge *j, enum cls c, uint64_t seq, uint32_t slot, int acked, int mode)
+{
+	json_object *f = json_object_new_object();
+	int viol = is_violation(c, acked, mode);
+
+	flush_nw(j);
+	j->counts[c]++;
+	if (viol)
+		j->violations++;
+	json_object_object_add(f, "class", json_object_new_string(engine_classes[c]));
+	json_object_object_add(f, "seq", json_object_new_int64((int64_t)seq));
+	json_object_object_add(f, "slot", json_object_new_int64(slot));
+	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, slot)));
+	json_object_object_add(f, "acked", json_object_new_boolean(acked));
+	json_object_object_add(f, "violation", json_object_new_boolean(viol));
+	json_object_array_add(j->findings, f);
+	return f;
+}
+
+static void add_int(json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+static void describe_prev(json_object *f, const struct occ *prev)
+{
+	if (prev->state == OCC_WHOLE) {
+		add_int(f, "previous_seq", (int64_t)prev->seq);
+		add_int(f, "previous_cycle", prev->cycle);
+	} else {
+		json_object_object_add(f, "previous", json_object_new_string("damaged"));
+	}
+}
+
+/* Judge one record the cycle wrote. */
+static void judge_record(struct judge *j, uint64_t seq)
+{
+	struct board *b = j->b;
+	struct wcycle *w = j->w;
+	uint32_t slot = pc_slot_of_seq(&b->g, w->pattern, seq), spr = pc_geom_spr(&b->g);
+	const struct occ *o = &b->obs[slot], *prev = &b->exp[slot];
+	int acked = w->ack[seq - w->first], mode = w->mode_run;
+	uint16_t fl = wflags(w, seq);
+	struct sector_finding sf[2048], worst = { 0 };
+	enum cls c;
+	json_object *f;
+	unsigned nnew = 0, nold = 0, first_bad = 0;
+	int have[S_UNREAD + 1] = { 0 };
+
+	j->hot[slot] = 1;
+	if (o->state == OCC_WHOLE) {
+		if (same_rec(seq, w->cycle, fl, o->seq, o->cycle, o->flags)) {
+			j->counts[C_INTACT]++;
+			return;
+		}
+		if (occ_equal(o, prev, spr)) {
+			if (!acked) {
+				j->counts[C_NOT_WRITTEN]++;
+				if (j->nw_n && j->nw_first + j->nw_n == seq) {
+					j->nw_n++;
+				} else {
+					flush_nw(j);
+					j->nw_first = seq;
+					j->nw_n = 1;
+					j->nw_slot = slot;
+				}
+				return;
+			}
+			f = finding(j, C_LOST_ACKED, seq, slot, acked, mode);
+			json_object_object_add(f, "found", json_object_new_string("previous occupant"));
+			describe_prev(f, prev);
+			return;
+		}
+		c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? C_STALE : acked ? C_LOST_ACKED : C_CORRUPT;
+		f = finding(j, c, seq, slot, acked, mode);
+		json_object_object_add(f, "found", json_object_new_string("another whole record"));
+		add_int(f, "found_seq", (int64_t)o->seq);
+		add_int(f, "found_cycle", o->cycle);
+		describe_prev(f, prev);
+		return;
+	}
+	if (o->state != OCC_DAMAGED) {
+		f = finding(j, C_UNREADABLE, seq, slot, acked, mode);
+		json_object_object_add(f, "found", json_object_new_string("slot missing from the scan"));
+		return;
+	}
+	for (uint16_t i = 0; i < spr; i++) {
+		classify_sector(b, slot, i, &o->sect[i], seq, w->cycle, fl, prev, &sf[i]);
+		have[sf[i].c]++;
+		if (sf[i].c == S_NEW)
+			nnew++;
+		else if (sf[i].c == S_OLD)
+			nold++;
+	}
+	/* the most serious thing found decides the class */
+	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_TORN };
+	static const enum cls as[] = { C_UNREADABLE, C_MISDIRECTED, C_CORRUPT, C_STALE, C_TORN_SECTOR };
+	c = C_TORN;
+	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
+		if (!have[order[k]])
+			continue;
+		c = as[k];
+		for (first_bad = 0; first_bad < spr && sf[first_bad].c != order[k]; first_bad++)
+			;
+		worst = sf[first_bad];
+		break;
+	}
+	if (c == C_TORN && nnew == 0) {
+		/* all old: the damage it had before is unchanged */
+		if (!acked) {
+			j->counts[C_NOT_WRITTEN]++;
+			flush_nw(j);
+			j->nw_first = seq;
+			j->nw_n = 1;
+			j->nw_slot = slot;
+			return;
+		}
+		c = C_LOST_ACKED;
+	}
+	if (c == C_TORN && nold == 0) {
+		j->counts[C_INTACT]++;	/* whole after all (reported for another reason) */
+		return;
+	}
+	f = finding(j, c, seq, slot, acked, mode);
+	{
+		json_object *ns = json_object_new_array();
+		for (uint16_t i = 0; i < spr; i++)
+			if (sf[i].c == S_NEW)
+				json_object_array_add(ns, json_object_new_int(i));
+		json_object_object_add(f, "new_sectors", ns);
+	}
+	switch (c) {
+	case C_TORN: {
+		int boundary = -1;
+		for (uint16_t i = 1; i < spr && boundary < 0; i++)
+			if ((sf[i].c == S_NEW) != (sf[i - 1].c == S_NEW))
+				boundary = i;
+		add_int(f, "boundary", boundary);
+		break;
+	}
+	case C_TORN_SECTOR:
+		add_int(f, "sector", first_bad);
+		add_int(f, "offset", worst.kmin);
+		if (worst.kmax != worst.kmin)
+			add_int(f, "offset_max", worst.kmax);
+		json_object_object_add(f, "order", json_object_new_string(worst.order_old_new ? "old-new" : "new-old"));
+		break;
+	case C_CORRUPT:
+		add_int(f, "sector", first_bad);
+		if (worst.fill >= 0)
+			add_int(f, "fill", worst.fill);
+		else if (worst.bits)
+			add_int(f, "bits", worst.bits);
+		json_object_object_add(f, "nearest", json_object_new_string(worst.nearest ? worst.nearest : "?"));
+		break;
+	case C_MISDIRECTED:
+		add_int(f, "sector", first_bad);
+		add_int(f, "found_lba", (int64_t)(pc_slot_lba(&b->g, slot) + first_bad));
+		add_int(f, "belongs_lba", (int64_t)worst.belongs_lba);
+		add_int(f, "found_seq", (int64_t)worst.found_seq);
+		break;
+	case C_STALE:
+		add_int(f, "sector", first_bad);
+		add_int(f, "found_seq", (int64_t)worst.found_seq);
+		break;
+	case C_UNREADABLE:
+		add_int(f, "sector", first_bad);
+		add_int(f, "errno", worst.err);
+		break;
+	default:
+		break;
+	}
+	describe_prev(f, prev);
+}
+
+/* A slot the cycle did not write must hold what it held. */
+static void judge_cold(struct judge *j, uint32_t slot)
+{
+	struct board *b = j->b;
+	const struct occ *o = &b->obs[slot], *prev = &b->exp[slot];
+	uint32_t spr = pc_geom_spr(&b->g);
+	json_object *f;
+	enum cls c = C_COLLATERAL;
+	struct sector_finding sf;
+	int sector = -1;
+
+	if (occ_equal(o, prev, spr))
+		return;
+	if (o->state == OCC_WHOLE && prev->state == OCC_WHOLE && o->seq < prev->seq)
+		c = C_STALE;
+	else if (o->state == OCC_DAMAGED) {
+		for (uint16_t i = 0; i < spr; i++) {
+			classify_sector(b, slot, i, &o->sect[i], 0, 0, 0, prev, &sf);
+			if (sf.c == S_MISDIR) {
+				c = C_MISDIRECTED;
+				sector = i;
+				break;
+			}
+			if (sf.c == S_UNREAD && c == C_COLLATERAL) {
+				c = C_UNREADABLE;
+				sector = i;
+			}
+			if (sf.c != S_OLD && sector < 0)
+				sector = i;
+		}
+	}
+	f = finding(j, c, prev->state == OCC_WHOLE ? prev->seq : 0, slot, 0, j->w ? j->w->mode_run : 0);
+	json_object_object_add(f, "cold", json_object_new_boolean(1));
+	describe_prev(f, prev);
+	if (prev->state == OCC_WHOLE)
+		add_int(f, "last_written_cycle", prev->cycle);
+	if (o->state == OCC_WHOLE) {
+		add_int(f, "found_seq", (int64_t)o->seq);
+		add_int(f, "found_cycle", o->cycle);
+	} else if (sector >= 0) {
+		add_int(f, "sector", sector);
+		if (c == C_MISDIRECTED) {
+			add_int(f, "found_lba", (int64_t)(pc_slot_lba(&b->g, slot) + (unsigned)sector));
+			add_int(f, "belongs_lba", (int64_t)o->sect[sector].lba);
+			add_int(f, "found_seq", (int64_t)o->sect[sector].seq);
+		}
+	}
+}
+
+static json_object *counts_json(const uint32_t *counts)
+{
+	json_object *o = json_object_new_object();
+
+	for (int i = 0; i < ENGINE_NCLASSES; i++)
+		add_int(o, engine_classes[i], counts[i]);
+	return o;
+}
+
+static int judge_cycle(struct engine *e, struct board *b)
+{
+	struct wcycle *w = b->w;
+	struct judge j = { .e = e, .b = b, .w = w, .findings = json_object_new_array() };
+	json_object *v, *rec, *rate;
+	int64_t ms;
+	uint32_t done;
+	int ret;
+
+	j.hot = calloc(b->g.nslots, 1);
+	if (!j.hot) {
+		json_object_put(j.findings);
+		return -ENOMEM;
+	}
+	for (uint64_t s = w->first; s < w->first + w->n; s++)
+		judge_record(&j, s);
+	flush_nw(&j);
+	for (uint32_t s = 0; s < b->g.nslots; s++)
+		if (!j.hot[s])
+			judge_cold(&j, s);
+	free(j.hot);
+
+	v = verdict_base(e, b, w->cycle,
+			 j.violations ? "FAIL" : w->infra[0] ? "INFRA_ERROR" : "PASS");
+	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
+	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
+	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
+	json_object_object_add(v, "policy", json_object_new_string("default"));
+	rec = json_object_new_object();
+	add_int(rec, "first", (int64_t)w->first);
+	add_int(rec, "planned", w->n);
+	add_int(rec, "submitted", w->nsub);
+	add_int(rec, "acked", w->nack);
+	json_object_object_add(v, "records", rec);
+	json_object_object_add(v, "counts", counts_json(j.counts));
+	add_int(v, "violations", j.violations);
+	json_object_object_add(v, "findings", j.findings);
+	if (w->cut)
+		json_object_object_add(v, "cut", json_object_get(w->cut));
+	/* speed: what the device confirmed (or, in mode none, accepted) per second */
+	done = w->mode_run == PC_MODE_NONE ? w->nsub : w->nack;
+	ms = w->t_last > w->t_work ? w->t_last - w->t_work : 0;
+	rate = json_object_new_object();
+	add_int(rate, "records", done);
+	add_int(rate, "ms", ms);
+	if (ms > 0 && done > 0)
+		json_object_object_add(rate, "records_per_s",
+				       json_object_new_double((double)(int64_t)((double)done * 1000.0 / (double)ms * 10) / 10));
+	json_object_object_add(v, "rate", rate);
+	if (w->infra[0])
+		json_object_object_add(v, "reason", json_object_new_string(w->infra));
+	ret = emit(e, b, w->cycle, v);
+	return ret;
+}
+
+/* The scan is complete: adopt it as the baseline or judge the pending cycle. */
+static int scan_done(struct engine *e, struct board *b)
+{
+	uint32_t damaged = 0;
+	int ret = 0;
+
+	if (b->nseen != b->g.nslots || b->scan_err[0]) {
+		char why[320];
+		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported",
+			 b->scan_err, b->nseen, b->g.nslots);
+		ret = verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", why);
+		scan_reset(b);
+		return ret;
+	}
+	if (!b->baseline) {
+		uint64_t maxseq = 0;
+		for (uint32_t s = 0; s < b->g.nslots; s++) {
+			if (b->obs[s].state == OCC_DAMAGED)
+				damaged++;
+			else if (b->obs[s].seq > maxseq)
+				maxseq = b->obs[s].seq;
+		}
+		if (damaged)
+			note(e, b, "baseline scan: %u slots are not whole records already; they are "
+			     "watched for further change", damaged);
+		/* never reuse a seq the region may have seen: skip a lap past the newest */
+		b->next_seq = maxseq ? maxseq + b->g.nslots + 1 : 1;
+		b->baseline = 1;
+	} else if (b->w) {
+		ret = judge_cycle(e, b);
+		wcycle_free(b->w);
+		b->w = NULL;
+	} else {
+		for (uint32_t s = 0; s < b->g.nslots; s++)
+			if (!occ_equal(&b->obs[s], &b->exp[s], pc_geom_spr(&b->g)))
+				damaged++;
+		if (damaged)
+			note(e, b, "cycle %u: %u slots changed with no writes pending", b->cur_cycle, damaged);
+	}
+	occ_free_all(b->exp, b->g.nslots);
+	b->exp = b->obs;
+	b->obs = NULL;
+	scan_reset(b);
+	return ret;
+}
+
+/* ---- event intake ---- */
+
+static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+{
+	json_object *region;
+	struct pc_geom g;
+	uint64_t bytes, rs, slots, seed;
+	const char *uuid;
+
+	json_object_object_get_ex(m->obj, "region", &region);
+	if (pc_json_str(region, "uuid", &uuid, err, errlen) ||
+	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, err, errlen) ||
+	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, err, errlen) ||
+	    pc_json_u64(region, "slots", UINT32_MAX, &slots, err, errlen) ||
+	    pc_json_u64(region, "seed", UINT64_MAX, &seed, err, errlen))
+		return -EINVAL;
+	if (pc_geom_init(&g, bytes, (uint32_t)rs, seed, err, errlen))
+		return -EINVAL;
+	if (g.nslots != slots || pc_uuid_parse(uuid, g.uuid)) {
+		snprintf(err, errlen, "hello: region geometry is inconsistent");
+		return -EINVAL;
+	}
+	if (b->have_geom && (memcmp(g.uuid, b->g.uuid, 16) || g.nslots != b->g.nslots ||
+			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
+		note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
+		if (b->w)
+			verdict_simple(e, b, b->w->cycle, "INFRA_ERROR", "the region was replaced before its writes were checked");
+		wcycle_free(b->w);
+		b->w = NULL;
+		scan_reset(b);
+		occ_free_all(b->exp, b->g.nslots);
+		b->exp = NULL;
+		b->baseline = 0;
+		b->have_geom = 0;
+	}
+	if (!b->have_geom) {
+		b->g = g;
+		b->have_geom = 1;
+	}
+	json_object_put(b->hello);
+	b->hello = json_object_get(m->obj);
+	return 0;
+}
+
+static int take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+{
+	for (uint32_t k = 0; k < m->u.runs.nruns; k++) {
+		const struct pc_run *r = &m->u.runs.runs[k];
+
+		if ((uint64_t)r->pos + r->n > b->g.nslots) {
+			snprintf(err, errlen, "runs: positions %u+%u past the %u slots", r->pos, r->n, b->g.nslots);
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < r->n; i++) {
+			uint32_t slot = pc_slot_of_pos(&b->g, b->scan_pattern, r->pos + i);
+			struct occ *o = &b->obs[slot];
+
+			if (b->seen[slot]) {
+				snprintf(err, errlen, "runs: slot %u reported twice", slot);
+				return -EINVAL;
+			}
+			b->seen[slot] = 1;
+			b->nseen++;
+			o->state = OCC_WHOLE;
+			o->seq = r->seq ? r->seq + i : 0;
+			o->cycle = r->cycle;
+			o->flags = r->flags;
+		}
+	}
+	return 0;
+}
+
+static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+{
+	const struct pc_slot_report *s = &m->u.slot;
+	uint32_t spr = pc_geom_spr(&b->g);
+	struct occ *o;
+
+	if (s->slot >= b->g.nslots || s->nsect != spr) {
+		snprintf(err, errlen, "slot %u with %u sectors does not fit the region (%u slots of %u sectors)",
+			 s->slot, s->nsect, b->g.nslots, spr);
+		return -EINVAL;
+	}
+	if (b->seen[s->slot]) {
+		snprintf(err, errlen, "slot %u reported twice", s->slot);
+		return -EINVAL;
+	}
+	o = &b->obs[s->slot];
+	o->sect = calloc(spr, sizeof(*o->sect));
+	if (!o->sect)
+		return -ENOMEM;
+	b->seen[s->slot] = 1;
+	b->nseen++;
+	o->state = OCC_DAMAGED;
+	for (uint32_t i = 0; i < spr; i++) {
+		const struct pc_sect_report *r = &s->sect[i];
+		struct sect *d = &o->sect[i];
+
+		if (r->idx != i) {
+			snprintf(err, errlen, "slot %u: sector %u missing from the report", s->slot, i);
+			return -EINVAL;
+		}
+		d->kind = (uint8_t)r->kind;
+		switch (r->kind) {
+		case PC_SK_VALID:
+			d->seq = r->seq;
+			d->cycle = r->cycle;
+			d->flags = r->flags;
+			d->lba = r->lba;
+			d->hidx = r->hidx;
+			break;
+		case PC_SK_RAW: {
+			struct raw *nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
+			if (!nr)
+				return -ENOMEM;
+			b->raws = nr;
+			nr[b->nraws].slot = s->slot;
+			nr[b->nraws].idx = (uint16_t)i;
+			memcpy(nr[b->nraws].bytes, r->raw, PC_SECTOR);
+			b->nraws++;
+			d->value = pc_crc32c(0, r->raw, PC_SECTOR);
+			/* the same bytes seen again compare equal however they travelled */
+			d->kind = PC_SK_HASH;
+			break;
+		}
+		default:
+			d->value = r->value;
+		}
+	}
+	return 0;
+}
+
+static int on_rx(struct engine *e, struct board *b, json_object *msg, int64_t t, char *err, size_t errlen)
+{
+	struct pc_msg m;
+	const char *line = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	int ret;
+
+	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
+	if (ret)
+		return ret;
+	switch (m.type) {
+	case PC_MSG_HELLO:
+		ret = set_geom(e, b, &m, err, errlen);
+		break;
+	case PC_MSG_SCAN_BEGIN:
+		if (!b->have_geom) {
+			snprintf(err, errlen, "scan before hello");
+			ret = -EINVAL;
+			break;
+		}
+		scan_reset(b);
+		b->scanning = 1;
+		b->scan_pattern = pc_pattern_from_name(jstr(m.obj, "pattern", "sequential"));
+		b->obs = calloc(b->g.nslots, sizeof(*b->obs));
+		b->seen = calloc(b->g.nslots, 1);
+		if (!b->obs || !b->seen)
+			ret = -ENOMEM;
+		break;
+	case PC_MSG_RUNS:
+	case PC_MSG_SLOT:
+		if (!b->scanning)
+			break;	/* a stray scan line after an aborted scan */
+		ret = m.type == PC_MSG_RUNS ? take_runs(b, &m, err, errlen) : take_slot(b, &m, err, errlen);
+		if (ret == -EINVAL) {
+			/* the agent sent nonsense: the scan cannot be trusted */
+			snprintf(b->scan_err, sizeof(b->scan_err), "%s; ", err);
+			ret = 0;
+		}
+		break;
+	case PC_MSG_SCAN_END:
+		if (b->scanning)
+			ret = scan_done(e, b);
+		break;
+	case PC_MSG_SUBMIT:
+	case PC_MSG_ACK:
+		if (b->w) {
+			struct wcycle *w = b->w;
+			uint8_t *map = m.type == PC_MSG_ACK ? w->ack : w->sub;
+			uint32_t *cnt = m.type == PC_MSG_ACK ? &w->nack : &w->nsub;
+			for (uint64_t s = m.u.range.first; s < m.u.range.first + m.u.range.n; s++) {
+				if (s < w->first || s >= w->first + w->n || map[s - w->first])
+					continue;
+				map[s - w->first] = 1;
+				(*cnt)++;
+			}
+			if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE)
+				w->t_last = t;
+		}
+		break;
+	default:
+		break;
+	}
+	pc_msg_clear(&m);
+	return ret;
+}
+
+static int on_work(struct engine *e, struct board *b, json_object *work, unsigned cycle, int64_t t,
+		   char *err, size_t errlen)
+{
+	struct pc_msg m;
+	const char *line = json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN);
+	struct wcycle *w;
+	json_object *io;
+
+	if (pc_msg_parse(line, strlen(line), &m, err, errlen))
+		return -EINVAL;
+	if (m.type != PC_MSG_WORK || !b->have_geom || !b->baseline) {
+		snprintf(err, errlen, "work event without a work message, or before the baseline scan");
+		pc_msg_clear(&m);
+		return -EINVAL;
+	}
+	if (b->w) {
+		/* its judgment never came: the next scan can no longer tell the two apart */
+		verdict_simple(e, b, b->w->cycle, "INFRA_ERROR", "writes were never verified");
+		wcycle_free(b->w);
+	}
+	w = calloc(1, sizeof(*w));
+	if (w) {
+		w->sub = calloc(m.u.work.n, 1);
+		w->ack = calloc(m.u.work.n, 1);
+	}
+	if (!w || !w->sub || !w->ack) {
+		wcycle_free(w);
+		pc_msg_clear(&m);
+		b->w = NULL;
+		return -ENOMEM;
+	}
+	w->cycle = cycle;
+	w->first = m.u.work.first;
+	w->n = m.u.work.n;
+	w->mode = m.u.work.mode;
+	w->pattern = m.u.work.pattern;
+	w->mode_run = w->mode;
+	/* fua without the async path really runs as fua+flush (see writer.c) */
+	if (w->mode == PC_MODE_FUA && json_object_object_get_ex(b->hello, "io", &io)) {
+		json_object *a;
+		if (json_object_object_get_ex(io, "async", &a) && !json_object_get_boolean(a))
+			w->mode_run = PC_MODE_FUA_FLUSH;
+	}
+	w->t_work = t;
+	w->t_last = t;
+	b->w = w;
+	b->last_work_cycle = cycle;
+	b->next_seq = w->first + w->n;
+	pc_msg_clear(&m);
+	return 0;
+}
+
+int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
+{
+	json_object *v;
+	const char *kind, *board;
+	uint64_t cycle, t = 0;
+	struct board *b;
+
+	if (!json_object_is_type(ev, json_type_object) ||
+	    pc_json_str(ev, "ev", &kind, err, errlen) || pc_json_str(ev, "board", &board, err, errlen) ||
+	    pc_json_u64(ev, "cycle", UINT32_MAX, &cycle, err, errlen))
+		return -EINVAL;
+	if (json_object_object_get_ex(ev, "t", &v))
+		t = (uint64_t)json_object_get_int64(v);
+	b = board_get(e, board);
+	if (!b)
+		return -ENOMEM;
+	if (cycle > b->last_cycle)
+		b->last_cycle = (unsigned)cycle;
+	if (!strcmp(kind, "power_on")) {
+		b->cur_cycle = (unsigned)cycle;
+		scan_reset(b);
+		return 0;
+	}
+	if (!strcmp(kind, "rx")) {
+		if (!json_object_object_get_ex(ev, "msg", &v)) {
+			snprintf(err, errlen, "rx event without msg");
+			return -EINVAL;
+		}
+		return on_rx(e, b, v, (int64_t)t, err, errlen);
+	}
+	if (!strcmp(kind, "work")) {
+		if (!json_object_object_get_ex(ev, "work", &v)) {
+			snprintf(err, errlen, "work event without work");
+			return -EINVAL;
+		}
+		return on_work(e, b, v, (unsigned)cycle, (int64_t)t, err, errlen);
+	}
+	if (!strcmp(kind, "cut")) {
+		if (b->w && b->w->cycle == cycle) {
+			json_object *c = json_object_new_object();
+			json_object_object_foreach(ev, k, val)
+				if (strcmp(k, "t") && strcmp(k, "ev") && strcmp(k, "board") && strcmp(k, "cycle"))
+					json_object_object_add(c, k, json_object_get(val));
+			json_object_put(b->w->cut);
+			b->w->cut = c;
+		}
+		return 0;
+	}
+	if (!strcmp(kind, "boot_fail"))
+		return verdict_simple(e, b, (unsigned)cycle, "BOOT_FAIL", jstr(ev, "reason", "no agent"));
+	if (!strcmp(kind, "final_boot_fail")) {
+		if (!b->w)
+			return 0;
+		return verdict_simple(e, b, b->w->cycle, "BOOT_FAIL", jstr(ev, "reason", "no agent"));
+	}
+	if (!strcmp(kind, "infra")) {
+		const char *why = jstr(ev, "reason", "infrastructure error");
+		if (b->w && b->w->cycle == cycle) {
+			if (!b->w->infra[0])
+				pc_strlcpy(b->w->infra, why, sizeof(b->w->infra));
+			return 0;
+		}
+		scan_reset(b);
+		return verdict_simple(e, b, (unsigned)cycle, "INFRA_ERROR", why);
+	}
+	return 0;	/* informational events */
+}

@@ -1,0 +1,281 @@
+/*
+ * main.c - powercut, the host controller.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../common/util.h"
+#include "../relay/relay.h"
+#include "campaign.h"
+#include "config.h"
+#include "replay.h"
+#include "report.h"
+#include "results.h"
+
+static const char usage_text[] =
+	"usage: powercut COMMAND [OPTIONS]\n"
+	"\n"
+	"  run CONFIG [--results DIR] [--cycles N] [--agent PATH] [--quiet] [--no-report]\n"
+	"        run (or resume) a power-cut campaign; default results folder results/<campaign>/\n"
+	"  replay RESULTS_DIR\n"
+	"        recompute every verdict from events.jsonl; exit 1 on any difference\n"
+	"  report [--json] RESULTS_DIR...\n"
+	"        the per-device pass/fail report; several folders merge\n"
+	"  status RESULTS_DIR\n"
+	"        how far a campaign got (works while it runs)\n"
+	"  check-config CONFIG\n"
+	"        validate a configuration: prints \"configuration OK\" or the error\n"
+	"  relay CONFIG BOARD on|off|cycle|get\n"
+	"        switch one board's relay by hand (bring-up)\n"
+	"\n"
+	"run exits 0 when every cycle passed, 1 when a cycle was FAIL or BOOT_FAIL, 2 on errors,\n"
+	"3 when interrupted (run the same command again to resume). See powercut(1).\n";
+
+static int usage(FILE *f, int rc)
+{
+	fputs(usage_text, f);
+	return rc;
+}
+
+static int load(const char *path, struct campaign_cfg *cfg)
+{
+	char err[1024];
+
+	if (config_load(path, cfg, err, sizeof(err))) {
+		pc_err("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "results", required_argument, NULL, 'r' },
+		{ "cycles", required_argument, NULL, 'c' },
+		{ "agent", required_argument, NULL, 'a' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-report", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct campaign_opts o = { 0 };
+	struct campaign_cfg cfg = { 0 };
+	uint64_t v;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:c:a:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r': o.results = optarg; break;
+		case 'c':
+			if (pc_parse_u64(optarg, 0, &v) || v == 0 || v > 10000000) {
+				pc_err("--cycles '%s': expected 1..10000000", optarg);
+				return 2;
+			}
+			o.cycles = (long)v;
+			break;
+		case 'a': o.agent = optarg; break;
+		case 'q': o.quiet = 1; break;
+		case 'n': o.no_report = 1; break;
+		case 'h': return usage(stdout, 0);
+		default: return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		pc_err("run takes one configuration file (see powercut --help)");
+		return 2;
+	}
+	if (load(argv[optind], &cfg))
+		return 2;
+	rc = campaign_run(&cfg, &o);
+	config_free(&cfg);
+	return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	struct campaign_cfg cfg = { 0 };
+
+	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs("usage: powercut check-config CONFIG\n", argc == 2 ? stdout : stderr);
+		return argc == 2 ? 0 : 2;
+	}
+	if (load(argv[1], &cfg))
+		return 1;
+	printf("configuration OK: campaign %s, %u boards, %u cycles\n", cfg.name, cfg.nboards, cfg.cycles);
+	config_free(&cfg);
+	return 0;
+}
+
+static int cmd_replay(int argc, char **argv)
+{
+	struct replay_result r;
+	char err[1024] = "";
+	int ret;
+
+	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs("usage: powercut replay RESULTS_DIR\n", argc == 2 ? stdout : stderr);
+		return argc == 2 ? 0 : 2;
+	}
+	ret = replay_dir(argv[1], stdout, &r, err, sizeof(err));
+	if (ret) {
+		pc_err("%s", err);
+		return 2;
+	}
+	printf("replay %s: %u verdicts recomputed, %u match, %u differ, %u missing, %u extra\n", argv[1],
+	       r.recomputed, r.matched, r.differ, r.missing, r.extra);
+	return r.differ || r.missing || r.extra ? 1 : 0;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	char err[1024] = "";
+	int json = 0, first = 1;
+
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs("usage: powercut report [--json] RESULTS_DIR...\n", stdout);
+		return 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "--json")) {
+		json = 1;
+		first = 2;
+	}
+	if (argc <= first) {
+		fputs("usage: powercut report [--json] RESULTS_DIR...\n", stderr);
+		return 2;
+	}
+	if (report_print((const char *const *)argv + first, argc - first, stdout, json, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int count_line(json_object *o, unsigned lineno, void *arg)
+{
+	(*(unsigned *)arg)++;
+	return 0;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	char path[PATH_MAX + 32], err[1024] = "";
+	unsigned nv = 0, ne = 0;
+	int torn;
+	const char *dirs[1];
+
+	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs("usage: powercut status RESULTS_DIR\n", argc == 2 ? stdout : stderr);
+		return argc == 2 ? 0 : 2;
+	}
+	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
+	if (results_each_line(path, count_line, &ne, &torn, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", argv[1]);
+	if (results_each_line(path, count_line, &nv, &torn, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	printf("%s: %u events, %u verdicts\n", argv[1], ne, nv);
+	dirs[0] = argv[1];
+	return report_print(dirs, 1, stdout, 0, err, sizeof(err)) ? 1 : 0;
+}
+
+static int cmd_relay(int argc, char **argv)
+{
+	struct campaign_cfg cfg = { 0 };
+	struct relay r;
+	struct relay_ctx ctx;
+	struct board_cfg *b = NULL;
+	char err[1024], state[PATH_MAX + 64];
+	const char *act;
+	int ret = 1;
+
+	if (argc != 4) {
+		fputs("usage: powercut relay CONFIG BOARD on|off|cycle|get\n", argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+	}
+	act = argv[3];
+	if (strcmp(act, "on") && strcmp(act, "off") && strcmp(act, "cycle") && strcmp(act, "get")) {
+		pc_err("relay action '%s': expected on, off, cycle or get", act);
+		return 2;
+	}
+	if (load(argv[1], &cfg))
+		return 2;
+	for (unsigned i = 0; i < cfg.nboards; i++)
+		if (!strcmp(cfg.boards[i].name, argv[2]))
+			b = &cfg.boards[i];
+	if (!b) {
+		pc_err("%s: no board named '%s'", argv[1], argv[2]);
+		goto out;
+	}
+	snprintf(state, sizeof(state), "results/%s/boards/%s", cfg.name, b->name);
+	ctx = (struct relay_ctx){ .board = b->name, .connect = "127.0.0.1:1", .agent_path = "powercut-agent",
+				  .state_dir = state, .device = b->device };
+	if (relay_open(&r, b->relay_driver, b->relay, &ctx, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	if (!strcmp(act, "get")) {
+		int s = relay_get(&r);
+		if (s < 0)
+			pc_err("%s", r.err);
+		else
+			printf("%s\n", s ? "on" : "off");
+		ret = s < 0;
+	} else {
+		int on = !strcmp(act, "on");
+		ret = !strcmp(act, "cycle") ? relay_off(&r) : on ? relay_on(&r) : relay_off(&r);
+		if (!ret && !strcmp(act, "cycle")) {
+			pc_sleep_us((uint64_t)b->off_ms * 1000);
+			ret = relay_on(&r);
+		}
+		if (ret)
+			pc_err("%s", r.err);
+		else
+			printf("board %s: relay %s done\n", b->name, act);
+		ret = ret != 0;
+	}
+	relay_close(&r);
+out:
+	config_free(&cfg);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	pc_log_init("powercut", PC_LOG_INFO);
+	if (argc < 2)
+		return usage(stderr, 2);
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
+		return usage(stdout, 0);
+	if (!strcmp(cmd, "--version")) {
+		printf("powercut %s\n", PC_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "replay"))
+		return cmd_replay(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check-config"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "relay"))
+		return cmd_relay(argc - 1, argv + 1);
+	pc_err("unknown command '%s' (see powercut --help)", cmd);
+	return 2;
+}

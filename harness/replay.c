@@ -1,0 +1,127 @@
+/*
+ * replay.c - `powercut replay`: the verdicts must follow from the events.
+ */
+#include "replay.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "engine.h"
+#include "results.h"
+
+struct rp {
+	struct engine *eng;
+	json_object *recomputed;	/* "board/cycle" -> verdict */
+	json_object *recorded;
+	struct replay_result *r;
+	FILE *out;
+	char *err;
+	size_t errlen;
+	const char *dir;
+};
+
+static void key_of(json_object *v, char *key, size_t len)
+{
+	json_object *b = NULL, *c = NULL;
+
+	json_object_object_get_ex(v, "board", &b);
+	json_object_object_get_ex(v, "cycle", &c);
+	snprintf(key, len, "%s/%" PRId64, b ? json_object_get_string(b) : "?", c ? json_object_get_int64(c) : -1);
+}
+
+static int on_verdict(json_object *v, void *arg)
+{
+	struct rp *p = arg;
+	char key[128];
+
+	key_of(v, key, sizeof(key));
+	if (json_object_object_get_ex(p->recomputed, key, NULL))
+		fprintf(p->out, "engine produced two verdicts for %s\n", key);
+	json_object_object_add(p->recomputed, key, json_object_get(v));
+	p->r->recomputed++;
+	return 0;
+}
+
+static int on_event(json_object *ev, unsigned lineno, void *arg)
+{
+	struct rp *p = arg;
+	char err[512] = "";
+
+	if (engine_feed(p->eng, ev, err, sizeof(err)))
+		fprintf(p->out, "%s/events.jsonl:%u: %s\n", p->dir, lineno, err);
+	return 0;
+}
+
+static int on_recorded(json_object *v, unsigned lineno, void *arg)
+{
+	struct rp *p = arg;
+	char key[128];
+
+	key_of(v, key, sizeof(key));
+	if (json_object_object_get_ex(p->recorded, key, NULL)) {
+		fprintf(p->out, "verdicts.jsonl:%u: a second verdict for %s\n", lineno, key);
+		p->r->extra++;
+	}
+	json_object_object_add(p->recorded, key, json_object_get(v));
+	p->r->recorded++;
+	return 0;
+}
+
+int replay_dir(const char *dir, FILE *out, struct replay_result *r, char *err, size_t errlen)
+{
+	struct rp p = { .r = r, .out = out, .err = err, .errlen = errlen, .dir = dir };
+	char path[PATH_MAX + 32];
+	json_object *campaign, *name = NULL;
+	int torn, ret;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(path, sizeof(path), "%s/campaign.json", dir);
+	campaign = json_object_from_file(path);
+	if (!campaign) {
+		snprintf(err, errlen, "%s: cannot read (is %s a results folder?)", path, dir);
+		return -ENOENT;
+	}
+	json_object_object_get_ex(campaign, "campaign", &name);
+	p.eng = engine_new(name ? json_object_get_string(name) : "?", on_verdict, NULL, &p);
+	json_object_put(campaign);
+	p.recomputed = json_object_new_object();
+	p.recorded = json_object_new_object();
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	ret = results_each_line(path, on_event, &p, &torn, err, errlen);
+	if (!ret && torn)
+		fprintf(out, "%s: ignoring a torn last line\n", path);
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", dir);
+	if (!ret)
+		ret = results_each_line(path, on_recorded, &p, &torn, err, errlen);
+	if (!ret) {
+		json_object_object_foreach(p.recomputed, k, v) {
+			json_object *rec;
+			if (!json_object_object_get_ex(p.recorded, k, &rec)) {
+				fprintf(out, "%s: recomputed but not in verdicts.jsonl\n", k);
+				r->missing++;
+			} else if (!json_object_equal(v, rec)) {
+				fprintf(out, "%s differs:\n  recorded:   %s\n", k,
+					json_object_to_json_string_ext(rec, JSON_C_TO_STRING_PLAIN));
+				fprintf(out, "  recomputed: %s\n", json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+				r->differ++;
+			} else {
+				r->matched++;
+			}
+		}
+		json_object_object_foreach(p.recorded, k2, v2) {
+			(void)v2;
+			if (!json_object_object_get_ex(p.recomputed, k2, NULL)) {
+				fprintf(out, "%s: in verdicts.jsonl but not recomputed from the events\n", k2);
+				r->extra++;
+			}
+		}
+	}
+	json_object_put(p.recomputed);
+	json_object_put(p.recorded);
+	engine_free(p.eng);
+	return ret;
+}

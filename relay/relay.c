@@ -1,0 +1,144 @@
+/*
+ * relay.c - the relay driver table and the wrappers every caller goes through.
+ *
+ * Drivers write only what went wrong into r->err ("'off' command timed out
+ * after 10000 ms; check ..."); the wrappers here prefix the board and the
+ * driver, so every message a user reads says which board and which relay.
+ */
+#include "relay.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "../common/util.h"
+
+/* Explicit and ordered: relay_names() lists them in this order. */
+static const struct relay_ops *const relay_drivers[] = {
+	&relay_sim_ops,
+	&relay_command_ops,
+};
+
+const struct relay_ops *relay_find(const char *name)
+{
+	if (!name)
+		return NULL;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(relay_drivers); i++)
+		if (strcmp(relay_drivers[i]->name, name) == 0)
+			return relay_drivers[i];
+	return NULL;
+}
+
+const char *relay_names(void)
+{
+	static char names[256];
+	size_t n = 0;
+
+	if (names[0])
+		return names;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(relay_drivers); i++) {
+		int w = snprintf(names + n, sizeof(names) - n, "%s%s", i ? " " : "", relay_drivers[i]->name);
+
+		if (w < 0 || (size_t)w >= sizeof(names) - n)
+			break;
+		n += (size_t)w;
+	}
+	return names;
+}
+
+/* Turn the driver's bare detail in r->err into "board B: relay D: detail". */
+static int relay_fail(struct relay *r, int rc)
+{
+	char detail[sizeof(r->err)];
+
+	if (r->err[0])
+		pc_strlcpy(detail, r->err, sizeof(detail));
+	else
+		snprintf(detail, sizeof(detail), "%s", strerror(-rc));
+	snprintf(r->err, sizeof(r->err), "board %.63s: relay %.31s: %.400s", r->board,
+		 r->ops ? r->ops->name : "?", detail);
+	return rc;
+}
+
+static int relay_not_open(struct relay *r, const char *what)
+{
+	snprintf(r->err, sizeof(r->err), "board %s: relay: %s on a relay that is not open",
+		 r->board[0] ? r->board : "?", what);
+	return -EBADF;
+}
+
+int relay_open(struct relay *r, const char *driver, json_object *cfg, const struct relay_ctx *ctx,
+	       char *err, size_t errlen)
+{
+	const struct relay_ops *ops = relay_find(driver);
+	char detail[sizeof(r->err)];
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	pc_strlcpy(r->board, ctx && ctx->board ? ctx->board : "?", sizeof(r->board));
+	if (!ops) {
+		snprintf(err, errlen, "board %s: unknown relay driver '%s' (valid: %s)", r->board,
+			 driver ? driver : "(none)", relay_names());
+		return -EINVAL;
+	}
+	r->ops = ops;
+	/* The config layer checks too; checking here lets drivers trust cfg. */
+	rc = ops->check(cfg, detail, sizeof(detail));
+	if (rc < 0) {
+		snprintf(r->err, sizeof(r->err), "relay section: %.480s", detail);
+		goto fail;
+	}
+	rc = ops->open(r, cfg, ctx);
+	if (rc < 0)
+		goto fail;
+	return 0;
+fail:
+	relay_fail(r, rc);
+	pc_strlcpy(err, r->err, errlen);
+	r->ops = NULL;
+	r->priv = NULL;
+	return rc;
+}
+
+int relay_on(struct relay *r)
+{
+	int rc;
+
+	if (!r->ops)
+		return relay_not_open(r, "power on");
+	r->err[0] = 0;
+	rc = r->ops->on(r);
+	return rc < 0 ? relay_fail(r, rc) : rc;
+}
+
+int relay_off(struct relay *r)
+{
+	int rc;
+
+	if (!r->ops)
+		return relay_not_open(r, "power off");
+	r->err[0] = 0;
+	rc = r->ops->off(r);
+	return rc < 0 ? relay_fail(r, rc) : rc;
+}
+
+int relay_get(struct relay *r)
+{
+	int rc;
+
+	if (!r->ops)
+		return relay_not_open(r, "get state");
+	r->err[0] = 0;
+	rc = r->ops->get(r);
+	return rc < 0 ? relay_fail(r, rc) : rc;
+}
+
+void relay_close(struct relay *r)
+{
+	if (!r || !r->ops)
+		return;
+	if (r->ops->close)
+		r->ops->close(r);
+	r->ops = NULL;
+	r->priv = NULL;
+}

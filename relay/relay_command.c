@@ -1,0 +1,501 @@
+/*
+ * relay_command.c - switch power by running a shell command per operation.
+ *
+ * This is how pdudaemon's pduclient, uhubctl, ykushcmd or labgrid-client plug
+ * in. Each command runs as `/bin/sh -c CMD` in its own process group with
+ * PC_BOARD and PC_ACTION in its environment, stdin from /dev/null; stdout is
+ * kept (first 4 KiB, parsed by get) and stderr's tail is quoted in errors. A
+ * command that outlives timeout_ms has its whole process group SIGKILLed, so
+ * a hung PDU cannot stall the harness's poll() loop for longer than that.
+ *
+ * No signal handlers: the child is reaped with waitpid() on its own pid.
+ */
+#include "relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+
+#define CMD_OUT_MAX	4096	/* stdout kept for get */
+#define CMD_ERR_TAIL	1024	/* stderr kept to quote its last line */
+#define CMD_TIMEOUT_MAX	3600000	/* an hour: anything longer is a typo */
+#define CMD_REAP_MS	2000	/* after SIGKILL, the child is gone at once; bound it anyway */
+
+extern char **environ;
+
+struct cmd_priv {
+	char *on, *off, *get;
+	int timeout_ms;
+};
+
+struct cmd_result {
+	char out[CMD_OUT_MAX + 1];
+	size_t outlen;
+	char err[CMD_ERR_TAIL + 1];
+	size_t errlen;
+	int status;
+};
+
+/* Paths make messages long; truncating one is better than failing. */
+static void cmd_errf(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void cmd_errf(struct relay *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+}
+
+static const char *const cmd_keys[] = { "driver", "on", "off", "get", "timeout_ms" };
+
+static int cmd_check_string(json_object *cfg, const char *key, int required, char *err, size_t errlen)
+{
+	json_object *v;
+
+	if (!cfg || !json_object_object_get_ex(cfg, key, &v)) {
+		if (!required)
+			return 0;
+		snprintf(err, errlen, "%s: missing; give the shell command that switches the power %s",
+			 key, key);
+		return -EINVAL;
+	}
+	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
+		snprintf(err, errlen, "%s: expected a non-empty string (a shell command), got %s", key,
+			 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cmd_check(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v;
+	int rc;
+
+	if (cfg && !json_object_is_type(cfg, json_type_object)) {
+		snprintf(err, errlen, "expected an object");
+		return -EINVAL;
+	}
+	if (cfg) {
+		json_object_object_foreach(cfg, key, val) {
+			size_t i;
+
+			(void)val;
+			for (i = 0; i < PC_ARRAY_SIZE(cmd_keys); i++)
+				if (strcmp(key, cmd_keys[i]) == 0)
+					break;
+			if (i == PC_ARRAY_SIZE(cmd_keys)) {
+				snprintf(err, errlen,
+					 "unknown key '%s' (valid: driver, on, off, get, timeout_ms)", key);
+				return -EINVAL;
+			}
+		}
+	}
+	if (cfg && json_object_object_get_ex(cfg, "driver", &v) &&
+	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "command"))) {
+		snprintf(err, errlen, "driver: expected \"command\"");
+		return -EINVAL;
+	}
+	rc = cmd_check_string(cfg, "on", 1, err, errlen);
+	if (!rc)
+		rc = cmd_check_string(cfg, "off", 1, err, errlen);
+	if (!rc)
+		rc = cmd_check_string(cfg, "get", 0, err, errlen);
+	if (rc)
+		return rc;
+	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v)) {
+		int64_t t = json_object_get_int64(v);
+
+		if (!json_object_is_type(v, json_type_int) || t <= 0 || t > CMD_TIMEOUT_MAX) {
+			snprintf(err, errlen, "timeout_ms: expected an integer from 1 to %d, got %s",
+				 CMD_TIMEOUT_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static char *cmd_dup(json_object *cfg, const char *key)
+{
+	json_object *v;
+
+	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
+		return NULL;
+	return strdup(json_object_get_string(v));
+}
+
+static void cmd_free(struct cmd_priv *p)
+{
+	if (!p)
+		return;
+	free(p->on);
+	free(p->off);
+	free(p->get);
+	free(p);
+}
+
+static int cmd_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
+{
+	struct cmd_priv *p = calloc(1, sizeof(*p));
+	json_object *v;
+
+	if (!p)
+		goto nomem;
+	p->on = cmd_dup(cfg, "on");
+	p->off = cmd_dup(cfg, "off");
+	p->get = cmd_dup(cfg, "get");
+	if (!p->on || !p->off)
+		goto nomem;
+	if (cfg && json_object_object_get_ex(cfg, "get", &v) && !p->get)
+		goto nomem;
+	p->timeout_ms = 10000;
+	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v))
+		p->timeout_ms = (int)json_object_get_int64(v);
+	r->priv = p;
+	return 0;
+nomem:
+	cmd_free(p);
+	cmd_errf(r, "out of memory");
+	return -ENOMEM;
+}
+
+/* The environment of the parent minus any PC_BOARD/PC_ACTION, plus ours. */
+static char **cmd_envp(const char *board, const char *action)
+{
+	size_t n = 0, k = 0;
+	char **envp;
+
+	while (environ && environ[n])
+		n++;
+	envp = calloc(n + 3, sizeof(*envp));
+	if (!envp)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strncmp(environ[i], "PC_BOARD=", 9) && strncmp(environ[i], "PC_ACTION=", 10))
+			envp[k++] = environ[i];
+	if (asprintf(&envp[k], "PC_BOARD=%s", board) < 0)
+		goto fail;
+	if (asprintf(&envp[k + 1], "PC_ACTION=%s", action) < 0) {
+		free(envp[k]);
+		goto fail;
+	}
+	return envp;
+fail:
+	free(envp);
+	return NULL;
+}
+
+static void cmd_envp_free(char **envp)
+{
+	size_t i = 0;
+
+	if (!envp)
+		return;
+	/* our two strings are the last two entries */
+	while (envp[i])
+		i++;
+	free(envp[i - 1]);
+	free(envp[i - 2]);
+	free(envp);
+}
+
+/* In the child, between fork and exec: only async-signal-safe calls. */
+static void cmd_child(const char *cmd, char **envp, int devnull, int outfd, int errfd)
+{
+	static const char msg[] = "powercut: cannot exec /bin/sh\n";
+	char *const argv[] = { "sh", "-c", (char *)cmd, NULL };
+	sigset_t none;
+
+	setpgid(0, 0);
+	if (dup2(devnull, STDIN_FILENO) < 0 || dup2(outfd, STDOUT_FILENO) < 0 ||
+	    dup2(errfd, STDERR_FILENO) < 0)
+		_exit(127);
+	/* The harness may ignore SIGPIPE or block signals; commands expect defaults. */
+	signal(SIGPIPE, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	/* Do not leak the harness's sockets into a PDU client that may linger. */
+	close_range(3, ~0U, 0);
+	execve("/bin/sh", argv, envp);
+	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(127);
+	_exit(127);
+}
+
+/* Read what is there; returns 1 on EOF or error (stop polling this fd), else 0. */
+static int cmd_drain(int fd, struct cmd_result *res, int is_err)
+{
+	char buf[1024];
+
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return errno == EAGAIN ? 0 : 1;
+		if (n == 0)
+			return 1;
+		if (!is_err) {
+			size_t room = CMD_OUT_MAX - res->outlen;
+			size_t take = (size_t)n < room ? (size_t)n : room;
+
+			memcpy(res->out + res->outlen, buf, take);
+			res->outlen += take;
+			res->out[res->outlen] = 0;
+		} else {
+			/* keep the tail: errors quote stderr's last line */
+			size_t take = (size_t)n > CMD_ERR_TAIL ? CMD_ERR_TAIL : (size_t)n;
+			const char *src = buf + (size_t)n - take;
+
+			if (res->errlen + take > CMD_ERR_TAIL) {
+				size_t drop = res->errlen + take - CMD_ERR_TAIL;
+
+				memmove(res->err, res->err + drop, res->errlen - drop);
+				res->errlen -= drop;
+			}
+			memcpy(res->err + res->errlen, src, take);
+			res->errlen += take;
+			res->err[res->errlen] = 0;
+		}
+	}
+}
+
+/* waitpid() on our own child, polling, for at most ms; 0, -ETIMEDOUT or -errno. */
+static int cmd_reap(pid_t pid, int *status, int ms)
+{
+	uint64_t deadline = pc_now_ms() + (uint64_t)ms;
+
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (pc_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		pc_sleep_us(2000);
+	}
+}
+
+/* Wait for the child and its pipes until the deadline; 0 or -ETIMEDOUT. */
+static int cmd_wait(pid_t pid, int fds[2], struct cmd_result *res, uint64_t deadline)
+{
+	for (;;) {
+		struct pollfd pfd[2];
+		nfds_t n = 0;
+		uint64_t now;
+		int wait_ms;
+		pid_t w = waitpid(pid, &res->status, WNOHANG);
+
+		if (w == pid) {
+			/* It exited: take what is buffered, but do not wait for EOF
+			 * from a background process that inherited the pipes. */
+			for (int i = 0; i < 2; i++)
+				if (fds[i] >= 0)
+					cmd_drain(fds[i], res, i);
+			return 0;
+		}
+		now = pc_now_ms();
+		if (now >= deadline)
+			return -ETIMEDOUT;
+		/* The pipes wake us on output; the cap notices an exit whose
+		 * pipes a background child still holds open. */
+		wait_ms = deadline - now > 10 ? 10 : (int)(deadline - now);
+		for (int i = 0; i < 2; i++) {
+			if (fds[i] < 0)
+				continue;
+			pfd[n].fd = fds[i];
+			pfd[n].events = POLLIN;
+			n++;
+		}
+		if (poll(pfd, n, wait_ms) < 0 && errno != EINTR)
+			return -errno;
+		for (nfds_t j = 0; j < n; j++) {
+			int i = pfd[j].fd == fds[0] ? 0 : 1;
+
+			if (pfd[j].revents && cmd_drain(fds[i], res, i)) {
+				close(fds[i]);
+				fds[i] = -1;
+			}
+		}
+	}
+}
+
+/* The last non-empty line of s, trimmed, into buf. */
+static const char *cmd_last_line(const char *s, char *buf, size_t len)
+{
+	size_t end = strlen(s), start;
+
+	while (end && (s[end - 1] == '\n' || s[end - 1] == '\r' || s[end - 1] == ' ' || s[end - 1] == '\t'))
+		end--;
+	start = end;
+	while (start && s[start - 1] != '\n')
+		start--;
+	if (end - start >= len)
+		start = end - (len - 1);
+	memcpy(buf, s + start, end - start);
+	buf[end - start] = 0;
+	return buf;
+}
+
+/*
+ * Run one command to completion within timeout_ms. 0 if it exited with
+ * status 0, else -errno with r->err saying what happened.
+ */
+static int cmd_run(struct relay *r, const char *action, const char *cmd, struct cmd_result *res)
+{
+	struct cmd_priv *p = r->priv;
+	int outp[2] = { -1, -1 }, errp[2] = { -1, -1 };
+	int devnull = -1, fds[2], rc;
+	char **envp = NULL;
+	char last[200];
+	pid_t pid;
+
+	memset(res, 0, sizeof(*res));
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
+		rc = -errno;
+		cmd_errf(r, "'%s' command: cannot set up pipes: %s", action, strerror(-rc));
+		goto out_fds;
+	}
+	envp = cmd_envp(r->board, action);
+	if (!envp) {
+		rc = -ENOMEM;
+		cmd_errf(r, "'%s' command: out of memory", action);
+		goto out_fds;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		cmd_errf(r, "'%s' command: fork: %s", action, strerror(-rc));
+		goto out_env;
+	}
+	if (pid == 0)
+		cmd_child(cmd, envp, devnull, outp[1], errp[1]);
+	/* Both sides call setpgid, so kill(-pid) works whichever runs first. */
+	setpgid(pid, pid);
+	close(outp[1]);
+	close(errp[1]);
+	outp[1] = errp[1] = -1;
+	fcntl(outp[0], F_SETFL, O_NONBLOCK);
+	fcntl(errp[0], F_SETFL, O_NONBLOCK);
+	fds[0] = outp[0];
+	fds[1] = errp[0];
+	rc = cmd_wait(pid, fds, res, pc_now_ms() + (uint64_t)p->timeout_ms);
+	outp[0] = fds[0];
+	errp[0] = fds[1];
+	if (rc < 0) {
+		/* The whole group: a shell's children would otherwise live on. */
+		kill(-pid, SIGKILL);
+		cmd_reap(pid, &res->status, CMD_REAP_MS);
+		if (rc == -ETIMEDOUT)
+			cmd_errf(r,
+				 "'%s' command timed out after %d ms; check that `%.120s` finishes "
+				 "(it was killed), or raise relay.timeout_ms", action, p->timeout_ms, cmd);
+		else
+			cmd_errf(r, "'%s' command `%.120s`: waiting for it: %s (it was killed)",
+				 action, cmd, strerror(-rc));
+		goto out_env;
+	}
+	cmd_last_line(res->err, last, sizeof(last));
+	if (WIFSIGNALED(res->status)) {
+		cmd_errf(r, "'%s' command `%.120s` was killed by signal %d%s%s",
+			 action, cmd, WTERMSIG(res->status), last[0] ? ": " : "", last);
+		rc = -EIO;
+	} else if (WEXITSTATUS(res->status) != 0) {
+		cmd_errf(r, "'%s' command `%.120s` exited with status %d: %s", action, cmd,
+			 WEXITSTATUS(res->status), last[0] ? last : "(no stderr output)");
+		rc = -EIO;
+	}
+out_env:
+	cmd_envp_free(envp);
+out_fds:
+	for (int i = 0; i < 2; i++) {
+		if (outp[i] >= 0)
+			close(outp[i]);
+		if (errp[i] >= 0)
+			close(errp[i]);
+	}
+	if (devnull >= 0)
+		close(devnull);
+	return rc;
+}
+
+static int cmd_on(struct relay *r)
+{
+	struct cmd_priv *p = r->priv;
+	struct cmd_result res;
+
+	return cmd_run(r, "on", p->on, &res);
+}
+
+static int cmd_off(struct relay *r)
+{
+	struct cmd_priv *p = r->priv;
+	struct cmd_result res;
+
+	return cmd_run(r, "off", p->off, &res);
+}
+
+static int cmd_get(struct relay *r)
+{
+	static const char *const on_words[] = { "on", "1", "true" };
+	static const char *const off_words[] = { "off", "0", "false" };
+	struct cmd_priv *p = r->priv;
+	struct cmd_result res;
+	char *s, *e;
+	int rc;
+
+	if (!p->get) {
+		cmd_errf(r, "no 'get' command configured; add relay.get to read the power state");
+		return -ENOTSUP;
+	}
+	rc = cmd_run(r, "get", p->get, &res);
+	if (rc < 0)
+		return rc;
+	s = res.out;
+	while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
+		s++;
+	e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\n' || e[-1] == '\r'))
+		e--;
+	*e = 0;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(on_words); i++) {
+		if (strcasecmp(s, on_words[i]) == 0)
+			return 1;
+		if (strcasecmp(s, off_words[i]) == 0)
+			return 0;
+	}
+	cmd_errf(r,
+		 "'get' command `%.120s` printed \"%.80s\"; expected on/off, 1/0 or true/false", p->get, s);
+	return -EPROTO;
+}
+
+static void cmd_close(struct relay *r)
+{
+	cmd_free(r->priv);
+	r->priv = NULL;
+}
+
+const struct relay_ops relay_command_ops = {
+	.name = "command",
+	.check = cmd_check,
+	.open = cmd_open,
+	.on = cmd_on,
+	.off = cmd_off,
+	.get = cmd_get,
+	.close = cmd_close,
+};

@@ -1,0 +1,517 @@
+/*
+ * relay_sim.c - the sim board's "relay": power is a process group.
+ *
+ * Power ON spawns `powercut-agent run` against an emulated eMMC whose NAND is
+ * <state_dir>/media.img. Power OFF is SIGKILL of the agent's whole process
+ * group: the cut lands wherever the agent happens to be, mid-write or
+ * mid-program, exactly as asynchronous as a real relay. The media file
+ * survives; the emulated volatile cache dies with the process.
+ *
+ * The agent is the leader of its own group (both sides call setpgid, so
+ * kill(-pid) works whichever runs first). We reap only our own pid, never
+ * install signal handlers, and bound every wait.
+ */
+#include "relay.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../common/util.h"
+
+#define SIM_MS_MAX	3600000	/* an hour: anything longer is a typo */
+#define SIM_REAP_MS	2000	/* after SIGKILL the agent is gone at once; bound it anyway */
+
+struct sim_priv {
+	char media[PATH_MAX];
+	char log[PATH_MAX];
+	char agent[PATH_MAX];
+	char connect[128];
+	char profile[128];
+	uint64_t size, seed;
+	uint64_t record_size, program_us, cache_sectors;
+	double rate;
+	int boot_delay_ms, timeout_ms;
+	pid_t pid;		/* the agent, leader of its process group; 0 when off */
+};
+
+/* Paths make messages long; truncating one is better than failing. */
+static void sim_errf(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sim_errf(struct relay *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+}
+
+static const char *const sim_keys[] = { "driver", "boot_delay_ms", "timeout_ms" };
+
+static int sim_check_int(json_object *cfg, const char *key, int64_t min, char *err, size_t errlen)
+{
+	json_object *v;
+	int64_t x;
+
+	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
+		return 0;
+	x = json_object_get_int64(v);
+	if (!json_object_is_type(v, json_type_int) || x < min || x > SIM_MS_MAX) {
+		snprintf(err, errlen, "%s: expected an integer from %" PRId64 " to %d, got %s", key, min,
+			 SIM_MS_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int sim_check(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v;
+
+	if (cfg && !json_object_is_type(cfg, json_type_object)) {
+		snprintf(err, errlen, "expected an object");
+		return -EINVAL;
+	}
+	if (cfg) {
+		json_object_object_foreach(cfg, key, val) {
+			size_t i;
+
+			(void)val;
+			for (i = 0; i < PC_ARRAY_SIZE(sim_keys); i++)
+				if (strcmp(key, sim_keys[i]) == 0)
+					break;
+			if (i == PC_ARRAY_SIZE(sim_keys)) {
+				snprintf(err, errlen, "unknown key '%s' (valid: driver, boot_delay_ms, timeout_ms)",
+					 key);
+				return -EINVAL;
+			}
+		}
+	}
+	if (cfg && json_object_object_get_ex(cfg, "driver", &v) &&
+	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "sim"))) {
+		snprintf(err, errlen, "driver: expected \"sim\"");
+		return -EINVAL;
+	}
+	if (sim_check_int(cfg, "boot_delay_ms", 0, err, errlen) ||
+	    sim_check_int(cfg, "timeout_ms", 1, err, errlen))
+		return -EINVAL;
+	return 0;
+}
+
+/* A number from the device section: an integer, or (sizes) "4M"-style text. */
+static int sim_dev_u64(struct relay *r, json_object *dev, const char *key, int suffixes, uint64_t def,
+		       uint64_t *out)
+{
+	json_object *v;
+	int64_t x;
+
+	*out = def;
+	if (!dev || !json_object_object_get_ex(dev, key, &v))
+		return 0;
+	x = json_object_get_int64(v);
+	if (json_object_is_type(v, json_type_int) && x >= 0) {
+		*out = (uint64_t)x;
+		return 0;
+	}
+	if (suffixes && json_object_is_type(v, json_type_string) &&
+	    pc_parse_u64(json_object_get_string(v), 1, out) == 0)
+		return 0;
+	sim_errf(r, "device.%s: expected %s, got %s", key,
+		 suffixes ? "bytes (an integer or a string like \"4M\")" : "an integer >= 0",
+		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	return -EINVAL;
+}
+
+static int sim_read_device(struct relay *r, struct sim_priv *p, json_object *dev)
+{
+	json_object *v;
+
+	if (sim_dev_u64(r, dev, "size", 1, 4u << 20, &p->size) ||
+	    sim_dev_u64(r, dev, "record_size", 0, 4096, &p->record_size) ||
+	    sim_dev_u64(r, dev, "program_us", 0, 20, &p->program_us) ||
+	    sim_dev_u64(r, dev, "cache_sectors", 0, 256, &p->cache_sectors) ||
+	    sim_dev_u64(r, dev, "seed", 0, 1, &p->seed))
+		return -EINVAL;
+	pc_strlcpy(p->profile, "honest", sizeof(p->profile));
+	if (dev && json_object_object_get_ex(dev, "profile", &v)) {
+		if (!json_object_is_type(v, json_type_string)) {
+			sim_errf(r, "device.profile: expected a string like \"honest\"");
+			return -EINVAL;
+		}
+		pc_strlcpy(p->profile, json_object_get_string(v), sizeof(p->profile));
+	}
+	p->rate = 0.01;
+	if (dev && json_object_object_get_ex(dev, "rate", &v)) {
+		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
+			sim_errf(r, "device.rate: expected a number from 0 to 1");
+			return -EINVAL;
+		}
+		p->rate = json_object_get_double(v);
+	}
+	return 0;
+}
+
+/* Shortest text that reads back as the same double, so argv is exact. */
+static void sim_fmt_double(char *buf, size_t len, double d)
+{
+	snprintf(buf, len, "%.15g", d);
+	if (strtod(buf, NULL) != d)
+		snprintf(buf, len, "%.17g", d);
+}
+
+/*
+ * fork+exec argv[0] in its own process group, stdin from /dev/null, stdout
+ * and stderr to outfd. A CLOEXEC pipe reports a failed exec to us, so a
+ * wrong agent path is an error here rather than a silent dead board.
+ */
+static int sim_spawn(struct relay *r, char *const argv[], int outfd, pid_t *pidp)
+{
+	int ep[2] = { -1, -1 }, devnull, rc = 0, child_errno = 0;
+	ssize_t n;
+	pid_t pid;
+
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || pipe2(ep, O_CLOEXEC) < 0) {
+		rc = -errno;
+		sim_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		sim_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
+		goto out;
+	}
+	if (pid == 0) {
+		sigset_t none;
+
+		setpgid(0, 0);
+		if (dup2(devnull, STDIN_FILENO) < 0 || dup2(outfd, STDOUT_FILENO) < 0 ||
+		    dup2(outfd, STDERR_FILENO) < 0)
+			_exit(127);
+		/* The harness may ignore SIGPIPE or block signals; the agent expects defaults. */
+		signal(SIGPIPE, SIG_DFL);
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* Keep the harness's sockets out of the board (ep[1] is CLOEXEC already). */
+		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		execv(argv[0], argv);
+		child_errno = errno;
+		if (write(ep[1], &child_errno, sizeof(child_errno)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	setpgid(pid, pid);
+	close(ep[1]);
+	ep[1] = -1;
+	do
+		n = read(ep[0], &child_errno, sizeof(child_errno));
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)sizeof(child_errno)) {
+		waitpid(pid, NULL, 0);	/* it _exit()s right after the write */
+		rc = -child_errno;
+		sim_errf(r, "cannot run agent %s: %s; give the powercut-agent binary (--agent)",
+			 argv[0], strerror(child_errno));
+		goto out;
+	}
+	*pidp = pid;
+out:
+	if (ep[0] >= 0)
+		close(ep[0]);
+	if (ep[1] >= 0)
+		close(ep[1]);
+	if (devnull >= 0)
+		close(devnull);
+	return rc;
+}
+
+/* waitpid() on our own child, polling, for at most ms; 0, -ETIMEDOUT or -errno. */
+static int sim_reap(pid_t pid, int *status, uint64_t ms)
+{
+	uint64_t deadline = pc_now_ms() + ms;
+	uint64_t sleep_us = 500;
+
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (pc_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		pc_sleep_us(sleep_us);
+		if (sleep_us < 20000)
+			sleep_us *= 2;
+	}
+}
+
+/* The last non-empty line of a log file, for error messages. */
+static const char *sim_log_tail(const char *path, char *buf, size_t len)
+{
+	char tail[1024];
+	size_t end, start;
+	ssize_t n = -1;
+	off_t size;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	buf[0] = 0;
+	if (fd < 0)
+		return buf;
+	size = lseek(fd, 0, SEEK_END);
+	if (size >= 0)
+		n = pread(fd, tail, sizeof(tail) - 1, size > (off_t)sizeof(tail) - 1 ? size - (off_t)sizeof(tail) + 1 : 0);
+	close(fd);
+	if (n <= 0)
+		return buf;
+	tail[n] = 0;
+	end = strlen(tail);
+	while (end && (tail[end - 1] == '\n' || tail[end - 1] == '\r' || tail[end - 1] == ' '))
+		end--;
+	start = end;
+	while (start && tail[start - 1] != '\n')
+		start--;
+	if (end - start >= len)
+		start = end - (len - 1);
+	memcpy(buf, tail + start, end - start);
+	buf[end - start] = 0;
+	return buf;
+}
+
+/* A half-prepared media must not pass for a resumed one next time. */
+static void sim_discard_media(struct sim_priv *p)
+{
+	char truth[PATH_MAX + 16];
+
+	unlink(p->media);
+	snprintf(truth, sizeof(truth), "%s.truth.jsonl", p->media);
+	unlink(truth);
+}
+
+/* Run `agent prepare` synchronously, bounded by timeout_ms. */
+static int sim_prepare(struct relay *r, struct sim_priv *p)
+{
+	char dev[PATH_MAX + 8], size[32], rs[32], seed[32], last[200];
+	char *argv[] = { p->agent, "prepare", "--device", dev, "--size", size, "--record-size", rs,
+			 "--seed", seed, "--yes", NULL };
+	struct stat st;
+	pid_t pid = 0;
+	int fd, rc, status = 0;
+
+	snprintf(dev, sizeof(dev), "sim:%s", p->media);
+	snprintf(size, sizeof(size), "%" PRIu64, p->size);
+	snprintf(rs, sizeof(rs), "%" PRIu64, p->record_size);
+	snprintf(seed, sizeof(seed), "%" PRIu64, p->seed);
+	fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		sim_errf(r, "cannot create %s: %s", p->log, strerror(-rc));
+		return rc;
+	}
+	rc = sim_spawn(r, argv, fd, &pid);
+	close(fd);
+	if (rc < 0)
+		return rc;
+	rc = sim_reap(pid, &status, (uint64_t)p->timeout_ms);
+	if (rc == -ETIMEDOUT) {
+		kill(-pid, SIGKILL);
+		sim_reap(pid, &status, SIM_REAP_MS);
+		sim_discard_media(p);
+		sim_errf(r,
+			 "preparing %s timed out after %d ms (killed); see %s, or raise relay.timeout_ms",
+			 p->media, p->timeout_ms, p->log);
+		return rc;
+	}
+	if (rc < 0) {
+		sim_errf(r, "waiting for '%s prepare': %s", p->agent, strerror(-rc));
+		return rc;
+	}
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		sim_discard_media(p);
+		sim_log_tail(p->log, last, sizeof(last));
+		sim_errf(r, "preparing %s failed (%s %d): %s; see %s", p->media,
+			 WIFEXITED(status) ? "exit status" : "signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			 last[0] ? last : "(no output)", p->log);
+		return -EIO;
+	}
+	if (stat(p->media, &st) < 0) {
+		sim_errf(r, "'%s prepare' succeeded but %s does not exist; see %s",
+			 p->agent, p->media, p->log);
+		return -ENOENT;
+	}
+	return 0;
+}
+
+static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
+{
+	struct sim_priv *p;
+	struct stat st;
+	json_object *v;
+	int rc;
+
+	if (!ctx || !ctx->agent_path || !ctx->state_dir || !ctx->connect) {
+		sim_errf(r, "needs the agent binary, a state folder and the harness address");
+		return -EINVAL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		sim_errf(r, "out of memory");
+		return -ENOMEM;
+	}
+	p->timeout_ms = 10000;
+	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v))
+		p->timeout_ms = (int)json_object_get_int64(v);
+	if (cfg && json_object_object_get_ex(cfg, "boot_delay_ms", &v))
+		p->boot_delay_ms = (int)json_object_get_int64(v);
+	rc = sim_read_device(r, p, ctx->device);
+	if (rc < 0)
+		goto fail;
+	if ((size_t)snprintf(p->media, sizeof(p->media), "%s/media.img", ctx->state_dir) >= sizeof(p->media) ||
+	    (size_t)snprintf(p->log, sizeof(p->log), "%s/prepare.log", ctx->state_dir) >= sizeof(p->log) ||
+	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(ctx->connect) >= sizeof(p->connect)) {
+		rc = -ENAMETOOLONG;
+		sim_errf(r, "state folder, agent path or address too long");
+		goto fail;
+	}
+	pc_strlcpy(p->agent, ctx->agent_path, sizeof(p->agent));
+	pc_strlcpy(p->connect, ctx->connect, sizeof(p->connect));
+	rc = pc_mkdir_p(ctx->state_dir, 0755);
+	if (rc < 0) {
+		sim_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
+		goto fail;
+	}
+	/* An existing media is a resumed campaign's device: keep its contents. */
+	if (stat(p->media, &st) == 0) {
+		r->priv = p;
+		return 0;
+	}
+	if (errno != ENOENT) {
+		rc = -errno;
+		sim_errf(r, "cannot stat %s: %s", p->media, strerror(-rc));
+		goto fail;
+	}
+	rc = sim_prepare(r, p);
+	if (rc < 0)
+		goto fail;
+	r->priv = p;
+	return 0;
+fail:
+	free(p);
+	return rc;
+}
+
+/* Cut: SIGKILL the whole group, then reap the leader. 0 or -ETIMEDOUT. */
+static int sim_cut(struct relay *r, struct sim_priv *p)
+{
+	int rc;
+
+	if (kill(-p->pid, SIGKILL) < 0 && errno != ESRCH) {
+		rc = -errno;
+		sim_errf(r, "kill agent group %d: %s", (int)p->pid, strerror(-rc));
+		return rc;
+	}
+	rc = sim_reap(p->pid, NULL, SIM_REAP_MS);
+	if (rc == -ETIMEDOUT) {
+		/* Power is cut (the kill is pending); a later off/get reaps it. */
+		sim_errf(r, "agent pid %d still not gone %d ms after SIGKILL; "
+			 "it is stuck in the kernel, check dmesg", (int)p->pid, SIM_REAP_MS);
+		return rc;
+	}
+	/* ECHILD: someone else reaped it; either way it is gone. */
+	p->pid = 0;
+	return 0;
+}
+
+static int sim_get(struct relay *r)
+{
+	struct sim_priv *p = r->priv;
+	siginfo_t si;
+
+	if (!p->pid)
+		return 0;
+	memset(&si, 0, sizeof(si));
+	/* Look without reaping: the group id stays ours until the cut below. */
+	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+		return 1;
+	/* The agent exited on its own: take down whatever it left in its group. */
+	return sim_cut(r, p) < 0 ? -ETIMEDOUT : 0;
+}
+
+static int sim_on(struct relay *r)
+{
+	struct sim_priv *p = r->priv;
+	char dev[PATH_MAX + 8], pus[32], cache[32], seed[32], rate[40], delay[32];
+	char *argv[] = { p->agent, "run", "--device", dev, "--sim-profile", p->profile,
+			 "--sim-program-us", pus, "--sim-cache-sectors", cache, "--sim-seed", seed,
+			 "--sim-rate", rate, "--connect", p->connect, "--board", r->board,
+			 "--boot-delay-ms", delay, NULL };
+	int fd, rc;
+
+	rc = sim_get(r);
+	if (rc < 0)
+		return rc;
+	if (rc == 1) {
+		sim_errf(r, "already on (agent pid %d); switch it off first", (int)p->pid);
+		return -EBUSY;
+	}
+	snprintf(dev, sizeof(dev), "sim:%s", p->media);
+	snprintf(pus, sizeof(pus), "%" PRIu64, p->program_us);
+	snprintf(cache, sizeof(cache), "%" PRIu64, p->cache_sectors);
+	snprintf(seed, sizeof(seed), "%" PRIu64, p->seed);
+	sim_fmt_double(rate, sizeof(rate), p->rate);
+	snprintf(delay, sizeof(delay), "%d", p->boot_delay_ms);
+	if (r->console[0])
+		fd = open(r->console, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	else
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		sim_errf(r, "cannot open console log %s: %s",
+			 r->console[0] ? r->console : "/dev/null", strerror(-rc));
+		return rc;
+	}
+	rc = sim_spawn(r, argv, fd, &p->pid);
+	close(fd);
+	return rc;
+}
+
+static int sim_off(struct relay *r)
+{
+	struct sim_priv *p = r->priv;
+
+	if (!p->pid)
+		return 0;
+	return sim_cut(r, p);
+}
+
+static void sim_close(struct relay *r)
+{
+	struct sim_priv *p = r->priv;
+
+	if (!p)
+		return;
+	if (p->pid)
+		sim_cut(r, p);
+	free(p);
+	r->priv = NULL;
+}
+
+const struct relay_ops relay_sim_ops = {
+	.name = "sim",
+	.check = sim_check,
+	.open = sim_open,
+	.on = sim_on,
+	.off = sim_off,
+	.get = sim_get,
+	.close = sim_close,
+};

@@ -1,0 +1,47 @@
+/*
+ * sim_truth.h - the emulated eMMC's ground-truth log, <media>.truth.jsonl.
+ * Private to sim/: emmc.c is its only user. Format in docs/sim.md.
+ *
+ * One JSON object a line, each line one write() on an O_APPEND descriptor.
+ * Lines that record an injected fault are fdatasync'd before the fault is
+ * committed, so a power cut can never hide one. At power-on the log of the
+ * previous session is settled against the media: which of the writes the
+ * device lied about did not survive.
+ *
+ * Functions return 0 or -errno; err names the log file.
+ */
+#ifndef PC_SIM_TRUTH_H
+#define PC_SIM_TRUTH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sim_truth;
+
+/* One cached write request as the log describes it. */
+struct sim_truth_ent {
+	uint64_t lba;		/* device LBA of its first sector */
+	uint32_t n;		/* sectors */
+	uint64_t seq;		/* record header seq of its first sector */
+	int raw;		/* not a powercut record (superblock...): never settled */
+};
+
+/*
+ * Open (create) the log of media, find the session number and settle the
+ * previous session against the media image map of sectors sectors. The
+ * caller then starts the session with sim_truth_power_on(). *out is freed
+ * with sim_truth_close().
+ */
+int sim_truth_open(const char *media, const uint8_t *map, uint64_t sectors,
+		   struct sim_truth **out, char *err, size_t errlen);
+int sim_truth_power_on(struct sim_truth *t, const char *profile, uint32_t cache_sectors,
+		       uint32_t program_us, char *err, size_t errlen);
+uint32_t sim_truth_session(const struct sim_truth *t);
+/* Log (and fdatasync) a flush that destaged nothing, listing what it left cached. */
+int sim_truth_flush_lie(struct sim_truth *t, const struct sim_truth_ent *ents, size_t n);
+/* Log (and fdatasync) a FUA write about to be cached instead of programmed. */
+int sim_truth_fua_ignored(struct sim_truth *t, const struct sim_truth_ent *e);
+/* Accepts NULL. */
+void sim_truth_close(struct sim_truth *t);
+
+#endif

@@ -1,0 +1,369 @@
+/*
+ * test_config.c - campaign configuration: good documents parse to the right
+ * values, and every bad one is refused with the exact message a user reads.
+ */
+#include "suites.h"
+
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../common/record.h"
+#include "../../common/util.h"
+#include "../../harness/config.h"
+
+/* Test documents are written with ' for " to stay readable. */
+static char *J(const char *s)
+{
+	static char buf[8192];
+	size_t i;
+
+	for (i = 0; s[i] && i < sizeof(buf) - 1; i++)
+		buf[i] = s[i] == '\'' ? '"' : s[i];
+	buf[i] = 0;
+	return buf;
+}
+
+#define MIN_BOARD "{'name':'b1','relay':{'driver':'sim'}}"
+#define DOC(boards) "{'campaign':'t','cycles':3,'boards':[" boards "]}"
+#define DOC_D(defaults, boards) "{'campaign':'t','cycles':3,'defaults':" defaults ",'boards':[" boards "]}"
+
+static void test_minimal(void)
+{
+	struct campaign_cfg c;
+	char err[512];
+	struct board_cfg *b;
+	json_object *v;
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC(MIN_BOARD)), "min.json", &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.name, "t");
+	CU_ASSERT_STRING_EQUAL(c.path, "min.json");
+	CU_ASSERT_EQUAL(c.cycles, 3);
+	CU_ASSERT_EQUAL(c.seed, 1);
+	CU_ASSERT_STRING_EQUAL(c.listen, "127.0.0.1:0");
+	CU_ASSERT_EQUAL_FATAL(c.nboards, 1);
+	b = &c.boards[0];
+	CU_ASSERT_STRING_EQUAL(b->name, "b1");
+	CU_ASSERT_STRING_EQUAL(b->relay_driver, "sim");
+	CU_ASSERT_STRING_EQUAL(b->backend, "sim");
+	CU_ASSERT_EQUAL(b->record_size, 4096);
+	CU_ASSERT_EQUAL(b->pattern, PC_PAT_SEQUENTIAL);
+	CU_ASSERT_EQUAL_FATAL(b->nmodes, 2);
+	CU_ASSERT_EQUAL(b->modes[0], PC_MODE_FUA);
+	CU_ASSERT_EQUAL(b->modes[1], PC_MODE_FLUSH);
+	CU_ASSERT_EQUAL(b->records_per_cycle, 200);
+	CU_ASSERT_EQUAL(b->flush_every, 8);
+	CU_ASSERT_EQUAL(b->queue_depth, 4);
+	CU_ASSERT_EQUAL(b->cut, CUT_RANDOM);
+	CU_ASSERT_EQUAL(b->cut_min, 5);
+	CU_ASSERT_EQUAL(b->cut_max, 60);
+	CU_ASSERT_EQUAL(b->boot_timeout_ms, 10000);
+	CU_ASSERT_EQUAL(b->boot_retries, 2);
+	CU_ASSERT_EQUAL(b->verify_timeout_ms, 60000);
+	CU_ASSERT_EQUAL(b->work_timeout_ms, 60000);
+	CU_ASSERT_EQUAL(b->off_ms, 20);
+	/* the device section is borrowed from the resolved root, defaults filled in */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b->device);
+	CU_ASSERT_TRUE(json_object_object_get_ex(b->device, "size", &v) && json_object_get_int64(v) == 4 << 20);
+	CU_ASSERT_TRUE(json_object_object_get_ex(b->device, "profile", &v) &&
+		       strcmp(json_object_get_string(v), "honest") == 0);
+	CU_ASSERT_TRUE(json_object_object_get_ex(b->device, "rate", &v) && json_object_get_double(v) == 0.01);
+	CU_ASSERT_TRUE(json_object_object_get_ex(b->relay, "driver", &v) &&
+		       strcmp(json_object_get_string(v), "sim") == 0);
+	config_free(&c);
+	config_free(&c);	/* twice is fine */
+	CU_ASSERT_PTR_NULL(c.root);
+}
+
+static void test_full_values(void)
+{
+	struct campaign_cfg c;
+	char err[512];
+	struct board_cfg *b;
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J("{'campaign':'x.y-z_1','cycles':10000000,'seed':42,"
+		"'listen':'0.0.0.0:7878','boards':[{'name':'p','relay':{'driver':'sim','boot_delay_ms':5},"
+		"'device':{'backend':'sim','record_size':8192,'size':'16M','profile':'lying-flush','program_us':0,"
+		"'cache_sectors':0,'seed':9,'rate':1},'pattern':'random','modes':['fua+flush','journal','none'],"
+		"'records_per_cycle':2046,'flush_every':1,'queue_depth':32,"
+		"'cut':{'at':'acks','acks':[1,10000000]},'boot_timeout_ms':1,'boot_retries':100,"
+		"'verify_timeout_ms':7,'work_timeout_ms':8,'off_ms':600000}]}"), "full", &c, err, sizeof(err)), 0);
+	b = &c.boards[0];
+	CU_ASSERT_EQUAL(c.cycles, 10000000);
+	CU_ASSERT_EQUAL(c.seed, 42);
+	CU_ASSERT_STRING_EQUAL(c.listen, "0.0.0.0:7878");
+	CU_ASSERT_EQUAL(b->record_size, 8192);
+	CU_ASSERT_EQUAL(b->pattern, PC_PAT_RANDOM);
+	CU_ASSERT_EQUAL(b->nmodes, 3);
+	CU_ASSERT_EQUAL(b->modes[0], PC_MODE_FUA_FLUSH);
+	CU_ASSERT_EQUAL(b->modes[2], PC_MODE_NONE);
+	/* (16M / 512 - 16) / 16 = 2047 slots: 2046 records fit */
+	CU_ASSERT_EQUAL(b->records_per_cycle, 2046);
+	CU_ASSERT_EQUAL(b->cut, CUT_ACKS);
+	CU_ASSERT_EQUAL(b->cut_min, 1);
+	CU_ASSERT_EQUAL(b->cut_max, 10000000);
+	CU_ASSERT_EQUAL(b->off_ms, 600000);
+	CU_ASSERT_EQUAL(b->work_timeout_ms, 8);
+	config_free(&c);
+}
+
+/* defaults merge into each board, section by section; board keys win */
+static void test_defaults(void)
+{
+	struct campaign_cfg c;
+	char err[512];
+	json_object *v, *relay;
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC_D(
+		"{'relay':{'driver':'sim','boot_delay_ms':7},'device':{'size':'8M','profile':'lying-flush'},"
+		"'records_per_cycle':100,'modes':['flush'],'cut':{'window_ms':[1,2]}}",
+		"{'name':'a'},"
+		"{'name':'b','device':{'profile':'honest'},'records_per_cycle':50,'cut':{'at':'acks','acks':[3,4]}},"
+		"{'name':'c','relay':{'driver':'command','on':'true','off':'true'}}")),
+		"defaults.json", &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(c.nboards, 3);
+	CU_ASSERT_EQUAL(c.boards[0].records_per_cycle, 100);
+	CU_ASSERT_EQUAL(c.boards[1].records_per_cycle, 50);
+	CU_ASSERT_EQUAL(c.boards[0].nmodes, 1);
+	CU_ASSERT_EQUAL(c.boards[0].modes[0], PC_MODE_FLUSH);
+	CU_ASSERT_EQUAL(c.boards[0].cut, CUT_RANDOM);
+	CU_ASSERT_EQUAL(c.boards[0].cut_min, 1);
+	CU_ASSERT_EQUAL(c.boards[0].cut_max, 2);
+	/* a different cut kind replaces the default's section */
+	CU_ASSERT_EQUAL(c.boards[1].cut, CUT_ACKS);
+	CU_ASSERT_EQUAL(c.boards[1].cut_min, 3);
+	CU_ASSERT_EQUAL(c.boards[1].cut_max, 4);
+	CU_ASSERT_TRUE(json_object_object_get_ex(c.boards[0].device, "profile", &v) &&
+		       strcmp(json_object_get_string(v), "lying-flush") == 0);
+	CU_ASSERT_TRUE(json_object_object_get_ex(c.boards[1].device, "profile", &v) &&
+		       strcmp(json_object_get_string(v), "honest") == 0);
+	/* merged: size from defaults, profile from the board */
+	CU_ASSERT_TRUE(json_object_object_get_ex(c.boards[1].device, "size", &v) &&
+		       json_object_get_int64(v) == 8 << 20);
+	relay = c.boards[0].relay;
+	CU_ASSERT_TRUE(json_object_object_get_ex(relay, "boot_delay_ms", &v) && json_object_get_int(v) == 7);
+	/* another driver replaces the relay section: no boot_delay_ms leaks into it */
+	CU_ASSERT_STRING_EQUAL(c.boards[2].relay_driver, "command");
+	CU_ASSERT_FALSE(json_object_object_get_ex(c.boards[2].relay, "boot_delay_ms", &v));
+	/* boards do not share json objects */
+	CU_ASSERT_PTR_NOT_EQUAL(c.boards[0].relay, c.boards[1].relay);
+	config_free(&c);
+}
+
+/* The resolved document is a configuration that loads to the same thing. */
+static void test_roundtrip(void)
+{
+	struct campaign_cfg c, d;
+	char err[512], *text;
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC_D("{'device':{'size':'8M'},'queue_depth':2}",
+		"{'name':'a','relay':{'driver':'sim'}},{'name':'p','relay':{'driver':'sim'},"
+		"'device':{'backend':'posix','path':'/dev/mmcblk0p3','part':'Samsung 8GB'}}")),
+		"rt", &c, err, sizeof(err)), 0);
+	text = strdup(json_object_to_json_string_ext(c.root, JSON_C_TO_STRING_PLAIN));
+	CU_ASSERT_PTR_NULL(strstr(text, "defaults"));
+	CU_ASSERT_EQUAL_FATAL(config_parse(text, "rt2", &d, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(d.root, JSON_C_TO_STRING_PLAIN), text);
+	CU_ASSERT_STRING_EQUAL(d.boards[1].backend, "posix");
+	CU_ASSERT_EQUAL(d.boards[1].queue_depth, 2);
+	free(text);
+	config_free(&c);
+	config_free(&d);
+}
+
+struct bad_case {
+	const char *what;
+	const char *doc;
+	const char *msg;	/* expected substring of the error */
+};
+
+static const struct bad_case bad_cases[] = {
+	{ "unknown board key with suggestion", DOC(MIN_BOARD ",{'name':'b2','relay':{'driver':'sim'},"
+	  "'recods_per_cycle':5}"), "bad.json: boards[1]: unknown key 'recods_per_cycle' (did you mean 'records_per_cycle'?)" },
+	{ "unknown key, nothing close", DOC("{'name':'b','relay':{'driver':'sim'},'colour':1}"),
+	  "bad.json: boards[0]: unknown key 'colour'" },
+	{ "unknown top key", "{'campaign':'t','cycles':3,'cylces':4,'boards':[" MIN_BOARD "]}",
+	  "bad.json: unknown key 'cylces' (did you mean 'cycles'?)" },
+	{ "unknown device key", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'profle':'honest'}}"),
+	  "boards[0].device: unknown key 'profle' (did you mean 'profile'?)" },
+	{ "unknown defaults key", DOC_D("{'flush_evry':3}", MIN_BOARD),
+	  "bad.json: defaults: unknown key 'flush_evry' (did you mean 'flush_every'?)" },
+	{ "name in defaults", DOC_D("{'name':'x'}", MIN_BOARD), "defaults: 'name' cannot have a default" },
+	{ "cut key of the other kind", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'random','acks':[1,2]}}"),
+	  "boards[0].cut: unknown key 'acks' (only with \"at\": \"acks\")" },
+	{ "wrong type", DOC("{'name':'b','relay':{'driver':'sim'},'queue_depth':'4'}"),
+	  "boards[0].queue_depth: expected an integer (1..32), got string" },
+	{ "double for an integer", "{'campaign':'t','cycles':60.5,'boards':[" MIN_BOARD "]}",
+	  "bad.json: cycles: expected an integer (1..10000000), got double" },
+	{ "out of range", DOC("{'name':'b','relay':{'driver':'sim'},'queue_depth':33}"),
+	  "boards[0].queue_depth: 33 is out of range 1..32" },
+	{ "negative", DOC("{'name':'b','relay':{'driver':'sim'},'off_ms':-1}"),
+	  "boards[0].off_ms: -1 is out of range 0..600000" },
+	{ "out of range from defaults", DOC_D("{'queue_depth':64}", MIN_BOARD),
+	  "boards[0].queue_depth (from defaults): 64 is out of range 1..32" },
+	{ "cycles zero", "{'campaign':'t','cycles':0,'boards':[" MIN_BOARD "]}", "cycles: 0 is out of range 1..10000000" },
+	{ "missing cycles", "{'campaign':'t','boards':[" MIN_BOARD "]}", "bad.json: missing required key 'cycles'" },
+	{ "missing campaign", "{'cycles':1,'boards':[" MIN_BOARD "]}", "bad.json: missing required key 'campaign'" },
+	{ "bad campaign name", "{'campaign':'a b','cycles':1,'boards':[" MIN_BOARD "]}",
+	  "campaign: 'a b' is not a valid name" },
+	{ "no boards", "{'campaign':'t','cycles':1,'boards':[]}", "boards: expected 1 to 256 boards, got 0" },
+	{ "missing board name", DOC("{'relay':{'driver':'sim'}}"), "boards[0]: missing required key 'name'" },
+	{ "duplicate board name", DOC(MIN_BOARD "," MIN_BOARD),
+	  "boards[1].name: 'b1' is already the name of boards[0]" },
+	{ "missing relay", DOC("{'name':'b'}"), "boards[0]: missing required key 'relay'" },
+	{ "unknown mode", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua','fsync']}"),
+	  "boards[0].modes[1]: unknown mode 'fsync'" },
+	{ "unknown mode, suggestion", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['flsuh']}"),
+	  "unknown mode 'flsuh' (did you mean 'flush'?)" },
+	{ "gen0 is not a mode", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['gen0']}"),
+	  "unknown mode 'gen0'" },
+	{ "too many modes", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua','fua','fua','fua','fua',"
+	  "'fua','fua','fua','fua']}"), "boards[0].modes: expected 1 to 8 modes, got 9" },
+	{ "unknown relay driver", DOC("{'name':'b','relay':{'driver':'usbrelay'}}"),
+	  "boards[0].relay.driver: unknown driver 'usbrelay' (known: sim command" },
+	{ "relay driver check", DOC("{'name':'b','relay':{'driver':'sim','bogus':1}}"),
+	  "boards[0].relay: unknown key 'bogus'" },
+	{ "command relay without on", DOC("{'name':'b','relay':{'driver':'command','off':'x'}}"),
+	  "boards[0].relay: " },
+	{ "bad sim profile", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'profile':'lying'}}"),
+	  "boards[0].device.profile: " },
+	{ "unknown backend", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'backend':'nbd'}}"),
+	  "boards[0].device.backend: unknown backend 'nbd' (known: sim posix)" },
+	{ "sim key on posix", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'backend':'posix','profile':'x'}}"),
+	  "boards[0].device.profile: only for backend \"sim\"" },
+	{ "posix key not a string", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'backend':'posix','path':3}}"),
+	  "boards[0].device.path: expected a string" },
+	{ "record size not a multiple", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'record_size':1000}}"),
+	  "boards[0].device.record_size: 1000 is not a multiple of 512" },
+	{ "record size too big", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'record_size':2097152}}"),
+	  "boards[0].device.record_size: 2097152 is out of range 512..1048576" },
+	{ "bad size text", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'size':'4Q'}}"),
+	  "boards[0].device.size: expected bytes, as an integer or a string like \"4M\", got '4Q'" },
+	{ "size too small", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'size':4096}}"),
+	  "boards[0].device.size: region of 4096 bytes is too small" },
+	{ "rate out of range", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'rate':1.5}}"),
+	  "boards[0].device.rate: 1.5 is out of range 0..1" },
+	{ "records over the slots", DOC("{'name':'b','relay':{'driver':'sim'},'records_per_cycle':5000}"),
+	  "boards[0].records_per_cycle: 5000 exceeds the 1022 slots of a 4M sim device with 4096-byte records" },
+	{ "records over the slots, by one", DOC("{'name':'b','relay':{'driver':'sim'},'records_per_cycle':1023}"),
+	  "1023 exceeds the 1022 slots" },
+	{ "pattern", DOC("{'name':'b','relay':{'driver':'sim'},'pattern':'zigzag'}"),
+	  "boards[0].pattern: unknown pattern 'zigzag' (known: sequential random)" },
+	{ "cut plan", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'flush'}}"),
+	  "boards[0].cut.at: unknown cut plan 'flush' (known: random acks)" },
+	{ "cut window reversed", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'random','window_ms':[60,5]}}"),
+	  "boards[0].cut.window_ms: min 60 is above max 5" },
+	{ "cut window shape", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'window_ms':[1]}}"),
+	  "boards[0].cut.window_ms: expected [min, max]" },
+	{ "cut window past the work timeout", DOC("{'name':'b','relay':{'driver':'sim'},'work_timeout_ms':1000,"
+	  "'cut':{'window_ms':[5,2000]}}"), "boards[0].cut.window_ms: the window ends at 2000 ms, after work_timeout_ms" },
+	{ "cut acks zero", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'acks','acks':[0,5]}}"),
+	  "boards[0].cut.acks[0]: 0 is out of range 1..10000000" },
+	{ "listen", "{'campaign':'t','cycles':1,'listen':'nowhere','boards':[" MIN_BOARD "]}",
+	  "bad.json: listen: expected \"host:port\"" },
+	{ "top not an object", "[1,2]", "bad.json: expected a JSON object at the top, got array" },
+	{ "syntax error line:col", "{\n  'campaign': 't',\n  'cycles': 6x0\n}", "bad.json:3:14: JSON syntax error: " },
+	{ "syntax error, trailing comma", "{'campaign': 't',\n}", "bad.json:2:1: JSON syntax error: " },
+	{ "unterminated", "{'campaign': 't',\n 'cycles'", "bad.json:2:10: JSON syntax error: unexpected end of file" },
+	{ "trailing garbage", DOC(MIN_BOARD) "\n\n  x", "bad.json:3:3: JSON syntax error: trailing data after the JSON document" },
+	{ "second document", DOC(MIN_BOARD) DOC(MIN_BOARD), "JSON syntax error: trailing data" },
+	{ "empty file", "", "bad.json: empty file" },
+	{ "blank file", " \n\t\n", "bad.json: empty file" },
+};
+
+static void test_bad(void)
+{
+	for (size_t i = 0; i < PC_ARRAY_SIZE(bad_cases); i++) {
+		const struct bad_case *t = &bad_cases[i];
+		struct campaign_cfg c;
+		char err[512] = "";
+		int rc = config_parse(J(t->doc), "bad.json", &c, err, sizeof(err));
+
+		if (rc != -EINVAL || !strstr(err, t->msg))
+			fprintf(stderr, "\n  case '%s': rc %d, got \"%s\"\n  want \"%s\"\n", t->what, rc, err, t->msg);
+		CU_ASSERT_EQUAL(rc, -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, t->msg));
+		/* a failed parse leaves nothing to free */
+		CU_ASSERT_PTR_NULL(c.root);
+		CU_ASSERT_PTR_NULL(c.boards);
+	}
+}
+
+static void test_load_files(void)
+{
+	const char *dir = pc_test_tmpdir("config");
+	char path[PATH_MAX], err[512];
+	struct campaign_cfg c;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/missing.json", dir);
+	CU_ASSERT_EQUAL(config_load(path, &c, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "missing.json: cannot read: No such file or directory"));
+	CU_ASSERT_EQUAL(config_load(dir, &c, err, sizeof(err)), -EISDIR);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "cannot read: Is a directory"));
+
+	snprintf(path, sizeof(path), "%s/empty.json", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fclose(f);
+	CU_ASSERT_EQUAL(config_load(path, &c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "empty.json: empty file"));
+
+	snprintf(path, sizeof(path), "%s/ok.json", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(J(DOC(MIN_BOARD) "\n"), f);
+	fclose(f);
+	CU_ASSERT_EQUAL_FATAL(config_load(path, &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.path, path);
+	CU_ASSERT_EQUAL(c.nboards, 1);
+	config_free(&c);
+}
+
+/* Every shipped example loads (the tests run from the top of the tree). */
+static void test_shipped_configs(void)
+{
+	glob_t g;
+	struct campaign_cfg c;
+	char err[512];
+	int have_quick = 0;
+
+	CU_ASSERT_EQUAL_FATAL(glob("configs/*.json", 0, NULL, &g), 0);
+	CU_ASSERT_TRUE(g.gl_pathc >= 3);
+	for (size_t i = 0; i < g.gl_pathc; i++) {
+		int rc = config_load(g.gl_pathv[i], &c, err, sizeof(err));
+
+		if (rc)
+			fprintf(stderr, "\n  %s\n", err);
+		CU_ASSERT_EQUAL(rc, 0);
+		if (rc == 0 && strcmp(c.name, "sim-quick") == 0) {
+			have_quick = 1;
+			CU_ASSERT_EQUAL(c.nboards, 2);
+			CU_ASSERT_STRING_EQUAL(c.boards[0].name, "honest-1");
+			CU_ASSERT_STRING_EQUAL(c.boards[1].name, "lying-1");
+			CU_ASSERT_EQUAL(c.boards[1].nmodes, 2);
+		}
+		config_free(&c);
+	}
+	CU_ASSERT_TRUE(have_quick);
+	globfree(&g);
+}
+
+int suite_config(void)
+{
+	CU_pSuite s = CU_add_suite("config", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "minimal document, all defaults", test_minimal) ||
+	    !CU_add_test(s, "every key set", test_full_values) ||
+	    !CU_add_test(s, "defaults merge into boards", test_defaults) ||
+	    !CU_add_test(s, "resolved document reloads", test_roundtrip) ||
+	    !CU_add_test(s, "bad documents: exact messages", test_bad) ||
+	    !CU_add_test(s, "files: missing, directory, empty, ok", test_load_files) ||
+	    !CU_add_test(s, "configs/*.json load", test_shipped_configs))
+		return -1;
+	return 0;
+}

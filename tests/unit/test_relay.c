@@ -1,0 +1,585 @@
+/*
+ * test_relay.c - relay registry, config checks, and the command and sim
+ * drivers run against real shell commands and a fake agent script.
+ */
+#include "suites.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../common/util.h"
+#include "../../relay/relay.h"
+
+#define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
+
+/* Paths in tests are short; a vsnprintf wrapper keeps -Wformat-truncation quiet. */
+static void strf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void strf(char *buf, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+}
+
+/* Gone, or a zombie nobody reaped yet (PID 1 in a container may not). */
+static int pid_gone(pid_t pid)
+{
+	uint64_t deadline = pc_now_ms() + 2000;
+	char path[64], stat[256];
+
+	strf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	for (;;) {
+		if (kill(pid, 0) < 0 && errno == ESRCH)
+			return 1;
+		if (pc_read_text(path, stat, sizeof(stat)) == 0) {
+			const char *rp = strrchr(stat, ')');
+
+			if (rp && rp[1] == ' ' && rp[2] == 'Z')
+				return 1;
+		}
+		/* SIGKILL is delivered asynchronously: give it a moment */
+		if (pc_now_ms() >= deadline)
+			return 0;
+		pc_sleep_us(10000);
+	}
+}
+
+/* Wait for a pid file written by a child; 0 if it never appears. */
+static pid_t read_pid_file(const char *path)
+{
+	uint64_t deadline = pc_now_ms() + 5000;
+	char buf[32];
+
+	while (pc_now_ms() < deadline) {
+		if (pc_read_text(path, buf, sizeof(buf)) == 0 && buf[0])
+			return (pid_t)atoi(buf);
+		pc_sleep_us(10000);
+	}
+	return 0;
+}
+
+static int write_file(const char *path, const char *text, mode_t mode)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	int rc;
+
+	if (fd < 0)
+		return -errno;
+	rc = pc_write_all(fd, text, strlen(text));
+	close(fd);
+	return rc;
+}
+
+/* Whole file into a malloc'd string (NULL if missing). */
+static char *slurp(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	char *buf;
+	size_t n;
+
+	if (!f)
+		return NULL;
+	buf = calloc(1, 65536);
+	n = fread(buf, 1, 65535, f);
+	buf[n] = 0;
+	fclose(f);
+	return buf;
+}
+
+static void test_registry(void)
+{
+	struct relay r;
+	char err[512];
+	int rc;
+
+	CU_ASSERT_PTR_EQUAL(relay_find("sim"), &relay_sim_ops);
+	CU_ASSERT_PTR_EQUAL(relay_find("command"), &relay_command_ops);
+	CU_ASSERT_PTR_NULL(relay_find("nope"));
+	CU_ASSERT_PTR_NULL(relay_find(""));
+	CU_ASSERT_PTR_NULL(relay_find(NULL));
+	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command");
+	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command");	/* cached, still right */
+
+	rc = relay_open(&r, "nope", NULL, &(struct relay_ctx){ .board = "b1" }, err, sizeof(err));
+	CU_ASSERT_EQUAL(rc, -EINVAL);
+	CU_ASSERT_STRING_EQUAL(err, "board b1: unknown relay driver 'nope' (valid: sim command)");
+	CU_ASSERT_PTR_NULL(r.ops);
+	relay_close(&r);
+
+	/* never opened, and operations on it fail cleanly */
+	memset(&r, 0, sizeof(r));
+	CU_ASSERT_EQUAL(relay_on(&r), -EBADF);
+	CU_ASSERT_EQUAL(relay_get(&r), -EBADF);
+	relay_close(&r);
+	relay_close(NULL);
+}
+
+struct check_case {
+	const struct relay_ops *ops;
+	const char *json;
+	int rc;
+	const char *err;	/* the message starts with this */
+};
+
+static void test_check(void)
+{
+	const struct check_case cases[] = {
+		{ &relay_sim_ops, "{\"driver\":\"sim\"}", 0, NULL },
+		{ &relay_sim_ops, "{}", 0, NULL },
+		{ &relay_sim_ops, "{\"driver\":\"sim\",\"boot_delay_ms\":0,\"timeout_ms\":5000}", 0, NULL },
+		{ &relay_sim_ops, "{\"driver\":\"sim\",\"bot_delay_ms\":5}", -EINVAL,
+		  "unknown key 'bot_delay_ms' (valid: driver, boot_delay_ms, timeout_ms)" },
+		{ &relay_sim_ops, "{\"boot_delay_ms\":\"5\"}", -EINVAL,
+		  "boot_delay_ms: expected an integer from 0 to 3600000, got \"5\"" },
+		{ &relay_sim_ops, "{\"boot_delay_ms\":-1}", -EINVAL, "boot_delay_ms: expected an integer" },
+		{ &relay_sim_ops, "{\"timeout_ms\":0}", -EINVAL, "timeout_ms: expected an integer from 1" },
+		{ &relay_sim_ops, "{\"timeout_ms\":1.5}", -EINVAL, "timeout_ms: expected an integer" },
+		{ &relay_sim_ops, "{\"timeout_ms\":true}", -EINVAL, "timeout_ms: expected an integer" },
+		{ &relay_sim_ops, "{\"driver\":\"command\"}", -EINVAL, "driver: expected \"sim\"" },
+		{ &relay_sim_ops, "[1]", -EINVAL, "expected an object" },
+		{ &relay_command_ops, "{\"driver\":\"command\",\"on\":\"a\",\"off\":\"b\"}", 0, NULL },
+		{ &relay_command_ops,
+		  "{\"driver\":\"command\",\"on\":\"a\",\"off\":\"b\",\"get\":\"c\",\"timeout_ms\":200}", 0, NULL },
+		{ &relay_command_ops, "{\"driver\":\"command\",\"off\":\"b\"}", -EINVAL, "on: missing" },
+		{ &relay_command_ops, "{\"on\":\"a\"}", -EINVAL, "off: missing" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":5}", -EINVAL,
+		  "off: expected a non-empty string (a shell command), got 5" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"\"}", -EINVAL, "off: expected a non-empty string" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"get\":[]}", -EINVAL,
+		  "get: expected a non-empty string" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"of\":\"b\"}", -EINVAL,
+		  "unknown key 'of' (valid: driver, on, off, get, timeout_ms)" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"timeout_ms\":\"10s\"}", -EINVAL,
+		  "timeout_ms: expected an integer from 1 to 3600000, got \"10s\"" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"timeout_ms\":-5}", -EINVAL,
+		  "timeout_ms: expected an integer" },
+		{ &relay_command_ops, "{\"driver\":\"sim\",\"on\":\"a\",\"off\":\"b\"}", -EINVAL,
+		  "driver: expected \"command\"" },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		json_object *cfg = json_tokener_parse(cases[i].json);
+		char err[512] = "";
+		int rc;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+		rc = cases[i].ops->check(cfg, err, sizeof(err));
+		if (rc != cases[i].rc || (cases[i].err && strncmp(err, cases[i].err, strlen(cases[i].err))))
+			fprintf(stderr, "\ncase %zu (%s %s): rc %d, err '%s'\n", i, cases[i].ops->name,
+				cases[i].json, rc, err);
+		CU_ASSERT_EQUAL(rc, cases[i].rc);
+		if (cases[i].err)
+			CU_ASSERT_EQUAL(strncmp(err, cases[i].err, strlen(cases[i].err)), 0);
+		json_object_put(cfg);
+	}
+}
+
+/* A command relay for board "cmd-1" with the given commands (get may be NULL). */
+static int open_cmd(struct relay *r, const char *on, const char *off, const char *get, int timeout_ms,
+		    char *err, size_t errlen)
+{
+	json_object *cfg = json_object_new_object();
+	struct relay_ctx ctx = { .board = "cmd-1" };
+	int rc;
+
+	json_object_object_add(cfg, "driver", json_object_new_string("command"));
+	json_object_object_add(cfg, "on", json_object_new_string(on));
+	json_object_object_add(cfg, "off", json_object_new_string(off));
+	if (get)
+		json_object_object_add(cfg, "get", json_object_new_string(get));
+	if (timeout_ms)
+		json_object_object_add(cfg, "timeout_ms", json_object_new_int(timeout_ms));
+	rc = relay_open(r, "command", cfg, &ctx, err, errlen);
+	json_object_put(cfg);	/* the driver keeps copies */
+	return rc;
+}
+
+static void test_command_switch(void)
+{
+	const char *dir = pc_test_tmpdir("relay-cmd");
+	char on[PATH_MAX * 2], off[PATH_MAX * 2], get[PATH_MAX * 2], state[PATH_MAX], env[PATH_MAX];
+	char err[512], *text;
+	struct relay r;
+
+	strf(state, sizeof(state), "%s/state", dir);
+	strf(env, sizeof(env), "%s/env", dir);
+	strf(on, sizeof(on), "echo on > '%s'; echo \"$PC_BOARD $PC_ACTION\" >> '%s'", state, env);
+	strf(off, sizeof(off), "echo off > '%s'; echo \"$PC_BOARD $PC_ACTION\" >> '%s'", state, env);
+	strf(get, sizeof(get), "cat '%s'", state);
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, on, off, get, 0, err, sizeof(err)), 0);
+
+	CU_ASSERT_EQUAL(relay_on(&r), 0);
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	CU_ASSERT_EQUAL(relay_off(&r), 0);
+	CU_ASSERT_EQUAL(relay_get(&r), 0);
+	CU_ASSERT_EQUAL(relay_on(&r), 0);
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	text = slurp(env);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_STRING_EQUAL(text, "cmd-1 on\ncmd-1 off\ncmd-1 on\n");
+	free(text);
+	relay_close(&r);
+	CU_ASSERT_PTR_NULL(r.ops);
+	relay_close(&r);	/* twice is fine */
+
+	/* no get command */
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "true", "true", NULL, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(relay_on(&r), 0);
+	CU_ASSERT_EQUAL(relay_get(&r), -ENOTSUP);
+	CU_ASSERT(HAS(r.err, "board cmd-1: relay command: no 'get' command configured"));
+	relay_close(&r);
+}
+
+static void test_command_get_parse(void)
+{
+	static const struct {
+		const char *get;
+		int want;
+	} cases[] = {
+		{ "echo on", 1 }, { "echo ON", 1 }, { "printf ' True \\n\\n'", 1 }, { "echo 1", 1 },
+		{ "echo off", 0 }, { "printf 'Off'", 0 }, { "echo 0", 0 }, { "echo FALSE", 0 },
+		{ "echo maybe", -EPROTO }, { "true", -EPROTO }, { "echo on; echo off", -EPROTO },
+		{ "echo 'relay 1 is on'", -EPROTO },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		struct relay r;
+		char err[512];
+		int rc;
+
+		CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "true", "true", cases[i].get, 0, err, sizeof(err)), 0);
+		rc = relay_get(&r);
+		if (rc != cases[i].want)
+			fprintf(stderr, "\nget `%s`: %d (%s)\n", cases[i].get, rc, r.err);
+		CU_ASSERT_EQUAL(rc, cases[i].want);
+		if (cases[i].want == -EPROTO)
+			CU_ASSERT(HAS(r.err, "board cmd-1: relay command: 'get' command"));
+		relay_close(&r);
+	}
+	{
+		struct relay r;
+		char err[512];
+
+		CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "true", "true", "echo maybe", 0, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(relay_get(&r), -EPROTO);
+		CU_ASSERT(HAS(r.err, "printed \"maybe\""));
+		relay_close(&r);
+	}
+}
+
+static void test_command_fail(void)
+{
+	struct relay r;
+	char err[512];
+
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "echo 'ignored' >&2; echo 'pdu: outlet 9 does not exist' >&2; exit 3",
+				       "kill -9 $$", "exit 1", 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(relay_on(&r), -EIO);
+	CU_ASSERT(HAS(r.err, "board cmd-1: relay command: 'on' command `"));
+	CU_ASSERT(HAS(r.err, "exited with status 3: pdu: outlet 9 does not exist"));
+	CU_ASSERT_EQUAL(relay_off(&r), -EIO);
+	CU_ASSERT(HAS(r.err, "'off' command `kill -9 $$` was killed by signal 9"));
+	CU_ASSERT_EQUAL(relay_get(&r), -EIO);
+	CU_ASSERT(HAS(r.err, "'get' command `exit 1` exited with status 1: (no stderr output)"));
+	relay_close(&r);
+
+	/* a command that is not there: the shell says so, we quote it */
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "/nonexistent/pduclient --on", "true", NULL, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(relay_on(&r), -EIO);
+	CU_ASSERT(HAS(r.err, "exited with status 127"));
+	CU_ASSERT(HAS(r.err, "/nonexistent/pduclient"));
+	relay_close(&r);
+}
+
+static void test_command_timeout(void)
+{
+	const char *dir = pc_test_tmpdir("relay-timeout");
+	char on[PATH_MAX * 3], shpid[PATH_MAX], sleeppid[PATH_MAX], bgpid[PATH_MAX], off[PATH_MAX * 2];
+	char err[512];
+	struct relay r;
+	uint64_t t0;
+	pid_t sh, sl, bg;
+	int rc;
+
+	strf(shpid, sizeof(shpid), "%s/sh.pid", dir);
+	strf(sleeppid, sizeof(sleeppid), "%s/sleep.pid", dir);
+	strf(bgpid, sizeof(bgpid), "%s/bg.pid", dir);
+	strf(on, sizeof(on), "echo $$ > '%s'; sleep 5 & echo $! > '%s'; wait", shpid, sleeppid);
+	/* exits at once but leaves a background child holding stdout/stderr */
+	strf(off, sizeof(off), "sleep 30 & echo $! > '%s'", bgpid);
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, on, off, NULL, 200, err, sizeof(err)), 0);
+
+	t0 = pc_now_ms();
+	rc = relay_on(&r);
+	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+	CU_ASSERT(pc_now_ms() - t0 < 4000);
+	CU_ASSERT(HAS(r.err, "board cmd-1: relay command: 'on' command timed out after 200 ms; check"));
+	sh = read_pid_file(shpid);
+	sl = read_pid_file(sleeppid);
+	CU_ASSERT_FATAL(sh > 0 && sl > 0);
+	CU_ASSERT(pid_gone(sh));
+	CU_ASSERT(pid_gone(sl));	/* the whole process group went */
+
+	relay_close(&r);
+
+	/* The shell's exit counts, not EOF on pipes a background child holds. */
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "true", off, NULL, 3000, err, sizeof(err)), 0);
+	rc = relay_off(&r);
+	if (rc)
+		fprintf(stderr, "\noff: %s\n", r.err);
+	CU_ASSERT_EQUAL(rc, 0);
+	bg = read_pid_file(bgpid);
+	CU_ASSERT(bg > 0);
+	if (bg > 0)
+		kill(bg, SIGKILL);
+	relay_close(&r);
+}
+
+static const char fake_agent[] =
+	"#!/bin/sh\n"
+	"# fake powercut-agent for test_relay.c\n"
+	"dir=$(dirname \"$0\")\n"
+	"cmd=$1\n"
+	"printf '%s\\n' \"$@\" > \"$dir/$cmd.args\"\n"
+	"case \"$cmd\" in\n"
+	"prepare)\n"
+	"\techo x >> \"$dir/prepare.count\"\n"
+	"\twhile [ $# -gt 0 ]; do\n"
+	"\t\tif [ \"$1\" = --device ]; then media=${2#sim:}; fi\n"
+	"\t\tshift\n"
+	"\tdone\n"
+	"\t: > \"$media\"\n"
+	"\t# a failure half-way leaves a half-prepared media behind\n"
+	"\tif [ -n \"$FAKE_PREPARE_FAIL\" ]; then echo 'writing superblock'; echo 'fatal: no space' >&2; exit 2; fi\n"
+	"\tif [ -n \"$FAKE_PREPARE_HANG\" ]; then sleep 5 & echo $! > \"$dir/prepare-sleep.pid\"; wait; fi\n"
+	"\techo \"prepared $media\"\n"
+	"\t;;\n"
+	"run)\n"
+	"\techo 'agent booting'\n"
+	"\tsleep 100 &\n"
+	"\techo $! > \"$dir/child.pid\"\n"
+	"\techo $$ > \"$dir/agent.pid\"\n"
+	"\twait\n"
+	"\t;;\n"
+	"esac\n";
+
+struct sim_fixture {
+	char dir[PATH_MAX];
+	char agent[PATH_MAX + 16];
+	char state[PATH_MAX + 16];
+	char media[PATH_MAX + 32];
+	json_object *device, *cfg;
+	struct relay_ctx ctx;
+};
+
+static void sim_fixture_init(struct sim_fixture *f, const char *name)
+{
+	pc_strlcpy(f->dir, pc_test_tmpdir(name), sizeof(f->dir));
+	strf(f->agent, sizeof(f->agent), "%s/fake-agent", f->dir);
+	strf(f->state, sizeof(f->state), "%s/state/honest-1", f->dir);
+	strf(f->media, sizeof(f->media), "%s/media.img", f->state);
+	CU_ASSERT_EQUAL(write_file(f->agent, fake_agent, 0755), 0);
+	f->device = json_tokener_parse("{\"backend\":\"sim\",\"size\":\"8M\",\"profile\":\"lying-flush\","
+				       "\"seed\":7,\"rate\":0.1,\"program_us\":50}");
+	f->cfg = json_tokener_parse("{\"driver\":\"sim\",\"boot_delay_ms\":150}");
+	f->ctx = (struct relay_ctx){ .board = "honest-1", .connect = "127.0.0.1:7878",
+				     .agent_path = f->agent, .state_dir = f->state, .device = f->device };
+}
+
+static void sim_fixture_free(struct sim_fixture *f)
+{
+	json_object_put(f->device);
+	json_object_put(f->cfg);
+}
+
+static char *fixture_file(struct sim_fixture *f, const char *name)
+{
+	char path[PATH_MAX * 2];
+
+	strf(path, sizeof(path), "%s/%s", f->dir, name);
+	return slurp(path);
+}
+
+static void test_sim_power(void)
+{
+	struct sim_fixture f;
+	char err[512], want[PATH_MAX * 2], path[PATH_MAX * 2], *text;
+	struct relay r;
+	pid_t agent, child;
+	struct stat st;
+
+	sim_fixture_init(&f, "relay-sim");
+
+	/* first open prepares the media, with the device's geometry */
+	CU_ASSERT_EQUAL_FATAL(relay_open(&r, "sim", f.cfg, &f.ctx, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(stat(f.media, &st), 0);
+	text = fixture_file(&f, "prepare.args");
+	strf(want, sizeof(want), "prepare\n--device\nsim:%s\n--size\n8388608\n--record-size\n4096\n"
+		 "--seed\n7\n--yes\n", f.media);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_STRING_EQUAL(text, want);
+	free(text);
+	strf(path, sizeof(path), "%s/prepare.log", f.state);
+	text = slurp(path);
+	CU_ASSERT(text && HAS(text, "prepared "));
+	free(text);
+	relay_close(&r);
+
+	/* a second open keeps the media (a resumed campaign) */
+	CU_ASSERT_EQUAL_FATAL(relay_open(&r, "sim", f.cfg, &f.ctx, err, sizeof(err)), 0);
+	text = fixture_file(&f, "prepare.count");
+	CU_ASSERT(text && strcmp(text, "x\n") == 0);
+	free(text);
+
+	strf(r.console, sizeof(r.console), "%s/console.log", f.dir);
+	CU_ASSERT_EQUAL(relay_get(&r), 0);
+	CU_ASSERT_EQUAL(relay_off(&r), 0);	/* off when off: fine */
+	CU_ASSERT_EQUAL_FATAL(relay_on(&r), 0);
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	CU_ASSERT_EQUAL(relay_on(&r), -EBUSY);
+	CU_ASSERT(HAS(r.err, "board honest-1: relay sim: already on"));
+
+	strf(path, sizeof(path), "%s/agent.pid", f.dir);
+	agent = read_pid_file(path);
+	strf(path, sizeof(path), "%s/child.pid", f.dir);
+	child = read_pid_file(path);
+	CU_ASSERT_FATAL(agent > 0 && child > 0);
+	CU_ASSERT_EQUAL(getpgid(agent), agent);	/* its own process group */
+	CU_ASSERT_EQUAL(getpgid(child), agent);
+	text = fixture_file(&f, "run.args");
+	strf(want, sizeof(want), "run\n--device\nsim:%s\n--sim-profile\nlying-flush\n--sim-program-us\n50\n"
+		 "--sim-cache-sectors\n256\n--sim-seed\n7\n--sim-rate\n0.1\n--connect\n127.0.0.1:7878\n"
+		 "--board\nhonest-1\n--boot-delay-ms\n150\n", f.media);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_STRING_EQUAL(text, want);
+	free(text);
+
+	CU_ASSERT_EQUAL(relay_off(&r), 0);
+	CU_ASSERT_EQUAL(relay_get(&r), 0);
+	CU_ASSERT(pid_gone(agent));
+	CU_ASSERT(pid_gone(child));	/* the cut took the whole group */
+	CU_ASSERT_EQUAL(relay_off(&r), 0);
+
+	/* second power cycle appends to the console; close while on cuts it */
+	strf(path, sizeof(path), "%s/agent.pid", f.dir);
+	unlink(path);
+	CU_ASSERT_EQUAL_FATAL(relay_on(&r), 0);
+	agent = read_pid_file(path);
+	CU_ASSERT_FATAL(agent > 0);
+	relay_close(&r);
+	CU_ASSERT(pid_gone(agent));
+	text = fixture_file(&f, "console.log");
+	CU_ASSERT(text && strcmp(text, "agent booting\nagent booting\n") == 0);
+	free(text);
+	sim_fixture_free(&f);
+}
+
+/* The agent exits by itself: get reports off and reaps it. */
+static void test_sim_agent_exit(void)
+{
+	struct sim_fixture f;
+	char err[512];
+	struct relay r;
+	uint64_t deadline;
+	int on = 1;
+
+	sim_fixture_init(&f, "relay-sim-exit");
+	CU_ASSERT_EQUAL_FATAL(relay_open(&r, "sim", f.cfg, &f.ctx, err, sizeof(err)), 0);
+	/* a "run" with a device the fake cannot parse still exits: point the agent at /bin/true */
+	pc_strlcpy(f.agent, "/bin/true", sizeof(f.agent));
+	relay_close(&r);
+	CU_ASSERT_EQUAL_FATAL(relay_open(&r, "sim", f.cfg, &f.ctx, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(relay_on(&r), 0);
+	deadline = pc_now_ms() + 5000;
+	while (on == 1 && pc_now_ms() < deadline) {
+		on = relay_get(&r);
+		pc_sleep_us(5000);
+	}
+	CU_ASSERT_EQUAL(on, 0);
+	CU_ASSERT_EQUAL(relay_on(&r), 0);	/* not "already on" */
+	CU_ASSERT_EQUAL(relay_off(&r), 0);
+	relay_close(&r);
+	sim_fixture_free(&f);
+}
+
+static void test_sim_errors(void)
+{
+	struct sim_fixture f;
+	char err[512];
+	struct relay r;
+	struct stat st;
+	char path[PATH_MAX * 2];
+	json_object *bad;
+	pid_t hung;
+	int rc;
+
+	sim_fixture_init(&f, "relay-sim-err");
+
+	/* prepare fails: the error quotes prepare.log's last line, no media is left */
+	setenv("FAKE_PREPARE_FAIL", "1", 1);
+	rc = relay_open(&r, "sim", f.cfg, &f.ctx, err, sizeof(err));
+	unsetenv("FAKE_PREPARE_FAIL");
+	CU_ASSERT_EQUAL(rc, -EIO);
+	CU_ASSERT(HAS(err, "board honest-1: relay sim: preparing "));
+	CU_ASSERT(HAS(err, "failed (exit status 2): fatal: no space; see "));
+	CU_ASSERT_PTR_NULL(r.ops);
+	CU_ASSERT(stat(f.media, &st) < 0 && errno == ENOENT);
+	relay_close(&r);
+
+	/* prepare hangs: killed with its children after timeout_ms, no media left */
+	setenv("FAKE_PREPARE_HANG", "1", 1);
+	bad = json_tokener_parse("{\"driver\":\"sim\",\"timeout_ms\":200}");
+	rc = relay_open(&r, "sim", bad, &f.ctx, err, sizeof(err));
+	unsetenv("FAKE_PREPARE_HANG");
+	json_object_put(bad);
+	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+	CU_ASSERT(HAS(err, "board honest-1: relay sim: preparing "));
+	CU_ASSERT(HAS(err, "timed out after 200 ms"));
+	CU_ASSERT(stat(f.media, &st) < 0 && errno == ENOENT);
+	strf(path, sizeof(path), "%s/prepare-sleep.pid", f.dir);
+	hung = read_pid_file(path);
+	CU_ASSERT(hung > 0 && pid_gone(hung));
+
+	/* no such agent */
+	pc_strlcpy(f.agent, "/nonexistent/powercut-agent", sizeof(f.agent));
+	rc = relay_open(&r, "sim", f.cfg, &f.ctx, err, sizeof(err));
+	CU_ASSERT_EQUAL(rc, -ENOENT);
+	CU_ASSERT(HAS(err, "board honest-1: relay sim: cannot run agent /nonexistent/powercut-agent"));
+
+	/* the relay section is checked at open, too */
+	bad = json_tokener_parse("{\"driver\":\"sim\",\"bot_delay_ms\":1}");
+	rc = relay_open(&r, "sim", bad, &f.ctx, err, sizeof(err));
+	CU_ASSERT_EQUAL(rc, -EINVAL);
+	CU_ASSERT(HAS(err, "board honest-1: relay sim: relay section: unknown key 'bot_delay_ms'"));
+	json_object_put(bad);
+	sim_fixture_free(&f);
+}
+
+int suite_relay(void)
+{
+	CU_pSuite s = CU_add_suite("relay", NULL, NULL);
+
+	if (!s)
+		return -1;
+	if (!CU_add_test(s, "registry", test_registry) ||
+	    !CU_add_test(s, "check", test_check) ||
+	    !CU_add_test(s, "command switch", test_command_switch) ||
+	    !CU_add_test(s, "command get parse", test_command_get_parse) ||
+	    !CU_add_test(s, "command failure", test_command_fail) ||
+	    !CU_add_test(s, "command timeout", test_command_timeout) ||
+	    !CU_add_test(s, "sim power", test_sim_power) ||
+	    !CU_add_test(s, "sim agent exits", test_sim_agent_exit) ||
+	    !CU_add_test(s, "sim errors", test_sim_errors))
+		return -1;
+	return 0;
+}

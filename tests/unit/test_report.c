@@ -1,0 +1,368 @@
+/*
+ * test_report.c - the per-device report from real verdicts.jsonl files:
+ * counts per device and mode, results, merging of results directories, and
+ * damaged files.
+ */
+#include "suites.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "../../common/util.h"
+#include "../../harness/report.h"
+
+#define DEV_A "\"device\":{\"id\":\"mmc:PCSIM:aaaa\",\"name\":\"PCSIM\",\"manfid\":\"0x0000fe\",\"cid\":\"fe01aa\"}," \
+	"\"queue\":{\"fua\":1,\"write_cache\":\"write back\"},\"kernel\":\"6.1.0-test\""
+#define DEV_B "\"device\":{\"id\":\"mmc:PCSIM:bbbb\",\"name\":\"PCSIM\",\"manfid\":\"0x0000fe\"}," \
+	"\"queue\":{\"fua\":0,\"write_cache\":\"write back\"}"
+#define ZERO_COUNTS "\"counts\":{\"intact\":200,\"not_written\":0,\"lost_acked\":0,\"torn\":0,\"torn_sector\":0," \
+	"\"corrupt\":0,\"misdirected\":0,\"stale\":0,\"collateral\":0,\"unreadable\":0},\"violations\":0,\"findings\":[]"
+
+/* Host 1: honest-1 (device A) and lying-1 (device B). */
+static const char host1[] =
+	/* a boot failure before the device ever said who it is: it is still A's */
+	"{\"campaign\":\"sim-quick\",\"board\":\"honest-1\",\"cycle\":1,\"verdict\":\"BOOT_FAIL\",\"mode\":null,"
+	"\"reason\":\"no HELLO after 3 boots\"}\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"honest-1\",\"cycle\":2,\"verdict\":\"PASS\",\"mode\":\"fua\","
+	"\"mode_run\":\"fua\",\"pattern\":\"sequential\"," DEV_A ",\"records\":{\"first\":1,\"planned\":200,"
+	"\"submitted\":200,\"acked\":200}," ZERO_COUNTS ",\"rate\":{\"records\":200,\"ms\":200,\"records_per_s\":1000.0},"
+	"\"future_field\":{\"x\":[1,2]}}\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"lying-1\",\"cycle\":2,\"verdict\":\"FAIL\",\"mode\":\"flush\","
+	"\"mode_run\":\"flush\"," DEV_B ",\"counts\":{\"intact\":150,\"not_written\":44,\"lost_acked\":5,\"torn\":1},"
+	"\"violations\":5,\"findings\":[{\"class\":\"lost_acked\",\"seq\":10,\"acked\":true,\"violation\":true},"
+	"{\"class\":\"torn\",\"seq\":11,\"acked\":false,\"violation\":false}],"
+	"\"rate\":{\"records_per_s\":5000}}\n"
+	"\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"honest-1\",\"cycle\":3,\"verdict\":\"PASS\",\"mode\":\"flush\","
+	"\"mode_run\":\"flush\"," DEV_A "," ZERO_COUNTS ",\"rate\":{\"records_per_s\":3000.5}}\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"lying-1\",\"cycle\":3,\"verdict\":\"PASS\",\"mode\":\"fua\","
+	"\"mode_run\":\"fua+flush\"," DEV_B "," ZERO_COUNTS ",\"rate\":{\"records_per_s\":1500}}\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"honest-1\",\"cycle\":4,\"verdict\":\"PASS\",\"mode\":\"fua\","
+	"\"mode_run\":\"fua\"," DEV_A "," ZERO_COUNTS ",\"rate\":{\"records_per_s\":2000.0}}\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"lying-1\",\"cycle\":4,\"verdict\":\"FAIL\",\"mode\":\"flush\","
+	"\"mode_run\":\"flush\"," DEV_B ",\"counts\":{\"lost_acked\":2,\"torn\":1},\"violations\":3,"
+	"\"findings\":[{\"class\":\"torn\",\"seq\":20,\"acked\":true,\"violation\":true}],"
+	"\"rate\":{\"records_per_s\":7000}}\n"
+	"{\"campaign\":\"sim-quick\",\"board\":\"honest-1\",\"cycle\":5,\"verdict\":\"INFRA_ERROR\","
+	"\"reason\":\"relay timed out\"}\n"
+	/* the harness was cut while writing this one */
+	"{\"campaign\":\"sim-quick\",\"board\":\"lying-1\",\"cycle\":5,\"verd";
+
+/* Host 2: the same part B in another lab's board, a part that only saw
+ * infrastructure trouble, and a board whose part never booted at all. */
+static const char host2[] =
+	"{\"campaign\":\"lab2\",\"board\":\"lying-2\",\"cycle\":1,\"verdict\":\"PASS\",\"mode\":\"flush\","
+	"\"mode_run\":\"flush\"," DEV_B "," ZERO_COUNTS "}\n"
+	"{\"campaign\":\"lab2\",\"board\":\"z\",\"cycle\":1,\"verdict\":\"INFRA_ERROR\",\"mode\":null,"
+	"\"device\":{\"id\":\"mmc:ZZ:1\"},\"reason\":\"link lost\"}\n"
+	"{\"campaign\":\"lab2\",\"board\":\"ghost\",\"cycle\":1,\"verdict\":\"BOOT_FAIL\",\"reason\":\"dead\"}\n";
+
+static char dir1[PATH_MAX], dir2[PATH_MAX];
+
+static void write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void make_dirs(void)
+{
+	if (dir1[0])
+		return;
+	snprintf(dir1, sizeof(dir1), "%s", pc_test_tmpdir("report"));
+	CU_ASSERT_FATAL(strlen(dir1) + 8 < sizeof(dir2));
+	memcpy(dir2, dir1, strlen(dir1));
+	strcpy(dir2 + strlen(dir1), "/host2");
+	CU_ASSERT_EQUAL_FATAL(pc_mkdir_p(dir2, 0755), 0);
+	write_file(dir1, "verdicts.jsonl", host1);
+	write_file(dir2, "verdicts.jsonl", host2);
+}
+
+/* Run the report into a string. */
+static int run(const char *const *dirs, int n, int json, char **text, char *err, size_t errlen)
+{
+	size_t len = 0;
+	FILE *f = open_memstream(text, &len);
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	rc = report_print(dirs, n, f, json, err, errlen);
+	fclose(f);
+	return rc;
+}
+
+static json_object *device(json_object *doc, const char *id)
+{
+	json_object *devs, *v;
+
+	if (!json_object_object_get_ex(doc, "devices", &devs))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(devs); i++) {
+		json_object *d = json_object_array_get_idx(devs, i);
+
+		json_object_object_get_ex(d, "id", &v);
+		if ((!id && !v) || (id && v && strcmp(json_object_get_string(v), id) == 0))
+			return d;
+	}
+	return NULL;
+}
+
+static json_object *mode(json_object *dev, const char *name)
+{
+	json_object *modes, *v;
+
+	if (!dev || !json_object_object_get_ex(dev, "modes", &modes))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(modes); i++) {
+		json_object *m = json_object_array_get_idx(modes, i);
+
+		json_object_object_get_ex(m, "mode", &v);
+		if ((!name && !v) || (name && v && strcmp(json_object_get_string(v), name) == 0))
+			return m;
+	}
+	return NULL;
+}
+
+/* An integer at a dotted path ("violations.lost_acked"); -1 if absent. */
+static long long num(json_object *o, const char *path)
+{
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *k = strtok_r(buf, ".", &save); k; k = strtok_r(NULL, ".", &save))
+		if (!o || !json_object_object_get_ex(o, k, &o))
+			return -1;
+	return o ? json_object_get_int64(o) : -1;
+}
+
+static const char *str(json_object *o, const char *key)
+{
+	json_object *v;
+
+	return o && json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : NULL;
+}
+
+static double rate(json_object *m)
+{
+	json_object *v;
+
+	return m && json_object_object_get_ex(m, "records_per_s", &v) && v ? json_object_get_double(v) : -1.0;
+}
+
+static void test_one_dir_json(void)
+{
+	const char *dirs[1];
+	char err[512] = "", *text = NULL;
+	json_object *doc, *a, *b, *m;
+
+	make_dirs();
+	dirs[0] = dir1;
+	CU_ASSERT_EQUAL_FATAL(run(dirs, 1, 1, &text, err, sizeof(err)), 0);
+	doc = json_tokener_parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	CU_ASSERT_EQUAL(num(doc, "torn_lines_ignored"), 1);
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(doc, "devices")), 2);
+
+	a = device(doc, "mmc:PCSIM:aaaa");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+	CU_ASSERT_STRING_EQUAL(str(a, "result"), "BOOT_FAIL");
+	CU_ASSERT_EQUAL(num(a, "cycles"), 5);
+	CU_ASSERT_EQUAL(num(a, "pass"), 3);
+	CU_ASSERT_EQUAL(num(a, "fail"), 0);
+	CU_ASSERT_EQUAL(num(a, "boot_fail"), 1);
+	CU_ASSERT_EQUAL(num(a, "infra_error"), 1);
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "identity"), "manfid"), "0x0000fe");
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "identity"), "write_cache"), "write back");
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "identity"), "cid"), "fe01aa");
+	m = mode(a, "fua");
+	CU_ASSERT_EQUAL(num(m, "cycles"), 2);
+	CU_ASSERT_EQUAL(num(m, "pass"), 2);
+	CU_ASSERT_DOUBLE_EQUAL(rate(m), 1500.0, 1e-9);
+	m = mode(a, "flush");
+	CU_ASSERT_EQUAL(num(m, "pass"), 1);
+	CU_ASSERT_DOUBLE_EQUAL(rate(m), 3000.5, 1e-9);
+	/* boot and infra cycles wrote nothing: no mode */
+	m = mode(a, NULL);
+	CU_ASSERT_EQUAL(num(m, "boot_fail"), 1);
+	CU_ASSERT_EQUAL(num(m, "infra_error"), 1);
+	CU_ASSERT_EQUAL(rate(m), -1.0);
+
+	b = device(doc, "mmc:PCSIM:bbbb");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+	CU_ASSERT_STRING_EQUAL(str(b, "result"), "FAIL");
+	CU_ASSERT_EQUAL(num(b, "cycles"), 3);
+	CU_ASSERT_EQUAL(num(b, "fail"), 2);
+	m = mode(b, "flush");
+	CU_ASSERT_EQUAL(num(m, "fail"), 2);
+	CU_ASSERT_EQUAL(num(m, "violations.lost_acked"), 7);
+	/* only the acked tear was a violation; the other one is a finding */
+	CU_ASSERT_EQUAL(num(m, "violations.torn"), 1);
+	CU_ASSERT_EQUAL(num(m, "findings.torn"), 2);
+	CU_ASSERT_EQUAL(num(m, "violations.intact"), -1);
+	CU_ASSERT_EQUAL(num(m, "violation_total"), 8);
+	CU_ASSERT_DOUBLE_EQUAL(rate(m), 6000.0, 1e-9);
+	m = mode(b, "fua");
+	CU_ASSERT_EQUAL(num(m, "pass"), 1);
+	CU_ASSERT_EQUAL(num(m, "ran_as.fua+flush"), 1);
+	json_object_put(doc);
+	free(text);
+}
+
+static void test_table(void)
+{
+	const char *dirs[1];
+	char err[512] = "", *text = NULL, *line, *save = NULL;
+
+	make_dirs();
+	dirs[0] = dir1;
+	CU_ASSERT_EQUAL_FATAL(run(dirs, 1, 0, &text, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "device mmc:PCSIM:aaaa (board honest-1; PCSIM manfid 0x0000fe; "
+					 "queue fua=1 write_cache=write back)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  records/s  violations\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  fua              2     2     0          0      0     1500.0  -\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  flush            2     0     2          0      0     6000.0  lost_acked=7 torn=1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  -                2     0     0          1      1          -  -\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: BOOT_FAIL (5 cycles, 1 BOOT_FAIL, 1 INFRA_ERROR)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: FAIL (3 cycles, 2 FAIL; violations lost_acked=7 torn=1)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "note: fua ran as fua+flush in 1 cycle "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "cid fe01aa; kernel 6.1.0-test"));
+	/* device B never reported a cid */
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "cid -; kernel -"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "summary\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  BOOT_FAIL mmc:PCSIM:aaaa (honest-1): 5 cycles, 1 BOOT_FAIL, 1 INFRA_ERROR\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  FAIL      mmc:PCSIM:bbbb (lying-1): 3 cycles, 2 FAIL; violations lost_acked=7 torn=1\n"));
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strlen(line) > 100)
+			fprintf(stderr, "\n  too wide: %s\n", line);
+		CU_ASSERT_TRUE(strlen(line) <= 100);
+	}
+	free(text);
+}
+
+static void test_merge(void)
+{
+	const char *dirs[2];
+	char err[512] = "", *text = NULL, path[PATH_MAX + 32];
+	json_object *doc, *b, *z, *g;
+
+	make_dirs();
+	dirs[0] = dir1;
+	/* a verdicts.jsonl file itself is accepted too */
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", dir2);
+	dirs[1] = path;
+	CU_ASSERT_EQUAL_FATAL(run(dirs, 2, 1, &text, err, sizeof(err)), 0);
+	doc = json_tokener_parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(doc, "devices")), 4);
+	b = device(doc, "mmc:PCSIM:bbbb");
+	CU_ASSERT_EQUAL(num(b, "cycles"), 4);
+	CU_ASSERT_EQUAL(num(b, "pass"), 2);
+	CU_ASSERT_EQUAL(num(b, "fail"), 2);
+	CU_ASSERT_EQUAL(num(mode(b, "flush"), "pass"), 1);
+	CU_ASSERT_EQUAL(num(mode(b, "flush"), "cycles"), 3);
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(b, "boards")), 2);
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(b, "campaigns")), 2);
+	/* the device A counts are unchanged by the merge */
+	CU_ASSERT_EQUAL(num(device(doc, "mmc:PCSIM:aaaa"), "cycles"), 5);
+	/* infrastructure trouble never counts against a device, nor for it */
+	z = device(doc, "mmc:ZZ:1");
+	CU_ASSERT_STRING_EQUAL(str(z, "result"), "NO_DATA");
+	CU_ASSERT_EQUAL(num(z, "infra_error"), 1);
+	/* a board whose device never said who it is */
+	g = device(doc, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
+	CU_ASSERT_STRING_EQUAL(str(g, "result"), "BOOT_FAIL");
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(
+		json_object_object_get(g, "boards"), 0)), "ghost");
+	json_object_put(doc);
+	free(text);
+
+	/* the same in the table: merged boards are listed */
+	dirs[1] = dir2;
+	CU_ASSERT_EQUAL_FATAL(run(dirs, 2, 0, &text, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "device mmc:PCSIM:bbbb (boards lying-1, lying-2;"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "device unknown (board ghost;"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: FAIL (4 cycles, 2 FAIL;"));
+	free(text);
+}
+
+struct bad_file {
+	const char *what;
+	const char *text;
+	const char *msg;
+};
+
+static const struct bad_file bad_files[] = {
+	{ "malformed middle line", "{\"board\":\"a\",\"verdict\":\"PASS\"}\n{\"board\":\n{\"board\":\"a\",\"verdict\":\"PASS\"}\n",
+	  "verdicts.jsonl:2: not a JSON verdict line" },
+	{ "garbage after the object", "{\"board\":\"a\",\"verdict\":\"PASS\"} x\n", "verdicts.jsonl:1: not a JSON verdict line" },
+	{ "unknown verdict", "{\"board\":\"a\",\"verdict\":\"MAYBE\"}\n", "verdicts.jsonl:1: unknown verdict 'MAYBE'" },
+	{ "no verdict", "{\"board\":\"a\"}\n", "verdicts.jsonl:1: missing \"verdict\"" },
+	{ "no board", "{\"verdict\":\"PASS\"}\n", "verdicts.jsonl:1: missing \"board\"" },
+	{ "not an object", "[1]\n", "verdicts.jsonl:1: expected a JSON object" },
+	{ "bad count", "{\"board\":\"a\",\"verdict\":\"FAIL\",\"counts\":{\"torn\":-1}}\n",
+	  "verdicts.jsonl:1: counts.torn: expected a count" },
+	{ "bad rate", "{\"board\":\"a\",\"verdict\":\"PASS\",\"rate\":{\"records_per_s\":\"fast\"}}\n",
+	  "verdicts.jsonl:1: rate.records_per_s: expected a number" },
+};
+
+static void test_bad_files(void)
+{
+	const char *dir = pc_test_tmpdir("report-bad");
+	char err[512], missing[PATH_MAX + 16], *text = NULL;
+	const char *dirs[1] = { dir };
+
+	for (size_t i = 0; i < sizeof(bad_files) / sizeof(bad_files[0]); i++) {
+		int rc;
+
+		write_file(dir, "verdicts.jsonl", bad_files[i].text);
+		err[0] = 0;
+		text = NULL;
+		rc = run(dirs, 1, 0, &text, err, sizeof(err));
+		if (rc != -EINVAL || !strstr(err, bad_files[i].msg))
+			fprintf(stderr, "\n  case '%s': rc %d, got \"%s\"\n", bad_files[i].what, rc, err);
+		CU_ASSERT_EQUAL(rc, -EINVAL);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, bad_files[i].msg));
+		/* nothing printed from a damaged file */
+		CU_ASSERT_TRUE(!text || !text[0]);
+		free(text);
+	}
+	snprintf(missing, sizeof(missing), "%s/nope", dir);
+	dirs[0] = missing;
+	text = NULL;
+	CU_ASSERT_EQUAL(run(dirs, 1, 1, &text, err, sizeof(err)), -ENOENT);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "nope/verdicts.jsonl: cannot read: No such file or directory"));
+	free(text);
+
+	/* an empty file is an empty report, not an error */
+	write_file(dir, "verdicts.jsonl", "");
+	dirs[0] = dir;
+	text = NULL;
+	CU_ASSERT_EQUAL(run(dirs, 1, 0, &text, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(text && strstr(text, "no verdicts yet"));
+	free(text);
+}
+
+int suite_report(void)
+{
+	CU_pSuite s = CU_add_suite("report", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "one results dir, JSON counts", test_one_dir_json) ||
+	    !CU_add_test(s, "table layout", test_table) ||
+	    !CU_add_test(s, "two results dirs merge", test_merge) ||
+	    !CU_add_test(s, "damaged files are refused", test_bad_files))
+		return -1;
+	return 0;
+}
