@@ -254,7 +254,9 @@ static int posix_aio_setup(struct dev *d, unsigned qd)
 				  "(kernel.io_uring_disabled, seccomp); async fua cannot run on %s",
 				  ret == -ENOSYS ? "ENOSYS" : "EPERM", d->o.path);
 	if (ret < 0)
-		return posix_fail(d, ret, "%s: io_uring_queue_init(%u): %s", d->o.path, qd, strerror(-ret));
+		return posix_fail(d, ret, "%s: io_uring_queue_init(%u): %s%s", d->o.path, qd, strerror(-ret),
+				  ret == -ENOMEM ? " (kernels before 5.12 charge the ring to RLIMIT_MEMLOCK: "
+				  "raise `ulimit -l`)" : "");
 	p->ring_up = 1;
 	p->qd = qd;
 	p->inflight = 0;

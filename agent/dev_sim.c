@@ -112,7 +112,16 @@ static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, u
 	if (ret)
 		return ret;
 	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
-	return ret ? sim_fail(d, "write", off, ret) : 0;
+	if (ret)
+		return sim_fail(d, "write", off, ret);
+	/* A synchronous RWF_DSYNC write on a block device is a FUA write that the
+	 * kernel follows with a cache flush (generic_write_sync): so is this one. */
+	if (wflags & DEV_W_DSYNC) {
+		ret = sim_emmc_flush(s->e);
+		if (ret)
+			return sim_fail(d, "flush after write", off, ret);
+	}
+	return 0;
 }
 
 static int sim_flush(struct dev *d)

@@ -44,6 +44,11 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 	} else {
 		pc_strlcpy(r->path, path, sizeof(r->path));
 	}
+	if (ops == &dev_sim_ops && o->offset) {
+		/* the sim's ground-truth log counts LBAs from the start of the media */
+		snprintf(err, errlen, "%s: a sim device's region starts at offset 0; drop --offset", r->path);
+		return -EINVAL;
+	}
 	r->dev.ops = ops;
 	r->dev.o.path = r->path;
 	r->dev.o.allow_whole_disk = o->allow_whole_disk;

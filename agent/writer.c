@@ -290,11 +290,11 @@ static int run_groups(struct ws *s, int journal)
 				return fail(s, ret, seq + data - 1, "flush after");
 		}
 		if (!ret && journal && n > data) {
-			uint32_t slot;
-			uint8_t *buf = build(s, 0, seq + data, PC_FL_COMMIT, &slot);
-			ret = region_write(s->r, slot, buf, DEV_W_DSYNC);
-			if (ret)
-				return fail(s, ret, seq + data, "commit write");
+			/* the commit record: a FUA write, after the flush (jbd2) */
+			ret = issue(s, seq + data, DEV_W_DSYNC, PC_FL_COMMIT);
+			if (!ret)
+				ret = drain(s);
+			s->ndone = 0;
 		}
 		if (!ret)
 			ret = send_range(s, PC_MSG_ACK, seq, n);

@@ -100,7 +100,7 @@ static void test_valid_every_type(void)
 		char err[ERRLEN];
 
 		CU_ASSERT_EQUAL_FATAL(pc_msg_parse(line, strlen(line), &m, err, sizeof(err)), 0);
-		CU_ASSERT_EQUAL(m.type, t);
+		CU_ASSERT_EQUAL((int)m.type, t);
 		CU_ASSERT_PTR_NOT_NULL(m.obj);
 		pc_msg_clear(&m);
 	}
@@ -684,7 +684,15 @@ static void test_build_work_verify(void)
 			if (roundtrip(pc_msg_work(&w[i]), &m))
 				continue;
 			CU_ASSERT_EQUAL(m.type, PC_MSG_WORK);
-			CU_ASSERT_EQUAL(memcmp(&m.u.work, &w[i], sizeof(w[i])), 0);
+			CU_ASSERT_EQUAL(m.u.work.cycle, w[i].cycle);
+			CU_ASSERT_EQUAL(m.u.work.first, w[i].first);
+			CU_ASSERT_EQUAL(m.u.work.n, w[i].n);
+			CU_ASSERT_EQUAL(m.u.work.mode, w[i].mode);
+			CU_ASSERT_EQUAL(m.u.work.pattern, w[i].pattern);
+			CU_ASSERT_EQUAL(m.u.work.record_size, w[i].record_size);
+			CU_ASSERT_EQUAL(m.u.work.flush_every, w[i].flush_every);
+			CU_ASSERT_EQUAL(m.u.work.qd, w[i].qd);
+			CU_ASSERT_EQUAL(m.u.work.seed, w[i].seed);
 			pc_msg_clear(&m);
 		}
 	}

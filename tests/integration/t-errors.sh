@@ -1,0 +1,90 @@
+# Bad input gets a clear error naming what is wrong, and loses nothing:
+# malformed configurations, unprepared and foreign regions, garbage protocol lines.
+. "$(dirname "$0")/lib.sh"
+
+# ---- configurations
+cat > "$T/typo.json" <<'JSON'
+{ "campaign": "x", "cycles": 2,
+  "boards": [ { "name": "a", "relay": { "driver": "sim" }, "recods_per_cycle": 10 } ] }
+JSON
+expect_fail "unknown key is named, with a suggestion" "boards[0]: unknown key 'recods_per_cycle'" "$PC" check-config "$T/typo.json"
+expect_fail "...and the suggestion is the right key" "records_per_cycle" "$PC" check-config "$T/typo.json"
+printf '{ "campaign": "x",\n  "cycles": 2,\n  "boards": [ { "name": "a" ] }\n' > "$T/syntax.json"
+expect_fail "JSON syntax error names file:line:col" "syntax.json:3:" "$PC" check-config "$T/syntax.json"
+cat > "$T/range.json" <<'JSON'
+{ "campaign": "x", "cycles": 2,
+  "boards": [ { "name": "a", "relay": { "driver": "sim" }, "queue_depth": 64 } ] }
+JSON
+expect_fail "out-of-range value names its key" "boards[0].queue_depth" "$PC" check-config "$T/range.json"
+cat > "$T/driver.json" <<'JSON'
+{ "campaign": "x", "cycles": 2, "boards": [ { "name": "a", "relay": { "driver": "gpoid" } } ] }
+JSON
+expect_fail "unknown relay driver is named" "gpoid" "$PC" check-config "$T/driver.json"
+expect_fail "missing file is named" "nonexistent.json" "$PC" check-config "$T/nonexistent.json"
+expect_fail "run refuses a bad configuration before touching anything" "recods_per_cycle" "$PC" run "$T/typo.json" --results "$T/never"
+check "...and creates no results" [ ! -e "$T/never" ]
+check "the example configurations are valid" sh -c "for f in configs/*.json; do '$PC' check-config \$f > /dev/null || exit 1; done"
+
+# ---- regions
+expect_fail "prepare refuses without --yes" "add --yes" "$AGENT" prepare --device "sim:$T/m.img"
+check "...and writes nothing" [ ! -e "$T/m.img" ]
+truncate -s 4M "$T/zero.img"
+expect_fail "an unprepared device is refused" "not a prepared powercut region" "$AGENT" scan --device "$T/zero.img"
+head -c 4194304 /dev/urandom > "$T/foreign.img"
+cp "$T/foreign.img" "$T/foreign.orig"
+expect_fail "a foreign device is refused" "not a prepared powercut region" "$AGENT" scan --device "$T/foreign.img"
+check "...and left untouched" cmp -s "$T/foreign.img" "$T/foreign.orig"
+truncate -s 4M "$T/dev.img"
+check "prepare on a file (posix backend, O_DIRECT)" "$AGENT" prepare --device "$T/dev.img" --length 2M --yes
+expect_fail "a region past the device's end is refused" "past the device's end" "$AGENT" scan --device "$T/dev.img" --offset 3M --length 2M
+expect_fail "a length that differs from the superblock is refused" "superblock says" "$AGENT" scan --device "$T/dev.img" --length 1M
+expect_fail "a bad record size is refused" "--record-size" "$AGENT" prepare --device "$T/x.img" --record-size 1000 --yes
+"$AGENT" prepare --device "sim:$T/m2.img" --size 1M --yes > /dev/null 2>&1
+expect_fail "a sim region with an offset is refused" "starts at offset 0" "$AGENT" scan --device "sim:$T/m2.img" --offset 4096
+
+# ---- the harness with a board whose region is not prepared
+port=$(free_port)
+cat > "$T/unprep.json" <<JSON
+{ "campaign": "unprep", "cycles": 3, "listen": "127.0.0.1:$port",
+  "boards": [ { "name": "u1", "device": { "backend": "posix", "record_size": 4096 },
+    "relay": { "driver": "command",
+      "on": "setsid $PWD/$AGENT run --device $T/zero.img --connect 127.0.0.1:$port --board u1 > $T/u1.log 2>&1 & echo \$! > $T/u1.pid",
+      "off": "kill -KILL \$(cat $T/u1.pid 2>/dev/null) 2>/dev/null; true" },
+    "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 10 } ] }
+JSON
+"$PC" run "$T/unprep.json" --results "$T/ru" --quiet > "$T/unprep.out" 2>&1
+rc=$?
+check "the harness gives up on the unprepared board (exit 2)" [ $rc -eq 2 ]
+check "...saying why" grep -q "not a prepared powercut region" "$T/unprep.out"
+check "...as INFRA_ERROR verdicts, never FAIL" [ "$(jq -s '[.[] | select(.verdict == "INFRA_ERROR")] | length' "$T/ru/verdicts.jsonl")" -ge 1 ]
+check "...and nothing counted against the device" [ "$(jq -s '[.[] | select(.verdict == "FAIL")] | length' "$T/ru/verdicts.jsonl")" -eq 0 ]
+check "...and the zero device is still all zeros" cmp -s "$T/zero.img" <(head -c 4194304 /dev/zero)
+
+# ---- garbage on the protocol link
+"$AGENT" info --device "$T/dev.img" > "$T/info.json"
+hello=$(jq -c '. + {type: "hello", v: 1, board: "g1"}' "$T/info.json")
+port=$(free_port)
+cat > "$T/fake.sh" <<SH
+exec 3<>/dev/tcp/127.0.0.1/$port
+printf '%s\n' '$hello' >&3
+read -r line <&3
+printf '%s\n' 'this is {not json' >&3
+printf '%s\n' '{"type":"scan_end","v":1,"slots":"many"}' >&3
+sleep 5
+SH
+cat > "$T/garbage.json" <<JSON
+{ "campaign": "garbage", "cycles": 2, "listen": "127.0.0.1:$port",
+  "boards": [ { "name": "g1", "device": { "backend": "posix", "record_size": 4096 },
+    "relay": { "driver": "command",
+      "on": "setsid bash $T/fake.sh > /dev/null 2>&1 & echo \$! > $T/g1.pid",
+      "off": "kill -KILL \$(cat $T/g1.pid 2>/dev/null) 2>/dev/null; true" },
+    "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 10 } ] }
+JSON
+"$PC" run "$T/garbage.json" --results "$T/rg" --quiet > "$T/garbage.out" 2>&1
+check "the harness survives garbage lines (exit 2: board given up)" [ $? -eq 2 ]
+check "the garbage line is recorded with its error" \
+	[ "$(jq -s '[.[] | select(.ev == "rx_bad" and (.line | contains("not json")) and (.error | length > 0))] | length' "$T/rg/events.jsonl")" -ge 1 ]
+check "the cycle is INFRA_ERROR naming the protocol error" \
+	[ "$(jq -s '[.[] | select(.verdict == "INFRA_ERROR" and (.reason | contains("protocol error")))] | length' "$T/rg/verdicts.jsonl")" -ge 1 ]
+grep -h "protocol error" "$T/garbage.out" | head -2 | sed 's/^/    /'
+finish
