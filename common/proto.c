@@ -26,8 +26,8 @@
  * the line as received, so the reader needs to know nothing about framing.
  */
 #define MAX_JSON	(PC_PROTO_MAX_LINE - MARKER_LEN - 1)
-/* Our messages nest three deep; anything deeper is junk, stop early. */
-#define MAX_DEPTH	8
+/* Our own fields nest three deep; leave room for free-form device facts. */
+#define MAX_DEPTH	16
 #define MAX_SPR		(PC_MAX_RECORD_SIZE / PC_SECTOR)
 #define MAX_RANGE_N	1048576u
 #define RAW_B64_LEN	684u	/* base64 of 512 bytes */
@@ -201,7 +201,7 @@ static int get_array(struct vctx *c, json_object *o, const char *key, size_t min
 
 static int get_mode(struct vctx *c, json_object *o, const char *key, int *out)
 {
-	char q[40];
+	char q[36];	/* 32 characters, "...", NUL */
 	const char *s;
 
 	if (get_str(c, o, "", key, &s))
@@ -215,7 +215,7 @@ static int get_mode(struct vctx *c, json_object *o, const char *key, int *out)
 
 static int get_pattern(struct vctx *c, json_object *o, const char *key, int *out)
 {
-	char q[40];
+	char q[36];	/* 32 characters, "...", NUL */
 	const char *s;
 
 	if (get_str(c, o, "", key, &s))
@@ -649,7 +649,7 @@ static json_object *parse_json(struct vctx *c, const char *line, size_t len)
 static int parse_header(struct vctx *c, json_object *o, enum pc_msg_type *t)
 {
 	json_object *v;
-	char q[40];
+	char q[36];	/* 32 characters, "...", NUL */
 	const char *name;
 	size_t namelen;
 	int64_t ver;
