@@ -309,7 +309,7 @@ static int cmd_scan(struct opts *o)
 		pc_err("%s", err);
 		return 1;
 	}
-	ret = region_scan(&r, o->pattern, emit_stdout, NULL, &st);
+	ret = region_scan(&r, o->pattern, NULL, 0, emit_stdout, NULL, &st);
 	region_close(&r);
 	fflush(stdout);
 	if (ret) {
@@ -383,9 +383,14 @@ static int cmd_run(struct opts *o)
 		}
 		switch (m.type) {
 		case PC_MSG_VERIFY:
-			ret = region_scan(&r, m.u.verify.pattern, emit_link, &l, &st);
-			if (ret)
-				link_send(&l, pc_msg_error("scan failed: %s", strerror(-ret)));
+			ret = region_scan(&r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
+					  m.u.verify.nranges, emit_link, &l, &st);
+			if (ret == -ERANGE) {
+				link_send(&l, pc_msg_error("verify asks for positions past the region's %u slots",
+							   r.g.nslots));
+			} else if (ret) {
+				link_send(&l, pc_msg_error("scan of %s failed: %s", r.path, strerror(-ret)));
+			}
 			break;
 		case PC_MSG_WORK:
 			err[0] = 0;

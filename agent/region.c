@@ -261,7 +261,7 @@ json_object *region_describe(const struct region *r)
 	json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->g.region_bytes));
 	json_object_object_add(o, "record_size", json_object_new_int64(r->g.record_size));
 	json_object_object_add(o, "slots", json_object_new_int64(r->g.nslots));
-	json_object_object_add(o, "seed", json_object_new_int64((int64_t)r->g.seed));
+	json_object_object_add(o, "seed", json_object_new_uint64(r->g.seed));
 	json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
 	json_object_object_add(o, "path", json_object_new_string(r->path));
 	return o;
@@ -279,6 +279,7 @@ struct occupant {
 struct scan {
 	struct region *r;
 	struct occupant *occ;
+	uint8_t *want;		/* NULL: every slot */
 	region_emit_fn emit;
 	void *arg;
 	struct scan_stats *st;
@@ -370,13 +371,34 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 			s->st->raw_dropped++;
 		}
 	}
-	rep.slot = slot;
-	rep.nsect = spr;
-	rep.sect = sect;
-	emit(s, pc_msg_slot(&rep));
+	/* One slot message must fit a protocol line: a large record goes out as
+	 * several messages for the same slot, in sector order (docs/protocol.md). */
+	for (uint32_t i = 0; i < spr && !s->ret;) {
+		size_t budget = PC_PROTO_MAX_LINE - 256, used = 0;
+		uint32_t j = i;
+
+		while (j < spr) {
+			size_t cost = sect[j].kind == PC_SK_RAW ? 720 : sect[j].kind == PC_SK_VALID ? 110 : 40;
+			if (used + cost > budget && j > i)
+				break;
+			used += cost;
+			j++;
+		}
+		rep.slot = slot;
+		rep.nsect = j - i;
+		rep.sect = sect + i;
+		emit(s, pc_msg_slot(&rep));
+		i = j;
+	}
 	free(sect);
 }
 
+static int wanted(const struct scan *s, uint32_t slot)
+{
+	return !s->want || s->want[slot];
+}
+
+/* Read the wanted slots, consecutive ones together, at most SCAN_CHUNK at a time. */
 static void scan_read(struct scan *s)
 {
 	struct region *r = s->r;
@@ -392,11 +414,17 @@ static void scan_read(struct scan *s)
 		s->ret = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t slot = 0; slot < r->g.nslots && !s->ret; slot += per) {
-		uint32_t n = r->g.nslots - slot < per ? r->g.nslots - slot : per;
+	for (uint32_t slot = 0; slot < r->g.nslots && !s->ret;) {
+		uint32_t n = 0;
 		uint64_t off = 0;
 		int ret;
 
+		if (!wanted(s, slot)) {
+			slot++;
+			continue;
+		}
+		while (n < per && slot + n < r->g.nslots && wanted(s, slot + n))
+			n++;
 		region_slot_offset(r, slot, &off);
 		memset(rerr, 0, (size_t)per * spr * sizeof(*rerr));
 		ret = r->dev.ops->read(&r->dev, off, buf, (size_t)n * r->g.record_size);
@@ -412,6 +440,7 @@ static void scan_read(struct scan *s)
 		}
 		for (uint32_t i = 0; i < n && !s->ret; i++)
 			scan_slot(s, slot + i, buf + (size_t)i * r->g.record_size, rerr + (size_t)i * spr);
+		slot += n;
 	}
 out:
 	free(buf);
@@ -426,9 +455,10 @@ static void scan_runs(struct scan *s, int pattern)
 	struct pc_run *cur = NULL;
 
 	for (uint32_t pos = 0; pos < g->nslots && !s->ret; pos++) {
-		const struct occupant *o = &s->occ[pc_slot_of_pos(g, pattern, pos)];
+		uint32_t slot = pc_slot_of_pos(g, pattern, pos);
+		const struct occupant *o = &s->occ[slot];
 
-		if (!o->whole) {
+		if (!wanted(s, slot) || !o->whole) {
 			cur = NULL;
 			continue;
 		}
@@ -448,7 +478,8 @@ static void scan_runs(struct scan *s, int pattern)
 		emit(s, pc_msg_runs(runs, nr));
 }
 
-int region_scan(struct region *r, int pattern, region_emit_fn fn, void *arg, struct scan_stats *st)
+int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
+		region_emit_fn fn, void *arg, struct scan_stats *st)
 {
 	struct scan s = { .r = r, .emit = fn, .arg = arg, .st = st };
 	uint64_t t0 = pc_now_ms();
@@ -456,13 +487,32 @@ int region_scan(struct region *r, int pattern, region_emit_fn fn, void *arg, str
 
 	memset(st, 0, sizeof(*st));
 	st->slots = r->g.nslots;
+	if (ranges) {
+		s.want = calloc(r->g.nslots, 1);
+		if (!s.want)
+			return -ENOMEM;
+		st->slots = 0;
+		for (uint32_t i = 0; i < nranges; i++) {
+			if ((uint64_t)ranges[i].pos + ranges[i].n > r->g.nslots) {
+				free(s.want);
+				return -ERANGE;
+			}
+			for (uint32_t p = ranges[i].pos; p < ranges[i].pos + ranges[i].n; p++) {
+				uint32_t slot = pc_slot_of_pos(&r->g, pattern, p);
+				st->slots += !s.want[slot];
+				s.want[slot] = 1;
+			}
+		}
+	}
 	s.occ = calloc(r->g.nslots, sizeof(*s.occ));
-	if (!s.occ)
+	if (!s.occ) {
+		free(s.want);
 		return -ENOMEM;
+	}
 	m = pc_msg_new(PC_MSG_SCAN_BEGIN);
-	json_object_object_add(m, "slots", json_object_new_int64(r->g.nslots));
+	json_object_object_add(m, "slots", json_object_new_int64(st->slots));
 	json_object_object_add(m, "pattern", json_object_new_string(pc_pattern_name(pattern)));
-	json_object_object_add(m, "full", json_object_new_boolean(1));
+	json_object_object_add(m, "full", json_object_new_boolean(ranges == NULL));
 	emit(&s, m);
 	/* Slot reports go out while reading; runs need the whole picture. */
 	scan_read(&s);
@@ -475,5 +525,6 @@ int region_scan(struct region *r, int pattern, region_emit_fn fn, void *arg, str
 	json_object_object_add(m, "ms", json_object_new_int64((int64_t)st->ms));
 	emit(&s, m);
 	free(s.occ);
+	free(s.want);
 	return s.ret;
 }

@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "../common/proto.h"
 #include "../common/record.h"
 #include "dev.h"
 
@@ -67,11 +68,13 @@ struct scan_stats {
 };
 
 /*
- * Scan every slot, then emit scan_begin, runs (position order of pattern),
+ * Scan every slot (ranges NULL) or the slots at the given positions of the
+ * pattern (a partial scan: -ERANGE when a range lies past the region), then emit scan_begin, runs (position order of pattern),
  * one slot message per slot that is not one whole record, and scan_end.
  * 0 or -errno (a failed emit stops the scan).
  */
-int region_scan(struct region *r, int pattern, region_emit_fn emit, void *arg, struct scan_stats *st);
+int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
+		region_emit_fn emit, void *arg, struct scan_stats *st);
 
 /* Region facts for HELLO / info: uuid, bytes, record_size, slots, seed, offset. */
 json_object *region_describe(const struct region *r);

@@ -536,9 +536,44 @@ static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
 
 static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
 {
+	json_object *arr;
+	size_t n;
+
 	if (get_pattern(c, o, "pattern", &m->u.verify.pattern) ||
 	    get_bool(c, o, "full", &m->u.verify.full))
 		return -EINVAL;
+	if (!json_object_object_get_ex(o, "ranges", &arr)) {
+		if (!m->u.verify.full)
+			return verr(c, "field \"ranges\": required when \"full\" is false");
+		return 0;
+	}
+	if (m->u.verify.full)
+		return verr(c, "field \"ranges\": not allowed when \"full\" is true");
+	if (!json_object_is_type(arr, json_type_array))
+		return verr(c, "field \"ranges\": expected an array of [pos, n], got %s", jtype(arr));
+	n = json_object_array_length(arr);
+	if (n < 1 || n > PC_PROTO_MAX_RANGES)
+		return verr(c, "field \"ranges\": expected 1 to %d ranges, got %zu", PC_PROTO_MAX_RANGES, n);
+	m->u.verify.ranges = calloc(n, sizeof(*m->u.verify.ranges));
+	if (!m->u.verify.ranges)
+		return verr(c, "out of memory");
+	m->u.verify.nranges = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		json_object *r = json_object_array_get_idx(arr, i), *a, *b;
+		int64_t pos, cnt;
+
+		if (!json_object_is_type(r, json_type_array) || json_object_array_length(r) != 2 ||
+		    !json_object_is_type(a = json_object_array_get_idx(r, 0), json_type_int) ||
+		    !json_object_is_type(b = json_object_array_get_idx(r, 1), json_type_int))
+			return verr(c, "field \"ranges[%zu]\": expected [pos, n] of two integers", i);
+		pos = json_object_get_int64(a);
+		cnt = json_object_get_int64(b);
+		if (pos < 0 || cnt < 1 || pos + cnt > (int64_t)UINT32_MAX)
+			return verr(c, "field \"ranges[%zu]\": [%" PRId64 ", %" PRId64 "] is not a range of positions",
+				    i, pos, cnt);
+		m->u.verify.ranges[i].pos = (uint32_t)pos;
+		m->u.verify.ranges[i].n = (uint32_t)cnt;
+	}
 	return 0;
 }
 
@@ -712,6 +747,8 @@ void pc_msg_clear(struct pc_msg *m)
 		return;
 	if (m->type == PC_MSG_RUNS)
 		free(m->u.runs.runs);
+	else if (m->type == PC_MSG_VERIFY)
+		free(m->u.verify.ranges);
 	else if (m->type == PC_MSG_SLOT)
 		free(m->u.slot.sect);
 	json_object_put(m->obj);
@@ -800,6 +837,26 @@ json_object *pc_msg_verify(int pattern, int full)
 		add(o, "pattern", json_object_new_string(pc_pattern_name(pattern)));
 		add(o, "full", json_object_new_boolean(full != 0));
 	}
+	return o;
+}
+
+json_object *pc_msg_verify_ranges(int pattern, const struct pc_posrange *ranges, uint32_t n)
+{
+	json_object *o = pc_msg_verify(pattern, 0), *arr = json_object_new_array();
+
+	if (!o || !arr) {
+		json_object_put(o);
+		json_object_put(arr);
+		return NULL;
+	}
+	json_object_object_add(o, "full", json_object_new_boolean(0));
+	for (uint32_t i = 0; i < n; i++) {
+		json_object *r = json_object_new_array();
+		json_object_array_add(r, json_object_new_int64(ranges[i].pos));
+		json_object_array_add(r, json_object_new_int64(ranges[i].n));
+		json_object_array_add(arr, r);
+	}
+	add(o, "ranges", arr);
 	return o;
 }
 

@@ -73,6 +73,13 @@ struct pc_sect_report {
 	uint32_t value;
 };
 
+/* Positions [pos, pos+n) in the pattern's position order (VERIFY). */
+struct pc_posrange {
+	uint32_t pos;
+	uint32_t n;
+};
+#define PC_PROTO_MAX_RANGES 256
+
 struct pc_slot_report {
 	uint32_t slot;
 	uint32_t nsect;
@@ -99,7 +106,12 @@ struct pc_msg {
 	union {
 		struct { uint64_t first; uint32_t n; } range;	/* SUBMIT, ACK */
 		struct pc_work work;				/* WORK */
-		struct { int pattern; int full; } verify;	/* VERIFY */
+		struct {					/* VERIFY */
+			int pattern;
+			int full;
+			struct pc_posrange *ranges;	/* !full: positions to scan (malloc'd) */
+			uint32_t nranges;
+		} verify;
 		struct { struct pc_run *runs; uint32_t nruns; } runs;
 		struct pc_slot_report slot;
 		struct { uint32_t slots; uint32_t anomalies; uint32_t raw_dropped; } scan_end;
@@ -124,6 +136,8 @@ json_object *pc_msg_new(enum pc_msg_type t);
 json_object *pc_msg_range(enum pc_msg_type t, uint64_t first, uint32_t n);
 json_object *pc_msg_work(const struct pc_work *w);
 json_object *pc_msg_verify(int pattern, int full);
+/* A partial scan: only the positions in ranges (1..PC_PROTO_MAX_RANGES). */
+json_object *pc_msg_verify_ranges(int pattern, const struct pc_posrange *ranges, uint32_t n);
 json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n);
 json_object *pc_msg_slot(const struct pc_slot_report *s);
 json_object *pc_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -417,6 +417,14 @@ static void start_work(struct bctx *b)
 	msg = pc_msg_work(&w);
 	ev = ev_new(b, "work");
 	json_object_object_add(ev, "work", json_object_get(msg));
+	{
+		json_object *pol = json_object_new_object();
+		json_object_object_add(pol, "torn_unacked", json_object_new_string(
+			b->cfg->torn_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(pol, "torn_sector_unacked", json_object_new_string(
+			b->cfg->torn_sector_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(ev, "policy", pol);
+	}
 	ev_log(b, ev);
 	b->working = 1;
 	b->acks = 0;
@@ -506,6 +514,52 @@ static void on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 	}
 }
 
+/*
+ * What to scan at this boot: the whole region for the baseline, every
+ * full_every cycles and at the final verification; otherwise the slots the
+ * pending cycle wrote plus a seeded sample of cold ones.
+ */
+static json_object *verify_request(struct bctx *b)
+{
+	struct engine_board_state es;
+	struct pc_posrange r[PC_PROTO_MAX_RANGES];
+	uint32_t nr = 0, n, hot0, hotn, want;
+	uint8_t *taken;
+	json_object *msg;
+	uint64_t rnd;
+
+	engine_board_state(b->c->eng, b->cfg->name, &es);
+	n = es.nslots;
+	if (!es.baseline || !es.pending || b->cycle > b->c->cycles || b->cfg->full_every <= 1 ||
+	    b->cycle % b->cfg->full_every == 0 || !n || es.pending_pattern != b->cfg->pattern)
+		return pc_msg_verify(b->cfg->pattern, 1);
+	/* the pending cycle's seqs are consecutive positions, wrapping once at most */
+	hot0 = (uint32_t)((es.pending_first - 1) % n);
+	hotn = es.pending_n < n ? es.pending_n : n;
+	r[nr++] = (struct pc_posrange){ hot0, hot0 + hotn <= n ? hotn : n - hot0 };
+	if (hot0 + hotn > n)
+		r[nr++] = (struct pc_posrange){ 0, hot0 + hotn - n };
+	taken = calloc(n, 1);
+	if (!taken)
+		return pc_msg_verify(b->cfg->pattern, 1);
+	for (uint32_t i = 0; i < nr; i++)
+		memset(taken + r[i].pos, 1, r[i].n);
+	want = b->cfg->cold_sample < n - hotn ? b->cfg->cold_sample : n - hotn;
+	rnd = plan_rand(b, 3);
+	for (uint32_t k = 0; k < want && nr < PC_PROTO_MAX_RANGES; k++) {
+		uint32_t p;
+		do {
+			rnd = pc_mix64(rnd);
+			p = (uint32_t)(rnd % n);
+		} while (taken[p]);
+		taken[p] = 1;
+		r[nr++] = (struct pc_posrange){ p, 1 };
+	}
+	free(taken);
+	msg = pc_msg_verify_ranges(b->cfg->pattern, r, nr);
+	return msg ? msg : pc_msg_verify(b->cfg->pattern, 1);
+}
+
 static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
 	json_object *ev = ev_new(b, "rx"), *region, *v, *msg;
@@ -524,9 +578,10 @@ static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		give_up(b, why);
 		return;
 	}
+	msg = verify_request(b);
 	ev = ev_new(b, "verify");
+	json_object_object_add(ev, "msg", json_object_get(msg));
 	ev_log(b, ev);
-	msg = pc_msg_verify(b->cfg->pattern, 1);
 	if (send_msg(b, msg)) {
 		json_object_put(msg);
 		infra(b, "sending VERIFY failed: %s", strerror(errno));

@@ -365,7 +365,7 @@ fail:
 static const char *const board_keys[] = {
 	"name", "relay", "device", "pattern", "modes", "records_per_cycle", "flush_every",
 	"queue_depth", "cut", "boot_timeout_ms", "boot_retries", "verify_timeout_ms",
-	"work_timeout_ms", "off_ms", NULL,
+	"work_timeout_ms", "off_ms", "verify", "policy", NULL,
 };
 
 static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
@@ -699,6 +699,96 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	return 0;
 }
 
+/* "verify": {"full_every": K, "cold_sample": N} */
+static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	static const char *const keys[] = { "full_every", "cold_sample", NULL };
+	json_object *v = bval(x, "verify"), *f, *ov;
+	char path[160];
+	int rc;
+
+	b->full_every = 1;
+	b->cold_sample = 64;
+	if (v) {
+		if (!json_object_is_type(v, json_type_object))
+			return cfg_fail(x, bpath(x, path, sizeof(path), "verify", NULL),
+					"expected {\"full_every\": K, \"cold_sample\": N}, got %s", jtype(v));
+		json_object_object_foreach(v, key, val) {
+			(void)val;
+			if (!in_list(key, keys))
+				return cfg_unknown_key(x, bsec(x, path, sizeof(path), "verify", key), key, keys, NULL);
+		}
+		if ((f = jget(v, "full_every")) &&
+		    (rc = cfg_u32(x, f, bpath(x, path, sizeof(path), "verify", "full_every"), 1, 1000000, &b->full_every)))
+			return rc;
+		if ((f = jget(v, "cold_sample")) &&
+		    (rc = cfg_u32(x, f, bpath(x, path, sizeof(path), "verify", "cold_sample"), 0, 16384, &b->cold_sample)))
+			return rc;
+	}
+	ov = json_object_new_object();
+	put(ov, "full_every", json_object_new_int64(b->full_every));
+	put(ov, "cold_sample", json_object_new_int64(b->cold_sample));
+	put(out, "verify", ov);
+	return 0;
+}
+
+/*
+ * "policy": {"MODE": {"torn": "allowed"|"violation", "torn_sector": ...}}:
+ * whether an unacknowledged torn record or torn sector is a violation in that
+ * mode. Acknowledged ones always are. Defaults follow DESIGN section 6: a
+ * reliable write (fua, fua+flush, relwr) promises sector atomicity, relwr
+ * promises the whole record's.
+ */
+static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	static const char *const classes[] = { "torn", "torn_sector", NULL };
+	json_object *p = bval(x, "policy"), *op;
+	char path[160];
+
+	for (int m = 0; m < PC_MODE_MAX; m++) {
+		b->torn_violation[m] = m == PC_MODE_RELWR;
+		b->torn_sector_violation[m] = m == PC_MODE_FUA || m == PC_MODE_FUA_FLUSH || m == PC_MODE_RELWR;
+	}
+	if (p) {
+		if (!json_object_is_type(p, json_type_object))
+			return cfg_fail(x, bpath(x, path, sizeof(path), "policy", NULL),
+					"expected {\"MODE\": {\"torn\": \"allowed\"|\"violation\", ...}}, got %s", jtype(p));
+		json_object_object_foreach(p, mode, sec) {
+			int m = pc_mode_from_name(mode);
+
+			bpath(x, path, sizeof(path), "policy", mode);
+			if (m < 0)
+				return cfg_fail(x, path, "unknown mode '%s' (known: fua fua+flush flush journal none relwr)", mode);
+			if (!json_object_is_type(sec, json_type_object))
+				return cfg_fail(x, path, "expected {\"torn\": ..., \"torn_sector\": ...}, got %s", jtype(sec));
+			json_object_object_foreach(sec, cls, val) {
+				char cpath[200];
+				const char *s;
+
+				snprintf(cpath, sizeof(cpath), "%s.%s", path, cls);
+				if (!in_list(cls, classes))
+					return cfg_unknown_key(x, path, cls, classes, NULL);
+				if (!json_object_is_type(val, json_type_string))
+					return cfg_fail(x, cpath, "expected \"allowed\" or \"violation\", got %s", jtype(val));
+				s = json_object_get_string(val);
+				if (strcmp(s, "allowed") && strcmp(s, "violation"))
+					return cfg_fail(x, cpath, "expected \"allowed\" or \"violation\", got '%s'", s);
+				(strcmp(cls, "torn") == 0 ? b->torn_violation : b->torn_sector_violation)[m] =
+					strcmp(s, "violation") == 0;
+			}
+		}
+	}
+	op = json_object_new_object();
+	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++) {
+		json_object *e = json_object_new_object();
+		put(e, "torn", json_object_new_string(b->torn_violation[m] ? "violation" : "allowed"));
+		put(e, "torn_sector", json_object_new_string(b->torn_sector_violation[m] ? "violation" : "allowed"));
+		put(op, pc_mode_name((enum pc_mode)m), e);
+	}
+	put(out, "policy", op);
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	uint32_t def, min, max;
@@ -766,6 +856,8 @@ static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				"-byte records (a cycle must not write any slot twice)",
 				b->records_per_cycle, nslots, size_text(size, st, sizeof(st)), b->record_size);
 	}
+	if ((rc = cfg_verify(x, b, out)) || (rc = cfg_policy(x, b, out)))
+		return rc;
 	return cfg_cut(x, b, out);
 }
 

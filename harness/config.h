@@ -14,6 +14,8 @@
 
 #include <json-c/json.h>
 
+#include "../common/record.h"
+
 #define CFG_MAX_MODES 8
 
 enum cut_plan {
@@ -41,6 +43,12 @@ struct board_cfg {
 	uint32_t verify_timeout_ms;	/* VERIFY -> scan_end */
 	uint32_t work_timeout_ms;	/* WORK -> the cut, at most */
 	uint32_t off_ms;		/* power-off time before the next power-on */
+	/* verification: the cut cycle's slots always; cold data by sample */
+	uint32_t full_every;		/* verify.full_every: a whole-region scan every K cycles (1: always) */
+	uint32_t cold_sample;		/* verify.cold_sample: cold slots checked in other cycles */
+	/* policy: is an unacknowledged finding of this class a violation, per mode? */
+	uint8_t torn_violation[PC_MODE_MAX];
+	uint8_t torn_sector_violation[PC_MODE_MAX];
 };
 
 struct campaign_cfg {

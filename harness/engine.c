@@ -47,6 +47,7 @@ enum { OCC_UNKNOWN, OCC_WHOLE, OCC_DAMAGED };
 struct occ {
 	uint8_t state;
 	uint16_t flags;
+	uint16_t got;		/* OCC_DAMAGED while scanning: sectors reported so far */
 	uint32_t cycle;
 	uint64_t seq;
 	struct sect *sect;	/* OCC_DAMAGED: spr entries, owned */
@@ -68,6 +69,7 @@ struct wcycle {
 	int64_t t_work, t_last;
 	json_object *cut;
 	char infra[512];
+	int pol_torn, pol_torn_sector;	/* unacked torn / torn_sector is a violation */
 };
 
 struct board {
@@ -78,7 +80,10 @@ struct board {
 	struct occ *exp;
 	int baseline;
 	struct wcycle *w;
-	/* the scan in progress */
+	/* the scan in progress, and what the last VERIFY asked for */
+	uint8_t *want;		/* NULL: every slot */
+	uint32_t nwant;
+	int full;
 	int scanning;
 	int scan_pattern;
 	struct occ *obs;
@@ -88,6 +93,11 @@ struct board {
 	unsigned nraws;
 	char scan_err[256];
 	/* bookkeeping */
+	/* damage found by a scan that had no writes to judge: it goes into the
+	 * next verdict, so nothing found is ever dropped */
+	json_object *carry;
+	uint32_t carry_counts[ENGINE_NCLASSES];
+	uint32_t carry_viol;
 	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
 	uint64_t next_seq;
 	unsigned verdicts;
@@ -136,6 +146,11 @@ static void wcycle_free(struct wcycle *w)
 	free(w);
 }
 
+static int wanted(const struct board *b, uint32_t slot)
+{
+	return !b->want || b->want[slot];
+}
+
 static void scan_reset(struct board *b)
 {
 	occ_free_all(b->obs, b->g.nslots);
@@ -158,6 +173,8 @@ void engine_free(struct engine *e)
 		struct board *b = e->boards;
 		e->boards = b->next;
 		scan_reset(b);
+		free(b->want);
+		json_object_put(b->carry);
 		occ_free_all(b->exp, b->g.nslots);
 		wcycle_free(b->w);
 		json_object_put(b->hello);
@@ -197,6 +214,13 @@ int engine_board_state(struct engine *e, const char *name, struct engine_board_s
 		st->pending = b->w != NULL;
 		st->next_seq = b->next_seq;
 		st->verdicts = b->verdicts;
+		st->baseline = b->baseline;
+		st->nslots = b->have_geom ? b->g.nslots : 0;
+		if (b->w) {
+			st->pending_first = b->w->first;
+			st->pending_n = b->w->n;
+			st->pending_pattern = b->w->pattern;
+		}
 		return 0;
 	}
 	st->next_seq = 1;
@@ -534,16 +558,18 @@ static int promises_atomic_sector(int mode)
 	return mode == PC_MODE_FUA || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_RELWR;
 }
 
-static int is_violation(enum cls c, int acked, int mode)
+/* The policy: what the cycle's configuration says, or DESIGN section 6's
+ * defaults for events that carry none. */
+static int is_violation(const struct wcycle *w, enum cls c, int acked, int mode)
 {
 	switch (c) {
 	case C_INTACT:
 	case C_NOT_WRITTEN:
 		return 0;
 	case C_TORN:
-		return acked || mode == PC_MODE_RELWR;
+		return acked || (w ? w->pol_torn : mode == PC_MODE_RELWR);
 	case C_TORN_SECTOR:
-		return acked || promises_atomic_sector(mode);
+		return acked || (w ? w->pol_torn_sector : promises_atomic_sector(mode));
 	default:
 		return 1;
 	}
@@ -570,7 +596,7 @@ static void flush_nw(struct judge *j)
 static json_object *finding(struct judge *j, enum cls c, uint64_t seq, uint32_t slot, int acked, int mode)
 {
 	json_object *f = json_object_new_object();
-	int viol = is_violation(c, acked, mode);
+	int viol = is_violation(j->w, c, acked, mode);
 
 	flush_nw(j);
 	j->counts[c]++;
@@ -806,7 +832,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 	struct judge j = { .e = e, .b = b, .w = w, .findings = json_object_new_array() };
 	json_object *v, *rec, *rate;
 	int64_t ms;
-	uint32_t done;
+	uint32_t done, cold = 0;
 	int ret;
 
 	j.hot = calloc(b->g.nslots, 1);
@@ -814,12 +840,26 @@ static int judge_cycle(struct engine *e, struct board *b)
 		json_object_put(j.findings);
 		return -ENOMEM;
 	}
+	if (b->carry) {
+		/* what an earlier scan found with no writes to pin it on */
+		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
+			json_object_array_add(j.findings, json_object_get(json_object_array_get_idx(b->carry, i)));
+		for (int i = 0; i < ENGINE_NCLASSES; i++)
+			j.counts[i] += b->carry_counts[i];
+		j.violations += b->carry_viol;
+		json_object_put(b->carry);
+		b->carry = NULL;
+		memset(b->carry_counts, 0, sizeof(b->carry_counts));
+		b->carry_viol = 0;
+	}
 	for (uint64_t s = w->first; s < w->first + w->n; s++)
 		judge_record(&j, s);
 	flush_nw(&j);
 	for (uint32_t s = 0; s < b->g.nslots; s++)
-		if (!j.hot[s])
+		if (!j.hot[s] && wanted(b, s)) {
 			judge_cold(&j, s);
+			cold++;
+		}
 	free(j.hot);
 
 	v = verdict_base(e, b, w->cycle,
@@ -827,7 +867,17 @@ static int judge_cycle(struct engine *e, struct board *b)
 	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
 	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
 	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
-	json_object_object_add(v, "policy", json_object_new_string("default"));
+	{
+		json_object *p = json_object_new_object(), *sc = json_object_new_object();
+		json_object_object_add(p, "torn_unacked", json_object_new_string(w->pol_torn ? "violation" : "allowed"));
+		json_object_object_add(p, "torn_sector_unacked",
+				       json_object_new_string(w->pol_torn_sector ? "violation" : "allowed"));
+		json_object_object_add(v, "policy", p);
+		json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
+		add_int(sc, "slots", b->want ? b->nwant : b->g.nslots);
+		add_int(sc, "cold_checked", cold);
+		json_object_object_add(v, "scan", sc);
+	}
 	rec = json_object_new_object();
 	add_int(rec, "first", (int64_t)w->first);
 	add_int(rec, "planned", w->n);
@@ -861,10 +911,12 @@ static int scan_done(struct engine *e, struct board *b)
 	uint32_t damaged = 0;
 	int ret = 0;
 
-	if (b->nseen != b->g.nslots || b->scan_err[0]) {
+	uint32_t expect = b->want ? b->nwant : b->g.nslots;
+
+	if (b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
 		char why[320];
-		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported",
-			 b->scan_err, b->nseen, b->g.nslots);
+		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
+			 b->scan_err, b->nseen, expect, !b->baseline && b->want ? " (a baseline needs a full scan)" : "");
 		ret = verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", why);
 		scan_reset(b);
 		return ret;
@@ -888,15 +940,38 @@ static int scan_done(struct engine *e, struct board *b)
 		wcycle_free(b->w);
 		b->w = NULL;
 	} else {
+		/* nothing was written since the last scan: every slot is cold */
+		struct judge j = { .e = e, .b = b, .findings = b->carry ? b->carry : json_object_new_array() };
+		size_t before = json_object_array_length(j.findings);
+
 		for (uint32_t s = 0; s < b->g.nslots; s++)
-			if (!occ_equal(&b->obs[s], &b->exp[s], pc_geom_spr(&b->g)))
-				damaged++;
+			if (wanted(b, s))
+				judge_cold(&j, s);
+		for (size_t i = before; i < json_object_array_length(j.findings); i++)
+			add_int(json_object_array_get_idx(j.findings, i), "found_at_boot", b->cur_cycle);
+		damaged = (uint32_t)(json_object_array_length(j.findings) - before);
+		for (int i = 0; i < ENGINE_NCLASSES; i++)
+			b->carry_counts[i] += j.counts[i];
+		b->carry_viol += j.violations;
+		b->carry = j.findings;
 		if (damaged)
-			note(e, b, "cycle %u: %u slots changed with no writes pending", b->cur_cycle, damaged);
+			note(e, b, "boot of cycle %u: %u slots changed with no writes pending; reported in the "
+			     "next verdict", b->cur_cycle, damaged);
 	}
-	occ_free_all(b->exp, b->g.nslots);
-	b->exp = b->obs;
-	b->obs = NULL;
+	if (b->want && b->exp) {
+		/* a partial scan: what was not looked at stays as expected */
+		for (uint32_t s = 0; s < b->g.nslots; s++) {
+			if (!b->want[s])
+				continue;
+			free(b->exp[s].sect);
+			b->exp[s] = b->obs[s];
+			b->obs[s].sect = NULL;
+		}
+	} else {
+		occ_free_all(b->exp, b->g.nslots);
+		b->exp = b->obs;
+		b->obs = NULL;
+	}
 	scan_reset(b);
 	return ret;
 }
@@ -973,36 +1048,43 @@ static int take_runs(struct board *b, const struct pc_msg *m, char *err, size_t 
 	return 0;
 }
 
+/* A slot that is not one whole record; a large record's report may come in
+ * several messages, each continuing in sector order where the last stopped. */
 static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
 {
 	const struct pc_slot_report *s = &m->u.slot;
 	uint32_t spr = pc_geom_spr(&b->g);
 	struct occ *o;
 
-	if (s->slot >= b->g.nslots || s->nsect != spr) {
-		snprintf(err, errlen, "slot %u with %u sectors does not fit the region (%u slots of %u sectors)",
-			 s->slot, s->nsect, b->g.nslots, spr);
-		return -EINVAL;
-	}
-	if (b->seen[s->slot]) {
-		snprintf(err, errlen, "slot %u reported twice", s->slot);
+	if (s->slot >= b->g.nslots || s->nsect == 0) {
+		snprintf(err, errlen, "slot %u does not fit the region (%u slots)", s->slot, b->g.nslots);
 		return -EINVAL;
 	}
 	o = &b->obs[s->slot];
-	o->sect = calloc(spr, sizeof(*o->sect));
-	if (!o->sect)
-		return -ENOMEM;
-	b->seen[s->slot] = 1;
-	b->nseen++;
-	o->state = OCC_DAMAGED;
-	for (uint32_t i = 0; i < spr; i++) {
-		const struct pc_sect_report *r = &s->sect[i];
-		struct sect *d = &o->sect[i];
+	if (b->seen[s->slot] && (o->state != OCC_DAMAGED || o->got == spr)) {
+		snprintf(err, errlen, "slot %u reported twice", s->slot);
+		return -EINVAL;
+	}
+	if (!b->seen[s->slot]) {
+		o->sect = calloc(spr, sizeof(*o->sect));
+		if (!o->sect)
+			return -ENOMEM;
+		b->seen[s->slot] = 1;
+		o->state = OCC_DAMAGED;
+		o->got = 0;
+	}
+	for (uint32_t k = 0; k < s->nsect; k++) {
+		const struct pc_sect_report *r = &s->sect[k];
+		uint32_t i = o->got;
+		struct sect *d;
 
-		if (r->idx != i) {
-			snprintf(err, errlen, "slot %u: sector %u missing from the report", s->slot, i);
+		if (i >= spr || r->idx != i) {
+			snprintf(err, errlen, "slot %u: sector %u where sector %u was expected (%u per record)",
+				 s->slot, r->idx, i, spr);
 			return -EINVAL;
 		}
+		d = &o->sect[i];
+		o->got++;
 		d->kind = (uint8_t)r->kind;
 		switch (r->kind) {
 		case PC_SK_VALID:
@@ -1030,6 +1112,8 @@ static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t 
 			d->value = r->value;
 		}
 	}
+	if (o->got == spr)
+		b->nseen++;
 	return 0;
 }
 
@@ -1098,8 +1182,8 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, int64_t t,
 	return ret;
 }
 
-static int on_work(struct engine *e, struct board *b, json_object *work, unsigned cycle, int64_t t,
-		   char *err, size_t errlen)
+static int on_work(struct engine *e, struct board *b, json_object *work, json_object *policy, unsigned cycle,
+		   int64_t t, char *err, size_t errlen)
 {
 	struct pc_msg m;
 	const char *line = json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN);
@@ -1141,11 +1225,61 @@ static int on_work(struct engine *e, struct board *b, json_object *work, unsigne
 		if (json_object_object_get_ex(io, "async", &a) && !json_object_get_boolean(a))
 			w->mode_run = PC_MODE_FUA_FLUSH;
 	}
+	w->pol_torn = w->mode == PC_MODE_RELWR;
+	w->pol_torn_sector = promises_atomic_sector(w->mode);
+	if (policy) {
+		json_object *pv;
+		if (json_object_object_get_ex(policy, "torn_unacked", &pv))
+			w->pol_torn = !strcmp(json_object_get_string(pv), "violation");
+		if (json_object_object_get_ex(policy, "torn_sector_unacked", &pv))
+			w->pol_torn_sector = !strcmp(json_object_get_string(pv), "violation");
+	}
 	w->t_work = t;
 	w->t_last = t;
 	b->w = w;
 	b->last_work_cycle = cycle;
 	b->next_seq = w->first + w->n;
+	pc_msg_clear(&m);
+	return 0;
+}
+
+/* What the host asked the agent to scan. */
+static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
+{
+	json_object *msg;
+	struct pc_msg m;
+	const char *line;
+	int ret;
+
+	free(b->want);
+	b->want = NULL;
+	b->nwant = 0;
+	if (!json_object_object_get_ex(ev, "msg", &msg))
+		return 0;	/* a full scan */
+	line = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
+	if (ret)
+		return ret;
+	if (m.type != PC_MSG_VERIFY) {
+		snprintf(err, errlen, "verify event holds a %s message", pc_msg_type_name(m.type));
+		pc_msg_clear(&m);
+		return -EINVAL;
+	}
+	if (!m.u.verify.full && b->have_geom) {
+		b->want = calloc(b->g.nslots, 1);
+		if (!b->want) {
+			pc_msg_clear(&m);
+			return -ENOMEM;
+		}
+		for (uint32_t i = 0; i < m.u.verify.nranges; i++) {
+			const struct pc_posrange *r = &m.u.verify.ranges[i];
+			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n && p < b->g.nslots; p++) {
+				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
+				b->nwant += !b->want[slot];
+				b->want[slot] = 1;
+			}
+		}
+	}
 	pc_msg_clear(&m);
 	return 0;
 }
@@ -1185,8 +1319,14 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			snprintf(err, errlen, "work event without work");
 			return -EINVAL;
 		}
-		return on_work(e, b, v, (unsigned)cycle, (int64_t)t, err, errlen);
+		{
+			json_object *pol = NULL;
+			json_object_object_get_ex(ev, "policy", &pol);
+			return on_work(e, b, v, pol, (unsigned)cycle, (int64_t)t, err, errlen);
+		}
 	}
+	if (!strcmp(kind, "verify"))
+		return on_verify(b, ev, err, errlen);
 	if (!strcmp(kind, "cut")) {
 		if (b->w && b->w->cycle == cycle) {
 			json_object *c = json_object_new_object();

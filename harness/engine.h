@@ -10,8 +10,9 @@
  *   power_on        a boot attempt starts
  *   rx   {msg}      a message from the agent, as received (hello, scan_begin,
  *                   runs, slot, scan_end, submit, ack, done, error)
- *   verify          the host asked for a scan
- *   work {work}     the host sent the cycle's work
+ *   verify {msg}    the host asked for a scan (msg: the VERIFY it sent)
+ *   work {work, policy}  the host sent the cycle's work; policy says whether
+ *                   unacknowledged torn / torn_sector findings are violations
  *   cut  {plan, at_ms, acks}   the power was cut
  *   boot_fail {reason}         no agent after the boot timeout and retries
  *   infra {reason}             relay, link or host trouble
@@ -48,6 +49,11 @@ struct engine_board_state {
 	int pending;			/* writes waiting for judgment */
 	unsigned long long next_seq;	/* first seq the next work should use */
 	unsigned verdicts;		/* verdicts emitted so far */
+	int baseline;			/* a baseline scan was adopted */
+	unsigned nslots;		/* region geometry, once a HELLO came */
+	unsigned long long pending_first;	/* the pending write cycle's seqs */
+	unsigned pending_n;
+	int pending_pattern;
 };
 int engine_board_state(struct engine *e, const char *board, struct engine_board_state *st);
 

@@ -35,6 +35,7 @@ static const char *const class_names[NCLASS] = {
 };
 /* Classes that are a violation whenever found; the others only sometimes
  * (acked, or the mode promised atomicity), which only each finding says. */
+enum { C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR };
 static const int class_always[NCLASS] = { 0, 0, 1, 0, 0, 1, 1, 1, 1, 1 };
 
 struct strlist {
@@ -53,6 +54,7 @@ struct rep_mode {
 	unsigned long viol[NCLASS];	/* violations per class */
 	unsigned long found[NCLASS];	/* findings per class, violation or not */
 	unsigned long violations;	/* sum of verdict.violations */
+	unsigned long inflight;		/* cycles whose cut caught unacknowledged writes in flight */
 	double rate_sum;
 	unsigned long rate_n;
 	struct rep_ran ran[8];		/* cycles whose mode_run differed from mode */
@@ -386,6 +388,9 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 	field_set(&d->ident[ID_KERNEL], vd->kernel);
 	m->out[vd->out]++;
 	m->violations += vd->violations;
+	/* the cut landed mid-write: something submitted never (fully) landed */
+	if (vd->counts[C_NOT_WRITTEN] + vd->counts[C_TORN] + vd->counts[C_TORN_SECTOR] > 0)
+		m->inflight++;
 	for (int c = 0; c < NCLASS; c++) {
 		uint64_t n = class_always[c] && vd->counts[c] > vd->fviol[c] ? vd->counts[c] : vd->fviol[c];
 
@@ -614,6 +619,7 @@ static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
 			t->found[c] += m->found[c];
 		}
 		t->violations += m->violations;
+		t->inflight += m->inflight;
 		t->rate_sum += m->rate_sum;
 		t->rate_n += m->rate_n;
 	}
@@ -725,9 +731,9 @@ static void print_row(FILE *out, const struct rep_mode *m, const char *label)
 	else
 		snprintf(rate, sizeof(rate), "-");
 	viol_text(m, viol, sizeof(viol));
-	fprintf(out, "  %-10s%8lu%6lu%6lu%11lu%7lu%11s  ", label, mode_cycles(m), m->out[OUT_PASS],
-		m->out[OUT_FAIL], m->out[OUT_BOOT_FAIL], m->out[OUT_INFRA], rate);
-	print_wrapped(out, viol, 63);
+	fprintf(out, "  %-10s%8lu%6lu%6lu%11lu%7lu%10lu%11s  ", label, mode_cycles(m), m->out[OUT_PASS],
+		m->out[OUT_FAIL], m->out[OUT_BOOT_FAIL], m->out[OUT_INFRA], m->inflight, rate);
+	print_wrapped(out, viol, 73);
 }
 
 /* "5 cycles, 1 BOOT_FAIL; violations lost_acked=3" */
@@ -760,7 +766,7 @@ static void print_device(FILE *out, struct rep_dev *d)
 		field_text(&d->ident[ID_KERNEL], b[1], sizeof(b[1])));
 	if (!d->id)
 		fprintf(out, "  (no agent ever reported this device's identity: only boot failures were seen)\n");
-	fprintf(out, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  records/s  violations\n");
+	fprintf(out, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  in-flight  records/s  violations\n");
 	qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
 	for (unsigned i = 0; i < d->nmodes; i++)
 		print_row(out, &d->modes[i], d->modes[i].name[0] ? d->modes[i].name : "-");
@@ -824,6 +830,7 @@ static void mode_json(json_object *o, const struct rep_mode *m)
 		json_object_object_add(o, outcome_keys[k], json_object_new_int64((int64_t)m->out[k]));
 	json_object_object_add(o, "violations", class_obj(m->viol));
 	json_object_object_add(o, "violation_total", json_object_new_int64((int64_t)m->violations));
+	json_object_object_add(o, "cuts_in_flight", json_object_new_int64((int64_t)m->inflight));
 	json_object_object_add(o, "findings", class_obj(m->found));
 	json_object_object_add(o, "records_per_s",
 			       m->rate_n ? json_object_new_double(m->rate_sum / (double)m->rate_n) : NULL);

@@ -145,6 +145,11 @@ static void scan(struct engine *e, unsigned cycle)
 					memcpy(sect[i].raw, view[s].img[i], PC_SECTOR);
 				}
 			}
+			/* in two messages, as the agent splits a large record's report */
+			rep.nsect = SPR / 2;
+			rx(e, cycle, pc_msg_slot(&rep));
+			rep.sect = sect + SPR / 2;
+			rep.nsect = SPR - SPR / 2;
 			rx(e, cycle, pc_msg_slot(&rep));
 			continue;
 		}

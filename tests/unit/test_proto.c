@@ -220,6 +220,8 @@ static const struct mcase mcases[] = {
 	{ PC_MSG_ACK, "type", "\"ACK\"", "unknown message type \"ACK\"" },
 	{ PC_MSG_ACK, "type", "\"ack\\u0000x\"", "unknown message type \"ack\"" },
 	{ PC_MSG_ACK, "type", "\"a\\u001b[2Jb\"", "unknown message type \"a?[2Jb\"" },
+	{ PC_MSG_ACK, "type", "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"",
+	  "unknown message type \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\"" },
 	{ PC_MSG_ACK, "v", DEL, "field \"v\" is missing (this build speaks protocol version 1)" },
 	{ PC_MSG_ACK, "v", "2", "protocol version 2 not supported (this build speaks 1)" },
 	{ PC_MSG_ACK, "v", "0", "protocol version 0 not supported (this build speaks 1)" },

@@ -229,7 +229,7 @@ static void test_table(void)
 	CU_ASSERT_EQUAL_FATAL(run(dirs, 1, 0, &text, err, sizeof(err)), 0);
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "device mmc:PCSIM:aaaa (board honest-1; PCSIM manfid 0x0000fe; "
 					 "queue fua=1 write_cache=write back)"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  records/s  violations\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  in-flight  records/s  violations\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  fua              2     2     0          0      0     1500.0  -\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  flush            2     0     2          0      0     6000.0  lost_acked=7 torn=1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  -                2     0     0          1      1          -  -\n"));
