@@ -15,6 +15,33 @@ CROSS_COMPILE ?=
 ifeq ($(origin CC),default)
 CC       := $(CROSS_COMPILE)gcc
 endif
+
+# ---- cross builds (1/2: settings) -------------------------------------------
+# CROSS_COMPILE=<triplet>- builds into build/<arch>/ (aarch64, armhf, ...) and
+# asks pkg-config for the target's libraries only: Debian multiarch -dev
+# packages in /usr/lib/<triplet>/pkgconfig, or a sysroot (CROSS_SYSROOT=DIR,
+# e.g. a Yocto/Buildroot staging dir; tools/install-cross-deps makes one in
+# /opt/powercut-cross/<triplet> when apt cannot co-install the multiarch ones).
+# `make cross-check` builds static agents for both and runs them under qemu.
+CROSS_TRIPLET := $(patsubst %-,%,$(CROSS_COMPILE))
+CROSS_SYSROOT ?=
+ifneq ($(CROSS_TRIPLET),)
+CROSS_ARCH := $(or $(if $(filter aarch64-%,$(CROSS_TRIPLET)),aarch64),\
+		   $(if $(filter %-gnueabihf,$(CROSS_TRIPLET)),armhf),\
+		   $(firstword $(subst -, ,$(CROSS_TRIPLET))))
+B ?= build/$(CROSS_ARCH)
+ifeq ($(CROSS_SYSROOT),)
+ifeq ($(wildcard /usr/lib/$(CROSS_TRIPLET)/pkgconfig/json-c.pc),)
+CROSS_SYSROOT := $(wildcard /opt/powercut-cross/$(CROSS_TRIPLET))
+endif
+endif
+ifeq ($(origin PKG_CONFIG),undefined)
+PKG_CONFIG := env PKG_CONFIG_LIBDIR=$(CROSS_SYSROOT)/usr/lib/$(CROSS_TRIPLET)/pkgconfig:$(CROSS_SYSROOT)/usr/share/pkgconfig \
+	      $(if $(CROSS_SYSROOT),PKG_CONFIG_SYSROOT_DIR=$(CROSS_SYSROOT)) pkg-config
+endif
+endif
+# ---- end cross builds (1/2) -------------------------------------------------
+
 PKG_CONFIG ?= pkg-config
 STATIC   ?=
 B        ?= build
@@ -56,7 +83,7 @@ objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC))
 HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
-.PHONY: all agent host check unit integration demo deps install clean fault-matrix
+.PHONY: all agent host check unit integration demo deps install clean fault-matrix fixtures
 all: $(B)/powercut $(B)/powercut-agent
 
 agent: $(B)/powercut-agent
@@ -106,6 +133,10 @@ integration:
 demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/powercut run configs/sim-quick.json --agent $(B)/powercut-agent
+
+# Regenerate the crafted region images of tests/fixtures/ (they are committed).
+fixtures: $(B)/tools/mkfixtures
+	$(B)/tools/mkfixtures tests/fixtures
 
 fault-matrix: all
 	bench/fault-matrix
