@@ -93,6 +93,7 @@ struct slotview {
 	uint32_t cycle;
 	uint16_t flags;
 	uint8_t img[SPR][PC_SECTOR];	/* damaged: the sector bytes */
+	int err[SPR];			/* damaged: the read of this sector fails */
 };
 
 static struct slotview *view;
@@ -133,7 +134,10 @@ static void scan(struct engine *e, unsigned cycle)
 			for (unsigned i = 0; i < SPR; i++) {
 				struct pc_sector_hdr h;
 				sect[i].idx = (uint16_t)i;
-				if (pc_sector_check(view[s].img[i], &G, &h) == PC_SECT_VALID) {
+				if (view[s].err[i]) {
+					sect[i].kind = PC_SK_ERR;
+					sect[i].value = (uint32_t)view[s].err[i];
+				} else if (pc_sector_check(view[s].img[i], &G, &h) == PC_SECT_VALID) {
 					sect[i].kind = PC_SK_VALID;
 					sect[i].seq = h.seq;
 					sect[i].cycle = h.cycle;
@@ -433,6 +437,38 @@ static void test_infra_and_determinism(void)
 	json_object_put(first);
 }
 
+/* A read error in an acknowledged record, and in cold data. */
+static void test_unreadable(void)
+{
+	struct engine *e = start();
+	uint16_t fl = PC_MODE_FUA;
+	json_object *v, *f;
+
+	work(e, 1, 1, 4, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 4));
+	for (uint32_t s = 0; s < 4; s++)
+		view_whole(s, s + 1, 1, fl);
+	view_bytes(2, 3, 1, fl);
+	view[2].err[2] = 5;	/* EIO */
+	view_bytes(50, 0, 0, 0);
+	view[50].err[7] = 5;
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_EQUAL(iget(v, "counts", "unreadable"), 2);
+	f = finding_for(v, "unreadable", 3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(iget(f, "sector", NULL), 2);
+	CU_ASSERT_EQUAL(iget(f, "errno", NULL), 5);
+	f = finding_for(v, "unreadable", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(iget(f, "slot", NULL), 50);
+	engine_free(e);
+}
+
 static int cleanup(void)
 {
 	json_object_put(verdicts);
@@ -451,6 +487,7 @@ int suite_engine(void)
 	if (!CU_add_test(s, "honest cycle: intact and not_written", test_honest_pass) ||
 	    !CU_add_test(s, "every class in one cycle, with details", test_every_class) ||
 	    !CU_add_test(s, "stale data and BOOT_FAIL", test_stale_and_boot_fail) ||
+	    !CU_add_test(s, "unreadable sectors", test_unreadable) ||
 	    !CU_add_test(s, "INFRA_ERROR once, and determinism", test_infra_and_determinism))
 		return -1;
 	return 0;
