@@ -320,7 +320,8 @@ static int cmd_scan(struct opts *o)
 	return 0;
 }
 
-static int hello(struct link *l, struct region *r, const struct writer_io *io, const char *board)
+static int hello(struct link *l, struct region *r, const struct writer_io *io, const char *board,
+		 const char *region_err)
 {
 	json_object *m = pc_msg_new(PC_MSG_HELLO), *id = identity(r, io);
 
@@ -328,6 +329,11 @@ static int hello(struct link *l, struct region *r, const struct writer_io *io, c
 	json_object_object_foreach(id, k, v)
 		json_object_object_add(m, k, json_object_get(v));
 	json_object_put(id);
+	json_object_object_add(m, "superblock", region_sb_state(r));
+	if (region_err) {
+		json_object_object_del(m, "region");
+		json_object_object_add(m, "region_error", json_object_new_string(region_err));
+	}
 	return link_send(l, m);
 }
 
@@ -337,6 +343,7 @@ static int cmd_run(struct opts *o)
 	struct writer_io io;
 	struct link l = { .fd = -1 };
 	char err[1024] = "";
+	char *region_err = NULL;
 	int ret, rc = 1;
 
 	if (!o->connect || !o->board) {
@@ -350,6 +357,21 @@ static int cmd_run(struct opts *o)
 	if (o->boot_delay_ms)
 		pc_sleep_us(o->boot_delay_ms * 1000);
 	ret = region_open(&r, &o->ro, 1, err, sizeof(err));
+	if (ret == -ENODEV) {
+		/* the device does not respond: a board like that does not boot */
+		pc_err("%s: not starting", err);
+		return 1;
+	}
+	if (ret == -ENOENT) {
+		/* both superblocks are gone: the host may know the geometry */
+		pc_warn("%s", err);
+		char why[2][160];
+
+		region_err = strdup(err);
+		memcpy(why, r.sb_why, sizeof(why));
+		ret = region_open_raw(&r, &o->ro, 1, err, sizeof(err));
+		memcpy(r.sb_why, why, sizeof(why));
+	}
 	if (ret) {
 		/* tell the host why, so it does not wait for a boot timeout */
 		pc_err("%s", err);
@@ -365,7 +387,7 @@ static int cmd_run(struct opts *o)
 		pc_err("%s", err);
 		goto out;
 	}
-	ret = hello(&l, &r, &io, o->board);
+	ret = hello(&l, &r, &io, o->board, region_err);
 	while (ret == 0) {
 		struct pc_msg m;
 		struct scan_stats st;
@@ -379,6 +401,22 @@ static int cmd_run(struct opts *o)
 		if (ret) {
 			pc_err("bad message from the host: %s", err);
 			link_send(&l, pc_msg_error("agent cannot use host message: %s", err));
+			break;
+		}
+		if (!r.have_geom && m.type == PC_MSG_VERIFY) {
+			json_object *g;
+			err[0] = 0;
+			if (!json_object_object_get_ex(m.obj, "region", &g) || region_adopt(&r, g, err, sizeof(err))) {
+				link_send(&l, pc_msg_error("%s; the host sent %s", region_err,
+							   err[0] ? err : "no geometry to scan it with"));
+				pc_msg_clear(&m);
+				break;
+			}
+			pc_warn("scanning with the geometry the host remembers");
+		}
+		if (!r.have_geom && m.type == PC_MSG_WORK) {
+			link_send(&l, pc_msg_error("%s; refusing to write without a geometry", region_err));
+			pc_msg_clear(&m);
 			break;
 		}
 		switch (m.type) {
@@ -416,6 +454,7 @@ static int cmd_run(struct opts *o)
 		pc_msg_clear(&m);
 	}
 out:
+	free(region_err);
 	link_close(&l);
 	region_close(&r);
 	return rc;

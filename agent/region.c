@@ -106,10 +106,12 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 	len = o->length ? o->length : r->dev.size - r->off;
 	len -= len % ALIGN;
 	r->sb_ok[0] = read_sb(r, 0, &ga, why_a, sizeof(why_a)) == 0;
+	pc_strlcpy(r->sb_why[0], why_a, sizeof(r->sb_why[0]));
 	if (r->sb_ok[0])
 		len = ga.region_bytes;	/* copy B sits where copy A says the region ends */
 	if (len >= 2 * ALIGN && r->off + len <= r->dev.size)
 		r->sb_ok[1] = read_sb(r, len / PC_SECTOR - PC_SB_RESERVE_SECT, &gb, why_b, sizeof(why_b)) == 0;
+	pc_strlcpy(r->sb_why[1], r->sb_ok[1] ? "" : why_b[0] ? why_b : "not found", sizeof(r->sb_why[1]));
 	if (!r->sb_ok[0] && !r->sb_ok[1]) {
 		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
 			 " (superblock A: %s; superblock B: %s); run 'powercut-agent prepare' first",
@@ -124,6 +126,7 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 		goto fail;
 	}
 	r->g = r->sb_ok[0] ? ga : gb;
+	r->have_geom = 1;
 	if (o->length && o->length != r->g.region_bytes) {
 		snprintf(err, errlen, "%s: region length %" PRIu64 " given, but the superblock says %" PRIu64,
 			 r->path, o->length, r->g.region_bytes);
@@ -140,6 +143,45 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 fail:
 	region_close(r);
 	return ret;
+}
+
+int region_open_raw(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
+{
+	return dev_setup(r, o, for_write, err, errlen);
+}
+
+int region_adopt(struct region *r, json_object *region, char *err, size_t errlen)
+{
+	struct pc_geom g;
+	uint64_t bytes, rs, seed;
+	const char *uuid;
+
+	if (pc_json_str(region, "uuid", &uuid, err, errlen) ||
+	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, err, errlen) ||
+	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, err, errlen) ||
+	    pc_json_u64(region, "seed", UINT64_MAX, &seed, err, errlen) ||
+	    pc_geom_init(&g, bytes, (uint32_t)rs, seed, err, errlen) || pc_uuid_parse(uuid, g.uuid)) {
+		if (!err[0])
+			snprintf(err, errlen, "the host's region geometry is not valid");
+		return -EINVAL;
+	}
+	if (r->off + g.region_bytes > r->dev.size) {
+		snprintf(err, errlen, "%s: the host's region (%" PRIu64 " bytes at %" PRIu64 ") lies past the "
+			 "device's end", r->path, g.region_bytes, r->off);
+		return -EINVAL;
+	}
+	r->g = g;
+	r->have_geom = 1;
+	return 0;
+}
+
+json_object *region_sb_state(const struct region *r)
+{
+	json_object *o = json_object_new_object();
+
+	for (int c = 0; c < 2; c++)
+		json_object_object_add(o, c ? "b" : "a", json_object_new_string(r->sb_ok[c] ? "ok" : r->sb_why[c]));
+	return o;
 }
 
 void region_close(struct region *r)

@@ -31,6 +31,8 @@ struct region {
 	uint64_t off;		/* region start on the device, bytes */
 	struct pc_geom g;
 	int sb_ok[2];		/* which superblock copies were readable and agreed */
+	char sb_why[2][160];	/* why a copy is not */
+	int have_geom;		/* g is known (from a superblock, or given by the host) */
 };
 
 /*
@@ -41,6 +43,18 @@ struct region {
  */
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen);
 void region_close(struct region *r);
+
+/*
+ * Open the device only, for a region whose superblocks are both gone: the
+ * geometry must then come from the host (region_adopt) before anything is
+ * scanned or written. 0 or -errno with err naming the device.
+ */
+int region_open_raw(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen);
+/* Take the geometry the host remembers ({uuid, bytes, record_size, slots,
+ * seed}); refuses one that does not fit the device. */
+int region_adopt(struct region *r, json_object *region, char *err, size_t errlen);
+/* The state of both superblock copies, for HELLO: {"a": "ok" | why, "b": ...}. */
+json_object *region_sb_state(const struct region *r);
 
 /*
  * Claim a region: write both superblocks and a generation-0 record into every

@@ -306,8 +306,17 @@ static int parse_hello(struct vctx *c, json_object *o, struct pc_msg *m)
 	for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
 		if (get_str(c, o, "", strs[i], &s))
 			return -EINVAL;
-	if (get_obj(c, o, "region", &reg) || parse_region(c, reg) ||
-	    get_obj(c, o, "device", &dev) ||
+	/* an agent whose region lost both superblocks says why instead; the
+	 * host, which knows the geometry, sends it back with VERIFY */
+	if (json_object_object_get_ex(o, "region_error", NULL)) {
+		if (get_str(c, o, "", "region_error", &s))
+			return -EINVAL;
+		if (json_object_object_get_ex(o, "region", NULL))
+			return verr(c, "fields \"region\" and \"region_error\" exclude each other");
+	} else if (get_obj(c, o, "region", &reg) || parse_region(c, reg)) {
+		return -EINVAL;
+	}
+	if (get_obj(c, o, "device", &dev) ||
 	    get_obj(c, o, "queue", &q) ||
 	    get_int(c, q, "queue.", "fua", -1, 1, &fua) ||
 	    get_str(c, q, "queue.", "write_cache", &s))
@@ -541,6 +550,8 @@ static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
 
 	if (get_pattern(c, o, "pattern", &m->u.verify.pattern) ||
 	    get_bool(c, o, "full", &m->u.verify.full))
+		return -EINVAL;
+	if (json_object_object_get_ex(o, "region", &arr) && (get_obj(c, o, "region", &arr) || parse_region(c, arr)))
 		return -EINVAL;
 	if (!json_object_object_get_ex(o, "ranges", &arr)) {
 		if (!m->u.verify.full)

@@ -224,7 +224,10 @@ static int on_verdict(json_object *v, void *arg)
 
 static void on_note(const char *board, const char *text, void *arg)
 {
-	pc_warn("board %s: %s", board, text);
+	struct camp *c = arg;
+
+	if (!c->resuming)	/* told already, when it happened */
+		pc_warn("board %s: %s", board, text);
 }
 
 /* ---- the link ---- */
@@ -562,12 +565,28 @@ static json_object *verify_request(struct bctx *b)
 
 static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
-	json_object *ev = ev_new(b, "rx"), *region, *v, *msg;
+	json_object *ev = ev_new(b, "rx"), *region, *v, *msg, *known = NULL;
 	uint64_t rs = 0;
+	const char *region_err = NULL;
 
 	json_object_object_add(ev, "msg", json_object_get(raw));
 	ev_log(b, ev);
-	if (json_object_object_get_ex(raw, "region", &region) && json_object_object_get_ex(region, "record_size", &v))
+	if (json_object_object_get_ex(raw, "region_error", &v)) {
+		/* both superblocks gone: scan with the geometry we remember */
+		region_err = json_object_get_string(v);
+		known = engine_board_region(b->c->eng, b->cfg->name);
+		if (!known) {
+			char why[1200];
+			snprintf(why, sizeof(why), "the board has no prepared region: %s", region_err);
+			ev_reason(b, "infra", "%s", why);
+			give_up(b, why);
+			return;
+		}
+		region = known;
+	} else {
+		json_object_object_get_ex(raw, "region", &region);
+	}
+	if (region && json_object_object_get_ex(region, "record_size", &v))
 		rs = (uint64_t)json_object_get_int64(v);
 	if (rs != b->cfg->record_size) {
 		char why[256];
@@ -576,9 +595,15 @@ static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 			 b->cfg->record_size);
 		ev_reason(b, "infra", "%s", why);
 		give_up(b, why);
+		json_object_put(known);
 		return;
 	}
-	msg = verify_request(b);
+	if (known) {
+		msg = pc_msg_verify(b->cfg->pattern, 1);
+		json_object_object_add(msg, "region", known);
+	} else {
+		msg = verify_request(b);
+	}
 	ev = ev_new(b, "verify");
 	json_object_object_add(ev, "msg", json_object_get(msg));
 	ev_log(b, ev);

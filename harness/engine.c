@@ -978,6 +978,67 @@ static int scan_done(struct engine *e, struct board *b)
 
 /* ---- event intake ---- */
 
+/* A device-level finding, reported in the next verdict. */
+static void carry_device(struct board *b, json_object *f)
+{
+	if (!b->carry)
+		b->carry = json_object_new_array();
+	json_object_object_add(f, "acked", json_object_new_boolean(0));
+	json_object_object_add(f, "violation", json_object_new_boolean(1));
+	json_object_object_add(f, "found_at_boot", json_object_new_int64(b->cur_cycle));
+	json_object_array_add(b->carry, f);
+	b->carry_counts[C_COLLATERAL]++;
+	b->carry_viol++;
+}
+
+/*
+ * What HELLO says about the device itself, against what it said before: a
+ * superblock copy that went bad, or an identity (CID, serial, size) that
+ * changed, is damage outside the records -- reported once, as collateral.
+ */
+static void check_device(struct engine *e, struct board *b, json_object *hello)
+{
+	static const char *const idkeys[] = { "cid", "serial", "size", "manfid", "name" };
+	json_object *sb, *old_sb = NULL, *dev, *old_dev = NULL, *v, *ov;
+	const char *region_err = jstr(hello, "region_error", NULL);
+
+	if (!b->hello)
+		return;
+	json_object_object_get_ex(b->hello, "superblock", &old_sb);
+	if (json_object_object_get_ex(hello, "superblock", &sb) && old_sb) {
+		for (int c = 0; c < 2; c++) {
+			const char *k = c ? "b" : "a", *now = jstr(sb, k, "ok"), *was = jstr(old_sb, k, "ok");
+			if (!strcmp(was, "ok") && strcmp(now, "ok")) {
+				json_object *f = json_object_new_object();
+				json_object_object_add(f, "class", json_object_new_string("collateral"));
+				json_object_object_add(f, "what", json_object_new_string("superblock"));
+				json_object_object_add(f, "copy", json_object_new_string(c ? "B" : "A"));
+				json_object_object_add(f, "detail", json_object_new_string(now));
+				carry_device(b, f);
+				note(e, b, "superblock copy %s is gone: %s", c ? "B" : "A", now);
+			}
+		}
+	}
+	if (region_err && !jstr(b->hello, "region_error", NULL))
+		note(e, b, "the region lost both superblocks (%s): scanning with the remembered geometry", region_err);
+	if (json_object_object_get_ex(hello, "device", &dev) && json_object_object_get_ex(b->hello, "device", &old_dev)) {
+		for (size_t i = 0; i < PC_ARRAY_SIZE(idkeys); i++) {
+			if (!json_object_object_get_ex(old_dev, idkeys[i], &ov) ||
+			    !json_object_object_get_ex(dev, idkeys[i], &v) || json_object_equal(v, ov))
+				continue;
+			json_object *f = json_object_new_object();
+			json_object_object_add(f, "class", json_object_new_string("collateral"));
+			json_object_object_add(f, "what", json_object_new_string("identity"));
+			json_object_object_add(f, "field", json_object_new_string(idkeys[i]));
+			json_object_object_add(f, "before", json_object_get(ov));
+			json_object_object_add(f, "after", json_object_get(v));
+			carry_device(b, f);
+			note(e, b, "device %s changed from %s to %s", idkeys[i], json_object_get_string(ov),
+			     json_object_get_string(v));
+		}
+	}
+}
+
 static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, char *err, size_t errlen)
 {
 	json_object *region;
@@ -985,7 +1046,18 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, c
 	uint64_t bytes, rs, slots, seed;
 	const char *uuid;
 
-	json_object_object_get_ex(m->obj, "region", &region);
+	check_device(e, b, m->obj);
+	if (!json_object_object_get_ex(m->obj, "region", &region)) {
+		/* both superblocks gone: keep the geometry we know, if we know one */
+		json_object_put(b->hello);
+		b->hello = json_object_get(m->obj);
+		if (!b->have_geom) {
+			snprintf(err, errlen, "the board's region has no superblock and no geometry is known: %s",
+				 jstr(m->obj, "region_error", "?"));
+			return -EINVAL;
+		}
+		return 0;
+	}
 	if (pc_json_str(region, "uuid", &uuid, err, errlen) ||
 	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, err, errlen) ||
 	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, err, errlen) ||
@@ -1018,6 +1090,26 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, c
 	json_object_put(b->hello);
 	b->hello = json_object_get(m->obj);
 	return 0;
+}
+
+json_object *engine_board_region(struct engine *e, const char *name)
+{
+	for (struct board *b = e->boards; b; b = b->next) {
+		json_object *o;
+		char u[37];
+
+		if (strcmp(b->name, name) || !b->have_geom)
+			continue;
+		o = json_object_new_object();
+		pc_uuid_format(b->g.uuid, u);
+		json_object_object_add(o, "uuid", json_object_new_string(u));
+		json_object_object_add(o, "bytes", json_object_new_uint64(b->g.region_bytes));
+		json_object_object_add(o, "record_size", json_object_new_int64(b->g.record_size));
+		json_object_object_add(o, "slots", json_object_new_int64(b->g.nslots));
+		json_object_object_add(o, "seed", json_object_new_uint64(b->g.seed));
+		return o;
+	}
+	return NULL;
 }
 
 static int take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen)

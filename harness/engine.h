@@ -56,6 +56,9 @@ struct engine_board_state {
 	int pending_pattern;
 };
 int engine_board_state(struct engine *e, const char *board, struct engine_board_state *st);
+/* The board's region geometry as HELLO carries it (a new object), or NULL
+ * when no HELLO with a region came yet. */
+json_object *engine_board_region(struct engine *e, const char *board);
 
 /* The verdict classes of DESIGN section 6, in report order. */
 extern const char *const engine_classes[];
