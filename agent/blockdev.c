@@ -504,13 +504,13 @@ int blockdev_check_safe(const char *path, dev_t dev, int allow_whole_disk, char 
 	ret = blockdev_is_partition(dev);
 	if (ret < 0) {
 		bd_errf(err, errlen, "%s: cannot tell whether it is a partition (" SYSFS_DEV_BLOCK "/%u:%u: %s); "
-			 "mount sysfs, or set allow_whole_disk if the whole device is meant", path, major(dev),
+			 "mount sysfs, or pass --allow-whole-disk if the whole device is meant", path, major(dev),
 			 minor(dev), strerror(-ret));
 		return ret;
 	}
 	if (ret == 0) {
 		bd_errf(err, errlen, "%s is a whole disk, not a partition; give a partition (PARTLABEL=...) "
-			 "or set allow_whole_disk if the whole device is meant to be overwritten", path);
+			 "or pass --allow-whole-disk if the whole device is meant to be overwritten", path);
 		return -EISDIR;
 	}
 	return 0;

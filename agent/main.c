@@ -439,7 +439,7 @@ static int cmd_run(struct opts *o)
 				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
 				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
 				json_object_object_add(d, "io", json_object_new_string(
-					io.aio ? r.dev.ops->name : "synchronous"));
+					!io.aio ? "pwritev2" : strcmp(r.dev.ops->name, "sim") ? "io_uring" : "sim"));
 				ret = link_send(&l, d);
 			} else {
 				pc_err("%s", err);

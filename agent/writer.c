@@ -83,7 +83,10 @@ json_object *writer_describe(const struct region *r, const struct writer_io *io)
 	json_object_object_add(o, "fua+flush", json_object_new_string("pwritev2 RWF_DSYNC (FUA + flush)"));
 	snprintf(buf, sizeof(buf), "%s + fdatasync", async);
 	json_object_object_add(o, "flush", json_object_new_string(buf));
-	snprintf(buf, sizeof(buf), "%s + fdatasync + pwritev2 RWF_DSYNC commit", async);
+	if (io->aio)
+		snprintf(buf, sizeof(buf), "%s + fdatasync + %s RWF_DSYNC commit (FUA only)", async, async);
+	else
+		snprintf(buf, sizeof(buf), "pwrite + fdatasync + pwritev2 RWF_DSYNC commit (FUA + flush)");
 	json_object_object_add(o, "journal", json_object_new_string(buf));
 	json_object_object_add(o, "none", json_object_new_string(async));
 	json_object_object_add(o, "relwr", json_object_new_string("unavailable: needs MMC_IOC_MULTI_CMD on an mmcblk device"));

@@ -180,6 +180,11 @@ int pc_parse_hostport(const char *s, char *host, size_t hostlen, uint16_t *port)
 		return -EINVAL;
 	if (pc_parse_u64(colon + 1, 0, &p) || p > 65535)
 		return -EINVAL;
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		/* "[::1]:7878": an IPv6 address */
+		s++;
+		hl -= 2;
+	}
 	if (hl == 0)
 		pc_strlcpy(host, "127.0.0.1", hostlen);
 	else {

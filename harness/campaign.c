@@ -169,6 +169,28 @@ static struct bctx *board_by_name(struct camp *c, const char *name)
 	return NULL;
 }
 
+/* Count a verdict towards its board's totals (the whole campaign's, resumed runs included). */
+static struct bctx *tally(struct camp *c, const char *board, json_object *v)
+{
+	struct bctx *b = board_by_name(c, board);
+	json_object *o;
+	const char *outcome = "";
+
+	if (!b)
+		return NULL;
+	if (json_object_object_get_ex(v, "verdict", &o))
+		outcome = json_object_get_string(o);
+	if (!strcmp(outcome, "PASS"))
+		b->n_pass++;
+	else if (!strcmp(outcome, "FAIL"))
+		b->n_fail++;
+	else if (!strcmp(outcome, "BOOT_FAIL"))
+		b->n_boot++;
+	else
+		b->n_infra++;
+	return b;
+}
+
 /* Engine callbacks. */
 static int on_verdict(json_object *v, void *arg)
 {
@@ -196,16 +218,8 @@ static int on_verdict(json_object *v, void *arg)
 	if (c->resuming)
 		pc_info("recovered the verdict of %s cycle %" PRId64 " from events.jsonl", board,
 			json_object_get_int64(o));
-	b = board_by_name(c, board);
+	b = tally(c, board, v);
 	if (b) {
-		if (!strcmp(outcome, "PASS"))
-			b->n_pass++;
-		else if (!strcmp(outcome, "FAIL"))
-			b->n_fail++;
-		else if (!strcmp(outcome, "BOOT_FAIL"))
-			b->n_boot++;
-		else
-			b->n_infra++;
 		if (!strcmp(outcome, "FAIL") && !c->o->quiet) {
 			json_object *cnt;
 			char what[256] = "";
@@ -340,6 +354,19 @@ static void infra(struct bctx *b, const char *fmt, ...)
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
 	pc_warn("board %s cycle %u: %s", b->cfg->name, b->cycle, buf);
+	if (b->cycle > b->c->cycles) {
+		/* the final verification: there is no cycle of its own to blame,
+		 * so retry it, then give the last cycle's writes the verdict */
+		power_off(b);
+		close_link(b);
+		if (++b->attempt <= b->cfg->boot_retries) {
+			set_state(b, B_OFF_WAIT, b->cfg->off_ms);
+			return;
+		}
+		ev_reason(b, "final_infra", "the final verification failed: %s", buf);
+		set_state(b, B_DONE, UINT64_MAX);
+		return;
+	}
 	ev_reason(b, "infra", "%s", buf);
 	power_off(b);
 	close_link(b);
@@ -494,6 +521,15 @@ static void on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 	switch (b->st) {
 	case B_VERIFY:
 		if (m->type == PC_MSG_SCAN_END) {
+			struct engine_board_state es;
+
+			engine_board_state(c->eng, b->cfg->name, &es);
+			if (!es.scan_ok) {
+				/* the engine could not use the scan: writing now would
+				 * pile new records on unjudged ones */
+				infra(b, "the agent's scan was incomplete or inconsistent (see events.jsonl)");
+				break;
+			}
 			b->consecutive_infra = 0;
 			if (b->cycle > c->cycles)
 				final_verified(b);
@@ -872,6 +908,7 @@ static int seen_verdict(json_object *v, unsigned lineno, void *arg)
 		return -EINVAL;
 	snprintf(key, sizeof(key), "%s/%" PRId64, json_object_get_string(b), json_object_get_int64(cy));
 	json_object_object_add(c->seen_verdicts, key, json_object_new_boolean(1));
+	tally(c, json_object_get_string(b), v);
 	return 0;
 }
 
@@ -1090,6 +1127,12 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	c.b = calloc(c.nb, sizeof(*c.b));
 	if (!c.b)
 		return CAMPAIGN_ERROR;
+	for (unsigned i = 0; i < c.nb; i++) {
+		c.b[i].c = &c;
+		c.b[i].cfg = &cfg->boards[i];
+		c.b[i].idx = i;
+		c.b[i].fd = -1;
+	}
 	if (o->results)
 		pc_strlcpy(dir, o->results, sizeof(dir));
 	else
@@ -1156,7 +1199,14 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	} else if (c.fatal) {
 		rc = CAMPAIGN_ERROR;
 	} else {
+		unsigned judged = 0;
+		for (unsigned i = 0; i < c.nb; i++)
+			judged += c.b[i].n_pass + c.b[i].n_fail + c.b[i].n_boot;
 		rc = fails ? CAMPAIGN_FAIL : CAMPAIGN_PASS;
+		if (!judged) {
+			pc_err("no cycle could be judged (every cycle was INFRA_ERROR): see %s/verdicts.jsonl", dir);
+			rc = CAMPAIGN_ERROR;
+		}
 		for (unsigned i = 0; i < c.nb; i++)
 			if (c.b[i].given_up[0])
 				rc = rc == CAMPAIGN_PASS ? CAMPAIGN_ERROR : rc;

@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../common/proto.h"
 #include "../common/record.h"
 #include "../common/util.h"
 #include "../relay/relay.h"
@@ -365,7 +366,7 @@ fail:
 static const char *const board_keys[] = {
 	"name", "relay", "device", "pattern", "modes", "records_per_cycle", "flush_every",
 	"queue_depth", "cut", "boot_timeout_ms", "boot_retries", "verify_timeout_ms",
-	"work_timeout_ms", "off_ms", "verify", "policy", NULL,
+	"work_timeout_ms", "off_ms", "verify", "policy", "link", NULL,
 };
 
 static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
@@ -469,10 +470,10 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 		return cfg_fail(x, bpath(x, path, sizeof(path), "device", "profile"), "%s",
 				why[0] ? why : "unknown profile");
 	if ((v = jget(d, "program_us")) &&
-	    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "device", "program_us"), 0, 1000000, &program_us)))
+	    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "device", "program_us"), 1, 1000000, &program_us)))
 		return rc;
 	if ((v = jget(d, "cache_sectors")) &&
-	    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "device", "cache_sectors"), 0, 1048576,
+	    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "device", "cache_sectors"), 1, 1048576,
 			  &cache_sectors)))
 		return rc;
 	if ((v = jget(d, "seed")) &&
@@ -606,6 +607,10 @@ static int cfg_modes(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 						near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
 						mode_names_list(list, sizeof(list)));
 			}
+			if (m == PC_MODE_RELWR)
+				/* the agent refuses it: every cycle would be an INFRA_ERROR */
+				return cfg_fail(x, path, "mode 'relwr' (raw eMMC reliable write through "
+						"MMC_IOC_MULTI_CMD) is not supported by this agent yet");
 			b->modes[i] = m;
 		}
 		b->nmodes = (unsigned)n;
@@ -699,6 +704,92 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	return 0;
 }
 
+static const uint32_t bauds[] = { 9600, 19200, 38400, 57600, 115200, 230400, 460800, 921600, 1500000, 3000000 };
+
+/*
+ * "link": {"type": "tcp"} (the default: the agent connects to "listen"), or
+ * {"type": "serial", "device": "/dev/ttyUSB0", "baud": 115200,
+ *  "boot_patterns": ["U-Boot", "Starting kernel", "Linux version"]}
+ */
+static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	static const char *const tcp_keys[] = { "type", NULL };
+	static const char *const serial_keys[] = { "type", "device", "baud", "boot_patterns", NULL };
+	json_object *l = bval(x, "link"), *v, *ol, *arr;
+	const char *type = "tcp", *dev;
+	char path[160];
+	int rc;
+
+	b->link_serial = 0;
+	b->serial_baud = 115200;
+	b->nboot_patterns = 0;
+	if (l) {
+		if (!json_object_is_type(l, json_type_object))
+			return cfg_fail(x, bpath(x, path, sizeof(path), "link", NULL),
+					"expected {\"type\": \"tcp\"} or {\"type\": \"serial\", \"device\": ...}, got %s",
+					jtype(l));
+		if ((v = jget(l, "type")) && (rc = cfg_str(x, v, bpath(x, path, sizeof(path), "link", "type"), &type)))
+			return rc;
+		if (strcmp(type, "tcp") && strcmp(type, "serial"))
+			return cfg_fail(x, bpath(x, path, sizeof(path), "link", "type"),
+					"unknown link type '%s' (known: tcp serial)", type);
+		b->link_serial = !strcmp(type, "serial");
+		json_object_object_foreach(l, key, val) {
+			(void)val;
+			if (!in_list(key, b->link_serial ? serial_keys : tcp_keys))
+				return cfg_unknown_key(x, bsec(x, path, sizeof(path), "link", key), key,
+						       b->link_serial ? serial_keys : tcp_keys, NULL);
+		}
+	}
+	if (b->link_serial) {
+		v = jget(l, "device");
+		if (!v)
+			return cfg_fail(x, bpath(x, path, sizeof(path), "link", NULL),
+					"missing 'device' (the board's serial console, e.g. /dev/ttyUSB0)");
+		if ((rc = cfg_str(x, v, bpath(x, path, sizeof(path), "link", "device"), &dev)))
+			return rc;
+		if (strlen(dev) >= sizeof(b->serial_device))
+			return cfg_fail(x, path, "path too long");
+		pc_strlcpy(b->serial_device, dev, sizeof(b->serial_device));
+		if ((v = jget(l, "baud"))) {
+			size_t i;
+			if ((rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "link", "baud"), 1, 4000000, &b->serial_baud)))
+				return rc;
+			for (i = 0; i < PC_ARRAY_SIZE(bauds) && bauds[i] != b->serial_baud; i++)
+				;
+			if (i == PC_ARRAY_SIZE(bauds))
+				return cfg_fail(x, path, "%u is not a supported rate (9600 19200 38400 57600 115200 "
+						"230400 460800 921600 1500000 3000000)", b->serial_baud);
+		}
+		if ((v = jget(l, "boot_patterns"))) {
+			bpath(x, path, sizeof(path), "link", "boot_patterns");
+			if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 8)
+				return cfg_fail(x, path, "expected an array of at most 8 strings");
+			for (size_t i = 0; i < json_object_array_length(v); i++) {
+				json_object *e = json_object_array_get_idx(v, i);
+				if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
+				    (size_t)json_object_get_string_len(e) >= sizeof(b->boot_patterns[0]))
+					return cfg_fail(x, path, "entry %zu: expected a non-empty string of at most 63 "
+							"characters", i);
+				pc_strlcpy(b->boot_patterns[b->nboot_patterns++], json_object_get_string(e),
+					   sizeof(b->boot_patterns[0]));
+			}
+		}
+	}
+	ol = json_object_new_object();
+	put(ol, "type", json_object_new_string(b->link_serial ? "serial" : "tcp"));
+	if (b->link_serial) {
+		put(ol, "device", json_object_new_string(b->serial_device));
+		put(ol, "baud", json_object_new_int64(b->serial_baud));
+		arr = json_object_new_array();
+		for (unsigned i = 0; i < b->nboot_patterns; i++)
+			json_object_array_add(arr, json_object_new_string(b->boot_patterns[i]));
+		put(ol, "boot_patterns", arr);
+	}
+	put(out, "link", ol);
+	return 0;
+}
+
 /* "verify": {"full_every": K, "cold_sample": N} */
 static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
@@ -722,7 +813,8 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 		    (rc = cfg_u32(x, f, bpath(x, path, sizeof(path), "verify", "full_every"), 1, 1000000, &b->full_every)))
 			return rc;
 		if ((f = jget(v, "cold_sample")) &&
-		    (rc = cfg_u32(x, f, bpath(x, path, sizeof(path), "verify", "cold_sample"), 0, 16384, &b->cold_sample)))
+		    (rc = cfg_u32(x, f, bpath(x, path, sizeof(path), "verify", "cold_sample"), 0,
+				  PC_PROTO_MAX_RANGES - 2, &b->cold_sample)))
 			return rc;
 	}
 	ov = json_object_new_object();
@@ -856,7 +948,7 @@ static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				"-byte records (a cycle must not write any slot twice)",
 				b->records_per_cycle, nslots, size_text(size, st, sizeof(st)), b->record_size);
 	}
-	if ((rc = cfg_verify(x, b, out)) || (rc = cfg_policy(x, b, out)))
+	if ((rc = cfg_verify(x, b, out)) || (rc = cfg_policy(x, b, out)) || (rc = cfg_link(x, b, out)))
 		return rc;
 	return cfg_cut(x, b, out);
 }

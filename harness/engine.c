@@ -101,6 +101,7 @@ struct board {
 	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
 	uint64_t next_seq;
 	unsigned verdicts;
+	int scan_ok;		/* the last scan was complete and judged */
 	uint8_t *verdicted;	/* one byte per cycle */
 	unsigned nverdicted;
 	struct board *next;
@@ -215,6 +216,7 @@ int engine_board_state(struct engine *e, const char *name, struct engine_board_s
 		st->next_seq = b->next_seq;
 		st->verdicts = b->verdicts;
 		st->baseline = b->baseline;
+		st->scan_ok = b->scan_ok;
 		st->nslots = b->have_geom ? b->g.nslots : 0;
 		if (b->w) {
 			st->pending_first = b->w->first;
@@ -332,6 +334,11 @@ static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *
 {
 	int ret;
 
+	if (already_judged(b, cycle)) {
+		/* one verdict per cycle: the first one stands */
+		json_object_put(v);
+		return 0;
+	}
 	if (mark_judged(b, cycle)) {
 		json_object_put(v);
 		return -ENOMEM;
@@ -913,6 +920,7 @@ static int scan_done(struct engine *e, struct board *b)
 
 	uint32_t expect = b->want ? b->nwant : b->g.nslots;
 
+	b->scan_ok = 0;
 	if (b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
 		char why[320];
 		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
@@ -958,6 +966,7 @@ static int scan_done(struct engine *e, struct board *b)
 			note(e, b, "boot of cycle %u: %u slots changed with no writes pending; reported in the "
 			     "next verdict", b->cur_cycle, damaged);
 	}
+	b->scan_ok = 1;
 	if (b->want && b->exp) {
 		/* a partial scan: what was not looked at stays as expected */
 		for (uint32_t s = 0; s < b->g.nslots; s++) {
@@ -1432,6 +1441,11 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 	}
 	if (!strcmp(kind, "boot_fail"))
 		return verdict_simple(e, b, (unsigned)cycle, "BOOT_FAIL", jstr(ev, "reason", "no agent"));
+	if (!strcmp(kind, "final_infra")) {
+		if (!b->w)
+			return 0;
+		return verdict_simple(e, b, b->w->cycle, "INFRA_ERROR", jstr(ev, "reason", "final verification failed"));
+	}
 	if (!strcmp(kind, "final_boot_fail")) {
 		if (!b->w)
 			return 0;

@@ -17,6 +17,7 @@
  *   boot_fail {reason}         no agent after the boot timeout and retries
  *   infra {reason}             relay, link or host trouble
  *   final_boot_fail {reason}   the final verification never came
+ *   final_infra {reason}       the final verification failed (relay, link, scan)
  * Other events are ignored by the engine.
  */
 #ifndef PC_HARNESS_ENGINE_H
@@ -50,6 +51,7 @@ struct engine_board_state {
 	unsigned long long next_seq;	/* first seq the next work should use */
 	unsigned verdicts;		/* verdicts emitted so far */
 	int baseline;			/* a baseline scan was adopted */
+	int scan_ok;			/* the last scan was complete and judged */
 	unsigned nslots;		/* region geometry, once a HELLO came */
 	unsigned long long pending_first;	/* the pending write cycle's seqs */
 	unsigned pending_n;

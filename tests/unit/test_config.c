@@ -86,8 +86,8 @@ static void test_full_values(void)
 
 	CU_ASSERT_EQUAL_FATAL(config_parse(J("{'campaign':'x.y-z_1','cycles':10000000,'seed':42,"
 		"'listen':'0.0.0.0:7878','boards':[{'name':'p','relay':{'driver':'sim','boot_delay_ms':5},"
-		"'device':{'backend':'sim','record_size':8192,'size':'16M','profile':'lying-flush','program_us':0,"
-		"'cache_sectors':0,'seed':9,'rate':1},'pattern':'random','modes':['fua+flush','journal','none'],"
+		"'device':{'backend':'sim','record_size':8192,'size':'16M','profile':'lying-flush','program_us':1,"
+		"'cache_sectors':1,'seed':9,'rate':1},'pattern':'random','modes':['fua+flush','journal','none'],"
 		"'records_per_cycle':2046,'flush_every':1,'queue_depth':32,"
 		"'cut':{'at':'acks','acks':[1,10000000]},'boot_timeout_ms':1,'boot_retries':100,"
 		"'verify_timeout_ms':7,'work_timeout_ms':8,'off_ms':600000}]}"), "full", &c, err, sizeof(err)), 0);
