@@ -151,4 +151,71 @@ install: all
 clean:
 	rm -rf build
 
+# ---- cross builds (2/2: targets) --------------------------------------------
+#   make cross-check   install the cross toolchains and qemu-user, build static
+#                      agents for aarch64 and armhf, print their sizes, run
+#                      tests/integration/t-cross.sh (no skipping allowed)
+#   make cross-unit CROSS_COMPILE=... STATIC=1   the portable unit suites
+#                      (crc32c, record, proto) as $(B)/test-unit-portable
+CROSS_TARGETS  := aarch64-linux-gnu- arm-linux-gnueabihf-
+CROSS_UNIT_SRC := tests/unit/main.c tests/unit/test_crc32c.c tests/unit/test_record.c tests/unit/test_proto.c
+.PHONY: cross-deps cross-unit cross-check
+cross-deps:
+	@tools/install-cross-deps
+
+cross-unit: $(B)/test-unit-portable
+$(B)/test-unit-portable: $(call objs,$(B),$(COMMON_SRC) $(CROSS_UNIT_SRC))
+	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS) $(CUNIT_LIBS)
+
+cross-check: cross-deps
+	@$(MAKE) --no-print-directory B=build host
+	@for t in $(CROSS_TARGETS); do \
+		$(MAKE) --no-print-directory CROSS_COMPILE=$$t STATIC=1 agent cross-unit || exit 1; done
+	@for t in $(CROSS_TARGETS); do \
+		a=$$($(MAKE) -s --no-print-directory CROSS_COMPILE=$$t print-cross-b) && \
+		ls -l $$a/powercut-agent && $${t}size $$a/powercut-agent | tail -1 && \
+		$${t}strip -o $$a/powercut-agent.stripped $$a/powercut-agent && \
+		echo "stripped: $$(stat -c %s $$a/powercut-agent.stripped) bytes" || exit 1; done
+	PC_BIN=build PC_CROSS_REQUIRE=1 bash tests/integration/t-cross.sh
+
+.PHONY: print-cross-b
+print-cross-b:
+	@echo $(B)
+# ---- end cross builds (2/2) -------------------------------------------------
+
+# ---- relay hardware tests (gpiod, hidrelay) ---------------------------------
+# tests/gpiosim/{gpiosim,hidrawsim}.c are LD_PRELOAD shims that play the GPIO
+# character device and a dcttech HID relay board; tests/unit/test_relay_hw.c
+# re-runs itself under the ones next to its binary, so they are built with
+# every test-unit (order-only: they are not linked in).
+#   make gpiosim   just the shims, in $(B)/
+#   make gpiod2    libgpiod 2.x from bookworm-backports (apt only; unpacked, not
+#                  installed) into build/gpiod2/, and the relay tests built
+#                  against it with PC_GPIOD_API=2 as build/gpiod2/test-relay-gpiod
+SHIM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes \
+               -Wstrict-prototypes -D_GNU_SOURCE -O2 -g -fPIC -shared
+GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so
+GPIOD2      := build/gpiod2
+GPIOD2_LIB   = $(GPIOD2)/usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
+GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c $(RELAY_SRC) $(COMMON_SRC)
+.PHONY: gpiosim gpiod2
+gpiosim: $(GPIOSIM_SO)
+$(B)/test-unit: | $(GPIOSIM_SO)
+$(GPIOSIM_SO): $(B)/%.so: tests/gpiosim/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $< -ldl
+$(GPIOD2)/gpiosim.so $(GPIOD2)/hidrawsim.so: $(GPIOD2)/%.so: tests/gpiosim/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(SHIM_CFLAGS) -o $@ $< -ldl
+
+gpiod2: $(GPIOD2)/test-relay-gpiod $(GPIOD2)/gpiosim.so $(GPIOD2)/hidrawsim.so
+$(GPIOD2)/usr/include/gpiod.h:
+	tests/gpiosim/fetch-gpiod2 $(GPIOD2)
+$(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildcard relay/*.h common/*.h tests/unit/*.h)
+	$(CC) $(SANFLAGS) $(filter-out -MMD -MP,$(BASE_CFLAGS)) -DPC_GPIOD_API=2 -I$(GPIOD2)/usr/include \
+		$(shell $(PKG_CONFIG) --cflags json-c) -o $@ $(GPIOD2_SRC) \
+		$(GPIOD2_LIB)/libgpiod.so -Wl,-rpath,$(abspath $(GPIOD2_LIB)) \
+		$(shell $(PKG_CONFIG) --libs json-c) $(CUNIT_LIBS) -lm
+# ---- end relay hardware tests ------------------------------------------------
+
 -include $(shell find build -name '*.d' 2>/dev/null)

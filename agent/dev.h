@@ -65,6 +65,8 @@ struct dev {
 	int fd;
 	int is_blockdev;
 	char err[512];
+	/* how a synchronous DEV_W_DSYNC write is really done here (for HELLO) */
+	char dsync_how[160];
 	void *priv;		/* backend state */
 };
 

@@ -39,6 +39,7 @@
 struct posix_priv {
 	unsigned qd;
 	unsigned inflight;
+	int dsync_fd;		/* O_DSYNC descriptor, where pwritev2(RWF_DSYNC) is missing */
 #ifdef PC_HAVE_URING
 	int ring_up;
 	struct io_uring ring;
@@ -144,6 +145,29 @@ static int posix_open(struct dev *d, int for_write)
 		ret = posix_fail(d, -ENOMEM, "%s: out of memory", d->o.path);
 		goto err_close;
 	}
+	((struct posix_priv *)d->priv)->dsync_fd = -1;
+	snprintf(d->dsync_how, sizeof(d->dsync_how), "pwritev2 RWF_DSYNC (FUA + flush)");
+	if (for_write) {
+		struct iovec iov = { 0 };
+		/* pwritev2 flags need Linux 4.7; qemu-user has no pwritev2 at all.
+		 * An O_DSYNC descriptor makes the kernel do exactly the same. */
+		if (pwritev2(d->fd, &iov, 1, 0, RWF_DSYNC) < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) {
+			int e = errno;
+			struct posix_priv *p = d->priv;
+
+			p->dsync_fd = open(d->o.path, O_WRONLY | O_DIRECT | O_DSYNC | O_CLOEXEC);
+			if (p->dsync_fd < 0) {
+				ret = posix_fail(d, -errno, "%s: pwritev2(RWF_DSYNC) is unavailable (%s) and an O_DSYNC "
+						 "descriptor cannot be opened: %s", d->o.path, strerror(e), strerror(errno));
+				free(d->priv);
+				d->priv = NULL;
+				goto err_close;
+			}
+			snprintf(d->dsync_how, sizeof(d->dsync_how),
+				 "pwrite on an O_DSYNC descriptor (FUA + flush; pwritev2 RWF_DSYNC unavailable: %s)",
+				 strerror(e));
+		}
+	}
 	return 0;
 
 err_close:
@@ -181,6 +205,8 @@ static void posix_close(struct dev *d)
 	if (p && p->ring_up)
 		posix_ring_drain(p);
 #endif
+	if (p && p->dsync_fd >= 0)
+		close(p->dsync_fd);
 	free(p);
 	d->priv = NULL;
 	if (d->fd >= 0)
@@ -222,7 +248,9 @@ static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len,
 
 	if (wflags & ~DEV_W_DSYNC)
 		return posix_fail(d, -EINVAL, "%s: unknown write flags 0x%x", d->o.path, wflags);
-	if (wflags & DEV_W_DSYNC)
+	if ((wflags & DEV_W_DSYNC) && ((struct posix_priv *)d->priv)->dsync_fd >= 0)
+		ret = pc_pwrite_all(((struct posix_priv *)d->priv)->dsync_fd, buf, len, (off_t)off);
+	else if (wflags & DEV_W_DSYNC)
 		ret = posix_pwrite_dsync(d->fd, buf, len, off);
 	else
 		ret = pc_pwrite_all(d->fd, buf, len, (off_t)off);

@@ -56,6 +56,7 @@ static int sim_open(struct dev *d, int for_write)
 	}
 	d->priv = s;
 	d->size = sim_emmc_sectors(s->e) * PC_SECTOR;
+	snprintf(d->dsync_how, sizeof(d->dsync_how), "reliable write, then FLUSH_CACHE (as the kernel does for pwritev2 RWF_DSYNC)");
 	return 0;
 }
 
@@ -229,10 +230,24 @@ static void sim_cid(const struct stat *st, char hex[33], uint32_t *psn)
 		snprintf(hex + 2 * i, 3, "%02x", cid[i]);
 }
 
+/* A probability as typed (0.1, not 0.10000000000000001), and always a JSON double. */
+static json_object *sim_json_rate(double r)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "%.15g", r);
+	if (strtod(buf, NULL) != r)
+		snprintf(buf, sizeof(buf), "%.17g", r);
+	if (!strpbrk(buf, ".eEn"))
+		strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
+	return json_object_new_double_s(r, buf);
+}
+
 static void sim_identity(struct dev *d, json_object *obj)
 {
+	const struct dev_sim *s = d->priv;
 	char pname[256], hex[33], serial[16];
-	json_object *q = json_object_new_object();
+	json_object *q = json_object_new_object(), *f = json_object_new_object();
 	struct stat st;
 	uint32_t psn;
 
@@ -250,6 +265,12 @@ static void sim_identity(struct dev *d, json_object *obj)
 			       json_object_new_string(sim_profile_name(d->o.sim.profile, pname, sizeof(pname))));
 	json_object_object_add(obj, "program_us", json_object_new_int64(d->o.sim.program_us));
 	json_object_object_add(obj, "cache_sectors", json_object_new_int64(d->o.sim.cache_sectors));
+	/* the truth log counts power sessions: this lets the host map them to cycles */
+	if (s)
+		json_object_object_add(obj, "session", json_object_new_int64(sim_emmc_session(s->e)));
+	json_object_object_add(f, "rate", sim_json_rate(d->o.sim.rate));
+	json_object_object_add(f, "seed", json_object_new_uint64(d->o.sim.seed));
+	json_object_object_add(obj, "faults", f);
 	json_object_object_add(q, "fua", json_object_new_int(1));
 	json_object_object_add(q, "write_cache", json_object_new_string(
 		(d->o.sim.profile & SIM_P_NO_CACHE) ? "write through" : "write back"));

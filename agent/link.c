@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <termios.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include "../common/util.h"
@@ -76,6 +78,41 @@ int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char
 	return ret;
 }
 
+int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, size_t errlen)
+{
+	static const struct { uint32_t baud; speed_t sp; } rates[] = {
+		{ 9600, B9600 }, { 19200, B19200 }, { 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
+		{ 230400, B230400 }, { 460800, B460800 }, { 921600, B921600 }, { 1500000, B1500000 },
+		{ 3000000, B3000000 },
+	};
+	struct termios t;
+	speed_t sp = 0;
+
+	memset(l, 0, sizeof(*l));
+	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
+		if (rates[i].baud == baud)
+			sp = rates[i].sp;
+	if (!sp) {
+		snprintf(err, errlen, "--baud %u is not a supported rate", baud);
+		return -EINVAL;
+	}
+	l->fd = open(dev, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (l->fd < 0) {
+		snprintf(err, errlen, "cannot open the console %s: %s", dev, strerror(errno));
+		return -errno;
+	}
+	if (tcgetattr(l->fd, &t) == 0) {
+		cfmakeraw(&t);
+		t.c_cflag |= CLOCAL | CREAD;
+		cfsetispeed(&t, sp);
+		cfsetospeed(&t, sp);
+		tcsetattr(l->fd, TCSANOW, &t);
+	}
+	l->marker = 1;
+	snprintf(l->peer, sizeof(l->peer), "%s", dev);
+	return 0;
+}
+
 int link_send(struct link *l, json_object *msg)
 {
 	char buf[PC_PROTO_MAX_LINE + 16];
@@ -108,9 +145,19 @@ int link_recv(struct link *l, struct pc_msg *m, char *err, size_t errlen)
 		ssize_t n;
 
 		if (r == PC_LINE_OK) {
+			const char *mk = line;
+
 			if (len == 0)
 				continue;
-			return pc_msg_parse(line, len, m, err, errlen);
+			if (l->marker) {
+				/* a console carries other things too: only marked lines are ours */
+				line[len] = 0;
+				mk = strstr(line, PC_PROTO_MARKER);
+				if (!mk)
+					continue;
+				len -= (size_t)(mk - line);
+			}
+			return pc_msg_parse(mk, len, m, err, errlen);
 		}
 		if (r == PC_LINE_TOO_LONG) {
 			snprintf(err, errlen, "line from the host exceeds %d bytes", PC_PROTO_MAX_LINE);

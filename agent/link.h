@@ -20,6 +20,9 @@ struct link {
 /* Connect to host:port, retrying until timeout_ms passes (the host may still
  * be starting). 0 or -errno with err naming the address. */
 int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char *err, size_t errlen);
+/* Use a serial console (raw 8N1 at baud): lines are marked with
+ * PC_PROTO_MARKER both ways, and unmarked input is ignored. */
+int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, size_t errlen);
 /* Send one message; takes ownership of msg. 0 or -errno. */
 int link_send(struct link *l, json_object *msg);
 /* Wait for the next valid message: 0; -EPIPE when the host closed the link;

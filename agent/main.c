@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,8 @@
 struct opts {
 	struct region_opts ro;
 	const char *connect;
+	const char *console;
+	uint64_t baud;
 	const char *board;
 	uint64_t record_size;
 	uint64_t seed;
@@ -40,7 +43,7 @@ struct opts {
 enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
-	O_SIMRATE, O_HELP, O_VERBOSE,
+	O_SIMRATE, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD,
 };
 
 static const struct option long_opts[] = {
@@ -49,6 +52,8 @@ static const struct option long_opts[] = {
 	{ "length", required_argument, NULL, O_LENGTH },
 	{ "allow-whole-disk", no_argument, NULL, O_WHOLE },
 	{ "connect", required_argument, NULL, O_CONNECT },
+	{ "console", required_argument, NULL, O_CONSOLE },
+	{ "baud", required_argument, NULL, O_BAUD },
 	{ "board", required_argument, NULL, O_BOARD },
 	{ "record-size", required_argument, NULL, O_RECSZ },
 	{ "seed", required_argument, NULL, O_SEED },
@@ -89,7 +94,8 @@ static const char usage_text[] =
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
 	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
-	"run:      --connect HOST:PORT  --board NAME  --boot-delay-ms N  --connect-timeout-ms N (30000)\n"
+	"run:      --connect HOST:PORT or --console TTY [--baud N (115200)], --board NAME,\n"
+	"          --boot-delay-ms N, --connect-timeout-ms N (30000)\n"
 	"scan:     --pattern sequential|random (the position order of the runs; default sequential)\n"
 	"\n"
 	"Sizes take K, M, G suffixes (binary). Exit status: 0 ok, 1 failure, 2 usage error.\n";
@@ -115,6 +121,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->seed = 1;
 	o->size = 4u << 20;
 	o->connect_timeout_ms = 30000;
+	o->baud = 115200;
 	o->pattern = PC_PAT_SEQUENTIAL;
 	o->ro.sim.program_us = 20;
 	o->ro.sim.cache_sectors = 256;
@@ -136,6 +143,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case O_WHOLE: o->ro.allow_whole_disk = 1; break;
 		case O_CONNECT: o->connect = optarg; break;
+		case O_CONSOLE: o->console = optarg; break;
+		case O_BAUD:
+			if (pc_parse_u64(optarg, 0, &o->baud) || o->baud > 4000000)
+				return bad_arg("--baud", optarg, "expected a serial rate such as 115200");
+			break;
 		case O_BOARD: o->board = optarg; break;
 		case O_RECSZ:
 			if (pc_parse_u64(optarg, 1, &o->record_size) || o->record_size % 512 ||
@@ -337,6 +349,19 @@ static int hello(struct link *l, struct region *r, const struct writer_io *io, c
 	return link_send(l, m);
 }
 
+static int open_link(struct opts *o, struct link *l, char *err, size_t errlen)
+{
+	int ret;
+
+	if (!o->console)
+		return link_connect(l, o->connect, (uint32_t)o->connect_timeout_ms, err, errlen);
+	ret = link_open_serial(l, o->console, (uint32_t)o->baud, err, errlen);
+	/* on a board, the agent's own messages belong on the console too */
+	if (ret == 0)
+		dup2(l->fd, STDERR_FILENO);
+	return ret;
+}
+
 static int cmd_run(struct opts *o)
 {
 	struct region r;
@@ -346,8 +371,8 @@ static int cmd_run(struct opts *o)
 	char *region_err = NULL;
 	int ret, rc = 1;
 
-	if (!o->connect || !o->board) {
-		pc_err("run needs --connect HOST:PORT and --board NAME");
+	if ((!o->connect == !o->console) || !o->board) {
+		pc_err("run needs --board NAME and one of --connect HOST:PORT or --console TTY");
 		return 2;
 	}
 	/* the sim's program times are short sleeps: keep the kernel's timer
@@ -375,14 +400,14 @@ static int cmd_run(struct opts *o)
 	if (ret) {
 		/* tell the host why, so it does not wait for a boot timeout */
 		pc_err("%s", err);
-		if (link_connect(&l, o->connect, (uint32_t)o->connect_timeout_ms, err + 512, 512) == 0) {
+		if (open_link(o, &l, err + 512, 512) == 0) {
 			link_send(&l, pc_msg_error("board %s: %s", o->board, err));
 			link_close(&l);
 		}
 		return 1;
 	}
 	writer_probe(&r, &io);
-	ret = link_connect(&l, o->connect, (uint32_t)o->connect_timeout_ms, err, sizeof(err));
+	ret = open_link(o, &l, err, sizeof(err));
 	if (ret) {
 		pc_err("%s", err);
 		goto out;
@@ -466,6 +491,8 @@ int main(int argc, char **argv)
 	const char *cmd;
 
 	pc_log_init("powercut-agent", PC_LOG_INFO);
+	/* a host that hangs up is an EPIPE to handle, not a death by SIGPIPE */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		usage(stderr);
 		return 2;

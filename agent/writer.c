@@ -75,18 +75,20 @@ json_object *writer_describe(const struct region *r, const struct writer_io *io)
 				    : "pwrite";
 	char buf[512];
 
+	const char *dsync = r->dev.dsync_how[0] ? r->dev.dsync_how : "pwritev2 RWF_DSYNC (FUA + flush)";
+
 	if (io->aio)
 		snprintf(buf, sizeof(buf), "%s RWF_DSYNC (FUA only)", async);
 	else
-		snprintf(buf, sizeof(buf), "runs as fua+flush: pwritev2 RWF_DSYNC (no async path: %s)", io->why);
+		snprintf(buf, sizeof(buf), "runs as fua+flush: %s (no async path: %s)", dsync, io->why);
 	json_object_object_add(o, "fua", json_object_new_string(buf));
-	json_object_object_add(o, "fua+flush", json_object_new_string("pwritev2 RWF_DSYNC (FUA + flush)"));
+	json_object_object_add(o, "fua+flush", json_object_new_string(dsync));
 	snprintf(buf, sizeof(buf), "%s + fdatasync", async);
 	json_object_object_add(o, "flush", json_object_new_string(buf));
 	if (io->aio)
 		snprintf(buf, sizeof(buf), "%s + fdatasync + %s RWF_DSYNC commit (FUA only)", async, async);
 	else
-		snprintf(buf, sizeof(buf), "pwrite + fdatasync + pwritev2 RWF_DSYNC commit (FUA + flush)");
+		snprintf(buf, sizeof(buf), "pwrite + fdatasync + commit by %s", dsync);
 	json_object_object_add(o, "journal", json_object_new_string(buf));
 	json_object_object_add(o, "none", json_object_new_string(async));
 	json_object_object_add(o, "relwr", json_object_new_string("unavailable: needs MMC_IOC_MULTI_CMD on an mmcblk device"));

@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -60,8 +61,13 @@ struct bctx {
 	unsigned attempt;
 	uint64_t deadline;
 	uint64_t t_state;
-	int fd;
+	int fd;			/* the link to the agent: a TCP connection, or sfd */
 	struct pc_linebuf lb;
+	/* serial console link (cfg->link_serial): open for the whole campaign */
+	int sfd;
+	int cfd;		/* this power-on's console log */
+	struct pc_linebuf slb;
+	uint64_t t_power;
 	/* the cycle's work and cut plan */
 	int working;
 	uint64_t t_work;
@@ -288,21 +294,69 @@ static int listen_on(struct camp *c, char *err, size_t errlen)
 
 static int send_msg(struct bctx *b, json_object *msg)
 {
-	char buf[PC_PROTO_MAX_LINE + 2];
-	int n = pc_msg_line(msg, buf, sizeof(buf));
+	char buf[PC_PROTO_MAX_LINE + 16];
+	size_t off = 0;
+	int n;
 
+	if (b->cfg->link_serial) {
+		/* marked, so the agent picks it out of whatever else is on the line */
+		off = strlen(PC_PROTO_MARKER);
+		memcpy(buf, PC_PROTO_MARKER, off);
+	}
+	n = pc_msg_line(msg, buf + off, sizeof(buf) - off);
 	if (n < 0)
 		return n;
-	/* host lines are short: they fit the socket buffer of a fresh link */
-	return pc_write_all(b->fd, buf, (size_t)n);
+	/* host lines are short: they fit a fresh socket's or tty's buffer */
+	return pc_write_all(b->fd, buf, off + (size_t)n);
 }
 
 static void close_link(struct bctx *b)
 {
-	if (b->fd >= 0)
+	if (b->fd >= 0 && b->fd != b->sfd)
 		close(b->fd);
 	b->fd = -1;
 	memset(&b->lb, 0, sizeof(b->lb));
+}
+
+/* Raw 8N1 at the configured rate, no flow control, no echo. */
+static int serial_open(struct bctx *b, char *err, size_t errlen)
+{
+	static const struct { uint32_t baud; speed_t sp; } rates[] = {
+		{ 9600, B9600 }, { 19200, B19200 }, { 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
+		{ 230400, B230400 }, { 460800, B460800 }, { 921600, B921600 }, { 1500000, B1500000 },
+		{ 3000000, B3000000 },
+	};
+	struct termios t;
+	speed_t sp = B115200;
+	int fd = open(b->cfg->serial_device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "board %s: cannot open its serial console %s: %s", b->cfg->name,
+			 b->cfg->serial_device, strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < PC_ARRAY_SIZE(rates); i++)
+		if (rates[i].baud == b->cfg->serial_baud)
+			sp = rates[i].sp;
+	if (tcgetattr(fd, &t) == 0) {
+		cfmakeraw(&t);
+		t.c_cflag |= CLOCAL | CREAD;
+		t.c_cflag &= ~(tcflag_t)CRTSCTS;
+		cfsetispeed(&t, sp);
+		cfsetospeed(&t, sp);
+		if (tcsetattr(fd, TCSANOW, &t) < 0) {
+			snprintf(err, errlen, "board %s: %s: cannot set %u 8N1 raw: %s", b->cfg->name,
+				 b->cfg->serial_device, b->cfg->serial_baud, strerror(errno));
+			close(fd);
+			return -EIO;
+		}
+	} else if (errno != ENOTTY) {
+		snprintf(err, errlen, "board %s: %s: %s", b->cfg->name, b->cfg->serial_device, strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	b->sfd = fd;
+	return 0;
 }
 
 /* ---- board state machine ---- */
@@ -387,6 +441,16 @@ static void power_on(struct bctx *b)
 
 	snprintf(b->relay.console, sizeof(b->relay.console), "%s/console/%s/cycle-%u.log", c->res.dir,
 		 b->cfg->name, b->cycle);
+	b->t_power = pc_now_ms();
+	if (b->cfg->link_serial) {
+		/* the harness captures the console itself, from the serial line */
+		if (b->cfd >= 0)
+			close(b->cfd);
+		b->cfd = open(b->relay.console, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+		if (b->cfd < 0)
+			pc_warn("board %s: %s: %s", b->cfg->name, b->relay.console, strerror(errno));
+		b->relay.console[0] = 0;
+	}
 	ev = ev_new(b, "power_on");
 	json_object_object_add(ev, "attempt", json_object_new_int(b->attempt + 1));
 	ev_log(b, ev);
@@ -483,6 +547,12 @@ static void cut(struct bctx *b, const char *why)
 	/* the relay first: the instant matters, the bookkeeping can wait */
 	if (relay_off(&b->relay)) {
 		infra(b, "relay off failed at the cut: %s", b->relay.err);
+		return;
+	}
+	/* a relay that can say so must confirm the power is off: a cut that did
+	 * not happen would make every verdict after it a lie */
+	if (relay_get(&b->relay) == 1) {
+		infra(b, "the relay still reports power on after the cut");
 		return;
 	}
 	ev = ev_new(b, "cut");
@@ -714,6 +784,75 @@ static void board_read(struct bctx *b)
 				on_msg(b, &m, m.obj);
 			pc_msg_clear(&m);
 			(void)before;
+			(void)err;
+		}
+	}
+}
+
+/* A console line that is not ours: kernel and boot noise, which may time the boot. */
+static void serial_noise(struct bctx *b, const char *line)
+{
+	for (unsigned i = 0; i < b->cfg->nboot_patterns; i++) {
+		json_object *ev;
+
+		if (!strstr(line, b->cfg->boot_patterns[i]))
+			continue;
+		ev = ev_new(b, "boot_stage");
+		json_object_object_add(ev, "pattern", json_object_new_string(b->cfg->boot_patterns[i]));
+		json_object_object_add(ev, "ms", json_object_new_int64((int64_t)(pc_now_ms() - b->t_power)));
+		ev_log(b, ev);
+	}
+}
+
+/*
+ * The serial console carries everything the board prints; the agent's lines
+ * are the ones with the marker (anywhere in the line: the kernel may have
+ * written first). Everything goes to the cycle's console log.
+ */
+static void serial_read(struct bctx *b)
+{
+	char data[4096], line[PC_PROTO_MAX_LINE + 2];
+	ssize_t n = read(b->sfd, data, sizeof(data));
+	size_t off = 0, len;
+
+	if (n <= 0)
+		return;
+	if (b->cfd >= 0 && pc_write_all(b->cfd, data, (size_t)n))
+		pc_warn("board %s: console log: %s", b->cfg->name, strerror(errno));
+	while (off < (size_t)n) {
+		enum pc_line_result r;
+
+		off += pc_linebuf_feed(&b->slb, data + off, (size_t)n - off);
+		while ((r = pc_linebuf_take(&b->slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+			struct pc_msg m;
+			char err[512];
+			const char *mk;
+
+			if (r == PC_LINE_TOO_LONG)
+				continue;	/* noise: a long kernel line, or garbage */
+			line[len] = 0;
+			mk = memchr(line, '@', len) ? strstr(line, PC_PROTO_MARKER) : NULL;
+			if (!mk) {
+				serial_noise(b, line);
+				continue;
+			}
+			len -= (size_t)(mk - line);
+			if (pc_msg_parse(mk, len, &m, err, sizeof(err))) {
+				if (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING || b->st == B_DRAIN)
+					bad_line(b, mk, len, err);
+				continue;
+			}
+			if (m.type == PC_MSG_HELLO && b->st == B_WAIT_HELLO) {
+				b->fd = b->sfd;
+				on_hello(b, &m, m.obj);
+			} else if (b->fd == b->sfd && m.type != PC_MSG_HELLO) {
+				on_msg(b, &m, m.obj);
+			} else {
+				json_object *ev = ev_new(b, "rx_stray");
+				json_object_object_add(ev, "msg", json_object_get(m.obj));
+				ev_log(b, ev);
+			}
+			pc_msg_clear(&m);
 		}
 	}
 }
@@ -1014,6 +1153,10 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		b->cfg = &c->cfg->boards[i];
 		b->idx = i;
 		b->fd = -1;
+		b->sfd = -1;
+		b->cfd = -1;
+		if (b->cfg->link_serial && serial_open(b, err, errlen))
+			return -EIO;
 		snprintf(state, sizeof(state), "%s/boards/%s", c->res.dir, b->cfg->name);
 		snprintf(cons, sizeof(cons), "%s/console/%s", c->res.dir, b->cfg->name);
 		pc_mkdir_p(state, 0755);
@@ -1082,8 +1225,9 @@ static void loop(struct camp *c)
 				who[n++] = &c->pend[i];
 			}
 		for (unsigned i = 0; i < c->nb && n < (int)PC_ARRAY_SIZE(pfd); i++)
-			if (c->b[i].fd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].fd, .events = POLLIN };
+			if (c->b[i].fd >= 0 || c->b[i].sfd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = c->b[i].sfd >= 0 ? c->b[i].sfd : c->b[i].fd,
+							  .events = POLLIN };
 				who[n++] = &c->b[i];
 			}
 		now = pc_now_ms();
@@ -1104,7 +1248,9 @@ static void loop(struct camp *c)
 					pending_read(c, who[i]);
 			} else {
 				struct bctx *b = who[i];
-				if (b->fd == pfd[i].fd)
+				if (b->sfd >= 0 && b->sfd == pfd[i].fd)
+					serial_read(b);
+				else if (b->fd == pfd[i].fd)
 					board_read(b);
 			}
 		}
@@ -1132,6 +1278,8 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		c.b[i].cfg = &cfg->boards[i];
 		c.b[i].idx = i;
 		c.b[i].fd = -1;
+		c.b[i].sfd = -1;
+		c.b[i].cfd = -1;
 	}
 	if (o->results)
 		pc_strlcpy(dir, o->results, sizeof(dir));
@@ -1220,6 +1368,10 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 out:
 	for (unsigned i = 0; i < c.nb; i++) {
 		close_link(&c.b[i]);
+		if (c.b[i].sfd >= 0)
+			close(c.b[i].sfd);
+		if (c.b[i].cfd >= 0)
+			close(c.b[i].cfd);
 		if (c.b[i].relay_open)
 			relay_close(&c.b[i].relay);
 	}

@@ -490,6 +490,11 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 		return;
 	case PC_SK_VALID:
 		f->found_seq = o->seq;
+		if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
+			/* damage reported before, unchanged: it is the old occupant */
+			f->c = S_OLD;
+			return;
+		}
 		if (o->lba != lba || o->hidx != i) {
 			f->c = S_MISDIR;
 			f->belongs_lba = o->lba;

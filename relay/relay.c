@@ -17,6 +17,11 @@
 static const struct relay_ops *const relay_drivers[] = {
 	&relay_sim_ops,
 	&relay_command_ops,
+	&relay_gpiod_ops,
+	&relay_hidrelay_ops,
+	&relay_lcus_ops,
+	&relay_pdudaemon_ops,
+	&relay_sysrq_ops,
 };
 
 const struct relay_ops *relay_find(const char *name)

@@ -60,5 +60,10 @@ void relay_close(struct relay *r);
 
 extern const struct relay_ops relay_sim_ops;
 extern const struct relay_ops relay_command_ops;
+extern const struct relay_ops relay_gpiod_ops;
+extern const struct relay_ops relay_hidrelay_ops;
+extern const struct relay_ops relay_lcus_ops;
+extern const struct relay_ops relay_pdudaemon_ops;
+extern const struct relay_ops relay_sysrq_ops;
 
 #endif

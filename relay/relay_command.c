@@ -10,13 +10,12 @@
  *
  * No signal handlers: the child is reaped with waitpid() on its own pid.
  */
-#include "relay.h"
+#include "relay_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +27,6 @@
 
 #define CMD_OUT_MAX	4096	/* stdout kept for get */
 #define CMD_ERR_TAIL	1024	/* stderr kept to quote its last line */
-#define CMD_TIMEOUT_MAX	3600000	/* an hour: anything longer is a typo */
-#define CMD_REAP_MS	2000	/* after SIGKILL, the child is gone at once; bound it anyway */
 
 extern char **environ;
 
@@ -45,17 +42,6 @@ struct cmd_result {
 	size_t errlen;
 	int status;
 };
-
-/* Paths make messages long; truncating one is better than failing. */
-static void cmd_errf(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void cmd_errf(struct relay *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-}
 
 static const char *const cmd_keys[] = { "driver", "on", "off", "get", "timeout_ms" };
 
@@ -80,50 +66,18 @@ static int cmd_check_string(json_object *cfg, const char *key, int required, cha
 
 static int cmd_check(json_object *cfg, char *err, size_t errlen)
 {
-	json_object *v;
 	int rc;
 
-	if (cfg && !json_object_is_type(cfg, json_type_object)) {
-		snprintf(err, errlen, "expected an object");
-		return -EINVAL;
-	}
-	if (cfg) {
-		json_object_object_foreach(cfg, key, val) {
-			size_t i;
-
-			(void)val;
-			for (i = 0; i < PC_ARRAY_SIZE(cmd_keys); i++)
-				if (strcmp(key, cmd_keys[i]) == 0)
-					break;
-			if (i == PC_ARRAY_SIZE(cmd_keys)) {
-				snprintf(err, errlen,
-					 "unknown key '%s' (valid: driver, on, off, get, timeout_ms)", key);
-				return -EINVAL;
-			}
-		}
-	}
-	if (cfg && json_object_object_get_ex(cfg, "driver", &v) &&
-	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "command"))) {
-		snprintf(err, errlen, "driver: expected \"command\"");
-		return -EINVAL;
-	}
-	rc = cmd_check_string(cfg, "on", 1, err, errlen);
+	rc = relay_check_keys(cfg, "command", cmd_keys, PC_ARRAY_SIZE(cmd_keys), err, errlen);
+	if (!rc)
+		rc = cmd_check_string(cfg, "on", 1, err, errlen);
 	if (!rc)
 		rc = cmd_check_string(cfg, "off", 1, err, errlen);
 	if (!rc)
 		rc = cmd_check_string(cfg, "get", 0, err, errlen);
-	if (rc)
-		return rc;
-	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v)) {
-		int64_t t = json_object_get_int64(v);
-
-		if (!json_object_is_type(v, json_type_int) || t <= 0 || t > CMD_TIMEOUT_MAX) {
-			snprintf(err, errlen, "timeout_ms: expected an integer from 1 to %d, got %s",
-				 CMD_TIMEOUT_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-			return -EINVAL;
-		}
-	}
-	return 0;
+	if (!rc)
+		rc = relay_check_int(cfg, "timeout_ms", 1, RELAY_MS_MAX, err, errlen);
+	return rc;
 }
 
 static char *cmd_dup(json_object *cfg, const char *key)
@@ -166,7 +120,7 @@ static int cmd_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	return 0;
 nomem:
 	cmd_free(p);
-	cmd_errf(r, "out of memory");
+	relay_errf(r, "out of memory");
 	return -ENOMEM;
 }
 
@@ -272,24 +226,6 @@ static int cmd_drain(int fd, struct cmd_result *res, int is_err)
 	}
 }
 
-/* waitpid() on our own child, polling, for at most ms; 0, -ETIMEDOUT or -errno. */
-static int cmd_reap(pid_t pid, int *status, int ms)
-{
-	uint64_t deadline = pc_now_ms() + (uint64_t)ms;
-
-	for (;;) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-
-		if (w == pid)
-			return 0;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		if (pc_now_ms() >= deadline)
-			return -ETIMEDOUT;
-		pc_sleep_us(2000);
-	}
-}
-
 /* Wait for the child and its pipes until the deadline; 0 or -ETIMEDOUT. */
 static int cmd_wait(pid_t pid, int fds[2], struct cmd_result *res, uint64_t deadline)
 {
@@ -334,23 +270,6 @@ static int cmd_wait(pid_t pid, int fds[2], struct cmd_result *res, uint64_t dead
 	}
 }
 
-/* The last non-empty line of s, trimmed, into buf. */
-static const char *cmd_last_line(const char *s, char *buf, size_t len)
-{
-	size_t end = strlen(s), start;
-
-	while (end && (s[end - 1] == '\n' || s[end - 1] == '\r' || s[end - 1] == ' ' || s[end - 1] == '\t'))
-		end--;
-	start = end;
-	while (start && s[start - 1] != '\n')
-		start--;
-	if (end - start >= len)
-		start = end - (len - 1);
-	memcpy(buf, s + start, end - start);
-	buf[end - start] = 0;
-	return buf;
-}
-
 /*
  * Run one command to completion within timeout_ms. 0 if it exited with
  * status 0, else -errno with r->err saying what happened.
@@ -368,19 +287,19 @@ static int cmd_run(struct relay *r, const char *action, const char *cmd, struct 
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0 || pipe2(outp, O_CLOEXEC) < 0 || pipe2(errp, O_CLOEXEC) < 0) {
 		rc = -errno;
-		cmd_errf(r, "'%s' command: cannot set up pipes: %s", action, strerror(-rc));
+		relay_errf(r, "'%s' command: cannot set up pipes: %s", action, strerror(-rc));
 		goto out_fds;
 	}
 	envp = cmd_envp(r->board, action);
 	if (!envp) {
 		rc = -ENOMEM;
-		cmd_errf(r, "'%s' command: out of memory", action);
+		relay_errf(r, "'%s' command: out of memory", action);
 		goto out_fds;
 	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
-		cmd_errf(r, "'%s' command: fork: %s", action, strerror(-rc));
+		relay_errf(r, "'%s' command: fork: %s", action, strerror(-rc));
 		goto out_env;
 	}
 	if (pid == 0)
@@ -400,24 +319,24 @@ static int cmd_run(struct relay *r, const char *action, const char *cmd, struct 
 	if (rc < 0) {
 		/* The whole group: a shell's children would otherwise live on. */
 		kill(-pid, SIGKILL);
-		cmd_reap(pid, &res->status, CMD_REAP_MS);
+		relay_reap(pid, &res->status, RELAY_REAP_MS);
 		if (rc == -ETIMEDOUT)
-			cmd_errf(r,
-				 "'%s' command timed out after %d ms; check that `%.120s` finishes "
-				 "(it was killed), or raise relay.timeout_ms", action, p->timeout_ms, cmd);
+			relay_errf(r,
+				   "'%s' command timed out after %d ms; check that `%.120s` finishes "
+				   "(it was killed), or raise relay.timeout_ms", action, p->timeout_ms, cmd);
 		else
-			cmd_errf(r, "'%s' command `%.120s`: waiting for it: %s (it was killed)",
-				 action, cmd, strerror(-rc));
+			relay_errf(r, "'%s' command `%.120s`: waiting for it: %s (it was killed)",
+				   action, cmd, strerror(-rc));
 		goto out_env;
 	}
-	cmd_last_line(res->err, last, sizeof(last));
+	relay_last_line(res->err, last, sizeof(last));
 	if (WIFSIGNALED(res->status)) {
-		cmd_errf(r, "'%s' command `%.120s` was killed by signal %d%s%s",
-			 action, cmd, WTERMSIG(res->status), last[0] ? ": " : "", last);
+		relay_errf(r, "'%s' command `%.120s` was killed by signal %d%s%s",
+			   action, cmd, WTERMSIG(res->status), last[0] ? ": " : "", last);
 		rc = -EIO;
 	} else if (WEXITSTATUS(res->status) != 0) {
-		cmd_errf(r, "'%s' command `%.120s` exited with status %d: %s", action, cmd,
-			 WEXITSTATUS(res->status), last[0] ? last : "(no stderr output)");
+		relay_errf(r, "'%s' command `%.120s` exited with status %d: %s", action, cmd,
+			   WEXITSTATUS(res->status), last[0] ? last : "(no stderr output)");
 		rc = -EIO;
 	}
 out_env:
@@ -460,7 +379,7 @@ static int cmd_get(struct relay *r)
 	int rc;
 
 	if (!p->get) {
-		cmd_errf(r, "no 'get' command configured; add relay.get to read the power state");
+		relay_errf(r, "no 'get' command configured; add relay.get to read the power state");
 		return -ENOTSUP;
 	}
 	rc = cmd_run(r, "get", p->get, &res);
@@ -479,8 +398,8 @@ static int cmd_get(struct relay *r)
 		if (strcasecmp(s, off_words[i]) == 0)
 			return 0;
 	}
-	cmd_errf(r,
-		 "'get' command `%.120s` printed \"%.80s\"; expected on/off, 1/0 or true/false", p->get, s);
+	relay_errf(r,
+		   "'get' command `%.120s` printed \"%.80s\"; expected on/off, 1/0 or true/false", p->get, s);
 	return -EPROTO;
 }
 

@@ -11,13 +11,12 @@
  * kill(-pid) works whichever runs first). We reap only our own pid, never
  * install signal handlers, and bound every wait.
  */
-#include "relay.h"
+#include "relay_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +27,6 @@
 
 #include "../common/util.h"
 
-#define SIM_MS_MAX	3600000	/* an hour: anything longer is a typo */
-#define SIM_REAP_MS	2000	/* after SIGKILL the agent is gone at once; bound it anyway */
 
 struct sim_priv {
 	char media[PATH_MAX];
@@ -44,67 +41,18 @@ struct sim_priv {
 	pid_t pid;		/* the agent, leader of its process group; 0 when off */
 };
 
-/* Paths make messages long; truncating one is better than failing. */
-static void sim_errf(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sim_errf(struct relay *r, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
-	va_end(ap);
-}
-
 static const char *const sim_keys[] = { "driver", "boot_delay_ms", "timeout_ms" };
-
-static int sim_check_int(json_object *cfg, const char *key, int64_t min, char *err, size_t errlen)
-{
-	json_object *v;
-	int64_t x;
-
-	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
-		return 0;
-	x = json_object_get_int64(v);
-	if (!json_object_is_type(v, json_type_int) || x < min || x > SIM_MS_MAX) {
-		snprintf(err, errlen, "%s: expected an integer from %" PRId64 " to %d, got %s", key, min,
-			 SIM_MS_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-		return -EINVAL;
-	}
-	return 0;
-}
 
 static int sim_check(json_object *cfg, char *err, size_t errlen)
 {
-	json_object *v;
+	int rc;
 
-	if (cfg && !json_object_is_type(cfg, json_type_object)) {
-		snprintf(err, errlen, "expected an object");
-		return -EINVAL;
-	}
-	if (cfg) {
-		json_object_object_foreach(cfg, key, val) {
-			size_t i;
-
-			(void)val;
-			for (i = 0; i < PC_ARRAY_SIZE(sim_keys); i++)
-				if (strcmp(key, sim_keys[i]) == 0)
-					break;
-			if (i == PC_ARRAY_SIZE(sim_keys)) {
-				snprintf(err, errlen, "unknown key '%s' (valid: driver, boot_delay_ms, timeout_ms)",
-					 key);
-				return -EINVAL;
-			}
-		}
-	}
-	if (cfg && json_object_object_get_ex(cfg, "driver", &v) &&
-	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), "sim"))) {
-		snprintf(err, errlen, "driver: expected \"sim\"");
-		return -EINVAL;
-	}
-	if (sim_check_int(cfg, "boot_delay_ms", 0, err, errlen) ||
-	    sim_check_int(cfg, "timeout_ms", 1, err, errlen))
-		return -EINVAL;
-	return 0;
+	rc = relay_check_keys(cfg, "sim", sim_keys, PC_ARRAY_SIZE(sim_keys), err, errlen);
+	if (!rc)
+		rc = relay_check_int(cfg, "boot_delay_ms", 0, RELAY_MS_MAX, err, errlen);
+	if (!rc)
+		rc = relay_check_int(cfg, "timeout_ms", 1, RELAY_MS_MAX, err, errlen);
+	return rc;
 }
 
 /* A number from the device section: an integer, or (sizes) "4M"-style text. */
@@ -125,9 +73,9 @@ static int sim_dev_u64(struct relay *r, json_object *dev, const char *key, int s
 	if (suffixes && json_object_is_type(v, json_type_string) &&
 	    pc_parse_u64(json_object_get_string(v), 1, out) == 0)
 		return 0;
-	sim_errf(r, "device.%s: expected %s, got %s", key,
-		 suffixes ? "bytes (an integer or a string like \"4M\")" : "an integer >= 0",
-		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	relay_errf(r, "device.%s: expected %s, got %s", key,
+		   suffixes ? "bytes (an integer or a string like \"4M\")" : "an integer >= 0",
+		   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	return -EINVAL;
 }
 
@@ -144,7 +92,7 @@ static int sim_read_device(struct relay *r, struct sim_priv *p, json_object *dev
 	pc_strlcpy(p->profile, "honest", sizeof(p->profile));
 	if (dev && json_object_object_get_ex(dev, "profile", &v)) {
 		if (!json_object_is_type(v, json_type_string)) {
-			sim_errf(r, "device.profile: expected a string like \"honest\"");
+			relay_errf(r, "device.profile: expected a string like \"honest\"");
 			return -EINVAL;
 		}
 		pc_strlcpy(p->profile, json_object_get_string(v), sizeof(p->profile));
@@ -152,7 +100,7 @@ static int sim_read_device(struct relay *r, struct sim_priv *p, json_object *dev
 	p->rate = 0.01;
 	if (dev && json_object_object_get_ex(dev, "rate", &v)) {
 		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) {
-			sim_errf(r, "device.rate: expected a number from 0 to 1");
+			relay_errf(r, "device.rate: expected a number from 0 to 1");
 			return -EINVAL;
 		}
 		p->rate = json_object_get_double(v);
@@ -182,13 +130,13 @@ static int sim_spawn(struct relay *r, char *const argv[], int outfd, pid_t *pidp
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	if (devnull < 0 || pipe2(ep, O_CLOEXEC) < 0) {
 		rc = -errno;
-		sim_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
+		relay_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
 		goto out;
 	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
-		sim_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
+		relay_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
 		goto out;
 	}
 	if (pid == 0) {
@@ -219,8 +167,8 @@ static int sim_spawn(struct relay *r, char *const argv[], int outfd, pid_t *pidp
 	if (n == (ssize_t)sizeof(child_errno)) {
 		waitpid(pid, NULL, 0);	/* it _exit()s right after the write */
 		rc = -child_errno;
-		sim_errf(r, "cannot run agent %s: %s; give the powercut-agent binary (--agent)",
-			 argv[0], strerror(child_errno));
+		relay_errf(r, "cannot run agent %s: %s; give the powercut-agent binary (--agent)",
+			   argv[0], strerror(child_errno));
 		goto out;
 	}
 	*pidp = pid;
@@ -234,32 +182,10 @@ out:
 	return rc;
 }
 
-/* waitpid() on our own child, polling, for at most ms; 0, -ETIMEDOUT or -errno. */
-static int sim_reap(pid_t pid, int *status, uint64_t ms)
-{
-	uint64_t deadline = pc_now_ms() + ms;
-	uint64_t sleep_us = 500;
-
-	for (;;) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-
-		if (w == pid)
-			return 0;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		if (pc_now_ms() >= deadline)
-			return -ETIMEDOUT;
-		pc_sleep_us(sleep_us);
-		if (sleep_us < 20000)
-			sleep_us *= 2;
-	}
-}
-
 /* The last non-empty line of a log file, for error messages. */
 static const char *sim_log_tail(const char *path, char *buf, size_t len)
 {
 	char tail[1024];
-	size_t end, start;
 	ssize_t n = -1;
 	off_t size;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -274,17 +200,7 @@ static const char *sim_log_tail(const char *path, char *buf, size_t len)
 	if (n <= 0)
 		return buf;
 	tail[n] = 0;
-	end = strlen(tail);
-	while (end && (tail[end - 1] == '\n' || tail[end - 1] == '\r' || tail[end - 1] == ' '))
-		end--;
-	start = end;
-	while (start && tail[start - 1] != '\n')
-		start--;
-	if (end - start >= len)
-		start = end - (len - 1);
-	memcpy(buf, tail + start, end - start);
-	buf[end - start] = 0;
-	return buf;
+	return relay_last_line(tail, buf, len);
 }
 
 /* A half-prepared media must not pass for a resumed one next time. */
@@ -292,9 +208,14 @@ static void sim_discard_media(struct sim_priv *p)
 {
 	char truth[PATH_MAX + 16];
 
+	static const char *const side[] = { ".truth.jsonl", ".state", ".stale", ".bricked" };
+
 	unlink(p->media);
-	snprintf(truth, sizeof(truth), "%s.truth.jsonl", p->media);
-	unlink(truth);
+	/* the sim's side files belong to the media: none may outlive it */
+	for (size_t i = 0; i < sizeof(side) / sizeof(side[0]); i++) {
+		snprintf(truth, sizeof(truth), "%s%s", p->media, side[i]);
+		unlink(truth);
+	}
 }
 
 /* Run `agent prepare` synchronously, bounded by timeout_ms. */
@@ -314,39 +235,39 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 	fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = -errno;
-		sim_errf(r, "cannot create %s: %s", p->log, strerror(-rc));
+		relay_errf(r, "cannot create %s: %s", p->log, strerror(-rc));
 		return rc;
 	}
 	rc = sim_spawn(r, argv, fd, &pid);
 	close(fd);
 	if (rc < 0)
 		return rc;
-	rc = sim_reap(pid, &status, (uint64_t)p->timeout_ms);
+	rc = relay_reap(pid, &status, (uint64_t)p->timeout_ms);
 	if (rc == -ETIMEDOUT) {
 		kill(-pid, SIGKILL);
-		sim_reap(pid, &status, SIM_REAP_MS);
+		relay_reap(pid, &status, RELAY_REAP_MS);
 		sim_discard_media(p);
-		sim_errf(r,
-			 "preparing %s timed out after %d ms (killed); see %s, or raise relay.timeout_ms",
-			 p->media, p->timeout_ms, p->log);
+		relay_errf(r,
+			   "preparing %s timed out after %d ms (killed); see %s, or raise relay.timeout_ms",
+			   p->media, p->timeout_ms, p->log);
 		return rc;
 	}
 	if (rc < 0) {
-		sim_errf(r, "waiting for '%s prepare': %s", p->agent, strerror(-rc));
+		relay_errf(r, "waiting for '%s prepare': %s", p->agent, strerror(-rc));
 		return rc;
 	}
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		sim_discard_media(p);
 		sim_log_tail(p->log, last, sizeof(last));
-		sim_errf(r, "preparing %s failed (%s %d): %s; see %s", p->media,
-			 WIFEXITED(status) ? "exit status" : "signal",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
-			 last[0] ? last : "(no output)", p->log);
+		relay_errf(r, "preparing %s failed (%s %d): %s; see %s", p->media,
+			   WIFEXITED(status) ? "exit status" : "signal",
+			   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+			   last[0] ? last : "(no output)", p->log);
 		return -EIO;
 	}
 	if (stat(p->media, &st) < 0) {
-		sim_errf(r, "'%s prepare' succeeded but %s does not exist; see %s",
-			 p->agent, p->media, p->log);
+		relay_errf(r, "'%s prepare' succeeded but %s does not exist; see %s",
+			   p->agent, p->media, p->log);
 		return -ENOENT;
 	}
 	return 0;
@@ -360,12 +281,12 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	int rc;
 
 	if (!ctx || !ctx->agent_path || !ctx->state_dir || !ctx->connect) {
-		sim_errf(r, "needs the agent binary, a state folder and the harness address");
+		relay_errf(r, "needs the agent binary, a state folder and the harness address");
 		return -EINVAL;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
-		sim_errf(r, "out of memory");
+		relay_errf(r, "out of memory");
 		return -ENOMEM;
 	}
 	p->timeout_ms = 10000;
@@ -380,14 +301,14 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	    (size_t)snprintf(p->log, sizeof(p->log), "%s/prepare.log", ctx->state_dir) >= sizeof(p->log) ||
 	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(ctx->connect) >= sizeof(p->connect)) {
 		rc = -ENAMETOOLONG;
-		sim_errf(r, "state folder, agent path or address too long");
+		relay_errf(r, "state folder, agent path or address too long");
 		goto fail;
 	}
 	pc_strlcpy(p->agent, ctx->agent_path, sizeof(p->agent));
 	pc_strlcpy(p->connect, ctx->connect, sizeof(p->connect));
 	rc = pc_mkdir_p(ctx->state_dir, 0755);
 	if (rc < 0) {
-		sim_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
+		relay_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
 		goto fail;
 	}
 	/* An existing media is a resumed campaign's device: keep its contents. */
@@ -397,7 +318,7 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	}
 	if (errno != ENOENT) {
 		rc = -errno;
-		sim_errf(r, "cannot stat %s: %s", p->media, strerror(-rc));
+		relay_errf(r, "cannot stat %s: %s", p->media, strerror(-rc));
 		goto fail;
 	}
 	rc = sim_prepare(r, p);
@@ -417,14 +338,14 @@ static int sim_cut(struct relay *r, struct sim_priv *p)
 
 	if (kill(-p->pid, SIGKILL) < 0 && errno != ESRCH) {
 		rc = -errno;
-		sim_errf(r, "kill agent group %d: %s", (int)p->pid, strerror(-rc));
+		relay_errf(r, "kill agent group %d: %s", (int)p->pid, strerror(-rc));
 		return rc;
 	}
-	rc = sim_reap(p->pid, NULL, SIM_REAP_MS);
+	rc = relay_reap(p->pid, NULL, RELAY_REAP_MS);
 	if (rc == -ETIMEDOUT) {
 		/* Power is cut (the kill is pending); a later off/get reaps it. */
-		sim_errf(r, "agent pid %d still not gone %d ms after SIGKILL; "
-			 "it is stuck in the kernel, check dmesg", (int)p->pid, SIM_REAP_MS);
+		relay_errf(r, "agent pid %d still not gone %d ms after SIGKILL; "
+			   "it is stuck in the kernel, check dmesg", (int)p->pid, RELAY_REAP_MS);
 		return rc;
 	}
 	/* ECHILD: someone else reaped it; either way it is gone. */
@@ -461,7 +382,7 @@ static int sim_on(struct relay *r)
 	if (rc < 0)
 		return rc;
 	if (rc == 1) {
-		sim_errf(r, "already on (agent pid %d); switch it off first", (int)p->pid);
+		relay_errf(r, "already on (agent pid %d); switch it off first", (int)p->pid);
 		return -EBUSY;
 	}
 	snprintf(dev, sizeof(dev), "sim:%s", p->media);
@@ -476,8 +397,8 @@ static int sim_on(struct relay *r)
 		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		sim_errf(r, "cannot open console log %s: %s",
-			 r->console[0] ? r->console : "/dev/null", strerror(-rc));
+		relay_errf(r, "cannot open console log %s: %s",
+			   r->console[0] ? r->console : "/dev/null", strerror(-rc));
 		return rc;
 	}
 	rc = sim_spawn(r, argv, fd, &p->pid);

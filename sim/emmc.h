@@ -28,13 +28,13 @@ struct sim_emmc;
 #define SIM_P_LYING_FLUSH	(1u << 0)	/* flush returns without destaging */
 #define SIM_P_NO_CACHE		(1u << 1)	/* no volatile cache: every write programs */
 #define SIM_P_FUA_IGNORED	(1u << 2)	/* FUA writes go through the cache */
-#define SIM_P_TEARING_RELWR	(1u << 3)
-#define SIM_P_SUBSECTOR_TEAR	(1u << 4)
-#define SIM_P_PAIRED_PAGE	(1u << 5)
-#define SIM_P_MISDIRECT		(1u << 6)
-#define SIM_P_BITROT		(1u << 7)
-#define SIM_P_STALE		(1u << 8)
-#define SIM_P_BRICK		(1u << 9)
+#define SIM_P_TEARING_RELWR	(1u << 3)	/* a FUA write completes with only part programmed */
+#define SIM_P_SUBSECTOR_TEAR	(1u << 4)	/* a sector programs in 8 chunks: a cut tears it */
+#define SIM_P_PAIRED_PAGE	(1u << 5)	/* a cut mid-program damages the page 64 sectors back */
+#define SIM_P_MISDIRECT		(1u << 6)	/* a write lands in another slot */
+#define SIM_P_BITROT		(1u << 7)	/* bits flip at rest (at power-on) */
+#define SIM_P_STALE		(1u << 8)	/* an overwritten record comes back (at power-on) */
+#define SIM_P_BRICK		(1u << 9)	/* the device dies (at power-on) */
 
 /* Parse "honest", "lying-flush", "a+b"...; 0 or -EINVAL (err names the bad part). */
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen);
@@ -56,7 +56,9 @@ int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen);
 /*
  * Power on: map the media, start a new power session in the truth log (and
  * settle what the last session's cut did, e.g. which lied-about writes were
- * dropped). *out is freed with sim_emmc_close().
+ * dropped). *out is freed with sim_emmc_close(). -ENODEV ("sim eMMC <media>
+ * does not respond (bricked in session N)") once the brick profile struck;
+ * -EINVAL for unknown profile bits or a rate outside 0..1.
  */
 int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, size_t errlen);
 /* Orderly close (not a power cut): the cache is NOT destaged. Accepts NULL. */

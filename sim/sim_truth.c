@@ -4,6 +4,13 @@
  * Power-on reads only the log's tail: the lines from the last power_on on,
  * i.e. the previous session (and what a cut settle of it already wrote), so
  * power-on costs the same on the first cycle and the ten-thousandth.
+ *
+ * The settle judges two kinds of promise the previous session broke in the
+ * volatile cache: the entries of flush_lie and fua_ignored lines (dropped),
+ * and the cached tails of reliable writes acknowledged early (torn_acked).
+ * It also voids a misdirect whose data is gone from where it landed (the cut
+ * came before it was programmed, or a later write covered it): the verifier
+ * cannot find what is not there.
  */
 #include "sim_truth.h"
 
@@ -33,14 +40,30 @@ struct sim_truth {
 	int need_nl;		/* the log ends in a torn line: begin on a new one */
 };
 
+/* A logged request with one more number: relwr_early_ack (x: sectors
+ * programmed before the ack) or misdirect (x: the landing LBA). */
+struct ent_x {
+	struct sim_truth_ent e;
+	uint64_t x;
+};
+
 /* What the previous session's log says, gathered for the settle. */
 struct prev_session {
 	uint32_t session;	/* 0: there was none */
 	int settled;
+	int bricked;
 	struct sim_truth_ent *lies;
 	size_t nlies, alies;
 	struct sim_truth_ent *dropped;	/* already logged (a cut settle): lba, seq */
 	size_t ndropped, adropped;
+	struct ent_x *early;
+	size_t nearly, aearly;
+	struct sim_truth_ent *torn;	/* torn_acked already logged: lba, seq */
+	size_t ntorn, atorn;
+	struct ent_x *misdir;
+	size_t nmisdir, amisdir;
+	struct sim_truth_ent *voids;	/* misdirect_void already logged: lba, seq */
+	size_t nvoids, avoids;
 };
 
 uint32_t sim_truth_session(const struct sim_truth *t)
@@ -48,14 +71,46 @@ uint32_t sim_truth_session(const struct sim_truth *t)
 	return t->session;
 }
 
-/* Append one line (taking o); fdatasync it when it records a fault. */
-static int truth_append(struct sim_truth *t, json_object *o, int sync)
+/* Does the log end with line s (len bytes), as a whole line? */
+static int truth_ends_with(struct sim_truth *t, const char *s, size_t len)
+{
+	size_t want = len + 2;	/* the newline before, the line, its newline */
+	struct stat st;
+	char *tail;
+	int ok;
+
+	if (fstat(t->fd, &st) < 0 || (uint64_t)st.st_size < len + 1)
+		return 0;
+	tail = malloc(want);
+	if (!tail)
+		return 0;
+	if ((uint64_t)st.st_size == len + 1) {
+		tail[0] = '\n';	/* the line is the whole log */
+		ok = pc_pread_all(t->fd, tail + 1, len + 1, 0) == 0;
+	} else {
+		ok = pc_pread_all(t->fd, tail, want, st.st_size - (off_t)want) == 0;
+	}
+	ok = ok && tail[0] == '\n' && memcmp(tail + 1, s, len) == 0 && tail[len + 1] == '\n';
+	free(tail);
+	return ok;
+}
+
+/*
+ * Append one line (taking o); fdatasync it when it records a dropped write.
+ * once: not if the log already ends with it.
+ */
+static int truth_append_once(struct sim_truth *t, json_object *o, int sync, int once)
 {
 	const char *s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	size_t len = strlen(s), n = 0;
-	char *line = malloc(len + 2);
+	char *line;
 	int ret = 0;
 
+	if (once && !t->need_nl && truth_ends_with(t, s, len)) {
+		json_object_put(o);
+		return 0;
+	}
+	line = malloc(len + 2);
 	if (!line) {
 		json_object_put(o);
 		return -ENOMEM;
@@ -75,6 +130,24 @@ static int truth_append(struct sim_truth *t, json_object *o, int sync)
 	if (sync && fdatasync(t->fd) < 0)
 		return -errno;
 	return 0;
+}
+
+static int truth_append(struct sim_truth *t, json_object *o, int sync)
+{
+	return truth_append_once(t, o, sync, 0);
+}
+
+/* A probability as typed (0.1, not 0.10000000000000001), and always a JSON double. */
+static json_object *json_rate(double r)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "%.15g", r);
+	if (strtod(buf, NULL) != r)
+		snprintf(buf, sizeof(buf), "%.17g", r);
+	if (!strpbrk(buf, ".eEn"))
+		strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
+	return json_object_new_double_s(r, buf);
 }
 
 static json_object *truth_line(const char *ev, uint32_t session)
@@ -119,8 +192,21 @@ int sim_truth_fua_ignored(struct sim_truth *t, const struct sim_truth_ent *e)
 	return truth_append(t, o, 1);
 }
 
+int sim_truth_fault(struct sim_truth *t, uint32_t session, const char *ev,
+		    const struct sim_truth_kv *kv, size_t nkv, const char *expect, int once)
+{
+	json_object *o = truth_line(ev, session);
+
+	for (size_t i = 0; i < nkv; i++)
+		json_object_object_add(o, kv[i].key, json_object_new_uint64(kv[i].v));
+	if (expect)
+		json_object_object_add(o, "expect", json_object_new_string(expect));
+	return truth_append_once(t, o, 0, once);
+}
+
 int sim_truth_power_on(struct sim_truth *t, const char *profile, uint32_t cache_sectors,
-		       uint32_t program_us, char *err, size_t errlen)
+		       uint32_t program_us, int faults, uint64_t seed, double rate,
+		       char *err, size_t errlen)
 {
 	json_object *o = truth_line("power_on", t->session);
 	int ret;
@@ -128,6 +214,10 @@ int sim_truth_power_on(struct sim_truth *t, const char *profile, uint32_t cache_
 	json_object_object_add(o, "profile", json_object_new_string(profile));
 	json_object_object_add(o, "cache_sectors", json_object_new_int64(cache_sectors));
 	json_object_object_add(o, "program_us", json_object_new_int64(program_us));
+	if (faults) {
+		json_object_object_add(o, "seed", json_object_new_uint64(seed));
+		json_object_object_add(o, "rate", json_rate(rate));
+	}
 	ret = truth_append(t, o, 1);
 	if (ret)
 		snprintf(err, errlen, "truth log %s: cannot append: %s", t->path, strerror(-ret));
@@ -159,6 +249,34 @@ static int ents_push(struct sim_truth_ent **a, size_t *n, size_t *alloc, const s
 		*alloc = na;
 	}
 	(*a)[(*n)++] = *e;
+	return 0;
+}
+
+static int entx_push(struct ent_x **a, size_t *n, size_t *alloc, const struct ent_x *v)
+{
+	if (*n == *alloc) {
+		size_t na = *alloc ? *alloc * 2 : 64;
+		struct ent_x *q = realloc(*a, na * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		*a = q;
+		*alloc = na;
+	}
+	(*a)[(*n)++] = *v;
+	return 0;
+}
+
+/* A request line with lba, n, seq and the member xkey. */
+static int entx_parse(json_object *o, const char *xkey, struct ent_x *v)
+{
+	uint64_t n;
+
+	memset(v, 0, sizeof(*v));
+	if (json_u64(o, "lba", &v->e.lba) || json_u64(o, "n", &n) || json_u64(o, "seq", &v->e.seq) ||
+	    json_u64(o, xkey, &v->x) || n == 0 || n > UINT32_MAX)
+		return -EINVAL;
+	v->e.n = (uint32_t)n;
 	return 0;
 }
 
@@ -198,6 +316,32 @@ static int prev_add_line(struct prev_session *p, json_object *o)
 		}
 	} else if (strcmp(ev, "fua_ignored") == 0) {
 		return prev_add_lie(p, o);
+	} else if (strcmp(ev, "relwr_early_ack") == 0) {
+		struct ent_x a;
+
+		if (entx_parse(o, "programmed", &a) || a.x >= a.e.n)
+			return 0;
+		return entx_push(&p->early, &p->nearly, &p->aearly, &a);
+	} else if (strcmp(ev, "misdirect") == 0) {
+		struct ent_x a;
+
+		if (entx_parse(o, "landed", &a))
+			return 0;
+		return entx_push(&p->misdir, &p->nmisdir, &p->amisdir, &a);
+	} else if (strcmp(ev, "misdirect_void") == 0) {
+		struct sim_truth_ent e = { 0 };
+
+		if (json_u64(o, "lba", &e.lba) || json_u64(o, "seq", &e.seq))
+			return 0;
+		return ents_push(&p->voids, &p->nvoids, &p->avoids, &e);
+	} else if (strcmp(ev, "torn_acked") == 0) {
+		struct sim_truth_ent e = { 0 };
+
+		if (json_u64(o, "lba", &e.lba) || json_u64(o, "seq", &e.seq))
+			return 0;
+		return ents_push(&p->torn, &p->ntorn, &p->atorn, &e);
+	} else if (strcmp(ev, "brick") == 0) {
+		p->bricked = 1;
 	} else if (strcmp(ev, "dropped") == 0) {
 		struct sim_truth_ent e = { 0 };
 
@@ -358,12 +502,70 @@ static uint32_t settle_count(const struct sim_truth_ent *e, const uint8_t *map, 
 	return k;
 }
 
-static int already_dropped(const struct prev_session *p, const struct sim_truth_ent *e)
+static int ents_have(const struct sim_truth_ent *a, size_t n, const struct sim_truth_ent *e)
 {
-	for (size_t i = 0; i < p->ndropped; i++)
-		if (p->dropped[i].seq == e->seq && p->dropped[i].lba == e->lba)
+	for (size_t i = 0; i < n; i++)
+		if (a[i].seq == e->seq && a[i].lba == e->lba)
 			return 1;
 	return 0;
+}
+
+/*
+ * A reliable write acknowledged after only its first k sectors: its tail sat
+ * in the volatile cache. If the cut lost any of the tail, the record is torn
+ * although the device said it was whole. new_sectors counts the sectors that
+ * hold the record (or a newer one), by the same test as settle_count().
+ */
+static int settle_early(struct sim_truth *t, const struct prev_session *p, const struct ent_x *a,
+			const uint8_t *map, uint64_t sectors)
+{
+	const struct sim_truth_ent *e = &a->e;
+	struct sim_truth_ent tail = { .lba = e->lba + a->x, .n = e->n - (uint32_t)a->x, .seq = e->seq };
+	uint32_t missing;
+	json_object *o;
+
+	if (!settle_count(&tail, map, sectors) || ents_have(p->torn, p->ntorn, e))
+		return 0;
+	missing = settle_count(e, map, sectors);
+	o = truth_line("torn_acked", p->session);
+	json_object_object_add(o, "lba", json_object_new_uint64(e->lba));
+	json_object_object_add(o, "n", json_object_new_int64(e->n));
+	json_object_object_add(o, "seq", json_object_new_uint64(e->seq));
+	json_object_object_add(o, "new_sectors", json_object_new_int64(e->n - missing));
+	json_object_object_add(o, "expect", json_object_new_string("torn"));
+	return truth_append(t, o, 0);
+}
+
+/*
+ * A misdirect leaves evidence while a sector where it landed still holds the
+ * misdirected record (its seq, and the lba it was meant for). With none left,
+ * the misdirect line is void: the verifier has nothing to find.
+ */
+static int settle_misdirect(struct sim_truth *t, const struct prev_session *p, const struct ent_x *a,
+			    const uint8_t *map, uint64_t sectors)
+{
+	const struct sim_truth_ent *e = &a->e;
+	json_object *o;
+
+	for (uint32_t i = 0; i < e->n; i++) {
+		const uint8_t *s;
+
+		if (a->x + i >= sectors)
+			break;
+		s = map + (a->x + i) * PC_SECTOR;
+		if (pc_get32(s + PC_OFF_MAGIC) == PC_REC_MAGIC && pc_get64(s + PC_OFF_SEQ) == e->seq &&
+		    pc_get64(s + PC_OFF_LBA) == e->lba + i)
+			return 0;
+	}
+	if (ents_have(p->voids, p->nvoids, e))
+		return 0;
+	o = truth_line("misdirect_void", p->session);
+	json_object_object_add(o, "lba", json_object_new_uint64(e->lba));
+	json_object_object_add(o, "n", json_object_new_int64(e->n));
+	json_object_object_add(o, "seq", json_object_new_uint64(e->seq));
+	json_object_object_add(o, "landed", json_object_new_uint64(a->x));
+	json_object_object_add(o, "expect", json_object_new_string("none"));
+	return truth_append(t, o, 0);
 }
 
 static int truth_settle(struct sim_truth *t, struct prev_session *p, const uint8_t *map, uint64_t sectors)
@@ -385,7 +587,7 @@ static int truth_settle(struct sim_truth *t, struct prev_session *p, const uint8
 		if (!k)
 			continue;
 		ndrop++;
-		if (already_dropped(p, e))	/* written by a settle that was cut */
+		if (ents_have(p->dropped, p->ndropped, e))	/* written by a settle that was cut */
 			continue;
 		o = truth_line("dropped", p->session);
 		json_object_object_add(o, "seq", json_object_new_uint64(e->seq));
@@ -396,9 +598,29 @@ static int truth_settle(struct sim_truth *t, struct prev_session *p, const uint8
 		if (ret)
 			return ret;
 	}
+	for (size_t i = 0; i < p->nearly; i++) {
+		ret = settle_early(t, p, &p->early[i], map, sectors);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < p->nmisdir; i++) {
+		ret = settle_misdirect(t, p, &p->misdir[i], map, sectors);
+		if (ret)
+			return ret;
+	}
 	o = truth_line("settled", p->session);
 	json_object_object_add(o, "dropped_records", json_object_new_uint64(ndrop));
 	return truth_append(t, o, 1);
+}
+
+static void prev_free(struct prev_session *p)
+{
+	free(p->lies);
+	free(p->dropped);
+	free(p->early);
+	free(p->torn);
+	free(p->misdir);
+	free(p->voids);
 }
 
 int sim_truth_open(const char *media, const uint8_t *map, uint64_t sectors,
@@ -432,6 +654,12 @@ int sim_truth_open(const char *media, const uint8_t *map, uint64_t sectors,
 	if (ret)
 		goto fail_tail;
 	t->session = prev.session + 1;
+	if (prev.bricked) {
+		/* a dead device writes nothing, not even a settle */
+		snprintf(err, errlen, SIM_BRICK_MSG, media, prev.session);
+		ret = -ENODEV;
+		goto fail_tail;
+	}
 	if (prev.session && !prev.settled) {
 		ret = truth_settle(t, &prev, map, sectors);
 		if (ret) {
@@ -439,15 +667,13 @@ int sim_truth_open(const char *media, const uint8_t *map, uint64_t sectors,
 			goto fail_tail;
 		}
 	}
-	free(prev.lies);
-	free(prev.dropped);
+	prev_free(&prev);
 	free(tail);
 	*out = t;
 	return 0;
 
 fail_tail:
-	free(prev.lies);
-	free(prev.dropped);
+	prev_free(&prev);
 	free(tail);
 fail:
 	sim_truth_close(t);

@@ -36,3 +36,12 @@ free_port() {
 	done
 	echo 0
 }
+
+# A relay "get" command for a board started with setsid whose pid is in $1:
+# "on" while that process lives (a zombie counts as dead: nobody may reap it).
+write_get() {
+	cat > "$1" <<'SH'
+s=$(ps -o stat= -p "$(cat "$1" 2>/dev/null)" 2>/dev/null)
+case "$s" in ""|Z*) echo off ;; *) echo on ;; esac
+SH
+}

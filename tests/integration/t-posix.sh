@@ -8,12 +8,14 @@ outside() { { head -c 1048576 "$T/disk.img"; tail -c 3145728 "$T/disk.img"; } | 
 before=$(outside)
 check "prepare a region at offset 1M, 4M long" "$AGENT" prepare --device "$T/disk.img" --offset 1M --length 4M --record-size 8192 --yes
 port=$(free_port)
+write_get "$T/get.sh"
 cat > "$T/c.json" <<JSON
 { "campaign": "posix", "cycles": 25, "listen": "127.0.0.1:$port",
   "boards": [ { "name": "p1", "device": { "backend": "posix", "record_size": 8192, "path": "$T/disk.img" },
     "relay": { "driver": "command",
       "on": "setsid $PWD/$AGENT run --device $T/disk.img --offset 1M --length 4M --connect 127.0.0.1:$port --board p1 >> $T/p1.log 2>&1 & echo \$! > $T/p1.pid",
-      "off": "p=\$(cat $T/p1.pid 2>/dev/null) && kill -KILL -- -\$p 2>/dev/null; true" },
+      "off": "p=\$(cat $T/p1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
+      "get": "sh $T/get.sh $T/p1.pid" },
     "modes": ["fua", "fua+flush", "flush", "journal", "none"], "records_per_cycle": 200, "queue_depth": 8,
     "cut": { "at": "random", "window_ms": [1, 25] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
 JSON
@@ -24,6 +26,8 @@ check "campaign passes (exit 0)" [ $rc -eq 0 ]
 check "25 verdicts, all PASS" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r/verdicts.jsonl")" -eq 25 ]
 check "the agent used io_uring for fua" grep -q '"async":true' "$T/r/events.jsonl"
 check "fua ran as fua (not downgraded)" [ "$(jq -r 'select(.mode == "fua") | .mode_run' "$T/r/verdicts.jsonl" | sort -u)" = "fua" ]
+check "cuts landed mid-write (records planned but not written)" \
+	[ "$(jq -s '[.[] | select(.counts.not_written + .counts.torn > 0)] | length' "$T/r/verdicts.jsonl")" -gt 0 ]
 check "some records were acknowledged" [ "$(jq -s 'map(.records.acked) | add' "$T/r/verdicts.jsonl")" -gt 0 ]
 check "verdicts name the backing file as the device" grep -q '"type":"file"' "$T/r/verdicts.jsonl"
 check "replay reproduces every verdict" "$PC" replay "$T/r"

@@ -653,7 +653,7 @@ static void loop_partition_checks(const char *loop, const char *img, uint8_t *w,
 	/* the whole disk is refused unless asked for */
 	dev_init(&d, loop);
 	CU_ASSERT_EQUAL(d.ops->open(&d, 1), -EISDIR);
-	CU_ASSERT(HAS(d.err, loop) && HAS(d.err, "whole disk") && HAS(d.err, "allow_whole_disk"));
+	CU_ASSERT(HAS(d.err, loop) && HAS(d.err, "whole disk") && HAS(d.err, "--allow-whole-disk"));
 	CU_ASSERT_EQUAL(d.fd, -1);
 	dev_init(&d, loop);
 	d.o.allow_whole_disk = 1;

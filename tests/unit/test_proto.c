@@ -62,7 +62,7 @@ static const char *const base_fixed[PC_MSG_TYPE_MAX] = {
 	[PC_MSG_ACK] = "{\"type\":\"ack\",\"v\":1,\"first\":17,\"n\":1048576}",
 	[PC_MSG_DONE] = "{\"type\":\"done\",\"v\":1,\"records\":100,\"ms\":5000,\"io\":\"io_uring\",\"mode\":\"fua+flush\"}",
 	[PC_MSG_ERROR] = "{\"type\":\"error\",\"v\":1,\"msg\":\"cannot open /dev/mmcblk0p3: Permission denied\"}",
-	[PC_MSG_VERIFY] = "{\"type\":\"verify\",\"v\":1,\"pattern\":\"sequential\",\"full\":false}",
+	[PC_MSG_VERIFY] = "{\"type\":\"verify\",\"v\":1,\"pattern\":\"sequential\",\"full\":false,\"ranges\":[[5,10],[100,1]]}",
 	[PC_MSG_WORK] = "{\"type\":\"work\",\"v\":1,\"cycle\":4294967295,\"first\":1000,\"n\":64,"
 		"\"mode\":\"journal\",\"pattern\":\"random\",\"record_size\":1048576,\"flush_every\":8,"
 		"\"qd\":32,\"seed\":18446744073709551615}",
@@ -146,6 +146,10 @@ static void test_valid_decoded(void)
 	m = parse_ok(PC_MSG_VERIFY);
 	CU_ASSERT_EQUAL(m.u.verify.pattern, PC_PAT_SEQUENTIAL);
 	CU_ASSERT_EQUAL(m.u.verify.full, 0);
+	CU_ASSERT_EQUAL_FATAL(m.u.verify.nranges, 2);
+	CU_ASSERT_EQUAL(m.u.verify.ranges[0].pos, 5);
+	CU_ASSERT_EQUAL(m.u.verify.ranges[0].n, 10);
+	CU_ASSERT_EQUAL(m.u.verify.ranges[1].pos, 100);
 	pc_msg_clear(&m);
 
 	m = parse_ok(PC_MSG_RUNS);
@@ -383,6 +387,11 @@ static const struct mcase mcases[] = {
 	{ PC_MSG_VERIFY, "pattern", DEL, "verify: field \"pattern\" is missing (expected a string)" },
 	{ PC_MSG_VERIFY, "pattern", "\"Random\"", "verify: field \"pattern\": unknown pattern \"Random\"" },
 	{ PC_MSG_VERIFY, "full", "\"yes\"", "verify: field \"full\": expected true or false, got string" },
+	{ PC_MSG_VERIFY, "ranges", DEL, "verify: field \"ranges\": required when \"full\" is false" },
+	{ PC_MSG_VERIFY, "ranges", "[]", "verify: field \"ranges\": expected 1 to 256 ranges, got 0" },
+	{ PC_MSG_VERIFY, "ranges", "[[1]]", "verify: field \"ranges[0]\": expected [pos, n] of two integers" },
+	{ PC_MSG_VERIFY, "ranges", "[[1,0]]", "verify: field \"ranges[0]\": [1, 0] is not a range of positions" },
+	{ PC_MSG_VERIFY, "ranges", "[[-1,2]]", "verify: field \"ranges[0]\": [-1, 2] is not a range of positions" },
 
 	/* work */
 	{ PC_MSG_WORK, "cycle", "0", "work: field \"cycle\": expected an integer 1..4294967295, got 0" },
@@ -699,7 +708,7 @@ static void test_build_work_verify(void)
 		}
 	}
 	for (int p = 0; p < 2; p++)
-		for (int full = 0; full < 3; full++) {
+		for (int full = 1; full < 3; full++) {
 			if (roundtrip(pc_msg_verify(p, full), &m))
 				continue;
 			CU_ASSERT_EQUAL(m.type, PC_MSG_VERIFY);
@@ -707,6 +716,16 @@ static void test_build_work_verify(void)
 			CU_ASSERT_EQUAL(m.u.verify.full, full != 0);
 			pc_msg_clear(&m);
 		}
+	{
+		struct pc_posrange r[3] = { { 0, 4 }, { 900, 1 }, { 7, 2 } };
+		if (!roundtrip(pc_msg_verify_ranges(PC_PAT_RANDOM, r, 3), &m)) {
+			CU_ASSERT_EQUAL(m.u.verify.full, 0);
+			CU_ASSERT_EQUAL_FATAL(m.u.verify.nranges, 3);
+			CU_ASSERT_EQUAL(m.u.verify.ranges[1].pos, 900);
+			CU_ASSERT_EQUAL(m.u.verify.ranges[2].n, 2);
+			pc_msg_clear(&m);
+		}
+	}
 }
 
 static void test_build_runs(void)

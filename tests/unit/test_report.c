@@ -230,9 +230,9 @@ static void test_table(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "device mmc:PCSIM:aaaa (board honest-1; PCSIM manfid 0x0000fe; "
 					 "queue fua=1 write_cache=write back)"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  in-flight  records/s  violations\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  fua              2     2     0          0      0     1500.0  -\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  flush            2     0     2          0      0     6000.0  lost_acked=7 torn=1\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  -                2     0     0          1      1          -  -\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  fua              2     2     0          0      0         0     1500.0  -\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  flush            2     0     2          0      0         2     6000.0  lost_acked=7 torn=1\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  -                2     0     0          1      1         0          -  -\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: BOOT_FAIL (5 cycles, 1 BOOT_FAIL, 1 INFRA_ERROR)"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: FAIL (3 cycles, 2 FAIL; violations lost_acked=7 torn=1)"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "note: fua ran as fua+flush in 1 cycle "));

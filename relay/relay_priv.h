@@ -1,0 +1,202 @@
+/*
+ * relay_priv.h - small helpers shared by the relay drivers (not by callers).
+ *
+ * Every driver validates its own "relay" section the same way (an object,
+ * only known keys, typed values in range), writes errors the same way and
+ * reaps its children the same way; these live here once so the messages a
+ * user reads are identical across drivers. Header-only and static: each
+ * driver file stays self-contained behind its ops table.
+ */
+#ifndef PC_RELAY_PRIV_H
+#define PC_RELAY_PRIV_H
+
+#include "relay.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include "../common/util.h"
+
+#define RELAY_MS_MAX	3600000	/* an hour: any longer timeout is a typo */
+#define RELAY_REAP_MS	2000	/* after SIGKILL a child is gone at once; bound it anyway */
+
+/* Fill r->err; paths make messages long, and truncating one beats failing. */
+static inline void relay_errf(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static inline void relay_errf(struct relay *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	va_end(ap);
+}
+
+/* A value as JSON text, for "got ..." in messages. */
+static inline const char *relay_json_text(json_object *v)
+{
+	return json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+}
+
+/*
+ * The section is an object (or absent) holding only keys[] and, when it
+ * names one, "driver" equal to driver. keys[] lists "driver" itself, so the
+ * message "unknown key 'X' (valid: driver, ...)" comes out in table order.
+ */
+static inline int relay_check_keys(json_object *cfg, const char *driver, const char *const *keys, size_t nkeys,
+				   char *err, size_t errlen)
+{
+	json_object *v;
+
+	if (!cfg)
+		return 0;
+	if (!json_object_is_type(cfg, json_type_object)) {
+		snprintf(err, errlen, "expected an object");
+		return -EINVAL;
+	}
+	json_object_object_foreach(cfg, key, val) {
+		char valid[256];
+		size_t i, n = 0;
+
+		(void)val;
+		for (i = 0; i < nkeys; i++)
+			if (strcmp(key, keys[i]) == 0)
+				break;
+		if (i < nkeys)
+			continue;
+		valid[0] = 0;
+		for (i = 0; i < nkeys && n < sizeof(valid); i++)
+			n += (size_t)snprintf(valid + n, sizeof(valid) - n, "%s%s", i ? ", " : "", keys[i]);
+		snprintf(err, errlen, "unknown key '%s' (valid: %s)", key, valid);
+		return -EINVAL;
+	}
+	if (json_object_object_get_ex(cfg, "driver", &v) &&
+	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), driver))) {
+		snprintf(err, errlen, "driver: expected \"%s\"", driver);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* An optional integer key within [min, max]. */
+static inline int relay_check_int(json_object *cfg, const char *key, int64_t min, int64_t max, char *err,
+				  size_t errlen)
+{
+	json_object *v;
+	int64_t x;
+
+	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
+		return 0;
+	x = json_object_get_int64(v);
+	if (!json_object_is_type(v, json_type_int) || x < min || x > max) {
+		snprintf(err, errlen, "%s: expected an integer from %" PRId64 " to %" PRId64 ", got %s", key, min,
+			 max, relay_json_text(v));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* An optional true/false key. */
+static inline int relay_check_bool(json_object *cfg, const char *key, char *err, size_t errlen)
+{
+	json_object *v;
+
+	if (!cfg || !json_object_object_get_ex(cfg, key, &v) || json_object_is_type(v, json_type_boolean))
+		return 0;
+	snprintf(err, errlen, "%s: expected true or false, got %s", key, relay_json_text(v));
+	return -EINVAL;
+}
+
+/* A non-empty string key; what says what it holds, for the messages. */
+static inline int relay_check_string(json_object *cfg, const char *key, int required, const char *what,
+				     char *err, size_t errlen)
+{
+	json_object *v;
+
+	if (!cfg || !json_object_object_get_ex(cfg, key, &v)) {
+		if (!required)
+			return 0;
+		snprintf(err, errlen, "%s: missing; give %s", key, what);
+		return -EINVAL;
+	}
+	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
+		snprintf(err, errlen, "%s: expected a non-empty string (%s), got %s", key, what, relay_json_text(v));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Getters for a section check() accepted: they trust the types. */
+static inline int64_t relay_cfg_int(json_object *cfg, const char *key, int64_t def)
+{
+	json_object *v;
+
+	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_int64(v) : def;
+}
+
+static inline int relay_cfg_bool(json_object *cfg, const char *key, int def)
+{
+	json_object *v;
+
+	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_boolean(v) : def;
+}
+
+static inline const char *relay_cfg_str(json_object *cfg, const char *key, const char *def)
+{
+	json_object *v;
+
+	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_string(v) : def;
+}
+
+/* Milliseconds left until deadline (pc_now_ms() based), 0 once it passed. */
+static inline int relay_ms_left(uint64_t deadline)
+{
+	uint64_t now = pc_now_ms();
+
+	return now >= deadline ? 0 : (int)(deadline - now);
+}
+
+/* waitpid() on our own child, polling, for at most ms; 0, -ETIMEDOUT or -errno. */
+static inline int relay_reap(pid_t pid, int *status, uint64_t ms)
+{
+	uint64_t deadline = pc_now_ms() + ms;
+	uint64_t sleep_us = 500;
+
+	for (;;) {
+		pid_t w = waitpid(pid, status, WNOHANG);
+
+		if (w == pid)
+			return 0;
+		if (w < 0 && errno != EINTR)
+			return -errno;
+		if (pc_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		pc_sleep_us(sleep_us);
+		if (sleep_us < 20000)
+			sleep_us *= 2;
+	}
+}
+
+/* The last non-empty line of s, trimmed, into buf; returns buf. */
+static inline const char *relay_last_line(const char *s, char *buf, size_t len)
+{
+	size_t end = strlen(s), start;
+
+	while (end && (s[end - 1] == '\n' || s[end - 1] == '\r' || s[end - 1] == ' ' || s[end - 1] == '\t'))
+		end--;
+	start = end;
+	while (start && s[start - 1] != '\n')
+		start--;
+	if (end - start >= len)
+		start = end - (len - 1);
+	memcpy(buf, s + start, end - start);
+	buf[end - start] = 0;
+	return buf;
+}
+
+#endif
