@@ -83,7 +83,7 @@ objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC))
 HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
-.PHONY: all agent host check unit integration demo deps install clean fault-matrix fixtures
+.PHONY: all agent host check unit integration demo deps install clean fault-matrix fixtures bench
 all: $(B)/powercut $(B)/powercut-agent
 
 agent: $(B)/powercut-agent
@@ -133,6 +133,10 @@ integration:
 demo: deps
 	@$(MAKE) --no-print-directory all
 	$(B)/powercut run configs/sim-quick.json --agent $(B)/powercut-agent
+
+# The speed cost of each durability mode, side by side with fio.
+bench: all
+	bench/modes-vs-fio
 
 # Regenerate the crafted region images of tests/fixtures/ (they are committed).
 fixtures: $(B)/tools/mkfixtures

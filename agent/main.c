@@ -38,12 +38,16 @@ struct opts {
 	int pattern;
 	int yes;
 	int verbose;
+	const char *mode;
+	uint64_t records;
+	uint64_t qd;
+	uint64_t flush_every;
 };
 
 enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
-	O_SIMRATE, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD,
+	O_SIMRATE, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY,
 };
 
 static const struct option long_opts[] = {
@@ -68,6 +72,10 @@ static const struct option long_opts[] = {
 	{ "sim-seed", required_argument, NULL, O_SIMSEED },
 	{ "sim-rate", required_argument, NULL, O_SIMRATE },
 	{ "verbose", no_argument, NULL, O_VERBOSE },
+	{ "mode", required_argument, NULL, O_MODE },
+	{ "records", required_argument, NULL, O_RECORDS },
+	{ "qd", required_argument, NULL, O_QD },
+	{ "flush-every", required_argument, NULL, O_FLUSHEVERY },
 	{ "help", no_argument, NULL, O_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -80,6 +88,8 @@ static const char usage_text[] =
 	"  run       connect to the host, say HELLO, scan and write as the host asks\n"
 	"  scan      verify the region offline and print the findings as JSON lines\n"
 	"  info      print device identity and region geometry as JSON\n"
+	"  write     write records in one mode as fast as the device takes them, and print the rate\n"
+	"            (a benchmark of the durability modes; the region is overwritten, not verified)\n"
 	"\n"
 	"Device options (all commands):\n"
 	"  --device DEV            a file, a block device, PARTLABEL=x, PARTUUID=x, LABEL=x, UUID=x,\n"
@@ -97,6 +107,8 @@ static const char usage_text[] =
 	"run:      --connect HOST:PORT or --console TTY [--baud N (115200)], --board NAME,\n"
 	"          --boot-delay-ms N, --connect-timeout-ms N (30000)\n"
 	"scan:     --pattern sequential|random (the position order of the runs; default sequential)\n"
+	"write:    --mode MODE  --records N (default: every slot once)  --qd N (1)  --flush-every N (8)\n"
+	"          --pattern sequential|random  --yes (required: it overwrites the region's records)\n"
 	"\n"
 	"Sizes take K, M, G suffixes (binary). Exit status: 0 ok, 1 failure, 2 usage error.\n";
 
@@ -122,6 +134,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->size = 4u << 20;
 	o->connect_timeout_ms = 30000;
 	o->baud = 115200;
+	o->qd = 1;
+	o->flush_every = 8;
 	o->pattern = PC_PAT_SEQUENTIAL;
 	o->ro.sim.program_us = 20;
 	o->ro.sim.cache_sectors = 256;
@@ -201,6 +215,23 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_arg("--sim-rate", optarg, "expected a number from 0 to 1");
 			break;
 		}
+		case O_MODE:
+			if (pc_mode_from_name(optarg) < 0)
+				return bad_arg("--mode", optarg, "expected fua, fua+flush, flush, journal or none");
+			o->mode = optarg;
+			break;
+		case O_RECORDS:
+			if (pc_parse_u64(optarg, 0, &o->records) || !o->records || o->records > 1048576)
+				return bad_arg("--records", optarg, "expected 1..1048576");
+			break;
+		case O_QD:
+			if (pc_parse_u64(optarg, 0, &o->qd) || !o->qd || o->qd > 32)
+				return bad_arg("--qd", optarg, "expected 1..32");
+			break;
+		case O_FLUSHEVERY:
+			if (pc_parse_u64(optarg, 0, &o->flush_every) || !o->flush_every)
+				return bad_arg("--flush-every", optarg, "expected a count >= 1");
+			break;
 		case 'v':
 		case O_VERBOSE: o->verbose = 1; break;
 		case 'h':
@@ -485,6 +516,82 @@ out:
 	return rc;
 }
 
+/* Count what the writer would have sent the host. */
+struct counts {
+	uint64_t submitted, acked;
+};
+
+static int emit_count(json_object *msg, void *arg)
+{
+	struct counts *c = arg;
+	json_object *t, *n;
+
+	if (json_object_object_get_ex(msg, "type", &t) && json_object_object_get_ex(msg, "n", &n)) {
+		if (!strcmp(json_object_get_string(t), "submit"))
+			c->submitted += (uint64_t)json_object_get_int64(n);
+		else if (!strcmp(json_object_get_string(t), "ack"))
+			c->acked += (uint64_t)json_object_get_int64(n);
+	}
+	json_object_put(msg);
+	return 0;
+}
+
+static int cmd_write(struct opts *o)
+{
+	struct region r;
+	struct writer_io io;
+	struct writer_result res;
+	struct counts cnt = { 0 };
+	struct pc_work w = { 0 };
+	char err[1024] = "";
+	json_object *out;
+	int ret;
+
+	if (!o->mode || !o->yes) {
+		pc_err("write needs --mode MODE and --yes (it overwrites the records in the region on %s)", o->ro.spec);
+		return 2;
+	}
+	if (region_open(&r, &o->ro, 1, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	writer_probe(&r, &io);
+	w.cycle = 1;
+	w.first = 1;
+	w.n = o->records ? (uint32_t)o->records : r.g.nslots;
+	if (w.n > r.g.nslots)
+		w.n = r.g.nslots;
+	w.mode = pc_mode_from_name(o->mode);
+	w.pattern = o->pattern;
+	w.record_size = r.g.record_size;
+	w.flush_every = (uint32_t)o->flush_every;
+	w.qd = (uint32_t)o->qd;
+	ret = writer_run(&r, &io, &w, emit_count, &cnt, &res, err, sizeof(err));
+	if (ret) {
+		pc_err("%s", err);
+		region_close(&r);
+		return 1;
+	}
+	out = json_object_new_object();
+	json_object_object_add(out, "mode", json_object_new_string(o->mode));
+	json_object_object_add(out, "mode_run", json_object_new_string(pc_mode_name(res.mode_run)));
+	json_object_object_add(out, "pattern", json_object_new_string(pc_pattern_name(o->pattern)));
+	json_object_object_add(out, "record_size", json_object_new_int64(r.g.record_size));
+	json_object_object_add(out, "qd", json_object_new_int64((int64_t)o->qd));
+	json_object_object_add(out, "records", json_object_new_int64((int64_t)res.records));
+	json_object_object_add(out, "acked", json_object_new_int64((int64_t)cnt.acked));
+	json_object_object_add(out, "ms", json_object_new_int64((int64_t)res.ms));
+	json_object_object_add(out, "records_per_s",
+			       json_object_new_double(res.ms ? (double)res.records * 1000.0 / (double)res.ms : 0));
+	json_object_object_add(out, "mib_per_s", json_object_new_double(
+		res.ms ? (double)res.records * r.g.record_size / 1048576.0 * 1000.0 / (double)res.ms : 0));
+	json_object_object_add(out, "io", writer_describe(&r, &io));
+	puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(out);
+	region_close(&r);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o;
@@ -516,6 +623,8 @@ int main(int argc, char **argv)
 		return cmd_scan(&o);
 	if (!strcmp(cmd, "info"))
 		return cmd_info(&o);
-	pc_err("unknown command '%s' (commands: prepare, run, scan, info; see --help)", cmd);
+	if (!strcmp(cmd, "write"))
+		return cmd_write(&o);
+	pc_err("unknown command '%s' (commands: prepare, run, scan, info, write; see --help)", cmd);
 	return 2;
 }
