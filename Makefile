@@ -130,9 +130,14 @@ unit:
 integration:
 	PC_BIN=$(SAN) tests/integration/run-all
 
+# A fresh demo campaign each time. Exit 1 from `powercut run` means some cycle
+# FAILed -- the lying-flush board is there to show exactly that.
 demo: deps
 	@$(MAKE) --no-print-directory all
-	$(B)/powercut run configs/sim-quick.json --agent $(B)/powercut-agent
+	@rm -rf results/sim-quick
+	$(B)/powercut run configs/sim-quick.json --agent $(B)/powercut-agent; rc=$$?; \
+		if [ $$rc -le 1 ]; then echo "demo: results in results/sim-quick/ (verdicts.jsonl, events.jsonl, console/)"; \
+		else exit $$rc; fi
 
 # The speed cost of each durability mode, side by side with fio.
 bench: all

@@ -22,6 +22,7 @@ static const struct relay_ops *const relay_drivers[] = {
 	&relay_lcus_ops,
 	&relay_pdudaemon_ops,
 	&relay_sysrq_ops,
+	&relay_qemu_ops,
 };
 
 const struct relay_ops *relay_find(const char *name)

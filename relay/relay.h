@@ -65,5 +65,6 @@ extern const struct relay_ops relay_hidrelay_ops;
 extern const struct relay_ops relay_lcus_ops;
 extern const struct relay_ops relay_pdudaemon_ops;
 extern const struct relay_ops relay_sysrq_ops;
+extern const struct relay_ops relay_qemu_ops;
 
 #endif

@@ -32,6 +32,7 @@ extern char **environ;
 
 struct cmd_priv {
 	char *on, *off, *get;
+	char connect[160];	/* where agents reach the harness: PC_CONNECT */
 	int timeout_ms;
 };
 
@@ -113,6 +114,7 @@ static int cmd_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 		goto nomem;
 	if (cfg && json_object_object_get_ex(cfg, "get", &v) && !p->get)
 		goto nomem;
+	snprintf(p->connect, sizeof(p->connect), "%s", ctx && ctx->connect ? ctx->connect : "");
 	p->timeout_ms = 10000;
 	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v))
 		p->timeout_ms = (int)json_object_get_int64(v);
@@ -124,24 +126,32 @@ nomem:
 	return -ENOMEM;
 }
 
-/* The environment of the parent minus any PC_BOARD/PC_ACTION, plus ours. */
-static char **cmd_envp(const char *board, const char *action)
+/* The environment of the parent minus any PC_BOARD/PC_ACTION/PC_CONNECT, plus
+ * ours: the board, the action, and the host:port its agent must connect to
+ * (the harness may have picked the port itself). */
+static char **cmd_envp(const char *board, const char *action, const char *connect)
 {
 	size_t n = 0, k = 0;
 	char **envp;
 
 	while (environ && environ[n])
 		n++;
-	envp = calloc(n + 3, sizeof(*envp));
+	envp = calloc(n + 4, sizeof(*envp));
 	if (!envp)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
-		if (strncmp(environ[i], "PC_BOARD=", 9) && strncmp(environ[i], "PC_ACTION=", 10))
+		if (strncmp(environ[i], "PC_BOARD=", 9) && strncmp(environ[i], "PC_ACTION=", 10) &&
+		    strncmp(environ[i], "PC_CONNECT=", 11))
 			envp[k++] = environ[i];
 	if (asprintf(&envp[k], "PC_BOARD=%s", board) < 0)
 		goto fail;
 	if (asprintf(&envp[k + 1], "PC_ACTION=%s", action) < 0) {
 		free(envp[k]);
+		goto fail;
+	}
+	if (asprintf(&envp[k + 2], "PC_CONNECT=%s", connect) < 0) {
+		free(envp[k]);
+		free(envp[k + 1]);
 		goto fail;
 	}
 	return envp;
@@ -156,11 +166,12 @@ static void cmd_envp_free(char **envp)
 
 	if (!envp)
 		return;
-	/* our two strings are the last two entries */
+	/* our three strings are the last three entries */
 	while (envp[i])
 		i++;
 	free(envp[i - 1]);
 	free(envp[i - 2]);
+	free(envp[i - 3]);
 	free(envp);
 }
 
@@ -290,7 +301,7 @@ static int cmd_run(struct relay *r, const char *action, const char *cmd, struct 
 		relay_errf(r, "'%s' command: cannot set up pipes: %s", action, strerror(-rc));
 		goto out_fds;
 	}
-	envp = cmd_envp(r->board, action);
+	envp = cmd_envp(r->board, action, p->connect);
 	if (!envp) {
 		rc = -ENOMEM;
 		relay_errf(r, "'%s' command: out of memory", action);

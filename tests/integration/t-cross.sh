@@ -50,13 +50,12 @@ check_odirect() { # qemu opts agent file
 
 # A short campaign; the host controller starts the cross agent under qemu.
 campaign() { # name qemu opts agent
-	local n=$1 q=$2 o=$3 a=$4 port img="$T/$1.img"
-	port=$(free_port)
+	local n=$1 q=$2 o=$3 a=$4 img="$T/$1.img"
 	cat > "$T/$n.json" <<JSON
-{ "campaign": "cross-$n", "cycles": 10, "listen": "127.0.0.1:$port",
+{ "campaign": "cross-$n", "cycles": 10, "listen": "127.0.0.1:0",
   "boards": [ { "name": "$n", "device": { "backend": "posix", "record_size": 4096, "path": "$img" },
     "relay": { "driver": "command",
-      "on": "setsid $q $o $PWD/$a run --device $img --offset 1M --length 2M --connect 127.0.0.1:$port --board $n >> $T/$n.log 2>&1 & echo \$! > $T/$n.pid",
+      "on": "setsid $q $o $PWD/$a run --device $img --offset 1M --length 2M --connect \$PC_CONNECT --board $n >> $T/$n.log 2>&1 & echo \$! > $T/$n.pid",
       "off": "p=\$(cat $T/$n.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true" },
     "modes": ["fua", "fua+flush", "flush", "journal", "none"], "records_per_cycle": 150, "queue_depth": 8,
     "cut": { "at": "random", "window_ms": [5, 40] }, "boot_timeout_ms": 20000, "off_ms": 5 } ] }

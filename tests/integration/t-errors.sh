@@ -43,12 +43,11 @@ expect_fail "a bad record size is refused" "--record-size" "$AGENT" prepare --de
 expect_fail "a sim region with an offset is refused" "starts at offset 0" "$AGENT" scan --device "sim:$T/m2.img" --offset 4096
 
 # ---- the harness with a board whose region is not prepared
-port=$(free_port)
 cat > "$T/unprep.json" <<JSON
-{ "campaign": "unprep", "cycles": 3, "listen": "127.0.0.1:$port",
+{ "campaign": "unprep", "cycles": 3, "listen": "127.0.0.1:0",
   "boards": [ { "name": "u1", "device": { "backend": "posix", "record_size": 4096 },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --device $T/zero.img --connect 127.0.0.1:$port --board u1 > $T/u1.log 2>&1 & echo \$! > $T/u1.pid",
+      "on": "setsid $PWD/$AGENT run --device $T/zero.img --connect \$PC_CONNECT --board u1 > $T/u1.log 2>&1 & echo \$! > $T/u1.pid",
       "off": "kill -KILL \$(cat $T/u1.pid 2>/dev/null) 2>/dev/null; true" },
     "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 10 } ] }
 JSON
@@ -63,9 +62,8 @@ check "...and the zero device is still all zeros" cmp -s "$T/zero.img" <(head -c
 # ---- garbage on the protocol link
 "$AGENT" info --device "$T/dev.img" > "$T/info.json"
 hello=$(jq -c '. + {type: "hello", v: 1, board: "g1"}' "$T/info.json")
-port=$(free_port)
 cat > "$T/fake.sh" <<SH
-exec 3<>/dev/tcp/127.0.0.1/$port
+exec 3<>/dev/tcp/\${PC_CONNECT%:*}/\${PC_CONNECT##*:}
 printf '%s\n' '$hello' >&3
 read -r line <&3
 printf '%s\n' 'this is {not json' >&3
@@ -73,7 +71,7 @@ printf '%s\n' '{"type":"scan_end","v":1,"slots":"many"}' >&3
 sleep 5
 SH
 cat > "$T/garbage.json" <<JSON
-{ "campaign": "garbage", "cycles": 2, "listen": "127.0.0.1:$port",
+{ "campaign": "garbage", "cycles": 2, "listen": "127.0.0.1:0",
   "boards": [ { "name": "g1", "device": { "backend": "posix", "record_size": 4096 },
     "relay": { "driver": "command",
       "on": "setsid bash $T/fake.sh > /dev/null 2>&1 & echo \$! > $T/g1.pid",

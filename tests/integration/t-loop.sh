@@ -21,13 +21,12 @@ outside() { { head -c 1048576 "$dev"; tail -c +$((9 * 1048576 + 1)) "$dev"; } | 
 before=$(outside)
 check "prepare through PARTLABEL (libblkid)" "$AGENT" prepare --device "PARTLABEL=$label" --record-size 4096 --yes
 expect_fail "the whole disk is refused" "whole disk" "$AGENT" scan --device "$dev"
-port=$(free_port)
 write_get "$T/get.sh"
 cat > "$T/c.json" <<JSON
-{ "campaign": "loop", "cycles": ${PC_LOOP_CYCLES:-200}, "seed": 4, "listen": "127.0.0.1:$port",
+{ "campaign": "loop", "cycles": ${PC_LOOP_CYCLES:-200}, "seed": 4, "listen": "127.0.0.1:0",
   "boards": [ { "name": "l1", "device": { "backend": "posix", "record_size": 4096, "path": "PARTLABEL=$label" },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --device PARTLABEL=$label --connect 127.0.0.1:$port --board l1 >> $T/l1.log 2>&1 & echo \$! > $T/l1.pid",
+      "on": "setsid $PWD/$AGENT run --device PARTLABEL=$label --connect \$PC_CONNECT --board l1 >> $T/l1.log 2>&1 & echo \$! > $T/l1.pid",
       "off": "p=\$(cat $T/l1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
       "get": "sh $T/get.sh $T/l1.pid" },
     "modes": ["fua", "flush", "fua+flush", "journal", "none"], "records_per_cycle": 150, "queue_depth": 8,

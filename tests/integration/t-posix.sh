@@ -7,13 +7,12 @@ head -c 8388608 /dev/urandom > "$T/disk.img"
 outside() { { head -c 1048576 "$T/disk.img"; tail -c 3145728 "$T/disk.img"; } | sha256sum; }
 before=$(outside)
 check "prepare a region at offset 1M, 4M long" "$AGENT" prepare --device "$T/disk.img" --offset 1M --length 4M --record-size 8192 --yes
-port=$(free_port)
 write_get "$T/get.sh"
 cat > "$T/c.json" <<JSON
-{ "campaign": "posix", "cycles": 25, "listen": "127.0.0.1:$port",
+{ "campaign": "posix", "cycles": 25, "listen": "127.0.0.1:0",
   "boards": [ { "name": "p1", "device": { "backend": "posix", "record_size": 8192, "path": "$T/disk.img" },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --device $T/disk.img --offset 1M --length 4M --connect 127.0.0.1:$port --board p1 >> $T/p1.log 2>&1 & echo \$! > $T/p1.pid",
+      "on": "setsid $PWD/$AGENT run --device $T/disk.img --offset 1M --length 4M --connect \$PC_CONNECT --board p1 >> $T/p1.log 2>&1 & echo \$! > $T/p1.pid",
       "off": "p=\$(cat $T/p1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
       "get": "sh $T/get.sh $T/p1.pid" },
     "modes": ["fua", "fua+flush", "flush", "journal", "none"], "records_per_cycle": 200, "queue_depth": 8,

@@ -285,6 +285,16 @@ static void judge(struct board *b, const char *kname, int observable, struct fnd
 
 static struct board *cur;
 
+/* The session whose scan saw damage done in or before session o: a boot that
+ * never said HELLO (it timed out, the device was slow) scanned nothing. */
+static unsigned seen_by(const struct board *b, unsigned o)
+{
+	for (unsigned k = o; k < 65536; k++)
+		if (b->sess_cycle[k])
+			return k;
+	return o;	/* no scan came after it: not observable */
+}
+
 static void on_truth(json_object *t, void *arg)
 {
 	struct board *b = cur;
@@ -299,16 +309,16 @@ static void on_truth(json_object *t, void *arg)
 		int whole = !strcmp(ev, "dropped") ? jint(t, "sectors") == jint(t, "of") : jint(t, "new_sectors") == 0;
 		const char *want = whole ? "lost_acked" : "torn";
 		r = rec_get(b, (uint64_t)seq);
-		x = r && r->acked ? find(b, s + 1, slot_of_lba(b, lba), seq, want) : NULL;
-		judge(b, ev, r && r->acked && b->sess_cycle[s + 1], x, want);
+		x = r && r->acked ? find(b, seen_by(b, s + 1), slot_of_lba(b, lba), seq, want) : NULL;
+		judge(b, ev, r && r->acked && b->sess_cycle[seen_by(b, s + 1)], x, want);
 	} else if (!strcmp(ev, "subsector_tear")) {
-		x = find(b, s + 1, slot_of_lba(b, lba), seq, "torn_sector");
-		judge(b, ev, b->sess_cycle[s + 1] != 0, x, "torn_sector");
+		x = find(b, seen_by(b, s + 1), slot_of_lba(b, lba), seq, "torn_sector");
+		judge(b, ev, b->sess_cycle[seen_by(b, s + 1)] != 0, x, "torn_sector");
 		if (x && jint(x->f, "offset") != jint(t, "offset"))
 			fprintf(stderr, "%s: subsector tear at byte %" PRId64 " reported at %" PRId64 "\n", b->name,
 				jint(t, "offset"), jint(x->f, "offset"));
 	} else if (!strcmp(ev, "paired_page") || !strcmp(ev, "bitrot")) {
-		unsigned o = !strcmp(ev, "bitrot") ? s : s + 1;
+		unsigned o = seen_by(b, !strcmp(ev, "bitrot") ? s : s + 1);
 		uint32_t slot = slot_of_lba(b, lba);
 		const char *want = hot_at(b, o, slot, seq) ? "corrupt" : "collateral";
 		x = find(b, o, slot, -1, want);
@@ -316,23 +326,23 @@ static void on_truth(json_object *t, void *arg)
 	} else if (!strcmp(ev, "misdirect")) {
 		/* observable unless the sim says nothing of it stayed where it landed */
 		struct kind *k;
-		x = find(b, s + 1, slot_of_lba(b, jint(t, "landed")), -1, "misdirected");
-		judge(b, ev, b->sess_cycle[s + 1] != 0, x, "misdirected");
+		x = find(b, seen_by(b, s + 1), slot_of_lba(b, jint(t, "landed")), -1, "misdirected");
+		judge(b, ev, b->sess_cycle[seen_by(b, s + 1)] != 0, x, "misdirected");
 		/* the intended record is lost: that finding is part of this fault */
-		find(b, s + 1, slot_of_lba(b, lba), seq, "lost_acked");
+		find(b, seen_by(b, s + 1), slot_of_lba(b, lba), seq, "lost_acked");
 		(void)k;
 	} else if (!strcmp(ev, "misdirect_void")) {
 		/* undo the observable count of its misdirect: nothing was left to see */
 		struct kind *k = kind_get(b, "misdirect");
-		x = find(b, s + 1, slot_of_lba(b, jint(t, "landed")), -1, "misdirected");
+		x = find(b, seen_by(b, s + 1), slot_of_lba(b, jint(t, "landed")), -1, "misdirected");
 		if (!x && k->observable) {
 			k->observable--;
 			fprintf(stderr, "%s: (misdirect at %" PRId64 " left nothing to find: not observable)\n", b->name,
 				jint(t, "landed"));
 		}
 	} else if (!strcmp(ev, "stale")) {
-		x = find(b, s, slot_of_lba(b, lba), -1, "stale");
-		judge(b, ev, b->sess_cycle[s] != 0, x, "stale");
+		x = find(b, seen_by(b, s), slot_of_lba(b, lba), -1, "stale");
+		judge(b, ev, b->sess_cycle[seen_by(b, s)] != 0, x, "stale");
 	} else if (!strcmp(ev, "brick")) {
 		struct kind *k = kind_get(b, "brick");
 		k->injected++;
