@@ -440,6 +440,17 @@ int main(int argc, char **argv)
 	}
 	if (json)
 		puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PRETTY));
+	json_object_put(out);
+	json_object_put(camp);
+	for (unsigned i = 0; i < nboards; i++) {
+		for (size_t k = 0; k < boards[i].nf; k++)
+			json_object_put(boards[i].f[k].f);
+		free(boards[i].f);
+		free(boards[i].recs);
+		json_object_put(boards[i].false_list);
+	}
+	if (json)
+		;
 	else
 		printf("%s\n", bad ? "faultmatrix: some observable fault was missed or misnamed, or a finding is false"
 				   : "faultmatrix: every observable fault detected with the right class; no false findings");
