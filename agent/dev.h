@@ -49,6 +49,9 @@ struct dev_ops {
 	int (*aio_reap)(struct dev *d, struct dev_io **done, unsigned max, unsigned min);
 	/* Add identity facts (sysfs, EXT_CSD, queue/fua, ...) to obj. */
 	void (*identity)(struct dev *d, json_object *obj);
+	/* Raw eMMC write, bypassing the block layer: CMD23 with (reliable) or
+	 * without the reliable-write bit, then CMD25. -ENOTTY on a non-MMC device. */
+	int (*relwr)(struct dev *d, uint64_t off, const void *buf, size_t len, int reliable);
 };
 
 struct dev_opts {
@@ -67,6 +70,8 @@ struct dev {
 	char err[512];
 	/* how a synchronous DEV_W_DSYNC write is really done here (for HELLO) */
 	char dsync_how[160];
+	/* how relwr is done here, or why it cannot be */
+	char relwr_how[256];
 	void *priv;		/* backend state */
 };
 

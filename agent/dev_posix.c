@@ -35,11 +35,13 @@
 
 #include "../common/util.h"
 #include "blockdev.h"
+#include "mmc_relwr.h"
 
 struct posix_priv {
 	unsigned qd;
 	unsigned inflight;
 	int dsync_fd;		/* O_DSYNC descriptor, where pwritev2(RWF_DSYNC) is missing */
+	struct mmc_relwr *mmc;	/* raw writes to the card, opened on first use */
 #ifdef PC_HAVE_URING
 	int ring_up;
 	struct io_uring ring;
@@ -147,6 +149,8 @@ static int posix_open(struct dev *d, int for_write)
 	}
 	((struct posix_priv *)d->priv)->dsync_fd = -1;
 	snprintf(d->dsync_how, sizeof(d->dsync_how), "pwritev2 RWF_DSYNC (FUA + flush)");
+	if (!d->is_blockdev)
+		snprintf(d->relwr_how, sizeof(d->relwr_how), "unavailable: %s is a file, not an MMC device", d->o.path);
 	if (for_write) {
 		struct iovec iov = { 0 };
 		/* pwritev2 flags need Linux 4.7; qemu-user has no pwritev2 at all.
@@ -207,6 +211,8 @@ static void posix_close(struct dev *d)
 #endif
 	if (p && p->dsync_fd >= 0)
 		close(p->dsync_fd);
+	if (p)
+		mmc_relwr_close(p->mmc);
 	free(p);
 	d->priv = NULL;
 	if (d->fd >= 0)
@@ -255,6 +261,19 @@ static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len,
 	else
 		ret = pc_pwrite_all(d->fd, buf, len, (off_t)off);
 	return ret ? posix_io_fail(d, wflags ? "dsync write" : "write", off, len, ret) : 0;
+}
+
+static int posix_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, int reliable)
+{
+	struct posix_priv *p = d->priv;
+	int ret;
+
+	if (!p->mmc) {
+		ret = mmc_relwr_open(d->o.path, &p->mmc, d->err, sizeof(d->err));
+		if (ret)
+			return ret;
+	}
+	return mmc_relwr_write(p->mmc, off, buf, len, reliable, d->err, sizeof(d->err));
 }
 
 static int posix_flush(struct dev *d)
@@ -414,6 +433,7 @@ const struct dev_ops dev_posix_ops = {
 	.read = posix_read,
 	.write = posix_write,
 	.flush = posix_flush,
+	.relwr = posix_relwr,
 	.aio_setup = posix_aio_setup,
 	.aio_submit = posix_aio_submit,
 	.aio_reap = posix_aio_reap,

@@ -57,6 +57,7 @@ static int sim_open(struct dev *d, int for_write)
 	d->priv = s;
 	d->size = sim_emmc_sectors(s->e) * PC_SECTOR;
 	snprintf(d->dsync_how, sizeof(d->dsync_how), "reliable write, then FLUSH_CACHE (as the kernel does for pwritev2 RWF_DSYNC)");
+	snprintf(d->relwr_how, sizeof(d->relwr_how), "sim reliable write (relwr-off: a plain cached write)");
 	return 0;
 }
 
@@ -123,6 +124,20 @@ static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, u
 			return sim_fail(d, "flush after write", off, ret);
 	}
 	return 0;
+}
+
+/* The sim models eMMC: a reliable write is its SIM_W_FUA path (atomic per
+ * sector, torn between sectors by tearing-relwr); the control a plain write. */
+static int sim_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, int reliable)
+{
+	struct dev_sim *s = d->priv;
+	uint32_t n;
+	int ret = sim_range(d, "relwr", off, len, &n);
+
+	if (ret)
+		return ret;
+	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, reliable ? SIM_W_FUA : 0);
+	return ret ? sim_fail(d, "relwr", off, ret) : 0;
 }
 
 static int sim_flush(struct dev *d)
@@ -284,6 +299,7 @@ const struct dev_ops dev_sim_ops = {
 	.read = sim_read,
 	.write = sim_write,
 	.flush = sim_flush,
+	.relwr = sim_relwr,
 	.aio_setup = sim_aio_setup,
 	.aio_submit = sim_aio_submit,
 	.aio_reap = sim_aio_reap,

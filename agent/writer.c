@@ -91,7 +91,11 @@ json_object *writer_describe(const struct region *r, const struct writer_io *io)
 		snprintf(buf, sizeof(buf), "pwrite + fdatasync + commit by %s", dsync);
 	json_object_object_add(o, "journal", json_object_new_string(buf));
 	json_object_object_add(o, "none", json_object_new_string(async));
-	json_object_object_add(o, "relwr", json_object_new_string("unavailable: needs MMC_IOC_MULTI_CMD on an mmcblk device"));
+	if (r->dev.relwr_how[0])
+		snprintf(buf, sizeof(buf), "%s", r->dev.relwr_how);
+	else
+		snprintf(buf, sizeof(buf), "MMC_IOC_MULTI_CMD: CMD23 (bit 31: reliable write) + CMD25, on the whole card");
+	json_object_object_add(o, "relwr", json_object_new_string(buf));
 	json_object_object_add(o, "async", json_object_new_boolean(io->aio));
 	if (!io->aio)
 		json_object_object_add(o, "async_unavailable", json_object_new_string(io->why));
@@ -271,6 +275,33 @@ static int run_sync_dsync(struct ws *s)
 	return ret;
 }
 
+/* relwr (acknowledged on completion) and relwr-off (the control: observed only):
+ * one raw CMD23 + CMD25 per record, past the block layer. */
+static int run_relwr(struct ws *s, int reliable)
+{
+	int ret = 0;
+	uint32_t slot;
+
+	if (!s->r->dev.ops->relwr)
+		return fail(s, -EOPNOTSUPP, s->w->first, "raw eMMC write");
+	for (uint64_t seq = s->w->first; seq < s->w->first + s->w->n && !ret; seq++) {
+		uint8_t *buf = build(s, 0, seq, 0, &slot);
+		uint64_t off;
+
+		ret = send_range(s, PC_MSG_SUBMIT, seq, 1);
+		if (!ret)
+			ret = region_slot_offset(s->r, slot, &off);
+		if (!ret) {
+			ret = s->r->dev.ops->relwr(&s->r->dev, off, buf, s->r->g.record_size, reliable);
+			if (ret)
+				return fail(s, ret, seq, reliable ? "reliable write" : "raw write");
+		}
+		if (!ret && reliable)
+			ret = send_range(s, PC_MSG_ACK, seq, 1);
+	}
+	return ret;
+}
+
 /* flush and journal: groups of flush_every records. */
 static int run_groups(struct ws *s, int journal)
 {
@@ -332,11 +363,6 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 			 r->g.nslots);
 		return -EINVAL;
 	}
-	if (w->mode == PC_MODE_RELWR) {
-		snprintf(err, errlen, "relwr mode needs raw eMMC access (MMC_IOC_MULTI_CMD); backend %s on %s "
-			 "cannot do it", r->dev.ops->name, r->path);
-		return -EOPNOTSUPP;
-	}
 	if (posix_memalign((void **)&s.bufs, 4096, (size_t)MAXQD * r->g.record_size)) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
@@ -358,6 +384,10 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 		break;
 	case PC_MODE_JOURNAL:
 		ret = run_groups(&s, 1);
+		break;
+	case PC_MODE_RELWR:
+	case PC_MODE_RELWR_OFF:
+		ret = run_relwr(&s, s.mode == PC_MODE_RELWR);
 		break;
 	default:
 		snprintf(err, errlen, "unknown mode %d", w->mode);

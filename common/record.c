@@ -19,6 +19,7 @@ static const char *const mode_names[PC_MODE_MAX] = {
 	[PC_MODE_JOURNAL] = "journal",
 	[PC_MODE_NONE] = "none",
 	[PC_MODE_RELWR] = "relwr",
+	[PC_MODE_RELWR_OFF] = "relwr-off",
 };
 
 const char *pc_mode_name(enum pc_mode m)

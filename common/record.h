@@ -50,7 +50,8 @@ enum pc_mode {
 	PC_MODE_JOURNAL = 4,
 	PC_MODE_NONE = 5,
 	PC_MODE_RELWR = 6,
-	PC_MODE_MAX = 7,
+	PC_MODE_RELWR_OFF = 7,	/* the control: CMD23 without the reliable-write bit */
+	PC_MODE_MAX = 8,
 };
 
 enum pc_pattern {

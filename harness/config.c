@@ -607,10 +607,6 @@ static int cfg_modes(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 						near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "",
 						mode_names_list(list, sizeof(list)));
 			}
-			if (m == PC_MODE_RELWR)
-				/* the agent refuses it: every cycle would be an INFRA_ERROR */
-				return cfg_fail(x, path, "mode 'relwr' (raw eMMC reliable write through "
-						"MMC_IOC_MULTI_CMD) is not supported by this agent yet");
 			b->modes[i] = m;
 		}
 		b->nmodes = (unsigned)n;
@@ -828,8 +824,9 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
  * "policy": {"MODE": {"torn": "allowed"|"violation", "torn_sector": ...}}:
  * whether an unacknowledged torn record or torn sector is a violation in that
  * mode. Acknowledged ones always are. Defaults follow DESIGN section 6: a
- * reliable write (fua, fua+flush, relwr) promises sector atomicity, relwr
- * promises the whole record's.
+ * reliable write (fua, fua+flush, relwr) promises sector atomicity; whole-record
+ * atomicity is opt-in ("torn": "violation"), for parts whose REL_WR_SEC_C covers
+ * a record.
  */
 static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
@@ -838,7 +835,10 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	char path[160];
 
 	for (int m = 0; m < PC_MODE_MAX; m++) {
-		b->torn_violation[m] = m == PC_MODE_RELWR;
+		/* reliable write keeps old data until the new is written, per sector
+		 * (REL_WR_SEC_C is 1 on most parts): a record of several sectors may
+		 * tear between them unless the policy says the part promises more */
+		b->torn_violation[m] = 0;
 		b->torn_sector_violation[m] = m == PC_MODE_FUA || m == PC_MODE_FUA_FLUSH || m == PC_MODE_RELWR;
 	}
 	if (p) {
@@ -850,7 +850,7 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 
 			bpath(x, path, sizeof(path), "policy", mode);
 			if (m < 0)
-				return cfg_fail(x, path, "unknown mode '%s' (known: fua fua+flush flush journal none relwr)", mode);
+				return cfg_fail(x, path, "unknown mode '%s' (known: fua fua+flush flush journal none relwr relwr-off)", mode);
 			if (!json_object_is_type(sec, json_type_object))
 				return cfg_fail(x, path, "expected {\"torn\": ..., \"torn_sector\": ...}, got %s", jtype(sec));
 			json_object_object_foreach(sec, cls, val) {

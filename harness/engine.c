@@ -579,7 +579,7 @@ static int is_violation(const struct wcycle *w, enum cls c, int acked, int mode)
 	case C_NOT_WRITTEN:
 		return 0;
 	case C_TORN:
-		return acked || (w ? w->pol_torn : mode == PC_MODE_RELWR);
+		return acked || (w && w->pol_torn);
 	case C_TORN_SECTOR:
 		return acked || (w ? w->pol_torn_sector : promises_atomic_sector(mode));
 	default:
@@ -902,7 +902,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 	if (w->cut)
 		json_object_object_add(v, "cut", json_object_get(w->cut));
 	/* speed: what the device confirmed (or, in mode none, accepted) per second */
-	done = w->mode_run == PC_MODE_NONE ? w->nsub : w->nack;
+	done = w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF ? w->nsub : w->nack;
 	ms = w->t_last > w->t_work ? w->t_last - w->t_work : 0;
 	rate = json_object_new_object();
 	add_int(rate, "records", done);
@@ -1277,7 +1277,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, int64_t t,
 				map[s - w->first] = 1;
 				(*cnt)++;
 			}
-			if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE)
+			if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF)
 				w->t_last = t;
 		}
 		break;
@@ -1331,7 +1331,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 		if (json_object_object_get_ex(io, "async", &a) && !json_object_get_boolean(a))
 			w->mode_run = PC_MODE_FUA_FLUSH;
 	}
-	w->pol_torn = w->mode == PC_MODE_RELWR;
+	w->pol_torn = 0;
 	w->pol_torn_sector = promises_atomic_sector(w->mode);
 	if (policy) {
 		json_object *pv;

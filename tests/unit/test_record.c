@@ -389,7 +389,7 @@ static void test_slot_of_seq(void)
 
 static void test_names(void)
 {
-	static const char *const modes[] = { "fua", "fua+flush", "flush", "journal", "none", "relwr" };
+	static const char *const modes[] = { "fua", "fua+flush", "flush", "journal", "none", "relwr", "relwr-off" };
 
 	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++) {
 		CU_ASSERT_STRING_EQUAL(pc_mode_name(m), modes[m - 1]);

@@ -107,12 +107,12 @@ static void test_registry(void)
 	CU_ASSERT_PTR_NULL(relay_find("nope"));
 	CU_ASSERT_PTR_NULL(relay_find(""));
 	CU_ASSERT_PTR_NULL(relay_find(NULL));
-	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command gpiod hidrelay lcus pdudaemon sysrq");
-	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command gpiod hidrelay lcus pdudaemon sysrq");	/* cached, still right */
+	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command gpiod hidrelay lcus pdudaemon sysrq qemu");
+	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command gpiod hidrelay lcus pdudaemon sysrq qemu");	/* cached, still right */
 
 	rc = relay_open(&r, "nope", NULL, &(struct relay_ctx){ .board = "b1" }, err, sizeof(err));
 	CU_ASSERT_EQUAL(rc, -EINVAL);
-	CU_ASSERT_STRING_EQUAL(err, "board b1: unknown relay driver 'nope' (valid: sim command gpiod hidrelay lcus pdudaemon sysrq)");
+	CU_ASSERT_STRING_EQUAL(err, "board b1: unknown relay driver 'nope' (valid: sim command gpiod hidrelay lcus pdudaemon sysrq qemu)");
 	CU_ASSERT_PTR_NULL(r.ops);
 	relay_close(&r);
 

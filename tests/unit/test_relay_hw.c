@@ -177,7 +177,7 @@ static void test_registry(void)
 		CU_ASSERT_PTR_NOT_NULL(relay_find(names[i]));
 		CU_ASSERT(HAS(relay_names(), names[i]));
 	}
-	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command gpiod hidrelay lcus pdudaemon sysrq");
+	CU_ASSERT_STRING_EQUAL(relay_names(), "sim command gpiod hidrelay lcus pdudaemon sysrq qemu");
 }
 
 /* ---- lcus: a pseudo-terminal stands in for the CH340 ---------------------- */

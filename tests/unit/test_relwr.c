@@ -1,0 +1,146 @@
+/*
+ * test_relwr.c - the raw eMMC write: command encoding, refusal on anything
+ * that is not an MMC device, and the relwr modes through the writer on the sim.
+ */
+#include "suites.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../agent/mmc_relwr.h"
+#include "../../agent/region.h"
+#include "../../agent/writer.h"
+
+static void test_encode(void)
+{
+	struct mmc_relwr_cmd c[2];
+	static uint8_t buf[4096];
+
+	CU_ASSERT_EQUAL_FATAL(mmc_relwr_encode(c, 123456, 8, buf, 1, 0), 0);
+	CU_ASSERT_EQUAL(c[0].opcode, 23);
+	CU_ASSERT_EQUAL(c[0].arg, 8u | (1u << 31));	/* block count, reliable write */
+	CU_ASSERT_EQUAL(c[0].blocks, 0);
+	CU_ASSERT_EQUAL(c[0].flags, (1u << 7) | (1u << 0) | (1u << 2) | (1u << 4));	/* SPI_R1 | R1, AC */
+	CU_ASSERT_EQUAL(c[1].opcode, 25);
+	CU_ASSERT_EQUAL(c[1].arg, 123456u);			/* block address */
+	CU_ASSERT_EQUAL(c[1].flags, (1u << 7) | (1u << 0) | (1u << 2) | (1u << 4) | (1u << 5));	/* ADTC */
+	CU_ASSERT_EQUAL(c[1].write_flag, 1);
+	CU_ASSERT_EQUAL(c[1].blksz, 512);
+	CU_ASSERT_EQUAL(c[1].blocks, 8);
+	CU_ASSERT_PTR_EQUAL(c[1].data, buf);
+	/* the control variant: the same, without bit 31 */
+	CU_ASSERT_EQUAL_FATAL(mmc_relwr_encode(c, 7, 1, buf, 0, 0), 0);
+	CU_ASSERT_EQUAL(c[0].arg, 1u);
+	CU_ASSERT_EQUAL(c[1].arg, 7u);
+	/* a standard-capacity card takes byte addresses */
+	CU_ASSERT_EQUAL_FATAL(mmc_relwr_encode(c, 7, 2, buf, 1, 1), 0);
+	CU_ASSERT_EQUAL(c[1].arg, 7u * 512);
+	CU_ASSERT_EQUAL(c[0].arg, 2u | (1u << 31));
+	/* what CMD23 and the address cannot carry */
+	CU_ASSERT_EQUAL(mmc_relwr_encode(c, 0, 0, buf, 1, 0), -EINVAL);
+	CU_ASSERT_EQUAL(mmc_relwr_encode(c, 0, 65536, buf, 1, 0), -EINVAL);
+	CU_ASSERT_EQUAL(mmc_relwr_encode(c, 0, 65535, buf, 1, 0), 0);
+	CU_ASSERT_EQUAL(mmc_relwr_encode(c, 1ull << 32, 1, buf, 1, 0), -EINVAL);
+	CU_ASSERT_EQUAL(mmc_relwr_encode(c, 1ull << 23, 1, buf, 1, 1), -EINVAL);
+}
+
+static void test_not_mmc(void)
+{
+	const char *dir = pc_test_tmpdir("relwr");
+	char path[512], err[512] = "";
+	struct mmc_relwr *m = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/plain.img", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fclose(f);
+	CU_ASSERT_EQUAL(mmc_relwr_open(path, &m, err, sizeof(err)), -ENOTTY);
+	CU_ASSERT_PTR_NULL(m);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "is not an MMC device"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, path));
+	mmc_relwr_close(NULL);
+	if (access("/dev/loop-control", F_OK) == 0 && access("/sys/dev/block", F_OK) == 0) {
+		/* a block device that is not MMC: any loop device node will do */
+		if (access("/dev/loop0", F_OK) == 0) {
+			err[0] = 0;
+			int ret = mmc_relwr_open("/dev/loop0", &m, err, sizeof(err));
+			CU_ASSERT_EQUAL(ret, -ENOTTY);
+			CU_ASSERT_PTR_NOT_NULL(strstr(err, "not an MMC device"));
+		}
+	}
+}
+
+static int count_emit(json_object *msg, void *arg)
+{
+	unsigned *acks = arg;
+	json_object *t, *n;
+
+	if (json_object_object_get_ex(msg, "type", &t) && !strcmp(json_object_get_string(t), "ack") &&
+	    json_object_object_get_ex(msg, "n", &n))
+		*acks += (unsigned)json_object_get_int(n);
+	json_object_put(msg);
+	return 0;
+}
+
+static int count_slots(json_object *msg, void *arg)
+{
+	unsigned *bad = arg;
+	json_object *t;
+
+	if (json_object_object_get_ex(msg, "type", &t) && !strcmp(json_object_get_string(t), "slot"))
+		(*bad)++;
+	json_object_put(msg);
+	return 0;
+}
+
+/* relwr through the writer on the sim: acknowledged, whole; relwr-off: never acknowledged */
+static void test_sim_modes(void)
+{
+	const char *dir = pc_test_tmpdir("relwr-sim");
+	char media[512], spec[600], err[512] = "";
+	struct region_opts o = { 0 };
+	struct region r;
+	struct writer_io io;
+	struct writer_result res;
+	struct scan_stats st;
+	unsigned acks = 0, bad = 0;
+
+	snprintf(media, sizeof(media), "%s/m.img", dir);
+	snprintf(spec, sizeof(spec), "sim:%s", media);
+	o.spec = spec;
+	o.sim.program_us = 1;
+	o.sim.cache_sectors = 64;
+	CU_ASSERT_EQUAL_FATAL(region_prepare(&o, 4096, 1, 1 << 20, 0, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(region_open(&r, &o, 1, err, sizeof(err)), 0);
+	writer_probe(&r, &io);
+	struct pc_work w = { .cycle = 1, .first = 1, .n = 20, .mode = PC_MODE_RELWR, .pattern = PC_PAT_SEQUENTIAL,
+			     .record_size = 4096, .flush_every = 8, .qd = 1, .seed = 1 };
+	CU_ASSERT_EQUAL(writer_run(&r, &io, &w, count_emit, &acks, &res, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(acks, 20);
+	CU_ASSERT_EQUAL(res.mode_run, PC_MODE_RELWR);
+	w.first = 21;
+	w.mode = PC_MODE_RELWR_OFF;
+	acks = 0;
+	CU_ASSERT_EQUAL(writer_run(&r, &io, &w, count_emit, &acks, &res, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(acks, 0);
+	CU_ASSERT_EQUAL(region_scan(&r, PC_PAT_SEQUENTIAL, NULL, 0, count_slots, &bad, &st), 0);
+	CU_ASSERT_EQUAL(bad, 0);
+	region_close(&r);
+}
+
+int suite_relwr(void)
+{
+	CU_pSuite s = CU_add_suite("relwr", NULL, NULL);
+
+	if (!s)
+		return -1;
+	if (!CU_add_test(s, "CMD23 + CMD25 encoding", test_encode) ||
+	    !CU_add_test(s, "refused on anything but an MMC device", test_not_mmc) ||
+	    !CU_add_test(s, "relwr and relwr-off through the writer (sim)", test_sim_modes))
+		return -1;
+	return 0;
+}
