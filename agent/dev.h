@@ -52,6 +52,9 @@ struct dev_ops {
 	/* Raw eMMC write, bypassing the block layer: CMD23 with (reliable) or
 	 * without the reliable-write bit, then CMD25. -ENOTTY on a non-MMC device. */
 	int (*relwr)(struct dev *d, uint64_t off, const void *buf, size_t len, int reliable);
+	/* The host is about to reboot without syncing while the device keeps
+	 * power (optional: a real device needs nothing done). */
+	int (*host_reset)(struct dev *d);
 };
 
 struct dev_opts {

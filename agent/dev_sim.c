@@ -140,6 +140,13 @@ static int sim_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, i
 	return ret ? sim_fail(d, "relwr", off, ret) : 0;
 }
 
+static int sim_host_reset(struct dev *d)
+{
+	struct dev_sim *s = d->priv;
+
+	return sim_emmc_host_reset(s->e);
+}
+
 static int sim_flush(struct dev *d)
 {
 	struct dev_sim *s = d->priv;
@@ -300,6 +307,7 @@ const struct dev_ops dev_sim_ops = {
 	.write = sim_write,
 	.flush = sim_flush,
 	.relwr = sim_relwr,
+	.host_reset = sim_host_reset,
 	.aio_setup = sim_aio_setup,
 	.aio_submit = sim_aio_submit,
 	.aio_reap = sim_aio_reap,

@@ -7,6 +7,7 @@
  *   powercut-agent info    --device DEV
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -28,6 +29,7 @@ struct opts {
 	struct region_opts ro;
 	const char *connect;
 	const char *console;
+	const char *sysrq;	/* --sysrq PATH: crash requests allowed, written there */
 	uint64_t baud;
 	const char *board;
 	uint64_t record_size;
@@ -47,7 +49,7 @@ struct opts {
 enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
-	O_SIMRATE, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY,
+	O_SIMRATE, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
 };
 
 static const struct option long_opts[] = {
@@ -58,6 +60,7 @@ static const struct option long_opts[] = {
 	{ "connect", required_argument, NULL, O_CONNECT },
 	{ "console", required_argument, NULL, O_CONSOLE },
 	{ "baud", required_argument, NULL, O_BAUD },
+	{ "sysrq", required_argument, NULL, O_SYSRQ },
 	{ "board", required_argument, NULL, O_BOARD },
 	{ "record-size", required_argument, NULL, O_RECSZ },
 	{ "seed", required_argument, NULL, O_SEED },
@@ -106,6 +109,8 @@ static const char usage_text[] =
 	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
 	"run:      --connect HOST:PORT or --console TTY [--baud N (115200)], --board NAME,\n"
 	"          --boot-delay-ms N, --connect-timeout-ms N (30000)\n"
+	"          --sysrq PATH: obey the host's crash requests by writing 'b' to PATH\n"
+	"          (/proc/sysrq-trigger on a board: reboot without syncing; refused without it)\n"
 	"scan:     --pattern sequential|random (the position order of the runs; default sequential)\n"
 	"write:    --mode MODE  --records N (default: every slot once)  --qd N (1)  --flush-every N (8)\n"
 	"          --pattern sequential|random  --yes (required: it overwrites the region's records)\n"
@@ -158,6 +163,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_WHOLE: o->ro.allow_whole_disk = 1; break;
 		case O_CONNECT: o->connect = optarg; break;
 		case O_CONSOLE: o->console = optarg; break;
+		case O_SYSRQ: o->sysrq = optarg; break;
 		case O_BAUD:
 			if (pc_parse_u64(optarg, 0, &o->baud) || o->baud > 4000000)
 				return bad_arg("--baud", optarg, "expected a serial rate such as 115200");
@@ -393,6 +399,43 @@ static int open_link(struct opts *o, struct link *l, char *err, size_t errlen)
 	return ret;
 }
 
+/*
+ * The sysrq "cut": reboot now, without syncing or unmounting. The device keeps
+ * its power, so this is a crash test, not a power cut. Returns only on error.
+ */
+static int crash(struct opts *o, struct region *r, struct link *l)
+{
+	int fd;
+
+	if (!o->sysrq) {
+		link_send(l, pc_msg_error("crash refused: this agent was not started with --sysrq"));
+		return -EPERM;
+	}
+	if (r->dev.ops->host_reset)
+		r->dev.ops->host_reset(&r->dev);
+	if (!strcmp(o->sysrq, "/proc/sysrq-trigger")) {
+		/* the kernel may restrict sysrq; 1 allows every function */
+		fd = open("/proc/sys/kernel/sysrq", O_WRONLY | O_CLOEXEC);
+		if (fd >= 0) {
+			if (write(fd, "1", 1) < 0)
+				pc_warn("/proc/sys/kernel/sysrq: %s", strerror(errno));
+			close(fd);
+		}
+	}
+	pc_info("crash requested: writing 'b' to %s", o->sysrq);
+	fd = open(o->sysrq, O_WRONLY | O_CLOEXEC);
+	if (fd < 0 || write(fd, "b", 1) != 1) {
+		int e = errno;
+		link_send(l, pc_msg_error("crash failed: %s: %s", o->sysrq, strerror(e)));
+		if (fd >= 0)
+			close(fd);
+		return -e;
+	}
+	close(fd);
+	for (;;)
+		pause();	/* the reboot ends us */
+}
+
 static int cmd_run(struct opts *o)
 {
 	struct region r;
@@ -476,6 +519,9 @@ static int cmd_run(struct opts *o)
 			break;
 		}
 		switch (m.type) {
+		case PC_MSG_CRASH:
+			ret = crash(o, &r, &l);
+			break;
 		case PC_MSG_VERIFY:
 			ret = region_scan(&r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
 					  m.u.verify.nranges, emit_link, &l, &st);

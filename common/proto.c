@@ -536,6 +536,11 @@ static int parse_done(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
+static int parse_crash(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	return 0;	/* no fields: the request is the whole message */
+}
+
 static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	const char *s;
@@ -621,6 +626,7 @@ static const struct {
 	[PC_MSG_ERROR]		= { "error", parse_error },
 	[PC_MSG_VERIFY]		= { "verify", parse_verify },
 	[PC_MSG_WORK]		= { "work", parse_work },
+	[PC_MSG_CRASH]		= { "crash", parse_crash },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)

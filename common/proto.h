@@ -35,6 +35,7 @@ enum pc_msg_type {
 	PC_MSG_ERROR,		/* agent: cannot go on */
 	PC_MSG_VERIFY,		/* host: scan the region */
 	PC_MSG_WORK,		/* host: the cycle's writes */
+	PC_MSG_CRASH,		/* host: reboot now without syncing (the sysrq "cut") */
 	PC_MSG_TYPE_MAX,
 };
 

@@ -368,8 +368,16 @@ static void set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms)
 	b->deadline = timeout_ms == UINT64_MAX ? UINT64_MAX : b->t_state + timeout_ms;
 }
 
+/* A sysrq board is never switched off: its agent reboots it on request. */
+static int is_sysrq(const struct bctx *b)
+{
+	return b->relay.ops && !strcmp(b->relay.ops->name, "sysrq");
+}
+
 static void power_off(struct bctx *b)
 {
+	if (is_sysrq(b))
+		return;
 	if (relay_off(&b->relay))
 		pc_warn("board %s: %s", b->cfg->name, b->relay.err);
 }
@@ -544,6 +552,26 @@ static void cut(struct bctx *b, const char *why)
 	json_object *ev;
 	uint64_t now = pc_now_ms();
 
+	if (is_sysrq(b)) {
+		/* not a power cut: the agent reboots the board without syncing,
+		 * and the device keeps its power */
+		json_object *m = pc_msg_new(PC_MSG_CRASH);
+		if (send_msg(b, m)) {
+			json_object_put(m);
+			infra(b, "sending the crash request failed: %s", strerror(errno));
+			return;
+		}
+		json_object_put(m);
+		ev = ev_new(b, "cut");
+		json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
+		json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+		json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
+		json_object_object_add(ev, "trigger", json_object_new_string(why));
+		json_object_object_add(ev, "how", json_object_new_string("sysrq crash (device keeps power)"));
+		ev_log(b, ev);
+		set_state(b, B_DRAIN, DRAIN_MS);
+		return;
+	}
 	/* the relay first: the instant matters, the bookkeeping can wait */
 	if (relay_off(&b->relay)) {
 		infra(b, "relay off failed at the cut: %s", b->relay.err);

@@ -1328,6 +1328,11 @@ static int sim_flush_lie(struct sim_emmc *e)
 	return ret;
 }
 
+int sim_emmc_host_reset(struct sim_emmc *e)
+{
+	return e->head ? sim_destage_all(e) : 0;
+}
+
 int sim_emmc_flush(struct sim_emmc *e)
 {
 	/* no-cache: only the tail of an early-acked reliable write is ever cached */

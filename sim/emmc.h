@@ -73,6 +73,9 @@ int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t n
 int sim_emmc_read(struct sim_emmc *e, uint64_t lba, void *buf, uint32_t nsect);
 /* FLUSH_CACHE: destage the whole cache (or lie about it). */
 int sim_emmc_flush(struct sim_emmc *e);
+/* The host reboots but the card keeps power (a sysrq crash): the card goes
+ * on to program everything in its cache, whatever its flush would say. */
+int sim_emmc_host_reset(struct sim_emmc *e);
 
 /* Power session number (1 for the first power-on of a media file). */
 uint32_t sim_emmc_session(const struct sim_emmc *e);

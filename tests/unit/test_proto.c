@@ -63,6 +63,7 @@ static const char *const base_fixed[PC_MSG_TYPE_MAX] = {
 	[PC_MSG_DONE] = "{\"type\":\"done\",\"v\":1,\"records\":100,\"ms\":5000,\"io\":\"io_uring\",\"mode\":\"fua+flush\"}",
 	[PC_MSG_ERROR] = "{\"type\":\"error\",\"v\":1,\"msg\":\"cannot open /dev/mmcblk0p3: Permission denied\"}",
 	[PC_MSG_VERIFY] = "{\"type\":\"verify\",\"v\":1,\"pattern\":\"sequential\",\"full\":false,\"ranges\":[[5,10],[100,1]]}",
+	[PC_MSG_CRASH] = "{\"type\":\"crash\",\"v\":1}",
 	[PC_MSG_WORK] = "{\"type\":\"work\",\"v\":1,\"cycle\":4294967295,\"first\":1000,\"n\":64,"
 		"\"mode\":\"journal\",\"pattern\":\"random\",\"record_size\":1048576,\"flush_every\":8,"
 		"\"qd\":32,\"seed\":18446744073709551615}",
