@@ -49,7 +49,7 @@ struct opts {
 enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
-	O_SIMRATE, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
+	O_SIMRATE, O_SIMCUT, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
 };
 
 static const struct option long_opts[] = {
@@ -74,6 +74,7 @@ static const struct option long_opts[] = {
 	{ "sim-cache-sectors", required_argument, NULL, O_SIMCACHE },
 	{ "sim-seed", required_argument, NULL, O_SIMSEED },
 	{ "sim-rate", required_argument, NULL, O_SIMRATE },
+	{ "sim-cut-after", required_argument, NULL, O_SIMCUT },
 	{ "verbose", no_argument, NULL, O_VERBOSE },
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "records", required_argument, NULL, O_RECORDS },
@@ -104,6 +105,7 @@ static const char usage_text[] =
 	"  --sim-program-us N      sim: microseconds to program one sector (default 20)\n"
 	"  --sim-cache-sectors N   sim: volatile cache size in sectors (default 256)\n"
 	"  --sim-seed N, --sim-rate R   sim: randomness for fault profiles\n"
+	"  --sim-cut-after N       sim: cut the power (SIGKILL the board) after N sectors programmed\n"
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
 	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
@@ -237,6 +239,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FLUSHEVERY:
 			if (pc_parse_u64(optarg, 0, &o->flush_every) || !o->flush_every)
 				return bad_arg("--flush-every", optarg, "expected a count >= 1");
+			break;
+		case O_SIMCUT:
+			if (pc_parse_u64(optarg, 0, &o->ro.sim.cut_after))
+				return bad_arg("--sim-cut-after", optarg, "expected a sector count");
 			break;
 		case 'v':
 		case O_VERBOSE: o->verbose = 1; break;

@@ -407,7 +407,8 @@ static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 }
 
 static const char *const sim_keys[] = {
-	"backend", "record_size", "size", "profile", "program_us", "cache_sectors", "seed", "rate", NULL,
+	"backend", "record_size", "size", "profile", "program_us", "cache_sectors", "seed", "rate",
+	"cut_after_sectors", NULL,
 };
 
 /* Sim keys: the device's size in bytes, from an integer or "4M". */
@@ -494,6 +495,12 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	put(out, "seed", json_object_new_uint64(seed));
 	/* keep the text the user wrote ("0.01", not 0.010000000000000000208) */
 	put(out, "rate", v ? copy(v) : json_object_new_double(rate));
+	if ((v = jget(d, "cut_after_sectors"))) {
+		uint64_t cut;
+		if ((rc = cfg_u64(x, v, bpath(x, path, sizeof(path), "device", "cut_after_sectors"), 1, UINT32_MAX, &cut)))
+			return rc;
+		put(out, "cut_after_sectors", json_object_new_uint64(cut));
+	}
 	return 0;
 }
 

@@ -35,7 +35,7 @@ struct sim_priv {
 	char connect[128];
 	char profile[128];
 	uint64_t size, seed;
-	uint64_t record_size, program_us, cache_sectors;
+	uint64_t record_size, program_us, cache_sectors, cut_after;
 	double rate;
 	int boot_delay_ms, timeout_ms;
 	pid_t pid;		/* the agent, leader of its process group; 0 when off */
@@ -86,6 +86,7 @@ static int sim_read_device(struct relay *r, struct sim_priv *p, json_object *dev
 	if (sim_dev_u64(r, dev, "size", 1, 4u << 20, &p->size) ||
 	    sim_dev_u64(r, dev, "record_size", 0, 4096, &p->record_size) ||
 	    sim_dev_u64(r, dev, "program_us", 0, 20, &p->program_us) ||
+	    sim_dev_u64(r, dev, "cut_after_sectors", 0, 0, &p->cut_after) ||
 	    sim_dev_u64(r, dev, "cache_sectors", 0, 256, &p->cache_sectors) ||
 	    sim_dev_u64(r, dev, "seed", 0, 1, &p->seed))
 		return -EINVAL;
@@ -371,11 +372,11 @@ static int sim_get(struct relay *r)
 static int sim_on(struct relay *r)
 {
 	struct sim_priv *p = r->priv;
-	char dev[PATH_MAX + 8], pus[32], cache[32], seed[32], rate[40], delay[32];
+	char dev[PATH_MAX + 8], pus[32], cache[32], seed[32], rate[40], delay[32], cut[32];
 	char *argv[] = { p->agent, "run", "--device", dev, "--sim-profile", p->profile,
 			 "--sim-program-us", pus, "--sim-cache-sectors", cache, "--sim-seed", seed,
 			 "--sim-rate", rate, "--connect", p->connect, "--board", r->board,
-			 "--boot-delay-ms", delay, NULL };
+			 "--boot-delay-ms", delay, NULL, NULL, NULL };
 	int fd, rc;
 
 	rc = sim_get(r);
@@ -391,6 +392,15 @@ static int sim_on(struct relay *r)
 	snprintf(seed, sizeof(seed), "%" PRIu64, p->seed);
 	sim_fmt_double(rate, sizeof(rate), p->rate);
 	snprintf(delay, sizeof(delay), "%d", p->boot_delay_ms);
+	if (p->cut_after) {
+		/* the deterministic cut point: the sim cuts itself */
+		size_t n = 0;
+		while (argv[n])
+			n++;
+		snprintf(cut, sizeof(cut), "%" PRIu64, p->cut_after);
+		argv[n] = "--sim-cut-after";
+		argv[n + 1] = cut;
+	}
 	if (r->console[0])
 		fd = open(r->console, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	else

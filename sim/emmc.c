@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,8 @@ struct sim_emmc {
 	struct sim_state *st;	/* MAP_SHARED */
 	struct sim_ring *ring;	/* MAP_SHARED; stale only */
 	size_t ring_len;
+	uint64_t cut_after;	/* deterministic cut point (0: none) */
+	uint64_t programmed;	/* record sectors programmed this session */
 };
 
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
@@ -922,6 +925,7 @@ int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, si
 	e->profile = o->profile;
 	e->program_us = o->program_us ? o->program_us : SIM_DEF_PROGRAM_US;
 	e->chunk_us = e->program_us / SIM_CHUNKS ? e->program_us / SIM_CHUNKS : 1;
+	e->cut_after = o->cut_after;
 	e->cache_sectors = o->cache_sectors ? o->cache_sectors : SIM_DEF_CACHE_SECTORS;
 	e->seed = o->seed;
 	e->rate = o->rate;
@@ -1009,6 +1013,14 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 	if (!atomic && (e->profile & SIM_P_SUBSECTOR_TEAR) && pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC) {
 		k = SIM_CHUNKS;
 		us = e->chunk_us;
+	}
+	if (e->cut_after && pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC && ++e->programmed > e->cut_after) {
+		/* the deterministic cut point: exactly cut_after sectors made it */
+		struct sim_truth_kv kv[] = { { "after", e->cut_after }, { "lba", lba } };
+		sim_truth_fault(e->truth, e->session, "cut_point", kv, 2, "none", 0);
+		kill(0, SIGKILL);
+		for (;;)
+			pause();
 	}
 	st->sect_lba = lba;
 	st->sect_seq = pc_get64(data + PC_OFF_SEQ);

@@ -48,6 +48,8 @@ struct sim_opts {
 	uint32_t cache_sectors;	/* volatile cache capacity in sectors (default 256) */
 	uint64_t seed;		/* for profiles that draw random numbers */
 	double rate;		/* probability knob for profiles that use one (0..1) */
+	uint64_t cut_after;	/* a deterministic cut: after this many sectors programmed in a
+				 * power session, the board's process group is SIGKILLed (0: never) */
 };
 
 /* Create a zero-filled media file of size bytes (refuses to replace one). */
