@@ -547,29 +547,37 @@ static void start_work(struct bctx *b)
 	set_state(b, B_WRITING, b->cfg->work_timeout_ms);
 }
 
+/* The power is off (or the board is crashing): record it and drain the link. */
+static void cut_done(struct bctx *b, uint64_t now, const char *why, const char *how)
+{
+	json_object *ev = ev_new(b, "cut");
+
+	json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
+	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
+	json_object_object_add(ev, "trigger", json_object_new_string(why));
+	if (how)
+		json_object_object_add(ev, "how", json_object_new_string(how));
+	ev_log(b, ev);
+	set_state(b, B_DRAIN, DRAIN_MS);
+}
+
 static void cut(struct bctx *b, const char *why)
 {
-	json_object *ev;
 	uint64_t now = pc_now_ms();
 
 	if (is_sysrq(b)) {
 		/* not a power cut: the agent reboots the board without syncing,
 		 * and the device keeps its power */
 		json_object *m = pc_msg_new(PC_MSG_CRASH);
-		if (send_msg(b, m)) {
-			json_object_put(m);
-			infra(b, "sending the crash request failed: %s", strerror(errno));
+		int ret = send_msg(b, m);
+
+		json_object_put(m);
+		if (ret) {
+			infra(b, "sending the crash request failed: %s", strerror(-ret));
 			return;
 		}
-		json_object_put(m);
-		ev = ev_new(b, "cut");
-		json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
-		json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
-		json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
-		json_object_object_add(ev, "trigger", json_object_new_string(why));
-		json_object_object_add(ev, "how", json_object_new_string("sysrq crash (device keeps power)"));
-		ev_log(b, ev);
-		set_state(b, B_DRAIN, DRAIN_MS);
+		cut_done(b, now, why, "sysrq crash (device keeps power)");
 		return;
 	}
 	/* the relay first: the instant matters, the bookkeeping can wait */
@@ -587,13 +595,7 @@ static void cut(struct bctx *b, const char *why)
 		}
 		pc_sleep_us(20000);
 	}
-	ev = ev_new(b, "cut");
-	json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
-	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
-	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
-	json_object_object_add(ev, "trigger", json_object_new_string(why));
-	ev_log(b, ev);
-	set_state(b, B_DRAIN, DRAIN_MS);
+	cut_done(b, now, why, NULL);
 }
 
 static void final_verified(struct bctx *b)
