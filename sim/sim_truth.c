@@ -25,6 +25,8 @@
 
 #include <json-c/json.h>
 
+#include "../common/crc32c.h"
+
 #include "../common/record.h"
 #include "../common/util.h"
 
@@ -496,7 +498,12 @@ static uint32_t settle_count(const struct sim_truth_ent *e, const uint8_t *map, 
 			continue;
 		}
 		s = map + (e->lba + i) * PC_SECTOR;
-		if (pc_get64(s + PC_OFF_SEQ) < e->seq || pc_get64(s + PC_OFF_LBA) != e->lba + i)
+		/* a sector survived if it holds this record or a newer one -- a
+		 * whole, checksummed sector: one whose bits flipped (paired page,
+		 * bitrot) says nothing about its seq */
+		if (pc_get32(s + PC_OFF_MAGIC) != PC_REC_MAGIC ||
+		    pc_get32(s + PC_OFF_CRC) != pc_crc32c(0, s, PC_OFF_CRC) ||
+		    pc_get64(s + PC_OFF_SEQ) < e->seq || pc_get64(s + PC_OFF_LBA) != e->lba + i)
 			k++;
 	}
 	return k;

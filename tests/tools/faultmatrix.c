@@ -279,7 +279,7 @@ static void judge(struct board *b, const char *kname, int observable, struct fnd
 	else if (x)
 		fprintf(stderr, "%s: %s found as %s, expected %s: %s\n", b->name, kname, jstr(x->f, "class"), want,
 			json_object_to_json_string_ext(x->f, JSON_C_TO_STRING_PLAIN));
-	else
+	else if (strcmp(kname, "misdirect"))	/* a later misdirect_void may explain it */
 		fprintf(stderr, "%s: %s not detected (expected %s)\n", b->name, kname, want);
 }
 
