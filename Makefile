@@ -227,4 +227,37 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 		$(shell $(PKG_CONFIG) --libs json-c) $(CUNIT_LIBS) -lm
 # ---- end relay hardware tests ------------------------------------------------
 
+# ---- virtual board (QEMU) ---------------------------------------------------
+# A QEMU machine with a real Linux MMC stack, driven like a real board
+# (docs/vm.md): the `qemu` relay starts and SIGKILLs it, the harness talks to
+# the agent over its serial console.
+#   make vm-deps    install tools/debian-packages-vm.txt (qemu-system-x86, ...)
+#   make vm-image   build/vm/: Debian kernel, initramfs (busybox, MMC modules,
+#                   the static agent), SD card image with a prepared region
+#   make vm-run     configs/vm-sd.json: a campaign on the virtual board, its
+#                   cable started and stopped around it (results/vm-sd/)
+#   make vm-check   vm-deps, vm-image, then tests/integration/t-vm.sh, which
+#                   may not skip (PC_VM_REQUIRE=1)
+VM_DIR    := build/vm
+VM_STATIC := build/static
+.PHONY: vm-deps vm-image vm-run vm-check
+vm-deps:
+	@tools/board/install-deps
+
+vm-image: $(B)/tools/ptypair
+	@$(MAKE) --no-print-directory STATIC=1 B=$(VM_STATIC) agent
+	tools/mkboard --out $(VM_DIR) --agent $(VM_STATIC)/powercut-agent
+
+vm-run: all vm-image
+	@test -e $(VM_DIR)/sd-vm1.img || cp $(VM_DIR)/sd.img $(VM_DIR)/sd-vm1.img
+	tools/board/cable start $(VM_DIR)/cable-vm1
+	$(B)/powercut run configs/vm-sd.json --agent $(B)/powercut-agent; rc=$$?; \
+		tools/board/cable stop $(VM_DIR)/cable-vm1; exit $$rc
+
+vm-check: vm-deps
+	@$(MAKE) --no-print-directory all vm-image
+	@mkdir -p build/test-tmp
+	PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} bash tests/integration/t-vm.sh
+# ---- end virtual board --------------------------------------------------------
+
 -include $(shell find build -name '*.d' 2>/dev/null)

@@ -451,6 +451,8 @@ static void power_on(struct bctx *b)
 		 b->cfg->name, b->cycle);
 	b->t_power = pc_now_ms();
 	if (b->cfg->link_serial) {
+		/* a line the last cut broke off is noise: the new boot starts afresh */
+		memset(&b->slb, 0, sizeof(b->slb));
 		/* the harness captures the console itself, from the serial line */
 		if (b->cfd >= 0)
 			close(b->cfd);
