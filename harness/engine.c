@@ -91,6 +91,10 @@ struct board {
 	uint8_t *seen;
 	struct raw *raws;
 	unsigned nraws;
+	/* bytes of damaged sectors the expected state holds (a later tear over
+	 * them is located against these) */
+	struct raw *exp_raws;
+	unsigned nexp_raws;
 	char scan_err[256];
 	/* bookkeeping */
 	/* damage found by a scan that had no writes to judge: it goes into the
@@ -175,6 +179,7 @@ void engine_free(struct engine *e)
 		e->boards = b->next;
 		scan_reset(b);
 		free(b->want);
+		free(b->exp_raws);
 		json_object_put(b->carry);
 		occ_free_all(b->exp, b->g.nslots);
 		wcycle_free(b->w);
@@ -482,6 +487,16 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 		const struct sect *p = &prev->sect[i];
 		regen(b, p->seq, p->cycle, p->flags, p->lba, p->hidx, oimg);
 		have_old = 1;
+	} else if (prev->state == OCC_DAMAGED && prev->sect[i].kind == PC_SK_HASH) {
+		/* old damage whose bytes an earlier scan sent: they are the old content */
+		for (unsigned k = 0; k < b->nexp_raws && !have_old; k++) {
+			const struct raw *pr = &b->exp_raws[k];
+			if (pr->slot == slot && pr->idx == i &&
+			    pc_crc32c(0, pr->bytes, PC_SECTOR) == prev->sect[i].value) {
+				memcpy(oimg, pr->bytes, PC_SECTOR);
+				have_old = 1;
+			}
+		}
 	}
 	switch (o->kind) {
 	case PC_SK_ERR:
@@ -917,6 +932,27 @@ static int judge_cycle(struct engine *e, struct board *b)
 	return ret;
 }
 
+/* The scanned slots' damaged-sector bytes become the expected state's. */
+static void keep_raws(struct board *b)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < b->nexp_raws; i++)
+		if (!wanted(b, b->exp_raws[i].slot))
+			b->exp_raws[k++] = b->exp_raws[i];	/* not looked at: still expected */
+	b->nexp_raws = k;
+	if (!b->nraws)
+		return;
+	{
+		struct raw *n = realloc(b->exp_raws, (b->nexp_raws + b->nraws) * sizeof(*n));
+		if (!n)
+			return;	/* then a later tear over them is reported as corrupt */
+		memcpy(n + b->nexp_raws, b->raws, b->nraws * sizeof(*n));
+		b->exp_raws = n;
+		b->nexp_raws += b->nraws;
+	}
+}
+
 /* The scan is complete: adopt it as the baseline or judge the pending cycle. */
 static int scan_done(struct engine *e, struct board *b)
 {
@@ -972,6 +1008,7 @@ static int scan_done(struct engine *e, struct board *b)
 			     "next verdict", b->cur_cycle, damaged);
 	}
 	b->scan_ok = 1;
+	keep_raws(b);
 	if (b->want && b->exp) {
 		/* a partial scan: what was not looked at stays as expected */
 		for (uint32_t s = 0; s < b->g.nslots; s++) {

@@ -437,6 +437,43 @@ static void test_infra_and_determinism(void)
 	json_object_put(first);
 }
 
+/* A tear over a sector that was already torn: located against its old bytes. */
+static void test_tear_over_damage(void)
+{
+	struct engine *e = start();
+	uint16_t fl = PC_MODE_FLUSH;
+	uint8_t rec[SPR * PC_SECTOR], old[PC_SECTOR];
+	json_object *v, *f;
+
+	/* cycle 1: seq 1 in slot 0, its sector 2 torn at byte 100 (new, then gen-0) */
+	work(e, 1, 1, 1, PC_MODE_FLUSH);
+	view_bytes(0, 1, 1, fl);
+	pc_record_build(rec, &G, 0, 0, 0, 0);
+	memcpy(view[0].img[2] + 100, rec + 2 * PC_SECTOR + 100, PC_SECTOR - 100);
+	memcpy(old, view[0].img[2], PC_SECTOR);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	CU_ASSERT_EQUAL(iget(json_object_array_get_idx(verdicts, 0), "counts", "torn_sector"), 1);
+	/* cycle 2: a lap later seq 255 lands in slot 0; its sector 2 tears at byte 300 over the old tear */
+	work(e, 2, 255, 1, PC_MODE_FLUSH);
+	view_bytes(0, 255, 2, fl);
+	memcpy(view[0].img[2] + 300, old + 300, PC_SECTOR - 300);
+	feed(e, 3, "power_on", NULL, NULL);
+	rx(e, 3, hello());
+	scan(e, 3);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 2);
+	v = json_object_array_get_idx(verdicts, 1);
+	CU_ASSERT_EQUAL(iget(v, "counts", "corrupt"), 0);
+	f = finding_for(v, "torn_sector", 255);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(iget(f, "sector", NULL), 2);
+	CU_ASSERT(iget(f, "offset", NULL) <= 300);
+	CU_ASSERT(iget(f, "offset_max", NULL) < 0 ? iget(f, "offset", NULL) == 300 : iget(f, "offset_max", NULL) >= 300);
+	engine_free(e);
+}
+
 /* A read error in an acknowledged record, and in cold data. */
 static void test_unreadable(void)
 {
@@ -488,6 +525,7 @@ int suite_engine(void)
 	    !CU_add_test(s, "every class in one cycle, with details", test_every_class) ||
 	    !CU_add_test(s, "stale data and BOOT_FAIL", test_stale_and_boot_fail) ||
 	    !CU_add_test(s, "unreadable sectors", test_unreadable) ||
+	    !CU_add_test(s, "a tear over an earlier tear", test_tear_over_damage) ||
 	    !CU_add_test(s, "INFRA_ERROR once, and determinism", test_infra_and_determinism))
 		return -1;
 	return 0;
