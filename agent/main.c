@@ -225,7 +225,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		}
 		case O_MODE:
 			if (pc_mode_from_name(optarg) < 0)
-				return bad_arg("--mode", optarg, "expected fua, fua+flush, flush, journal or none");
+				return bad_arg("--mode", optarg, "expected fua, fua+flush, flush, journal, none, relwr or relwr-off");
 			o->mode = optarg;
 			break;
 		case O_RECORDS:

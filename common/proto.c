@@ -209,7 +209,7 @@ static int get_mode(struct vctx *c, json_object *o, const char *key, int *out)
 	*out = pc_mode_from_name(s);
 	if (*out < 0)
 		return verr(c, "field \"%s\": unknown mode \"%s\" (expected fua, fua+flush, flush, "
-			    "journal, none or relwr)", key, quote(s, q, sizeof(q)));
+			    "journal, none, relwr or relwr-off)", key, quote(s, q, sizeof(q)));
 	return 0;
 }
 

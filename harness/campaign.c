@@ -619,8 +619,8 @@ static void on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 	if (m->type == PC_MSG_ERROR) {
 		json_object *t;
 		json_object_object_get_ex(raw, "msg", &t);
-		if (b->st == B_DRAIN)
-			return;
+		if (b->st == B_DRAIN && !is_sysrq(b))
+			return;	/* what a dying agent said after the cut */
 		infra(b, "agent error: %s", json_object_get_string(t));
 		return;
 	}
@@ -878,7 +878,12 @@ static void serial_read(struct bctx *b)
 					bad_line(b, mk, len, err);
 				continue;
 			}
-			if (m.type == PC_MSG_HELLO && b->st == B_WAIT_HELLO) {
+			if (m.type == PC_MSG_ERROR && b->st == B_WAIT_HELLO) {
+				/* an agent that cannot even open its device says why before HELLO */
+				json_object *t;
+				json_object_object_get_ex(m.obj, "msg", &t);
+				infra(b, "agent error before HELLO: %s", json_object_get_string(t));
+			} else if (m.type == PC_MSG_HELLO && b->st == B_WAIT_HELLO) {
 				b->fd = b->sfd;
 				on_hello(b, &m, m.obj);
 			} else if (b->fd == b->sfd && m.type != PC_MSG_HELLO) {
@@ -1205,8 +1210,7 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 			return -EIO;
 		b->relay_open = 1;
 		/* start with the power off: the first power-on is a clean boot */
-		if (relay_off(&b->relay))
-			pc_warn("board %s: %s", b->cfg->name, b->relay.err);
+		power_off(b);
 		engine_board_state(c->eng, b->cfg->name, &es);
 		b->cycle = (es.last_work_cycle > es.last_verdict_cycle ? es.last_work_cycle : es.last_verdict_cycle) + 1;
 		if (es.last_cycle > c->cycles && !es.pending)

@@ -433,6 +433,9 @@ static int cfg_sim_size(struct cfg_ctx *x, json_object *v, uint64_t *size)
 	}
 	if (s > CFG_MAX_SIM_SIZE)
 		return cfg_fail(x, path, "%" PRIu64 " bytes is more than the 64G a sim device may have", s);
+	if (s % 4096)
+		return cfg_fail(x, path, "%" PRIu64 " bytes is not a multiple of 4096 (the region's superblocks "
+				"take 4 KiB at each end)", s);
 	*size = s;
 	return 0;
 }

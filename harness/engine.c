@@ -922,9 +922,12 @@ static int judge_cycle(struct engine *e, struct board *b)
 	rate = json_object_new_object();
 	add_int(rate, "records", done);
 	add_int(rate, "ms", ms);
-	if (ms > 0 && done > 0)
-		json_object_object_add(rate, "records_per_s",
-				       json_object_new_double((double)(int64_t)((double)done * 1000.0 / (double)ms * 10) / 10));
+	if (ms > 0 && done > 0) {
+		/* one decimal, written as such: the file says 1183.6, not 1183.5999999999999 */
+		char txt[32];
+		snprintf(txt, sizeof(txt), "%.1f", (double)done * 1000.0 / (double)ms);
+		json_object_object_add(rate, "records_per_s", json_object_new_double_s(strtod(txt, NULL), txt));
+	}
 	json_object_object_add(v, "rate", rate);
 	if (w->infra[0])
 		json_object_object_add(v, "reason", json_object_new_string(w->infra));

@@ -108,7 +108,8 @@ static int cmd_check(int argc, char **argv)
 	}
 	if (load(argv[1], &cfg))
 		return 1;
-	printf("configuration OK: campaign %s, %u boards, %u cycles\n", cfg.name, cfg.nboards, cfg.cycles);
+	printf("configuration OK: campaign %s, %u board%s, %u cycle%s\n", cfg.name, cfg.nboards,
+	       cfg.nboards == 1 ? "" : "s", cfg.cycles, cfg.cycles == 1 ? "" : "s");
 	config_free(&cfg);
 	return 0;
 }

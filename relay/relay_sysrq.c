@@ -99,9 +99,9 @@ static int sysrq_on(struct relay *r)
 
 static int sysrq_off(struct relay *r)
 {
-	relay_errf(r, "a sysrq cut is a reboot the agent triggers on the board (echo b > /proc/sysrq-trigger) "
-		   "when the host asks it to; this agent protocol does not have that request yet, so nothing "
-		   "was cut. Use a relay driver that switches the power");
+	relay_errf(r, "a sysrq board has no power to switch: its cut is a reboot the agent triggers "
+		   "(echo b > /proc/sysrq-trigger) when the harness sends it a crash request; nothing was "
+		   "switched off here");
 	return -ENOTSUP;
 }
 

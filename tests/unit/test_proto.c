@@ -377,7 +377,7 @@ static const struct mcase mcases[] = {
 	{ PC_MSG_DONE, "records", "-1", "done: field \"records\": expected an integer >= 0, got -1" },
 	{ PC_MSG_DONE, "ms", DEL, "done: field \"ms\" is missing (expected an integer >= 0)" },
 	{ PC_MSG_DONE, "io", DEL, "done: field \"io\" is missing (expected a string)" },
-	{ PC_MSG_DONE, "mode", "\"gen0\"", "done: field \"mode\": unknown mode \"gen0\" (expected fua, fua+flush, flush, journal, none or relwr)" },
+	{ PC_MSG_DONE, "mode", "\"gen0\"", "done: field \"mode\": unknown mode \"gen0\" (expected fua, fua+flush, flush, journal, none, relwr or relwr-off)" },
 	{ PC_MSG_DONE, "mode", "3", "done: field \"mode\": expected a string, got int" },
 
 	/* error */
