@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -180,6 +181,32 @@ static inline int relay_reap(pid_t pid, int *status, uint64_t ms)
 		if (sleep_us < 20000)
 			sleep_us *= 2;
 	}
+}
+
+/*
+ * Cut a board run by a child of ours: SIGKILL its whole process group, then
+ * reap the leader within RELAY_REAP_MS. *pid becomes 0 once it is gone (also
+ * when someone else reaped it). what names it in errors ("agent", "QEMU"),
+ * hint says what it may be stuck on. 0, or -errno / -ETIMEDOUT with r->err
+ * set; after a timeout the kill is pending and a later call reaps it.
+ */
+static inline int relay_kill_group(struct relay *r, pid_t *pid, const char *what, const char *hint)
+{
+	int rc;
+
+	if (kill(-*pid, SIGKILL) < 0 && errno != ESRCH) {
+		rc = -errno;
+		relay_errf(r, "kill %s group %d: %s", what, (int)*pid, strerror(-rc));
+		return rc;
+	}
+	rc = relay_reap(*pid, NULL, RELAY_REAP_MS);
+	if (rc == -ETIMEDOUT) {
+		relay_errf(r, "%s pid %d still not gone %d ms after SIGKILL; it is stuck in the kernel%s, check dmesg",
+			   what, (int)*pid, RELAY_REAP_MS, hint);
+		return rc;
+	}
+	*pid = 0;
+	return 0;
 }
 
 /* The last non-empty line of s, trimmed, into buf; returns buf. */

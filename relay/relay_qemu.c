@@ -488,21 +488,10 @@ static void qemu_child(char *const argv[], int devnull, int logfd, int qmp_fd, i
 /* Kill the group, reap; the board is off (or stuck in the kernel: -ETIMEDOUT). */
 static int qemu_cut(struct relay *r, struct qemu_priv *p)
 {
-	int rc;
+	char hint[PATH_MAX + 16];
 
-	if (kill(-p->pid, SIGKILL) < 0 && errno != ESRCH) {
-		rc = -errno;
-		relay_errf(r, "kill QEMU group %d: %s", (int)p->pid, strerror(-rc));
-		return rc;
-	}
-	rc = relay_reap(p->pid, NULL, RELAY_REAP_MS);
-	if (rc == -ETIMEDOUT) {
-		relay_errf(r, "QEMU pid %d still not gone %d ms after SIGKILL; it is stuck in the kernel "
-			   "(I/O on %s?), check dmesg", (int)p->pid, RELAY_REAP_MS, p->drive);
-		return rc;
-	}
-	p->pid = 0;
-	return 0;
+	snprintf(hint, sizeof(hint), " (I/O on %s?)", p->drive);
+	return relay_kill_group(r, &p->pid, "QEMU", hint);
 }
 
 /* Send one QMP command; the socket is fresh and the lines short. */

@@ -335,23 +335,7 @@ fail:
 /* Cut: SIGKILL the whole group, then reap the leader. 0 or -ETIMEDOUT. */
 static int sim_cut(struct relay *r, struct sim_priv *p)
 {
-	int rc;
-
-	if (kill(-p->pid, SIGKILL) < 0 && errno != ESRCH) {
-		rc = -errno;
-		relay_errf(r, "kill agent group %d: %s", (int)p->pid, strerror(-rc));
-		return rc;
-	}
-	rc = relay_reap(p->pid, NULL, RELAY_REAP_MS);
-	if (rc == -ETIMEDOUT) {
-		/* Power is cut (the kill is pending); a later off/get reaps it. */
-		relay_errf(r, "agent pid %d still not gone %d ms after SIGKILL; "
-			   "it is stuck in the kernel, check dmesg", (int)p->pid, RELAY_REAP_MS);
-		return rc;
-	}
-	/* ECHILD: someone else reaped it; either way it is gone. */
-	p->pid = 0;
-	return 0;
+	return relay_kill_group(r, &p->pid, "agent", "");
 }
 
 static int sim_get(struct relay *r)
