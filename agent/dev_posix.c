@@ -227,27 +227,6 @@ static int posix_read(struct dev *d, uint64_t off, void *buf, size_t len)
 	return ret ? posix_io_fail(d, "read", off, len, ret) : 0;
 }
 
-static int posix_pwrite_dsync(int fd, const void *buf, size_t len, uint64_t off)
-{
-	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
-
-	while (iov.iov_len) {
-		ssize_t n = pwritev2(fd, &iov, 1, (off_t)off, RWF_DSYNC);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			return -EIO;
-		iov.iov_base = (char *)iov.iov_base + n;
-		iov.iov_len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
 static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len, unsigned wflags)
 {
 	int ret;
@@ -257,7 +236,7 @@ static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len,
 	if ((wflags & DEV_W_DSYNC) && ((struct posix_priv *)d->priv)->dsync_fd >= 0)
 		ret = pc_pwrite_all(((struct posix_priv *)d->priv)->dsync_fd, buf, len, (off_t)off);
 	else if (wflags & DEV_W_DSYNC)
-		ret = posix_pwrite_dsync(d->fd, buf, len, off);
+		ret = pc_pwritev2_all(d->fd, buf, len, (off_t)off, RWF_DSYNC);
 	else
 		ret = pc_pwrite_all(d->fd, buf, len, (off_t)off);
 	return ret ? posix_io_fail(d, wflags ? "dsync write" : "write", off, len, ret) : 0;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../common/proto.h"
 #include "../common/record.h"
 #include "../common/util.h"
 
@@ -252,19 +253,6 @@ static void sim_cid(const struct stat *st, char hex[33], uint32_t *psn)
 		snprintf(hex + 2 * i, 3, "%02x", cid[i]);
 }
 
-/* A probability as typed (0.1, not 0.10000000000000001), and always a JSON double. */
-static json_object *sim_json_rate(double r)
-{
-	char buf[40];
-
-	snprintf(buf, sizeof(buf), "%.15g", r);
-	if (strtod(buf, NULL) != r)
-		snprintf(buf, sizeof(buf), "%.17g", r);
-	if (!strpbrk(buf, ".eEn"))
-		strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
-	return json_object_new_double_s(r, buf);
-}
-
 static void sim_identity(struct dev *d, json_object *obj)
 {
 	const struct dev_sim *s = d->priv;
@@ -290,7 +278,7 @@ static void sim_identity(struct dev *d, json_object *obj)
 	/* the truth log counts power sessions: this lets the host map them to cycles */
 	if (s)
 		json_object_object_add(obj, "session", json_object_new_int64(sim_emmc_session(s->e)));
-	json_object_object_add(f, "rate", sim_json_rate(d->o.sim.rate));
+	json_object_object_add(f, "rate", pc_json_double(d->o.sim.rate));
 	json_object_object_add(f, "seed", json_object_new_uint64(d->o.sim.seed));
 	json_object_object_add(obj, "faults", f);
 	json_object_object_add(q, "fua", json_object_new_int(1));

@@ -772,6 +772,18 @@ void pc_msg_clear(struct pc_msg *m)
 	memset(m, 0, sizeof(*m));
 }
 
+json_object *pc_json_double(double v)
+{
+	char buf[40];
+
+	snprintf(buf, sizeof(buf), "%.15g", v);
+	if (strtod(buf, NULL) != v)
+		snprintf(buf, sizeof(buf), "%.17g", v);
+	if (!strpbrk(buf, ".eEn"))
+		strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
+	return json_object_new_double_s(v, buf);
+}
+
 int pc_json_u64(json_object *o, const char *key, uint64_t max, uint64_t *out, char *err, size_t errlen)
 {
 	struct vctx c = { NULL, err, errlen };

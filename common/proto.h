@@ -167,6 +167,10 @@ enum pc_line_result pc_linebuf_take(struct pc_linebuf *lb, char *out, size_t out
 int pc_json_u64(json_object *o, const char *key, uint64_t max, uint64_t *out, char *err, size_t errlen);
 int pc_json_str(json_object *o, const char *key, const char **out, char *err, size_t errlen);
 
+/* A double written as typed (0.1, not 0.10000000000000001), and always a
+ * JSON double ("1.0", never "1"). */
+json_object *pc_json_double(double v);
+
 /* base64 (RFC 4648) */
 size_t pc_b64_encode(const uint8_t *in, size_t n, char *out);	/* out: 4*((n+2)/3)+1 bytes */
 int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen);

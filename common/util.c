@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -95,10 +96,17 @@ int pc_write_all(int fd, const void *buf, size_t len)
 
 int pc_pwrite_all(int fd, const void *buf, size_t len, off_t off)
 {
+	return pc_pwritev2_all(fd, buf, len, off, 0);
+}
+
+int pc_pwritev2_all(int fd, const void *buf, size_t len, off_t off, int flags)
+{
 	const char *p = buf;
 
 	while (len) {
-		ssize_t n = pwrite(fd, p, len, off);
+		struct iovec iov = { .iov_base = (void *)p, .iov_len = len };
+		/* plain pwrite without flags: pwritev2 is missing on old kernels and qemu-user */
+		ssize_t n = flags ? pwritev2(fd, &iov, 1, off, flags) : pwrite(fd, p, len, off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -31,6 +31,8 @@ void pc_sleep_us(uint64_t us);
 /* write()/pwrite() until done or error; 0 or -errno. */
 int pc_write_all(int fd, const void *buf, size_t len);
 int pc_pwrite_all(int fd, const void *buf, size_t len, off_t off);
+/* The same through pwritev2 with RWF_* flags (RWF_DSYNC: a FUA write). */
+int pc_pwritev2_all(int fd, const void *buf, size_t len, off_t off, int flags);
 int pc_pread_all(int fd, void *buf, size_t len, off_t off);
 
 /* Parse an unsigned decimal (or 0x hex) with optional K/M/G (binary) suffix

@@ -27,6 +27,7 @@
 
 #include "../common/crc32c.h"
 
+#include "../common/proto.h"
 #include "../common/record.h"
 #include "../common/util.h"
 
@@ -139,19 +140,6 @@ static int truth_append(struct sim_truth *t, json_object *o, int sync)
 	return truth_append_once(t, o, sync, 0);
 }
 
-/* A probability as typed (0.1, not 0.10000000000000001), and always a JSON double. */
-static json_object *json_rate(double r)
-{
-	char buf[40];
-
-	snprintf(buf, sizeof(buf), "%.15g", r);
-	if (strtod(buf, NULL) != r)
-		snprintf(buf, sizeof(buf), "%.17g", r);
-	if (!strpbrk(buf, ".eEn"))
-		strncat(buf, ".0", sizeof(buf) - strlen(buf) - 1);
-	return json_object_new_double_s(r, buf);
-}
-
 static json_object *truth_line(const char *ev, uint32_t session)
 {
 	json_object *o = json_object_new_object();
@@ -218,7 +206,7 @@ int sim_truth_power_on(struct sim_truth *t, const char *profile, uint32_t cache_
 	json_object_object_add(o, "program_us", json_object_new_int64(program_us));
 	if (faults) {
 		json_object_object_add(o, "seed", json_object_new_uint64(seed));
-		json_object_object_add(o, "rate", json_rate(rate));
+		json_object_object_add(o, "rate", pc_json_double(rate));
 	}
 	ret = truth_append(t, o, 1);
 	if (ret)
