@@ -75,7 +75,7 @@ static const struct option long_opts[] = {
 	{ "sim-seed", required_argument, NULL, O_SIMSEED },
 	{ "sim-rate", required_argument, NULL, O_SIMRATE },
 	{ "sim-cut-after", required_argument, NULL, O_SIMCUT },
-	{ "verbose", no_argument, NULL, O_VERBOSE },
+	{ "verbose", no_argument, NULL, O_VERBOSE },	/* debug messages on stderr */
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "records", required_argument, NULL, O_RECORDS },
 	{ "qd", required_argument, NULL, O_QD },
@@ -106,6 +106,7 @@ static const char usage_text[] =
 	"  --sim-cache-sectors N   sim: volatile cache size in sectors (default 256)\n"
 	"  --sim-seed N, --sim-rate R   sim: randomness for fault profiles\n"
 	"  --sim-cut-after N       sim: cut the power (SIGKILL the board) after N sectors programmed\n"
+	"  -v, --verbose           debug messages (what the host asks, scan statistics) on stderr\n"
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
 	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
@@ -251,6 +252,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		default: return -EINVAL;
 		}
 	}
+	if (o->verbose)
+		pc_log_init("powercut-agent", PC_LOG_DEBUG);
 	if (optind < argc) {
 		pc_err("unexpected argument '%s'", argv[optind]);
 		return -EINVAL;
@@ -524,6 +527,7 @@ static int cmd_run(struct opts *o)
 			pc_msg_clear(&m);
 			break;
 		}
+		pc_debug("host asks: %s", pc_msg_type_name(m.type));
 		switch (m.type) {
 		case PC_MSG_CRASH:
 			ret = crash(o, &r, &l);
@@ -536,6 +540,9 @@ static int cmd_run(struct opts *o)
 							   r.g.nslots));
 			} else if (ret) {
 				link_send(&l, pc_msg_error("scan of %s failed: %s", r.path, strerror(-ret)));
+			} else {
+				pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %" PRIu64 " ms",
+					 st.slots, st.anomalies, st.raw_sent, st.ms);
 			}
 			break;
 		case PC_MSG_WORK:
