@@ -59,8 +59,8 @@ HAVE_URING := $(call have,liburing)
 HAVE_BLKID := $(call have,blkid)
 GPIOD_VER  := $(shell $(PKG_CONFIG) --modversion libgpiod 2>/dev/null | cut -d. -f1)
 
-AGENT_PKGS := json-c $(if $(HAVE_URING),liburing) $(if $(HAVE_BLKID),blkid)
-HOST_PKGS  := json-c $(if $(GPIOD_VER),libgpiod)
+AGENT_PKGS := json-c libsodium $(if $(HAVE_URING),liburing) $(if $(HAVE_BLKID),blkid)
+HOST_PKGS  := json-c libsodium $(if $(GPIOD_VER),libgpiod)
 DEFS       := $(if $(HAVE_URING),-DPC_HAVE_URING=1) $(if $(HAVE_BLKID),-DPC_HAVE_BLKID=1) \
               $(if $(GPIOD_VER),-DPC_GPIOD_API=$(GPIOD_VER))
 PKG_STATIC := $(if $(STATIC),--static)

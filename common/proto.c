@@ -9,6 +9,7 @@
  * information without breaking an older one (a change of meaning bumps "v").
  */
 #include "proto.h"
+#include "auth.h"
 #include "record.h"
 #include "util.h"
 
@@ -25,7 +26,8 @@
  * limit with the serial marker in front and a CR behind it: the limit is on
  * the line as received, so the reader needs to know nothing about framing.
  */
-#define MAX_JSON	(PC_PROTO_MAX_LINE - MARKER_LEN - 1)
+/* room for the serial marker, a \r and the authentication tag (auth.h) */
+#define MAX_JSON	(PC_PROTO_MAX_LINE - MARKER_LEN - 1 - PC_AUTH_TAG_OVERHEAD)
 /* Our own fields nest three deep; leave room for free-form device facts. */
 #define MAX_DEPTH	16
 #define MAX_SPR		(PC_MAX_RECORD_SIZE / PC_SECTOR)
@@ -153,6 +155,16 @@ static int get_str(struct vctx *c, json_object *o, const char *pfx, const char *
 	if (strlen(s) != (size_t)json_object_get_string_len(v))
 		return verr(c, "field \"%s%s\": the string contains a NUL character", pfx, key);
 	*out = s;
+	return 0;
+}
+
+/* A string of exactly 2n hex digits (n bytes). */
+static int get_hex(struct vctx *c, json_object *o, const char *key, size_t n, const char **out)
+{
+	if (get_str(c, o, "", key, out))
+		return -EINVAL;
+	if (strlen(*out) != 2 * n || strspn(*out, "0123456789abcdefABCDEF") != 2 * n)
+		return verr(c, "field \"%s\": expected %zu hex digits", key, 2 * n);
 	return 0;
 }
 
@@ -322,6 +334,10 @@ static int parse_hello(struct vctx *c, json_object *o, struct pc_msg *m)
 	    get_str(c, q, "queue.", "write_cache", &s))
 		return -EINVAL;
 	if (json_object_object_get_ex(o, "io", &io) && get_obj(c, o, "io", &io))
+		return -EINVAL;
+	/* optional here (recorded runs before the authenticated link have
+	 * none); the host's link requires it */
+	if (json_object_object_get_ex(o, "nonce", NULL) && get_hex(c, o, "nonce", PC_AUTH_NONCE_BYTES, &s))
 		return -EINVAL;
 	return 0;
 }
@@ -543,9 +559,40 @@ static int parse_crash(struct vctx *c, json_object *o, struct pc_msg *m)
 
 static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
 {
+	json_object *we;
+	const char *s;
+	uint64_t v;
+	int mode;
+
+	if (get_str(c, o, "", "msg", &s))
+		return -EINVAL;
+	/* a write the device refused: a finding about the device */
+	if (!json_object_object_get_ex(o, "write_error", NULL))
+		return 0;
+	if (get_obj(c, o, "write_error", &we) ||
+	    get_int(c, we, "write_error.", "errno", 1, 4095, &v) ||
+	    get_int(c, we, "write_error.", "lba", 0, UINT64_MAX, &v) ||
+	    get_int(c, we, "write_error.", "seq", 1, UINT64_MAX, &v))
+		return -EINVAL;
+	if (get_mode(c, we, "mode", &mode))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_challenge(struct vctx *c, json_object *o, struct pc_msg *m)
+{
 	const char *s;
 
-	return get_str(c, o, "", "msg", &s);
+	if (get_hex(c, o, "nonce", PC_AUTH_NONCE_BYTES, &s) || get_hex(c, o, "echo", PC_AUTH_NONCE_BYTES, &s))
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_auth(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	const char *s;
+
+	return get_hex(c, o, "mac", PC_AUTH_PROOF_BYTES, &s);
 }
 
 static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
@@ -627,6 +674,8 @@ static const struct {
 	[PC_MSG_VERIFY]		= { "verify", parse_verify },
 	[PC_MSG_WORK]		= { "work", parse_work },
 	[PC_MSG_CRASH]		= { "crash", parse_crash },
+	[PC_MSG_CHALLENGE]	= { "challenge", parse_challenge },
+	[PC_MSG_AUTH]		= { "auth", parse_auth },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)

@@ -36,6 +36,8 @@ enum pc_msg_type {
 	PC_MSG_VERIFY,		/* host: scan the region */
 	PC_MSG_WORK,		/* host: the cycle's writes */
 	PC_MSG_CRASH,		/* host: reboot now without syncing (the sysrq "cut") */
+	PC_MSG_CHALLENGE,	/* host: answer a hello with the host's nonce (auth.h) */
+	PC_MSG_AUTH,		/* agent: the proof that it holds the campaign's key */
 	PC_MSG_TYPE_MAX,
 };
 
