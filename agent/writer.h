@@ -30,6 +30,11 @@ struct writer_result {
 	uint64_t records;	/* records written (all n unless an error stopped it) */
 	uint64_t ms;
 	int mode_run;
+	/* a write the device refused (write_errno != 0): the first failed
+	 * completion, reported to the host as a finding about the device */
+	int write_errno;	/* positive errno */
+	uint64_t write_lba;	/* first 512-byte LBA of that write, on the device */
+	uint64_t write_seq;	/* the record's seq */
 };
 
 /* Run the work. 0, or -errno with err set (the caller reports it). */
