@@ -1,5 +1,6 @@
 /*
- * link.c - TCP link to the host.
+ * link.c - the agent's end of the link to the host: TCP or a serial console,
+ * authenticated (auth.h).
  */
 #include "link.h"
 
@@ -7,8 +8,10 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <termios.h>
 #include <fcntl.h>
@@ -113,11 +116,12 @@ int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, 
 	return 0;
 }
 
-int link_send(struct link *l, json_object *msg)
+/* Serialise, tag (once the session is up), mark and write one message. */
+static int send_line(struct link *l, json_object *msg, char *text, size_t textcap, size_t *textlen)
 {
 	char buf[PC_PROTO_MAX_LINE + 16];
 	size_t off = 0;
-	int n, ret;
+	int n;
 
 	if (!msg)
 		return -ENOMEM;
@@ -129,39 +133,73 @@ int link_send(struct link *l, json_object *msg)
 	json_object_put(msg);
 	if (n < 0)
 		return n;
-	ret = pc_write_all(l->fd, buf, off + (size_t)n);
-	return ret;
+	n--;	/* the newline goes back after the tag */
+	if (text) {
+		/* the exact JSON text, for the proof that binds the hello */
+		if ((size_t)n >= textcap)
+			return -E2BIG;
+		memcpy(text, buf + off, (size_t)n);
+		text[n] = 0;
+		*textlen = (size_t)n;
+	}
+	if (l->s.up) {
+		n = pc_auth_seal(&l->s, buf + off, (size_t)n, sizeof(buf) - off - 1);
+		if (n < 0)
+			return n;
+	}
+	buf[off + (size_t)n] = '\n';
+	return pc_write_all(l->fd, buf, off + (size_t)n + 1);
 }
 
-int link_recv(struct link *l, struct pc_msg *m, char *err, size_t errlen)
+int link_send(struct link *l, json_object *msg)
 {
-	char line[PC_PROTO_MAX_LINE + 2];
+	return send_line(l, msg, NULL, 0, NULL);
+}
+
+/*
+ * The next line of ours (for a serial console: the marked part of a marked
+ * line), without marker or newline, NUL-terminated. timeout_ms < 0 waits for
+ * ever. 0, -ETIMEDOUT, -EPIPE (end of file), -EINVAL (over-long line).
+ */
+static int next_line(struct link *l, char *line, size_t cap, size_t *len, const char **start, int timeout_ms,
+		     char *err, size_t errlen)
+{
+	uint64_t deadline = timeout_ms < 0 ? UINT64_MAX : pc_now_ms() + (uint64_t)timeout_ms;
 	char data[4096];
-	size_t len;
 
 	for (;;) {
-		enum pc_line_result r = pc_linebuf_take(&l->lb, line, sizeof(line), &len);
+		enum pc_line_result r = pc_linebuf_take(&l->lb, line, cap, len);
 		size_t room = sizeof(l->lb.buf) - l->lb.len;
 		ssize_t n;
 
 		if (r == PC_LINE_OK) {
 			const char *mk = line;
 
-			if (len == 0)
+			if (*len == 0)
 				continue;
+			line[*len] = 0;
 			if (l->marker) {
 				/* a console carries other things too: only marked lines are ours */
-				line[len] = 0;
 				mk = strstr(line, PC_PROTO_MARKER);
 				if (!mk)
 					continue;
-				len -= (size_t)(mk - line);
+				*len -= (size_t)(mk - line);
 			}
-			return pc_msg_parse(mk, len, m, err, errlen);
+			*start = mk;
+			return 0;
 		}
 		if (r == PC_LINE_TOO_LONG) {
 			snprintf(err, errlen, "line from the host exceeds %d bytes", PC_PROTO_MAX_LINE);
 			return -EINVAL;
+		}
+		if (deadline != UINT64_MAX) {
+			uint64_t now = pc_now_ms();
+			struct pollfd p = { .fd = l->fd, .events = POLLIN };
+
+			if (now >= deadline)
+				return -ETIMEDOUT;
+			if (poll(&p, 1, (int)(deadline - now)) == 0)
+				return -ETIMEDOUT;
 		}
 		/* read no more than the line buffer can take, so nothing is dropped */
 		if (room > sizeof(data))
@@ -169,7 +207,7 @@ int link_recv(struct link *l, struct pc_msg *m, char *err, size_t errlen)
 		if (room == 0)
 			room = 1;
 		n = read(l->fd, data, room);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n < 0) {
 			snprintf(err, errlen, "reading from %s: %s", l->peer, strerror(errno));
@@ -178,6 +216,104 @@ int link_recv(struct link *l, struct pc_msg *m, char *err, size_t errlen)
 		if (n == 0)
 			return -EPIPE;
 		pc_linebuf_feed(&l->lb, data, (size_t)n);
+	}
+}
+
+int link_handshake(struct link *l, const struct pc_auth_key *k, json_object *hello, uint32_t timeout_ms,
+		   char *err, size_t errlen)
+{
+	char an[2 * PC_AUTH_NONCE_BYTES + 1], text[PC_PROTO_MAX_LINE + 2], line[PC_PROTO_MAX_LINE + 2];
+	char proof[2 * PC_AUTH_PROOF_BYTES + 1];
+	uint64_t deadline = pc_now_ms() + timeout_ms;
+	size_t tlen = 0, len;
+	int ret;
+
+	memset(&l->s, 0, sizeof(l->s));
+	l->confirmed = 0;
+	pc_auth_nonce(an);
+	json_object_object_add(hello, "nonce", json_object_new_string(an));
+	ret = send_line(l, hello, text, sizeof(text), &tlen);
+	if (ret) {
+		snprintf(err, errlen, "sending hello to %s: %s", l->peer, strerror(-ret));
+		return ret;
+	}
+	for (;;) {
+		uint64_t now = pc_now_ms();
+		const char *mk;
+		struct pc_msg m;
+		json_object *v;
+		char perr[256];
+
+		if (now >= deadline) {
+			snprintf(err, errlen, "no challenge from the host at %s within %u ms", l->peer, timeout_ms);
+			return -ETIMEDOUT;
+		}
+		ret = next_line(l, line, sizeof(line), &len, &mk, (int)(deadline - now), err, errlen);
+		if (ret == -ETIMEDOUT)
+			continue;
+		if (ret == -EPIPE) {
+			snprintf(err, errlen, "the host at %s closed the link before its challenge", l->peer);
+			return ret;
+		}
+		if (ret == -EINVAL)
+			continue;	/* an over-long line: not the challenge */
+		if (ret)
+			return ret;
+		if (pc_msg_parse(mk, len, &m, perr, sizeof(perr))) {
+			pc_debug("before the challenge, ignored a line: %s", perr);
+			continue;
+		}
+		if (m.type != PC_MSG_CHALLENGE || !json_object_object_get_ex(m.obj, "echo", &v) ||
+		    strcasecmp(json_object_get_string(v), an)) {
+			/* on a shared console: another boot's, or someone else's */
+			pc_debug("before the challenge, ignored a '%s' line", pc_msg_type_name(m.type));
+			pc_msg_clear(&m);
+			continue;
+		}
+		json_object_object_get_ex(m.obj, "nonce", &v);
+		if (pc_auth_proof(k, json_object_get_string(v), an, text, tlen, proof) ||
+		    pc_auth_session_init(&l->s, k, json_object_get_string(v), an, 0)) {
+			pc_msg_clear(&m);
+			snprintf(err, errlen, "the host's challenge has bad nonces");
+			return -EINVAL;
+		}
+		pc_msg_clear(&m);
+		break;
+	}
+	{
+		json_object *a = pc_msg_new(PC_MSG_AUTH);
+		int up = l->s.up;
+
+		json_object_object_add(a, "mac", json_object_new_string(proof));
+		l->s.up = 0;	/* the proof itself is not tagged */
+		ret = send_line(l, a, NULL, 0, NULL);
+		l->s.up = up;
+	}
+	if (ret)
+		snprintf(err, errlen, "sending the proof to %s: %s", l->peer, strerror(-ret));
+	return ret;
+}
+
+int link_recv(struct link *l, struct pc_msg *m, char *err, size_t errlen)
+{
+	char line[PC_PROTO_MAX_LINE + 2];
+	size_t len;
+
+	for (;;) {
+		const char *mk;
+		char why[256];
+		int ret = next_line(l, line, sizeof(line), &len, &mk, -1, err, errlen);
+
+		if (ret)
+			return ret;
+		if (pc_auth_open(&l->s, mk, len, why, sizeof(why))) {
+			/* not the host's: a second writer on the console, a replay */
+			l->dropped++;
+			pc_warn("dropped a line from %s: %s: %.80s", l->peer, why, mk);
+			continue;
+		}
+		l->confirmed = 1;
+		return pc_msg_parse(mk, len, m, err, errlen);
 	}
 }
 

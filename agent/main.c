@@ -18,6 +18,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "../common/auth.h"
 #include "../common/crc32c.h"
 #include "../common/proto.h"
 #include "../common/util.h"
@@ -30,6 +31,8 @@ struct opts {
 	const char *connect;
 	const char *console;
 	const char *sysrq;	/* --sysrq PATH: crash requests allowed, written there */
+	const char *key;	/* --key FILE: the campaign's secret (auth.h) */
+	int fresh_boot_id;	/* --fresh-boot-id: this process start is the boot */
 	uint64_t baud;
 	const char *board;
 	uint64_t record_size;
@@ -50,6 +53,7 @@ enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
 	O_SIMRATE, O_SIMCUT, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
+	O_KEY, O_FRESHBOOT,
 };
 
 static const struct option long_opts[] = {
@@ -61,6 +65,8 @@ static const struct option long_opts[] = {
 	{ "console", required_argument, NULL, O_CONSOLE },
 	{ "baud", required_argument, NULL, O_BAUD },
 	{ "sysrq", required_argument, NULL, O_SYSRQ },
+	{ "key", required_argument, NULL, O_KEY },
+	{ "fresh-boot-id", no_argument, NULL, O_FRESHBOOT },
 	{ "board", required_argument, NULL, O_BOARD },
 	{ "record-size", required_argument, NULL, O_RECSZ },
 	{ "seed", required_argument, NULL, O_SEED },
@@ -111,7 +117,11 @@ static const char usage_text[] =
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
 	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
 	"run:      --connect HOST:PORT or --console TTY [--baud N (115200)], --board NAME,\n"
-	"          --boot-delay-ms N, --connect-timeout-ms N (30000)\n"
+	"          --key FILE: the campaign's key (made by powercut run; default $PC_KEY_FILE)\n"
+	"          --boot-delay-ms N, --connect-timeout-ms N (30000: how long to keep trying to\n"
+	"          reach the host and authenticate)\n"
+	"          --fresh-boot-id: a random boot id for this process instead of the kernel's\n"
+	"          (a board simulated by a process, whose power cut is a kill)\n"
 	"          --sysrq PATH: obey the host's crash requests by writing 'b' to PATH\n"
 	"          (/proc/sysrq-trigger on a board: reboot without syncing; refused without it)\n"
 	"scan:     --pattern sequential|random (the position order of the runs; default sequential)\n"
@@ -167,6 +177,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_CONNECT: o->connect = optarg; break;
 		case O_CONSOLE: o->console = optarg; break;
 		case O_SYSRQ: o->sysrq = optarg; break;
+		case O_KEY: o->key = optarg; break;
+		case O_FRESHBOOT: o->fresh_boot_id = 1; break;
 		case O_BAUD:
 			if (pc_parse_u64(optarg, 0, &o->baud) || o->baud > 4000000)
 				return bad_arg("--baud", optarg, "expected a serial rate such as 115200");
@@ -285,6 +297,9 @@ static int emit_stdout(json_object *msg, void *arg)
 
 /* ---- identity ---- */
 
+/* --fresh-boot-id: this process's own boot id (set once, by cmd_run) */
+static char fresh_boot_id[37];
+
 static json_object *identity(struct region *r, const struct writer_io *io)
 {
 	json_object *o = json_object_new_object(), *dev = json_object_new_object(), *q = NULL;
@@ -292,9 +307,13 @@ static json_object *identity(struct region *r, const struct writer_io *io)
 	char boot_id[64] = "unknown";
 
 	uname(&u);
-	pc_read_text("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
+	if (fresh_boot_id[0])
+		pc_strlcpy(boot_id, fresh_boot_id, sizeof(boot_id));
+	else
+		pc_read_text("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
 	json_object_object_add(o, "agent", json_object_new_string(PC_VERSION));
 	json_object_object_add(o, "boot_id", json_object_new_string(boot_id));
+	json_object_object_add(o, "boot_id_source", json_object_new_string(fresh_boot_id[0] ? "process" : "kernel"));
 	json_object_object_add(o, "kernel", json_object_new_string(u.release));
 	json_object_object_add(o, "machine", json_object_new_string(u.machine));
 	json_object_object_add(o, "backend", json_object_new_string(r->dev.ops->name));
@@ -378,34 +397,49 @@ static int cmd_scan(struct opts *o)
 	return 0;
 }
 
-static int hello(struct link *l, struct region *r, const struct writer_io *io, const char *board,
-		 const char *region_err)
+/*
+ * The hello of this boot. Without a usable region (r NULL: the device could
+ * not be opened, or has no valid powercut superblock) it says why in
+ * region_error and carries no geometry: the agent then scans and writes
+ * nothing.
+ */
+static json_object *hello_msg(struct region *r, const struct writer_io *io, const char *board, const char *region_err)
 {
-	json_object *m = pc_msg_new(PC_MSG_HELLO), *id = identity(r, io);
+	json_object *m = pc_msg_new(PC_MSG_HELLO), *id;
 
 	json_object_object_add(m, "board", json_object_new_string(board));
-	json_object_object_foreach(id, k, v)
-		json_object_object_add(m, k, json_object_get(v));
-	json_object_put(id);
-	json_object_object_add(m, "superblock", region_sb_state(r));
+	if (r) {
+		id = identity(r, io);
+		json_object_object_foreach(id, k, v)
+			json_object_object_add(m, k, json_object_get(v));
+		json_object_put(id);
+		json_object_object_add(m, "superblock", region_sb_state(r));
+	} else {
+		struct utsname u;
+		char boot_id[64] = "unknown";
+		json_object *q = json_object_new_object();
+
+		uname(&u);
+		if (fresh_boot_id[0])
+			pc_strlcpy(boot_id, fresh_boot_id, sizeof(boot_id));
+		else
+			pc_read_text("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
+		json_object_object_add(m, "agent", json_object_new_string(PC_VERSION));
+		json_object_object_add(m, "boot_id", json_object_new_string(boot_id));
+		json_object_object_add(m, "boot_id_source", json_object_new_string(fresh_boot_id[0] ? "process" : "kernel"));
+		json_object_object_add(m, "kernel", json_object_new_string(u.release));
+		json_object_object_add(m, "machine", json_object_new_string(u.machine));
+		json_object_object_add(m, "backend", json_object_new_string("none"));
+		json_object_object_add(m, "device", json_object_new_object());
+		json_object_object_add(q, "fua", json_object_new_int(-1));
+		json_object_object_add(q, "write_cache", json_object_new_string("unknown"));
+		json_object_object_add(m, "queue", q);
+	}
 	if (region_err) {
 		json_object_object_del(m, "region");
 		json_object_object_add(m, "region_error", json_object_new_string(region_err));
 	}
-	return link_send(l, m);
-}
-
-static int open_link(struct opts *o, struct link *l, char *err, size_t errlen)
-{
-	int ret;
-
-	if (!o->console)
-		return link_connect(l, o->connect, (uint32_t)o->connect_timeout_ms, err, errlen);
-	ret = link_open_serial(l, o->console, (uint32_t)o->baud, err, errlen);
-	/* on a board, the agent's own messages belong on the console too */
-	if (ret == 0)
-		dup2(l->fd, STDERR_FILENO);
-	return ret;
+	return m;
 }
 
 /*
@@ -420,7 +454,7 @@ static int crash(struct opts *o, struct region *r, struct link *l)
 		link_send(l, pc_msg_error("crash refused: this agent was not started with --sysrq"));
 		return -EPERM;
 	}
-	if (r->dev.ops->host_reset)
+	if (r && r->dev.ops->host_reset)
 		r->dev.ops->host_reset(&r->dev);
 	if (!strcmp(o->sysrq, "/proc/sysrq-trigger")) {
 		/* the kernel may restrict sysrq; 1 allows every function */
@@ -445,19 +479,117 @@ static int crash(struct opts *o, struct region *r, struct link *l)
 		pause();	/* the reboot ends us */
 }
 
+/* How long one connection may wait for the host's challenge before the agent
+ * starts over (a new connection, or a new hello on the console). */
+#define CHALLENGE_WAIT_MS 5000
+
+/* One authenticated session: the host's requests until it hangs up. */
+static int serve(struct opts *o, struct region *r, struct writer_io *io, struct link *l, int have_region)
+{
+	char err[1024] = "";
+	int ret;
+
+	for (;;) {
+		struct pc_msg m;
+		struct scan_stats st;
+		struct writer_result res;
+
+		ret = link_recv(l, &m, err, sizeof(err));
+		if (ret == -EPIPE)
+			return 0;	/* the host hung up: the cycle is over */
+		if (ret) {
+			pc_err("bad message from the host: %s", err);
+			link_send(l, pc_msg_error("agent cannot use host message: %s", err));
+			return ret;
+		}
+		pc_debug("host asks: %s", pc_msg_type_name(m.type));
+		if (!have_region && (m.type == PC_MSG_VERIFY || m.type == PC_MSG_WORK)) {
+			/* never adopt a geometry: no superblock of our own, no I/O */
+			link_send(l, pc_msg_error("no usable powercut region on %s: refusing to %s", o->ro.spec,
+						  m.type == PC_MSG_WORK ? "write" : "scan"));
+			pc_msg_clear(&m);
+			return -EPERM;
+		}
+		switch (m.type) {
+		case PC_MSG_CRASH:
+			ret = crash(o, have_region ? r : NULL, l);
+			break;
+		case PC_MSG_VERIFY:
+			ret = region_scan(r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
+					  m.u.verify.nranges, emit_link, l, &st);
+			if (ret == -ERANGE) {
+				link_send(l, pc_msg_error("verify asks for positions past the region's %u slots",
+							  r->g.nslots));
+			} else if (ret) {
+				link_send(l, pc_msg_error("scan of %s failed: %s", r->path, strerror(-ret)));
+			} else {
+				pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %" PRIu64 " ms",
+					 st.slots, st.anomalies, st.raw_sent, st.ms);
+			}
+			break;
+		case PC_MSG_WORK:
+			err[0] = 0;
+			memset(&res, 0, sizeof(res));
+			ret = writer_run(r, io, &m.u.work, emit_link, l, &res, err, sizeof(err));
+			if (ret == 0) {
+				json_object *d = pc_msg_new(PC_MSG_DONE);
+				json_object_object_add(d, "records", json_object_new_int64((int64_t)res.records));
+				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
+				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
+				json_object_object_add(d, "io", json_object_new_string(
+					!io->aio ? "pwritev2" : strcmp(r->dev.ops->name, "sim") ? "io_uring" : "sim"));
+				ret = link_send(l, d);
+			} else if (res.write_errno > 0 && res.write_errno < 4096 && res.write_seq) {
+				/* the device refused a write: a finding, and nothing more is written */
+				json_object *e = pc_msg_error("%s", err), *we = json_object_new_object();
+				pc_err("%s", err);
+				json_object_object_add(we, "errno", json_object_new_int(res.write_errno));
+				json_object_object_add(we, "lba", json_object_new_uint64(res.write_lba));
+				json_object_object_add(we, "seq", json_object_new_uint64(res.write_seq));
+				json_object_object_add(we, "mode", json_object_new_string(pc_mode_name(m.u.work.mode)));
+				json_object_object_add(e, "write_error", we);
+				link_send(l, e);
+			} else {
+				pc_err("%s", err);
+				link_send(l, pc_msg_error("%s", err));
+			}
+			break;
+		default:
+			link_send(l, pc_msg_error("agent does not accept '%s' messages", pc_msg_type_name(m.type)));
+			ret = -EINVAL;
+		}
+		pc_msg_clear(&m);
+		if (ret)
+			return ret;
+	}
+}
+
 static int cmd_run(struct opts *o)
 {
 	struct region r;
 	struct writer_io io;
+	struct pc_auth_key key;
 	struct link l = { .fd = -1 };
 	char err[1024] = "";
 	char *region_err = NULL;
-	int ret, rc = 1;
+	const char *keyfile = o->key ? o->key : getenv("PC_KEY_FILE");
+	uint64_t deadline;
+	int ret, rc = 1, have_region = 0;
 
 	if ((!o->connect == !o->console) || !o->board) {
 		pc_err("run needs --board NAME and one of --connect HOST:PORT or --console TTY");
 		return 2;
 	}
+	if (!keyfile || !keyfile[0]) {
+		pc_err("run needs --key FILE: the campaign's key (powercut run creates it; see docs/protocol.md)");
+		return 2;
+	}
+	if (pc_auth_key_load(keyfile, &key, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	if (o->fresh_boot_id)
+		pc_auth_uuid(fresh_boot_id);
 	/* the sim's program times are short sleeps: keep the kernel's timer
 	 * slack from stretching them tenfold */
 	prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -470,108 +602,58 @@ static int cmd_run(struct opts *o)
 		pc_err("%s: not starting", err);
 		return 1;
 	}
-	if (ret == -ENOENT) {
-		/* both superblocks are gone: the host may know the geometry */
-		pc_warn("%s", err);
-		char why[2][160];
-
+	if (ret) {
+		/* no region we may use (no valid superblock of our own, a mounted or
+		 * foreign device): say why to the host, authenticated, and do nothing */
+		pc_err("%s", err);
 		region_err = strdup(err);
-		memcpy(why, r.sb_why, sizeof(why));
-		ret = region_open_raw(&r, &o->ro, 1, err, sizeof(err));
-		memcpy(r.sb_why, why, sizeof(why));
+	} else {
+		have_region = 1;
+		writer_probe(&r, &io);
 	}
-	if (ret) {
-		/* tell the host why, so it does not wait for a boot timeout */
-		pc_err("%s", err);
-		if (open_link(o, &l, err + 512, 512) == 0) {
-			link_send(&l, pc_msg_error("board %s: %s", o->board, err));
-			link_close(&l);
-		}
-		return 1;
-	}
-	writer_probe(&r, &io);
-	ret = open_link(o, &l, err, sizeof(err));
-	if (ret) {
-		pc_err("%s", err);
-		goto out;
-	}
-	ret = hello(&l, &r, &io, o->board, region_err);
-	while (ret == 0) {
-		struct pc_msg m;
-		struct scan_stats st;
-		struct writer_result res;
+	/* reach the host and authenticate; start over when the host drops the
+	 * link before it has spoken (a full queue, a restart) */
+	deadline = pc_now_ms() + o->connect_timeout_ms;
+	for (;;) {
+		uint64_t now = pc_now_ms();
+		uint32_t left = now < deadline ? (uint32_t)(deadline - now) : 0;
 
-		ret = link_recv(&l, &m, err, sizeof(err));
-		if (ret == -EPIPE) {
-			rc = 0;	/* the host hung up: the cycle is over */
-			break;
-		}
+		ret = o->console ? link_open_serial(&l, o->console, (uint32_t)o->baud, err, sizeof(err))
+				 : link_connect(&l, o->connect, left, err, sizeof(err));
 		if (ret) {
-			pc_err("bad message from the host: %s", err);
-			link_send(&l, pc_msg_error("agent cannot use host message: %s", err));
-			break;
+			pc_err("%s", err);
+			goto out;
 		}
-		if (!r.have_geom && m.type == PC_MSG_VERIFY) {
-			json_object *g;
-			err[0] = 0;
-			if (!json_object_object_get_ex(m.obj, "region", &g) || region_adopt(&r, g, err, sizeof(err))) {
-				link_send(&l, pc_msg_error("%s; the host sent %s", region_err,
-							   err[0] ? err : "no geometry to scan it with"));
-				pc_msg_clear(&m);
+		if (o->console)
+			dup2(l.fd, STDERR_FILENO);	/* the agent's own messages belong on the console */
+		ret = link_handshake(&l, &key, hello_msg(have_region ? &r : NULL, &io, o->board, region_err),
+				     left < CHALLENGE_WAIT_MS ? (left ? left : 1) : CHALLENGE_WAIT_MS, err, sizeof(err));
+		if (ret == 0) {
+			ret = serve(o, &r, &io, &l, have_region);
+			if (ret == 0 && !l.confirmed) {
+				ret = -EPIPE;
+				snprintf(err, sizeof(err), "the host closed the link without an authenticated word "
+					 "(is --key the campaign's key?)");
+			} else {
+				if (ret == 0)
+					rc = have_region ? 0 : 1;
 				break;
 			}
-			pc_warn("scanning with the geometry the host remembers");
 		}
-		if (!r.have_geom && m.type == PC_MSG_WORK) {
-			link_send(&l, pc_msg_error("%s; refusing to write without a geometry", region_err));
-			pc_msg_clear(&m);
-			break;
+		link_close(&l);
+		if (pc_now_ms() >= deadline) {
+			pc_err("%s; gave up after %" PRIu64 " ms", err, o->connect_timeout_ms);
+			goto out;
 		}
-		pc_debug("host asks: %s", pc_msg_type_name(m.type));
-		switch (m.type) {
-		case PC_MSG_CRASH:
-			ret = crash(o, &r, &l);
-			break;
-		case PC_MSG_VERIFY:
-			ret = region_scan(&r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
-					  m.u.verify.nranges, emit_link, &l, &st);
-			if (ret == -ERANGE) {
-				link_send(&l, pc_msg_error("verify asks for positions past the region's %u slots",
-							   r.g.nslots));
-			} else if (ret) {
-				link_send(&l, pc_msg_error("scan of %s failed: %s", r.path, strerror(-ret)));
-			} else {
-				pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %" PRIu64 " ms",
-					 st.slots, st.anomalies, st.raw_sent, st.ms);
-			}
-			break;
-		case PC_MSG_WORK:
-			err[0] = 0;
-			ret = writer_run(&r, &io, &m.u.work, emit_link, &l, &res, err, sizeof(err));
-			if (ret == 0) {
-				json_object *d = pc_msg_new(PC_MSG_DONE);
-				json_object_object_add(d, "records", json_object_new_int64((int64_t)res.records));
-				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
-				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
-				json_object_object_add(d, "io", json_object_new_string(
-					!io.aio ? "pwritev2" : strcmp(r.dev.ops->name, "sim") ? "io_uring" : "sim"));
-				ret = link_send(&l, d);
-			} else {
-				pc_err("%s", err);
-				link_send(&l, pc_msg_error("%s", err));
-			}
-			break;
-		default:
-			link_send(&l, pc_msg_error("agent does not accept '%s' messages",
-						   pc_msg_type_name(m.type)));
-			ret = -EINVAL;
-		}
-		pc_msg_clear(&m);
+		pc_info("%s; trying again", err);
+		pc_sleep_us(100000);
 	}
 out:
+	explicit_bzero(&key, sizeof(key));
 	free(region_err);
 	link_close(&l);
-	region_close(&r);
+	if (have_region)
+		region_close(&r);
 	return rc;
 }
 
