@@ -1437,9 +1437,14 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 	uint64_t cycle, t = 0;
 	struct board *b;
 
-	if (!json_object_is_type(ev, json_type_object) ||
-	    pc_json_str(ev, "ev", &kind, err, errlen) || pc_json_str(ev, "board", &board, err, errlen) ||
-	    pc_json_u64(ev, "cycle", UINT32_MAX, &cycle, err, errlen))
+	if (!json_object_is_type(ev, json_type_object) || pc_json_str(ev, "ev", &kind, err, errlen))
+		return -EINVAL;
+	/* what the authenticated link refused (a connection or line that could
+	 * not prove it came from the board's agent) is on record but never part
+	 * of a verdict; such an event may name no board */
+	if (!strcmp(kind, "link_reject"))
+		return 0;
+	if (pc_json_str(ev, "board", &board, err, errlen) || pc_json_u64(ev, "cycle", UINT32_MAX, &cycle, err, errlen))
 		return -EINVAL;
 	if (json_object_object_get_ex(ev, "t", &v))
 		t = (uint64_t)json_object_get_int64(v);
