@@ -75,6 +75,10 @@ struct dev {
 	char dsync_how[160];
 	/* how relwr is done here, or why it cannot be */
 	char relwr_how[256];
+	/* The only bytes any write may touch, [wlo, whi) on the device: open
+	 * sets the whole device, region.c narrows it to the region. Every write
+	 * hook checks it with dev_write_check() right before the write goes out. */
+	uint64_t wlo, whi;
 	void *priv;		/* backend state */
 };
 
@@ -83,5 +87,16 @@ extern const struct dev_ops dev_sim_ops;
 
 /* Pick the backend for a device spec: "sim:PATH" gives sim, anything else posix. */
 const struct dev_ops *dev_ops_for(const char *spec, const char **path);
+
+/*
+ * The one bounds check of every write (pwrite, pwritev2, io_uring, raw MMC,
+ * sim): 0 when [off, off + len) lies inside [d->wlo, d->whi), else -ERANGE
+ * with d->err naming the device, the write (what) and the bound. A write it
+ * refuses is never issued.
+ */
+int dev_write_check(struct dev *d, const char *what, uint64_t off, size_t len);
+/* Narrow the write window to [lo, hi); -ERANGE if that is not inside the
+ * current window (it can only shrink). */
+int dev_write_window(struct dev *d, uint64_t lo, uint64_t hi);
 
 #endif

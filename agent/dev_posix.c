@@ -82,9 +82,12 @@ static int posix_open_fail(struct dev *d, int for_write, int e)
 	case EBUSY:
 		return posix_fail(d, -EBUSY, "%s: the kernel refused an exclusive open (EBUSY): something holds "
 				  "it (a mount, swap, dm/LVM/RAID); release it first", d->o.path);
+	case EROFS:
+		return posix_fail(d, -EROFS, "%s is read-only (EROFS): a read-only loop device (losetup -r), a "
+				  "write-protected card or `blockdev --setro`; the agent cannot write to it: make it "
+				  "writable (blockdev --setrw %s) or choose another device", d->o.path, d->o.path);
 	case EACCES:
 	case EPERM:
-	case EROFS:
 		return posix_fail(d, -e, "cannot open %s for %s: %s; run the agent as root or fix the permissions",
 				  d->o.path, for_write ? "writing" : "reading", strerror(e));
 	default:
@@ -142,6 +145,22 @@ static int posix_open(struct dev *d, int for_write)
 		ret = posix_fail(d, -errno, "%s: BLKGETSIZE64: %s", d->o.path, strerror(errno));
 		goto err_close;
 	}
+	/* Recent kernels open a read-only block device O_RDWR and fail each
+	 * write with EPERM: say so now, not at the first record. */
+	if (for_write && d->is_blockdev) {
+		int ro = 0;
+
+		if (ioctl(d->fd, BLKROGET, &ro) != 0) {
+			ret = posix_fail(d, -errno, "%s: BLKROGET: %s", d->o.path, strerror(errno));
+			goto err_close;
+		}
+		if (ro) {
+			ret = posix_open_fail(d, for_write, EROFS);
+			goto err_close;
+		}
+	}
+	d->wlo = 0;
+	d->whi = d->size;
 	d->priv = calloc(1, sizeof(struct posix_priv));
 	if (!d->priv) {
 		ret = posix_fail(d, -ENOMEM, "%s: out of memory", d->o.path);
@@ -154,7 +173,8 @@ static int posix_open(struct dev *d, int for_write)
 	if (for_write) {
 		struct iovec iov = { 0 };
 		/* pwritev2 flags need Linux 4.7; qemu-user has no pwritev2 at all.
-		 * An O_DSYNC descriptor makes the kernel do exactly the same. */
+		 * An O_DSYNC descriptor makes the kernel do exactly the same. (The
+		 * probe writes zero bytes: it touches nothing, window or not.) */
 		if (pwritev2(d->fd, &iov, 1, 0, RWF_DSYNC) < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) {
 			int e = errno;
 			struct posix_priv *p = d->priv;
@@ -233,6 +253,9 @@ static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len,
 
 	if (wflags & ~DEV_W_DSYNC)
 		return posix_fail(d, -EINVAL, "%s: unknown write flags 0x%x", d->o.path, wflags);
+	ret = dev_write_check(d, wflags ? "dsync write" : "write", off, len);
+	if (ret)
+		return ret;
 	if ((wflags & DEV_W_DSYNC) && ((struct posix_priv *)d->priv)->dsync_fd >= 0)
 		ret = pc_pwrite_all(((struct posix_priv *)d->priv)->dsync_fd, buf, len, (off_t)off);
 	else if (wflags & DEV_W_DSYNC)
@@ -245,8 +268,10 @@ static int posix_write(struct dev *d, uint64_t off, const void *buf, size_t len,
 static int posix_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, int reliable)
 {
 	struct posix_priv *p = d->priv;
-	int ret;
+	int ret = dev_write_check(d, reliable ? "raw reliable write" : "raw write", off, len);
 
+	if (ret)
+		return ret;
 	if (!p->mmc) {
 		ret = mmc_relwr_open(d->o.path, &p->mmc, d->err, sizeof(d->err));
 		if (ret)
@@ -303,6 +328,9 @@ static int posix_aio_submit(struct dev *d, struct dev_io *io)
 	if (p->inflight >= p->qd)
 		return posix_fail(d, -EBUSY, "%s: %u writes in flight, queue depth %u: reap first", d->o.path,
 				  p->inflight, p->qd);
+	ret = dev_write_check(d, io->wflags ? "async dsync write" : "async write", io->off, io->len);
+	if (ret)
+		return ret;
 	sqe = io_uring_get_sqe(&p->ring);
 	if (!sqe)
 		return posix_fail(d, -EBUSY, "%s: io_uring submission queue full", d->o.path);

@@ -57,6 +57,8 @@ static int sim_open(struct dev *d, int for_write)
 	}
 	d->priv = s;
 	d->size = sim_emmc_sectors(s->e) * PC_SECTOR;
+	d->wlo = 0;
+	d->whi = d->size;
 	snprintf(d->dsync_how, sizeof(d->dsync_how), "reliable write, then FLUSH_CACHE (as the kernel does for pwritev2 RWF_DSYNC)");
 	snprintf(d->relwr_how, sizeof(d->relwr_how), "sim reliable write (relwr-off: a plain cached write)");
 	return 0;
@@ -87,6 +89,14 @@ static int sim_range(struct dev *d, const char *what, uint64_t off, size_t len, 
 	return 0;
 }
 
+/* Every write of the sim goes through here: the range, then the write window. */
+static int sim_write_range(struct dev *d, const char *what, uint64_t off, size_t len, uint32_t *nsect)
+{
+	int ret = dev_write_check(d, what, off, len);
+
+	return ret ? ret : sim_range(d, what, off, len, nsect);
+}
+
 static int sim_fail(struct dev *d, const char *what, uint64_t off, int ret)
 {
 	snprintf(d->err, sizeof(d->err), "sim media %s: %s at %" PRIu64 " failed: %s", d->o.path, what,
@@ -110,7 +120,7 @@ static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, u
 {
 	struct dev_sim *s = d->priv;
 	uint32_t n;
-	int ret = sim_range(d, "write", off, len, &n);
+	int ret = sim_write_range(d, "write", off, len, &n);
 
 	if (ret)
 		return ret;
@@ -133,7 +143,7 @@ static int sim_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, i
 {
 	struct dev_sim *s = d->priv;
 	uint32_t n;
-	int ret = sim_range(d, "relwr", off, len, &n);
+	int ret = sim_write_range(d, "relwr", off, len, &n);
 
 	if (ret)
 		return ret;
@@ -187,7 +197,7 @@ static int sim_aio_submit(struct dev *d, struct dev_io *io)
 			 "reap first", d->o.path, s->ndone, s->qd);
 		return -EBUSY;
 	}
-	ret = sim_range(d, "write", io->off, io->len, &n);
+	ret = sim_write_range(d, "async write", io->off, io->len, &n);
 	if (ret)
 		return ret;
 	/* like io_uring, a failed write is reported by its completion */

@@ -60,6 +60,7 @@ int mmc_relwr_encode(struct mmc_relwr_cmd cmds[2], uint64_t block, uint32_t nblo
 struct mmc_relwr {
 	int fd;			/* the whole card */
 	uint64_t start;		/* the partition's first block on the card */
+	uint64_t nblocks;	/* the partition's (or card's) size: no raw write crosses it */
 	int byte_addressed;
 	char card[64];
 };
@@ -104,6 +105,15 @@ int mmc_relwr_open(const char *path, struct mmc_relwr **out, char *err, size_t e
 			free(m);
 			return -EIO;
 		}
+		snprintf(file, sizeof(file), "%s/size", pdir);
+	} else {
+		snprintf(file, sizeof(file), "%s/size", dir);
+	}
+	/* a raw write addresses the whole card: the partition's end is its bound */
+	if (pc_read_text(file, text, sizeof(text)) || pc_parse_u64(text, 0, &m->nblocks) || !m->nblocks) {
+		snprintf(err, errlen, "%s: cannot read the device's size from %s", path, file);
+		free(m);
+		return -EIO;
 	}
 	snprintf(file, sizeof(file), "%s/size", dir);
 	if (!pc_read_text(file, text, sizeof(text)))
@@ -144,8 +154,12 @@ int mmc_relwr_write(struct mmc_relwr *m, uint64_t off, const void *buf, size_t l
 	} mc;
 	int ret;
 
-	if (off % 512 || len % 512 ||
-	    mmc_relwr_encode(c, m->start + off / 512, (uint32_t)(len / 512), buf, reliable, m->byte_addressed)) {
+	if (off % 512 || len % 512 || off / 512 > m->nblocks || len / 512 > m->nblocks - off / 512) {
+		snprintf(err, errlen, "%s: refused a raw write of %zu bytes at offset %" PRIu64 ": past the end "
+			 "of the %" PRIu64 "-block device it was opened for", m->card, len, off, m->nblocks);
+		return -ERANGE;
+	}
+	if (mmc_relwr_encode(c, m->start + off / 512, (uint32_t)(len / 512), buf, reliable, m->byte_addressed)) {
 		snprintf(err, errlen, "%s: cannot encode a raw write of %zu bytes at %" PRIu64, m->card, len, off);
 		return -EINVAL;
 	}

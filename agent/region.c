@@ -70,6 +70,11 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 		goto fail;
 	}
 	r->off = o->offset;
+	/* the outer bound of every write: the range the user gave, or the device */
+	if (dev_write_window(&r->dev, r->off, o->length ? r->off + o->length : r->dev.size)) {
+		snprintf(err, errlen, "%s", r->dev.err);
+		goto fail;
+	}
 	return 0;
 fail:
 	r->dev.ops->close(&r->dev);
@@ -77,102 +82,110 @@ fail:
 	return -EINVAL;
 }
 
-static int read_sb(struct region *r, uint64_t lba, struct pc_geom *g, char *why, size_t whylen)
+/* The offset 12 of a superblock: which copy it is (A 0, B 1). */
+#define SB_OFF_COPY 12
+
+/*
+ * Read and check superblock copy c at byte `at` of the region: valid, the
+ * copy it claims to be, a region that fits in `bound` bytes (the user's
+ * --length, or to the device's end), and for copy B sitting where its own
+ * geometry puts it. 0 and *g, or -errno with why set.
+ */
+static int sb_check(struct region *r, int c, uint64_t at, uint64_t bound, struct pc_geom *g,
+		    char *why, size_t whylen)
 {
-	uint8_t *b = abuf(ALIGN);
+	uint8_t *b;
 	int ret;
 
-	if (!b)
+	if (at > bound || bound - at < ALIGN) {
+		snprintf(why, whylen, "not found (the region's %" PRIu64 " bytes leave no room for it)", bound);
+		return -ENOENT;
+	}
+	b = abuf(ALIGN);
+	if (!b) {
+		snprintf(why, whylen, "out of memory");
 		return -ENOMEM;
-	ret = r->dev.ops->read(&r->dev, r->off + lba * PC_SECTOR, b, ALIGN);
+	}
+	ret = r->dev.ops->read(&r->dev, r->off + at, b, ALIGN);
+	if (ret) {
+		snprintf(why, whylen, "read at %" PRIu64 " failed: %s", r->off + at, strerror(-ret));
+		goto out;
+	}
+	ret = pc_sb_decode(b, g, why, whylen);
 	if (ret)
-		snprintf(why, whylen, "read failed: %s", strerror(-ret));
+		goto out;
+	ret = -EINVAL;
+	if (pc_get32(b + SB_OFF_COPY) != (uint32_t)c)
+		snprintf(why, whylen, "copy %c found where copy %c belongs", pc_get32(b + SB_OFF_COPY) ? 'B' : 'A',
+			 c ? 'B' : 'A');
+	else if (g->region_bytes > bound)
+		snprintf(why, whylen, "claims a %" PRIu64 "-byte region, past the %" PRIu64 " bytes it may span "
+			 "(--length, or the device's end)", g->region_bytes, bound);
+	else if (c == 1 && pc_sb_lba(g, 1) * PC_SECTOR != at)
+		snprintf(why, whylen, "belongs at %" PRIu64 " by its own geometry, found at %" PRIu64,
+			 pc_sb_lba(g, 1) * PC_SECTOR, at);
 	else
-		ret = pc_sb_decode(b, g, why, whylen);
+		ret = 0;
+out:
 	free(b);
 	return ret;
+}
+
+static int geom_same(const struct pc_geom *a, const struct pc_geom *b)
+{
+	return !memcmp(a->uuid, b->uuid, 16) && a->region_bytes == b->region_bytes &&
+	       a->record_size == b->record_size && a->nslots == b->nslots && a->seed == b->seed;
 }
 
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
 {
 	struct pc_geom ga, gb;
-	char why_a[160] = "", why_b[160] = "";
-	uint64_t len;
+	uint64_t bound, at_b;
 	int ret;
 
 	ret = dev_setup(r, o, for_write, err, errlen);
 	if (ret)
 		return ret;
-	len = o->length ? o->length : r->dev.size - r->off;
-	len -= len % ALIGN;
-	r->sb_ok[0] = read_sb(r, 0, &ga, why_a, sizeof(why_a)) == 0;
-	pc_strlcpy(r->sb_why[0], why_a, sizeof(r->sb_why[0]));
-	if (r->sb_ok[0])
-		len = ga.region_bytes;	/* copy B sits where copy A says the region ends */
-	if (len >= 2 * ALIGN && r->off + len <= r->dev.size)
-		r->sb_ok[1] = read_sb(r, len / PC_SECTOR - PC_SB_RESERVE_SECT, &gb, why_b, sizeof(why_b)) == 0;
-	pc_strlcpy(r->sb_why[1], r->sb_ok[1] ? "" : why_b[0] ? why_b : "not found", sizeof(r->sb_why[1]));
+	bound = o->length ? o->length : r->dev.size - r->off;
+	/* Both copies are checked on their own. B is looked for where a valid A
+	 * says the region ends, else where the region's bound ends (prepare
+	 * rounds that down to 4096). */
+	r->sb_ok[0] = sb_check(r, 0, 0, bound, &ga, r->sb_why[0], sizeof(r->sb_why[0])) == 0;
+	at_b = (r->sb_ok[0] ? ga.region_bytes : bound - bound % ALIGN);
+	at_b = at_b >= ALIGN ? at_b - ALIGN : 0;
+	r->sb_ok[1] = sb_check(r, 1, at_b, bound, &gb, r->sb_why[1], sizeof(r->sb_why[1])) == 0;
+	for (int c = 0; c < 2; c++)
+		if (r->sb_ok[c])
+			r->sb_why[c][0] = '\0';
 	if (!r->sb_ok[0] && !r->sb_ok[1]) {
 		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
 			 " (superblock A: %s; superblock B: %s); run 'powercut-agent prepare' first",
-			 r->path, r->off, why_a, why_b[0] ? why_b : "not found");
+			 r->path, r->off, r->sb_why[0], r->sb_why[1]);
 		ret = -ENOENT;
 		goto fail;
 	}
-	if (r->sb_ok[0] && r->sb_ok[1] && (memcmp(ga.uuid, gb.uuid, 16) || ga.region_bytes != gb.region_bytes ||
-					   ga.record_size != gb.record_size || ga.seed != gb.seed)) {
+	if (r->sb_ok[0] && r->sb_ok[1] && !geom_same(&ga, &gb)) {
 		snprintf(err, errlen, "%s: the two superblock copies disagree; re-prepare the region", r->path);
 		ret = -EINVAL;
 		goto fail;
 	}
 	r->g = r->sb_ok[0] ? ga : gb;
-	r->have_geom = 1;
-	if (o->length && o->length != r->g.region_bytes) {
+	if (o->length && o->length - o->length % ALIGN != r->g.region_bytes) {
 		snprintf(err, errlen, "%s: region length %" PRIu64 " given, but the superblock says %" PRIu64,
 			 r->path, o->length, r->g.region_bytes);
 		ret = -EINVAL;
 		goto fail;
 	}
-	if (r->off + r->g.region_bytes > r->dev.size) {
-		snprintf(err, errlen, "%s: the region's superblock claims %" PRIu64 " bytes, past the device's end",
-			 r->path, r->g.region_bytes);
-		ret = -EINVAL;
+	/* from here on nothing may be written outside the region itself */
+	ret = dev_write_window(&r->dev, r->off, r->off + r->g.region_bytes);
+	if (ret) {
+		snprintf(err, errlen, "%s", r->dev.err);
 		goto fail;
 	}
 	return 0;
 fail:
 	region_close(r);
 	return ret;
-}
-
-int region_open_raw(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
-{
-	return dev_setup(r, o, for_write, err, errlen);
-}
-
-int region_adopt(struct region *r, json_object *region, char *err, size_t errlen)
-{
-	struct pc_geom g;
-	uint64_t bytes, rs, seed;
-	const char *uuid;
-
-	if (pc_json_str(region, "uuid", &uuid, err, errlen) ||
-	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, err, errlen) ||
-	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, err, errlen) ||
-	    pc_json_u64(region, "seed", UINT64_MAX, &seed, err, errlen) ||
-	    pc_geom_init(&g, bytes, (uint32_t)rs, seed, err, errlen) || pc_uuid_parse(uuid, g.uuid)) {
-		if (!err[0])
-			snprintf(err, errlen, "the host's region geometry is not valid");
-		return -EINVAL;
-	}
-	if (r->off + g.region_bytes > r->dev.size) {
-		snprintf(err, errlen, "%s: the host's region (%" PRIu64 " bytes at %" PRIu64 ") lies past the "
-			 "device's end", r->path, g.region_bytes, r->off);
-		return -EINVAL;
-	}
-	r->g = g;
-	r->have_geom = 1;
-	return 0;
 }
 
 json_object *region_sb_state(const struct region *r)
@@ -238,6 +251,11 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 	ret = pc_geom_init(&r.g, len, record_size, seed, err, errlen);
 	if (ret)
 		goto out;
+	ret = dev_write_window(&r.dev, r.off, r.off + len);
+	if (ret) {
+		snprintf(err, errlen, "%s", r.dev.err);
+		goto out;
+	}
 	pc_uuid_generate(r.g.uuid);
 	r.g.created = (uint64_t)time(NULL);
 	per = SCAN_CHUNK / record_size ? SCAN_CHUNK / record_size : 1;

@@ -1,9 +1,12 @@
 /*
  * region.h - a prepared powercut region on a device: claim, open, read, write, scan.
  *
- * The region is the only part of the device the agent ever writes. Every
- * write goes through region_write*(), which refuses anything outside the
- * slots; the superblocks are written only by region_prepare().
+ * The region is the only part of the device the agent ever writes: opening
+ * it narrows the device's write window (dev.h) to [offset, offset + length),
+ * the range the user gave, then to the region its superblock describes, and
+ * every backend checks each write against that window right before issuing
+ * it. region_write() also refuses anything outside the slots; the
+ * superblocks are written only by region_prepare().
  */
 #ifndef PC_AGENT_REGION_H
 #define PC_AGENT_REGION_H
@@ -30,29 +33,24 @@ struct region {
 	char path[4096];	/* resolved device path */
 	uint64_t off;		/* region start on the device, bytes */
 	struct pc_geom g;
-	int sb_ok[2];		/* which superblock copies were readable and agreed */
-	char sb_why[2][160];	/* why a copy is not */
-	int have_geom;		/* g is known (from a superblock, or given by the host) */
+	int sb_ok[2];		/* which superblock copies are valid (A, B) */
+	char sb_why[2][160];	/* why a copy is not ("" when it is) */
 };
 
 /*
- * Open the device and the region on it and read its superblock (either copy
- * will do; a damaged copy is reported in sb_ok). Refuses a device or range
- * without a matching superblock. 0 or -errno with err naming the device.
+ * Open the device and the region on it and check both superblock copies:
+ * each must be valid, say which copy it is, fit the range the user gave
+ * (--offset/--length, or to the device's end) and, for B, sit where its own
+ * geometry puts it. A valid copy is used (both valid: they must agree); why
+ * each copy is not valid stays in sb_why. The geometry comes only from the
+ * device, never from the host. 0 or -errno with err naming the device:
+ * -ENOENT no valid superblock, -EROFS a read-only device opened for write,
+ * -EBUSY mounted or in use, -ENODEV no such device (sim: bricked).
  * Close with region_close().
  */
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen);
 void region_close(struct region *r);
 
-/*
- * Open the device only, for a region whose superblocks are both gone: the
- * geometry must then come from the host (region_adopt) before anything is
- * scanned or written. 0 or -errno with err naming the device.
- */
-int region_open_raw(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen);
-/* Take the geometry the host remembers ({uuid, bytes, record_size, slots,
- * seed}); refuses one that does not fit the device. */
-int region_adopt(struct region *r, json_object *region, char *err, size_t errlen);
 /* The state of both superblock copies, for HELLO: {"a": "ok" | why, "b": ...}. */
 json_object *region_sb_state(const struct region *r);
 

@@ -1,7 +1,9 @@
 /*
  * test_posix.c - the posix device backend against real files (and, as root,
  * a real loop device with a GPT partition), the mount/swap refusals against
- * crafted /proc files, EXT_CSD parsing, backend choice and tag resolution.
+ * crafted /proc files, EXT_CSD parsing, backend choice and tag resolution;
+ * the write window every write hook of both backends checks, and the
+ * region's superblock validation and bounds on files.
  */
 #include "suites.h"
 
@@ -20,6 +22,7 @@
 #include "../../common/util.h"
 #include "../../agent/blockdev.h"
 #include "../../agent/dev.h"
+#include "../../agent/region.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 #define BLK 4096u
@@ -307,6 +310,264 @@ static void test_aio_misuse(void)
 	(void)done;
 #endif
 	d.ops->close(&d);
+}
+
+/* ---- the write window: every write hook refuses what lies outside ---- */
+
+#define WIN_LO (64u * 1024)
+#define WIN_HI (128u * 1024)
+
+/* Each write hook, at each place outside [WIN_LO, WIN_HI): -ERANGE, never issued. */
+static void window_refusals(struct dev *d, uint8_t *w, int have_aio)
+{
+	static const struct {
+		uint64_t off;
+		size_t len;
+	} out[] = {
+		{ 0, BLK },			/* before */
+		{ WIN_LO - BLK, 2 * BLK },	/* straddles the start */
+		{ WIN_HI - BLK, 2 * BLK },	/* straddles the end */
+		{ WIN_HI, BLK },		/* just after */
+		{ (1u << 20) - BLK, BLK },	/* the device's last block */
+		{ UINT64_MAX - 511, BLK },	/* off + len wraps */
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(out); i++) {
+		struct dev_io io = { .off = out[i].off, .buf = w, .len = out[i].len, .tag = i };
+
+		d->err[0] = '\0';
+		CU_ASSERT_EQUAL(d->ops->write(d, out[i].off, w, out[i].len, 0), -ERANGE);
+		CU_ASSERT(HAS(d->err, "outside the region") && HAS(d->err, d->o.path));
+		CU_ASSERT_EQUAL(d->ops->write(d, out[i].off, w, out[i].len, DEV_W_DSYNC), -ERANGE);
+		/* checked before the backend even looks for an MMC card */
+		CU_ASSERT_EQUAL(d->ops->relwr(d, out[i].off, w, out[i].len, 1), -ERANGE);
+		CU_ASSERT_EQUAL(d->ops->relwr(d, out[i].off, w, out[i].len, 0), -ERANGE);
+		if (have_aio) {
+			struct dev_io *done[1];
+
+			CU_ASSERT_EQUAL(d->ops->aio_submit(d, &io), -ERANGE);
+			io.wflags = DEV_W_DSYNC;
+			CU_ASSERT_EQUAL(d->ops->aio_submit(d, &io), -ERANGE);
+			/* refused, not queued: nothing to reap */
+			CU_ASSERT_EQUAL(d->ops->aio_reap(d, done, 1, 0), 0);
+		}
+	}
+	/* the window only shrinks */
+	CU_ASSERT_EQUAL(dev_write_window(d, 0, 1u << 20), -ERANGE);
+	CU_ASSERT_EQUAL(dev_write_window(d, WIN_LO, WIN_HI + BLK), -ERANGE);
+	CU_ASSERT_EQUAL(dev_write_window(d, WIN_LO, WIN_LO), -ERANGE);
+	CU_ASSERT(d->wlo == WIN_LO && d->whi == WIN_HI);
+}
+
+/* Inside the window every hook still writes (relwr only where there is a card). */
+static void window_inside(struct dev *d, uint8_t *w, uint8_t *want, int have_aio)
+{
+	struct dev_io io = { .off = WIN_LO + BLK, .buf = w, .len = BLK }, *done[1];
+
+	fill(w, 2 * BLK, 5);
+	CU_ASSERT_EQUAL(d->ops->write(d, WIN_LO, w, BLK, 0), 0);
+	memcpy(want + WIN_LO, w, BLK);
+	CU_ASSERT_EQUAL(d->ops->write(d, WIN_HI - BLK, w + BLK, BLK, DEV_W_DSYNC), 0);
+	memcpy(want + WIN_HI - BLK, w + BLK, BLK);
+	if (have_aio) {
+		CU_ASSERT_EQUAL(d->ops->aio_submit(d, &io), 0);
+		CU_ASSERT_EQUAL(d->ops->aio_reap(d, done, 1, 1), 1);
+		CU_ASSERT_EQUAL(io.result, 0);
+		memcpy(want + WIN_LO + BLK, w, BLK);
+	}
+}
+
+static void test_window_posix(void)
+{
+	char path[PATH_MAX];
+	uint8_t *w = aligned(2 * BLK), *want = aligned(1u << 20), *got = aligned(1u << 20);
+	struct dev d;
+	int aio, fd;
+
+	if (make_file(path, sizeof(path), "posix-window") != 0)
+		goto out;
+	fill(want, 1u << 20, 77);
+	fd = open(path, O_WRONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_FATAL(pc_pwrite_all(fd, want, 1u << 20, 0) == 0);
+	close(fd);
+	dev_init(&d, path);
+	CU_ASSERT_FATAL(d.ops->open(&d, 1) == 0);
+	CU_ASSERT(d.wlo == 0 && d.whi == 1u << 20);	/* open: the whole device */
+	CU_ASSERT_EQUAL(dev_write_window(&d, WIN_LO, WIN_HI), 0);
+	aio = d.ops->aio_setup(&d, 4) == 0;
+	fill(w, 2 * BLK, 3);
+	window_refusals(&d, w, aio);
+	window_inside(&d, w, want, aio);
+	/* not one byte outside the window changed; inside, just what was written */
+	CU_ASSERT_EQUAL(d.ops->read(&d, 0, got, 1u << 20), 0);
+	CU_ASSERT_EQUAL(memcmp(got, want, 1u << 20), 0);
+	d.ops->close(&d);
+out:
+	free(w);
+	free(want);
+	free(got);
+}
+
+static void test_window_sim(void)
+{
+	const char *dir = pc_test_tmpdir("sim-window");
+	char path[PATH_MAX], err[512];
+	uint8_t *w = aligned(2 * BLK), *want = aligned(1u << 20), *got = aligned(1u << 20);
+	struct dev d;
+
+	strf(path, sizeof(path), "%s/media", dir);
+	unlink(path);
+	CU_ASSERT_FATAL(sim_emmc_create(path, 1u << 20, err, sizeof(err)) == 0);
+	memset(&d, 0, sizeof(d));
+	d.ops = &dev_sim_ops;
+	d.o.path = path;
+	d.o.sim.program_us = 1;
+	CU_ASSERT_FATAL(d.ops->open(&d, 1) == 0);
+	CU_ASSERT(d.wlo == 0 && d.whi == 1u << 20);
+	CU_ASSERT_EQUAL(d.ops->read(&d, 0, want, 1u << 20), 0);
+	CU_ASSERT_EQUAL(dev_write_window(&d, WIN_LO, WIN_HI), 0);
+	CU_ASSERT_FATAL(d.ops->aio_setup(&d, 4) == 0);
+	fill(w, 2 * BLK, 4);
+	window_refusals(&d, w, 1);
+	window_inside(&d, w, want, 1);
+	CU_ASSERT_EQUAL(d.ops->flush(&d), 0);
+	CU_ASSERT_EQUAL(d.ops->read(&d, 0, got, 1u << 20), 0);
+	CU_ASSERT_EQUAL(memcmp(got, want, 1u << 20), 0);
+	d.ops->close(&d);
+	free(w);
+	free(want);
+	free(got);
+}
+
+/* ---- the region on a file: bounds and both superblock copies ---- */
+
+#define REG_FILE (2u << 20)
+#define REG_OFF (512u * 1024)
+#define REG_LEN (1u << 20)
+
+static void file_put(const char *path, uint64_t off, const void *buf, size_t len)
+{
+	int fd = open(path, O_WRONLY);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(pc_pwrite_all(fd, buf, len, (off_t)off) == 0);
+	close(fd);
+}
+
+static void file_get(const char *path, uint64_t off, void *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY);
+
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT(pc_pread_all(fd, buf, len, (off_t)off) == 0);
+	close(fd);
+}
+
+static int reg_open(struct region *r, const char *path, uint64_t length, char *err, size_t errlen)
+{
+	struct region_opts o = { .spec = path, .offset = REG_OFF, .length = length };
+
+	err[0] = '\0';
+	return region_open(r, &o, 1, err, errlen);
+}
+
+static void test_region_bounds(void)
+{
+	char path[PATH_MAX], err[1024];
+	uint8_t *before, *after, sa[PC_SECTOR], sb[PC_SECTOR], forged[PC_SECTOR];
+	struct region_opts o;
+	struct region r;
+	struct pc_geom g;
+	uint64_t b_at = REG_OFF + REG_LEN - BLK;
+
+	if (make_file(path, sizeof(path), "region-bounds") != 0)
+		return;
+	before = malloc(REG_FILE);
+	after = malloc(REG_FILE);
+	CU_ASSERT_FATAL(before && after);
+	CU_ASSERT_FATAL(truncate(path, REG_FILE) == 0);
+	fill(before, REG_FILE, 11);
+	file_put(path, 0, before, REG_FILE);
+
+	/* prepare writes the region and nothing else */
+	o = (struct region_opts){ .spec = path, .offset = REG_OFF, .length = REG_LEN };
+	CU_ASSERT_FATAL(region_prepare(&o, 4096, 9, 0, 0, err, sizeof(err)) == 0);
+	file_get(path, 0, after, REG_FILE);
+	CU_ASSERT_EQUAL(memcmp(before, after, REG_OFF), 0);
+	CU_ASSERT_EQUAL(memcmp(before + REG_OFF + REG_LEN, after + REG_OFF + REG_LEN, REG_FILE - REG_OFF - REG_LEN), 0);
+	CU_ASSERT_NOT_EQUAL(memcmp(before + REG_OFF, after + REG_OFF, REG_LEN), 0);
+
+	/* opened, the window is the region; a write past it is refused */
+	CU_ASSERT_FATAL(reg_open(&r, path, REG_LEN, err, sizeof(err)) == 0);
+	CU_ASSERT(r.sb_ok[0] && r.sb_ok[1] && !r.sb_why[0][0] && !r.sb_why[1][0]);
+	CU_ASSERT(r.dev.wlo == REG_OFF && r.dev.whi == REG_OFF + REG_LEN);
+	CU_ASSERT_EQUAL(r.dev.ops->write(&r.dev, REG_OFF + REG_LEN, after, BLK, 0), -ERANGE);
+	CU_ASSERT_EQUAL(r.dev.ops->write(&r.dev, REG_OFF - BLK, after, BLK, DEV_W_DSYNC), -ERANGE);
+	CU_ASSERT_EQUAL(region_write(&r, r.g.nslots, after, 0), -ERANGE);
+	region_close(&r);
+	file_get(path, 0, after, REG_FILE);
+	CU_ASSERT_EQUAL(memcmp(before, after, REG_OFF), 0);
+	CU_ASSERT_EQUAL(memcmp(before + REG_OFF + REG_LEN, after + REG_OFF + REG_LEN, REG_FILE - REG_OFF - REG_LEN), 0);
+
+	/* a region of 512 KiB where the superblock says 1 MiB: A claims too much,
+	 * and there is no B at the shorter end */
+	CU_ASSERT_EQUAL(reg_open(&r, path, REG_LEN / 2, err, sizeof(err)), -ENOENT);
+	CU_ASSERT(HAS(err, path) && HAS(err, "superblock A: claims a 1048576-byte region, past the 524288 bytes"));
+
+	/* copy A damaged: B is found where the given length ends */
+	file_get(path, REG_OFF, sa, PC_SECTOR);
+	file_get(path, b_at, sb, PC_SECTOR);
+	memset(forged, 0xa5, sizeof(forged));
+	file_put(path, REG_OFF, forged, PC_SECTOR);
+	CU_ASSERT_FATAL(reg_open(&r, path, REG_LEN, err, sizeof(err)) == 0);
+	CU_ASSERT(!r.sb_ok[0] && r.sb_ok[1] && HAS(r.sb_why[0], "magic missing"));
+	CU_ASSERT(r.dev.wlo == REG_OFF && r.dev.whi == REG_OFF + REG_LEN);
+	region_close(&r);
+	/* ...but only there: without --length B is looked for at the device's end */
+	CU_ASSERT_EQUAL(reg_open(&r, path, 0, err, sizeof(err)), -ENOENT);
+	CU_ASSERT(HAS(err, "superblock A: no powercut superblock") && HAS(err, "superblock B: no powercut superblock"));
+
+	/* copy B where copy A belongs is not copy A */
+	file_put(path, REG_OFF, sb, PC_SECTOR);
+	CU_ASSERT_FATAL(reg_open(&r, path, REG_LEN, err, sizeof(err)) == 0);
+	CU_ASSERT(!r.sb_ok[0] && r.sb_ok[1] && HAS(r.sb_why[0], "copy B found where copy A belongs"));
+	region_close(&r);
+	file_put(path, REG_OFF, sa, PC_SECTOR);
+
+	/* copy B damaged: A alone is used, B's reason kept */
+	file_put(path, b_at, forged, PC_SECTOR);
+	CU_ASSERT_FATAL(reg_open(&r, path, 0, err, sizeof(err)) == 0);
+	CU_ASSERT(r.sb_ok[0] && !r.sb_ok[1] && HAS(r.sb_why[1], "magic missing"));
+	CU_ASSERT(r.g.region_bytes == REG_LEN && r.dev.whi == REG_OFF + REG_LEN);
+	region_close(&r);
+
+	/* a valid copy B of a different, smaller region sitting at A's B place */
+	CU_ASSERT_FATAL(pc_geom_init(&g, REG_LEN / 2, 4096, 9, err, sizeof(err)) == 0);
+	pc_sb_encode(&g, 1, forged);
+	file_put(path, b_at, forged, PC_SECTOR);
+	CU_ASSERT_FATAL(reg_open(&r, path, 0, err, sizeof(err)) == 0);
+	CU_ASSERT(r.sb_ok[0] && !r.sb_ok[1] && HAS(r.sb_why[1], "belongs at"));
+	region_close(&r);
+
+	/* two valid copies that disagree */
+	memcpy(forged, sb, PC_SECTOR);
+	CU_ASSERT_FATAL(pc_sb_decode(sb, &g, err, sizeof(err)) == 0);
+	g.seed++;
+	pc_sb_encode(&g, 1, forged);
+	file_put(path, b_at, forged, PC_SECTOR);
+	CU_ASSERT_EQUAL(reg_open(&r, path, REG_LEN, err, sizeof(err)), -EINVAL);
+	CU_ASSERT(HAS(err, "disagree"));
+
+	/* restored, and the bytes outside never changed through all of it */
+	file_put(path, b_at, sb, PC_SECTOR);
+	CU_ASSERT_FATAL(reg_open(&r, path, REG_LEN, err, sizeof(err)) == 0);
+	region_close(&r);
+	file_get(path, 0, after, REG_FILE);
+	CU_ASSERT_EQUAL(memcmp(before, after, REG_OFF), 0);
+	CU_ASSERT_EQUAL(memcmp(before + REG_OFF + REG_LEN, after + REG_OFF + REG_LEN, REG_FILE - REG_OFF - REG_LEN), 0);
+	free(before);
+	free(after);
 }
 
 /* ---- mount and swap refusals against crafted files ---- */
@@ -726,6 +987,9 @@ int suite_posix(void)
 	    !CU_add_test(s, "io_uring qd 1", test_aio_qd1) ||
 	    !CU_add_test(s, "io_uring qd 8", test_aio_qd8) ||
 	    !CU_add_test(s, "io_uring misuse", test_aio_misuse) ||
+	    !CU_add_test(s, "write window (posix)", test_window_posix) ||
+	    !CU_add_test(s, "write window (sim)", test_window_sim) ||
+	    !CU_add_test(s, "region bounds and superblock copies", test_region_bounds) ||
 	    !CU_add_test(s, "mountinfo refusals", test_mountinfo) ||
 	    !CU_add_test(s, "swap refusals", test_swaps) ||
 	    !CU_add_test(s, "EXT_CSD parsing", test_ext_csd) ||
