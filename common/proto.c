@@ -595,6 +595,15 @@ static int parse_auth(struct vctx *c, json_object *o, struct pc_msg *m)
 	return get_hex(c, o, "mac", PC_AUTH_PROOF_BYTES, &s);
 }
 
+/* A JSON integer >= 0, exactly (json-c keeps values above INT64_MAX as uint64). */
+static int nonneg_int(json_object *v, uint64_t *out)
+{
+	if (json_object_get_int64(v) < 0)
+		return -EINVAL;
+	*out = json_object_get_uint64(v);
+	return 0;
+}
+
 static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	json_object *arr;
@@ -623,17 +632,18 @@ static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
 	m->u.verify.nranges = (uint32_t)n;
 	for (size_t i = 0; i < n; i++) {
 		json_object *r = json_object_array_get_idx(arr, i), *a, *b;
-		int64_t pos, cnt;
+		uint64_t pos, cnt;
 
 		if (!json_object_is_type(r, json_type_array) || json_object_array_length(r) != 2 ||
 		    !json_object_is_type(a = json_object_array_get_idx(r, 0), json_type_int) ||
 		    !json_object_is_type(b = json_object_array_get_idx(r, 1), json_type_int))
 			return verr(c, "field \"ranges[%zu]\": expected [pos, n] of two integers", i);
-		pos = json_object_get_int64(a);
-		cnt = json_object_get_int64(b);
-		if (pos < 0 || cnt < 1 || pos + cnt > (int64_t)UINT32_MAX)
-			return verr(c, "field \"ranges[%zu]\": [%" PRId64 ", %" PRId64 "] is not a range of positions",
-				    i, pos, cnt);
+		/* unsigned and checked: pos + n must not wrap on the way to the limit */
+		if (nonneg_int(a, &pos) || nonneg_int(b, &cnt) || cnt < 1 || pos > UINT32_MAX ||
+		    cnt > UINT32_MAX - pos)
+			return verr(c, "field \"ranges[%zu]\": [%s, %s] is not a range of positions", i,
+				    json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN),
+				    json_object_to_json_string_ext(b, JSON_C_TO_STRING_PLAIN));
 		m->u.verify.ranges[i].pos = (uint32_t)pos;
 		m->u.verify.ranges[i].n = (uint32_t)cnt;
 	}

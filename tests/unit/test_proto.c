@@ -1183,6 +1183,57 @@ static void test_base64(void)
 	}
 }
 
+/* VERIFY ranges at the limits of pos + n: positions are 32-bit, and the sum
+ * must be checked without overflowing (a huge n once wrapped a signed add). */
+static void test_verify_range_limits(void)
+{
+	static const struct {
+		const char *range;
+		int ok;
+		uint32_t pos, n;
+	} cases[] = {
+		{ "[0,4294967295]", 1, 0, 4294967295u },
+		{ "[4294967294,1]", 1, 4294967294u, 1 },
+		{ "[1,4294967295]", 0, 0, 0 },
+		{ "[4294967295,1]", 0, 0, 0 },
+		{ "[4294967295,0]", 0, 0, 0 },
+		{ "[1,9223372036854775807]", 0, 0, 0 },
+		{ "[9223372036854775807,9223372036854775807]", 0, 0, 0 },
+		{ "[1,18446744073709551615]", 0, 0, 0 },
+		{ "[18446744073709551615,1]", 0, 0, 0 },
+		{ "[4294967296,1]", 0, 0, 0 },
+		{ "[0,-9223372036854775808]", 0, 0, 0 },
+		{ "[-9223372036854775808,9223372036854775807]", 0, 0, 0 },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		char line[256], err[ERRLEN], want[128];
+		struct pc_msg m;
+		int ret;
+
+		snprintf(line, sizeof(line), "{\"type\":\"verify\",\"v\":1,\"pattern\":\"sequential\","
+			 "\"full\":false,\"ranges\":[[3,4],%s]}", cases[i].range);
+		ret = pc_msg_parse(line, strlen(line), &m, err, sizeof(err));
+		if (cases[i].ok) {
+			if (ret)
+				fprintf(stderr, "\n    %s: unexpected error: %s\n", cases[i].range, err);
+			CU_ASSERT_EQUAL_FATAL(ret, 0);
+			CU_ASSERT_EQUAL(m.u.verify.nranges, 2);
+			CU_ASSERT_EQUAL(m.u.verify.ranges[1].pos, cases[i].pos);
+			CU_ASSERT_EQUAL(m.u.verify.ranges[1].n, cases[i].n);
+			/* what the parser hands on never wraps 32 bits */
+			CU_ASSERT((uint64_t)m.u.verify.ranges[1].pos + m.u.verify.ranges[1].n <= UINT32_MAX);
+		} else {
+			snprintf(want, sizeof(want), "field \"ranges[1]\": ");
+			if (ret != -EINVAL || !strstr(err, want) || !strstr(err, "is not a range of positions"))
+				fprintf(stderr, "\n    %s: accepted or wrong error: %d \"%s\"\n", cases[i].range, ret, err);
+			CU_ASSERT_EQUAL(ret, -EINVAL);
+			CU_ASSERT_PTR_NOT_NULL(strstr(err, "is not a range of positions"));
+		}
+		pc_msg_clear(&m);
+	}
+}
+
 int suite_proto(void)
 {
 	static const struct {
@@ -1208,6 +1259,7 @@ int suite_proto(void)
 		{ "linebuf split lines", test_linebuf_split },
 		{ "linebuf over-long lines", test_linebuf_overflow },
 		{ "base64", test_base64 },
+		{ "verify ranges: pos + n at the limits", test_verify_range_limits },
 	};
 	CU_pSuite s = CU_add_suite("proto", NULL, NULL);
 
