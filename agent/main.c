@@ -710,6 +710,21 @@ static int cmd_write(struct opts *o)
 	ret = writer_run(&r, &io, &w, emit_count, &cnt, &res, err, sizeof(err));
 	if (ret) {
 		pc_err("%s", err);
+		if (res.write_errno) {
+			/* the refused write, for scripts: the same facts the host gets */
+			json_object *we = json_object_new_object();
+
+			out = json_object_new_object();
+			json_object_object_add(we, "errno", json_object_new_int(res.write_errno));
+			json_object_object_add(we, "lba", json_object_new_uint64(res.write_lba));
+			json_object_object_add(we, "seq", json_object_new_uint64(res.write_seq));
+			json_object_object_add(we, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
+			json_object_object_add(we, "op", json_object_new_string(res.write_op ? res.write_op : "write"));
+			json_object_object_add(out, "error", json_object_new_string(err));
+			json_object_object_add(out, "write_error", we);
+			puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+			json_object_put(out);
+		}
 		region_close(&r);
 		return 1;
 	}

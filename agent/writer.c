@@ -42,6 +42,12 @@ struct ws {
 	unsigned ndone;
 	char *err;
 	size_t errlen;
+	/* the write the device refused (the lowest seq, when several fail) */
+	int werr;		/* positive errno; 0: none */
+	uint64_t wseq, wlba;
+	const char *wop;
+	/* completions can no longer be waited for: the buffers must not be reused */
+	int broken;
 };
 
 void writer_probe(struct region *r, struct writer_io *io)
@@ -123,6 +129,7 @@ static uint8_t *build(struct ws *s, int bi, uint64_t seq, uint16_t extra, uint32
 	return buf;
 }
 
+/* An error of the agent's own (not a write the device refused). */
 static int fail(struct ws *s, int ret, uint64_t seq, const char *what)
 {
 	snprintf(s->err, s->errlen, "%s of seq %" PRIu64 " on %s failed: %s", what, seq, s->r->path,
@@ -130,29 +137,87 @@ static int fail(struct ws *s, int ret, uint64_t seq, const char *what)
 	return ret;
 }
 
-/* Collect completions (at least min); their seqs land in done_seq. */
+/*
+ * The device refused a write (or the flush or commit covering it): a finding
+ * about the device. The lowest seq that failed is kept for the host
+ * (writer_result); ret is returned.
+ */
+static void write_error_message(struct ws *s)
+{
+	const char *hint = "";
+
+	if ((s->werr == EPERM || s->werr == EROFS) && s->r->dev.is_blockdev)
+		hint = " (the block device became read-only: blockdev --setro, or the card's write protection)";
+	snprintf(s->err, s->errlen, "%s: the device refused a %s: seq %" PRIu64 ", LBA %" PRIu64 " (%u sectors), "
+		 "mode %s, queue depth %u: %s (errno %d)%s; nothing more is written", s->r->path, s->wop, s->wseq,
+		 s->wlba, pc_geom_spr(&s->r->g), pc_mode_name(s->mode), s->qd, strerror(s->werr), s->werr, hint);
+}
+
+static int write_failed(struct ws *s, int ret, uint64_t seq, uint64_t off, const char *op)
+{
+	if (s->werr && seq >= s->wseq)
+		return ret;
+	s->werr = -ret;
+	s->wseq = seq;
+	s->wlba = off / PC_SECTOR;
+	s->wop = op;
+	write_error_message(s);
+	return ret;
+}
+
+/* Byte offset of seq's record on the device (for error reports; 0 if out of range). */
+static uint64_t seq_off(const struct ws *s, uint64_t seq)
+{
+	uint64_t off = 0;
+
+	region_slot_offset(s->r, pc_slot_of_seq(&s->r->g, s->w->pattern, seq), &off);
+	return off;
+}
+
+/*
+ * Collect completions (at least min); their seqs land in done_seq. Every
+ * completion in the batch is accounted for, failed or not. Returns the first
+ * refused write's -errno once there is one (the caller stops issuing and
+ * drains), or an error of the wait itself.
+ */
 static int reap(struct ws *s, unsigned min)
 {
 	struct dev_io *done[MAXQD];
 	int n;
 
 	if (!s->inflight)
-		return 0;
+		return s->werr ? -s->werr : 0;
 	n = s->r->dev.ops->aio_reap(&s->r->dev, done, MAXQD, min);
-	if (n < 0)
+	if (n < 0) {
+		s->broken = 1;
 		return fail(s, n, 0, "waiting for completions");
+	}
+	if (n == 0 && min) {
+		/* the backend has nothing in flight that we still count: waiting
+		 * again would spin forever */
+		s->broken = 1;
+		snprintf(s->err, s->errlen, "%s: %u writes counted in flight, but the device has none to "
+			 "complete", s->r->path, s->inflight);
+		return -EIO;
+	}
 	for (int i = 0; i < n; i++) {
 		struct dev_io *io = done[i];
 		int bi = (int)(io - s->ios);
 
+		if (bi < 0 || bi >= MAXQD) {
+			s->broken = 1;
+			snprintf(s->err, s->errlen, "%s: a completion for a write this writer never issued", s->r->path);
+			return -EIO;
+		}
 		s->inflight--;
 		s->free_[s->nfree++] = bi;
 		if (io->result)
-			return fail(s, io->result, io->tag, "write");
-		if (s->ndone < MAXQD)	/* group modes ACK by range and ignore these */
+			write_failed(s, io->result, io->tag, io->off,
+				     io->wflags & DEV_W_DSYNC ? "FUA write" : "write");
+		else if (s->ndone < MAXQD)	/* group modes ACK by range and ignore these */
 			s->done_seq[s->ndone++] = io->tag;
 	}
-	return 0;
+	return s->werr ? -s->werr : 0;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -189,9 +254,15 @@ static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
 
 	if (!s->io->aio) {
 		uint8_t *buf = build(s, 0, seq, extra, &slot);
-		ret = region_write(s->r, slot, buf, wflags);
+
+		ret = region_slot_offset(s->r, slot, &off);
 		if (ret)
+			return fail(s, ret, seq, "slot bounds check");
+		ret = s->r->dev.ops->write(&s->r->dev, off, buf, s->r->g.record_size, wflags);
+		if (ret == -ERANGE)	/* the agent's own refusal (the write window) */
 			return fail(s, ret, seq, "write");
+		if (ret)
+			return write_failed(s, ret, seq, off, wflags & DEV_W_DSYNC ? "FUA write" : "write");
 		if (s->ndone < MAXQD)
 			s->done_seq[s->ndone++] = seq;
 		return 0;
@@ -220,13 +291,18 @@ static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
 	return 0;
 }
 
+/* Wait for everything in flight, failed or not; the first error stays. */
 static int drain(struct ws *s)
 {
 	int ret = 0;
 
-	while (s->inflight && !ret)
-		ret = reap(s, s->inflight);
-	return ret;
+	while (s->inflight && !s->broken) {
+		int r = reap(s, s->inflight);
+
+		if (!ret)
+			ret = r;
+	}
+	return ret ? ret : s->werr ? -s->werr : 0;
 }
 
 /* fua and none: a window of qd writes, SUBMIT per batch, ACK per completion (fua). */
@@ -263,11 +339,17 @@ static int run_sync_dsync(struct ws *s)
 	for (uint64_t seq = s->w->first; seq < s->w->first + s->w->n && !ret; seq++) {
 		uint8_t *buf = build(s, 0, seq, 0, &slot);
 
+		uint64_t off;
+
 		ret = send_range(s, PC_MSG_SUBMIT, seq, 1);
+		if (!ret)
+			ret = region_slot_offset(s->r, slot, &off);
 		if (!ret) {
-			ret = region_write(s->r, slot, buf, DEV_W_DSYNC);
-			if (ret)
+			ret = s->r->dev.ops->write(&s->r->dev, off, buf, s->r->g.record_size, DEV_W_DSYNC);
+			if (ret == -ERANGE)
 				return fail(s, ret, seq, "RWF_DSYNC write");
+			if (ret)
+				return write_failed(s, ret, seq, off, "RWF_DSYNC write");
 		}
 		if (!ret)
 			ret = send_range(s, PC_MSG_ACK, seq, 1);
@@ -293,8 +375,13 @@ static int run_relwr(struct ws *s, int reliable)
 			ret = region_slot_offset(s->r, slot, &off);
 		if (!ret) {
 			ret = s->r->dev.ops->relwr(&s->r->dev, off, buf, s->r->g.record_size, reliable);
-			if (ret)
+			/* not an MMC device, no CAP_SYS_RAWIO, or our own window: the
+			 * agent cannot do relwr here, the device refused nothing */
+			if (ret == -ENOTTY || ret == -EPERM || ret == -EACCES || ret == -ENOTSUP || ret == -ERANGE ||
+			    ret == -EINVAL)
 				return fail(s, ret, seq, reliable ? "reliable write" : "raw write");
+			if (ret)
+				return write_failed(s, ret, seq, off, reliable ? "reliable write" : "raw write");
 		}
 		if (!ret && reliable)
 			ret = send_range(s, PC_MSG_ACK, seq, 1);
@@ -322,8 +409,8 @@ static int run_groups(struct ws *s, int journal)
 		s->ndone = 0;
 		if (!ret) {
 			ret = s->r->dev.ops->flush(&s->r->dev);
-			if (ret)
-				return fail(s, ret, seq + data - 1, "flush after");
+			if (ret)	/* reported against the last record it was to make durable */
+				return write_failed(s, ret, seq + data - 1, seq_off(s, seq + data - 1), "cache flush");
 		}
 		if (!ret && journal && n > data) {
 			/* the commit record: a FUA write, after the flush (jbd2) */
@@ -395,10 +482,23 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 	}
 	if (ret)
 		drain(&s);	/* never free buffers the kernel may still be reading */
+	if (s.werr) {
+		/* whatever else went wrong while draining, the refused write is the news */
+		ret = -s.werr;
+		write_error_message(&s);
+	}
 	if (ret && !err[0])
 		snprintf(err, errlen, "sending to the host failed: %s", strerror(-ret));
 	res->records = ret ? 0 : w->n;
 	res->ms = pc_now_ms() - t0;
-	free(s.bufs);
+	res->write_errno = s.werr;
+	res->write_lba = s.werr ? s.wlba : 0;
+	res->write_seq = s.werr ? s.wseq : 0;
+	res->write_op = s.werr ? s.wop : NULL;
+	/* Completions that can no longer be waited for may still read these
+	 * buffers: leak them rather than let the next allocation change what
+	 * the device receives. */
+	if (!s.broken)
+		free(s.bufs);
 	return ret;
 }

@@ -30,14 +30,24 @@ struct writer_result {
 	uint64_t records;	/* records written (all n unless an error stopped it) */
 	uint64_t ms;
 	int mode_run;
-	/* a write the device refused (write_errno != 0): the first failed
-	 * completion, reported to the host as a finding about the device */
+	/* a write the device refused (write_errno != 0): of all that failed,
+	 * the one with the lowest seq; reported to the host as a finding about
+	 * the device. Errors of the agent's own (a refused slot, a lost link,
+	 * relwr on a non-MMC device) leave these 0. */
 	int write_errno;	/* positive errno */
 	uint64_t write_lba;	/* first 512-byte LBA of that write, on the device */
 	uint64_t write_seq;	/* the record's seq */
+	const char *write_op;	/* what failed: "write", "FUA write", "RWF_DSYNC write", "cache flush"
+				 * (then lba and seq are those of the last record it covered),
+				 * "reliable write", "raw write"; NULL when none */
 };
 
-/* Run the work. 0, or -errno with err set (the caller reports it). */
+/*
+ * Run the work. 0, or -errno with err set (the caller reports it). When the
+ * device refuses a write, the writer issues nothing more, waits for every
+ * write still in flight (each completion is accounted for, none leaks), and
+ * returns -write_errno with err naming the device, seq, LBA, errno and mode.
+ */
 int writer_run(struct region *r, const struct writer_io *io, const struct pc_work *w,
 	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen);
 
