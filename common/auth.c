@@ -229,7 +229,7 @@ int pc_auth_seal(struct pc_auth_session *s, char *buf, size_t len, size_t cap)
 
 	if (!s->up || len < 2 || buf[len - 1] != '}')
 		return -EINVAL;
-	if (len - 1 + PC_AUTH_TAG_OVERHEAD + 1 > cap)
+	if (len + PC_AUTH_TAG_OVERHEAD + 1 > cap)
 		return -E2BIG;
 	line_tag(s, s->txdir, s->tx, buf, len - 1, tag);
 	sodium_bin2hex(hex, sizeof(hex), tag, sizeof(tag));
@@ -238,7 +238,7 @@ int pc_auth_seal(struct pc_auth_session *s, char *buf, size_t len, size_t cap)
 	memcpy(buf + len + 8, hex, 2 * PC_AUTH_TAG_BYTES);
 	memcpy(buf + len + 8 + 2 * PC_AUTH_TAG_BYTES, "\"}", 3);
 	s->tx++;
-	return (int)(len + PC_AUTH_TAG_OVERHEAD);
+	return (int)(len + PC_AUTH_TAG_SUFFIX);
 }
 
 int pc_auth_open(struct pc_auth_session *s, const char *line, size_t len, char *why, size_t whylen)
@@ -253,12 +253,12 @@ int pc_auth_open(struct pc_auth_session *s, const char *line, size_t len, char *
 	}
 	if (len && line[len - 1] == '\r')
 		len--;
-	if (len < PC_AUTH_TAG_OVERHEAD + 1 || memcmp(line + len - PC_AUTH_TAG_OVERHEAD, ",\"mac\":\"", 8) ||
+	if (len < PC_AUTH_TAG_SUFFIX + 1 || memcmp(line + len - PC_AUTH_TAG_SUFFIX, ",\"mac\":\"", 8) ||
 	    memcmp(line + len - 2, "\"}", 2)) {
 		snprintf(why, whylen, "the line carries no tag (\"mac\" must close the object)");
 		return -EBADMSG;
 	}
-	body = len - PC_AUTH_TAG_OVERHEAD;
+	body = len - PC_AUTH_TAG_SUFFIX;
 	memcpy(hex, line + body + 8, 2 * PC_AUTH_TAG_BYTES);
 	hex[2 * PC_AUTH_TAG_BYTES] = 0;
 	if (pc_auth_unhex(hex, got, sizeof(got))) {

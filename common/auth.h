@@ -38,8 +38,10 @@
 #define PC_AUTH_NONCE_BYTES	16
 #define PC_AUTH_PROOF_BYTES	32
 #define PC_AUTH_TAG_BYTES	16
-/* ',"mac":"' + 32 hex + '"}' replaces the closing '}': the bytes a tag adds */
-#define PC_AUTH_TAG_OVERHEAD	(8 + 2 * PC_AUTH_TAG_BYTES + 1)
+/* ',"mac":"' + 32 hex + '"}' ends a tagged line ... */
+#define PC_AUTH_TAG_SUFFIX	(8 + 2 * PC_AUTH_TAG_BYTES + 2)
+/* ... in place of the closing '}': the bytes a tag adds */
+#define PC_AUTH_TAG_OVERHEAD	(PC_AUTH_TAG_SUFFIX - 1)
 
 struct pc_auth_key {
 	uint8_t k[PC_AUTH_KEY_BYTES];

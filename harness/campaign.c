@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -31,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../common/auth.h"
 #include "../common/proto.h"
 #include "../common/record.h"
 #include "../common/util.h"
@@ -40,9 +42,21 @@
 #include "results.h"
 
 #define DRAIN_MS 300		/* after a cut: how long lines already sent may still arrive */
-#define HELLO_WAIT_MS 5000	/* an accepted connection must say HELLO within this */
+#define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
+				   answer the challenge within as long again */
 #define MAX_CONSECUTIVE_INFRA 3
-#define MAX_PENDING 16
+#define MAX_PENDING 64		/* connections that have not authenticated yet */
+#define MAX_PENDING_PER_SOURCE 8	/* ... from one address: past it, its oldest goes */
+#define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
+
+/* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
+struct handshake {
+	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
+	char hn[2 * PC_AUTH_NONCE_BYTES + 1];	/* ours */
+	char *hello;				/* the hello's exact JSON text */
+	size_t hello_len;
+	uint64_t since;
+};
 
 enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE };
 
@@ -67,6 +81,11 @@ struct bctx {
 	int sfd;
 	int cfd;		/* this power-on's console log */
 	struct pc_linebuf slb;
+	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
+	/* the authenticated session of this power-on's agent */
+	struct pc_auth_session s;
+	char boot_id[64];	/* of the last authenticated hello: a new power-on must change it */
+	unsigned rejects;	/* link_reject events for this cycle */
 	uint64_t t_power;
 	/* the cycle's work and cut plan */
 	int working;
@@ -87,6 +106,10 @@ struct pending {
 	int fd;
 	uint64_t since;
 	struct pc_linebuf lb;
+	char peer[64];		/* address:port, for the record */
+	char src[48];		/* address: the per-source limit */
+	struct bctx *b;		/* the board its hello named (challenged), or NULL */
+	struct handshake hs;
 };
 
 struct camp {
@@ -106,6 +129,8 @@ struct camp {
 	int resuming;
 	int fatal;
 	char agent[PATH_MAX];
+	char key_path[PATH_MAX];
+	struct pc_auth_key key;
 	/* resume: verdicts already in the file */
 	json_object *seen_verdicts;	/* "board/cycle" -> true */
 };
@@ -165,6 +190,109 @@ static void ev_reason(struct bctx *b, const char *kind, const char *fmt, ...)
 	va_end(ap);
 	json_object_object_add(ev, "reason", json_object_new_string(buf));
 	ev_log(b, ev);
+}
+
+/* Printable ASCII only: a hostile line must not put escapes or bad UTF-8 into a record. */
+static void excerpt(char *out, size_t outlen, const char *line, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && n + 1 < outlen && i < 160; i++)
+		out[n++] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+	out[n] = 0;
+}
+
+/*
+ * Something the authenticated link refused: a connection or a line that could
+ * not prove it came from a board's agent. It is on record (events.jsonl, where
+ * replay sees it) and never part of a verdict. attempt: it tried to be a
+ * board's agent (a hello or a proof), which makes a boot that ends without a
+ * genuine agent an infrastructure error rather than BOOT_FAIL.
+ */
+static void link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+static void link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *fmt, ...)
+{
+	json_object *ev = json_object_new_object();
+	char why[512], shown[168];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	json_object_object_add(ev, "t", json_object_new_int64(camp_t(c)));
+	if (b) {
+		json_object_object_add(ev, "board", json_object_new_string(b->cfg->name));
+		json_object_object_add(ev, "cycle", json_object_new_int64(b->cycle));
+		if (attempt)
+			b->rejects++;
+	}
+	json_object_object_add(ev, "ev", json_object_new_string("link_reject"));
+	json_object_object_add(ev, "peer", json_object_new_string(peer));
+	json_object_object_add(ev, "reason", json_object_new_string(why));
+	if (line && len) {
+		excerpt(shown, sizeof(shown), line, len);
+		json_object_object_add(ev, "line", json_object_new_string(shown));
+	}
+	pc_warn("%s%s: refused: %s", b ? "board " : "", b ? b->cfg->name : peer, why);
+	ret = results_event(&c->res, ev);
+	if (ret) {
+		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
+		c->fatal = 1;
+	}
+	json_object_put(ev);
+}
+
+static void hs_clear(struct handshake *h)
+{
+	free(h->hello);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
+static int hs_start(struct handshake *h, const char *text, size_t len, json_object *hello, int fd, int marker)
+{
+	char buf[256];
+	json_object *v, *m;
+	size_t off = 0;
+	int n;
+
+	hs_clear(h);
+	if (!json_object_object_get_ex(hello, "nonce", &v))
+		return -EINVAL;
+	h->hello = malloc(len + 1);
+	if (!h->hello)
+		return -ENOMEM;
+	memcpy(h->hello, text, len);
+	h->hello[len] = 0;
+	h->hello_len = len;
+	pc_strlcpy(h->an, json_object_get_string(v), sizeof(h->an));
+	pc_auth_nonce(h->hn);
+	h->since = pc_now_ms();
+	m = pc_msg_new(PC_MSG_CHALLENGE);
+	json_object_object_add(m, "nonce", json_object_new_string(h->hn));
+	json_object_object_add(m, "echo", json_object_new_string(h->an));
+	if (marker) {
+		off = strlen(PC_PROTO_MARKER);
+		memcpy(buf, PC_PROTO_MARKER, off);
+	}
+	n = pc_msg_line(m, buf + off, sizeof(buf) - off);
+	json_object_put(m);
+	if (n < 0)
+		return n;
+	return pc_write_all(fd, buf, off + (size_t)n);
+}
+
+/* Does the proof in an auth message answer this handshake? */
+static int hs_proven(struct camp *c, const struct handshake *h, json_object *auth)
+{
+	json_object *v;
+
+	if (!h->hello || !json_object_object_get_ex(auth, "mac", &v))
+		return 0;
+	return pc_auth_proof_check(&c->key, h->hn, h->an, h->hello, h->hello_len, json_object_get_string(v)) == 0;
 }
 
 static struct bctx *board_by_name(struct camp *c, const char *name)
@@ -306,8 +434,13 @@ static int send_msg(struct bctx *b, json_object *msg)
 	n = pc_msg_line(msg, buf + off, sizeof(buf) - off);
 	if (n < 0)
 		return n;
+	/* every host line of a session carries its tag (auth.h) */
+	n = pc_auth_seal(&b->s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
+	if (n < 0)
+		return n;
+	buf[off + (size_t)n] = '\n';
 	/* host lines are short: they fit a fresh socket's or tty's buffer */
-	return pc_write_all(b->fd, buf, off + (size_t)n);
+	return pc_write_all(b->fd, buf, off + (size_t)n + 1);
 }
 
 static void close_link(struct bctx *b)
@@ -316,6 +449,9 @@ static void close_link(struct bctx *b)
 		close(b->fd);
 	b->fd = -1;
 	memset(&b->lb, 0, sizeof(b->lb));
+	memset(&b->s, 0, sizeof(b->s));
+	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
+		hs_clear(&b->shs[i]);
 }
 
 /* Raw 8N1 at the configured rate, no flow control, no echo. */
@@ -397,6 +533,7 @@ static void next_cycle(struct bctx *b)
 	results_sync(&b->c->res);
 	b->cycle++;
 	b->attempt = 0;
+	b->rejects = 0;
 	b->working = 0;
 	b->cycles_run++;
 	if (b->cycle > b->c->cycles + 1) {
@@ -451,8 +588,10 @@ static void power_on(struct bctx *b)
 		 b->cfg->name, b->cycle);
 	b->t_power = pc_now_ms();
 	if (b->cfg->link_serial) {
-		/* a line the last cut broke off is noise: the new boot starts afresh */
+		/* a line the last cut broke off is noise: the new boot starts afresh,
+		 * and so does the authentication */
 		memset(&b->slb, 0, sizeof(b->slb));
+		close_link(b);
 		/* the harness captures the console itself, from the serial line */
 		if (b->cfd >= 0)
 			close(b->cfd);
@@ -481,6 +620,13 @@ static void boot_timeout(struct bctx *b)
 		pc_warn("board %s cycle %u: no HELLO within %u ms; power-cycling (retry %u of %u)", b->cfg->name,
 			b->cycle, b->cfg->boot_timeout_ms, b->attempt, b->cfg->boot_retries);
 		set_state(b, B_OFF_WAIT, b->cfg->off_ms);
+		return;
+	}
+	if (b->rejects) {
+		/* someone tried and could not prove to be the agent: whether the
+		 * board booted is not known, so the device is not blamed */
+		infra(b, "no authenticated agent within %u ms after %u attempts; %u attempt(s) to speak for the "
+		      "board were refused (link_reject events)", b->cfg->boot_timeout_ms, b->attempt, b->rejects);
 		return;
 	}
 	if (b->cycle > c->cycles) {
@@ -621,6 +767,12 @@ static void on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 		json_object_object_get_ex(raw, "msg", &t);
 		if (b->st == B_DRAIN && !is_sysrq(b))
 			return;	/* what a dying agent said after the cut */
+		if (b->st == B_WRITING && json_object_object_get_ex(raw, "write_error", NULL)) {
+			/* the device refused a write: a finding about the device (the
+			 * engine puts it in this cycle's verdict), not lab trouble */
+			cut(b, "write refused");
+			return;
+		}
 		infra(b, "agent error: %s", json_object_get_string(t));
 		return;
 	}
@@ -705,30 +857,32 @@ static json_object *verify_request(struct bctx *b)
 	return msg ? msg : pc_msg_verify(b->cfg->pattern, 1);
 }
 
+/* An authenticated agent's hello: check what it says, then ask for the scan. */
 static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
-	json_object *ev = ev_new(b, "rx"), *region, *v, *msg, *known = NULL;
+	json_object *ev = ev_new(b, "rx"), *region, *v, *msg;
 	uint64_t rs = 0;
-	const char *region_err = NULL;
+	const char *boot_id = "";
 
 	json_object_object_add(ev, "msg", json_object_get(raw));
 	ev_log(b, ev);
-	if (json_object_object_get_ex(raw, "region_error", &v)) {
-		/* both superblocks gone: scan with the geometry we remember */
-		region_err = json_object_get_string(v);
-		known = engine_board_region(b->c->eng, b->cfg->name);
-		if (!known) {
-			char why[1200];
-			snprintf(why, sizeof(why), "the board has no prepared region: %s", region_err);
-			ev_reason(b, "infra", "%s", why);
-			give_up(b, why);
-			return;
-		}
-		region = known;
-	} else {
-		json_object_object_get_ex(raw, "region", &region);
+	if (json_object_object_get_ex(raw, "boot_id", &v))
+		boot_id = json_object_get_string(v);
+	if (b->boot_id[0] && !strcmp(b->boot_id, boot_id)) {
+		/* the same boot as the last power-on: the board never lost power
+		 * (or the agent survived the cut), so this cycle proves nothing */
+		infra(b, "the agent's boot id %s did not change since the last power-on: the board did not "
+		      "really lose power (check the relay wiring), or an agent survived the cut", boot_id);
+		return;
 	}
-	if (region && json_object_object_get_ex(region, "record_size", &v))
+	pc_strlcpy(b->boot_id, boot_id, sizeof(b->boot_id));
+	if (json_object_object_get_ex(raw, "region_error", &v)) {
+		/* no superblock of its own: the agent scans and writes nothing, and
+		 * the geometry the host remembers is never imposed on it */
+		infra(b, "the agent has no usable powercut region: %s", json_object_get_string(v));
+		return;
+	}
+	if (json_object_object_get_ex(raw, "region", &region) && json_object_object_get_ex(region, "record_size", &v))
 		rs = (uint64_t)json_object_get_int64(v);
 	if (rs != b->cfg->record_size) {
 		char why[256];
@@ -737,15 +891,9 @@ static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 			 b->cfg->record_size);
 		ev_reason(b, "infra", "%s", why);
 		give_up(b, why);
-		json_object_put(known);
 		return;
 	}
-	if (known) {
-		msg = pc_msg_verify(b->cfg->pattern, 1);
-		json_object_object_add(msg, "region", known);
-	} else {
-		msg = verify_request(b);
-	}
+	msg = verify_request(b);
 	ev = ev_new(b, "verify");
 	json_object_object_add(ev, "msg", json_object_get(msg));
 	ev_log(b, ev);
@@ -756,6 +904,23 @@ static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 	}
 	json_object_put(msg);
 	set_state(b, B_VERIFY, b->cfg->verify_timeout_ms);
+}
+
+/* The agent proved it holds the key: the link is the board's. */
+static void authenticated(struct bctx *b, int fd, const struct handshake *h)
+{
+	struct pc_msg m;
+	char err[512];
+
+	b->fd = fd;
+	pc_auth_session_init(&b->s, &b->c->key, h->hn, h->an, 1);
+	/* the hello was valid when it came: parse it again for its fields */
+	if (pc_msg_parse(h->hello, h->hello_len, &m, err, sizeof(err))) {
+		infra(b, "the authenticated hello no longer parses: %s", err);
+		return;
+	}
+	on_hello(b, &m, m.obj);
+	pc_msg_clear(&m);
 }
 
 static void bad_line(struct bctx *b, const char *line, size_t len, const char *why)
@@ -769,6 +934,29 @@ static void bad_line(struct bctx *b, const char *line, size_t len, const char *w
 	ev_log(b, ev);
 	if (b->st != B_DRAIN)
 		infra(b, "protocol error from the agent: %s", why);
+}
+
+/* One line on an authenticated link: it must carry the session's next tag. */
+static void board_line(struct bctx *b, const char *line, size_t len)
+{
+	struct pc_msg m;
+	char err[512];
+
+	if (pc_auth_open(&b->s, line, len, err, sizeof(err))) {
+		/* a second writer on the console, a replayed or forged line:
+		 * dropped, and the genuine agent's next line still verifies */
+		link_reject(b->c, b, 0, b->fd == b->sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
+		return;
+	}
+	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
+		bad_line(b, line, len, err);
+		return;
+	}
+	if (m.type == PC_MSG_HELLO || m.type == PC_MSG_AUTH)
+		bad_line(b, line, len, "a second hello or proof on one link");
+	else
+		on_msg(b, &m, m.obj);
+	pc_msg_clear(&m);
 }
 
 /* Read what the board's link has; handle every complete line. */
@@ -800,27 +988,12 @@ static void board_read(struct bctx *b)
 
 		off += pc_linebuf_feed(&b->lb, data + off, (size_t)n - off);
 		while (b->fd >= 0 && (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
-			struct pc_msg m;
-			char err[512];
-			enum bstate before = b->st;
-
 			if (r == PC_LINE_TOO_LONG) {
 				bad_line(b, "", 0, "line exceeds the protocol's maximum length");
 				continue;
 			}
-			if (len == 0)
-				continue;
-			if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
-				bad_line(b, line, len, err);
-				continue;
-			}
-			if (m.type == PC_MSG_HELLO)
-				bad_line(b, line, len, "a second HELLO on one link");
-			else
-				on_msg(b, &m, m.obj);
-			pc_msg_clear(&m);
-			(void)before;
-			(void)err;
+			if (len)
+				board_line(b, line, len);
 		}
 	}
 }
@@ -843,8 +1016,79 @@ static void serial_noise(struct bctx *b, const char *line)
 /*
  * The serial console carries everything the board prints; the agent's lines
  * are the ones with the marker (anywhere in the line: the kernel may have
- * written first). Everything goes to the cycle's console log.
+ * written first). Everything goes to the cycle's console log. Before the
+ * agent has proved itself, only a hello (answered with a challenge) and a
+ * proof are of use; after, only lines with the session's tags.
  */
+static void serial_line(struct bctx *b, const char *mk, size_t len)
+{
+	struct camp *c = b->c;
+	const char *dev = b->cfg->serial_device;
+	struct pc_msg m;
+	char err[512];
+
+	if (b->fd == b->sfd) {
+		board_line(b, mk, len);
+		return;
+	}
+	if (pc_msg_parse(mk, len, &m, err, sizeof(err))) {
+		if (b->st == B_WAIT_HELLO)
+			link_reject(c, b, 1, dev, mk, len, "invalid line before the agent proved itself: %s", err);
+		return;
+	}
+	if (b->st != B_WAIT_HELLO) {
+		/* nobody is expected now: a late line from an earlier boot */
+		json_object *ev = ev_new(b, "rx_stray");
+		json_object_object_add(ev, "msg", json_object_get(m.obj));
+		ev_log(b, ev);
+	} else if (m.type == PC_MSG_HELLO) {
+		json_object *v;
+		unsigned slot = 0;
+
+		json_object_object_get_ex(m.obj, "board", &v);
+		if (strcmp(json_object_get_string(v), b->cfg->name)) {
+			link_reject(c, b, 1, dev, mk, len, "a hello for board '%s' on board %s's console",
+				    json_object_get_string(v), b->cfg->name);
+		} else if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
+			link_reject(c, b, 1, dev, mk, len, "a hello without a nonce: an agent without the "
+				    "authenticated link (update it)");
+		} else {
+			/* answer it; keep the latest few (a rogue's hello must not
+			 * push the genuine agent's out before it answers) */
+			for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
+				if (!b->shs[i].hello) {
+					slot = i;
+					break;
+				}
+				if (b->shs[i].since < b->shs[slot].since)
+					slot = i;
+			}
+			if (hs_start(&b->shs[slot], mk, len, m.obj, b->sfd, 1))
+				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
+		}
+	} else if (m.type == PC_MSG_AUTH) {
+		unsigned i;
+
+		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->shs[i], m.obj); i++)
+			;
+		if (i == MAX_SERIAL_HELLOS) {
+			link_reject(c, b, 1, dev, mk, len, "a proof that answers none of the challenges sent: "
+				    "not the campaign's key, or a copied hello");
+		} else {
+			struct handshake h = b->shs[i];
+
+			b->shs[i].hello = NULL;	/* moved to h */
+			for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
+				hs_clear(&b->shs[k]);
+			authenticated(b, b->sfd, &h);
+			hs_clear(&h);
+		}
+	} else {
+		link_reject(c, b, 0, dev, mk, len, "'%s' before the agent proved itself", pc_msg_type_name(m.type));
+	}
+	pc_msg_clear(&m);
+}
+
 static void serial_read(struct bctx *b)
 {
 	char data[4096], line[PC_PROTO_MAX_LINE + 2];
@@ -860,8 +1104,6 @@ static void serial_read(struct bctx *b)
 
 		off += pc_linebuf_feed(&b->slb, data + off, (size_t)n - off);
 		while ((r = pc_linebuf_take(&b->slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
-			struct pc_msg m;
-			char err[512];
 			const char *mk;
 
 			if (r == PC_LINE_TOO_LONG)
@@ -872,140 +1114,194 @@ static void serial_read(struct bctx *b)
 				serial_noise(b, line);
 				continue;
 			}
-			len -= (size_t)(mk - line);
-			if (pc_msg_parse(mk, len, &m, err, sizeof(err))) {
-				if (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING || b->st == B_DRAIN)
-					bad_line(b, mk, len, err);
-				continue;
-			}
-			if (m.type == PC_MSG_ERROR && b->st == B_WAIT_HELLO) {
-				/* an agent that cannot even open its device says why before HELLO */
-				json_object *t;
-				json_object_object_get_ex(m.obj, "msg", &t);
-				infra(b, "agent error before HELLO: %s", json_object_get_string(t));
-			} else if (m.type == PC_MSG_HELLO && b->st == B_WAIT_HELLO) {
-				b->fd = b->sfd;
-				on_hello(b, &m, m.obj);
-			} else if (b->fd == b->sfd && m.type != PC_MSG_HELLO) {
-				on_msg(b, &m, m.obj);
-			} else {
-				json_object *ev = ev_new(b, "rx_stray");
-				json_object_object_add(ev, "msg", json_object_get(m.obj));
-				ev_log(b, ev);
-			}
-			pc_msg_clear(&m);
+			serial_line(b, mk, len - (size_t)(mk - line));
 		}
 	}
 }
 
-/* A new connection's first line must be a HELLO for a board that is booting. */
-static void pending_read(struct camp *c, struct pending *p)
+static void pending_close(struct pending *p)
 {
-	char data[4096], line[PC_PROTO_MAX_LINE + 2];
-	ssize_t n = read(p->fd, data, sizeof(data));
-	size_t len, took;
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	p->b = NULL;
+	hs_clear(&p->hs);
+}
+
+/*
+ * A connection that has not proved itself yet: its first line must be a hello
+ * for a board that is booting (answered with a challenge), its second the
+ * proof. Anything else closes it, on record.
+ */
+static void pending_line(struct camp *c, struct pending *p, const char *line, size_t len)
+{
 	struct pc_msg m;
 	char err[512];
+	json_object *v;
 	struct bctx *b;
-	enum pc_line_result r;
 
-	if (n <= 0) {
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		close(p->fd);
-		p->fd = -1;
+	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
+		link_reject(c, p->b, 1, p->peer, line, len, "%s", err);
+		pending_close(p);
 		return;
 	}
-	took = pc_linebuf_feed(&p->lb, data, (size_t)n);
-	r = pc_linebuf_take(&p->lb, line, sizeof(line), &len);
-	if (r == PC_LINE_NONE)
-		return;
-	if (r == PC_LINE_TOO_LONG || pc_msg_parse(line, len, &m, err, sizeof(err))) {
-		pc_warn("a connection's first line is not a valid HELLO: %s", r == PC_LINE_TOO_LONG ? "line too long" : err);
-		close(p->fd);
-		p->fd = -1;
-		return;
-	}
-	if (m.type == PC_MSG_ERROR) {
-		/* an agent that could not even open its device says why before HELLO */
-		json_object *t;
-		json_object_object_get_ex(m.obj, "msg", &t);
-		pc_warn("agent (before HELLO): %s", json_object_get_string(t));
-		b = NULL;
-		for (unsigned i = 0; i < c->nb; i++) {
-			const char *s = json_object_get_string(t);
-			size_t l = strlen(c->b[i].cfg->name);
-			if (c->b[i].st == B_WAIT_HELLO && !strncmp(s, "board ", 6) && !strncmp(s + 6, c->b[i].cfg->name, l) &&
-			    s[6 + l] == ':')
-				b = &c->b[i];
+	if (!p->b) {
+		if (m.type != PC_MSG_HELLO) {
+			link_reject(c, NULL, 1, p->peer, line, len, "the first line is '%s', not hello",
+				    pc_msg_type_name(m.type));
+			goto drop;
 		}
-		if (b)
-			infra(b, "agent error before HELLO: %s", json_object_get_string(t));
-		pc_msg_clear(&m);
-		close(p->fd);
-		p->fd = -1;
-		return;
-	}
-	if (m.type != PC_MSG_HELLO) {
-		pc_warn("a connection started with '%s', not HELLO; closed", pc_msg_type_name(m.type));
-		goto drop;
-	}
-	{
-		json_object *t;
-		json_object_object_get_ex(m.obj, "board", &t);
-		b = board_by_name(c, json_object_get_string(t));
+		json_object_object_get_ex(m.obj, "board", &v);
+		b = board_by_name(c, json_object_get_string(v));
 		if (!b) {
-			pc_warn("HELLO from unknown board '%s'; closed", json_object_get_string(t));
+			link_reject(c, NULL, 1, p->peer, line, len, "a hello from unknown board '%s'",
+				    json_object_get_string(v));
 			goto drop;
 		}
 		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
-			pc_warn("HELLO from board %s while it is %s; closed (a stale agent?)", b->cfg->name,
-				bstate_names[b->st]);
+			link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
+				    bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
 			goto drop;
 		}
-	}
-	b->fd = p->fd;
-	p->fd = -1;
-	b->lb = p->lb;
-	(void)took;
-	on_hello(b, &m, m.obj);
-	pc_msg_clear(&m);
-	/* lines that came with the HELLO */
-	while (b->fd >= 0 && b->st == B_VERIFY &&
-	       (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) == PC_LINE_OK) {
-		if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
-			bad_line(b, line, len, err);
-			break;
+		if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
+			link_reject(c, b, 1, p->peer, line, len, "a hello without a nonce: an agent without the "
+				    "authenticated link (update it)");
+			goto drop;
 		}
-		on_msg(b, &m, m.obj);
+		if (hs_start(&p->hs, line, len, m.obj, p->fd, 0)) {
+			link_reject(c, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
+			goto drop;
+		}
+		p->b = b;
+		p->since = pc_now_ms();	/* the proof has as long again */
 		pc_msg_clear(&m);
+		return;
+	}
+	b = p->b;
+	if (m.type != PC_MSG_AUTH) {
+		link_reject(c, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m.type));
+		goto drop;
+	}
+	if (!hs_proven(c, &p->hs, m.obj)) {
+		link_reject(c, b, 1, p->peer, line, len, "the proof does not verify: not the campaign's key, or a "
+			    "copied hello");
+		goto drop;
+	}
+	if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+		link_reject(c, b, 1, p->peer, line, len, "a proven agent while the board is %s%s", bstate_names[b->st],
+			    b->fd >= 0 ? " and has its agent" : "");
+		goto drop;
+	}
+	pc_msg_clear(&m);
+	{
+		struct handshake h = p->hs;
+		int fd = p->fd;
+
+		b->lb = p->lb;	/* what came after the proof */
+		p->hs.hello = NULL;
+		p->fd = -1;
+		pending_close(p);
+		authenticated(b, fd, &h);
+		hs_clear(&h);
+	}
+	/* lines that came with the proof */
+	while (b->fd >= 0) {
+		char more[PC_PROTO_MAX_LINE + 2];
+		size_t n;
+		enum pc_line_result r = pc_linebuf_take(&b->lb, more, sizeof(more), &n);
+
+		if (r == PC_LINE_NONE)
+			break;
+		if (r == PC_LINE_OK && n)
+			board_line(b, more, n);
 	}
 	return;
 drop:
 	pc_msg_clear(&m);
-	close(p->fd);
-	p->fd = -1;
+	pending_close(p);
 }
 
+static void pending_read(struct camp *c, struct pending *p)
+{
+	char data[4096], line[PC_PROTO_MAX_LINE + 2];
+	ssize_t n = read(p->fd, data, sizeof(data));
+	size_t off = 0, len;
+
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		link_reject(c, p->b, p->b != NULL, p->peer, NULL, 0, "the connection closed %s",
+			    p->b ? "before its proof" : "without a hello");
+		pending_close(p);
+		return;
+	}
+	while (off < (size_t)n && p->fd >= 0) {
+		enum pc_line_result r;
+
+		off += pc_linebuf_feed(&p->lb, data + off, (size_t)n - off);
+		while (p->fd >= 0 && (r = pc_linebuf_take(&p->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+			if (r == PC_LINE_TOO_LONG) {
+				link_reject(c, p->b, 1, p->peer, NULL, 0, "a line longer than %d bytes",
+					    PC_PROTO_MAX_LINE);
+				pending_close(p);
+				return;
+			}
+			if (len)
+				pending_line(c, p, line, len);
+		}
+	}
+}
+
+/*
+ * New connections wait here until they prove themselves. The table is bounded,
+ * and so is each source's share: a source at its limit (or anyone, when the
+ * table is full) loses its oldest waiting connection, so connections that
+ * squat without speaking cannot lock a genuine agent out.
+ */
 static void accept_all(struct camp *c)
 {
 	for (;;) {
-		int fd = accept4(c->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
-		unsigned i;
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(c->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
+		unsigned i, free_i = MAX_PENDING, oldest = MAX_PENDING, oldest_src = MAX_PENDING, from_src = 0;
 
 		if (fd < 0)
 			return;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		for (i = 0; i < MAX_PENDING && c->pend[i].fd >= 0; i++)
-			;
-		if (i == MAX_PENDING) {
-			pc_warn("too many connections waiting for HELLO; dropping one");
-			close(fd);
-			continue;
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv, sizeof(serv),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+		for (i = 0; i < MAX_PENDING; i++) {
+			struct pending *p = &c->pend[i];
+
+			if (p->fd < 0) {
+				if (free_i == MAX_PENDING)
+					free_i = i;
+				continue;
+			}
+			if (oldest == MAX_PENDING || p->since < c->pend[oldest].since)
+				oldest = i;
+			if (!strcmp(p->src, host)) {
+				from_src++;
+				if (oldest_src == MAX_PENDING || p->since < c->pend[oldest_src].since)
+					oldest_src = i;
+			}
 		}
-		memset(&c->pend[i], 0, sizeof(c->pend[i]));
-		c->pend[i].fd = fd;
-		c->pend[i].since = pc_now_ms();
+		if (from_src >= MAX_PENDING_PER_SOURCE || free_i == MAX_PENDING) {
+			i = from_src >= MAX_PENDING_PER_SOURCE ? oldest_src : oldest;
+			link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
+				    "closed to make room: %s", from_src >= MAX_PENDING_PER_SOURCE ?
+				    "its address has too many connections waiting" : "too many connections waiting");
+			pending_close(&c->pend[i]);
+			free_i = i;
+		}
+		memset(&c->pend[free_i], 0, sizeof(c->pend[free_i]));
+		c->pend[free_i].fd = fd;
+		c->pend[free_i].since = pc_now_ms();
+		pc_strlcpy(c->pend[free_i].src, host, sizeof(c->pend[free_i].src));
+		snprintf(c->pend[free_i].peer, sizeof(c->pend[free_i].peer), strchr(host, ':') ? "[%s]:%s" : "%s:%s",
+			 host, serv);
 	}
 }
 
@@ -1100,6 +1396,17 @@ static int replay_event(json_object *ev, unsigned lineno, void *arg)
 
 	if (json_object_object_get_ex(ev, "t", &t) && json_object_get_int64(t) > c->t_base)
 		c->t_base = json_object_get_int64(t);
+	{
+		/* the boot id of each board's last authenticated hello: the next
+		 * power-on must bring a new one */
+		json_object *k, *m, *ty, *bd, *id;
+		struct bctx *b;
+		if (json_object_object_get_ex(ev, "ev", &k) && !strcmp(json_object_get_string(k), "rx") &&
+		    json_object_object_get_ex(ev, "msg", &m) && json_object_object_get_ex(m, "type", &ty) &&
+		    !strcmp(json_object_get_string(ty), "hello") && json_object_object_get_ex(ev, "board", &bd) &&
+		    json_object_object_get_ex(m, "boot_id", &id) && (b = board_by_name(c, json_object_get_string(bd))))
+			pc_strlcpy(b->boot_id, json_object_get_string(id), sizeof(b->boot_id));
+	}
 	if (engine_feed(c->eng, ev, err, sizeof(err)))
 		pc_warn("%s/events.jsonl:%u: %s", c->res.dir, lineno, err);
 	return c->fatal ? -EIO : 0;
@@ -1204,7 +1511,7 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		pc_mkdir_p(cons, 0755);
 		ctx = (struct relay_ctx){
 			.board = b->cfg->name, .connect = c->connect, .agent_path = c->agent,
-			.state_dir = state, .device = b->cfg->device,
+			.state_dir = state, .device = b->cfg->device, .key_path = c->key_path,
 		};
 		if (relay_open(&b->relay, b->cfg->relay_driver, b->cfg->relay, &ctx, err, errlen))
 			return -EIO;
@@ -1253,9 +1560,9 @@ static void loop(struct camp *c)
 		}
 		for (unsigned i = 0; i < MAX_PENDING; i++)
 			if (c->pend[i].fd >= 0 && now - c->pend[i].since > HELLO_WAIT_MS) {
-				pc_warn("a connection said nothing for %u ms; closed", HELLO_WAIT_MS);
-				close(c->pend[i].fd);
-				c->pend[i].fd = -1;
+				link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
+					    "no %s within %u ms", c->pend[i].b ? "proof" : "hello", HELLO_WAIT_MS);
+				pending_close(&c->pend[i]);
 			}
 		pfd[n] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
 		who[n++] = NULL;
@@ -1333,6 +1640,26 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	if (note[0])
 		pc_warn("%s", note);
 	if (campaign_json(&c, &existing, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	/* the agents' key: made once, kept with the campaign (or where the
+	 * configuration says), given to every agent (docs/protocol.md) */
+	if (cfg->key_file[0])
+		pc_strlcpy(c.key_path, cfg->key_file, sizeof(c.key_path));
+	else
+		snprintf(c.key_path, sizeof(c.key_path), "%s/agent.key", dir);
+	{
+		int kr = pc_auth_key_create(c.key_path, err, sizeof(err));
+		if (kr == 0)
+			pc_info("created the agents' key %s (mode 0600): agents started by a relay get it; give it "
+				"to a real board's agent with --key", c.key_path);
+		else if (kr != -EEXIST) {
+			pc_err("%s", err);
+			goto out;
+		}
+	}
+	if (pc_auth_key_load(c.key_path, &c.key, err, sizeof(err))) {
 		pc_err("%s", err);
 		goto out;
 	}
@@ -1416,8 +1743,8 @@ out:
 			relay_close(&c.b[i].relay);
 	}
 	for (unsigned i = 0; i < MAX_PENDING; i++)
-		if (c.pend[i].fd >= 0)
-			close(c.pend[i].fd);
+		pending_close(&c.pend[i]);
+	explicit_bzero(&c.key, sizeof(c.key));
 	if (c.lfd >= 0)
 		close(c.lfd);
 	json_object_put(c.seen_verdicts);

@@ -965,7 +965,7 @@ static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 
 /* ---- the document ---- */
 
-static const char *const top_keys[] = { "campaign", "cycles", "seed", "listen", "defaults", "boards", NULL };
+static const char *const top_keys[] = { "campaign", "cycles", "seed", "listen", "key_file", "defaults", "boards", NULL };
 
 static int cfg_defaults(struct cfg_ctx *x, json_object *d)
 {
@@ -1053,6 +1053,14 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 					listen);
 	}
 	pc_strlcpy(c->listen, listen, sizeof(c->listen));
+	if ((v = jget(doc, "key_file"))) {
+		const char *kf;
+		if ((rc = cfg_str(x, v, "key_file", &kf)))
+			return rc;
+		if (!kf[0] || strlen(kf) >= sizeof(c->key_file))
+			return cfg_fail(x, "key_file", "expected the path of the campaign's key file");
+		pc_strlcpy(c->key_file, kf, sizeof(c->key_file));
+	}
 	if ((x->defaults = jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
 		return rc;
 	if (!(v = jget(doc, "boards")))

@@ -63,6 +63,7 @@ struct campaign_cfg {
 	uint32_t cycles;
 	uint64_t seed;
 	char listen[128];		/* "host:port"; port 0 picks a free one */
+	char key_file[PATH_MAX];	/* key_file: the agents' key ("": <results>/agent.key) */
 	struct board_cfg *boards;
 	unsigned nboards;
 	json_object *root;		/* the whole document, as resolved (defaults filled in) */

@@ -21,6 +21,7 @@ struct relay_ctx {
 	const char *connect;		/* "host:port" the agent connects to */
 	const char *agent_path;		/* powercut-agent binary (sim driver) */
 	const char *state_dir;		/* per-board folder under the results (sim media lives here) */
+	const char *key_path;		/* the campaign's key file (auth.h), for agents the driver starts */
 	json_object *device;		/* the board's "device" section */
 };
 

@@ -33,6 +33,7 @@ extern char **environ;
 struct cmd_priv {
 	char *on, *off, *get;
 	char connect[160];	/* where agents reach the harness: PC_CONNECT */
+	char key[PATH_MAX];	/* the campaign's key file: PC_KEY_FILE */
 	int timeout_ms;
 };
 
@@ -115,6 +116,7 @@ static int cmd_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	if (cfg && json_object_object_get_ex(cfg, "get", &v) && !p->get)
 		goto nomem;
 	snprintf(p->connect, sizeof(p->connect), "%s", ctx && ctx->connect ? ctx->connect : "");
+	snprintf(p->key, sizeof(p->key), "%s", ctx && ctx->key_path ? ctx->key_path : "");
 	p->timeout_ms = 10000;
 	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v))
 		p->timeout_ms = (int)json_object_get_int64(v);
@@ -126,22 +128,23 @@ nomem:
 	return -ENOMEM;
 }
 
-/* The environment of the parent minus any PC_BOARD/PC_ACTION/PC_CONNECT, plus
- * ours: the board, the action, and the host:port its agent must connect to
- * (the harness may have picked the port itself). */
-static char **cmd_envp(const char *board, const char *action, const char *connect)
+/* The environment of the parent minus any PC_BOARD/PC_ACTION/PC_CONNECT/
+ * PC_KEY_FILE, plus ours: the board, the action, the host:port its agent must
+ * connect to (the harness may have picked the port itself) and the key file
+ * the agent authenticates with (powercut-agent run reads PC_KEY_FILE). */
+static char **cmd_envp(const char *board, const char *action, const char *connect, const char *key)
 {
 	size_t n = 0, k = 0;
 	char **envp;
 
 	while (environ && environ[n])
 		n++;
-	envp = calloc(n + 4, sizeof(*envp));
+	envp = calloc(n + 5, sizeof(*envp));
 	if (!envp)
 		return NULL;
 	for (size_t i = 0; i < n; i++)
 		if (strncmp(environ[i], "PC_BOARD=", 9) && strncmp(environ[i], "PC_ACTION=", 10) &&
-		    strncmp(environ[i], "PC_CONNECT=", 11))
+		    strncmp(environ[i], "PC_CONNECT=", 11) && strncmp(environ[i], "PC_KEY_FILE=", 12))
 			envp[k++] = environ[i];
 	if (asprintf(&envp[k], "PC_BOARD=%s", board) < 0)
 		goto fail;
@@ -152,6 +155,12 @@ static char **cmd_envp(const char *board, const char *action, const char *connec
 	if (asprintf(&envp[k + 2], "PC_CONNECT=%s", connect) < 0) {
 		free(envp[k]);
 		free(envp[k + 1]);
+		goto fail;
+	}
+	if (asprintf(&envp[k + 3], "PC_KEY_FILE=%s", key) < 0) {
+		free(envp[k]);
+		free(envp[k + 1]);
+		free(envp[k + 2]);
 		goto fail;
 	}
 	return envp;
@@ -166,9 +175,10 @@ static void cmd_envp_free(char **envp)
 
 	if (!envp)
 		return;
-	/* our three strings are the last three entries */
+	/* our four strings are the last four entries */
 	while (envp[i])
 		i++;
+	free(envp[i - 4]);
 	free(envp[i - 1]);
 	free(envp[i - 2]);
 	free(envp[i - 3]);
@@ -301,7 +311,7 @@ static int cmd_run(struct relay *r, const char *action, const char *cmd, struct 
 		relay_errf(r, "'%s' command: cannot set up pipes: %s", action, strerror(-rc));
 		goto out_fds;
 	}
-	envp = cmd_envp(r->board, action, p->connect);
+	envp = cmd_envp(r->board, action, p->connect, p->key);
 	if (!envp) {
 		rc = -ENOMEM;
 		relay_errf(r, "'%s' command: out of memory", action);

@@ -33,6 +33,7 @@ struct sim_priv {
 	char log[PATH_MAX];
 	char agent[PATH_MAX];
 	char connect[128];
+	char key[PATH_MAX];	/* the campaign's key file: the agent's --key */
 	char profile[128];
 	uint64_t size, seed;
 	uint64_t record_size, program_us, cache_sectors, cut_after;
@@ -307,6 +308,7 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	}
 	pc_strlcpy(p->agent, ctx->agent_path, sizeof(p->agent));
 	pc_strlcpy(p->connect, ctx->connect, sizeof(p->connect));
+	pc_strlcpy(p->key, ctx->key_path ? ctx->key_path : "", sizeof(p->key));
 	rc = pc_mkdir_p(ctx->state_dir, 0755);
 	if (rc < 0) {
 		relay_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
@@ -360,7 +362,7 @@ static int sim_on(struct relay *r)
 	char *argv[] = { p->agent, "run", "--device", dev, "--sim-profile", p->profile,
 			 "--sim-program-us", pus, "--sim-cache-sectors", cache, "--sim-seed", seed,
 			 "--sim-rate", rate, "--connect", p->connect, "--board", r->board,
-			 "--boot-delay-ms", delay, NULL, NULL, NULL };
+			 "--boot-delay-ms", delay, "--key", p->key, "--fresh-boot-id", NULL, NULL, NULL };
 	int fd, rc;
 
 	rc = sim_get(r);
