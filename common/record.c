@@ -319,11 +319,19 @@ int pc_uuid_parse(const char *s, uint8_t u[16])
 {
 	int n = 0;
 
-	for (const char *p = s; *p && n < 32; p++) {
+	/* only the canonical 8-4-4-4-12 text: 32 hex digits with dashes at
+	 * 8, 13, 18 and 23, nothing after (stopping at 32 digits once let four
+	 * trailing characters of any kind through) */
+	if (strlen(s) != 36)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
 		int v;
 
-		if (*p == '-')
+		if (p - s == 8 || p - s == 13 || p - s == 18 || p - s == 23) {
+			if (*p != '-')
+				return -EINVAL;
 			continue;
+		}
 		if (*p >= '0' && *p <= '9')
 			v = *p - '0';
 		else if (*p >= 'a' && *p <= 'f')
@@ -338,7 +346,7 @@ int pc_uuid_parse(const char *s, uint8_t u[16])
 			u[n / 2] |= (uint8_t)v;
 		n++;
 	}
-	return n == 32 && strlen(s) == 36 ? 0 : -EINVAL;
+	return n == 32 ? 0 : -EINVAL;
 }
 
 void pc_uuid_generate(uint8_t u[16])
