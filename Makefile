@@ -122,7 +122,7 @@ san:
 
 check: deps
 	@$(MAKE) --no-print-directory san
-	@$(MAKE) --no-print-directory unit integration
+	@$(MAKE) --no-print-directory unit integration fuzz-replay
 
 unit:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SAN)/test-unit
@@ -259,5 +259,59 @@ vm-check: vm-deps
 	@mkdir -p build/test-tmp
 	PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} bash tests/integration/t-vm.sh
 # ---- end virtual board --------------------------------------------------------
+
+# ---- fuzzing (libFuzzer) ----------------------------------------------------
+# One libFuzzer target per kind of untrusted input, tests/fuzz/fuzz_<target>.c
+# (docs/fuzzing.md): proto (protocol lines), auth (tagged lines), config
+# (campaign files), events (events.jsonl through replay and resume), scan (the
+# agent's scan of a crafted region image), sector (superblock and sector
+# decoders).
+#   make fuzz          clang + libFuzzer + ASan/UBSan into build/fuzz/, then each
+#                      target for FUZZ_SECONDS on its corpus (FUZZ_TARGETS="proto
+#                      scan" picks some); new inputs go to build/fuzz/corpus/<t>/,
+#                      crashes to build/fuzz/crashes/<t>/; exit 1 on any crash
+#   make fuzz-replay   every file of tests/fuzz/corpus/<t>/ and tests/fuzz/regress/<t>/
+#                      through its target once, no libFuzzer: $(CC) with ASan/UBSan
+#                      in build/san/fuzz/ (part of make check)
+FUZZ_ALL     := $(patsubst tests/fuzz/fuzz_%.c,%,$(sort $(wildcard tests/fuzz/fuzz_*.c)))
+FUZZ_TARGETS ?= $(FUZZ_ALL)
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_B       := build/fuzz
+FUZZ_OPT     := -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer \
+                -fno-sanitize-recover=undefined
+FUZZ_LIBS     = $(sort $(AGENT_LIBS) $(HOST_LIBS))
+.PHONY: fuzz fuzz-build fuzz-replay
+fuzz: deps
+	@$(MAKE) --no-print-directory fuzz-build
+	tests/fuzz/run $(FUZZ_B) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build:
+	@$(MAKE) --no-print-directory B=$(FUZZ_B) CC=$(FUZZ_CC) OPT="$(FUZZ_OPT)" \
+		CFLAGS="$(CFLAGS) -Wno-unknown-warning-option -Wno-error" $(patsubst %,$(FUZZ_B)/fuzz-%,$(FUZZ_TARGETS))
+
+fuzz-replay:
+	@$(MAKE) --no-print-directory B=$(SAN) OPT="$(SANFLAGS)" $(patsubst %,$(SAN)/fuzz/replay-%,$(FUZZ_TARGETS))
+	@for t in $(FUZZ_TARGETS); do \
+		d=; for x in tests/fuzz/corpus/$$t tests/fuzz/regress/$$t; do [ ! -d $$x ] || d="$$d $$x"; done; \
+		[ -n "$$d" ] || { echo "fuzz-replay: no corpus for $$t"; exit 1; }; \
+		ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 $(SAN)/fuzz/replay-$$t $$d || exit 1; \
+	done
+
+# (kept: make would delete them as intermediates of the pattern rules below)
+.SECONDARY: $(patsubst %,$(B)/obj/tests/fuzz/fuzz_%.o,$(FUZZ_ALL)) $(B)/obj/tests/fuzz/replay_main.o
+$(B)/libpowercut-fuzz.a: $(ALL_LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+
+# the scan target serves its image from memory: its own dev_ops_for() picks the backend
+$(B)/fuzz-scan $(B)/fuzz/replay-scan: FUZZ_LDFLAGS := -Wl,--wrap=dev_ops_for
+$(B)/fuzz-%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/libpowercut-fuzz.a
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
+
+$(B)/fuzz/replay-%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay_main.o $(B)/libpowercut-fuzz.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
+# ---- end fuzzing --------------------------------------------------------------
 
 -include $(shell find build -name '*.d' 2>/dev/null)

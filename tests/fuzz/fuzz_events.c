@@ -1,0 +1,174 @@
+/*
+ * fuzz_events.c - a crafted results folder through replay and resume.
+ *
+ * The input is an events.jsonl, optionally followed by a line
+ * "--- verdicts ---" and a verdicts.jsonl. Both go into a results folder
+ * (on tmpfs: /dev/shm, else $TMPDIR) whose campaign.json is fixed, then:
+ *   replay: replay_dir(), as `powercut replay` runs it (results_each_line,
+ *           engine_feed on every line, verdicts compared);
+ *   resume: as `powercut run` resumes a campaign: a new engine fed every
+ *           event line, then the per-board state and region the campaign
+ *           loop asks for, for every board the events name.
+ * Whatever the files hold, neither may crash, leak or read out of bounds.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../common/util.h"
+#include "../../harness/engine.h"
+#include "../../harness/replay.h"
+#include "../../harness/results.h"
+#include "fuzz.h"
+
+#define FUZZ_MAX_INPUT	(256u << 10)
+#define MAX_BOARDS	16
+#define SEPARATOR	"\n--- verdicts ---\n"
+
+static char dir[PATH_MAX];
+static FILE *devnull;
+
+static void path_of(char *out, size_t len, const char *name)
+{
+	snprintf(out, len, "%s/%s", dir, name);
+}
+
+static void cleanup(void)
+{
+	static const char *const names[] = { "campaign.json", "events.jsonl", "verdicts.jsonl" };
+	char p[PATH_MAX + 32];
+
+	if (!dir[0])
+		return;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(names); i++) {
+		path_of(p, sizeof(p), names[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+	dir[0] = 0;
+}
+
+static void put_file(const char *name, const uint8_t *data, size_t len)
+{
+	char p[PATH_MAX + 32];
+	int fd;
+
+	path_of(p, sizeof(p), name);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	FUZZ_CHECK(fd >= 0, "%s: %s", p, strerror(errno));
+	FUZZ_CHECK(pc_write_all(fd, data, len) == 0, "%s: cannot write", p);
+	close(fd);
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	static const char campaign[] = "{\"campaign\": \"fuzz\"}\n";
+	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+
+	pc_log_init("fuzz-events", PC_LOG_ERR);
+	snprintf(dir, sizeof(dir), "%s/pc-fuzz-events.XXXXXX", tmp);
+	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+	atexit(cleanup);
+	put_file("campaign.json", (const uint8_t *)campaign, sizeof(campaign) - 1);
+	devnull = fopen("/dev/null", "we");
+	FUZZ_CHECK(devnull != NULL, "/dev/null: %s", strerror(errno));
+	return 0;
+}
+
+struct resume {
+	struct engine *eng;
+	char boards[MAX_BOARDS][64];
+	unsigned nboards;
+	unsigned verdicts;
+};
+
+/* A verdict is read as the campaign would write it. */
+static int on_verdict(json_object *v, void *arg)
+{
+	struct resume *r = arg;
+	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+
+	FUZZ_CHECK(s && s[0] == '{', "a verdict that is not a JSON object");
+	r->verdicts++;
+	return 0;
+}
+
+static void on_note(const char *board, const char *text, void *arg)
+{
+	FUZZ_CHECK(board && text, "a note without board or text");
+}
+
+static int on_event(json_object *ev, unsigned lineno, void *arg)
+{
+	struct resume *r = arg;
+	char err[512] = "";
+	json_object *b;
+
+	engine_feed(r->eng, ev, err, sizeof(err));
+	/* the boards the campaign loop would then ask about (it knows them from
+	 * its configuration; here, from the events) */
+	if (json_object_object_get_ex(ev, "board", &b) && json_object_is_type(b, json_type_string) &&
+	    json_object_get_string_len(b) < 64 && r->nboards < MAX_BOARDS) {
+		const char *name = json_object_get_string(b);
+		unsigned i;
+
+		for (i = 0; i < r->nboards && strcmp(r->boards[i], name); i++)
+			;
+		if (i == r->nboards)
+			pc_strlcpy(r->boards[r->nboards++], name, sizeof(r->boards[0]));
+	}
+	return 0;
+}
+
+static void resume(void)
+{
+	struct resume r = { 0 };
+	char p[PATH_MAX + 32], err[512] = "";
+	int torn;
+
+	r.eng = engine_new("fuzz", on_verdict, on_note, &r);
+	FUZZ_CHECK(r.eng != NULL, "engine_new failed");
+	path_of(p, sizeof(p), "events.jsonl");
+	results_each_line(p, on_event, &r, &torn, err, sizeof(err));
+	for (unsigned i = 0; i < r.nboards; i++) {
+		struct engine_board_state st;
+		json_object *region;
+
+		memset(&st, 0, sizeof(st));
+		engine_board_state(r.eng, r.boards[i], &st);
+		FUZZ_CHECK(st.verdicts <= r.verdicts, "board %s: %u verdicts, %u emitted", r.boards[i], st.verdicts,
+			   r.verdicts);
+		region = engine_board_region(r.eng, r.boards[i]);
+		json_object_put(region);
+	}
+	engine_free(r.eng);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct replay_result rr;
+	const uint8_t *sep = NULL;
+	size_t evlen = size, seplen = sizeof(SEPARATOR) - 1;
+	char err[512] = "";
+
+	if (size > FUZZ_MAX_INPUT)
+		return -1;
+	if (size >= seplen)
+		sep = memmem(data, size, SEPARATOR, seplen);
+	if (sep)
+		evlen = (size_t)(sep - data) + 1;	/* keep the newline that ends the last event */
+	put_file("events.jsonl", data, evlen);
+	if (sep)
+		put_file("verdicts.jsonl", sep + seplen, size - (size_t)(sep - data) - seplen);
+	else
+		put_file("verdicts.jsonl", (const uint8_t *)"", 0);
+	if (replay_dir(dir, devnull, &rr, err, sizeof(err)) == 0)
+		FUZZ_CHECK(rr.matched + rr.differ <= rr.recorded, "%u matched and %u differ of %u recorded",
+			   rr.matched, rr.differ, rr.recorded);
+	resume();
+	return 0;
+}
