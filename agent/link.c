@@ -183,6 +183,8 @@ static int next_line(struct link *l, char *line, size_t cap, size_t *len, const 
 				mk = strstr(line, PC_PROTO_MARKER);
 				if (!mk)
 					continue;
+				/* the marker frames the line; the tag covers the JSON */
+				mk += strlen(PC_PROTO_MARKER);
 				*len -= (size_t)(mk - line);
 			}
 			*start = mk;

@@ -262,6 +262,8 @@ static int hs_start(struct handshake *h, const char *text, size_t len, json_obje
 	hs_clear(h);
 	if (!json_object_object_get_ex(hello, "nonce", &v))
 		return -EINVAL;
+	if (len && text[len - 1] == '\r')
+		len--;	/* a console's CR is not part of what the agent proved */
 	h->hello = malloc(len + 1);
 	if (!h->hello)
 		return -ENOMEM;
@@ -893,6 +895,11 @@ static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		give_up(b, why);
 		return;
 	}
+	if (engine_board_refused(b->c->eng, b->cfg->name)) {
+		/* a region beyond the board's configuration: nothing of this boot is judged */
+		infra(b, "%s", engine_board_refused(b->c->eng, b->cfg->name));
+		return;
+	}
 	msg = verify_request(b);
 	ev = ev_new(b, "verify");
 	json_object_object_add(ev, "msg", json_object_get(msg));
@@ -1114,7 +1121,9 @@ static void serial_read(struct bctx *b)
 				serial_noise(b, line);
 				continue;
 			}
-			serial_line(b, mk, len - (size_t)(mk - line));
+			/* the marker frames the line; what was proved and tagged is the JSON */
+			len -= (size_t)(mk - line) + strlen(PC_PROTO_MARKER);
+			serial_line(b, mk + strlen(PC_PROTO_MARKER), len);
 		}
 	}
 }
@@ -1667,6 +1676,11 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	c.seen_verdicts = json_object_new_object();
 	if (!c.eng || !c.seen_verdicts)
 		goto out;
+	/* the engine checks every HELLO against the configured boards */
+	if (engine_configure(c.eng, cfg->root, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
 	snprintf(evpath, sizeof(evpath), "%s/events.jsonl", dir);
 	snprintf(vpath, sizeof(vpath), "%s/verdicts.jsonl", dir);
 	if (existing) {

@@ -47,7 +47,7 @@ cat > "$T/unprep.json" <<JSON
 { "campaign": "unprep", "cycles": 3, "listen": "127.0.0.1:0",
   "boards": [ { "name": "u1", "device": { "backend": "posix", "record_size": 4096 },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --device $T/zero.img --connect \$PC_CONNECT --board u1 > $T/u1.log 2>&1 & echo \$! > $T/u1.pid",
+      "on": "setsid $PWD/$AGENT run --fresh-boot-id --device $T/zero.img --connect \$PC_CONNECT --board u1 > $T/u1.log 2>&1 & echo \$! > $T/u1.pid",
       "off": "kill -KILL \$(cat $T/u1.pid 2>/dev/null) 2>/dev/null; true" },
     "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 10 } ] }
 JSON

@@ -26,7 +26,7 @@ cat > "$T/c.json" <<JSON
 { "campaign": "loop", "cycles": ${PC_LOOP_CYCLES:-200}, "seed": 4, "listen": "127.0.0.1:0",
   "boards": [ { "name": "l1", "device": { "backend": "posix", "record_size": 4096, "path": "PARTLABEL=$label" },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --device PARTLABEL=$label --connect \$PC_CONNECT --board l1 >> $T/l1.log 2>&1 & echo \$! > $T/l1.pid",
+      "on": "setsid $PWD/$AGENT run --fresh-boot-id --device PARTLABEL=$label --connect \$PC_CONNECT --board l1 >> $T/l1.log 2>&1 & echo \$! > $T/l1.pid",
       "off": "p=\$(cat $T/l1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
       "get": "sh $T/get.sh $T/l1.pid" },
     "modes": ["fua", "flush", "fua+flush", "journal", "none"], "records_per_cycle": 150, "queue_depth": 8,

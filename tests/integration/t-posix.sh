@@ -12,7 +12,7 @@ cat > "$T/c.json" <<JSON
 { "campaign": "posix", "cycles": 25, "listen": "127.0.0.1:0",
   "boards": [ { "name": "p1", "device": { "backend": "posix", "record_size": 8192, "path": "$T/disk.img" },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --device $T/disk.img --offset 1M --length 4M --connect \$PC_CONNECT --board p1 >> $T/p1.log 2>&1 & echo \$! > $T/p1.pid",
+      "on": "setsid $PWD/$AGENT run --fresh-boot-id --device $T/disk.img --offset 1M --length 4M --connect \$PC_CONNECT --board p1 >> $T/p1.log 2>&1 & echo \$! > $T/p1.pid",
       "off": "p=\$(cat $T/p1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
       "get": "sh $T/get.sh $T/p1.pid" },
     "modes": ["fua", "fua+flush", "flush", "journal", "none"], "records_per_cycle": 200, "queue_depth": 8,

@@ -22,7 +22,7 @@ board=\$\$
   sleep 0.00\$((RANDOM % 9 + 1)); done ) &
 # a kernel line cut short: the agent's HELLO lands right after it
 printf '[    0.500000] random: crng init do'
-exec "$PWD/$AGENT" run --device "sim:$T/m.img" --console "$board_end" --board s1 --boot-delay-ms 5
+exec "$PWD/$AGENT" run --fresh-boot-id --device "sim:$T/m.img" --console "$board_end" --board s1 --boot-delay-ms 5
 SH
 write_get "$T/get.sh"
 cat > "$T/c.json" <<JSON

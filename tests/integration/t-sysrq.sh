@@ -9,7 +9,7 @@ check "prepare the board's emulated eMMC (lying-flush)" "$AGENT" prepare --devic
 # The board: the agent, and a stand-in for the kernel's sysrq 'b' (reboot now).
 cat > "$T/board.sh" <<SH
 : > "$T/trigger"
-"$PWD/$AGENT" run --device "sim:$T/m.img" --sim-profile lying-flush --connect "\$PC_CONNECT" --board s1 \\
+"$PWD/$AGENT" run --fresh-boot-id --device "sim:$T/m.img" --sim-profile lying-flush --connect "\$PC_CONNECT" --board s1 \\
 	--sysrq "$T/trigger" --boot-delay-ms 5 &
 agent=\$!
 while kill -0 \$agent 2>/dev/null; do
@@ -37,7 +37,7 @@ check "replay reproduces every verdict" "$PC" replay "$T/r"
 cat > "$T/c2.json" <<JSON
 { "campaign": "it-sysrq-refused", "cycles": 1, "listen": "127.0.0.1:0",
   "boards": [ { "name": "s2", "device": { "backend": "sim", "size": "1M", "record_size": 4096 },
-    "relay": { "driver": "sysrq", "on": "setsid $PWD/$AGENT run --device sim:$T/m.img --connect \$PC_CONNECT --board s2 > /dev/null 2>&1 &" },
+    "relay": { "driver": "sysrq", "on": "setsid $PWD/$AGENT run --fresh-boot-id --device sim:$T/m.img --connect \$PC_CONNECT --board s2 > /dev/null 2>&1 &" },
     "modes": ["flush"], "records_per_cycle": 20, "cut": { "at": "random", "window_ms": [1, 5] },
     "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 5 } ] }
 JSON
