@@ -1,6 +1,7 @@
-# Device-level outcomes: a superblock copy that goes bad, both copies gone
-# (the scan goes on with the geometry the host remembers), and a device whose
-# identity changes -- each a finding in the next verdict, never a crash.
+# Device-level outcomes: a superblock copy that goes bad and a device whose
+# identity changes -- each a finding in the next verdict, never a crash -- and
+# both copies gone: the agent refuses the region (no scan, no write; the host
+# never imposes the geometry it remembers), so the board is given up.
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON
@@ -18,16 +19,20 @@ dd if=/dev/zero of="$media" bs=512 count=1 conv=notrunc status=none
 run 6
 check "superblock A lost: a collateral finding" [ "$(finding superblock | jq -r .copy)" = "A" ]
 check "...and the cycle is FAIL" [ "$(jq -r 'select(.cycle == 5) | .verdict' "$T/r/verdicts.jsonl")" = "FAIL" ]
-dd if=/dev/zero of="$media" bs=512 count=1 seek=$((2048 - 8)) conv=notrunc status=none
-run 8
-check "both superblocks lost: the agent still scans with the host's geometry" \
-	[ "$(jq -s 'length' "$T/r/verdicts.jsonl")" -eq 8 ]
-check "...copy B reported" [ "$(finding superblock | jq -r .copy | tr '\n' ' ')" = "A B " ]
-check "...and the cycles after it pass" [ "$(jq -r 'select(.cycle == 8) | .verdict' "$T/r/verdicts.jsonl")" = "PASS" ]
-check "...said so in the log" grep -q "lost both superblocks" "$T/out.8"
 # a different card in the slot: same bytes, new identity (the sim's CID follows the media's inode)
 cp "$media" "$media.new" && mv "$media.new" "$media"
-run 10
+run 8
 check "a changed CID is reported" [ "$(finding identity | jq -r .field | head -1)" = "cid" ]
+# both copies gone: the agent cannot tell this is its region, so it neither
+# scans nor writes, and the host never imposes the geometry it remembers
+dd if=/dev/zero of="$media" bs=512 count=1 seek=$((2048 - 8)) conv=notrunc status=none
+sum_before=$(sha256sum < "$media")
+"$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report --cycles 10 > "$T/out.10" 2>&1; rc=$?
+check "both superblocks lost: the board is given up (exit 1: cycle 5's FAIL stands; was $rc)" [ $rc -eq 1 ]
+check "...named as given up" grep -q "giving up" "$T/out.10"
+check "...saying the region is not usable" grep -q "no usable powercut region" "$T/out.10"
+check "...as INFRA_ERROR, neither PASS nor FAIL" \
+	[ "$(jq -s '[.[] | select(.cycle > 8) | .verdict] | unique == ["INFRA_ERROR"]' "$T/r/verdicts.jsonl")" = true ]
+check "...and the agent wrote nothing to the media" [ "$(sha256sum < "$media")" = "$sum_before" ]
 check "replay agrees with every verdict" "$PC" replay "$T/r"
 finish
