@@ -62,13 +62,13 @@ check "...and the zero device is still all zeros" cmp -s "$T/zero.img" <(head -c
 # ---- garbage on the protocol link
 "$AGENT" info --device "$T/dev.img" > "$T/info.json"
 hello=$(jq -c '. + {type: "hello", v: 1, board: "g1"}' "$T/info.json")
+printf '%s\n' "$hello" > "$T/hello.json"
+# an agent that authenticates (it has the key: PC_KEY_FILE), then sends an
+# untagged line (dropped as not the agent's) and a tagged line that is not a
+# valid message (the agent's own garbage: a protocol error)
 cat > "$T/fake.sh" <<SH
-exec 3<>/dev/tcp/\${PC_CONNECT%:*}/\${PC_CONNECT##*:}
-printf '%s\n' '$hello' >&3
-read -r line <&3
-printf '%s\n' 'this is {not json' >&3
-printf '%s\n' '{"type":"scan_end","v":1,"slots":"many"}' >&3
-sleep 5
+exec "$PWD/$TOOLS/pcpeer" --connect "\$PC_CONNECT" --key "\$PC_KEY_FILE" hello:$T/hello.json auth expect:verify \\
+	raw:'this is {not json' tagged:'{"type":"scan_end","v":1,"slots":"many"}' hold:5000
 SH
 cat > "$T/garbage.json" <<JSON
 { "campaign": "garbage", "cycles": 2, "listen": "127.0.0.1:0",
@@ -80,8 +80,10 @@ cat > "$T/garbage.json" <<JSON
 JSON
 "$PC" run "$T/garbage.json" --results "$T/rg" --quiet > "$T/garbage.out" 2>&1
 check "the harness survives garbage lines (exit 2: board given up)" [ $? -eq 2 ]
-check "the garbage line is recorded with its error" \
-	[ "$(jq -s '[.[] | select(.ev == "rx_bad" and (.line | contains("not json")) and (.error | length > 0))] | length' "$T/rg/events.jsonl")" -ge 1 ]
+check "the untagged line is dropped, on record" \
+	[ "$(jq -s '[.[] | select(.ev == "link_reject" and (.line | contains("not json")))] | length' "$T/rg/events.jsonl")" -ge 1 ]
+check "the tagged garbage line is recorded with its error" \
+	[ "$(jq -s '[.[] | select(.ev == "rx_bad" and (.line | contains("many")) and (.error | length > 0))] | length' "$T/rg/events.jsonl")" -ge 1 ]
 check "the cycle is INFRA_ERROR naming the protocol error" \
 	[ "$(jq -s '[.[] | select(.verdict == "INFRA_ERROR" and (.reason | contains("protocol error")))] | length' "$T/rg/verdicts.jsonl")" -ge 1 ]
 grep -h "protocol error" "$T/garbage.out" | head -2 | sed 's/^/    /'
