@@ -28,8 +28,6 @@
 #include "../relay/relay.h"
 #include "../sim/emmc.h"
 
-#define CFG_MAX_BOARDS		256u
-#define CFG_MAX_CYCLES		10000000u
 #define CFG_MAX_FILE		(16u << 20)
 #define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
 #define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
@@ -407,9 +405,35 @@ static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 }
 
 static const char *const sim_keys[] = {
-	"backend", "record_size", "size", "profile", "program_us", "cache_sectors", "seed", "rate",
-	"cut_after_sectors", NULL,
+	"backend", "record_size", "max_region_bytes", "size", "profile", "program_us", "cache_sectors", "seed",
+	"rate", "cut_after_sectors", NULL,
 };
+
+/* device.max_region_bytes: an integer or "4G". */
+static int cfg_region_limit(struct cfg_ctx *x, json_object *v, uint64_t *out)
+{
+	char path[160], st[32], sm[32];
+	uint64_t s;
+
+	bpath(x, path, sizeof(path), "device", "max_region_bytes");
+	if (json_object_is_type(v, json_type_string)) {
+		if (pc_parse_u64(json_object_get_string(v), 1, &s) != 0)
+			return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4G\", got '%s'",
+					json_object_get_string(v));
+	} else if (json_object_is_type(v, json_type_int)) {
+		int rc = cfg_u64(x, v, path, 0, UINT64_MAX, &s);
+
+		if (rc)
+			return rc;
+	} else {
+		return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4G\", got %s", jtype(v));
+	}
+	if (s < CFG_MIN_REGION_LIMIT || s > CFG_MAX_REGION_LIMIT)
+		return cfg_fail(x, path, "%" PRIu64 " bytes is out of range %s..%s", s,
+				size_text(CFG_MIN_REGION_LIMIT, st, sizeof(st)), size_text(CFG_MAX_REGION_LIMIT, sm, sizeof(sm)));
+	*out = s;
+	return 0;
+}
 
 /* Sim keys: the device's size in bytes, from an integer or "4M". */
 static int cfg_sim_size(struct cfg_ctx *x, json_object *v, uint64_t *size)
@@ -462,6 +486,13 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	*size = 4u << 20;
 	if ((v = jget(d, "size")) && (rc = cfg_sim_size(x, v, size)))
 		return rc;
+	if (*size > b->max_region_bytes) {
+		char st[32], sm[32];
+		return cfg_fail(x, bpath(x, path, sizeof(path), "device", "size"),
+				"%s is more than device.max_region_bytes (%s), the largest region the harness "
+				"tracks for this board; raise max_region_bytes (up to 64G)",
+				size_text(*size, st, sizeof(st)), size_text(b->max_region_bytes, sm, sizeof(sm)));
+	}
 	if (pc_geom_init(&g, *size, b->record_size, 0, why, sizeof(why)) != 0)
 		return cfg_fail(x, bpath(x, path, sizeof(path), "device", "size"), "%s", why);
 	*nslots = g.nslots;
@@ -513,7 +544,8 @@ static int cfg_posix(struct cfg_ctx *x, json_object *d, json_object *out)
 	char path[160];
 
 	json_object_object_foreach(d, key, val) {
-		if (strcmp(key, "backend") == 0 || strcmp(key, "record_size") == 0)
+		if (strcmp(key, "backend") == 0 || strcmp(key, "record_size") == 0 ||
+		    strcmp(key, "max_region_bytes") == 0)
 			continue;
 		bpath(x, path, sizeof(path), "device", key);
 		if (in_list(key, sim_keys))
@@ -554,12 +586,16 @@ static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, 
 		if (b->record_size % PC_SECTOR)
 			return cfg_fail(x, path, "%" PRIu32 " is not a multiple of 512", b->record_size);
 	}
+	b->max_region_bytes = CFG_DEFAULT_MAX_REGION;
+	if ((v = jget(d, "max_region_bytes")) && (rc = cfg_region_limit(x, v, &b->max_region_bytes)))
+		return rc;
 	od = json_object_new_object();
 	if (!od)
 		return cfg_fail(x, NULL, "out of memory");
 	put(out, "device", od);
 	put(od, "backend", json_object_new_string(backend));
 	put(od, "record_size", json_object_new_int64(b->record_size));
+	put(od, "max_region_bytes", json_object_new_int64((int64_t)b->max_region_bytes));
 	b->device = od;
 	if (!d)
 		d = od;		/* all defaults: nothing more to read */

@@ -17,6 +17,14 @@
 #include "../common/record.h"
 
 #define CFG_MAX_MODES 8
+#define CFG_MAX_BOARDS		256u
+#define CFG_MAX_CYCLES		10000000u	/* also what --cycles may ask for */
+/* device.max_region_bytes: the largest region a board's HELLO may claim. The
+ * verdict engine holds per slot about 70 bytes (docs/architecture.md), so
+ * this is the board's memory ceiling on the host too. */
+#define CFG_DEFAULT_MAX_REGION	(4ull << 30)
+#define CFG_MAX_REGION_LIMIT	(64ull << 30)
+#define CFG_MIN_REGION_LIMIT	(16ull << 10)
 
 enum cut_plan {
 	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
@@ -30,6 +38,7 @@ struct board_cfg {
 	json_object *device;		/* the "device" section (borrowed from root) */
 	char backend[16];		/* device.backend: "sim" or "posix" */
 	uint32_t record_size;		/* device.record_size, bytes, multiple of 512 */
+	uint64_t max_region_bytes;	/* device.max_region_bytes: the most a HELLO may claim */
 	int pattern;			/* enum pc_pattern */
 	int modes[CFG_MAX_MODES];	/* enum pc_mode, used in turn, cycle by cycle */
 	unsigned nmodes;

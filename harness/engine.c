@@ -21,6 +21,12 @@
 #include "../common/record.h"
 #include "../common/util.h"
 
+/* The most records one work may name: the protocol's limit (proto.c
+ * MAX_RANGE_N) and records_per_cycle's (config.c). */
+#define MAX_WORK_RECORDS	1048576u
+/* Event times ("t", ms): anything up to this keeps every difference in range. */
+#define MAX_EVENT_T		((uint64_t)INT64_MAX / 2)
+
 const char *const engine_classes[ENGINE_NCLASSES] = {
 	"intact", "not_written", "lost_acked", "torn", "torn_sector",
 	"corrupt", "misdirected", "stale", "collateral", "unreadable",
@@ -59,6 +65,14 @@ struct raw {
 	uint8_t bytes[PC_SECTOR];
 };
 
+/* A write the device refused (an agent error with write_error). */
+struct werr {
+	uint32_t err;
+	int mode;
+	uint64_t lba, seq;
+	char msg[160];
+};
+
 struct wcycle {
 	unsigned cycle;
 	uint64_t first;
@@ -70,10 +84,20 @@ struct wcycle {
 	json_object *cut;
 	char infra[512];
 	int pol_torn, pol_torn_sector;	/* unacked torn / torn_sector is a violation */
+	struct werr werr[ENGINE_MAX_WRITE_ERRORS];
+	uint32_t nwerr;		/* refused writes reported (the first ENGINE_MAX_WRITE_ERRORS kept) */
 };
 
 struct board {
 	char name[64];
+	/* the configured limits (engine_configure) */
+	uint32_t lim_record_size;	/* 0: any */
+	uint64_t lim_region_bytes;
+	uint32_t lim_records;		/* work records per cycle, at most */
+	/* a HELLO refused in this boot: the rest of the boot is ignored */
+	int refused;
+	unsigned refused_cycle;
+	char refused_why[320];
 	struct pc_geom g;
 	int have_geom;
 	json_object *hello;
@@ -89,6 +113,11 @@ struct board {
 	struct occ *obs;
 	uint32_t nseen;
 	uint8_t *seen;
+	uint32_t sect_base;	/* damaged sectors the expected state keeps besides this scan's */
+	uint32_t sect_obs;	/* damaged sectors this scan reported and the engine holds */
+	uint64_t dmg_seen;	/* damaged sectors this scan reported, held or not */
+	uint64_t dmg_prev;	/* damaged sectors the expected state had in the scanned slots */
+	int dmg_over;		/* the scan reported more than the engine holds */
 	struct raw *raws;
 	unsigned nraws;
 	/* bytes of damaged sectors the expected state holds (a later tear over
@@ -102,12 +131,13 @@ struct board {
 	json_object *carry;
 	uint32_t carry_counts[ENGINE_NCLASSES];
 	uint32_t carry_viol;
+	uint32_t carry_unlisted;	/* carried findings counted but not listed */
 	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
 	uint64_t next_seq;
 	unsigned verdicts;
 	int scan_ok;		/* the last scan was complete and judged */
-	uint8_t *verdicted;	/* one byte per cycle */
-	unsigned nverdicted;
+	uint8_t *verdicted;	/* one bit per cycle */
+	size_t nverdicted;	/* bytes */
 	struct board *next;
 };
 
@@ -117,6 +147,9 @@ struct engine {
 	engine_note_fn nfn;
 	void *arg;
 	struct board *boards;
+	unsigned nboards;
+	int configured;		/* only the configured boards exist */
+	uint32_t dmg_ceiling;	/* damaged sectors held per board */
 };
 
 struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_note_fn nfn, void *arg)
@@ -126,6 +159,7 @@ struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_no
 	if (!e)
 		return NULL;
 	pc_strlcpy(e->campaign, campaign, sizeof(e->campaign));
+	e->dmg_ceiling = ENGINE_MAX_DAMAGED_SECTORS;
 	e->vfn = vfn;
 	e->nfn = nfn;
 	e->arg = arg;
@@ -168,6 +202,9 @@ static void scan_reset(struct board *b)
 	b->nseen = 0;
 	b->scanning = 0;
 	b->scan_err[0] = 0;
+	b->sect_obs = 0;
+	b->dmg_seen = 0;
+	b->dmg_over = 0;
 }
 
 void engine_free(struct engine *e)
@@ -190,22 +227,170 @@ void engine_free(struct engine *e)
 	free(e);
 }
 
-static struct board *board_get(struct engine *e, const char *name)
+static struct board *board_find(struct engine *e, const char *name)
+{
+	for (struct board *b = e->boards; b; b = b->next)
+		if (strcmp(b->name, name) == 0)
+			return b;
+	return NULL;
+}
+
+static struct board *board_add(struct engine *e, const char *name)
 {
 	struct board *b, **pp = &e->boards;
 
-	for (b = e->boards; b; b = b->next) {
-		if (strcmp(b->name, name) == 0)
-			return b;
-		pp = &b->next;
-	}
+	while (*pp)
+		pp = &(*pp)->next;
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
 	pc_strlcpy(b->name, name, sizeof(b->name));
 	b->next_seq = 1;
+	b->lim_region_bytes = CFG_DEFAULT_MAX_REGION;
+	b->lim_records = MAX_WORK_RECORDS;
 	*pp = b;
+	e->nboards++;
 	return b;
+}
+
+/* The board an event names: a configured one, or (unconfigured) any of at
+ * most CFG_MAX_BOARDS names. NULL with err set. */
+static struct board *board_get(struct engine *e, const char *name, int *ret, char *err, size_t errlen)
+{
+	struct board *b = board_find(e, name);
+
+	*ret = 0;
+	if (b)
+		return b;
+	*ret = -EINVAL;
+	if (e->configured) {
+		snprintf(err, errlen, "board \"%.63s\" is not in the campaign's configuration", name);
+		return NULL;
+	}
+	if (strlen(name) < 1 || strlen(name) > 63) {
+		snprintf(err, errlen, "field \"board\": expected a board name of 1 to 63 characters");
+		return NULL;
+	}
+	if (e->nboards >= CFG_MAX_BOARDS) {
+		snprintf(err, errlen, "board \"%s\": more than %u boards", name, CFG_MAX_BOARDS);
+		return NULL;
+	}
+	b = board_add(e, name);
+	if (!b) {
+		*ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+	}
+	return b;
+}
+
+/* Read a board's limits from its resolved configuration. */
+static int board_limits(json_object *bo, size_t i, const char **name, uint32_t *rs, uint64_t *maxb,
+			uint32_t *maxrec, char *err, size_t errlen)
+{
+	json_object *dev;
+	uint64_t v;
+	char why[256];
+
+	if (!json_object_is_type(bo, json_type_object)) {
+		snprintf(err, errlen, "config.boards[%zu]: expected an object", i);
+		return -EINVAL;
+	}
+	if (pc_json_str(bo, "name", name, why, sizeof(why)) || strlen(*name) < 1 || strlen(*name) > 63) {
+		snprintf(err, errlen, "config.boards[%zu]: %s", i, why[0] ? why : "name: 1 to 63 characters");
+		return -EINVAL;
+	}
+	why[0] = 0;
+	if (!json_object_object_get_ex(bo, "device", &dev) ||
+	    pc_json_u64(dev, "record_size", PC_MAX_RECORD_SIZE, &v, why, sizeof(why)) || v < PC_SECTOR ||
+	    v % PC_SECTOR) {
+		snprintf(err, errlen, "config.boards[%zu].device: %s", i,
+			 why[0] ? why : "record_size: a multiple of 512, 512..1048576");
+		return -EINVAL;
+	}
+	*rs = (uint32_t)v;
+	*maxb = CFG_DEFAULT_MAX_REGION;
+	if (json_object_object_get_ex(dev, "max_region_bytes", NULL) &&
+	    (pc_json_u64(dev, "max_region_bytes", CFG_MAX_REGION_LIMIT, maxb, why, sizeof(why)) ||
+	     *maxb < CFG_MIN_REGION_LIMIT)) {
+		snprintf(err, errlen, "config.boards[%zu].device: %s", i,
+			 why[0] ? why : "max_region_bytes: too small");
+		return -EINVAL;
+	}
+	*maxrec = MAX_WORK_RECORDS;
+	if (json_object_object_get_ex(bo, "records_per_cycle", NULL)) {
+		if (pc_json_u64(bo, "records_per_cycle", MAX_WORK_RECORDS, &v, why, sizeof(why)) || v < 1) {
+			snprintf(err, errlen, "config.boards[%zu]: %s", i, why[0] ? why : "records_per_cycle: at least 1");
+			return -EINVAL;
+		}
+		*maxrec = (uint32_t)v;
+	}
+	return 0;
+}
+
+int engine_configure(struct engine *e, json_object *config, char *err, size_t errlen)
+{
+	json_object *arr;
+	size_t n;
+
+	if (e->configured || e->boards) {
+		snprintf(err, errlen, "the engine is configured once, before any event");
+		return -EINVAL;
+	}
+	if (!config)
+		return 0;
+	if (!json_object_is_type(config, json_type_object) || !json_object_object_get_ex(config, "boards", &arr) ||
+	    !json_object_is_type(arr, json_type_array)) {
+		snprintf(err, errlen, "config: expected an object with a \"boards\" array");
+		return -EINVAL;
+	}
+	n = json_object_array_length(arr);
+	if (n < 1 || n > CFG_MAX_BOARDS) {
+		snprintf(err, errlen, "config.boards: expected 1 to %u boards, got %zu", CFG_MAX_BOARDS, n);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *name;
+		uint32_t rs, maxrec;
+		uint64_t maxb;
+		struct board *b;
+
+		if (board_limits(json_object_array_get_idx(arr, i), i, &name, &rs, &maxb, &maxrec, err, errlen))
+			goto fail;
+		if (board_find(e, name)) {
+			snprintf(err, errlen, "config.boards[%zu]: board \"%s\" twice", i, name);
+			goto fail;
+		}
+		b = board_add(e, name);
+		if (!b) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		b->lim_record_size = rs;
+		b->lim_region_bytes = maxb;
+		b->lim_records = maxrec;
+	}
+	e->configured = 1;
+	return 0;
+fail:
+	while (e->boards) {
+		struct board *b = e->boards;
+		e->boards = b->next;
+		free(b);
+	}
+	e->nboards = 0;
+	return -EINVAL;
+}
+
+void engine_set_damage_ceiling(struct engine *e, uint32_t sectors)
+{
+	e->dmg_ceiling = sectors < ENGINE_MAX_DAMAGED_SECTORS ? sectors : ENGINE_MAX_DAMAGED_SECTORS;
+}
+
+const char *engine_board_refused(struct engine *e, const char *name)
+{
+	struct board *b = board_find(e, name);
+
+	return b && b->refused ? b->refused_why : NULL;
 }
 
 int engine_board_state(struct engine *e, const char *name, struct engine_board_state *st)
@@ -252,21 +437,29 @@ static void note(struct engine *e, struct board *b, const char *fmt, ...)
 
 static int already_judged(struct board *b, unsigned cycle)
 {
-	return cycle < b->nverdicted && b->verdicted[cycle];
+	return cycle / 8 < b->nverdicted && (b->verdicted[cycle / 8] >> (cycle % 8) & 1);
 }
 
+/* cycle <= ENGINE_MAX_CYCLE (engine_feed checks it): at most 1.25 MB. */
 static int mark_judged(struct board *b, unsigned cycle)
 {
-	if (cycle >= b->nverdicted) {
-		unsigned n = cycle * 2 + 64;
-		uint8_t *p = realloc(b->verdicted, n);
+	if (cycle > ENGINE_MAX_CYCLE)
+		return -EINVAL;
+	if (cycle / 8 >= b->nverdicted) {
+		size_t max = ENGINE_MAX_CYCLE / 8 + 1, n = b->nverdicted * 2 > cycle / 8 + 64 ?
+			b->nverdicted * 2 : cycle / 8 + 64;
+		uint8_t *p;
+
+		if (n > max)
+			n = max;
+		p = realloc(b->verdicted, n);
 		if (!p)
 			return -ENOMEM;
 		memset(p + b->nverdicted, 0, n - b->nverdicted);
 		b->verdicted = p;
 		b->nverdicted = n;
 	}
-	b->verdicted[cycle] = 1;
+	b->verdicted[cycle / 8] |= (uint8_t)(1u << (cycle % 8));
 	b->verdicts++;
 	if (cycle > b->last_verdict_cycle)
 		b->last_verdict_cycle = cycle;
@@ -374,6 +567,9 @@ struct judge {
 	uint32_t counts[ENGINE_NCLASSES];
 	uint32_t violations;
 	json_object *findings;
+	uint32_t nlisted;	/* findings in the array */
+	uint32_t unlisted;	/* findings counted beyond ENGINE_MAX_FINDINGS */
+	json_object *scratch;	/* the last unlisted finding (its details go nowhere) */
 	uint8_t *hot;		/* slots written by the judged cycle */
 	/* pending not_written range, to list unacked ones compactly */
 	uint64_t nw_first;
@@ -602,6 +798,20 @@ static int is_violation(const struct wcycle *w, enum cls c, int acked, int mode)
 	}
 }
 
+/* List a finding, or past ENGINE_MAX_FINDINGS only count it: a device that
+ * damages a whole region must not make one verdict line gigabytes long. */
+static void list_finding(struct judge *j, json_object *f)
+{
+	if (j->nlisted < ENGINE_MAX_FINDINGS) {
+		json_object_array_add(j->findings, f);
+		j->nlisted++;
+		return;
+	}
+	json_object_put(j->scratch);
+	j->scratch = f;
+	j->unlisted++;
+}
+
 static void flush_nw(struct judge *j)
 {
 	json_object *f;
@@ -616,7 +826,7 @@ static void flush_nw(struct judge *j)
 	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, j->nw_slot)));
 	json_object_object_add(f, "acked", json_object_new_boolean(0));
 	json_object_object_add(f, "violation", json_object_new_boolean(0));
-	json_object_array_add(j->findings, f);
+	list_finding(j, f);
 	j->nw_n = 0;
 }
 
@@ -635,7 +845,7 @@ static json_object *finding(struct judge *j, enum cls c, uint64_t seq, uint32_t 
 	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, slot)));
 	json_object_object_add(f, "acked", json_object_new_boolean(acked));
 	json_object_object_add(f, "violation", json_object_new_boolean(viol));
-	json_object_array_add(j->findings, f);
+	list_finding(j, f);
 	return f;
 }
 
@@ -853,11 +1063,117 @@ static json_object *counts_json(const uint32_t *counts)
 	return o;
 }
 
+/*
+ * The writes the device refused during the cycle (DESIGN section 6: a
+ * device-level finding belongs to the verdict of the cycle that saw it):
+ * violations whatever the scan finds. Shaped like the other device-level
+ * findings: class collateral, "what" says what happened.
+ */
+static void add_refused(struct judge *j, const struct wcycle *w)
+{
+	uint32_t kept = w->nwerr < ENGINE_MAX_WRITE_ERRORS ? w->nwerr : ENGINE_MAX_WRITE_ERRORS;
+
+	for (uint32_t i = 0; i < kept; i++) {
+		const struct werr *we = &w->werr[i];
+		json_object *f = json_object_new_object();
+
+		json_object_object_add(f, "class", json_object_new_string("collateral"));
+		json_object_object_add(f, "what", json_object_new_string("write_refused"));
+		add_int(f, "seq", we->seq > INT64_MAX ? INT64_MAX : (int64_t)we->seq);
+		if (we->lba > INT64_MAX)
+			json_object_object_add(f, "lba", json_object_new_uint64(we->lba));
+		else
+			add_int(f, "lba", (int64_t)we->lba);
+		add_int(f, "errno", we->err);
+		json_object_object_add(f, "mode", json_object_new_string(pc_mode_name(we->mode)));
+		json_object_object_add(f, "detail", json_object_new_string(we->msg));
+		json_object_object_add(f, "acked", json_object_new_boolean(0));
+		json_object_object_add(f, "violation", json_object_new_boolean(1));
+		j->counts[C_COLLATERAL]++;
+		j->violations++;
+		list_finding(j, f);
+	}
+	if (w->nwerr > kept) {
+		json_object *f = json_object_new_object();
+		char txt[96];
+
+		snprintf(txt, sizeof(txt), "%" PRIu32 " more refused writes, not listed one by one", w->nwerr - kept);
+		json_object_object_add(f, "class", json_object_new_string("collateral"));
+		json_object_object_add(f, "what", json_object_new_string("write_refused"));
+		add_int(f, "n", w->nwerr - kept);
+		json_object_object_add(f, "detail", json_object_new_string(txt));
+		json_object_object_add(f, "acked", json_object_new_boolean(0));
+		json_object_object_add(f, "violation", json_object_new_boolean(1));
+		j->counts[C_COLLATERAL] += w->nwerr - kept;
+		j->violations += w->nwerr - kept;
+		list_finding(j, f);
+	}
+}
+
+/* The parts of a verdict about the cycle's work, whether or not it was judged. */
+static void verdict_work(json_object *v, const struct wcycle *w)
+{
+	json_object *rec = json_object_new_object();
+
+	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
+	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
+	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
+	add_int(rec, "first", (int64_t)w->first);
+	add_int(rec, "planned", w->n);
+	add_int(rec, "submitted", w->nsub);
+	add_int(rec, "acked", w->nack);
+	json_object_object_add(v, "records", rec);
+}
+
+/*
+ * The pending cycle's verdict when its writes cannot be judged (no scan will
+ * come, or none can tell them apart any more): outcome with reason -- unless
+ * the device refused a write in that cycle, which needs no scan to be a
+ * violation: then FAIL, with the refused writes and the reason the records
+ * were not judged.
+ */
+static int verdict_unjudged(struct engine *e, struct board *b, const char *outcome, const char *reason,
+			    json_object *extra)
+{
+	struct wcycle *w = b->w;
+	struct judge j = { .e = e, .b = b, .w = w };
+	json_object *v;
+	char why[640];
+
+	if (!w->nwerr && !extra)
+		return verdict_simple(e, b, w->cycle, outcome, reason);
+	if (already_judged(b, w->cycle)) {
+		json_object_put(extra);
+		return 0;
+	}
+	j.findings = json_object_new_array();
+	if (extra) {
+		/* a device-level finding the scan proved (scan_overflow()) */
+		j.counts[C_COLLATERAL]++;
+		j.violations++;
+		list_finding(&j, extra);
+	}
+	add_refused(&j, w);
+	json_object_put(j.scratch);
+	v = verdict_base(e, b, w->cycle, "FAIL");
+	verdict_work(v, w);
+	json_object_object_add(v, "counts", counts_json(j.counts));
+	add_int(v, "violations", j.violations);
+	json_object_object_add(v, "findings", j.findings);
+	if (j.unlisted)
+		add_int(v, "findings_unlisted", j.unlisted);
+	if (w->cut)
+		json_object_object_add(v, "cut", json_object_get(w->cut));
+	snprintf(why, sizeof(why), "the records were not judged: %s", reason);
+	json_object_object_add(v, "reason", json_object_new_string(why));
+	return emit(e, b, w->cycle, v);
+}
+
 static int judge_cycle(struct engine *e, struct board *b)
 {
 	struct wcycle *w = b->w;
 	struct judge j = { .e = e, .b = b, .w = w, .findings = json_object_new_array() };
-	json_object *v, *rec, *rate;
+	json_object *v, *rate;
 	int64_t ms;
 	uint32_t done, cold = 0;
 	int ret;
@@ -871,6 +1187,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 		/* what an earlier scan found with no writes to pin it on */
 		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
 			json_object_array_add(j.findings, json_object_get(json_object_array_get_idx(b->carry, i)));
+		j.nlisted = (uint32_t)json_object_array_length(b->carry);
 		for (int i = 0; i < ENGINE_NCLASSES; i++)
 			j.counts[i] += b->carry_counts[i];
 		j.violations += b->carry_viol;
@@ -879,6 +1196,9 @@ static int judge_cycle(struct engine *e, struct board *b)
 		memset(b->carry_counts, 0, sizeof(b->carry_counts));
 		b->carry_viol = 0;
 	}
+	j.unlisted = b->carry_unlisted;
+	b->carry_unlisted = 0;
+	add_refused(&j, w);
 	for (uint64_t s = w->first; s < w->first + w->n; s++)
 		judge_record(&j, s);
 	flush_nw(&j);
@@ -888,6 +1208,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 			cold++;
 		}
 	free(j.hot);
+	json_object_put(j.scratch);
 
 	v = verdict_base(e, b, w->cycle,
 			 j.violations ? "FAIL" : w->infra[0] ? "INFRA_ERROR" : "PASS");
@@ -905,15 +1226,19 @@ static int judge_cycle(struct engine *e, struct board *b)
 		add_int(sc, "cold_checked", cold);
 		json_object_object_add(v, "scan", sc);
 	}
-	rec = json_object_new_object();
-	add_int(rec, "first", (int64_t)w->first);
-	add_int(rec, "planned", w->n);
-	add_int(rec, "submitted", w->nsub);
-	add_int(rec, "acked", w->nack);
-	json_object_object_add(v, "records", rec);
+	{
+		json_object *rec = json_object_new_object();
+		add_int(rec, "first", (int64_t)w->first);
+		add_int(rec, "planned", w->n);
+		add_int(rec, "submitted", w->nsub);
+		add_int(rec, "acked", w->nack);
+		json_object_object_add(v, "records", rec);
+	}
 	json_object_object_add(v, "counts", counts_json(j.counts));
 	add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);
+	if (j.unlisted)
+		add_int(v, "findings_unlisted", j.unlisted);
 	if (w->cut)
 		json_object_object_add(v, "cut", json_object_get(w->cut));
 	/* speed: what the device confirmed (or, in mode none, accepted) per second */
@@ -954,6 +1279,69 @@ static void keep_raws(struct board *b)
 		b->exp_raws = n;
 		b->nexp_raws += b->nraws;
 	}
+	if (b->nexp_raws > ENGINE_MAX_KEPT_RAWS) {
+		/* the oldest go: a tear over them is then reported as corrupt */
+		unsigned drop = b->nexp_raws - ENGINE_MAX_KEPT_RAWS;
+		memmove(b->exp_raws, b->exp_raws + drop, ENGINE_MAX_KEPT_RAWS * sizeof(*b->exp_raws));
+		b->nexp_raws = ENGINE_MAX_KEPT_RAWS;
+	}
+}
+
+static void carry_device(struct board *b, json_object *f);
+
+/*
+ * A complete scan that reported more damaged sectors than the engine holds
+ * (ENGINE_MAX_DAMAGED_SECTORS). Record by record it cannot be judged, but
+ * more damage than the scanned slots had before plus every sector the cycle
+ * wrote is new damage for certain: a device-level finding, and the pending
+ * cycle FAILs (a device that wipes its region must not escape as an
+ * infrastructure error). Otherwise it is INFRA_ERROR. Either way the expected
+ * state is given up: the next scan takes a new baseline.
+ */
+static int scan_overflow(struct engine *e, struct board *b)
+{
+	uint32_t spr = pc_geom_spr(&b->g);
+	uint64_t allow = b->dmg_prev + (b->w ? (uint64_t)b->w->n * spr : 0);
+	char why[400];
+	int ret;
+
+	snprintf(why, sizeof(why), "the scan reports %" PRIu64 " sectors of damaged slots, more than the %u the "
+		 "engine holds per board", b->dmg_seen, e->dmg_ceiling);
+	if (!b->baseline) {
+		char w2[480];
+		snprintf(w2, sizeof(w2), "%s: no baseline can be taken", why);
+		ret = verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", w2);
+	} else if (b->dmg_seen > allow) {
+		json_object *f = json_object_new_object();
+		json_object_object_add(f, "class", json_object_new_string("collateral"));
+		json_object_object_add(f, "what", json_object_new_string("damage_overflow"));
+		add_int(f, "damaged_sectors", (int64_t)b->dmg_seen);
+		add_int(f, "previously_damaged", (int64_t)b->dmg_prev);
+		json_object_object_add(f, "detail", json_object_new_string(why));
+		note(e, b, "%s; at least %" PRIu64 " of them are new: a new baseline follows", why, b->dmg_seen - allow);
+		if (b->w) {
+			json_object_object_add(f, "acked", json_object_new_boolean(0));
+			json_object_object_add(f, "violation", json_object_new_boolean(1));
+			ret = verdict_unjudged(e, b, "FAIL", why, f);
+		} else {
+			carry_device(b, f);
+			ret = 0;
+		}
+	} else {
+		ret = b->w ? verdict_unjudged(e, b, "INFRA_ERROR", why, NULL) :
+			     verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", why);
+	}
+	wcycle_free(b->w);
+	b->w = NULL;
+	occ_free_all(b->exp, b->g.nslots);
+	b->exp = NULL;
+	free(b->exp_raws);
+	b->exp_raws = NULL;
+	b->nexp_raws = 0;
+	b->baseline = 0;
+	b->scan_ok = 0;	/* nothing may be written on top of what was not judged */
+	scan_reset(b);
+	return ret;
 }
 
 /* The scan is complete: adopt it as the baseline or judge the pending cycle. */
@@ -965,7 +1353,7 @@ static int scan_done(struct engine *e, struct board *b)
 	uint32_t expect = b->want ? b->nwant : b->g.nslots;
 
 	b->scan_ok = 0;
-	if (b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
+	if (!b->obs || b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
 		char why[320];
 		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
 			 b->scan_err, b->nseen, expect, !b->baseline && b->want ? " (a baseline needs a full scan)" : "");
@@ -973,6 +1361,8 @@ static int scan_done(struct engine *e, struct board *b)
 		scan_reset(b);
 		return ret;
 	}
+	if (b->dmg_over)
+		return scan_overflow(e, b);
 	if (!b->baseline) {
 		uint64_t maxseq = 0;
 		for (uint32_t s = 0; s < b->g.nslots; s++) {
@@ -996,15 +1386,19 @@ static int scan_done(struct engine *e, struct board *b)
 		struct judge j = { .e = e, .b = b, .findings = b->carry ? b->carry : json_object_new_array() };
 		size_t before = json_object_array_length(j.findings);
 
+		j.nlisted = (uint32_t)before;
+		j.unlisted = b->carry_unlisted;
 		for (uint32_t s = 0; s < b->g.nslots; s++)
 			if (wanted(b, s))
 				judge_cold(&j, s);
+		json_object_put(j.scratch);
 		for (size_t i = before; i < json_object_array_length(j.findings); i++)
 			add_int(json_object_array_get_idx(j.findings, i), "found_at_boot", b->cur_cycle);
-		damaged = (uint32_t)(json_object_array_length(j.findings) - before);
+		damaged = (uint32_t)(json_object_array_length(j.findings) - before) + (j.unlisted - b->carry_unlisted);
 		for (int i = 0; i < ENGINE_NCLASSES; i++)
 			b->carry_counts[i] += j.counts[i];
 		b->carry_viol += j.violations;
+		b->carry_unlisted = j.unlisted;
 		b->carry = j.findings;
 		if (damaged)
 			note(e, b, "boot of cycle %u: %u slots changed with no writes pending; reported in the "
@@ -1040,7 +1434,12 @@ static void carry_device(struct board *b, json_object *f)
 	json_object_object_add(f, "acked", json_object_new_boolean(0));
 	json_object_object_add(f, "violation", json_object_new_boolean(1));
 	json_object_object_add(f, "found_at_boot", json_object_new_int64(b->cur_cycle));
-	json_object_array_add(b->carry, f);
+	if (json_object_array_length(b->carry) < ENGINE_MAX_FINDINGS) {
+		json_object_array_add(b->carry, f);
+	} else {
+		json_object_put(f);
+		b->carry_unlisted++;
+	}
 	b->carry_counts[C_COLLATERAL]++;
 	b->carry_viol++;
 }
@@ -1074,7 +1473,7 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 		}
 	}
 	if (region_err && !jstr(b->hello, "region_error", NULL))
-		note(e, b, "the region lost both superblocks (%s): scanning with the remembered geometry", region_err);
+		note(e, b, "the region lost both superblocks (%s): the agent refuses it (no scan, no writes)", region_err);
 	if (json_object_object_get_ex(hello, "device", &dev) && json_object_object_get_ex(b->hello, "device", &old_dev)) {
 		for (size_t i = 0; i < PC_ARRAY_SIZE(idkeys); i++) {
 			if (!json_object_object_get_ex(old_dev, idkeys[i], &ov) ||
@@ -1093,47 +1492,83 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 	}
 }
 
-static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+/*
+ * A HELLO the engine will not adopt: the board's state stays as it was, the
+ * rest of this boot is ignored, and the boot's cycle gets INFRA_ERROR (from
+ * the campaign's infra event, or at the next boot). Always -EINVAL.
+ */
+static int refuse(struct board *b, unsigned cycle, char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+static int refuse(struct board *b, unsigned cycle, char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(b->refused_why, sizeof(b->refused_why), fmt, ap);
+	va_end(ap);
+	b->refused = 1;
+	b->refused_cycle = cycle;
+	scan_reset(b);
+	snprintf(err, errlen, "%s", b->refused_why);
+	return -EINVAL;
+}
+
+static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsigned cycle,
+		    char *err, size_t errlen)
 {
 	json_object *region;
 	struct pc_geom g;
 	uint64_t bytes, rs, slots, seed;
 	const char *uuid;
+	char why[256] = "";
 
-	check_device(e, b, m->obj);
 	if (!json_object_object_get_ex(m->obj, "region", &region)) {
 		/* both superblocks gone: keep the geometry we know, if we know one */
+		if (!b->have_geom)
+			return refuse(b, cycle, err, errlen, "the board's region has no superblock and no geometry "
+				      "is known: %.200s", jstr(m->obj, "region_error", "?"));
+		check_device(e, b, m->obj);
 		json_object_put(b->hello);
 		b->hello = json_object_get(m->obj);
-		if (!b->have_geom) {
-			snprintf(err, errlen, "the board's region has no superblock and no geometry is known: %s",
-				 jstr(m->obj, "region_error", "?"));
-			return -EINVAL;
-		}
 		return 0;
 	}
-	if (pc_json_str(region, "uuid", &uuid, err, errlen) ||
-	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, err, errlen) ||
-	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, err, errlen) ||
-	    pc_json_u64(region, "slots", UINT32_MAX, &slots, err, errlen) ||
-	    pc_json_u64(region, "seed", UINT64_MAX, &seed, err, errlen))
-		return -EINVAL;
-	if (pc_geom_init(&g, bytes, (uint32_t)rs, seed, err, errlen))
-		return -EINVAL;
-	if (g.nslots != slots || pc_uuid_parse(uuid, g.uuid)) {
-		snprintf(err, errlen, "hello: region geometry is inconsistent");
-		return -EINVAL;
-	}
+	/* every number is checked against the configured board before the
+	 * engine holds anything sized by it */
+	if (pc_json_str(region, "uuid", &uuid, why, sizeof(why)) ||
+	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, why, sizeof(why)) ||
+	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, why, sizeof(why)) ||
+	    pc_json_u64(region, "slots", UINT32_MAX, &slots, why, sizeof(why)) ||
+	    pc_json_u64(region, "seed", UINT64_MAX, &seed, why, sizeof(why)))
+		return refuse(b, cycle, err, errlen, "hello refused: %s", why);
+	if (b->lim_record_size && rs != b->lim_record_size)
+		return refuse(b, cycle, err, errlen, "hello refused: the region holds %" PRIu64 "-byte records but "
+			      "the configuration says device.record_size %" PRIu32, rs, b->lim_record_size);
+	if (bytes > b->lim_region_bytes)
+		return refuse(b, cycle, err, errlen, "hello refused: the region claims %" PRIu64 " bytes (%" PRIu64
+			      " slots), more than device.max_region_bytes %" PRIu64 " allows this board",
+			      bytes, slots, b->lim_region_bytes);
+	if (pc_geom_init(&g, bytes, (uint32_t)rs, seed, why, sizeof(why)))
+		return refuse(b, cycle, err, errlen, "hello refused: %s", why);
+	if (g.nslots != slots || pc_uuid_parse(uuid, g.uuid))
+		return refuse(b, cycle, err, errlen, "hello refused: region geometry is inconsistent");
+	check_device(e, b, m->obj);
 	if (b->have_geom && (memcmp(g.uuid, b->g.uuid, 16) || g.nslots != b->g.nslots ||
 			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
 		note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
 		if (b->w)
-			verdict_simple(e, b, b->w->cycle, "INFRA_ERROR", "the region was replaced before its writes were checked");
+			verdict_unjudged(e, b, "INFRA_ERROR", "the region was replaced before its writes were checked", NULL);
 		wcycle_free(b->w);
 		b->w = NULL;
 		scan_reset(b);
 		occ_free_all(b->exp, b->g.nslots);
 		b->exp = NULL;
+		/* what was sized or located by the old geometry goes with it */
+		free(b->want);
+		b->want = NULL;
+		b->nwant = 0;
+		free(b->exp_raws);
+		b->exp_raws = NULL;
+		b->nexp_raws = 0;
 		b->baseline = 0;
 		b->have_geom = 0;
 	}
@@ -1168,6 +1603,8 @@ json_object *engine_board_region(struct engine *e, const char *name)
 
 static int take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
 {
+	if (!b->obs)
+		return 0;	/* the scan already failed (scan_err says why) */
 	for (uint32_t k = 0; k < m->u.runs.nruns; k++) {
 		const struct pc_run *r = &m->u.runs.runs[k];
 
@@ -1196,12 +1633,14 @@ static int take_runs(struct board *b, const struct pc_msg *m, char *err, size_t 
 
 /* A slot that is not one whole record; a large record's report may come in
  * several messages, each continuing in sector order where the last stopped. */
-static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+static int take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen)
 {
 	const struct pc_slot_report *s = &m->u.slot;
 	uint32_t spr = pc_geom_spr(&b->g);
 	struct occ *o;
 
+	if (!b->obs)
+		return 0;	/* the scan already failed (scan_err says why) */
 	if (s->slot >= b->g.nslots || s->nsect == 0) {
 		snprintf(err, errlen, "slot %u does not fit the region (%u slots)", s->slot, b->g.nslots);
 		return -EINVAL;
@@ -1212,12 +1651,22 @@ static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t 
 		return -EINVAL;
 	}
 	if (!b->seen[s->slot]) {
-		o->sect = calloc(spr, sizeof(*o->sect));
-		if (!o->sect)
-			return -ENOMEM;
 		b->seen[s->slot] = 1;
 		o->state = OCC_DAMAGED;
 		o->got = 0;
+		b->dmg_seen += spr;
+		/* the damage the engine holds per board has a ceiling: past it
+		 * the scan is only counted (scan_overflow() judges what it can) */
+		if ((uint64_t)b->sect_base + b->sect_obs + spr > dmg_ceiling)
+			b->dmg_over = 1;
+		if (!b->dmg_over) {
+			o->sect = calloc(spr, sizeof(*o->sect));
+			if (!o->sect) {
+				snprintf(err, errlen, "out of memory for slot %u", s->slot);
+				return -EINVAL;
+			}
+			b->sect_obs += spr;
+		}
 	}
 	for (uint32_t k = 0; k < s->nsect; k++) {
 		const struct pc_sect_report *r = &s->sect[k];
@@ -1229,8 +1678,10 @@ static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t 
 				 s->slot, r->idx, i, spr);
 			return -EINVAL;
 		}
-		d = &o->sect[i];
 		o->got++;
+		if (!o->sect)
+			continue;	/* counted, not held */
+		d = &o->sect[i];
 		d->kind = (uint8_t)r->kind;
 		switch (r->kind) {
 		case PC_SK_VALID:
@@ -1241,9 +1692,18 @@ static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t 
 			d->hidx = r->hidx;
 			break;
 		case PC_SK_RAW: {
-			struct raw *nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
-			if (!nr)
-				return -ENOMEM;
+			struct raw *nr;
+
+			if (b->nraws >= PC_PROTO_MAX_RAW) {
+				snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", s->slot,
+					 PC_PROTO_MAX_RAW);
+				return -EINVAL;
+			}
+			nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
+			if (!nr) {
+				snprintf(err, errlen, "out of memory for a raw sector");
+				return -EINVAL;
+			}
 			b->raws = nr;
 			nr[b->nraws].slot = s->slot;
 			nr[b->nraws].idx = (uint16_t)i;
@@ -1263,41 +1723,131 @@ static int take_slot(struct board *b, const struct pc_msg *m, char *err, size_t 
 	return 0;
 }
 
-static int on_rx(struct engine *e, struct board *b, json_object *msg, int64_t t, char *err, size_t errlen)
+/* A scan starts: what it may hold is sized by the adopted geometry only. */
+static int scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+{
+	uint32_t spr = pc_geom_spr(&b->g);
+
+	if (!b->have_geom) {
+		snprintf(err, errlen, "scan before hello");
+		return -EINVAL;
+	}
+	scan_reset(b);
+	b->scanning = 1;
+	b->scan_pattern = pc_pattern_from_name(jstr(m->obj, "pattern", "sequential"));
+	/* damaged slots the expected state keeps outside this scan count
+	 * against the same ceiling as the ones it reports */
+	b->sect_base = 0;
+	b->dmg_prev = 0;
+	for (uint32_t s = 0; b->exp && s < b->g.nslots; s++) {
+		if (b->exp[s].state != OCC_DAMAGED)
+			continue;
+		if (wanted(b, s))
+			b->dmg_prev += spr;
+		else
+			b->sect_base += spr;
+	}
+	b->obs = calloc(b->g.nslots, sizeof(*b->obs));
+	b->seen = calloc(b->g.nslots, 1);
+	if (!b->obs || !b->seen) {
+		occ_free_all(b->obs, 0);
+		b->obs = NULL;
+		free(b->seen);
+		b->seen = NULL;
+		snprintf(b->scan_err, sizeof(b->scan_err), "out of memory for a scan of %u slots; ", b->g.nslots);
+		snprintf(err, errlen, "out of memory for a scan of %u slots", b->g.nslots);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* An agent error that says the device refused a write of the cycle. */
+static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cycle, char *err, size_t errlen)
+{
+	struct wcycle *w = b->w;
+	json_object *we;
+	uint64_t eno, lba, seq;
+	const char *mode;
+	char why[256] = "";
+	int md;
+
+	if (!json_object_object_get_ex(m->obj, "write_error", &we))
+		return 0;	/* an error of another kind: the campaign's business */
+	if (!w || w->cycle != cycle) {
+		snprintf(err, errlen, "error with write_error outside the writes of cycle %u: not a finding", cycle);
+		return -EINVAL;
+	}
+	if (pc_json_u64(we, "errno", 4095, &eno, why, sizeof(why)) || eno < 1 ||
+	    pc_json_u64(we, "lba", UINT64_MAX, &lba, why, sizeof(why)) ||
+	    pc_json_u64(we, "seq", UINT64_MAX, &seq, why, sizeof(why)) || seq < 1 ||
+	    pc_json_str(we, "mode", &mode, why, sizeof(why)) || (md = pc_mode_from_name(mode)) < 0) {
+		/* the device refused something, and the host cannot say what:
+		 * the cycle cannot pass */
+		snprintf(err, errlen, "write_error: %s", why[0] ? why : "errno 1..4095, seq >= 1, a mode name");
+		if (!w->infra[0])
+			snprintf(w->infra, sizeof(w->infra), "the agent reported a refused write the host cannot "
+				 "read (%s)", err);
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < w->nwerr && i < ENGINE_MAX_WRITE_ERRORS; i++)
+		if (w->werr[i].seq == seq && w->werr[i].lba == lba && w->werr[i].err == eno)
+			return 0;	/* said twice */
+	if (w->nwerr < ENGINE_MAX_WRITE_ERRORS) {
+		struct werr *x = &w->werr[w->nwerr];
+
+		x->err = (uint32_t)eno;
+		x->lba = lba;
+		x->seq = seq;
+		x->mode = md;
+		pc_strlcpy(x->msg, jstr(m->obj, "msg", ""), sizeof(x->msg));
+	}
+	if (w->nwerr < UINT32_MAX)
+		w->nwerr++;
+	return 0;
+}
+
+static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned cycle, int64_t t,
+		 char *err, size_t errlen)
 {
 	struct pc_msg m;
 	const char *line = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
 	int ret;
 
 	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
-	if (ret)
+	if (ret) {
+		/* the campaign records only messages that parsed: this file was
+		 * edited, and the writing cycle's evidence with it */
+		if (b->w && b->w->cycle == cycle && !b->w->infra[0])
+			snprintf(b->w->infra, sizeof(b->w->infra), "an agent message of this cycle in "
+				 "events.jsonl cannot be read (%.400s)", err);
 		return ret;
+	}
+	if (b->refused && m.type != PC_MSG_HELLO) {
+		/* the rest of a refused boot: nothing in it is judged */
+		pc_msg_clear(&m);
+		return 0;
+	}
 	switch (m.type) {
 	case PC_MSG_HELLO:
-		ret = set_geom(e, b, &m, err, errlen);
+		b->refused = 0;
+		ret = set_geom(e, b, &m, cycle, err, errlen);
 		break;
 	case PC_MSG_SCAN_BEGIN:
-		if (!b->have_geom) {
-			snprintf(err, errlen, "scan before hello");
-			ret = -EINVAL;
-			break;
-		}
-		scan_reset(b);
-		b->scanning = 1;
-		b->scan_pattern = pc_pattern_from_name(jstr(m.obj, "pattern", "sequential"));
-		b->obs = calloc(b->g.nslots, sizeof(*b->obs));
-		b->seen = calloc(b->g.nslots, 1);
-		if (!b->obs || !b->seen)
-			ret = -ENOMEM;
+		ret = scan_begin(b, &m, err, errlen);
+		break;
+	case PC_MSG_ERROR:
+		ret = take_write_error(b, &m, cycle, err, errlen);
 		break;
 	case PC_MSG_RUNS:
 	case PC_MSG_SLOT:
 		if (!b->scanning)
 			break;	/* a stray scan line after an aborted scan */
-		ret = m.type == PC_MSG_RUNS ? take_runs(b, &m, err, errlen) : take_slot(b, &m, err, errlen);
+		ret = m.type == PC_MSG_RUNS ? take_runs(b, &m, err, errlen) : take_slot(b, &m, e->dmg_ceiling, err, errlen);
 		if (ret == -EINVAL) {
-			/* the agent sent nonsense: the scan cannot be trusted */
-			snprintf(b->scan_err, sizeof(b->scan_err), "%s; ", err);
+			/* the agent sent nonsense: the scan cannot be trusted (the
+			 * first reason is kept: later ones tend to follow from it) */
+			if (!b->scan_err[0])
+				snprintf(b->scan_err, sizeof(b->scan_err), "%s; ", err);
 			ret = 0;
 		}
 		break;
@@ -1311,8 +1861,13 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, int64_t t,
 			struct wcycle *w = b->w;
 			uint8_t *map = m.type == PC_MSG_ACK ? w->ack : w->sub;
 			uint32_t *cnt = m.type == PC_MSG_ACK ? &w->nack : &w->nsub;
-			for (uint64_t s = m.u.range.first; s < m.u.range.first + m.u.range.n; s++) {
-				if (s < w->first || s >= w->first + w->n || map[s - w->first])
+			/* only the part inside the work's range is looked at (the
+			 * parser keeps first + n below 2^64) */
+			uint64_t lo = m.u.range.first > w->first ? m.u.range.first : w->first;
+			uint64_t hi = m.u.range.first + m.u.range.n < w->first + w->n ?
+				m.u.range.first + m.u.range.n : w->first + w->n;
+			for (uint64_t s = lo; s < hi; s++) {
+				if (map[s - w->first])
 					continue;
 				map[s - w->first] = 1;
 				(*cnt)++;
@@ -1343,10 +1898,21 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 		pc_msg_clear(&m);
 		return -EINVAL;
 	}
+	/* the host's own message, but read back from a file that may have been edited */
+	if (m.u.work.cycle != cycle || m.u.work.record_size != b->g.record_size ||
+	    m.u.work.n > b->g.nslots || m.u.work.n > b->lim_records) {
+		snprintf(err, errlen, "work of cycle %" PRIu32 " (event: cycle %u), %" PRIu32 " records of %" PRIu32
+			 " bytes: the region has %u slots of %u bytes and the board writes at most %u records a "
+			 "cycle", m.u.work.cycle, cycle, m.u.work.n, m.u.work.record_size, b->g.nslots,
+			 b->g.record_size, b->lim_records);
+		pc_msg_clear(&m);
+		return -EINVAL;
+	}
 	if (b->w) {
 		/* its judgment never came: the next scan can no longer tell the two apart */
-		verdict_simple(e, b, b->w->cycle, "INFRA_ERROR", "writes were never verified");
+		verdict_unjudged(e, b, "INFRA_ERROR", "writes were never verified", NULL);
 		wcycle_free(b->w);
+		b->w = NULL;
 	}
 	w = calloc(1, sizeof(*w));
 	if (w) {
@@ -1419,7 +1985,16 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 		}
 		for (uint32_t i = 0; i < m.u.verify.nranges; i++) {
 			const struct pc_posrange *r = &m.u.verify.ranges[i];
-			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n && p < b->g.nslots; p++) {
+			if ((uint64_t)r->pos + r->n > b->g.nslots) {
+				snprintf(err, errlen, "verify: positions %u+%u past the region's %u slots", r->pos, r->n,
+					 b->g.nslots);
+				free(b->want);
+				b->want = NULL;
+				b->nwant = 0;
+				pc_msg_clear(&m);
+				return -EINVAL;
+			}
+			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
 				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
 				b->nwant += !b->want[slot];
 				b->want[slot] = 1;
@@ -1436,6 +2011,7 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 	const char *kind, *board;
 	uint64_t cycle, t = 0;
 	struct board *b;
+	int ret;
 
 	if (!json_object_is_type(ev, json_type_object) || pc_json_str(ev, "ev", &kind, err, errlen))
 		return -EINVAL;
@@ -1444,16 +2020,26 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 	 * of a verdict; such an event may name no board */
 	if (!strcmp(kind, "link_reject"))
 		return 0;
-	if (pc_json_str(ev, "board", &board, err, errlen) || pc_json_u64(ev, "cycle", UINT32_MAX, &cycle, err, errlen))
+	/* checked reads: a cycle or time that json-c would saturate or wrap is
+	 * refused, not used */
+	if (pc_json_str(ev, "board", &board, err, errlen) ||
+	    pc_json_u64(ev, "cycle", ENGINE_MAX_CYCLE, &cycle, err, errlen))
 		return -EINVAL;
-	if (json_object_object_get_ex(ev, "t", &v))
-		t = (uint64_t)json_object_get_int64(v);
-	b = board_get(e, board);
+	if (json_object_object_get_ex(ev, "t", NULL) && pc_json_u64(ev, "t", MAX_EVENT_T, &t, err, errlen))
+		return -EINVAL;
+	b = board_get(e, board, &ret, err, errlen);
 	if (!b)
-		return -ENOMEM;
+		return ret;
 	if (cycle > b->last_cycle)
 		b->last_cycle = (unsigned)cycle;
 	if (!strcmp(kind, "power_on")) {
+		if (b->refused) {
+			/* the refused boot's cycle ended without the campaign saying so */
+			b->refused = 0;
+			if (b->refused_cycle != cycle &&
+			    (ret = verdict_simple(e, b, b->refused_cycle, "INFRA_ERROR", b->refused_why)))
+				return ret;
+		}
 		b->cur_cycle = (unsigned)cycle;
 		scan_reset(b);
 		return 0;
@@ -1463,21 +2049,24 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			snprintf(err, errlen, "rx event without msg");
 			return -EINVAL;
 		}
-		return on_rx(e, b, v, (int64_t)t, err, errlen);
+		return on_rx(e, b, v, (unsigned)cycle, (int64_t)t, err, errlen);
 	}
 	if (!strcmp(kind, "work")) {
+		json_object *pol = NULL;
+
 		if (!json_object_object_get_ex(ev, "work", &v)) {
 			snprintf(err, errlen, "work event without work");
 			return -EINVAL;
 		}
-		{
-			json_object *pol = NULL;
-			json_object_object_get_ex(ev, "policy", &pol);
-			return on_work(e, b, v, pol, (unsigned)cycle, (int64_t)t, err, errlen);
+		if (b->refused) {
+			snprintf(err, errlen, "work after a refused hello: ignored (%s)", b->refused_why);
+			return -EINVAL;
 		}
+		json_object_object_get_ex(ev, "policy", &pol);
+		return on_work(e, b, v, pol, (unsigned)cycle, (int64_t)t, err, errlen);
 	}
 	if (!strcmp(kind, "verify"))
-		return on_verify(b, ev, err, errlen);
+		return b->refused ? 0 : on_verify(b, ev, err, errlen);
 	if (!strcmp(kind, "cut")) {
 		if (b->w && b->w->cycle == cycle) {
 			json_object *c = json_object_new_object();
@@ -1491,18 +2080,21 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 	}
 	if (!strcmp(kind, "boot_fail"))
 		return verdict_simple(e, b, (unsigned)cycle, "BOOT_FAIL", jstr(ev, "reason", "no agent"));
-	if (!strcmp(kind, "final_infra")) {
+	if (!strcmp(kind, "final_infra") || !strcmp(kind, "final_boot_fail")) {
+		/* the final verification has no cycle of its own: a refused boot
+		 * in it is no cycle's verdict either */
+		b->refused = 0;
 		if (!b->w)
 			return 0;
-		return verdict_simple(e, b, b->w->cycle, "INFRA_ERROR", jstr(ev, "reason", "final verification failed"));
-	}
-	if (!strcmp(kind, "final_boot_fail")) {
-		if (!b->w)
-			return 0;
-		return verdict_simple(e, b, b->w->cycle, "BOOT_FAIL", jstr(ev, "reason", "no agent"));
+		if (!strcmp(kind, "final_infra"))
+			return verdict_unjudged(e, b, "INFRA_ERROR", jstr(ev, "reason", "final verification failed"),
+						NULL);
+		return verdict_unjudged(e, b, "BOOT_FAIL", jstr(ev, "reason", "no agent"), NULL);
 	}
 	if (!strcmp(kind, "infra")) {
 		const char *why = jstr(ev, "reason", "infrastructure error");
+		if (b->refused && b->refused_cycle == cycle)
+			b->refused = 0;	/* the campaign's verdict for the refused boot */
 		if (b->w && b->w->cycle == cycle) {
 			if (!b->w->infra[0])
 				pc_strlcpy(b->w->infra, why, sizeof(b->w->infra));

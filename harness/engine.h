@@ -9,7 +9,8 @@
  * started), "board", "cycle" and "ev":
  *   power_on        a boot attempt starts
  *   rx   {msg}      a message from the agent, as received (hello, scan_begin,
- *                   runs, slot, scan_end, submit, ack, done, error)
+ *                   runs, slot, scan_end, submit, ack, done, error; an error
+ *                   with write_error is a write the device refused)
  *   verify {msg}    the host asked for a scan (msg: the VERIFY it sent)
  *   work {work, policy}  the host sent the cycle's work; policy says whether
  *                   unacknowledged torn / torn_sector findings are violations
@@ -19,6 +20,14 @@
  *   final_boot_fail {reason}   the final verification never came
  *   final_infra {reason}       the final verification failed (relay, link, scan)
  * Other events are ignored by the engine.
+ *
+ * Every number in an event is hostile input (events.jsonl may have been
+ * edited, or an agent may lie): it is checked against the configured board
+ * (engine_configure) before it sizes anything, and the engine's memory per
+ * board has a ceiling (the ENGINE_MAX_* limits below, and about 70 bytes per
+ * slot of a region no larger than device.max_region_bytes; see
+ * docs/architecture.md). A HELLO beyond the configuration is refused: that
+ * boot is an INFRA_ERROR, never a crash.
  */
 #ifndef PC_HARNESS_ENGINE_H
 #define PC_HARNESS_ENGINE_H
@@ -26,6 +35,22 @@
 #include <stddef.h>
 
 #include <json-c/json.h>
+
+#include "config.h"
+
+/* The highest cycle an event may carry: the last cycle --cycles may ask for,
+ * plus its final verification boot. */
+#define ENGINE_MAX_CYCLE		(CFG_MAX_CYCLES + 1u)
+/* Sectors of damaged slots held per board (the scan in progress, and again
+ * the expected state): 32 bytes each. A scan reporting more cannot be judged. */
+#define ENGINE_MAX_DAMAGED_SECTORS	(1u << 20)
+/* Bytes of damaged sectors kept with the expected state (to locate a later
+ * tear over them), 520 bytes each; the oldest go first. */
+#define ENGINE_MAX_KEPT_RAWS		4096u
+/* Findings listed in one verdict; the rest are counted, not listed. */
+#define ENGINE_MAX_FINDINGS		1024u
+/* Refused writes listed in one verdict; the rest are counted in one finding. */
+#define ENGINE_MAX_WRITE_ERRORS		32u
 
 struct engine;
 
@@ -38,9 +63,33 @@ typedef void (*engine_note_fn)(const char *board, const char *text, void *arg);
 struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_note_fn nfn, void *arg);
 void engine_free(struct engine *e);
 
+/*
+ * The boards of the campaign and their limits, from the resolved
+ * configuration (struct campaign_cfg.root, or campaign.json's "config"):
+ * boards[].name, boards[].device.record_size, boards[].device.max_region_bytes
+ * (default CFG_DEFAULT_MAX_REGION when absent, as in older campaign.json
+ * files) and boards[].records_per_cycle. Call it once, before any event.
+ * Afterwards events of other boards are refused, and a HELLO whose region
+ * does not fit its board is refused. Without it every board name is
+ * accepted (up to CFG_MAX_BOARDS), any record size, and regions up to
+ * CFG_DEFAULT_MAX_REGION. 0, or -EINVAL with err naming the bad key.
+ */
+int engine_configure(struct engine *e, json_object *config, char *err, size_t errlen);
+
 /* Feed one event. 0, or -EINVAL with err when the event is malformed
- * (a results file that was edited or damaged). */
+ * (a results file that was edited or damaged) or refused (a HELLO beyond the
+ * board's configuration, an event of a board not in it), -ENOMEM. */
 int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen);
+
+/* Lower the damaged-sector ceiling (tests reach it without 2^20 sectors of
+ * scan messages); it never rises above ENGINE_MAX_DAMAGED_SECTORS. */
+void engine_set_damage_ceiling(struct engine *e, uint32_t sectors);
+
+/* Why the board's HELLO in the boot in progress was refused, or NULL. The
+ * engine ignores the rest of that boot; the campaign ends it as an
+ * infrastructure error (the verdict of a cycle whose boot was refused is
+ * INFRA_ERROR, also in replay). The string lives until the next event. */
+const char *engine_board_refused(struct engine *e, const char *board);
 
 /* Per-board facts the campaign loop needs on resume. */
 struct engine_board_state {

@@ -24,13 +24,22 @@ struct rp {
 	const char *dir;
 };
 
+/* "board/cycle". A verdict line is hostile input too: a cycle json-c would
+ * saturate (2^63 and 2^64 - 1 would be one key) is kept as written. */
 static void key_of(json_object *v, char *key, size_t len)
 {
 	json_object *b = NULL, *c = NULL;
+	const char *board = "?";
 
-	json_object_object_get_ex(v, "board", &b);
+	if (json_object_object_get_ex(v, "board", &b) && json_object_is_type(b, json_type_string))
+		board = json_object_get_string(b);
 	json_object_object_get_ex(v, "cycle", &c);
-	snprintf(key, len, "%s/%" PRId64, b ? json_object_get_string(b) : "?", c ? json_object_get_int64(c) : -1);
+	if (c && json_object_is_type(c, json_type_int) && json_object_get_int64(c) >= 0 &&
+	    json_object_get_uint64(c) <= UINT32_MAX)
+		snprintf(key, len, "%.63s/%" PRIu64, board, json_object_get_uint64(c));
+	else
+		snprintf(key, len, "%.63s/(cycle %.40s)", board,
+			 c ? json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN) : "missing");
 }
 
 static int on_verdict(json_object *v, void *arg)
@@ -86,7 +95,27 @@ int replay_dir(const char *dir, FILE *out, struct replay_result *r, char *err, s
 		return -ENOENT;
 	}
 	json_object_object_get_ex(campaign, "campaign", &name);
-	p.eng = engine_new(name ? json_object_get_string(name) : "?", on_verdict, NULL, &p);
+	p.eng = engine_new(name && json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "?",
+			   on_verdict, NULL, &p);
+	if (!p.eng) {
+		json_object_put(campaign);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* the boards and their limits, as the live campaign's engine had them;
+	 * a folder without a configuration gets the engine's defaults */
+	{
+		json_object *cfg = NULL;
+		char why[384];
+
+		json_object_object_get_ex(campaign, "config", &cfg);
+		if (engine_configure(p.eng, cfg, why, sizeof(why))) {
+			snprintf(err, errlen, "%s: %s", path, why);
+			json_object_put(campaign);
+			engine_free(p.eng);
+			return -EINVAL;
+		}
+	}
 	json_object_put(campaign);
 	p.recomputed = json_object_new_object();
 	p.recorded = json_object_new_object();

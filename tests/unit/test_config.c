@@ -71,6 +71,10 @@ static void test_minimal(void)
 	CU_ASSERT_TRUE(json_object_object_get_ex(b->device, "profile", &v) &&
 		       strcmp(json_object_get_string(v), "honest") == 0);
 	CU_ASSERT_TRUE(json_object_object_get_ex(b->device, "rate", &v) && json_object_get_double(v) == 0.01);
+	/* the most a HELLO may claim, in the resolved document (campaign.json) too */
+	CU_ASSERT_EQUAL(b->max_region_bytes, CFG_DEFAULT_MAX_REGION);
+	CU_ASSERT_TRUE(json_object_object_get_ex(b->device, "max_region_bytes", &v) &&
+		       (uint64_t)json_object_get_int64(v) == CFG_DEFAULT_MAX_REGION);
 	CU_ASSERT_TRUE(json_object_object_get_ex(b->relay, "driver", &v) &&
 		       strcmp(json_object_get_string(v), "sim") == 0);
 	config_free(&c);
@@ -240,6 +244,13 @@ static const struct bad_case bad_cases[] = {
 	  "boards[0].device.record_size: 1000 is not a multiple of 512" },
 	{ "record size too big", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'record_size':2097152}}"),
 	  "boards[0].device.record_size: 2097152 is out of range 512..1048576" },
+	{ "region limit too big", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'max_region_bytes':'1T'}}"),
+	  "boards[0].device.max_region_bytes: 1099511627776 bytes is out of range 16K..64G" },
+	{ "region limit not bytes", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'max_region_bytes':true}}"),
+	  "boards[0].device.max_region_bytes: expected bytes" },
+	{ "sim larger than the region limit",
+	  DOC("{'name':'b','relay':{'driver':'sim'},'device':{'size':'8M','max_region_bytes':'4M'}}"),
+	  "boards[0].device.size: 8M is more than device.max_region_bytes (4M)" },
 	{ "bad size text", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'size':'4Q'}}"),
 	  "boards[0].device.size: expected bytes, as an integer or a string like \"4M\", got '4Q'" },
 	{ "size too small", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'size':4096}}"),

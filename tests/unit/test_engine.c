@@ -7,18 +7,22 @@
  */
 #include "suites.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../../common/proto.h"
 #include "../../common/record.h"
+#include "../../common/util.h"
 #include "../../harness/engine.h"
+#include "../../harness/replay.h"
 
 #define REGION_BYTES (1u << 20)
 #define RS 4096u
 #define SPR (RS / PC_SECTOR)
 
+static uint64_t region_bytes = REGION_BYTES;	/* the region start() prepares */
 static struct pc_geom G;
 static json_object *verdicts;	/* array of verdicts emitted */
 static int64_t tclock;
@@ -33,7 +37,7 @@ static void geom_setup(void)
 {
 	char err[128];
 
-	pc_geom_init(&G, REGION_BYTES, RS, 42, err, sizeof(err));
+	pc_geom_init(&G, region_bytes, RS, 42, err, sizeof(err));
 	pc_uuid_parse("11111111-2222-4333-8444-555555555555", G.uuid);
 }
 
@@ -72,7 +76,7 @@ static json_object *hello(void)
 	json_object_object_add(m, "kernel", json_object_new_string("6.1.0-test"));
 	json_object_object_add(m, "backend", json_object_new_string("sim"));
 	json_object_object_add(r, "uuid", json_object_new_string(u));
-	json_object_object_add(r, "bytes", json_object_new_int64(REGION_BYTES));
+	json_object_object_add(r, "bytes", json_object_new_int64((int64_t)region_bytes));
 	json_object_object_add(r, "record_size", json_object_new_int64(RS));
 	json_object_object_add(r, "slots", json_object_new_int64(G.nslots));
 	json_object_object_add(r, "seed", json_object_new_int64((int64_t)G.seed));
@@ -144,6 +148,9 @@ static void scan(struct engine *e, unsigned cycle)
 					sect[i].flags = h.flags;
 					sect[i].lba = h.lba;
 					sect[i].hidx = h.idx;
+				} else if (memcmp(view[s].img[i], view[s].img[i] + 1, PC_SECTOR - 1) == 0) {
+					sect[i].kind = PC_SK_FILL;	/* one byte value, as the agent says it */
+					sect[i].value = view[s].img[i][0];
 				} else {
 					sect[i].kind = PC_SK_RAW;
 					memcpy(sect[i].raw, view[s].img[i], PC_SECTOR);
@@ -173,7 +180,9 @@ static void scan(struct engine *e, unsigned cycle)
 	rx(e, cycle, m);
 }
 
-static struct engine *start(void)
+/* An engine that knows board b1 from a resolved configuration (config:
+ * JSON text, or NULL for an unconfigured engine), after the baseline scan. */
+static struct engine *start_cfg(const char *config)
 {
 	struct engine *e;
 
@@ -182,11 +191,27 @@ static struct engine *start(void)
 	verdicts = json_object_new_array();
 	free(view);
 	view = calloc(G.nslots, sizeof(*view));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(view);
 	e = engine_new("test", collect, NULL, NULL);
+	if (config) {
+		json_object *c = json_tokener_parse(config);
+		char err[256] = "";
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+		if (engine_configure(e, c, err, sizeof(err)))
+			fprintf(stderr, "engine_configure: %s\n", err);
+		CU_ASSERT_EQUAL_FATAL(engine_configure(e, NULL, err, sizeof(err)), -EINVAL);	/* once */
+		json_object_put(c);
+	}
 	feed(e, 1, "power_on", NULL, NULL);
 	rx(e, 1, hello());
 	scan(e, 1);	/* baseline: every slot gen-0 */
 	return e;
+}
+
+static struct engine *start(void)
+{
+	return start_cfg(NULL);
 }
 
 static void work(struct engine *e, unsigned cycle, uint64_t first, uint32_t n, int mode)
@@ -506,6 +531,723 @@ static void test_unreadable(void)
 	engine_free(e);
 }
 
+/* ---- hostile numbers: every one bounded before it sizes anything ---- */
+
+/* The n-th device-level finding of a kind ("what"). */
+static json_object *finding_what(json_object *v, const char *what, size_t nth)
+{
+	json_object *fs, *w;
+
+	if (!json_object_object_get_ex(v, "findings", &fs))
+		return NULL;
+	for (size_t i = 0; i < json_object_array_length(fs); i++) {
+		json_object *f = json_object_array_get_idx(fs, i);
+		if (json_object_object_get_ex(f, "what", &w) && !strcmp(json_object_get_string(w), what) && !nth--)
+			return f;
+	}
+	return NULL;
+}
+
+
+/* The resolved configuration of board b1 as campaign.json holds it. */
+#define CONFIG_B1(maxb) "{\"campaign\":\"test\",\"cycles\":10,\"boards\":[{\"name\":\"b1\"," \
+	"\"device\":{\"backend\":\"posix\",\"record_size\":4096,\"max_region_bytes\":" maxb "}," \
+	"\"records_per_cycle\":200}]}"
+
+/* Feed one event given as JSON text; returns engine_feed's result. */
+static int feed_json(struct engine *e, const char *text, char *err, size_t errlen)
+{
+	json_object *ev = json_tokener_parse(text);
+	int ret;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ev);
+	err[0] = 0;
+	ret = engine_feed(e, ev, err, errlen);
+	json_object_put(ev);
+	return ret;
+}
+
+/* Feed an event that must be refused, with an error naming why. */
+static void feed_refused(struct engine *e, unsigned cycle, const char *kind, const char *key, json_object *payload,
+			 const char *want)
+{
+	json_object *ev = json_object_new_object();
+	char err[512] = "";
+	int ret;
+
+	json_object_object_add(ev, "t", json_object_new_int64(tclock += 10));
+	json_object_object_add(ev, "board", json_object_new_string("b1"));
+	json_object_object_add(ev, "cycle", json_object_new_int64(cycle));
+	json_object_object_add(ev, "ev", json_object_new_string(kind));
+	if (key)
+		json_object_object_add(ev, key, payload);
+	ret = engine_feed(e, ev, err, sizeof(err));
+	if (ret != -EINVAL || !strstr(err, want))
+		fprintf(stderr, "\n    want -EINVAL \"%s\", got %d \"%s\"\n", want, ret, err);
+	CU_ASSERT_EQUAL(ret, -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, want));
+	json_object_put(ev);
+}
+
+/* A HELLO claiming any geometry (consistent, as the parser demands). */
+static json_object *hello_claiming(uint64_t slots, uint32_t rs)
+{
+	json_object *m = hello(), *r;
+
+	json_object_object_get_ex(m, "region", &r);
+	json_object_object_add(r, "bytes", json_object_new_uint64((slots * (rs / PC_SECTOR) + 16) * PC_SECTOR));
+	json_object_object_add(r, "record_size", json_object_new_int64(rs));
+	json_object_object_add(r, "slots", json_object_new_int64((int64_t)slots));
+	return m;
+}
+
+/* The scan a lying agent sends for its claimed region: runs over every slot. */
+static void scan_claimed(struct engine *e, unsigned cycle, uint64_t slots)
+{
+	json_object *m = pc_msg_new(PC_MSG_SCAN_BEGIN);
+	struct pc_run r = { .pos = 0, .n = (uint32_t)slots, .seq = 0 };
+
+	feed(e, cycle, "verify", NULL, NULL);
+	json_object_object_add(m, "slots", json_object_new_int64((int64_t)slots));
+	json_object_object_add(m, "pattern", json_object_new_string("sequential"));
+	json_object_object_add(m, "full", json_object_new_boolean(1));
+	rx(e, cycle, m);
+	rx(e, cycle, pc_msg_runs(&r, 1));
+	m = pc_msg_new(PC_MSG_SCAN_END);
+	json_object_object_add(m, "slots", json_object_new_int64((int64_t)slots));
+	json_object_object_add(m, "anomalies", json_object_new_int64(0));
+	json_object_object_add(m, "raw_dropped", json_object_new_int64(0));
+	rx(e, cycle, m);
+}
+
+/*
+ * A HELLO claiming 2^25 slots (the engine once allocated ~1 GB for it, and
+ * past that dereferenced a failed allocation): refused against the board's
+ * max_region_bytes before anything is allocated; the rest of that boot is
+ * ignored, the boot's cycle is INFRA_ERROR, and the writes still pending are
+ * judged at the next good boot.
+ */
+static void test_huge_hello_refused(void)
+{
+	struct engine *e = start_cfg(CONFIG_B1("1048576"));
+	struct engine_board_state st;
+	json_object *v;
+	struct pc_work w = { .cycle = 2, .first = 21, .n = 5, .mode = PC_MODE_FUA, .pattern = PC_PAT_SEQUENTIAL,
+			     .record_size = RS, .flush_every = 8, .qd = 4, .seed = 1 };
+
+	work(e, 1, 1, 20, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 20));
+	for (uint32_t s = 0; s < 20; s++)
+		view_whole(s, s + 1, 1, PC_MODE_FUA);
+	feed(e, 2, "power_on", NULL, NULL);
+	feed_refused(e, 2, "rx", "msg", hello_claiming(1u << 25, RS), "more than device.max_region_bytes 1048576");
+	CU_ASSERT_PTR_NOT_NULL(engine_board_refused(e, "b1"));
+	/* what the agent sends next for its claimed region is not looked at */
+	scan_claimed(e, 2, 1u << 25);
+	feed_refused(e, 2, "work", "work", pc_msg_work(&w), "work after a refused hello");
+	CU_ASSERT_EQUAL(json_object_array_length(verdicts), 0);
+	engine_board_state(e, "b1", &st);
+	CU_ASSERT_EQUAL(st.nslots, G.nslots);	/* the geometry it had */
+	CU_ASSERT_EQUAL(st.pending, 1);		/* cycle 1 still waits for its scan */
+	/* the campaign ends the boot as an infrastructure error */
+	feed(e, 2, "infra", "reason", json_object_new_string("hello refused (campaign)"));
+	CU_ASSERT_PTR_NULL(engine_board_refused(e, "b1"));
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 2);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
+	/* the next boot is good: cycle 1's writes are judged as usual */
+	feed(e, 3, "power_on", NULL, NULL);
+	rx(e, 3, hello());
+	scan(e, 3);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 2);
+	v = json_object_array_get_idx(verdicts, 1);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 1);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "PASS");
+	CU_ASSERT_EQUAL(iget(v, "counts", "intact"), 20);
+
+	/* without the campaign's infra event (an events.jsonl cut short, or
+	 * crafted), the refused boot's cycle still gets its INFRA_ERROR, at the
+	 * next power-on */
+	feed(e, 4, "power_on", NULL, NULL);
+	feed_refused(e, 4, "rx", "msg", hello_claiming(UINT32_MAX - 1, RS), "max_region_bytes");
+	feed(e, 5, "power_on", NULL, NULL);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 3);
+	v = json_object_array_get_idx(verdicts, 2);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 4);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
+	CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "max_region_bytes"));
+	/* a retried boot of the same cycle is not that cycle's end */
+	feed_refused(e, 5, "rx", "msg", hello_claiming(1u << 25, RS), "max_region_bytes");
+	feed(e, 5, "power_on", NULL, NULL);
+	rx(e, 5, hello());
+	CU_ASSERT_EQUAL(json_object_array_length(verdicts), 3);
+	engine_free(e);
+}
+
+/* Record size and board name come from the configuration too. */
+static void test_hello_against_config(void)
+{
+	struct engine *e = start_cfg(CONFIG_B1("1048576"));
+	char err[512];
+
+	feed(e, 2, "power_on", NULL, NULL);
+	feed_refused(e, 2, "rx", "msg", hello_claiming(G.nslots / 2, 2 * RS),
+		     "8192-byte records but the configuration says device.record_size 4096");
+	/* a board the campaign does not have: nothing of it is taken */
+	CU_ASSERT_EQUAL(feed_json(e, "{\"t\":1,\"board\":\"b2\",\"cycle\":1,\"ev\":\"boot_fail\"}", err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "not in the campaign's configuration"));
+	CU_ASSERT_EQUAL(json_object_array_length(verdicts), 0);
+	engine_free(e);
+
+	/* unconfigured (a folder without a configuration): the default ceiling */
+	e = start();
+	feed(e, 2, "power_on", NULL, NULL);
+	feed_refused(e, 2, "rx", "msg", hello_claiming(UINT32_MAX - 1, PC_SECTOR),
+		     "more than device.max_region_bytes 4294967296");
+	scan_claimed(e, 2, UINT32_MAX - 1);
+	engine_free(e);
+
+	/* configurations the engine will not take */
+	{
+		static const char *const bad[] = {
+			"{}", "{\"boards\":[]}", "{\"boards\":[1]}",
+			"{\"boards\":[{\"name\":\"b1\"}]}",
+			"{\"boards\":[{\"name\":\"b1\",\"device\":{\"record_size\":1000}}]}",
+			"{\"boards\":[{\"name\":\"b1\",\"device\":{\"record_size\":4096,\"max_region_bytes\":"
+				"1099511627776}}]}",
+			"{\"boards\":[{\"name\":\"b1\",\"device\":{\"record_size\":4096,\"max_region_bytes\":-1}}]}",
+			"{\"boards\":[{\"name\":\"b1\",\"device\":{\"record_size\":4096},\"records_per_cycle\":0}]}",
+			"{\"boards\":[{\"name\":\"b1\",\"device\":{\"record_size\":4096}},"
+				"{\"name\":\"b1\",\"device\":{\"record_size\":4096}}]}",
+		};
+		for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
+			json_object *c = json_tokener_parse(bad[i]);
+			struct engine *x = engine_new("t", NULL, NULL, NULL);
+
+			err[0] = 0;
+			CU_ASSERT_EQUAL(engine_configure(x, c, err, sizeof(err)), -EINVAL);
+			CU_ASSERT(err[0] != 0);
+			engine_free(x);
+			json_object_put(c);
+		}
+	}
+}
+
+/* Cycles and times from events.jsonl: a cycle near 2^31 once overflowed a
+ * 32-bit size (heap overflow in replay); now every one out of range is an
+ * error, never a size. */
+static void test_event_numbers(void)
+{
+	static const char *const bad[] = {
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":2147483648,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":2147483647,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":4294967295,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":4294967296,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":9223372036854775808,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":18446744073709551615,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":-1,\"ev\":\"boot_fail\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":-9223372036854775808,\"ev\":\"infra\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":10000002,\"ev\":\"infra\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":1.5,\"ev\":\"infra\"}",
+		"{\"t\":1,\"board\":\"b1\",\"cycle\":\"7\",\"ev\":\"infra\"}",
+		"{\"t\":-5,\"board\":\"b1\",\"cycle\":3,\"ev\":\"infra\"}",
+		"{\"t\":9223372036854775807,\"board\":\"b1\",\"cycle\":3,\"ev\":\"infra\"}",
+		"{\"t\":18446744073709551615,\"board\":\"b1\",\"cycle\":3,\"ev\":\"infra\"}",
+		"{\"t\":1,\"board\":\"\",\"cycle\":3,\"ev\":\"infra\"}",
+		"{\"t\":1,\"board\":\"b1234567890123456789012345678901234567890123456789012345678901234\","
+			"\"cycle\":3,\"ev\":\"infra\"}",
+	};
+	struct engine *e = start();
+	struct engine_board_state st;
+	char err[512], line[160];
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
+		int ret = feed_json(e, bad[i], err, sizeof(err));
+
+		if (ret != -EINVAL)
+			fprintf(stderr, "\n    accepted: %s\n", bad[i]);
+		CU_ASSERT_EQUAL(ret, -EINVAL);
+		CU_ASSERT(err[0] != 0);
+	}
+	CU_ASSERT_EQUAL(json_object_array_length(verdicts), 0);
+	engine_board_state(e, "b1", &st);
+	CU_ASSERT_EQUAL(st.last_cycle, 1);
+	/* the largest cycle a campaign can have is fine, and so is a verdict for it */
+	snprintf(line, sizeof(line), "{\"t\":1,\"board\":\"b1\",\"cycle\":%u,\"ev\":\"boot_fail\"}", ENGINE_MAX_CYCLE);
+	CU_ASSERT_EQUAL(feed_json(e, line, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(feed_json(e, "{\"t\":2,\"board\":\"b1\",\"cycle\":0,\"ev\":\"boot_fail\"}", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(feed_json(e, "{\"t\":2,\"board\":\"b1\",\"cycle\":0,\"ev\":\"boot_fail\"}", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 2);
+	CU_ASSERT_EQUAL(iget(json_object_array_get_idx(verdicts, 0), "cycle", NULL), ENGINE_MAX_CYCLE);
+	engine_board_state(e, "b1", &st);
+	CU_ASSERT_EQUAL(st.last_cycle, ENGINE_MAX_CYCLE);
+	CU_ASSERT_EQUAL(st.last_verdict_cycle, ENGINE_MAX_CYCLE);
+	engine_free(e);
+
+	/* more board names than a campaign can have */
+	e = engine_new("t", NULL, NULL, NULL);
+	for (unsigned i = 0; i <= CFG_MAX_BOARDS; i++) {
+		snprintf(line, sizeof(line), "{\"t\":1,\"board\":\"x%u\",\"cycle\":1,\"ev\":\"power_on\"}", i);
+		CU_ASSERT_EQUAL(feed_json(e, line, err, sizeof(err)), i < CFG_MAX_BOARDS ? 0 : -EINVAL);
+	}
+	engine_free(e);
+}
+
+/* What the host sent, read back from a file: work and verify beyond the board. */
+static void test_work_verify_bounds(void)
+{
+	struct engine *e = start_cfg(CONFIG_B1("1048576"));
+	struct pc_work w = { .cycle = 1, .first = 1, .n = 201, .mode = PC_MODE_FUA, .pattern = PC_PAT_SEQUENTIAL,
+			     .record_size = RS, .flush_every = 8, .qd = 4, .seed = 1 };
+	struct pc_posrange r = { .pos = G.nslots - 1, .n = 2 };
+	struct engine_board_state st;
+	json_object *v;
+
+	feed_refused(e, 1, "work", "work", pc_msg_work(&w), "at most 200 records");
+	w.n = 20;
+	w.record_size = 2 * RS;
+	feed_refused(e, 1, "work", "work", pc_msg_work(&w), "slots of 4096 bytes");
+	w.record_size = RS;
+	w.cycle = 7;
+	feed_refused(e, 1, "work", "work", pc_msg_work(&w), "work of cycle 7 (event: cycle 1)");
+	engine_board_state(e, "b1", &st);
+	CU_ASSERT_EQUAL(st.pending, 0);
+	/* a good work; SUBMIT and ACK ranges far larger than it count only inside it */
+	work(e, 1, 1, 20, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 1048576));
+	rx(e, 1, pc_msg_range(PC_MSG_SUBMIT, UINT64_MAX - 1048575, 1048576));
+	for (uint32_t s = 0; s < 20; s++)
+		view_whole(s, s + 1, 1, PC_MODE_FUA);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	/* positions past the region: refused, and the scan is then expected whole */
+	feed_refused(e, 2, "verify", "msg", pc_msg_verify_ranges(PC_PAT_SEQUENTIAL, &r, 1), "past the region's");
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "PASS");
+	CU_ASSERT_EQUAL(iget(v, "records", "acked"), 20);
+	CU_ASSERT_EQUAL(iget(v, "records", "submitted"), 20);
+	engine_free(e);
+}
+
+/* Damage is counted whole but listed up to ENGINE_MAX_FINDINGS per verdict. */
+static void test_findings_cap(void)
+{
+	struct engine *e;
+	json_object *v, *f;
+
+	region_bytes = 8u << 20;	/* 2044 slots */
+	e = start();
+	work(e, 1, 1, 1, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 1));
+	view_whole(0, 1, 1, PC_MODE_FUA);
+	for (uint32_t s = 1; s < G.nslots; s++)
+		view_whole(s, 0, 0, PC_MODE_FLUSH);	/* cold gen-0 records, their flags changed */
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_EQUAL(iget(v, "counts", "collateral"), G.nslots - 1);
+	CU_ASSERT_EQUAL(iget(v, "violations", NULL), G.nslots - 1);
+	CU_ASSERT_EQUAL(iget(v, "counts", "intact"), 1);
+	json_object_object_get_ex(v, "findings", &f);
+	CU_ASSERT_EQUAL(json_object_array_length(f), ENGINE_MAX_FINDINGS);
+	CU_ASSERT_EQUAL(iget(v, "findings_unlisted", NULL), G.nslots - 1 - ENGINE_MAX_FINDINGS);
+	engine_free(e);
+	region_bytes = REGION_BYTES;
+}
+
+/* Raw sector images: the agent sends at most PC_PROTO_MAX_RAW per scan; one
+ * that sends more is not believed. */
+static void test_raw_cap(void)
+{
+	for (int over = 0; over < 2; over++) {
+		struct engine *e = start();
+		unsigned nslots = PC_PROTO_MAX_RAW / SPR + (unsigned)over;
+		json_object *v;
+
+		work(e, 1, 1, 4, PC_MODE_FUA);
+		rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 4));
+		for (uint32_t s = 0; s < 4; s++)
+			view_whole(s, s + 1, 1, PC_MODE_FUA);
+		for (uint32_t s = 100; s < 100 + nslots; s++) {
+			view_bytes(s, 0, 0, 0);
+			for (unsigned i = 0; i < SPR; i++)
+				view[s].img[i][77] ^= 0x04;	/* every sector bad: sent raw */
+		}
+		feed(e, 2, "power_on", NULL, NULL);
+		rx(e, 2, hello());
+		scan(e, 2);
+		CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+		v = json_object_array_get_idx(verdicts, 0);
+		if (!over) {
+			CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+			CU_ASSERT_EQUAL(iget(v, "counts", "collateral"), nslots);
+		} else {
+			CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
+			CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 2);
+			CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "more than 64 raw sectors"));
+		}
+		engine_free(e);
+	}
+}
+
+/* The scan of positions [pos, pos + n) only, as a partial VERIFY asks. */
+static void scan_part(struct engine *e, unsigned cycle, uint32_t pos, uint32_t n)
+{
+	struct pc_posrange r = { .pos = pos, .n = n };
+	json_object *m = pc_msg_new(PC_MSG_SCAN_BEGIN);
+
+	feed(e, cycle, "verify", "msg", pc_msg_verify_ranges(PC_PAT_SEQUENTIAL, &r, 1));
+	json_object_object_add(m, "slots", json_object_new_int64(n));
+	json_object_object_add(m, "pattern", json_object_new_string("sequential"));
+	json_object_object_add(m, "full", json_object_new_boolean(0));
+	rx(e, cycle, m);
+	for (uint32_t s = pos; s < pos + n; s++) {
+		if (view[s].damaged) {
+			struct pc_sect_report sect[SPR];
+			struct pc_slot_report rep = { .slot = s, .nsect = SPR, .sect = sect };
+			for (unsigned i = 0; i < SPR; i++) {
+				struct pc_sector_hdr h;
+				memset(&sect[i], 0, sizeof(sect[i]));
+				sect[i].idx = (uint16_t)i;
+				if (pc_sector_check(view[s].img[i], &G, &h) == PC_SECT_VALID) {
+					sect[i].kind = PC_SK_VALID;
+					sect[i].seq = h.seq;
+					sect[i].cycle = h.cycle;
+					sect[i].flags = h.flags;
+					sect[i].lba = h.lba;
+					sect[i].hidx = h.idx;
+				} else {
+					sect[i].kind = PC_SK_FILL;
+				}
+			}
+			rx(e, cycle, pc_msg_slot(&rep));
+		} else {
+			struct pc_run run = { .pos = s, .n = 1, .seq = view[s].seq, .cycle = view[s].cycle,
+					      .flags = view[s].flags };
+			rx(e, cycle, pc_msg_runs(&run, 1));
+		}
+	}
+	m = pc_msg_new(PC_MSG_SCAN_END);
+	json_object_object_add(m, "slots", json_object_new_int64(n));
+	json_object_object_add(m, "anomalies", json_object_new_int64(0));
+	json_object_object_add(m, "raw_dropped", json_object_new_int64(0));
+	rx(e, cycle, m);
+}
+
+/* A cold slot whose every sector went bad (sent as fills). */
+static void view_wiped(uint32_t slot)
+{
+	view_bytes(slot, 0, 0, 0);
+	memset(view[slot].img, 0, sizeof(view[slot].img));
+}
+
+/*
+ * The damage a board's expected state may hold has a ceiling
+ * (ENGINE_MAX_DAMAGED_SECTORS, lowered here to 80 sectors = 10 slots). Past
+ * it a baseline cannot be taken (INFRA_ERROR); new damage beyond all the
+ * cycle wrote is still a FAIL (a device that wipes its region must not
+ * escape as lab trouble); damage it cannot prove new is INFRA_ERROR.
+ */
+static void test_damage_ceiling(void)
+{
+	struct engine *e;
+	struct engine_board_state st;
+	json_object *v, *f;
+
+	/* a baseline at the ceiling is taken; one past it is not */
+	for (int over = 0; over < 2; over++) {
+		geom_setup();
+		json_object_put(verdicts);
+		verdicts = json_object_new_array();
+		memset(view, 0, G.nslots * sizeof(*view));
+		for (uint32_t s = 0; s < 10u + (unsigned)over; s++)
+			view_wiped(100 + s);
+		e = engine_new("test", collect, NULL, NULL);
+		engine_set_damage_ceiling(e, 80);
+		feed(e, 1, "power_on", NULL, NULL);
+		rx(e, 1, hello());
+		scan(e, 1);
+		engine_board_state(e, "b1", &st);
+		CU_ASSERT_EQUAL(st.baseline, !over);
+		CU_ASSERT_EQUAL(json_object_array_length(verdicts), (size_t)over);
+		if (over)
+			CU_ASSERT_PTR_NOT_NULL(strstr(sget(json_object_array_get_idx(verdicts, 0), "reason"),
+						      "no baseline can be taken"));
+		engine_free(e);
+	}
+
+	/* 11 cold slots wiped in a cycle that wrote 4 records: provably new damage */
+	e = start();
+	engine_set_damage_ceiling(e, 80);
+	work(e, 1, 1, 4, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 4));
+	for (uint32_t s = 0; s < 4; s++)
+		view_whole(s, s + 1, 1, PC_MODE_FUA);
+	for (uint32_t s = 0; s < 11; s++)
+		view_wiped(100 + s);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 1);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	f = finding_what(v, "damage_overflow", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(iget(f, "damaged_sectors", NULL), 88);
+	CU_ASSERT_EQUAL(iget(f, "previously_damaged", NULL), 0);
+	CU_ASSERT_STRING_EQUAL(sget(f, "violation"), "true");
+	engine_board_state(e, "b1", &st);
+	CU_ASSERT_EQUAL(st.baseline, 0);	/* the next scan is a new baseline */
+	CU_ASSERT_EQUAL(st.scan_ok, 0);		/* and nothing is written before it */
+	CU_ASSERT_EQUAL(st.pending, 0);
+	engine_free(e);
+
+	/* partial scans: the damage kept for slots not scanned counts too */
+	e = start();
+	for (uint32_t s = 0; s < 6; s++)
+		view_wiped(100 + s);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);	/* 48 damaged sectors, carried as cold findings */
+	for (int over = 0; over < 2; over++) {
+		unsigned c = 2 + (unsigned)over;
+		uint64_t first = 1 + 4 * (uint64_t)over;
+
+		engine_set_damage_ceiling(e, over ? 79 : 80);
+		work(e, c, first, 4, PC_MODE_FLUSH);
+		for (uint32_t s = 0; s < 4; s++)	/* every record written is torn to fills */
+			view_wiped(4 * (uint32_t)over + s);
+		feed(e, c + 1, "power_on", NULL, NULL);
+		rx(e, c + 1, hello());
+		scan_part(e, c + 1, 4 * (uint32_t)over, 4);
+	}
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 2);
+	v = json_object_array_get_idx(verdicts, 0);	/* 48 kept + 32 scanned = 80: judged */
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 2);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");	/* the carried cold damage */
+	CU_ASSERT_EQUAL(iget(v, "counts", "corrupt"), 4);
+	v = json_object_array_get_idx(verdicts, 1);	/* 48 + 32 > 79, but no more than 4 records */
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 3);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
+	CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "more than the 79 the engine holds"));
+	engine_free(e);
+}
+
+/* An events.jsonl with a huge HELLO and huge cycles, through `powercut
+ * replay`: no crash, and the verdicts the live engine gave come out again. */
+static void test_replay_hostile(void)
+{
+	const char *dir = pc_test_tmpdir("engine-replay");
+	char path[4096], err[512];
+	struct engine *e;
+	struct replay_result rr;
+	FILE *f, *out = fopen("/dev/null", "w");
+	json_object *evs = json_object_new_array(), *ev, *hel;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+	snprintf(path, sizeof(path), "%s/campaign.json", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "{\"campaign\":\"test\",\"config\":%s}\n", CONFIG_B1("1048576"));
+	fclose(f);
+	/* the events, as a campaign would have logged them before the fix */
+	hel = hello_claiming(1u << 25, RS);
+	ev = json_tokener_parse("{\"t\":1,\"board\":\"b1\",\"cycle\":1,\"ev\":\"power_on\"}");
+	json_object_array_add(evs, ev);
+	ev = json_tokener_parse("{\"t\":2,\"board\":\"b1\",\"cycle\":1,\"ev\":\"rx\"}");
+	json_object_object_add(ev, "msg", hel);
+	json_object_array_add(evs, ev);
+	json_object_array_add(evs, json_tokener_parse("{\"t\":3,\"board\":\"b1\",\"cycle\":1,\"ev\":\"verify\"}"));
+	json_object_array_add(evs, json_tokener_parse("{\"t\":4,\"board\":\"b1\",\"cycle\":1,\"ev\":\"rx\",\"msg\":"
+		"{\"type\":\"scan_begin\",\"v\":1,\"slots\":33554432,\"pattern\":\"sequential\",\"full\":true}}"));
+	json_object_array_add(evs, json_tokener_parse("{\"t\":5,\"board\":\"b1\",\"cycle\":1,\"ev\":\"rx\",\"msg\":"
+		"{\"type\":\"runs\",\"v\":1,\"r\":[[0,33554432,0,0,0]]}}"));
+	json_object_array_add(evs, json_tokener_parse("{\"t\":6,\"board\":\"b1\",\"cycle\":2147483648,"
+		"\"ev\":\"boot_fail\",\"reason\":\"x\"}"));
+	json_object_array_add(evs, json_tokener_parse("{\"t\":7,\"board\":\"b1\",\"cycle\":2,\"ev\":\"power_on\"}"));
+	/* what the live engine made of them */
+	json_object_put(verdicts);
+	verdicts = json_object_new_array();
+	e = engine_new("test", collect, NULL, NULL);
+	{
+		json_object *c = json_tokener_parse(CONFIG_B1("1048576"));
+		CU_ASSERT_EQUAL(engine_configure(e, c, err, sizeof(err)), 0);
+		json_object_put(c);
+	}
+	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	for (size_t i = 0; i < json_object_array_length(evs); i++) {
+		ev = json_object_array_get_idx(evs, i);
+		engine_feed(e, ev, err, sizeof(err));
+		fprintf(f, "%s\n", json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN));
+	}
+	fclose(f);
+	engine_free(e);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	CU_ASSERT_STRING_EQUAL(sget(json_object_array_get_idx(verdicts, 0), "verdict"), "INFRA_ERROR");
+	CU_ASSERT_EQUAL(iget(json_object_array_get_idx(verdicts, 0), "cycle", NULL), 1);
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", dir);
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fprintf(f, "%s\n", json_object_to_json_string_ext(json_object_array_get_idx(verdicts, 0),
+							  JSON_C_TO_STRING_PLAIN));
+	/* and a recorded verdict whose cycle json-c would saturate */
+	fprintf(f, "{\"board\":\"b1\",\"cycle\":18446744073709551615,\"verdict\":\"PASS\"}\n");
+	fclose(f);
+	CU_ASSERT_EQUAL(replay_dir(dir, out, &rr, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(rr.recomputed, 1);
+	CU_ASSERT_EQUAL(rr.matched, 1);
+	CU_ASSERT_EQUAL(rr.differ, 0);
+	CU_ASSERT_EQUAL(rr.missing, 0);
+	CU_ASSERT_EQUAL(rr.extra, 1);	/* the saturating one: not recomputed, and said so */
+	json_object_put(evs);
+	fclose(out);
+}
+
+/* ---- the device refused a write ---- */
+
+static json_object *write_error(int eno, uint64_t lba, uint64_t seq, const char *mode)
+{
+	json_object *m = pc_msg_error("write of seq %llu at LBA %llu failed: %s", (unsigned long long)seq,
+				      (unsigned long long)lba, strerror(eno)), *we = json_object_new_object();
+
+	json_object_object_add(we, "errno", json_object_new_int(eno));
+	json_object_object_add(we, "lba", json_object_new_uint64(lba));
+	json_object_object_add(we, "seq", json_object_new_uint64(seq));
+	json_object_object_add(we, "mode", json_object_new_string(mode));
+	json_object_object_add(m, "write_error", we);
+	return m;
+}
+
+/* DESIGN section 6: a write the device refused is a device-level finding of
+ * the cycle that saw it; the records are judged by the next scan as usual. */
+static void test_write_refused(void)
+{
+	struct engine *e = start();
+	json_object *v, *f;
+
+	work(e, 1, 1, 20, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 11));
+	rx(e, 1, write_error(5, 123456, 12, "fua"));
+	rx(e, 1, write_error(5, 123456, 12, "fua"));	/* said twice: one finding */
+	{
+		json_object *c = json_object_new_string("write refused");
+		feed(e, 1, "cut", "trigger", c);
+	}
+	for (uint32_t s = 0; s < 11; s++)
+		view_whole(s, s + 1, 1, PC_MODE_FUA);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 1);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_EQUAL(iget(v, "counts", "intact"), 11);
+	CU_ASSERT_EQUAL(iget(v, "counts", "not_written"), 9);	/* seq 12 was never acked */
+	CU_ASSERT_EQUAL(iget(v, "counts", "lost_acked"), 0);
+	CU_ASSERT_EQUAL(iget(v, "counts", "collateral"), 1);
+	CU_ASSERT_EQUAL(iget(v, "violations", NULL), 1);
+	f = finding_what(v, "write_refused", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_STRING_EQUAL(sget(f, "class"), "collateral");
+	CU_ASSERT_EQUAL(iget(f, "errno", NULL), 5);
+	CU_ASSERT_EQUAL(iget(f, "lba", NULL), 123456);
+	CU_ASSERT_EQUAL(iget(f, "seq", NULL), 12);
+	CU_ASSERT_STRING_EQUAL(sget(f, "mode"), "fua");
+	CU_ASSERT_STRING_EQUAL(sget(f, "violation"), "true");
+	CU_ASSERT_PTR_NOT_NULL(strstr(sget(f, "detail"), "Input/output error"));
+	CU_ASSERT_PTR_NULL(finding_what(v, "write_refused", 1));
+	engine_free(e);
+}
+
+/* Many refused writes: the first ENGINE_MAX_WRITE_ERRORS listed, the rest in
+ * one finding with n; all counted. */
+static void test_write_refused_many(void)
+{
+	struct engine *e = start();
+	json_object *v, *f;
+
+	work(e, 1, 1, 64, PC_MODE_FLUSH);
+	for (unsigned i = 0; i < ENGINE_MAX_WRITE_ERRORS + 8; i++)
+		rx(e, 1, write_error(28, 1000 + i, 1 + i, "flush"));
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_EQUAL(iget(v, "counts", "collateral"), ENGINE_MAX_WRITE_ERRORS + 8);
+	CU_ASSERT_EQUAL(iget(v, "violations", NULL), ENGINE_MAX_WRITE_ERRORS + 8);
+	CU_ASSERT_PTR_NOT_NULL(finding_what(v, "write_refused", ENGINE_MAX_WRITE_ERRORS - 1));
+	f = finding_what(v, "write_refused", ENGINE_MAX_WRITE_ERRORS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(iget(f, "n", NULL), 8);
+	CU_ASSERT_PTR_NULL(finding_what(v, "write_refused", ENGINE_MAX_WRITE_ERRORS + 1));
+	engine_free(e);
+}
+
+/* A refused write whose records are never judged still fails the cycle;
+ * one the host cannot read keeps the cycle from passing; one outside any
+ * cycle's writes is nobody's finding. */
+static void test_write_refused_unjudged(void)
+{
+	struct engine *e = start();
+	json_object *v, *bad;
+	char err[512];
+
+	work(e, 1, 1, 20, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 3));
+	rx(e, 1, write_error(5, 99, 4, "fua"));
+	feed(e, 2, "power_on", NULL, NULL);
+	feed(e, 2, "final_boot_fail", "reason", json_object_new_string("no agent after 3 power cycles"));
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 1);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_EQUAL(iget(v, "violations", NULL), 1);
+	CU_ASSERT_PTR_NOT_NULL(finding_what(v, "write_refused", 0));
+	CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "the records were not judged: no agent"));
+	engine_free(e);
+
+	/* unreadable: errno 0 is no errno; the cycle is not a PASS */
+	e = start();
+	work(e, 1, 1, 4, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 4));
+	bad = write_error(5, 99, 2, "fua");
+	{
+		json_object *we;
+		json_object_object_get_ex(bad, "write_error", &we);
+		json_object_object_add(we, "errno", json_object_new_int(0));
+	}
+	feed_refused(e, 1, "rx", "msg", bad, "errno");
+	for (uint32_t s = 0; s < 4; s++)
+		view_whole(s, s + 1, 1, PC_MODE_FUA);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
+	CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "cannot be read"));
+	/* outside the writes (no work pending now) */
+	feed(e, 3, "power_on", NULL, NULL);
+	feed_refused(e, 3, "rx", "msg", write_error(5, 99, 2, "fua"), "outside the writes of cycle 3");
+	CU_ASSERT_EQUAL(feed_json(e, "{\"t\":1,\"board\":\"b1\",\"cycle\":3,\"ev\":\"rx\",\"msg\":{\"type\":\"error\","
+				  "\"v\":1,\"msg\":\"cannot open\"}}", err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(json_object_array_length(verdicts), 1);
+	engine_free(e);
+}
+
 static int cleanup(void)
 {
 	json_object_put(verdicts);
@@ -526,7 +1268,18 @@ int suite_engine(void)
 	    !CU_add_test(s, "stale data and BOOT_FAIL", test_stale_and_boot_fail) ||
 	    !CU_add_test(s, "unreadable sectors", test_unreadable) ||
 	    !CU_add_test(s, "a tear over an earlier tear", test_tear_over_damage) ||
-	    !CU_add_test(s, "INFRA_ERROR once, and determinism", test_infra_and_determinism))
+	    !CU_add_test(s, "INFRA_ERROR once, and determinism", test_infra_and_determinism) ||
+	    !CU_add_test(s, "a huge HELLO is refused, its boot INFRA_ERROR", test_huge_hello_refused) ||
+	    !CU_add_test(s, "HELLO and boards against the configuration", test_hello_against_config) ||
+	    !CU_add_test(s, "cycles, times, board names from events are bounded", test_event_numbers) ||
+	    !CU_add_test(s, "work, verify, submit/ack beyond the board", test_work_verify_bounds) ||
+	    !CU_add_test(s, "findings listed up to a ceiling, all counted", test_findings_cap) ||
+	    !CU_add_test(s, "raw sectors per scan are bounded", test_raw_cap) ||
+	    !CU_add_test(s, "damaged sectors held per board are bounded", test_damage_ceiling) ||
+	    !CU_add_test(s, "replay of hostile events.jsonl", test_replay_hostile) ||
+	    !CU_add_test(s, "write_refused: a device finding of its cycle", test_write_refused) ||
+	    !CU_add_test(s, "write_refused: many, counted and listed", test_write_refused_many) ||
+	    !CU_add_test(s, "write_refused: unjudged, unreadable, stray", test_write_refused_unjudged))
 		return -1;
 	return 0;
 }
