@@ -27,14 +27,15 @@ static const char usage_text[] =
 	"  report [--json] RESULTS_DIR...\n"
 	"        the per-device pass/fail report; several folders merge\n"
 	"  status RESULTS_DIR\n"
-	"        how far a campaign got (works while it runs)\n"
+	"        whether a run holds the folder, and how far the campaign got (works while it runs)\n"
 	"  check-config CONFIG\n"
 	"        validate a configuration: prints \"configuration OK\" or the error\n"
 	"  relay CONFIG BOARD on|off|cycle|get\n"
 	"        switch one board's relay by hand (bring-up)\n"
 	"\n"
 	"run exits 0 when every cycle passed, 1 when a cycle was FAIL or BOOT_FAIL, 2 on errors,\n"
-	"3 when interrupted (run the same command again to resume). See powercut(1).\n";
+	"3 when interrupted (run the same command again to resume). One run per results folder:\n"
+	"a second run on a folder in use exits 2 naming the first. See powercut(1).\n";
 
 static int usage(FILE *f, int rc)
 {
@@ -166,7 +167,8 @@ static int count_line(json_object *o, unsigned lineno, void *arg)
 
 static int cmd_status(int argc, char **argv)
 {
-	char path[PATH_MAX + 32], err[1024] = "";
+	char path[PATH_MAX + 32], err[1024] = "", desc[768];
+	struct results_lock_info li;
 	unsigned nv = 0, ne = 0;
 	int torn;
 	const char *dirs[1];
@@ -175,6 +177,10 @@ static int cmd_status(int argc, char **argv)
 		fputs("usage: powercut status RESULTS_DIR\n", argc == 2 ? stdout : stderr);
 		return argc == 2 ? 0 : 2;
 	}
+	/* first, so that a folder too damaged to count still says whether a run is at it */
+	results_lock_probe(argv[1], &li);
+	results_lock_describe(&li, desc, sizeof(desc));
+	printf("%s: %s\n", argv[1], desc);
 	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
 	if (results_each_line(path, count_line, &ne, &torn, err, sizeof(err))) {
 		pc_err("%s", err);

@@ -6,12 +6,19 @@
  * console/<board>/cycle-N.log. A crash can leave at most a torn last line in
  * either .jsonl file; results_open() cuts it off before appending, so every
  * line in the files is whole.
+ *
+ * One run at a time: results_open() takes an exclusive flock() on <dir>/lock
+ * and holds it until results_close() (or the process dies: the kernel drops
+ * it, so a killed run never leaves a lock nobody can take). The file says
+ * who holds or held it: {"pid", "host", "started"[, "ended"]}. Readers
+ * (replay, report, status) never take it.
  */
 #ifndef PC_HARNESS_RESULTS_H
 #define PC_HARNESS_RESULTS_H
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
@@ -21,10 +28,31 @@ struct results {
 	int v_fd;
 	unsigned long events;
 	int dirty;		/* events written since the last fsync */
+	int lock_fd;		/* <dir>/lock, flock'd LOCK_EX for the whole run; -1 if not held */
+	int64_t started;	/* when this run took the lock (epoch seconds) */
 };
 
-/* Create/open the folder and both files; trims torn tails (reported in note).
- * 0 or -errno with err naming the file. */
+/* What <dir>/lock says about the run that holds or last held the folder. */
+enum results_lock_state {
+	RESULTS_LOCK_NONE,	/* no lock file: never run (by a powercut that locks) */
+	RESULTS_LOCK_HELD,	/* a live run holds it */
+	RESULTS_LOCK_FREE,	/* nobody holds it */
+	RESULTS_LOCK_UNKNOWN,	/* it could not be probed (err says why) */
+};
+
+struct results_lock_info {
+	enum results_lock_state state;
+	int known;		/* the contents below were readable */
+	long pid;
+	char host[256];		/* printable characters only */
+	int64_t started, ended;	/* epoch seconds; ended 0: the run never closed the folder */
+	char err[256];
+};
+
+/* Create/open the folder, lock it, open both files; trims torn tails and
+ * notes a stale lock taken over (reported in note). 0 or -errno with err
+ * naming the file; -EBUSY when another run holds the folder, err naming its
+ * pid, host and start time. */
 int results_open(struct results *r, const char *dir, char *note, size_t notelen, char *err, size_t errlen);
 void results_close(struct results *r);
 
@@ -39,6 +67,12 @@ int results_verdict(struct results *r, json_object *v);
  * skipped and counted in *torn. Malformed lines: -EINVAL, err = FILE:LINE: why. */
 typedef int (*results_line_fn)(json_object *obj, unsigned lineno, void *arg);
 int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn, char *err, size_t errlen);
+
+/* Probe <dir>/lock without disturbing a run (a shared lock held for an
+ * instant; results_open() waits that instant out). Always fills li. */
+void results_lock_probe(const char *dir, struct results_lock_info *li);
+/* One line for humans: "running, pid 12 on lab1 since 2024-05-01 10:00:00 +0200". */
+void results_lock_describe(const struct results_lock_info *li, char *buf, size_t len);
 
 /* Write a small JSON file atomically (tmp + fsync + rename + fsync dir). */
 int results_write_json(const char *dir, const char *name, json_object *obj, char *err, size_t errlen);

@@ -1,0 +1,128 @@
+# One campaign per results folder: a second `powercut run` on a folder in use
+# exits 2 naming the first's pid; `status` says whether a run is at it; a lock
+# left by a killed run is taken over; replay, report and status read a live
+# folder without the lock.
+. "$(dirname "$0")/lib.sh"
+
+cat > "$T/c.json" <<JSON
+{
+  "campaign": "it-lock", "cycles": 100000, "seed": 5,
+  "defaults": {
+    "relay": { "driver": "sim", "boot_delay_ms": 5 },
+    "device": { "backend": "sim", "size": "1M", "record_size": 4096 },
+    "records_per_cycle": 20, "modes": ["fua"],
+    "cut": { "at": "random", "window_ms": [2, 10] }, "off_ms": 5
+  },
+  "boards": [ { "name": "b1" } ]
+}
+JSON
+R="$T/r"
+
+# wait_status "text": poll `powercut status` (10 s at most) until it prints text
+wait_status() {
+	for _ in $(seq 100); do
+		"$PC" status "$R" 2>/dev/null | head -1 | grep -qF -- "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+# wait_verdicts N: until verdicts.jsonl holds N lines (30 s at most)
+wait_verdicts() {
+	for _ in $(seq 300); do
+		n=$(grep -c . "$R/verdicts.jsonl" 2>/dev/null)
+		[ "${n:-0}" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+nodups() { [ "$(jq -r '"\(.board)/\(.cycle)"' "$R/verdicts.jsonl" | sort | uniq -d | wc -l)" -eq 0 ]; }
+
+check "status of a folder never run: not running" sh -c "'$PC' status '$R' 2>/dev/null | head -1 | grep -q 'not running (no lock file'"
+
+# --- a live run, and a second one on the same folder --------------------------
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report > "$T/out1" 2>&1 &
+pid1=$!
+check "status: running, pid $pid1" wait_status "running, pid $pid1 on $(hostname) since "
+check "the first run judges cycles" wait_verdicts 3
+n0=$(grep -c . "$R/events.jsonl")
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report > "$T/out2" 2>&1
+rc=$?
+check "a second run on the live folder exits 2 (got $rc)" [ $rc -eq 2 ]
+check "its error names the first run's pid and host" grep -qF "in use by another powercut run: pid $pid1 on $(hostname)" "$T/out2"
+check "its error says since when" grep -qE "since [0-9]{4}-[0-9]{2}-[0-9]{2} " "$T/out2"
+check "it started no board (no power-on in its output)" [ "$(grep -c . "$T/out2")" -eq 1 ]
+check "the first run is still alive" kill -0 $pid1
+# read-only tools keep working on the live folder
+"$PC" report "$R" > "$T/rep" 2>&1
+check "report works on the live folder (exit $?)" grep -q "result:" "$T/rep"
+"$PC" replay "$R" > "$T/rpl" 2>&1
+rc=$?
+check "replay runs on the live folder (exit $rc: 0 or 1)" [ $rc -le 1 ]
+check "replay printed its summary" grep -q "^replay .*verdicts recomputed" "$T/rpl"
+"$PC" status "$R" > "$T/st" 2>&1
+check "status prints counts on the live folder" grep -qE "[0-9]+ events, [0-9]+ verdicts" "$T/st"
+check "the first run kept going after all that" [ "$(grep -c . "$R/events.jsonl")" -gt "$n0" ]
+kill -INT $pid1
+wait $pid1
+rc=$?
+check "the first run stops on SIGINT with exit 3 (got $rc)" [ $rc -eq 3 ]
+check "status: not running, last run ended" wait_status "not running; last run pid $pid1 on $(hostname) ended "
+check "no verdict twice" nodups
+check "replay agrees with every verdict" "$PC" replay "$R"
+
+# --- a killed run's lock is taken over ------------------------------------------
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report > "$T/out3" 2>&1 &
+pid3=$!
+check "the resumed run holds the folder" wait_status "running, pid $pid3 "
+n=$(grep -c . "$R/verdicts.jsonl")
+check "it judges more cycles" wait_verdicts $((n + 2))
+kill -KILL $pid3
+wait $pid3 2>/dev/null
+check "status after SIGKILL: not running, killed" wait_status "not running; last run pid $pid3 on $(hostname) (started "
+check "status says it never closed the folder" sh -c "'$PC' status '$R' | head -1 | grep -q 'was killed: it never closed the folder'"
+n=$(grep -c . "$R/verdicts.jsonl")
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles $((n + 3)) > "$T/out4" 2>&1
+rc=$?
+check "a run after the killed one takes the folder over and finishes (exit $rc)" [ $rc -eq 0 ]
+check "it says whose lock it took over" grep -qF "taken over: not running; last run pid $pid3 " "$T/out4"
+check "no verdict twice after the takeover" nodups
+check "replay agrees after the takeover" "$PC" replay "$R"
+
+# --- two runs started at the same instant: exactly one runs -------------------
+# (15 cycles outlast the 1.5 s a run waits for a held lock: a second run that
+# starts within that time of the first's end just follows it, harmlessly)
+rm -rf "$R"
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 15 > "$T/outA" 2>&1 &
+pa=$!
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 15 > "$T/outB" 2>&1 &
+pb=$!
+wait $pa; ra=$?
+wait $pb; rb=$?
+check "simultaneous starts: one finishes, one exits 2 (got $ra and $rb)" \
+	[ "$(printf '%s\n' $ra $rb | sort -n | tr '\n' ' ')" = "0 2 " ]
+check "simultaneous starts: 15 verdicts" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 15 ]
+check "simultaneous starts: none twice" nodups
+check "the refused one named the other's pid" grep -qE "in use by another powercut run: pid ($pa|$pb) " "$T/outA" "$T/outB"
+check "simultaneous starts: replay agrees" "$PC" replay "$R"
+
+# --- a lock held by something that is not powercut, and a hostile lock file ----
+printf 'garbage \033[31m not json\n' > "$R/lock"
+# the subshell takes the lock on fd 9, then becomes the sleep that holds it
+( flock 9 && exec sleep 30 ) 9< "$R/lock" &
+fpid=$!
+sleep 0.3
+expect_fail "a lock held by another process with a garbage file: refused, says so" "names no pid" \
+	"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 4
+check "status: running, holder unknown" wait_status "running (a process holds the lock"
+kill $fpid
+wait $fpid 2>/dev/null
+check "status: a garbage lock file nobody holds names no run" wait_status "not running (the lock file names no earlier run)"
+printf '{"pid":-5,"host":"\\u001b[2Jevil host","started":99999999999999999}\n' > "$R/lock"
+check "status: out-of-range fields are not believed" wait_status "not running (the lock file names no earlier run)"
+printf '{"pid":77,"host":"\\u001b[2Jx y","started":1}\n' > "$R/lock"
+"$PC" status "$R" > "$T/st2" 2>&1
+check "status prints a hostile host name without control characters" grep -qF "last run pid 77 on ?[2Jx?y (started" "$T/st2"
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 16 > "$T/out5" 2>&1
+check "a run takes over a hostile lock file nobody holds (exit $?)" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 16 ]
+check "the lock file then names that run, ended" jq -e '.pid > 1 and .ended >= .started' "$R/lock" > /dev/null
+finish
