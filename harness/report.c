@@ -35,8 +35,11 @@ static const char *const class_names[NCLASS] = {
 };
 /* Classes that are a violation whenever found; the others only sometimes
  * (acked, or the mode promised atomicity), which only each finding says. */
-enum { C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR };
+enum { C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR, C_COLLATERAL = 8 };
 static const int class_always[NCLASS] = { 0, 0, 1, 0, 0, 1, 1, 1, 1, 1 };
+/* A device-level finding the engine counts as collateral but the report
+ * names on its own: writes the device refused (docs/verdicts.md). */
+#define REFUSED_NAME "write_refused"
 
 struct strlist {
 	char **v;
@@ -54,6 +57,7 @@ struct rep_mode {
 	unsigned long viol[NCLASS];	/* violations per class */
 	unsigned long found[NCLASS];	/* findings per class, violation or not */
 	unsigned long violations;	/* sum of verdict.violations */
+	unsigned long refused;		/* writes the device refused (counted apart from collateral) */
 	unsigned long inflight;		/* cycles whose cut caught unacknowledged writes in flight */
 	double rate_sum;
 	unsigned long rate_n;
@@ -165,6 +169,7 @@ struct verdict {
 	json_object *device, *queue, *kernel;
 	uint64_t counts[NCLASS];
 	uint64_t fviol[NCLASS];		/* findings marked violation, per class */
+	uint64_t refused;		/* refused writes (write_refused findings, with their n) */
 	uint64_t violations;
 	int has_rate;
 	double rate;
@@ -229,6 +234,20 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 			return rep_fail(r, file, line, "findings[%zu].violation: expected true or false", i);
 		if (!vio || !json_object_get_boolean(vio))
 			continue;
+		if (!strcmp(json_object_get_string(cls), "collateral") && jget(e, "what") &&
+		    json_object_is_type(jget(e, "what"), json_type_string) &&
+		    !strcmp(json_object_get_string(jget(e, "what")), REFUSED_NAME)) {
+			/* one finding may stand for n refused writes */
+			uint64_t nref = 1;
+			char what[64];
+			int rc;
+
+			snprintf(what, sizeof(what), "findings[%zu].n", i);
+			if ((rc = opt_count(r, file, line, jget(e, "n"), what, &nref)))
+				return rc;
+			vd->refused += nref;
+			continue;
+		}
 		/* a class from a newer engine is still a violation, just not itemised */
 		for (int c = 0; c < NCLASS; c++)
 			if (strcmp(json_object_get_string(cls), class_names[c]) == 0)
@@ -392,11 +411,15 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 	if (vd->counts[C_NOT_WRITTEN] + vd->counts[C_TORN] + vd->counts[C_TORN_SECTOR] > 0)
 		m->inflight++;
 	for (int c = 0; c < NCLASS; c++) {
-		uint64_t n = class_always[c] && vd->counts[c] > vd->fviol[c] ? vd->counts[c] : vd->fviol[c];
+		/* counts.collateral includes the refused writes: they are shown apart */
+		uint64_t cnt = c == C_COLLATERAL ? (vd->counts[c] > vd->refused ? vd->counts[c] - vd->refused : 0)
+						 : vd->counts[c];
+		uint64_t n = class_always[c] && cnt > vd->fviol[c] ? cnt : vd->fviol[c];
 
 		m->viol[c] += n;
-		m->found[c] += vd->counts[c];
+		m->found[c] += cnt;
 	}
+	m->refused += vd->refused;
 	if (vd->has_rate && (vd->out == OUT_PASS || vd->out == OUT_FAIL)) {
 		m->rate_sum += vd->rate;
 		m->rate_n++;
@@ -619,6 +642,7 @@ static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
 			t->found[c] += m->found[c];
 		}
 		t->violations += m->violations;
+		t->refused += m->refused;
 		t->inflight += m->inflight;
 		t->rate_sum += m->rate_sum;
 		t->rate_n += m->rate_n;
@@ -673,6 +697,8 @@ static void viol_text(const struct rep_mode *m, char *buf, size_t len)
 	for (int c = 0; c < NCLASS; c++)
 		if (m->viol[c] && n < len)
 			n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", class_names[c], m->viol[c]);
+	if (m->refused && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", REFUSED_NAME, m->refused);
 	if (!n) {
 		if (m->violations)	/* classes this report does not know */
 			snprintf(buf, len, "%lu", m->violations);
@@ -813,13 +839,15 @@ static void print_table(const struct rep *r, FILE *out, const char *const *dirs,
 
 /* ---- JSON ---- */
 
-static json_object *class_obj(const unsigned long *v)
+static json_object *class_obj(const unsigned long *v, unsigned long refused)
 {
 	json_object *o = json_object_new_object();
 
 	for (int c = 0; c < NCLASS; c++)
 		if (v[c])
 			json_object_object_add(o, class_names[c], json_object_new_int64((int64_t)v[c]));
+	if (refused)
+		json_object_object_add(o, REFUSED_NAME, json_object_new_int64((int64_t)refused));
 	return o;
 }
 
@@ -828,10 +856,10 @@ static void mode_json(json_object *o, const struct rep_mode *m)
 	json_object_object_add(o, "cycles", json_object_new_int64((int64_t)mode_cycles(m)));
 	for (int k = 0; k < OUT_N; k++)
 		json_object_object_add(o, outcome_keys[k], json_object_new_int64((int64_t)m->out[k]));
-	json_object_object_add(o, "violations", class_obj(m->viol));
+	json_object_object_add(o, "violations", class_obj(m->viol, m->refused));
 	json_object_object_add(o, "violation_total", json_object_new_int64((int64_t)m->violations));
 	json_object_object_add(o, "cuts_in_flight", json_object_new_int64((int64_t)m->inflight));
-	json_object_object_add(o, "findings", class_obj(m->found));
+	json_object_object_add(o, "findings", class_obj(m->found, m->refused));
 	json_object_object_add(o, "records_per_s",
 			       m->rate_n ? json_object_new_double(m->rate_sum / (double)m->rate_n) : NULL);
 }

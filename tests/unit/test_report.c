@@ -354,6 +354,53 @@ static void test_bad_files(void)
 	free(text);
 }
 
+/* Refused writes (the engine's write_refused device findings, counted in
+ * counts.collateral) are named on their own, one finding standing for n. */
+static void test_write_refused(void)
+{
+	static const char text[] =
+		"{\"campaign\":\"c\",\"board\":\"w1\",\"cycle\":1,\"verdict\":\"FAIL\",\"mode\":\"fua\","
+		"\"mode_run\":\"fua\"," DEV_A ",\"counts\":{\"intact\":10,\"not_written\":9,\"collateral\":4},"
+		"\"violations\":4,\"findings\":["
+		"{\"class\":\"collateral\",\"what\":\"write_refused\",\"seq\":11,\"lba\":2056,\"errno\":5,"
+		"\"mode\":\"fua\",\"detail\":\"EIO\",\"acked\":false,\"violation\":true},"
+		"{\"class\":\"collateral\",\"what\":\"write_refused\",\"n\":2,\"detail\":\"2 more\","
+		"\"acked\":false,\"violation\":true},"
+		"{\"class\":\"collateral\",\"seq\":0,\"slot\":5,\"cold\":true,\"acked\":false,\"violation\":true}]}\n"
+		"{\"campaign\":\"c\",\"board\":\"w1\",\"cycle\":2,\"verdict\":\"PASS\",\"mode\":\"fua\","
+		"\"mode_run\":\"fua\"," DEV_A "," ZERO_COUNTS "}\n";
+	const char *dirs[1];
+	char dir[PATH_MAX], err[512] = "", *out = NULL;
+	json_object *doc, *m;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("report-refused"));
+	write_file(dir, "verdicts.jsonl", text);
+	dirs[0] = dir;
+	CU_ASSERT_EQUAL_FATAL(run(dirs, 1, 1, &out, err, sizeof(err)), 0);
+	doc = json_tokener_parse(out);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	m = mode(device(doc, "mmc:PCSIM:aaaa"), "fua");
+	CU_ASSERT_EQUAL(num(m, "fail"), 1);
+	CU_ASSERT_EQUAL(num(m, "violations.write_refused"), 3);
+	CU_ASSERT_EQUAL(num(m, "violations.collateral"), 1);
+	CU_ASSERT_EQUAL(num(m, "findings.write_refused"), 3);
+	CU_ASSERT_EQUAL(num(m, "findings.collateral"), 1);
+	CU_ASSERT_EQUAL(num(m, "violation_total"), 4);
+	json_object_put(doc);
+	free(out);
+	out = NULL;
+	CU_ASSERT_EQUAL_FATAL(run(dirs, 1, 0, &out, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "  result: FAIL (2 cycles, 1 FAIL; violations collateral=1 write_refused=3)"));
+	free(out);
+	out = NULL;
+	/* n is a count like any other */
+	write_file(dir, "verdicts.jsonl", "{\"board\":\"w1\",\"cycle\":1,\"verdict\":\"FAIL\",\"findings\":["
+		   "{\"class\":\"collateral\",\"what\":\"write_refused\",\"n\":-2,\"violation\":true}]}\n");
+	CU_ASSERT_EQUAL(run(dirs, 1, 0, &out, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "findings[0].n: expected a count"));
+	free(out);
+}
+
 int suite_report(void)
 {
 	CU_pSuite s = CU_add_suite("report", NULL, NULL);
@@ -362,7 +409,8 @@ int suite_report(void)
 	    !CU_add_test(s, "one results dir, JSON counts", test_one_dir_json) ||
 	    !CU_add_test(s, "table layout", test_table) ||
 	    !CU_add_test(s, "two results dirs merge", test_merge) ||
-	    !CU_add_test(s, "damaged files are refused", test_bad_files))
+	    !CU_add_test(s, "damaged files are refused", test_bad_files) ||
+	    !CU_add_test(s, "refused writes counted apart", test_write_refused))
 		return -1;
 	return 0;
 }
