@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
+#include <linux/loop.h>
 
 #ifdef PC_HAVE_BLKID
 #include <blkid/blkid.h>
@@ -35,6 +36,8 @@
 #include "../common/util.h"
 
 #define SYSFS_DEV_BLOCK	"/sys/dev/block"
+#define SYSFS_BLOCK	"/sys/block"
+#define SYSFS_BLOCK_MAX	65536	/* entries of /sys/block we look at */
 #define MOUNTINFO	"/proc/self/mountinfo"
 #define SWAPS		"/proc/swaps"
 #define DEBUGFS		"/sys/kernel/debug"
@@ -514,6 +517,223 @@ int blockdev_check_safe(const char *path, dev_t dev, int allow_whole_disk, char 
 		return -EISDIR;
 	}
 	return 0;
+}
+
+/* ---- files in use: loop backing files, swap files ---- */
+
+/* The backing file of an attached loop device (sysfs name), as device and inode. */
+static int loop_backing(const char *name, dev_t *dev, ino_t *ino)
+{
+	char dir[PATH_MAX], text[PATH_MAX], node[PATH_MAX];
+	struct loop_info64 li;
+	struct stat st;
+	size_t n;
+	int fd, ret;
+
+	if (path_join(dir, sizeof(dir), SYSFS_BLOCK, name) != 0)
+		return -ENAMETOOLONG;
+	/* absent when the loop device is not attached */
+	if (sysfs_read(dir, "loop/backing_file", text, sizeof(text)) != 0)
+		return -ENOENT;
+	n = strlen(text);
+	if (n > 10 && strcmp(text + n - 10, " (deleted)") == 0)
+		return -ENOENT;	/* a deleted file is not the one we were given */
+	if (stat(text, &st) == 0) {
+		*dev = st.st_dev;
+		*ino = st.st_ino;
+		return 0;
+	}
+	/* renamed, or a path from another mount namespace: ask the loop device */
+	if (path_join(node, sizeof(node), "/dev", name) != 0)
+		return -ENAMETOOLONG;
+	fd = open(node, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = ioctl(fd, LOOP_GET_STATUS64, &li) == 0 ? 0 : -errno;
+	close(fd);
+	if (ret)
+		return ret;
+	*dev = (dev_t)li.lo_device;
+	*ino = (ino_t)li.lo_inode;
+	return 0;
+}
+
+static int check_loop_backing(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	char dir[PATH_MAX], text[32], node[300], why[512];
+	struct dirent *de;
+	unsigned seen = 0;
+	DIR *dh;
+	int ret = 0;
+
+	dh = opendir(SYSFS_BLOCK);
+	if (!dh) {
+		/* no sysfs: then no loop devices we could ask about either */
+		if (errno == ENOENT)
+			return 0;
+		ret = -errno;
+		bd_errf(err, errlen, "%s: cannot read " SYSFS_BLOCK " to check it backs no loop device: %s", path,
+			strerror(-ret));
+		return ret;
+	}
+	while (!ret && (de = readdir(dh)) != NULL && seen++ < SYSFS_BLOCK_MAX) {
+		dev_t bdev = 0, loopdev, devs[FAMILY_MAX];
+		ino_t bino = 0;
+		int n;
+
+		if (strncmp(de->d_name, "loop", 4) != 0 || loop_backing(de->d_name, &bdev, &bino) != 0 ||
+		    bdev != st->st_dev || bino != st->st_ino)
+			continue;
+		snprintf(node, sizeof(node), "/dev/%s", de->d_name);
+		ret = -EBUSY;
+		if (path_join(dir, sizeof(dir), SYSFS_BLOCK, de->d_name) != 0 ||
+		    sysfs_read(dir, "dev", text, sizeof(text)) != 0 || parse_devno(text, &loopdev) != 0) {
+			bd_errf(err, errlen, "%s is the backing file of the loop device %s; detach it first "
+				"(losetup -d %s)", path, node, node);
+			break;
+		}
+		n = blockdev_family(loopdev, devs, PC_ARRAY_SIZE(devs));
+		if (n < 0) {
+			devs[0] = loopdev;
+			n = 1;
+		}
+		if (blockdev_check_mounted(MOUNTINFO, node, devs, (size_t)n, why, sizeof(why)) != 0)
+			bd_errf(err, errlen, "%s is the backing file of a mounted filesystem: %s; then detach "
+				"it (losetup -d %s)", path, why, node);
+		else
+			bd_errf(err, errlen, "%s is the backing file of the loop device %s, which is in use "
+				"(attached: a write under it changes what it shows); detach it first "
+				"(losetup -d %s)", path, node, node);
+	}
+	closedir(dh);
+	return ret;
+}
+
+static int check_swap_file(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int ret = 0;
+
+	f = fopen(SWAPS, "re");
+	if (!f) {
+		/* no swap support in the kernel means no swap file */
+		if (errno == ENOENT)
+			return 0;
+		ret = -errno;
+		bd_errf(err, errlen, "%s: cannot read " SWAPS " to check it is not a swap file: %s", path,
+			strerror(-ret));
+		return ret;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		char *sp = strpbrk(line, " \t\n");
+		struct stat sw;
+
+		if (line[0] != '/' || !sp)
+			continue;
+		*sp = '\0';
+		unescape_octal(line);
+		if (stat(line, &sw) != 0 || !S_ISREG(sw.st_mode) || sw.st_dev != st->st_dev || sw.st_ino != st->st_ino)
+			continue;
+		bd_errf(err, errlen, "%s is an active swap file (" SWAPS "); swapoff it first", path);
+		ret = -EBUSY;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return ret;
+}
+
+int blockdev_check_file_unused(const char *path, const struct stat *st, char *err, size_t errlen)
+{
+	int ret = check_loop_backing(path, st, err, errlen);
+
+	return ret ? ret : check_swap_file(path, st, err, errlen);
+}
+
+/* ---- foreign signatures (prepare) ---- */
+
+#ifdef PC_HAVE_BLKID
+static void describe_probe(blkid_probe pr, char *what, size_t whatlen)
+{
+	const char *type = NULL, *usage = NULL, *label = NULL, *pttype = NULL;
+	const char *kind;
+
+	blkid_probe_lookup_value(pr, "TYPE", &type, NULL);
+	blkid_probe_lookup_value(pr, "USAGE", &usage, NULL);
+	blkid_probe_lookup_value(pr, "LABEL", &label, NULL);
+	blkid_probe_lookup_value(pr, "PTTYPE", &pttype, NULL);
+	if (!type && pttype) {
+		bd_errf(what, whatlen, "a %s partition table", pttype);
+		return;
+	}
+	if (!type) {
+		bd_errf(what, whatlen, "a signature libblkid knows");
+		return;
+	}
+	kind = !usage ? "signature" : !strcmp(usage, "filesystem") ? "filesystem" : !strcmp(usage, "raid") ?
+	       "RAID/LVM member" : !strcmp(usage, "crypto") ? "encrypted volume" : !strcmp(type, "swap") ?
+	       "area" : "signature";
+	bd_errf(what, whatlen, "%s %s %s%s%s%s%s", strchr("aeiouAEIOU", type[0]) ? "an" : "a", type, kind,
+		label ? " (LABEL=" : "", label ? label : "", label ? ")" : "",
+		pttype ? ", inside a partition table" : "");
+}
+
+static int probe_range(const char *path, int fd, uint64_t off, uint64_t len, char *what, size_t whatlen,
+		       char *err, size_t errlen)
+{
+	blkid_probe pr = blkid_new_probe();
+	int rc;
+
+	if (!pr) {
+		bd_errf(err, errlen, "%s: libblkid cannot make a probe (out of memory)", path);
+		return -ENOMEM;
+	}
+	if (blkid_probe_set_device(pr, fd, (blkid_loff_t)off, (blkid_loff_t)len) != 0) {
+		bd_errf(err, errlen, "%s: libblkid cannot probe [%" PRIu64 ", +%" PRIu64 ")", path, off, len);
+		blkid_free_probe(pr);
+		return -EIO;
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE | BLKID_SUBLKS_LABEL);
+	blkid_probe_enable_partitions(pr, 1);
+	blkid_probe_set_partitions_flags(pr, BLKID_PARTS_MAGIC);
+	rc = blkid_do_safeprobe(pr);
+	if (rc == 0)
+		describe_probe(pr, what, whatlen);
+	else if (rc == -2)
+		bd_errf(what, whatlen, "several conflicting signatures (libblkid: ambivalent result)");
+	else if (rc != 1)
+		bd_errf(err, errlen, "%s: libblkid could not probe it for filesystems and partition tables "
+			"(blkid_do_safeprobe failed)", path);
+	blkid_free_probe(pr);
+	return rc == 1 ? 0 : rc == 0 || rc == -2 ? 1 : -EIO;
+}
+#endif
+
+int blockdev_probe_foreign(const char *path, uint64_t off, uint64_t len, char *what, size_t whatlen,
+			   char *err, size_t errlen)
+{
+#ifdef PC_HAVE_BLKID
+	int fd, ret;
+
+	what[0] = '\0';
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		bd_errf(err, errlen, "%s: cannot open it to probe for filesystems: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = probe_range(path, fd, off, len, what, whatlen, err, errlen);
+	close(fd);
+	return ret;
+#else
+	what[0] = '\0';
+	bd_errf(err, errlen, "%s: this agent was built without libblkid and cannot tell whether it holds a "
+		"filesystem or a partition table", path);
+	return -ENOTSUP;
+#endif
 }
 
 /* ---- EXT_CSD ---- */

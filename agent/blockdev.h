@@ -5,7 +5,9 @@
  * path through libblkid. The safety checks are what stands between a typo in
  * a campaign file and a wiped root filesystem: the posix backend refuses a
  * mounted device, an active swap device and a whole disk before it opens
- * anything. Identity reads sysfs (and EXT_CSD for eMMC) so every verdict says
+ * anything, and a file that backs a loop device or is a swap file before it
+ * opens it for writing; prepare also refuses a target on which libblkid
+ * finds a filesystem, RAID member, swap area or partition table. Identity reads sysfs (and EXT_CSD for eMMC) so every verdict says
  * which part, firmware and queue settings produced it.
  *
  * Functions return 0 or -errno; where they take err/errlen, err names the
@@ -16,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <json-c/json.h>
@@ -66,6 +69,26 @@ int blockdev_check_swap(const char *swaps, const char *name, const dev_t *devs, 
  * allow_whole_disk. 0 when it is safe to use, -EBUSY / -EISDIR with err set.
  */
 int blockdev_check_safe(const char *path, dev_t dev, int allow_whole_disk, char *err, size_t errlen);
+
+/*
+ * Refuse a regular file that something else uses: the backing file of an
+ * attached loop device (named with where it, or a partition of it, is
+ * mounted; an attached loop that is not mounted is in use all the same:
+ * writes under it change what it shows), or an active swap file. st is the
+ * file's stat. 0, or -EBUSY with err naming the file, the loop device, the
+ * mount and what to do.
+ */
+int blockdev_check_file_unused(const char *path, const struct stat *st, char *err, size_t errlen);
+
+/*
+ * What libblkid finds in [off, off + len) of path: a filesystem, a RAID or
+ * LVM member, a swap area, an encrypted volume, a partition table (our own
+ * superblock is not among what it knows). 0 when nothing, 1 with what
+ * describing it ("an ext4 filesystem (LABEL=data)"), -errno with err when it
+ * cannot tell (a probe error; -ENOTSUP when built without libblkid).
+ */
+int blockdev_probe_foreign(const char *path, uint64_t off, uint64_t len, char *what, size_t whatlen,
+			   char *err, size_t errlen);
 
 /* EXT_CSD reliability and cache fields (JEDEC JESD84 byte offsets). */
 #define BLOCKDEV_EXT_CSD_LEN	512

@@ -95,13 +95,14 @@ static int posix_open_fail(struct dev *d, int for_write, int e)
 	}
 }
 
-/* Block devices pass the safety checks before anything opens them for write. */
-static int posix_open_checks(struct dev *d, const struct stat *st)
+/* Block devices pass the safety checks before anything opens them; a file
+ * that backs a loop device or is a swap file is refused for writing. */
+static int posix_open_checks(struct dev *d, const struct stat *st, int for_write)
 {
 	if (S_ISBLK(st->st_mode))
 		return blockdev_check_safe(d->o.path, st->st_rdev, d->o.allow_whole_disk, d->err, sizeof(d->err));
 	if (S_ISREG(st->st_mode))
-		return 0;
+		return for_write ? blockdev_check_file_unused(d->o.path, st, d->err, sizeof(d->err)) : 0;
 	return posix_fail(d, -ENODEV, "%s is neither a block device nor a regular file", d->o.path);
 }
 
@@ -120,7 +121,7 @@ static int posix_open(struct dev *d, int for_write)
 		return posix_fail(d, -EINVAL, "no device path given");
 	if (stat(d->o.path, &st) != 0)
 		return posix_open_fail(d, for_write, errno);
-	ret = posix_open_checks(d, &st);
+	ret = posix_open_checks(d, &st, for_write);
 	if (ret)
 		return ret;
 	/* A second line of defence after the checks: the kernel refuses an

@@ -19,6 +19,7 @@
 #include "../common/proto.h"
 #include "../common/record.h"
 #include "../common/util.h"
+#include "blockdev.h"
 
 #define SIM_QD_MAX	32u
 /* The defaults emmc.h documents; applied here so identity() reports them. */
@@ -35,6 +36,7 @@ struct dev_sim {
 static int sim_open(struct dev *d, int for_write)
 {
 	struct dev_sim *s;
+	struct stat st;
 	int ret;
 
 	d->fd = -1;
@@ -46,6 +48,14 @@ static int sim_open(struct dev *d, int for_write)
 		return -ENOMEM;
 	}
 	d->o.sim.media = d->o.path;
+	/* the media is a file: one that backs a loop device or is swap is not ours */
+	if (for_write && stat(d->o.path, &st) == 0 && S_ISREG(st.st_mode)) {
+		ret = blockdev_check_file_unused(d->o.path, &st, d->err, sizeof(d->err));
+		if (ret) {
+			free(s);
+			return ret;
+		}
+	}
 	if (!d->o.sim.program_us)
 		d->o.sim.program_us = SIM_DEF_PROGRAM_US;
 	if (!d->o.sim.cache_sectors)

@@ -53,7 +53,7 @@ enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
 	O_SIMRATE, O_SIMCUT, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
-	O_KEY, O_FRESHBOOT,
+	O_KEY, O_FRESHBOOT, O_FORCE, O_CONFIRMDEV,
 };
 
 static const struct option long_opts[] = {
@@ -72,6 +72,8 @@ static const struct option long_opts[] = {
 	{ "seed", required_argument, NULL, O_SEED },
 	{ "size", required_argument, NULL, O_SIZE },
 	{ "yes", no_argument, NULL, O_YES },
+	{ "force", no_argument, NULL, O_FORCE },
+	{ "confirm-device", required_argument, NULL, O_CONFIRMDEV },
 	{ "boot-delay-ms", required_argument, NULL, O_BOOTDELAY },
 	{ "connect-timeout-ms", required_argument, NULL, O_CTIMEOUT },
 	{ "pattern", required_argument, NULL, O_PATTERN },
@@ -116,6 +118,8 @@ static const char usage_text[] =
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
 	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
+	"          --force --confirm-device DEV: overwrite a filesystem, RAID member, swap area or\n"
+	"          partition table libblkid finds there (DEV: the device path again, as resolved)\n"
 	"run:      --connect HOST:PORT or --console TTY [--baud N (115200)], --board NAME,\n"
 	"          --key FILE: the campaign's key (made by powercut run; default $PC_KEY_FILE)\n"
 	"          --boot-delay-ms N, --connect-timeout-ms N (30000: how long to keep trying to\n"
@@ -198,6 +202,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_arg("--size", optarg, "expected a byte count, multiple of 4096");
 			break;
 		case O_YES: o->yes = 1; break;
+		case O_FORCE: o->ro.force = 1; break;
+		case O_CONFIRMDEV: o->ro.confirm_device = optarg; break;
 		case O_BOOTDELAY:
 			if (pc_parse_u64(optarg, 0, &o->boot_delay_ms) || o->boot_delay_ms > 600000)
 				return bad_arg("--boot-delay-ms", optarg, "expected 0..600000");
@@ -345,6 +351,11 @@ static int cmd_prepare(struct opts *o)
 
 	if (!o->yes) {
 		pc_err("prepare destroys everything in the region on %s; add --yes to confirm", o->ro.spec);
+		return 2;
+	}
+	if (o->ro.force && !o->ro.confirm_device) {
+		pc_err("--force overwrites what libblkid finds on %s only with --confirm-device DEV, the device "
+		       "path typed again", o->ro.spec);
 		return 2;
 	}
 	ret = region_prepare(&o->ro, (uint32_t)o->record_size, o->seed, o->size, 1, err, sizeof(err));

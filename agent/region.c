@@ -228,6 +228,49 @@ int region_write(struct region *r, uint32_t slot, const void *buf, unsigned wfla
 	return r->dev.ops->write(&r->dev, off, buf, r->g.record_size, wflags);
 }
 
+/*
+ * May prepare destroy what [r->off, r->off + bound) holds? See region_prepare
+ * in region.h. 0 when it may, -errno with err saying why not.
+ */
+static int prepare_may_claim(struct region *r, const struct region_opts *o, uint64_t bound, char *err,
+			     size_t errlen)
+{
+	struct pc_geom g;
+	char why[160], what[256] = "", perr[512] = "", where[64] = "";
+	uint64_t at_b = bound - bound % ALIGN;
+	int found;
+
+	if (o->confirm_device && strcmp(o->confirm_device, r->path) != 0) {
+		snprintf(err, errlen, "%s: --confirm-device %s does not name the device being prepared; nothing "
+			 "was written (to overwrite it, type --confirm-device %s)", r->path, o->confirm_device, r->path);
+		return -EINVAL;
+	}
+	/* ours: libblkid does not know our magic, so look for it first */
+	if (sb_check(r, 0, 0, bound, &g, why, sizeof(why)) == 0 ||
+	    (at_b >= ALIGN && sb_check(r, 1, at_b - ALIGN, bound, &g, why, sizeof(why)) == 0))
+		return 0;
+	found = blockdev_probe_foreign(r->path, 0, 0, what, sizeof(what), perr, sizeof(perr));
+	if (found == 0 && (r->off || bound < r->dev.size)) {
+		found = blockdev_probe_foreign(r->path, r->off, bound, what, sizeof(what), perr, sizeof(perr));
+		snprintf(where, sizeof(where), " at offset %" PRIu64, r->off);
+	}
+	if (found == 0)
+		return 0;
+	if (o->force && o->confirm_device) {
+		pc_warn("%s: overwriting %s, as --force --confirm-device %s says", r->path,
+			found > 0 ? what : "what libblkid could not judge", o->confirm_device);
+		return 0;
+	}
+	if (found > 0) {
+		snprintf(err, errlen, "%s holds %s%s: prepare would destroy it; nothing was written (if it is "
+			 "really to be overwritten: --force --confirm-device %s)", r->path, what, where, r->path);
+		return -EEXIST;
+	}
+	snprintf(err, errlen, "%s: cannot tell whether it holds a filesystem or a partition table (%s); nothing "
+		 "was written (to prepare it anyway: --force --confirm-device %s)", r->path, perr, r->path);
+	return found;
+}
+
 int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,
 		   uint64_t sim_size, int verbose, char *err, size_t errlen)
 {
@@ -256,6 +299,9 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 		snprintf(err, errlen, "%s", r.dev.err);
 		goto out;
 	}
+	ret = prepare_may_claim(&r, o, o->length ? o->length : r.dev.size - r.off, err, errlen);
+	if (ret)
+		goto out;
 	pc_uuid_generate(r.g.uuid);
 	r.g.created = (uint64_t)time(NULL);
 	per = SCAN_CHUNK / record_size ? SCAN_CHUNK / record_size : 1;

@@ -26,6 +26,10 @@ struct region_opts {
 	uint64_t length;	/* bytes; 0 = to the end of the device */
 	int allow_whole_disk;
 	struct sim_opts sim;	/* for sim: devices */
+	/* prepare only: overwrite what libblkid recognises (or cannot judge)
+	 * when force is set and confirm_device is the resolved device path */
+	int force;
+	const char *confirm_device;
 };
 
 struct region {
@@ -57,8 +61,16 @@ json_object *region_sb_state(const struct region *r);
 /*
  * Claim a region: write both superblocks and a generation-0 record into every
  * slot, then flush. Destroys what the range held: the caller must have an
- * explicit confirmation. For sim devices a missing media file of sim_size
- * bytes is created first. Progress goes to stderr when verbose.
+ * explicit confirmation (--yes). Before anything is written the target must
+ * pass: the open's refusals (mounted, swap, in use, a loop device's backing
+ * file, read-only), then either a valid superblock of our own in the range
+ * (re-preparing is what --yes confirms), or nothing libblkid recognises on
+ * the device nor in the range; a filesystem, RAID/LVM member, swap area,
+ * partition table, or a probe that cannot tell, is overwritten only with
+ * o->force and o->confirm_device equal to the resolved device path (-EEXIST
+ * otherwise, err naming the device, what it holds and what to type). For sim
+ * devices a missing media file of sim_size bytes is created first. Progress
+ * goes to stderr when verbose.
  */
 int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,
 		   uint64_t sim_size, int verbose, char *err, size_t errlen);

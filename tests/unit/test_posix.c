@@ -975,6 +975,132 @@ out:
 	free(r);
 }
 
+/* ---- prepare: what libblkid finds, files in use ---- */
+
+static int file_same(const char *path, const uint8_t *want, size_t len)
+{
+	uint8_t *got = malloc(len);
+	int fd = open(path, O_RDONLY), same;
+
+	CU_ASSERT_FATAL(got && fd >= 0);
+	same = pc_pread_all(fd, got, len, 0) == 0 && memcmp(got, want, len) == 0;
+	close(fd);
+	free(got);
+	return same;
+}
+
+static void test_prepare_foreign(void)
+{
+	const char *dir = pc_test_tmpdir("prepare-foreign");
+	char path[PATH_MAX], err[1024], what[256];
+	struct region_opts o = { 0 };
+	uint8_t *img;
+	int fd, ret;
+
+	strf(path, sizeof(path), "%s/fs.img", dir);
+	unlink(path);
+	CU_ASSERT_FATAL(sh("truncate -s 16M '%s'", path) == 0);
+	/* nothing there: nothing found */
+	ret = blockdev_probe_foreign(path, 0, 0, what, sizeof(what), err, sizeof(err));
+#ifndef PC_HAVE_BLKID
+	CU_ASSERT_EQUAL(ret, -ENOTSUP);
+	CU_ASSERT(HAS(err, "without libblkid"));
+	return;
+#endif
+	CU_ASSERT_EQUAL(ret, 0);
+	if (!have_tool("mkfs.ext4") || sh("mkfs.ext4 -q -F -b 1024 -L pcfs '%s' >/dev/null 2>&1", path) != 0) {
+		printf("\n  note: no mkfs.ext4: skipping the foreign-filesystem checks\n");
+		return;
+	}
+	ret = blockdev_probe_foreign(path, 0, 0, what, sizeof(what), err, sizeof(err));
+	CU_ASSERT_EQUAL(ret, 1);
+	CU_ASSERT(HAS(what, "an ext4 filesystem (LABEL=pcfs)"));
+	/* a range holding only the middle of the filesystem (between the 1 KiB-block
+	 * groups' backup superblocks at 0 and 8 MiB) shows no signature itself */
+	CU_ASSERT_EQUAL(blockdev_probe_foreign(path, 10u << 20, 4u << 20, what, sizeof(what), err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(blockdev_probe_foreign(path, 8u << 20, 4u << 20, what, sizeof(what), err, sizeof(err)), 1);
+
+	img = malloc(16u << 20);
+	CU_ASSERT_FATAL(img != NULL);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0 && pc_pread_all(fd, img, 16u << 20, 0) == 0);
+	close(fd);
+	o.spec = path;
+	/* refused, naming the device, what it holds and what to type; nothing written */
+	ret = region_prepare(&o, 4096, 1, 0, 0, err, sizeof(err));
+	CU_ASSERT_EQUAL(ret, -EEXIST);
+	CU_ASSERT(HAS(err, path) && HAS(err, "holds an ext4 filesystem") && HAS(err, "nothing was written") &&
+		  HAS(err, "--force --confirm-device"));
+	/* a region later in the file: the device still holds the filesystem */
+	o.offset = 8u << 20;
+	o.length = 4u << 20;
+	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 1, 0, 0, err, sizeof(err)), -EEXIST);
+	/* --force alone, or with another device's name, is not enough */
+	o.force = 1;
+	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 1, 0, 0, err, sizeof(err)), -EEXIST);
+	o.confirm_device = "/dev/sdz9";
+	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 1, 0, 0, err, sizeof(err)), -EINVAL);
+	CU_ASSERT(HAS(err, "does not name the device"));
+	CU_ASSERT(file_same(path, img, 16u << 20));
+	/* --force with the device typed again: prepared, only inside the range */
+	o.confirm_device = path;
+	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 1, 0, 0, err, sizeof(err)), 0);
+	/* ours now: re-preparing needs no --force (libblkid still sees the ext4) */
+	o.force = 0;
+	o.confirm_device = NULL;
+	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 2, 0, 0, err, sizeof(err)), 0);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	{
+		uint8_t *got = malloc(16u << 20);
+
+		CU_ASSERT_FATAL(got != NULL);
+		CU_ASSERT(pc_pread_all(fd, got, 16u << 20, 0) == 0);
+		CU_ASSERT_EQUAL(memcmp(got, img, 8u << 20), 0);
+		CU_ASSERT_EQUAL(memcmp(got + (12u << 20), img + (12u << 20), 4u << 20), 0);
+		free(got);
+	}
+	close(fd);
+	free(img);
+}
+
+/* A file that backs a loop device is refused for writing (root only). */
+static void test_file_in_use(void)
+{
+	const char *dir = pc_test_tmpdir("file-in-use");
+	char path[PATH_MAX], loop[64], err[512];
+	struct stat st;
+	struct dev d;
+
+	strf(path, sizeof(path), "%s/backing.img", dir);
+	unlink(path);
+	CU_ASSERT_FATAL(sh("truncate -s 4M '%s'", path) == 0);
+	CU_ASSERT_FATAL(stat(path, &st) == 0);
+	CU_ASSERT_EQUAL(blockdev_check_file_unused(path, &st, err, sizeof(err)), 0);
+	if (geteuid() != 0 || !have_tool("losetup")) {
+		printf("\n  note: needs root and losetup: skipping the loop backing-file check\n");
+		return;
+	}
+	if (loop_attach(path, loop, sizeof(loop)) != 0) {
+		printf("\n  note: losetup could not attach %s: skipping\n", path);
+		return;
+	}
+	CU_ASSERT_EQUAL(blockdev_check_file_unused(path, &st, err, sizeof(err)), -EBUSY);
+	CU_ASSERT(HAS(err, path) && HAS(err, "backing file of the loop device") && HAS(err, loop) &&
+		  HAS(err, "losetup -d"));
+	/* the posix backend refuses it for writing, not for reading */
+	dev_init(&d, path);
+	CU_ASSERT_EQUAL(d.ops->open(&d, 1), -EBUSY);
+	CU_ASSERT(HAS(d.err, "backing file"));
+	dev_init(&d, path);
+	if (d.ops->open(&d, 0) == 0)
+		d.ops->close(&d);
+	else
+		CU_FAIL("a loop device's backing file cannot be opened for reading");
+	CU_ASSERT(sh("losetup -d '%s'", loop) == 0);
+	CU_ASSERT_EQUAL(blockdev_check_file_unused(path, &st, err, sizeof(err)), 0);
+}
+
 int suite_posix(void)
 {
 	CU_pSuite s = CU_add_suite("posix", NULL, NULL);
@@ -994,7 +1120,9 @@ int suite_posix(void)
 	    !CU_add_test(s, "swap refusals", test_swaps) ||
 	    !CU_add_test(s, "EXT_CSD parsing", test_ext_csd) ||
 	    !CU_add_test(s, "blockdev_resolve", test_resolve) ||
-	    !CU_add_test(s, "loop device partition (root)", test_loop_partition))
+	    !CU_add_test(s, "loop device partition (root)", test_loop_partition) ||
+	    !CU_add_test(s, "prepare refuses what libblkid finds", test_prepare_foreign) ||
+	    !CU_add_test(s, "a loop device's backing file (root)", test_file_in_use))
 		return -1;
 	return 0;
 }
