@@ -42,7 +42,8 @@
  * plus its final verification boot. */
 #define ENGINE_MAX_CYCLE		(CFG_MAX_CYCLES + 1u)
 /* Sectors of damaged slots held per board (the scan in progress, and again
- * the expected state): 32 bytes each. A scan reporting more cannot be judged. */
+ * the expected state): 32 bytes each. A scan reporting more is counted, not
+ * held: FAIL if that proves new damage, else INFRA_ERROR; a new baseline follows. */
 #define ENGINE_MAX_DAMAGED_SECTORS	(1u << 20)
 /* Bytes of damaged sectors kept with the expected state (to locate a later
  * tear over them), 520 bytes each; the oldest go first. */
