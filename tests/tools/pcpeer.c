@@ -75,12 +75,15 @@ static int dial(const char *hostport)
 	return s;
 }
 
+/* Up to twice the protocol's line limit: a rogue may send an over-long line. */
+#define PEER_MAX_LINE (2 * PC_PROTO_MAX_LINE)
+
 static int send_text(const char *text, size_t len)
 {
-	char buf[PC_PROTO_MAX_LINE + 64];
+	char buf[PEER_MAX_LINE + 64];
 	size_t off = 0;
 
-	if (len > PC_PROTO_MAX_LINE)
+	if (len > PEER_MAX_LINE)
 		return -1;
 	if (marker) {
 		memcpy(buf, PC_PROTO_MARKER, strlen(PC_PROTO_MARKER));
@@ -371,7 +374,7 @@ int main(int argc, char **argv)
 			rc = do_hello(a + 6);
 		else if (!strncmp(a, "line:", 5)) {
 			FILE *f = fopen(a + 5, "r");
-			char l[PC_PROTO_MAX_LINE + 2];
+			char l[PEER_MAX_LINE + 2];
 			if (!f || !fgets(l, sizeof(l), f))
 				rc = -1;
 			else {
