@@ -3,12 +3,18 @@
  *
  * The input is an events.jsonl, optionally followed by a line
  * "--- verdicts ---" and a verdicts.jsonl. Both go into a results folder
- * (on tmpfs: /dev/shm, else $TMPDIR) whose campaign.json is fixed, then:
- *   replay: replay_dir(), as `powercut replay` runs it (results_each_line,
- *           engine_feed on every line, verdicts compared);
+ * (on tmpfs: /dev/shm, else $TMPDIR) whose campaign.json is fixed: the
+ * resolved configuration of tests/fuzz/seed-campaign.json (boards tear, mis
+ * and pp: the boards of the seed events), then:
+ *   replay: replay_dir(), as `powercut replay` runs it (the engine configured
+ *           from campaign.json, results_each_line, engine_feed on every line,
+ *           verdicts compared);
  *   resume: as `powercut run` resumes a campaign: a new engine fed every
  *           event line, then the per-board state and region the campaign
- *           loop asks for, for every board the events name.
+ *           loop asks for, for every board the events name; this engine is
+ *           left unconfigured, as replay leaves it for a results folder
+ *           older than the configuration in campaign.json (any board name,
+ *           any record size: the engine's own ceilings).
  * Whatever the files hold, neither may crash, leak or read out of bounds.
  */
 #include <errno.h>
@@ -20,6 +26,7 @@
 #include <unistd.h>
 
 #include "../../common/util.h"
+#include "../../harness/config.h"
 #include "../../harness/engine.h"
 #include "../../harness/replay.h"
 #include "../../harness/results.h"
@@ -64,16 +71,36 @@ static void put_file(const char *name, const uint8_t *data, size_t len)
 	close(fd);
 }
 
+/* tests/fuzz/seed-campaign.json, the parts the engine reads */
+static const char seed_config[] =
+	"{\"campaign\": \"fuzz-seeds\", \"cycles\": 4, \"seed\": 7,"
+	" \"defaults\": {\"relay\": {\"driver\": \"sim\"},"
+	"  \"device\": {\"backend\": \"sim\", \"size\": \"64K\", \"record_size\": 1024},"
+	"  \"pattern\": \"random\", \"records_per_cycle\": 40},"
+	" \"boards\": [{\"name\": \"tear\"}, {\"name\": \"mis\", \"pattern\": \"sequential\"},"
+	"  {\"name\": \"pp\"}]}";
+
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static const char campaign[] = "{\"campaign\": \"fuzz\"}\n";
 	const char *tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+	struct campaign_cfg cfg;
+	json_object *campaign;
+	const char *text;
+	char err[512];
 
 	pc_log_init("fuzz-events", PC_LOG_ERR);
 	snprintf(dir, sizeof(dir), "%s/pc-fuzz-events.XXXXXX", tmp);
 	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
 	atexit(cleanup);
-	put_file("campaign.json", (const uint8_t *)campaign, sizeof(campaign) - 1);
+	/* campaign.json as the campaign writes it: its name and resolved configuration */
+	FUZZ_CHECK(config_parse(seed_config, "seed-campaign.json", &cfg, err, sizeof(err)) == 0, "%s", err);
+	campaign = json_object_new_object();
+	json_object_object_add(campaign, "campaign", json_object_new_string(cfg.name));
+	json_object_object_add(campaign, "config", json_object_get(cfg.root));
+	text = json_object_to_json_string_ext(campaign, JSON_C_TO_STRING_PLAIN);
+	put_file("campaign.json", (const uint8_t *)text, strlen(text));
+	json_object_put(campaign);
+	config_free(&cfg);
 	devnull = fopen("/dev/null", "we");
 	FUZZ_CHECK(devnull != NULL, "/dev/null: %s", strerror(errno));
 	return 0;
