@@ -20,6 +20,8 @@ missing_why() { # triplet- qemu -> why it cannot run, or nothing
 	command -v "$q" >/dev/null || { echo "no $q (qemu-user)"; return; }
 	[ -e "/usr/lib/$tr/pkgconfig/json-c.pc" ] || [ -e "/opt/powercut-cross/$tr/usr/lib/$tr/pkgconfig/json-c.pc" ] ||
 		{ echo "no json-c/liburing/blkid for $tr"; return; }
+	[ -e "/usr/lib/$tr/pkgconfig/libsodium.pc" ] || [ -e "/opt/powercut-cross/$tr/usr/lib/$tr/pkgconfig/libsodium.pc" ] ||
+		{ echo "no libsodium for $tr"; return; }
 }
 
 # Build (or bring up to date) the static agent and the portable unit runner.
@@ -55,7 +57,7 @@ campaign() { # name qemu opts agent
 { "campaign": "cross-$n", "cycles": 10, "listen": "127.0.0.1:0",
   "boards": [ { "name": "$n", "device": { "backend": "posix", "record_size": 4096, "path": "$img" },
     "relay": { "driver": "command",
-      "on": "setsid $q $o $PWD/$a run --device $img --offset 1M --length 2M --connect \$PC_CONNECT --board $n >> $T/$n.log 2>&1 & echo \$! > $T/$n.pid",
+      "on": "setsid $q $o $PWD/$a run --fresh-boot-id --device $img --offset 1M --length 2M --connect \$PC_CONNECT --board $n >> $T/$n.log 2>&1 & echo \$! > $T/$n.pid",
       "off": "p=\$(cat $T/$n.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true" },
     "modes": ["fua", "fua+flush", "flush", "journal", "none"], "records_per_cycle": 150, "queue_depth": 8,
     "cut": { "at": "random", "window_ms": [5, 40] }, "boot_timeout_ms": 20000, "off_ms": 5 } ] }
