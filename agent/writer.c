@@ -148,9 +148,9 @@ static void write_error_message(struct ws *s)
 
 	if ((s->werr == EPERM || s->werr == EROFS) && s->r->dev.is_blockdev)
 		hint = " (the block device became read-only: blockdev --setro, or the card's write protection)";
-	snprintf(s->err, s->errlen, "%s: the device refused a %s: seq %" PRIu64 ", LBA %" PRIu64 " (%u sectors), "
+	snprintf(s->err, s->errlen, "%s: the device refused a %s: seq %" PRIu64 ", LBA %" PRIu64 " (a %u-byte record), "
 		 "mode %s, queue depth %u: %s (errno %d)%s; nothing more is written", s->r->path, s->wop, s->wseq,
-		 s->wlba, pc_geom_spr(&s->r->g), pc_mode_name(s->mode), s->qd, strerror(s->werr), s->werr, hint);
+		 s->wlba, s->r->g.record_size, pc_mode_name(s->mode), s->qd, strerror(s->werr), s->werr, hint);
 }
 
 static int write_failed(struct ws *s, int ret, uint64_t seq, uint64_t off, const char *op)
