@@ -23,6 +23,8 @@
  */
 #include "relay_priv.h"
 
+#include "../common/auth.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -48,6 +50,7 @@ struct qemu_priv {
 	char kernel[PATH_MAX], initrd[PATH_MAX], drive[PATH_MAX], console[PATH_MAX];
 	char log[PATH_MAX];		/* QEMU's stdout/stderr; "" = /dev/null */
 	char append[1024];
+	char keyhex[72];	/* the campaign's key (auth.h), for the guest's agent */
 	char accel[8];			/* "kvm" or "tcg", resolved at open */
 	char cache[16];
 	char **extra;
@@ -55,6 +58,8 @@ struct qemu_priv {
 	int memory_mb, timeout_ms;
 	pid_t pid;			/* QEMU, leader of its process group; 0 when off */
 };
+
+static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *state_dir);
 
 static const char *const qemu_keys[] = {
 	"driver", "kernel", "initrd", "drive", "console", "append", "memory_mb", "extra_args",
@@ -253,6 +258,22 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 	    (rc = qemu_copy(r, p->append, sizeof(p->append), cfg, "append", "")) ||
 	    (rc = qemu_copy(r, p->cache, sizeof(p->cache), cfg, "cache", "none")))
 		goto fail;
+	if (ctx && ctx->key_path && ctx->key_path[0]) {
+		/* the guest's agent gets the key on its kernel command line (only
+		 * the guest can read it); the board image's init hands it over */
+		uint8_t k[32];
+		int kfd = open(ctx->key_path, O_RDONLY | O_CLOEXEC);
+		ssize_t kn = kfd >= 0 ? read(kfd, p->keyhex, 64) : -1;
+		if (kfd >= 0)
+			close(kfd);
+		p->keyhex[kn == 64 ? 64 : 0] = 0;
+		if (kn != 64 || pc_auth_unhex(p->keyhex, k, sizeof(k))) {
+			relay_errf(r, "cannot read the campaign's key from %s", ctx->key_path);
+			rc = -EINVAL;
+			goto fail;
+		}
+		explicit_bzero(k, sizeof(k));
+	}
 	if (cfg && json_object_object_get_ex(cfg, "extra_args", &v)) {
 		p->extra = calloc(json_object_array_length(v) + 1, sizeof(*p->extra));
 		for (size_t i = 0; p->extra && i < json_object_array_length(v); i++) {
@@ -288,6 +309,8 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 			relay_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
 			goto fail;
 		}
+		if (p->keyhex[0] && (rc = qemu_key_initrd(r, p, ctx->state_dir)) < 0)
+			goto fail;
 		if ((size_t)snprintf(p->log, sizeof(p->log), "%s/qemu.log", ctx->state_dir) >= sizeof(p->log)) {
 			relay_errf(r, "state folder %s: path too long", ctx->state_dir);
 			rc = -ENAMETOOLONG;
@@ -352,6 +375,75 @@ static char *qemu_argv_fmt(struct qemu_argv *a, const char *fmt, ...)
 		return NULL;
 	a->strs[a->nstrs++] = s;
 	return s;
+}
+
+/* One newc (SVR4, no CRC) cpio entry; the data is padded to 4 bytes. */
+static int cpio_entry(int fd, const char *name, unsigned mode, const void *data, size_t len)
+{
+	static const char zeros[4];
+	char hdr[112];
+	size_t nl = strlen(name) + 1, hl;
+
+	hl = (size_t)snprintf(hdr, sizeof(hdr), "070701%08X%08X%08X%08X%08X%08X%08zX%08X%08X%08X%08X%08zX%08X",
+			      1u, mode, 0u, 0u, 1u, 0u, len, 0u, 0u, 0u, 0u, nl, 0u);
+	if (pc_write_all(fd, hdr, hl) || pc_write_all(fd, name, nl) ||
+	    pc_write_all(fd, zeros, (4 - (hl + nl) % 4) % 4) ||
+	    (len && pc_write_all(fd, data, len)) || pc_write_all(fd, zeros, (4 - len % 4) % 4))
+		return -EIO;
+	return 0;
+}
+
+/*
+ * The board's initrd with the campaign's key in front of it: an uncompressed
+ * cpio holding /pc.key (mode 0600) followed by the board's own initrd, the
+ * layout the kernel unpacks as one root file system (as for early microcode).
+ * The key never appears on the kernel command line, which the guest would
+ * print on the console (and so into the results' console logs). The file is
+ * <state_dir>/initrd-with-key, mode 0600.
+ */
+static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *state_dir)
+{
+	char path[PATH_MAX], buf[65536], line[80];
+	int in, out, rc = 0;
+	ssize_t n;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/initrd-with-key", state_dir) >= sizeof(path)) {
+		relay_errf(r, "state folder %s: path too long", state_dir);
+		return -ENAMETOOLONG;
+	}
+	in = open(p->initrd, O_RDONLY | O_CLOEXEC);
+	if (in < 0) {
+		rc = -errno;
+		relay_errf(r, "initrd %s: %s", p->initrd, strerror(-rc));
+		return rc;
+	}
+	unlink(path);
+	out = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (out < 0) {
+		rc = -errno;
+		relay_errf(r, "%s: %s", path, strerror(-rc));
+		close(in);
+		return rc;
+	}
+	snprintf(line, sizeof(line), "%s\n", p->keyhex);
+	if (cpio_entry(out, "pc.key", 0100600, line, strlen(line)) || cpio_entry(out, "TRAILER!!!", 0, NULL, 0))
+		rc = -EIO;
+	explicit_bzero(line, sizeof(line));
+	while (!rc && (n = read(in, buf, sizeof(buf))) > 0)
+		if (pc_write_all(out, buf, (size_t)n))
+			rc = -EIO;
+	if (!rc && n < 0)
+		rc = -errno;
+	close(in);
+	if (close(out) && !rc)
+		rc = -EIO;
+	if (rc) {
+		relay_errf(r, "cannot write %s: %s", path, strerror(-rc));
+		unlink(path);
+		return rc;
+	}
+	pc_strlcpy(p->initrd, path, sizeof(p->initrd));
+	return 0;
 }
 
 static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, struct qemu_argv *a)
