@@ -70,7 +70,7 @@ struct werr {
 	uint32_t err;
 	int mode;
 	uint64_t lba, seq;
-	char msg[160];
+	char msg[256];
 };
 
 struct wcycle {
