@@ -24,6 +24,9 @@
  *
  * --proxy forwards connections on 127.0.0.1:LISTEN_PORT to HOST:PORT and
  * appends every line the client sends to LOG (a session to replay later).
+ * --proxy-drop does the same but closes every other connection (the 1st,
+ * 3rd, ...) at once, after its first line: a host that drops an agent before
+ * the challenge.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -275,8 +278,9 @@ static int send_lines(const char *path)
 }
 
 /* --proxy: forward, and log the client's lines. */
-static int proxy(const char *lport, const char *target, const char *log)
+static int proxy(const char *lport, const char *target, const char *log, int drop)
 {
+	unsigned accepted = 0;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
 	FILE *lf = fopen(log, "a");
@@ -293,6 +297,15 @@ static int proxy(const char *lport, const char *target, const char *log)
 
 		if (c < 0)
 			continue;
+		if (drop && accepted++ % 2 == 0) {
+			char first[256];
+			struct pollfd p = { .fd = c, .events = POLLIN };
+			if (poll(&p, 1, 2000) > 0 && read(c, first, sizeof(first)) > 0)
+				fprintf(lf, "# dropped a connection after its first bytes\n");
+			fflush(lf);
+			close(c);
+			continue;
+		}
 		if (fork()) {
 			close(c);
 			continue;
@@ -334,7 +347,9 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	pc_log_init("pcpeer", PC_LOG_WARN);
 	if (argc >= 5 && !strcmp(argv[1], "--proxy"))
-		return proxy(argv[2], argv[3], argv[4]);
+		return proxy(argv[2], argv[3], argv[4], 0);
+	if (argc >= 5 && !strcmp(argv[1], "--proxy-drop"))
+		return proxy(argv[2], argv[3], argv[4], 1);
 	for (; i < argc && !strncmp(argv[i], "--", 2); i++) {
 		if (!strcmp(argv[i], "--connect") && i + 1 < argc)
 			connect_to = argv[++i];
