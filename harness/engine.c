@@ -1723,6 +1723,17 @@ static int take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceili
 	return 0;
 }
 
+/*
+ * A recorded message as the peer sent it, for pc_msg_parse(): the agent and
+ * the results writer never escape '/', and json-c's default output does,
+ * which would push a slot report of raw sectors (base64 is full of '/') past
+ * the line limit it met when it arrived.
+ */
+static const char *msg_text(json_object *msg)
+{
+	return json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
 /* A scan starts: what it may hold is sized by the adopted geometry only. */
 static int scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
 {
@@ -1777,6 +1788,8 @@ static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cy
 		snprintf(err, errlen, "error with write_error outside the writes of cycle %u: not a finding", cycle);
 		return -EINVAL;
 	}
+	if (w->cut)
+		return 0;	/* after the cut: the power going away, not the device refusing */
 	if (pc_json_u64(we, "errno", 4095, &eno, why, sizeof(why)) || eno < 1 ||
 	    pc_json_u64(we, "lba", UINT64_MAX, &lba, why, sizeof(why)) ||
 	    pc_json_u64(we, "seq", UINT64_MAX, &seq, why, sizeof(why)) || seq < 1 ||
@@ -1810,7 +1823,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		 char *err, size_t errlen)
 {
 	struct pc_msg m;
-	const char *line = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	const char *line = msg_text(msg);
 	int ret;
 
 	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
@@ -1887,7 +1900,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 		   int64_t t, char *err, size_t errlen)
 {
 	struct pc_msg m;
-	const char *line = json_object_to_json_string_ext(work, JSON_C_TO_STRING_PLAIN);
+	const char *line = msg_text(work);
 	struct wcycle *w;
 	json_object *io;
 
@@ -1968,7 +1981,7 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	b->nwant = 0;
 	if (!json_object_object_get_ex(ev, "msg", &msg))
 		return 0;	/* a full scan */
-	line = json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN);
+	line = msg_text(msg);
 	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
 	if (ret)
 		return ret;

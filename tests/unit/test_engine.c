@@ -101,6 +101,7 @@ struct slotview {
 };
 
 static struct slotview *view;
+static int slot_whole;	/* scan(): a damaged slot in one message, not two */
 
 static void view_whole(uint32_t slot, uint64_t seq, uint32_t cycle, uint16_t flags)
 {
@@ -155,6 +156,10 @@ static void scan(struct engine *e, unsigned cycle)
 					sect[i].kind = PC_SK_RAW;
 					memcpy(sect[i].raw, view[s].img[i], PC_SECTOR);
 				}
+			}
+			if (slot_whole) {
+				rx(e, cycle, pc_msg_slot(&rep));
+				continue;
 			}
 			/* in two messages, as the agent splits a large record's report */
 			rep.nsect = SPR / 2;
@@ -1113,6 +1118,55 @@ static void test_replay_hostile(void)
 	fclose(out);
 }
 
+/* A message is judged as the agent sent it: a slot report of raw sectors
+ * whose base64 is mostly '/' fits the line limit as sent (json-c's default
+ * output would escape every '/' and push it past 8192 bytes, and the scan
+ * would be lost as incomplete). */
+static void test_rx_as_sent(void)
+{
+	struct engine *e = start();
+	json_object *v;
+	char line[PC_PROTO_MAX_LINE + 2];
+
+	work(e, 1, 1, 2, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 2));
+	view_whole(0, 1, 1, PC_MODE_FUA);
+	view_whole(1, 2, 1, PC_MODE_FUA);
+	view_bytes(100, 0, 0, 0);
+	for (unsigned i = 0; i < SPR; i++) {
+		memset(view[100].img[i], 0xff, PC_SECTOR);	/* base64 "////..." */
+		view[100].img[i][PC_SECTOR - 1] = (uint8_t)i;	/* not a fill */
+	}
+	{
+		struct pc_sect_report sect[SPR];
+		struct pc_slot_report rep = { .slot = 100, .nsect = SPR, .sect = sect };
+		json_object *m;
+
+		memset(sect, 0, sizeof(sect));
+		for (unsigned i = 0; i < SPR; i++) {
+			sect[i].idx = (uint16_t)i;
+			sect[i].kind = PC_SK_RAW;
+			memcpy(sect[i].raw, view[100].img[i], PC_SECTOR);
+		}
+		m = pc_msg_slot(&rep);
+		/* what the agent sends fits; json-c's default escaping would not */
+		CU_ASSERT(pc_msg_line(m, line, sizeof(line)) > 0);
+		CU_ASSERT(strlen(json_object_to_json_string_ext(m, JSON_C_TO_STRING_PLAIN)) > PC_PROTO_MAX_LINE);
+		json_object_put(m);
+	}
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	slot_whole = 1;
+	scan(e, 2);
+	slot_whole = 0;
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");	/* judged, not INFRA_ERROR */
+	CU_ASSERT_EQUAL(iget(v, "counts", "collateral"), 1);
+	CU_ASSERT_EQUAL(iget(v, "counts", "intact"), 2);
+	engine_free(e);
+}
+
 /* ---- the device refused a write ---- */
 
 static json_object *write_error(int eno, uint64_t lba, uint64_t seq, const char *mode)
@@ -1239,6 +1293,23 @@ static void test_write_refused_unjudged(void)
 	v = json_object_array_get_idx(verdicts, 0);
 	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
 	CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "cannot be read"));
+	engine_free(e);
+
+	/* after the cut: what a dying board said is the power loss, not a refusal */
+	e = start();
+	work(e, 1, 1, 4, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 2));
+	feed(e, 1, "cut", "trigger", json_object_new_string("random instant"));
+	rx(e, 1, write_error(5, 99, 3, "fua"));
+	view_whole(0, 1, 1, PC_MODE_FUA);
+	view_whole(1, 2, 1, PC_MODE_FUA);
+	feed(e, 2, "power_on", NULL, NULL);
+	rx(e, 2, hello());
+	scan(e, 2);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "PASS");
+	CU_ASSERT_PTR_NULL(finding_what(v, "write_refused", 0));
 	/* outside the writes (no work pending now) */
 	feed(e, 3, "power_on", NULL, NULL);
 	feed_refused(e, 3, "rx", "msg", write_error(5, 99, 2, "fua"), "outside the writes of cycle 3");
@@ -1277,6 +1348,7 @@ int suite_engine(void)
 	    !CU_add_test(s, "raw sectors per scan are bounded", test_raw_cap) ||
 	    !CU_add_test(s, "damaged sectors held per board are bounded", test_damage_ceiling) ||
 	    !CU_add_test(s, "replay of hostile events.jsonl", test_replay_hostile) ||
+	    !CU_add_test(s, "messages judged as sent (no '/' escaping)", test_rx_as_sent) ||
 	    !CU_add_test(s, "write_refused: a device finding of its cycle", test_write_refused) ||
 	    !CU_add_test(s, "write_refused: many, counted and listed", test_write_refused_many) ||
 	    !CU_add_test(s, "write_refused: unjudged, unreadable, stray", test_write_refused_unjudged))
