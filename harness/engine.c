@@ -24,6 +24,8 @@
 /* The most records one work may name: the protocol's limit (proto.c
  * MAX_RANGE_N) and records_per_cycle's (config.c). */
 #define MAX_WORK_RECORDS	1048576u
+/* Seqs a work may name: every one is then a JSON integer as it is. */
+#define MAX_SEQ			((uint64_t)INT64_MAX)
 /* Event times ("t", ms): anything up to this keeps every difference in range. */
 #define MAX_EVENT_T		((uint64_t)INT64_MAX / 2)
 
@@ -1375,7 +1377,7 @@ static int scan_done(struct engine *e, struct board *b)
 			note(e, b, "baseline scan: %u slots are not whole records already; they are "
 			     "watched for further change", damaged);
 		/* never reuse a seq the region may have seen: skip a lap past the newest */
-		b->next_seq = maxseq ? maxseq + b->g.nslots + 1 : 1;
+		b->next_seq = !maxseq ? 1 : maxseq <= MAX_SEQ - b->g.nslots - 1 ? maxseq + b->g.nslots + 1 : MAX_SEQ;
 		b->baseline = 1;
 	} else if (b->w) {
 		ret = judge_cycle(e, b);
@@ -1913,11 +1915,11 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 	}
 	/* the host's own message, but read back from a file that may have been edited */
 	if (m.u.work.cycle != cycle || m.u.work.record_size != b->g.record_size ||
-	    m.u.work.n > b->g.nslots || m.u.work.n > b->lim_records) {
+	    m.u.work.n > b->g.nslots || m.u.work.n > b->lim_records || m.u.work.first > MAX_SEQ - m.u.work.n) {
 		snprintf(err, errlen, "work of cycle %" PRIu32 " (event: cycle %u), %" PRIu32 " records of %" PRIu32
-			 " bytes: the region has %u slots of %u bytes and the board writes at most %u records a "
-			 "cycle", m.u.work.cycle, cycle, m.u.work.n, m.u.work.record_size, b->g.nslots,
-			 b->g.record_size, b->lim_records);
+			 " bytes from seq %" PRIu64 ": the region has %u slots of %u bytes, the board writes at most "
+			 "%u records a cycle, seqs end at 2^63", m.u.work.cycle, cycle, m.u.work.n,
+			 m.u.work.record_size, m.u.work.first, b->g.nslots, b->g.record_size, b->lim_records);
 		pc_msg_clear(&m);
 		return -EINVAL;
 	}

@@ -817,6 +817,10 @@ static void test_work_verify_bounds(void)
 	w.record_size = RS;
 	w.cycle = 7;
 	feed_refused(e, 1, "work", "work", pc_msg_work(&w), "work of cycle 7 (event: cycle 1)");
+	w.cycle = 1;
+	w.first = (uint64_t)INT64_MAX - 10;
+	feed_refused(e, 1, "work", "work", pc_msg_work(&w), "seqs end at 2^63");
+	w.first = 1;
 	engine_board_state(e, "b1", &st);
 	CU_ASSERT_EQUAL(st.pending, 0);
 	/* a good work; SUBMIT and ACK ranges far larger than it count only inside it */
@@ -835,6 +839,28 @@ static void test_work_verify_bounds(void)
 	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "PASS");
 	CU_ASSERT_EQUAL(iget(v, "records", "acked"), 20);
 	CU_ASSERT_EQUAL(iget(v, "records", "submitted"), 20);
+	engine_free(e);
+}
+
+/* A baseline holding a seq near 2^64 (a forged region): the next seq does
+ * not wrap to reuse small ones; it stops where works are refused. */
+static void test_seq_wrap(void)
+{
+	struct engine *e;
+	struct engine_board_state st;
+
+	geom_setup();
+	free(view);
+	view = calloc(G.nslots, sizeof(*view));
+	CU_ASSERT_PTR_NOT_NULL_FATAL(view);
+	view_whole(7, UINT64_MAX - 5, 1, PC_MODE_FUA);
+	e = engine_new("test", NULL, NULL, NULL);
+	feed(e, 1, "power_on", NULL, NULL);
+	rx(e, 1, hello());
+	scan(e, 1);
+	engine_board_state(e, "b1", &st);
+	CU_ASSERT_EQUAL(st.baseline, 1);
+	CU_ASSERT_EQUAL(st.next_seq, (uint64_t)INT64_MAX);
 	engine_free(e);
 }
 
@@ -1344,6 +1370,7 @@ int suite_engine(void)
 	    !CU_add_test(s, "HELLO and boards against the configuration", test_hello_against_config) ||
 	    !CU_add_test(s, "cycles, times, board names from events are bounded", test_event_numbers) ||
 	    !CU_add_test(s, "work, verify, submit/ack beyond the board", test_work_verify_bounds) ||
+	    !CU_add_test(s, "a baseline seq near 2^64 does not wrap", test_seq_wrap) ||
 	    !CU_add_test(s, "findings listed up to a ceiling, all counted", test_findings_cap) ||
 	    !CU_add_test(s, "raw sectors per scan are bounded", test_raw_cap) ||
 	    !CU_add_test(s, "damaged sectors held per board are bounded", test_damage_ceiling) ||
