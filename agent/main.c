@@ -306,9 +306,9 @@ static int emit_stdout(json_object *msg, void *arg)
 /* --fresh-boot-id: this process's own boot id (set once, by cmd_run) */
 static char fresh_boot_id[37];
 
-static json_object *identity(struct region *r, const struct writer_io *io)
+/* Who is speaking: agent version, this boot, the kernel and machine. */
+static void boot_identity(json_object *o)
 {
-	json_object *o = json_object_new_object(), *dev = json_object_new_object(), *q = NULL;
 	struct utsname u;
 	char boot_id[64] = "unknown";
 
@@ -322,6 +322,13 @@ static json_object *identity(struct region *r, const struct writer_io *io)
 	json_object_object_add(o, "boot_id_source", json_object_new_string(fresh_boot_id[0] ? "process" : "kernel"));
 	json_object_object_add(o, "kernel", json_object_new_string(u.release));
 	json_object_object_add(o, "machine", json_object_new_string(u.machine));
+}
+
+static json_object *identity(struct region *r, const struct writer_io *io)
+{
+	json_object *o = json_object_new_object(), *dev = json_object_new_object(), *q = NULL;
+
+	boot_identity(o);
 	json_object_object_add(o, "backend", json_object_new_string(r->dev.ops->name));
 	json_object_object_add(o, "crc32c", json_object_new_string(pc_crc32c_impl_name()));
 	if (r->dev.ops->identity)
@@ -426,20 +433,9 @@ static json_object *hello_msg(struct region *r, const struct writer_io *io, cons
 		json_object_put(id);
 		json_object_object_add(m, "superblock", region_sb_state(r));
 	} else {
-		struct utsname u;
-		char boot_id[64] = "unknown";
 		json_object *q = json_object_new_object();
 
-		uname(&u);
-		if (fresh_boot_id[0])
-			pc_strlcpy(boot_id, fresh_boot_id, sizeof(boot_id));
-		else
-			pc_read_text("/proc/sys/kernel/random/boot_id", boot_id, sizeof(boot_id));
-		json_object_object_add(m, "agent", json_object_new_string(PC_VERSION));
-		json_object_object_add(m, "boot_id", json_object_new_string(boot_id));
-		json_object_object_add(m, "boot_id_source", json_object_new_string(fresh_boot_id[0] ? "process" : "kernel"));
-		json_object_object_add(m, "kernel", json_object_new_string(u.release));
-		json_object_object_add(m, "machine", json_object_new_string(u.machine));
+		boot_identity(m);
 		json_object_object_add(m, "backend", json_object_new_string("none"));
 		json_object_object_add(m, "device", json_object_new_object());
 		json_object_object_add(q, "fua", json_object_new_int(-1));
