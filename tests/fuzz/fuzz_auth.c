@@ -118,7 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[n] = 0;
 	FUZZ_CHECK(pc_auth_proof_check(&key, hn, an, (const char *)data, size, text) == -EBADMSG,
 		   "a made-up proof verifies: %s", text);
-	if (pc_auth_unhex(text, bytes, (size_t)n / 2) == 0)
-		FUZZ_CHECK(n % 2 == 0 && strspn(text, "0123456789abcdefABCDEF") == (size_t)n, "unhex took %s", text);
+	if (pc_auth_unhex(text, bytes, strlen(text) / 2) == 0)
+		FUZZ_CHECK(strlen(text) % 2 == 0 && strspn(text, "0123456789abcdefABCDEF") == strlen(text),
+			   "unhex took \"%s\"", text);
 	return 0;
 }
