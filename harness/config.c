@@ -595,7 +595,10 @@ static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, 
 	put(out, "device", od);
 	put(od, "backend", json_object_new_string(backend));
 	put(od, "record_size", json_object_new_int64(b->record_size));
-	put(od, "max_region_bytes", json_object_new_int64((int64_t)b->max_region_bytes));
+	/* only when given: a campaign.json written before the key existed still
+	 * resumes (the engine applies the same default to a missing key) */
+	if (jget(d, "max_region_bytes"))
+		put(od, "max_region_bytes", json_object_new_int64((int64_t)b->max_region_bytes));
 	b->device = od;
 	if (!d)
 		d = od;		/* all defaults: nothing more to read */
