@@ -19,9 +19,13 @@
  * timeout and blaming the device with a BOOT_FAIL.
  *
  * Like the sim relay: QEMU leads its own process group, we reap only our own
- * pid, install no signal handlers and bound every wait.
+ * pid, install no signal handlers and bound every wait. And like the sim
+ * relay, QEMU must not outlive the harness (relay_group.h): it dies with it
+ * (PR_SET_PDEATHSIG), and its group is on record in <state_dir>/pgid before
+ * it runs, so open kills a QEMU an earlier harness left writing to the card.
  */
 #include "relay_priv.h"
+#include "relay_group.h"
 
 #include "../common/auth.h"
 
@@ -49,6 +53,7 @@ struct qemu_priv {
 	char qemu[PATH_MAX];		/* resolved binary */
 	char kernel[PATH_MAX], initrd[PATH_MAX], drive[PATH_MAX], console[PATH_MAX];
 	char log[PATH_MAX];		/* QEMU's stdout/stderr; "" = /dev/null */
+	char pgid[PATH_MAX];		/* the record of QEMU's group; "" = no state folder */
 	char append[1024];
 	char keyhex[72];	/* the campaign's key (auth.h), for the guest's agent */
 	char accel[8];			/* "kvm" or "tcg", resolved at open */
@@ -311,10 +316,24 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 		}
 		if (p->keyhex[0] && (rc = qemu_key_initrd(r, p, ctx->state_dir)) < 0)
 			goto fail;
-		if ((size_t)snprintf(p->log, sizeof(p->log), "%s/qemu.log", ctx->state_dir) >= sizeof(p->log)) {
+		if ((size_t)snprintf(p->log, sizeof(p->log), "%s/qemu.log", ctx->state_dir) >= sizeof(p->log) ||
+		    (size_t)snprintf(p->pgid, sizeof(p->pgid), "%s/" RELAY_GROUP_FILE, ctx->state_dir) >=
+			    sizeof(p->pgid)) {
 			relay_errf(r, "state folder %s: path too long", ctx->state_dir);
 			rc = -ENAMETOOLONG;
 			goto fail;
+		}
+		/* an earlier harness's QEMU would still be writing to the card */
+		{
+			char note[512], gerr[sizeof(r->err)];
+
+			rc = relay_group_kill_orphans(p->pgid, note, sizeof(note), gerr, sizeof(gerr));
+			if (rc < 0) {
+				relay_errf(r, "%s", gerr);
+				goto fail;
+			}
+			if (note[0])
+				pc_warn("board %s: relay qemu: %s", r->board, note);
 		}
 	}
 	r->priv = p;
@@ -554,12 +573,12 @@ static int qemu_open_log(struct relay *r, struct qemu_priv *p, char *const argv[
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void qemu_child(char *const argv[], int devnull, int logfd, int qmp_fd, int errfd)
+static void qemu_child(char *const argv[], struct relay_gate *gate, int devnull, int logfd, int qmp_fd, int errfd)
 {
 	sigset_t none;
 	int e;
 
-	setpgid(0, 0);
+	relay_gate_child(gate);
 	if (dup2(devnull, STDIN_FILENO) < 0 || dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
 		_exit(127);
 	/* The harness may ignore SIGPIPE or block signals; QEMU expects defaults. */
@@ -582,8 +601,13 @@ static int qemu_cut(struct relay *r, struct qemu_priv *p)
 {
 	char hint[PATH_MAX + 16];
 
+	int rc;
+
 	snprintf(hint, sizeof(hint), " (I/O on %s?)", p->drive);
-	return relay_kill_group(r, &p->pid, "QEMU", hint);
+	rc = relay_kill_group(r, &p->pid, "QEMU", hint);
+	if (rc == 0 && p->pgid[0])
+		relay_group_forget(p->pgid);
+	return rc;
 }
 
 /* Send one QMP command; the socket is fresh and the lines short. */
@@ -662,13 +686,16 @@ static int qemu_qmp_wait(struct relay *r, struct qemu_priv *p, int fd, uint64_t 
 static int qemu_spawn(struct relay *r, struct qemu_priv *p, int qmp[2], struct qemu_argv *a)
 {
 	int ep[2] = { -1, -1 }, devnull = -1, logfd = -1, rc = 0, child_errno = 0;
+	struct relay_gate gate;
+	char gerr[PATH_MAX + 128];
 	ssize_t n;
 	pid_t pid;
 
+	relay_gate_init(&gate);
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	logfd = qemu_open_log(r, p, a->argv);
-	if (devnull < 0 || logfd < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-		rc = -errno;
+	if (devnull < 0 || logfd < 0 || pipe2(ep, O_CLOEXEC) < 0 || (rc = relay_gate_open(&gate)) < 0) {
+		rc = rc < 0 ? rc : -errno;
 		relay_errf(r, "cannot set up to run %s (log %s): %s", p->qemu, p->log[0] ? p->log : "/dev/null",
 			   strerror(-rc));
 		goto out;
@@ -680,15 +707,26 @@ static int qemu_spawn(struct relay *r, struct qemu_priv *p, int qmp[2], struct q
 		goto out;
 	}
 	if (pid == 0)
-		qemu_child(a->argv, devnull, logfd, qmp[1], ep[1]);
-	setpgid(pid, pid);
+		qemu_child(a->argv, &gate, devnull, logfd, qmp[1], ep[1]);
 	close(ep[1]);
 	ep[1] = -1;
+	rc = relay_gate_release(&gate, pid, p->pgid[0] ? p->pgid : NULL, "QEMU", gerr, sizeof(gerr));
+	if (rc < 0) {
+		/* never released: it _exit()s by itself */
+		relay_reap(pid, NULL, RELAY_REAP_MS);
+		if (p->pgid[0])
+			relay_group_forget(p->pgid);
+		relay_errf(r, "cannot record QEMU's process group, so a restarted harness could not find it: %s; "
+			   "not powering on", gerr);
+		goto out;
+	}
 	do
 		n = read(ep[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(child_errno)) {
 		waitpid(pid, NULL, 0);	/* it _exit()s right after the write */
+		if (p->pgid[0])
+			relay_group_forget(p->pgid);
 		rc = -child_errno;
 		relay_errf(r, "cannot run %s: %s", p->qemu, strerror(child_errno));
 		goto out;
@@ -703,6 +741,7 @@ out:
 		close(devnull);
 	if (logfd >= 0)
 		close(logfd);
+	relay_gate_close(&gate);
 	return rc;
 }
 
@@ -758,6 +797,8 @@ static int qemu_on(struct relay *r)
 		goto out;
 	if (rc == -EPIPE && relay_reap(p->pid, &status, RELAY_REAP_MS) == 0) {
 		p->pid = 0;
+		if (p->pgid[0])
+			relay_group_forget(p->pgid);
 		qemu_log_tail(p, last, sizeof(last));
 		relay_errf(r, "QEMU exited at start (%s %d): %s; see %s",
 			   WIFEXITED(status) ? "status" : "signal",

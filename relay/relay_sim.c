@@ -10,8 +10,16 @@
  * The agent is the leader of its own group (both sides call setpgid, so
  * kill(-pid) works whichever runs first). We reap only our own pid, never
  * install signal handlers, and bound every wait.
+ *
+ * The agent must not outlive the harness: a restarted harness listening on
+ * the same port would take an orphan's HELLO for its new power-on's, and
+ * its cut could not kill it. Every group is started through a gate
+ * (relay_group.h): the agent dies with the harness (PR_SET_PDEATHSIG), and
+ * its group is on record in <state_dir>/pgid before it runs, so open kills
+ * whatever an earlier harness left before any board powers on.
  */
 #include "relay_priv.h"
+#include "relay_group.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,6 +39,8 @@
 struct sim_priv {
 	char media[PATH_MAX];
 	char log[PATH_MAX];
+	char pgid[PATH_MAX];	/* the record of the group we run (relay_group.h) */
+	char preparing[PATH_MAX];	/* exists while the media is being prepared */
 	char agent[PATH_MAX];
 	char connect[128];
 	char key[PATH_MAX];	/* the campaign's key file: the agent's --key */
@@ -120,18 +130,22 @@ static void sim_fmt_double(char *buf, size_t len, double d)
 
 /*
  * fork+exec argv[0] in its own process group, stdin from /dev/null, stdout
- * and stderr to outfd. A CLOEXEC pipe reports a failed exec to us, so a
- * wrong agent path is an error here rather than a silent dead board.
+ * and stderr to outfd, its group on record in p->pgid before it runs. A
+ * CLOEXEC pipe reports a failed exec to us, so a wrong agent path is an
+ * error here rather than a silent dead board.
  */
-static int sim_spawn(struct relay *r, char *const argv[], int outfd, pid_t *pidp)
+static int sim_spawn(struct relay *r, struct sim_priv *p, char *const argv[], int outfd, pid_t *pidp)
 {
 	int ep[2] = { -1, -1 }, devnull, rc = 0, child_errno = 0;
+	struct relay_gate gate;
+	char gerr[PATH_MAX + 128];
 	ssize_t n;
 	pid_t pid;
 
+	relay_gate_init(&gate);
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || pipe2(ep, O_CLOEXEC) < 0) {
-		rc = -errno;
+	if (devnull < 0 || pipe2(ep, O_CLOEXEC) < 0 || (rc = relay_gate_open(&gate)) < 0) {
+		rc = rc < 0 ? rc : -errno;
 		relay_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
 		goto out;
 	}
@@ -144,7 +158,7 @@ static int sim_spawn(struct relay *r, char *const argv[], int outfd, pid_t *pidp
 	if (pid == 0) {
 		sigset_t none;
 
-		setpgid(0, 0);
+		relay_gate_child(&gate);
 		if (dup2(devnull, STDIN_FILENO) < 0 || dup2(outfd, STDOUT_FILENO) < 0 ||
 		    dup2(outfd, STDERR_FILENO) < 0)
 			_exit(127);
@@ -160,14 +174,23 @@ static int sim_spawn(struct relay *r, char *const argv[], int outfd, pid_t *pidp
 			_exit(127);
 		_exit(127);
 	}
-	setpgid(pid, pid);
 	close(ep[1]);
 	ep[1] = -1;
+	rc = relay_gate_release(&gate, pid, p->pgid, "agent", gerr, sizeof(gerr));
+	if (rc < 0) {
+		/* never released: it _exit()s by itself */
+		relay_reap(pid, NULL, RELAY_REAP_MS);
+		relay_group_forget(p->pgid);
+		relay_errf(r, "cannot record the agent's process group, so a restarted harness could not find "
+			   "it: %s; not powering on", gerr);
+		goto out;
+	}
 	do
 		n = read(ep[0], &child_errno, sizeof(child_errno));
 	while (n < 0 && errno == EINTR);
 	if (n == (ssize_t)sizeof(child_errno)) {
 		waitpid(pid, NULL, 0);	/* it _exit()s right after the write */
+		relay_group_forget(p->pgid);
 		rc = -child_errno;
 		relay_errf(r, "cannot run agent %s: %s; give the powercut-agent binary (--agent)",
 			   argv[0], strerror(child_errno));
@@ -181,6 +204,7 @@ out:
 		close(ep[1]);
 	if (devnull >= 0)
 		close(devnull);
+	relay_gate_close(&gate);
 	return rc;
 }
 
@@ -218,6 +242,29 @@ static void sim_discard_media(struct sim_priv *p)
 		snprintf(truth, sizeof(truth), "%s%s", p->media, side[i]);
 		unlink(truth);
 	}
+	unlink(p->preparing);
+}
+
+/* fsync the folder holding path, so a created or removed name is durable. */
+static int sim_sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int fd, rc = 0;
+
+	pc_strlcpy(dir, path, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir)
+		*slash = 0;
+	else
+		pc_strlcpy(dir, slash ? "/" : ".", sizeof(dir));
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	errno = -rc;	/* for callers that report errno */
+	return rc;
 }
 
 /* Run `agent prepare` synchronously, bounded by timeout_ms. */
@@ -234,20 +281,34 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 	snprintf(size, sizeof(size), "%" PRIu64, p->size);
 	snprintf(rs, sizeof(rs), "%" PRIu64, p->record_size);
 	snprintf(seed, sizeof(seed), "%" PRIu64, p->seed);
+	/* A harness killed during prepare leaves a media with no superblock (or
+	 * half the slots filled) that the next open would take for the device
+	 * of a resumed campaign: the marker, durable before prepare starts and
+	 * removed once it succeeded, tells the next open to start over. */
+	fd = open(p->preparing, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || fsync(fd) < 0 || sim_sync_dir(p->preparing) < 0) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		relay_errf(r, "cannot create %s: %s", p->preparing, strerror(-rc));
+		return rc;
+	}
+	close(fd);
 	fd = open(p->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		rc = -errno;
 		relay_errf(r, "cannot create %s: %s", p->log, strerror(-rc));
 		return rc;
 	}
-	rc = sim_spawn(r, argv, fd, &pid);
+	rc = sim_spawn(r, p, argv, fd, &pid);
 	close(fd);
 	if (rc < 0)
 		return rc;
 	rc = relay_reap(pid, &status, (uint64_t)p->timeout_ms);
 	if (rc == -ETIMEDOUT) {
 		kill(-pid, SIGKILL);
-		relay_reap(pid, &status, RELAY_REAP_MS);
+		if (relay_reap(pid, &status, RELAY_REAP_MS) == 0)
+			relay_group_forget(p->pgid);
 		sim_discard_media(p);
 		relay_errf(r,
 			   "preparing %s timed out after %d ms (killed); see %s, or raise relay.timeout_ms",
@@ -258,6 +319,7 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 		relay_errf(r, "waiting for '%s prepare': %s", p->agent, strerror(-rc));
 		return rc;
 	}
+	relay_group_forget(p->pgid);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
 		sim_discard_media(p);
 		sim_log_tail(p->log, last, sizeof(last));
@@ -271,6 +333,12 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 		relay_errf(r, "'%s prepare' succeeded but %s does not exist; see %s",
 			   p->agent, p->media, p->log);
 		return -ENOENT;
+	}
+	/* the agent synced the media before it exited 0 */
+	if (unlink(p->preparing) < 0 || sim_sync_dir(p->preparing) < 0) {
+		rc = -errno;
+		relay_errf(r, "prepared %s, but cannot remove %s: %s", p->media, p->preparing, strerror(-rc));
+		return rc;
 	}
 	return 0;
 }
@@ -301,6 +369,9 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 		goto fail;
 	if ((size_t)snprintf(p->media, sizeof(p->media), "%s/media.img", ctx->state_dir) >= sizeof(p->media) ||
 	    (size_t)snprintf(p->log, sizeof(p->log), "%s/prepare.log", ctx->state_dir) >= sizeof(p->log) ||
+	    (size_t)snprintf(p->pgid, sizeof(p->pgid), "%s/" RELAY_GROUP_FILE, ctx->state_dir) >= sizeof(p->pgid) ||
+	    (size_t)snprintf(p->preparing, sizeof(p->preparing), "%s/media.preparing", ctx->state_dir) >=
+		    sizeof(p->preparing) ||
 	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(ctx->connect) >= sizeof(p->connect)) {
 		rc = -ENAMETOOLONG;
 		relay_errf(r, "state folder, agent path or address too long");
@@ -314,15 +385,34 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 		relay_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
 		goto fail;
 	}
-	/* An existing media is a resumed campaign's device: keep its contents. */
-	if (stat(p->media, &st) == 0) {
-		r->priv = p;
-		return 0;
+	/* Before anything touches the media: an agent an earlier harness left
+	 * running would write to it, and say HELLO in our board's name. */
+	{
+		char note[512], gerr[sizeof(r->err)];
+
+		rc = relay_group_kill_orphans(p->pgid, note, sizeof(note), gerr, sizeof(gerr));
+		if (rc < 0) {
+			relay_errf(r, "%s", gerr);
+			goto fail;
+		}
+		if (note[0])
+			pc_warn("board %s: relay sim: %s", r->board, note);
 	}
-	if (errno != ENOENT) {
+	/* An existing media is a resumed campaign's device: keep its contents;
+	 * unless its prepare never finished: no cycle ever ran on it. */
+	if (stat(p->media, &st) < 0 && errno != ENOENT) {
 		rc = -errno;
 		relay_errf(r, "cannot stat %s: %s", p->media, strerror(-rc));
 		goto fail;
+	}
+	if (stat(p->media, &st) == 0) {
+		if (access(p->preparing, F_OK) < 0) {
+			r->priv = p;
+			return 0;
+		}
+		pc_warn("board %s: relay sim: %s was being prepared when an earlier powercut stopped; "
+			"preparing it again", r->board, p->media);
+		sim_discard_media(p);
 	}
 	rc = sim_prepare(r, p);
 	if (rc < 0)
@@ -337,7 +427,11 @@ fail:
 /* Cut: SIGKILL the whole group, then reap the leader. 0 or -ETIMEDOUT. */
 static int sim_cut(struct relay *r, struct sim_priv *p)
 {
-	return relay_kill_group(r, &p->pid, "agent", "");
+	int rc = relay_kill_group(r, &p->pid, "agent", "");
+
+	if (rc == 0)
+		relay_group_forget(p->pgid);
+	return rc;
 }
 
 static int sim_get(struct relay *r)
@@ -397,7 +491,7 @@ static int sim_on(struct relay *r)
 			   r->console[0] ? r->console : "/dev/null", strerror(-rc));
 		return rc;
 	}
-	rc = sim_spawn(r, argv, fd, &p->pid);
+	rc = sim_spawn(r, p, argv, fd, &p->pid);
 	close(fd);
 	return rc;
 }

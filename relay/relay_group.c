@@ -1,0 +1,360 @@
+/*
+ * relay_group.c - process groups on record, and the orphans of a dead harness.
+ *
+ * See relay_group.h. The record is one line of JSON:
+ *   {"pgid":N,"start":T,"boot_id":"...","what":"agent","harness_pid":H,"harness_start":T2}
+ * where start times are /proc/<pid>/stat field 22 (clock ticks since boot):
+ * together with the boot id they name one process for the life of the host.
+ * Anyone may write to the results folder, so a record is untrusted input:
+ * bounded, every field checked, and a record that does not name a live
+ * process of ours exactly kills nothing.
+ */
+#include "relay_group.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "../common/util.h"
+
+#define GROUP_REC_MAX	1024		/* the record is one short line */
+#define GROUP_PID_MAX	4194304L	/* PID_MAX_LIMIT */
+#define GROUP_STAT_MAX	1024		/* /proc/<pid>/stat: comm is at most 16 bytes */
+
+void relay_gate_init(struct relay_gate *g)
+{
+	g->rd = g->wr = -1;
+	g->parent = 0;
+}
+
+int relay_gate_open(struct relay_gate *g)
+{
+	int p[2];
+
+	relay_gate_init(g);
+	/* a socket, not a pipe: send(MSG_NOSIGNAL) to a child that died is an
+	 * error here, not a SIGPIPE in a harness that may not ignore it */
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p) < 0)
+		return -errno;
+	g->rd = p[0];
+	g->wr = p[1];
+	g->parent = getpid();
+	return 0;
+}
+
+void relay_gate_child(struct relay_gate *g)
+{
+	char c;
+	ssize_t n;
+
+	setpgid(0, 0);
+	/* the board dies with the harness that powers it */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != g->parent)
+		_exit(127);
+	close(g->wr);
+	do
+		n = read(g->rd, &c, 1);
+	while (n < 0 && errno == EINTR);
+	if (n != 1)
+		_exit(127);	/* the parent could not record us, or died */
+	close(g->rd);
+}
+
+void relay_gate_close(struct relay_gate *g)
+{
+	if (g->rd >= 0)
+		close(g->rd);
+	if (g->wr >= 0)
+		close(g->wr);
+	g->rd = g->wr = -1;
+}
+
+/* State, process group and start time of pid from /proc. 0, -ENOENT (no
+ * such process) or -EINVAL (unreadable). */
+static int proc_stat(pid_t pid, char *state, pid_t *pgrp, uint64_t *start)
+{
+	char path[64], buf[GROUP_STAT_MAX];
+	unsigned long long st;
+	const char *rp;
+	ssize_t n;
+	int fd, pg, ppid;
+	char s;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || errno == ESRCH ? -ENOENT : -EINVAL;
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	if (n <= 0)
+		return n == 0 || errno == ESRCH ? -ENOENT : -EINVAL;
+	buf[n] = 0;
+	/* comm may hold anything, ')' included: the fields start after the last one */
+	rp = strrchr(buf, ')');
+	/* state ppid pgrp, 16 fields we skip, then starttime (field 22) */
+	if (!rp || sscanf(rp + 1, " %c %d %d %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
+			  &s, &ppid, &pg, &st) != 4)
+		return -EINVAL;
+	if (state)
+		*state = s;
+	if (pgrp)
+		*pgrp = (pid_t)pg;
+	if (start)
+		*start = (uint64_t)st;
+	return 0;
+}
+
+static void boot_id(char *buf, size_t len)
+{
+	if (pc_read_text("/proc/sys/kernel/random/boot_id", buf, len) < 0)
+		buf[0] = 0;
+}
+
+/* Write the record: temporary file, fsync, rename, fsync of the folder. */
+static int record_write(const char *path, const char *line, char *err, size_t errlen)
+{
+	char tmp[PATH_MAX + 16], dir[PATH_MAX];
+	char *slash;
+	int fd, ret = 0, dfd;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
+		snprintf(err, errlen, "%s: path too long", path);
+		return -ENAMETOOLONG;
+	}
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", tmp, strerror(-ret));
+		return ret;
+	}
+	ret = pc_write_all(fd, line, strlen(line));
+	if (!ret && fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		unlink(tmp);
+		return ret;
+	}
+	pc_strlcpy(dir, path, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		pc_strlcpy(dir, ".", sizeof(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: fsync of the folder: %s", dir, strerror(-ret));
+	}
+	if (dfd >= 0)
+		close(dfd);
+	return ret;
+}
+
+int relay_gate_release(struct relay_gate *g, pid_t pid, const char *path, const char *what, char *err,
+		       size_t errlen)
+{
+	uint64_t start = 0, hstart = 0;
+	char boot[64], line[512];
+	int ret;
+
+	/* both sides call setpgid: kill(-pid) works whichever runs first */
+	setpgid(pid, pid);
+	ret = proc_stat(pid, NULL, NULL, &start);
+	if (!ret)
+		ret = proc_stat(getpid(), NULL, NULL, &hstart);
+	if (ret) {
+		snprintf(err, errlen, "cannot read the start time of %s pid %d from /proc: %s", what, (int)pid,
+			 strerror(-ret));
+		goto fail;
+	}
+	boot_id(boot, sizeof(boot));
+	{
+		json_object *o = json_object_new_object();
+
+		if (!o) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		json_object_object_add(o, "pgid", json_object_new_int64(pid));
+		json_object_object_add(o, "start", json_object_new_int64((int64_t)start));
+		json_object_object_add(o, "boot_id", json_object_new_string(boot));
+		json_object_object_add(o, "what", json_object_new_string(what));
+		json_object_object_add(o, "harness_pid", json_object_new_int64(getpid()));
+		json_object_object_add(o, "harness_start", json_object_new_int64((int64_t)hstart));
+		snprintf(line, sizeof(line), "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+		json_object_put(o);
+	}
+	ret = path ? record_write(path, line, err, errlen) : 0;
+	if (ret)
+		goto fail;
+	if (send(g->wr, "g", 1, MSG_NOSIGNAL) != 1) {
+		ret = -EPIPE;
+		snprintf(err, errlen, "%s pid %d died before it was released", what, (int)pid);
+		goto fail;
+	}
+	relay_gate_close(g);
+	return 0;
+fail:
+	/* not released: closing the gate makes the child _exit */
+	relay_gate_close(g);
+	return ret;
+}
+
+void relay_group_forget(const char *path)
+{
+	unlink(path);
+}
+
+/* Does any process of group pgid still run? Zombies do not: they are dead,
+ * waiting only for whoever inherited them to reap them. */
+static int group_alive(pid_t pgid)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	int alive = 0;
+
+	if (!d)
+		return kill(-pgid, 0) == 0;
+	while (!alive && (e = readdir(d)) != NULL) {
+		char *end, st;
+		long pid;
+		pid_t pg;
+
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		pid = strtol(e->d_name, &end, 10);
+		if (*end || pid <= 0 || pid > GROUP_PID_MAX)
+			continue;
+		if (proc_stat((pid_t)pid, &st, &pg, NULL) == 0 && pg == pgid && st != 'Z' && st != 'X')
+			alive = 1;
+	}
+	closedir(d);
+	return alive;
+}
+
+/* An integer member within [min, max], or -1. */
+static int64_t rec_int(json_object *o, const char *key, int64_t min, int64_t max)
+{
+	json_object *v;
+	int64_t x;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return -1;
+	x = json_object_get_int64(v);
+	return x >= min && x <= max ? x : -1;
+}
+
+int relay_group_kill_orphans(const char *path, char *note, size_t notelen, char *err, size_t errlen)
+{
+	char buf[GROUP_REC_MAX], boot[64], what[32] = "process", st = 0;
+	int64_t pgid, start, hpid, hstart;
+	uint64_t now_start = 0, deadline;
+	json_object *o, *v;
+	ssize_t n;
+	int fd, ret;
+
+	note[0] = 0;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		ret = -errno;
+		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	do
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	o = json_tokener_parse(buf);
+	pgid = o ? rec_int(o, "pgid", 2, GROUP_PID_MAX) : -1;
+	start = o ? rec_int(o, "start", 0, INT64_MAX) : -1;
+	hpid = o ? rec_int(o, "harness_pid", 1, GROUP_PID_MAX) : -1;
+	hstart = o ? rec_int(o, "harness_start", 0, INT64_MAX) : -1;
+	boot_id(boot, sizeof(boot));
+	if (o && json_object_object_get_ex(o, "what", &v) && json_object_is_type(v, json_type_string)) {
+		size_t i;
+		const char *s = json_object_get_string(v);
+
+		for (i = 0; s[i] && i < sizeof(what) - 1; i++)
+			what[i] = isalnum((unsigned char)s[i]) ? s[i] : '?';
+		what[i] = 0;
+	}
+	if (pgid < 0 || start < 0 || hpid < 0 || hstart < 0 || !json_object_object_get_ex(o, "boot_id", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		json_object_put(o);
+		snprintf(note, notelen, "%s names no process group (unreadable); nothing killed", path);
+		relay_group_forget(path);
+		return 0;
+	}
+	if (!boot[0] || strcmp(json_object_get_string(v), boot) != 0) {
+		/* another boot of this host (or none we can read): that process is long gone */
+		json_object_put(o);
+		relay_group_forget(path);
+		return 0;
+	}
+	json_object_put(o);
+	/* the leader: still the process recorded (a zombie whose group may live
+	 * on), or gone, or another process that got the number since */
+	ret = proc_stat((pid_t)pgid, &st, NULL, &now_start);
+	if (ret == -ENOENT || (!ret && now_start != (uint64_t)start) ||
+	    (!ret && (st == 'Z' || st == 'X') && !group_alive((pid_t)pgid))) {
+		relay_group_forget(path);
+		return 0;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot read /proc/%d/stat to tell whether %s process group %d recorded in %s "
+			 "is still running", (int)pgid, what, (int)pgid, path);
+		return ret;
+	}
+	/* the harness that started it: if it still runs, the group is not an orphan */
+	if ((pid_t)hpid != getpid() && proc_stat((pid_t)hpid, NULL, NULL, &now_start) == 0 &&
+	    now_start == (uint64_t)hstart) {
+		snprintf(err, errlen, "%s process group %d (recorded in %s) belongs to powercut pid %d, which still "
+			 "runs; stop that one first", what, (int)pgid, path, (int)hpid);
+		return -EBUSY;
+	}
+	if (kill(-(pid_t)pgid, SIGKILL) < 0 && errno != ESRCH) {
+		ret = -errno;
+		snprintf(err, errlen, "kill %s process group %d left by an earlier powercut (pid %d): %s", what,
+			 (int)pgid, (int)hpid, strerror(-ret));
+		return ret;
+	}
+	deadline = pc_now_ms() + RELAY_ORPHAN_MS;
+	while (group_alive((pid_t)pgid)) {
+		if (pc_now_ms() >= deadline) {
+			snprintf(err, errlen, "%s process group %d left by an earlier powercut (pid %d) still runs %d ms "
+				 "after SIGKILL: stuck in the kernel? Check `ps -g %d` and dmesg", what, (int)pgid,
+				 (int)hpid, RELAY_ORPHAN_MS, (int)pgid);
+			return -ETIMEDOUT;
+		}
+		pc_sleep_us(10000);
+	}
+	relay_group_forget(path);
+	snprintf(note, notelen, "killed %s process group %d, left running by an earlier powercut (pid %d, gone)",
+		 what, (int)pgid, (int)hpid);
+	return 0;
+}
