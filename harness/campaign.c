@@ -1401,10 +1401,12 @@ static int replay_event(json_object *ev, unsigned lineno, void *arg)
 {
 	struct camp *c = arg;
 	char err[512] = "";
-	json_object *t;
+	uint64_t t;
 
-	if (json_object_object_get_ex(ev, "t", &t) && json_object_get_int64(t) > c->t_base)
-		c->t_base = json_object_get_int64(t);
+	/* a checked read: a t the engine refuses (past ENGINE_MAX_T, negative)
+	 * must not move the clock (it once overflowed it) */
+	if (!pc_json_u64(ev, "t", ENGINE_MAX_T, &t, NULL, 0) && (int64_t)t > c->t_base)
+		c->t_base = (int64_t)t;
 	{
 		/* the boot id of each board's last authenticated hello: the next
 		 * power-on must bring a new one */

@@ -26,8 +26,6 @@
 #define MAX_WORK_RECORDS	1048576u
 /* Seqs a work may name: every one is then a JSON integer as it is. */
 #define MAX_SEQ			((uint64_t)INT64_MAX)
-/* Event times ("t", ms): anything up to this keeps every difference in range. */
-#define MAX_EVENT_T		((uint64_t)INT64_MAX / 2)
 
 const char *const engine_classes[ENGINE_NCLASSES] = {
 	"intact", "not_written", "lost_acked", "torn", "torn_sector",
@@ -2040,7 +2038,7 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 	if (pc_json_str(ev, "board", &board, err, errlen) ||
 	    pc_json_u64(ev, "cycle", ENGINE_MAX_CYCLE, &cycle, err, errlen))
 		return -EINVAL;
-	if (json_object_object_get_ex(ev, "t", NULL) && pc_json_u64(ev, "t", MAX_EVENT_T, &t, err, errlen))
+	if (json_object_object_get_ex(ev, "t", NULL) && pc_json_u64(ev, "t", ENGINE_MAX_T, &t, err, errlen))
 		return -EINVAL;
 	b = board_get(e, board, &ret, err, errlen);
 	if (!b)

@@ -41,6 +41,8 @@
 /* The highest cycle an event may carry: the last cycle --cycles may ask for,
  * plus its final verification boot. */
 #define ENGINE_MAX_CYCLE		(CFG_MAX_CYCLES + 1u)
+/* The largest event time ("t", ms): every difference and sum of two stays in range. */
+#define ENGINE_MAX_T			((uint64_t)INT64_MAX / 2)
 /* Sectors of damaged slots held per board (the scan in progress, and again
  * the expected state): 32 bytes each. A scan reporting more is counted, not
  * held: FAIL if that proves new damage, else INFRA_ERROR; a new baseline follows. */

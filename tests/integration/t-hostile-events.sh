@@ -1,9 +1,10 @@
 # Numbers from the link and from events.jsonl are hostile: a HELLO claiming a
 # region beyond the board's device.max_region_bytes is refused (INFRA_ERROR,
 # nothing scanned or written), and an events.jsonl holding a HELLO of 2^25
-# slots and cycles near 2^31 and 2^64 neither crashes `powercut replay` nor a
-# resumed `powercut run` (both once did: ~1 GB allocated per such HELLO, a
-# failed allocation dereferenced, a 32-bit size wrapped into a heap overflow).
+# slots, cycles near 2^31 and 2^64 and a time of 2^63 - 1 neither crashes
+# `powercut replay` nor a resumed `powercut run` (both once did: ~1 GB
+# allocated per such HELLO, a failed allocation dereferenced, a 32-bit size
+# wrapped into a heap overflow, the resumed clock overflowed).
 . "$(dirname "$0")/lib.sh"
 
 # ---- live: a real agent whose region is larger than its board allows
@@ -55,6 +56,7 @@ bytes=$(( (slots * 8 + 16) * 512 ))
 	echo "{\"t\":$((t + 7)),\"board\":\"h1\",\"cycle\":4294967295,\"ev\":\"infra\",\"reason\":\"x\"}"
 	echo "{\"t\":$((t + 8)),\"board\":\"h1\",\"cycle\":18446744073709551615,\"ev\":\"infra\",\"reason\":\"x\"}"
 	echo "{\"t\":-1,\"board\":\"h1\",\"cycle\":5,\"ev\":\"infra\",\"reason\":\"x\"}"
+	echo "{\"t\":9223372036854775807,\"board\":\"h1\",\"cycle\":5,\"ev\":\"infra\",\"reason\":\"x\"}"
 } >> "$T/r/events.jsonl"
 "$PC" replay "$T/r" > "$T/replay.out" 2>&1; rc=$?
 check "replay of the hostile events: no crash, the recorded verdicts still match (exit 0; was $rc)" [ $rc -eq 0 ]
