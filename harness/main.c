@@ -224,6 +224,22 @@ static int cmd_relay(int argc, char **argv)
 		pc_err("%s: no board named '%s'", argv[1], argv[2]);
 		goto out;
 	}
+	{
+		/* The board's state lives in the campaign's default folder: a run
+		 * working there owns the board, and a hand on its relay would cut
+		 * (or start a second agent) under it. */
+		struct results_lock_info li;
+		char dir[PATH_MAX], desc[768];
+
+		snprintf(dir, sizeof(dir), "results/%s", cfg.name);
+		results_lock_probe(dir, &li);
+		if (li.state == RESULTS_LOCK_HELD) {
+			results_lock_describe(&li, desc, sizeof(desc));
+			pc_err("%s is in use by a campaign (%s): switching board %s by hand would cut under it; "
+			       "stop that run first", dir, desc, b->name);
+			goto out;
+		}
+	}
 	snprintf(state, sizeof(state), "results/%s/boards/%s", cfg.name, b->name);
 	ctx = (struct relay_ctx){ .board = b->name, .connect = "127.0.0.1:1", .agent_path = "powercut-agent",
 				  .state_dir = state, .device = b->device };

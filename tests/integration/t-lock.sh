@@ -125,4 +125,25 @@ check "status prints a hostile host name without control characters" grep -qF "l
 "$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 16 > "$T/out5" 2>&1
 check "a run takes over a hostile lock file nobody holds (exit $?)" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 16 ]
 check "the lock file then names that run, ended" jq -e '.pid > 1 and .ended >= .started' "$R/lock" > /dev/null
+
+# --- `relay` by hand on a board whose campaign runs: refused ------------------
+# (`relay` keeps a board's state in the default folder, results/<campaign>/)
+PCA=$(cd "$(dirname "$PC")" && pwd)/$(basename "$PC")
+AGA=$(cd "$(dirname "$AGENT")" && pwd)/$(basename "$AGENT")
+(cd "$T" && exec "$PCA" run c.json --agent "$AGA" --quiet --no-report) > "$T/out6" 2>&1 &
+pid6=$!
+R="$T/results/it-lock"
+check "a run in the default folder holds it" wait_status "running, pid $pid6 "
+# (past its prepare: a run stopped during one leaves a media to prepare again,
+# which `relay` would do with the powercut-agent in PATH)
+check "and judges cycles" wait_verdicts 1
+(cd "$T" && "$PCA" relay c.json b1 get) > "$T/relay.out" 2>&1
+rc=$?
+check "relay by hand on its board: refused (exit $rc)" [ $rc -eq 1 ]
+check "the refusal names the run" grep -qF "results/it-lock is in use by a campaign (running, pid $pid6 on " "$T/relay.out"
+check "the campaign went on" kill -0 $pid6
+kill -INT $pid6
+wait $pid6
+(cd "$T" && "$PCA" relay c.json b1 get) > "$T/relay2.out" 2>&1
+check "relay by hand once it stopped: works (exit $?)" grep -qx "off" "$T/relay2.out"
 finish
