@@ -310,8 +310,14 @@ int relay_group_kill_orphans(const char *path, char *note, size_t notelen, char 
 		relay_group_forget(path);
 		return 0;
 	}
-	if (!boot[0] || strcmp(json_object_get_string(v), boot) != 0) {
-		/* another boot of this host (or none we can read): that process is long gone */
+	if (!boot[0]) {
+		json_object_put(o);
+		snprintf(err, errlen, "cannot read /proc/sys/kernel/random/boot_id, so cannot tell whether the "
+			 "process group recorded in %s still runs", path);
+		return -EIO;
+	}
+	if (strcmp(json_object_get_string(v), boot) != 0) {
+		/* another boot of this host: that process is long gone */
 		json_object_put(o);
 		relay_group_forget(path);
 		return 0;

@@ -84,10 +84,10 @@ start_of() { awk '{ print $22 }' "/proc/$1/stat"; }
 sh -c 'exit 0' &
 dead=$!
 wait $dead
-# write_record FILE PGID START HARNESS_PID HARNESS_START [WHAT]
+# write_record FILE PGID START HARNESS_PID HARNESS_START [WHAT [BOOT_ID]]
 write_record() {
 	printf '{"pgid":%s,"start":%s,"boot_id":"%s","what":"%s","harness_pid":%s,"harness_start":%s}\n' \
-		"$2" "$3" "$boot" "${6:-agent}" "$4" "$5" > "$1"
+		"$2" "$3" "${7:-$boot}" "${6:-agent}" "$4" "$5" > "$1"
 }
 # an agent of board b1, started by this script in a session of its own, that
 # keeps trying to reach the campaign's port for a minute
@@ -127,12 +127,20 @@ expect_fail "a group a running harness owns: the run exits 2, naming it" "belong
 check "and that group was left alone" kill -0 $gpid
 kill $gpid $spid
 wait $gpid $spid 2>/dev/null
-# a record that is garbage names nothing: nothing is killed, the run goes on
+# a record that is garbage names nothing: nothing is killed, the run goes on;
+# a record from another boot of the host names a process long gone, whatever
+# runs under that pid now
 head -c 3000 /dev/urandom > "$R/boards/b1/pgid"
+# (setsid, not a group leader in this subshell, execs sleep: $! is its pid)
+( setsid sleep 60 > /dev/null 2>&1 & echo $! > "$T/bpid" )
+bpid=$(cat "$T/bpid")
+write_record "$R/boards/b2/pgid" "$bpid" "$(start_of "$bpid")" "$dead" 1 agent 00000000-0000-0000-0000-000000000000
 "$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles $((N + 5)) > "$T/out2" 2>&1
 rc=$?
 check "a garbage record: the run goes on (exit $rc)" [ $rc -le 1 ]
 check "a garbage record: it says it killed nothing" grep -q "pgid names no process group (unreadable); nothing killed" "$T/out2"
+check "a record from another boot: the process under that pid now is left alone" kill -0 "$bpid"
+kill "$bpid"
 check "no agent left running at the end" gone_within 1000
 
 # --- the qemu relay: the same gate and record ----------------------------------
