@@ -149,6 +149,7 @@ struct engine {
 	struct board *boards;
 	unsigned nboards;
 	int configured;		/* only the configured boards exist */
+	uint64_t slots;		/* slots of every board's adopted geometry, together */
 	uint32_t dmg_ceiling;	/* damaged sectors held per board */
 };
 
@@ -1551,6 +1552,12 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 		return refuse(b, cycle, err, errlen, "hello refused: %s", why);
 	if (g.nslots != slots || pc_uuid_parse(uuid, g.uuid))
 		return refuse(b, cycle, err, errlen, "hello refused: region geometry is inconsistent");
+	/* without a configuration nothing bounds the boards' sum: one budget */
+	if (!e->configured &&
+	    e->slots - (b->have_geom ? b->g.nslots : 0) + g.nslots > ENGINE_UNCONFIGURED_SLOTS)
+		return refuse(b, cycle, err, errlen, "hello refused: %" PRIu32 " slots, and without the campaign's "
+			      "configuration the engine holds at most %" PRIu32 " for all boards together (%" PRIu64
+			      " held)", g.nslots, ENGINE_UNCONFIGURED_SLOTS, e->slots - (b->have_geom ? b->g.nslots : 0));
 	check_device(e, b, m->obj);
 	if (b->have_geom && (memcmp(g.uuid, b->g.uuid, 16) || g.nslots != b->g.nslots ||
 			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
@@ -1571,10 +1578,12 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 		b->nexp_raws = 0;
 		b->baseline = 0;
 		b->have_geom = 0;
+		e->slots -= b->g.nslots;
 	}
 	if (!b->have_geom) {
 		b->g = g;
 		b->have_geom = 1;
+		e->slots += g.nslots;
 	}
 	json_object_put(b->hello);
 	b->hello = json_object_get(m->obj);

@@ -52,6 +52,11 @@
 #define ENGINE_MAX_KEPT_RAWS		4096u
 /* Findings listed in one verdict; the rest are counted, not listed. */
 #define ENGINE_MAX_FINDINGS		1024u
+/* Slots held for all boards together by an engine without a configuration
+ * (a results folder whose campaign.json has none): what one board of the
+ * default max_region_bytes holds in 512-byte records, about 560 MB. A
+ * configured engine's total is what its boards' max_region_bytes add up to. */
+#define ENGINE_UNCONFIGURED_SLOTS	((uint32_t)(CFG_DEFAULT_MAX_REGION / 512u))
 /* Refused writes listed in one verdict; the rest are counted in one finding. */
 #define ENGINE_MAX_WRITE_ERRORS		32u
 

@@ -740,6 +740,57 @@ static void test_hello_against_config(void)
 	}
 }
 
+/* Feed a HELLO claiming slots of rs bytes for a board; returns engine_feed's result. */
+static int hello_for(struct engine *e, const char *board, uint64_t slots, uint32_t rs, char *err, size_t errlen)
+{
+	json_object *ev = json_object_new_object();
+	int ret;
+
+	json_object_object_add(ev, "t", json_object_new_int64(1));
+	json_object_object_add(ev, "board", json_object_new_string(board));
+	json_object_object_add(ev, "cycle", json_object_new_int64(1));
+	json_object_object_add(ev, "ev", json_object_new_string("rx"));
+	json_object_object_add(ev, "msg", hello_claiming(slots, rs));
+	err[0] = 0;
+	ret = engine_feed(e, ev, err, errlen);
+	json_object_put(ev);
+	return ret;
+}
+
+/* An engine without a configuration (a folder whose campaign.json has none)
+ * holds one budget of slots for all boards together: eight boards of 4 GiB of
+ * 512-byte records once made replay hold 2.1 GB (fuzz-events). */
+static void test_unconfigured_budget(void)
+{
+	const uint64_t most = (CFG_DEFAULT_MAX_REGION / PC_SECTOR) - 16;	/* 4 GiB of 512-byte records */
+	struct engine *e = engine_new("t", NULL, NULL, NULL);
+	char err[512];
+
+	CU_ASSERT_EQUAL(hello_for(e, "a", most, PC_SECTOR, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(hello_for(e, "b", 32, PC_SECTOR, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "for all boards together"));
+	CU_ASSERT_PTR_NOT_NULL(engine_board_refused(e, "b"));
+	/* the same board's HELLO again does not count twice */
+	CU_ASSERT_EQUAL(hello_for(e, "a", most, PC_SECTOR, err, sizeof(err)), 0);
+	/* a smaller region in its place frees the rest for the others */
+	CU_ASSERT_EQUAL(hello_for(e, "a", 1000, RS, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(hello_for(e, "b", most - 2000, PC_SECTOR, err, sizeof(err)), 0);
+	engine_free(e);
+
+	/* configured boards are held to their own limits only */
+	e = engine_new("t", NULL, NULL, NULL);
+	{
+		json_object *c = json_tokener_parse("{\"boards\":["
+			"{\"name\":\"a\",\"device\":{\"record_size\":512}},"
+			"{\"name\":\"b\",\"device\":{\"record_size\":512}}]}");
+		CU_ASSERT_EQUAL(engine_configure(e, c, err, sizeof(err)), 0);
+		json_object_put(c);
+	}
+	CU_ASSERT_EQUAL(hello_for(e, "a", most, PC_SECTOR, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(hello_for(e, "b", most, PC_SECTOR, err, sizeof(err)), 0);
+	engine_free(e);
+}
+
 /* Cycles and times from events.jsonl: a cycle near 2^31 once overflowed a
  * 32-bit size (heap overflow in replay); now every one out of range is an
  * error, never a size. */
@@ -1369,6 +1420,7 @@ int suite_engine(void)
 	    !CU_add_test(s, "a huge HELLO is refused, its boot INFRA_ERROR", test_huge_hello_refused) ||
 	    !CU_add_test(s, "HELLO and boards against the configuration", test_hello_against_config) ||
 	    !CU_add_test(s, "cycles, times, board names from events are bounded", test_event_numbers) ||
+	    !CU_add_test(s, "an unconfigured engine's boards share one budget", test_unconfigured_budget) ||
 	    !CU_add_test(s, "work, verify, submit/ack beyond the board", test_work_verify_bounds) ||
 	    !CU_add_test(s, "a baseline seq near 2^64 does not wrap", test_seq_wrap) ||
 	    !CU_add_test(s, "findings listed up to a ceiling, all counted", test_findings_cap) ||
