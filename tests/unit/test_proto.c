@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/auth.h"
 #include "../../common/proto.h"
 #include "../../common/record.h"
 #include "../../common/util.h"
@@ -64,6 +65,10 @@ static const char *const base_fixed[PC_MSG_TYPE_MAX] = {
 	[PC_MSG_ERROR] = "{\"type\":\"error\",\"v\":1,\"msg\":\"cannot open /dev/mmcblk0p3: Permission denied\"}",
 	[PC_MSG_VERIFY] = "{\"type\":\"verify\",\"v\":1,\"pattern\":\"sequential\",\"full\":false,\"ranges\":[[5,10],[100,1]]}",
 	[PC_MSG_CRASH] = "{\"type\":\"crash\",\"v\":1}",
+	[PC_MSG_CHALLENGE] = "{\"type\":\"challenge\",\"v\":1,\"nonce\":\"00112233445566778899aabbccddeeff\","
+		"\"echo\":\"ffeeddccbbaa99887766554433221100\"}",
+	[PC_MSG_AUTH] = "{\"type\":\"auth\",\"v\":1,\"mac\":"
+		"\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}",
 	[PC_MSG_WORK] = "{\"type\":\"work\",\"v\":1,\"cycle\":4294967295,\"first\":1000,\"n\":64,"
 		"\"mode\":\"journal\",\"pattern\":\"random\",\"record_size\":1048576,\"flush_every\":8,"
 		"\"qd\":32,\"seed\":18446744073709551615}",
@@ -853,8 +858,12 @@ static void test_build_error_hello(void)
 
 static void test_msg_line_limit(void)
 {
-	/* builders stop 6 bytes short of the limit: room for "@@PC " and "\r" */
-	size_t max_json = PC_PROTO_MAX_LINE - 6, fixed;
+	/* builders stop short of the limit: room for "@@PC ", the tag and "\r" */
+	size_t max_json = PC_PROTO_MAX_LINE - 6 - PC_AUTH_TAG_OVERHEAD, fixed;
+	struct pc_auth_key k;
+	struct pc_auth_session sess;
+	char sealed[PC_PROTO_MAX_LINE + 2];
+	int sn;
 	json_object *o = pc_msg_new(PC_MSG_ERROR);
 	char *msg = malloc(PC_PROTO_MAX_LINE * 2), line[PC_PROTO_MAX_LINE + 2], framed[PC_PROTO_MAX_LINE + 8];
 	struct pc_msg m;
@@ -869,8 +878,13 @@ static void test_msg_line_limit(void)
 	json_object_object_add(o, "msg", json_object_new_string(msg));
 	n = pc_msg_line(o, line, sizeof(line));
 	CU_ASSERT_EQUAL(n, (int)max_json + 1);
-	/* the longest message, framed for a serial console, is still accepted */
-	snprintf(framed, sizeof(framed), "%s%.*s\r", PC_PROTO_MARKER, n - 1, line);
+	/* the longest message, tagged and framed for a serial console, is still accepted */
+	memset(k.k, 1, sizeof(k.k));
+	pc_auth_session_init(&sess, &k, "00112233445566778899aabbccddeeff", "ffeeddccbbaa99887766554433221100", 0);
+	memcpy(sealed, line, (size_t)n - 1);
+	sn = pc_auth_seal(&sess, sealed, (size_t)n - 1, sizeof(sealed));
+	CU_ASSERT_EQUAL(sn, n - 1 + PC_AUTH_TAG_OVERHEAD);
+	snprintf(framed, sizeof(framed), "%s%.*s\r", PC_PROTO_MARKER, sn, sealed);
 	CU_ASSERT_EQUAL(strlen(framed), PC_PROTO_MAX_LINE);
 	CU_ASSERT_EQUAL(pc_msg_parse(framed, strlen(framed), &m, err, sizeof(err)), 0);
 	pc_msg_clear(&m);
