@@ -393,7 +393,8 @@ static void sim_fixture_init(struct sim_fixture *f, const char *name)
 				       "\"seed\":7,\"rate\":0.1,\"program_us\":50}");
 	f->cfg = json_tokener_parse("{\"driver\":\"sim\",\"boot_delay_ms\":150}");
 	f->ctx = (struct relay_ctx){ .board = "honest-1", .connect = "127.0.0.1:7878",
-				     .agent_path = f->agent, .state_dir = f->state, .device = f->device };
+				     .agent_path = f->agent, .state_dir = f->state, .device = f->device,
+				     .key_path = "/etc/powercut/agent.key" };
 }
 
 static void sim_fixture_free(struct sim_fixture *f)
@@ -459,7 +460,7 @@ static void test_sim_power(void)
 	text = fixture_file(&f, "run.args");
 	strf(want, sizeof(want), "run\n--device\nsim:%s\n--sim-profile\nlying-flush\n--sim-program-us\n50\n"
 		 "--sim-cache-sectors\n256\n--sim-seed\n7\n--sim-rate\n0.1\n--connect\n127.0.0.1:7878\n"
-		 "--board\nhonest-1\n--boot-delay-ms\n150\n", f.media);
+		 "--board\nhonest-1\n--boot-delay-ms\n150\n--key\n/etc/powercut/agent.key\n--fresh-boot-id\n", f.media);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
 	CU_ASSERT_STRING_EQUAL(text, want);
 	free(text);
