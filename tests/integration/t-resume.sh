@@ -19,6 +19,10 @@ JSON
 for kill_after in 1.5 1.0; do
 	"$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report > "$T/out1" 2>&1 &
 	pid=$!
+	# kill mid-campaign, not mid-prepare: a prepare dies with its harness and
+	# starts over at the next run (relays.md, orphans), which under a loaded
+	# ASan build could eat every kill_after
+	for _ in $(seq 300); do [ -s "$T/r/verdicts.jsonl" ] && break; sleep 0.1; done
 	sleep $kill_after
 	kill -KILL $pid
 	wait $pid 2>/dev/null
