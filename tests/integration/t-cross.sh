@@ -5,7 +5,7 @@
 # cross agent under qemu. qemu-user has no io_uring: the HELLO must say so and
 # fua cycles must report that they ran as fua+flush.
 #
-# Skips (exit 0) when a cross toolchain, qemu or the target libraries are
+# Skips (exit 77) when a cross toolchain, qemu or the target libraries are
 # missing, unless PC_CROSS_REQUIRE=1 (make cross-check), which installs them.
 . "$(dirname "$0")/lib.sh"
 
@@ -162,7 +162,7 @@ $targets
 EOF
 if [ $ran -eq 0 ] && [ "$require" != 1 ]; then
 	echo "skipped:$skipped; run make cross-check (installs them via tools/install-cross-deps)"
-	exit 0
+	exit 77	# run-all counts it as skipped, never as passed
 fi
 [ -n "$skipped" ] && echo "  skipped:$skipped"
 finish
