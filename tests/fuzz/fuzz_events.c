@@ -16,6 +16,14 @@
  *           older than the configuration in campaign.json (any board name,
  *           any record size: the engine's own ceilings).
  * Whatever the files hold, neither may crash, leak or read out of bounds.
+ *
+ * An input that starts with the line "#fix" has it removed and its
+ * geometry made consistent before it is written: in every HELLO whose region
+ * has a size and record size pc_geom_init() accepts, "slots" becomes the
+ * count they give (and so does "slots" of that board's later full scans).
+ * Without that the parser's check (slots must follow from bytes and
+ * record_size, in decimal) stops nearly every mutated geometry, and the
+ * engine would only ever see the seeds' regions.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../common/record.h"
 #include "../../common/util.h"
 #include "../../harness/config.h"
 #include "../../harness/engine.h"
@@ -35,6 +44,7 @@
 #define FUZZ_MAX_INPUT	(256u << 10)
 #define MAX_BOARDS	16
 #define SEPARATOR	"\n--- verdicts ---\n"
+#define FIX		"#fix\n"
 
 static char dir[PATH_MAX];
 static FILE *devnull;
@@ -175,15 +185,126 @@ static void resume(void)
 	engine_free(r.eng);
 }
 
+static int run_input(const uint8_t *data, size_t size);
+
+static json_object *member(json_object *o, const char *key, json_type t)
+{
+	json_object *v = NULL;
+
+	return o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, t) ? v : NULL;
+}
+
+/* One event line with its geometry made consistent (see the top), or NULL
+ * when it is left as it is. nslots per board name, up to MAX_BOARDS. */
+static json_object *fix_line(const char *line, char names[][64], uint32_t *nslots, unsigned *n)
+{
+	json_object *ev = json_tokener_parse(line), *msg, *b, *t, *reg, *v;
+	unsigned i;
+
+	msg = member(ev, "msg", json_type_object);
+	b = member(ev, "board", json_type_string);
+	t = member(msg, "type", json_type_string);
+	if (!b || !t || json_object_get_string_len(b) >= 64) {
+		json_object_put(ev);
+		return NULL;
+	}
+	for (i = 0; i < *n && strcmp(names[i], json_object_get_string(b)); i++)
+		;
+	if (!strcmp(json_object_get_string(t), "hello") && (reg = member(msg, "region", json_type_object))) {
+		json_object *bytes = member(reg, "bytes", json_type_int), *rs = member(reg, "record_size", json_type_int);
+		struct pc_geom g;
+		char why[160];
+
+		if (bytes && rs && json_object_get_int64(bytes) >= 0 && json_object_get_int64(rs) >= 0 &&
+		    json_object_get_int64(rs) <= UINT32_MAX &&
+		    !pc_geom_init(&g, (uint64_t)json_object_get_int64(bytes), (uint32_t)json_object_get_int64(rs), 0,
+				  why, sizeof(why))) {
+			json_object_object_add(reg, "slots", json_object_new_int64(g.nslots));
+			if (i == *n && *n < MAX_BOARDS)
+				pc_strlcpy(names[(*n)++], json_object_get_string(b), 64);
+			if (i < *n)
+				nslots[i] = g.nslots;
+			return ev;
+		}
+	} else if (i < *n && (!strcmp(json_object_get_string(t), "scan_end") ||
+			      (!strcmp(json_object_get_string(t), "scan_begin") &&
+			       (v = member(msg, "full", json_type_boolean)) && json_object_get_boolean(v)))) {
+		json_object_object_add(msg, "slots", json_object_new_int64(nslots[i]));
+		return ev;
+	}
+	json_object_put(ev);
+	return NULL;
+}
+
+static uint8_t *fix_geometry(const uint8_t *data, size_t size, size_t *outlen)
+{
+	char names[MAX_BOARDS][64];
+	uint32_t nslots[MAX_BOARDS];
+	unsigned nb = 0;
+	/* a line is rewritten only when that adds at most GROW bytes (a slots
+	 * field; json-c may also re-escape strings, then the line stays as it is) */
+	enum { GROW = 32 };
+	size_t lines = 1, cap, o = 0;
+	uint8_t *out;
+	char *line = malloc(size + 1);
+
+	for (const uint8_t *q = data; (q = memchr(q, '\n', size - (size_t)(q - data))); q++)
+		lines++;
+	cap = size + GROW * lines;
+	out = malloc(cap);
+	FUZZ_CHECK(out && line, "out of memory");
+	for (size_t p = 0; p < size;) {
+		const uint8_t *nl = memchr(data + p, '\n', size - p);
+		size_t len = nl ? (size_t)(nl - data - p) : size - p;
+		json_object *ev = NULL;
+		const char *text;
+
+		memcpy(line, data + p, len);
+		line[len] = 0;
+		if (nl && strlen(line) == len)
+			ev = fix_line(line, names, nslots, &nb);
+		text = ev ? json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE)
+			  : NULL;
+		if (text && strlen(text) <= len + GROW) {
+			memcpy(out + o, text, strlen(text));
+			o += strlen(text);
+		} else {
+			memcpy(out + o, data + p, len);
+			o += len;
+		}
+		if (nl)
+			out[o++] = '\n';
+		json_object_put(ev);
+		p += len + (nl ? 1 : 0);
+	}
+	free(line);
+	*outlen = o;
+	return out;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	uint8_t *fixed = NULL;
+	int ret;
+
+	if (size > FUZZ_MAX_INPUT)
+		return -1;
+	if (size >= sizeof(FIX) - 1 && memcmp(data, FIX, sizeof(FIX) - 1) == 0) {
+		fixed = fix_geometry(data + sizeof(FIX) - 1, size - (sizeof(FIX) - 1), &size);
+		data = fixed;
+	}
+	ret = run_input(data, size);
+	free(fixed);
+	return ret;
+}
+
+static int run_input(const uint8_t *data, size_t size)
 {
 	struct replay_result rr;
 	const uint8_t *sep = NULL;
 	size_t evlen = size, seplen = sizeof(SEPARATOR) - 1;
 	char err[512] = "";
 
-	if (size > FUZZ_MAX_INPUT)
-		return -1;
 	if (size >= seplen)
 		sep = memmem(data, size, SEPARATOR, seplen);
 	if (sep)
