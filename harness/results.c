@@ -291,12 +291,12 @@ static int lock_take(struct results *r, char *note, size_t notelen, char *err, s
 		if (pc_now_ms() >= deadline) {
 			li.state = RESULTS_LOCK_HELD;
 			lock_read(fd, &li);
-			results_lock_describe(&li, desc, sizeof(desc));
+			lock_time(li.started, desc, sizeof(desc));
 			if (li.known)
-				snprintf(err, errlen, "%s is in use by another powercut run: pid %ld on %s, %s. Two runs "
-					 "on one results folder would interleave their records: wait for it to end, "
-					 "stop it (kill -INT %ld on %s), or give another --results folder", r->dir,
-					 li.pid, li.host, desc, li.pid, li.host);
+				snprintf(err, errlen, "%s is in use by another powercut run: pid %ld on %s, running since "
+					 "%s (%s). Two runs on one results folder would interleave their records: wait "
+					 "for it to end, stop it (kill -INT %ld on %s), or give another --results folder",
+					 r->dir, li.pid, li.host, desc, path, li.pid, li.host);
 			else
 				snprintf(err, errlen, "%s is in use by another powercut run (%s holds a lock; the "
 					 "file names no pid). Two runs on one results folder would interleave their "

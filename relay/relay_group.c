@@ -33,6 +33,7 @@
 #define GROUP_REC_MAX	1024		/* the record is one short line */
 #define GROUP_PID_MAX	4194304L	/* PID_MAX_LIMIT */
 #define GROUP_STAT_MAX	1024		/* /proc/<pid>/stat: comm is at most 16 bytes */
+#define GROUP_CMDLINE_MAX	65536	/* an agent's or QEMU's command line is a few KiB */
 
 void relay_gate_init(struct relay_gate *g)
 {
@@ -254,6 +255,39 @@ static int group_alive(pid_t pgid)
 	return alive;
 }
 
+/* Does an argument of pid's command line contain match? 1, 0, or -errno. */
+static int proc_has_arg(pid_t pid, const char *match)
+{
+	char path[64], *buf;
+	size_t len = 0;
+	ssize_t n;
+	int fd, found = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	buf = malloc(GROUP_CMDLINE_MAX + 1);
+	if (!buf) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (len < GROUP_CMDLINE_MAX) {
+		n = read(fd, buf + len, GROUP_CMDLINE_MAX - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	buf[len] = 0;
+	for (size_t i = 0; i < len && !found; i += strlen(buf + i) + 1)
+		found = strstr(buf + i, match) != NULL;
+	free(buf);
+	return found;
+}
+
 /* An integer member within [min, max], or -1. */
 static int64_t rec_int(json_object *o, const char *key, int64_t min, int64_t max)
 {
@@ -266,7 +300,8 @@ static int64_t rec_int(json_object *o, const char *key, int64_t min, int64_t max
 	return x >= min && x <= max ? x : -1;
 }
 
-int relay_group_kill_orphans(const char *path, char *note, size_t notelen, char *err, size_t errlen)
+int relay_group_kill_orphans(const char *path, const char *match, char *note, size_t notelen, char *err,
+			     size_t errlen)
 {
 	char buf[GROUP_REC_MAX], boot[64], what[32] = "process", st = 0;
 	int64_t pgid, start, hpid, hstart;
@@ -334,6 +369,27 @@ int relay_group_kill_orphans(const char *path, char *note, size_t notelen, char 
 	if (ret) {
 		snprintf(err, errlen, "cannot read /proc/%d/stat to tell whether %s process group %d recorded in %s "
 			 "is still running", (int)pgid, what, (int)pgid, path);
+		return ret;
+	}
+	/* never ourselves, whatever a record says */
+	if ((pid_t)pgid == getpid() || (pid_t)pgid == getpgrp()) {
+		snprintf(note, notelen, "%s names this very powercut's process group %d; nothing killed", path,
+			 (int)pgid);
+		relay_group_forget(path);
+		return 0;
+	}
+	/* the process recorded, and a board of ours: anyone may write a record,
+	 * but only a process on this board's media (or drive) is killed */
+	ret = proc_has_arg((pid_t)pgid, match);
+	if (ret <= 0 && !(st == 'Z' || st == 'X')) {
+		if (ret < 0)
+			snprintf(err, errlen, "cannot read /proc/%d/cmdline to tell whether %s process group %d recorded "
+				 "in %s runs on this board: %s", (int)pgid, what, (int)pgid, path, strerror(-ret));
+		else
+			snprintf(note, notelen, "process group %d recorded in %s still runs, but its command line does not "
+				 "name %s: not this board's %s, left alone", (int)pgid, path, match, what);
+		if (ret == 0)
+			relay_group_forget(path);
 		return ret;
 	}
 	/* the harness that started it: if it still runs, the group is not an orphan */

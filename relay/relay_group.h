@@ -14,9 +14,10 @@
  *
  * At open, relay_group_kill_orphans() reads the record and SIGKILLs the
  * group if, and only if, its leader is still the very process recorded (same
- * pid, same start time, same boot) and the harness that started it is gone.
- * A pid number reused by an unrelated process has another start time and is
- * left alone.
+ * pid, same start time, same boot), runs on this board (its command line
+ * names the board's media or drive), and the harness that started it is
+ * gone. A pid number reused by an unrelated process has another start time
+ * and is left alone.
  *
  * PR_SET_PDEATHSIG alone is not enough: it covers only the child itself, not
  * what it starts in its group, and not a child the harness died under before
@@ -60,11 +61,15 @@ void relay_group_forget(const char *path);
 
 /*
  * Kill the group path records if an earlier harness left it running, and
- * wait (RELAY_ORPHAN_MS at most) until none of it runs. 0 with note saying
- * what was done ("" when nothing was), or -errno with err: -EBUSY when the
- * group belongs to a harness that still runs, -ETIMEDOUT when it would not
- * die.
+ * wait (RELAY_ORPHAN_MS at most) until none of it runs. match is text an
+ * argument of the leader's command line must contain for it to be this
+ * board's (the sim: "sim:<media>"; QEMU: "file=<drive>"): a record is just a
+ * file, and the process it names is killed only if it is ours on every
+ * count. 0 with note saying what was done or left alone ("" when nothing
+ * was), or -errno with err: -EBUSY when the group belongs to a harness that
+ * still runs, -ETIMEDOUT when it would not die.
  */
-int relay_group_kill_orphans(const char *path, char *note, size_t notelen, char *err, size_t errlen);
+int relay_group_kill_orphans(const char *path, const char *match, char *note, size_t notelen, char *err,
+			     size_t errlen);
 
 #endif

@@ -243,6 +243,8 @@ static int qemu_copy(struct relay *r, char *dst, size_t len, json_object *cfg, c
 	return 0;
 }
 
+static char *qemu_opt_escape(const char *s);
+
 static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct qemu_priv *p = calloc(1, sizeof(*p));
@@ -325,9 +327,23 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 		}
 		/* an earlier harness's QEMU would still be writing to the card */
 		{
-			char note[512], gerr[sizeof(r->err)];
+			char note[PATH_MAX * 3 + 256], gerr[sizeof(r->err)], *match;
+			char *drive = qemu_opt_escape(p->drive);
 
-			rc = relay_group_kill_orphans(p->pgid, note, sizeof(note), gerr, sizeof(gerr));
+			/* the -drive option names the image as qemu_build_argv() wrote it */
+			size_t mlen = drive ? strlen(drive) + 8 : 0;
+
+			match = drive ? malloc(mlen) : NULL;
+			if (!match) {
+				free(drive);
+				relay_errf(r, "out of memory");
+				rc = -ENOMEM;
+				goto fail;
+			}
+			snprintf(match, mlen, "file=%s", drive);
+			free(drive);
+			rc = relay_group_kill_orphans(p->pgid, match, note, sizeof(note), gerr, sizeof(gerr));
+			free(match);
 			if (rc < 0) {
 				relay_errf(r, "%s", gerr);
 				goto fail;

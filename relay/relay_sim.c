@@ -388,9 +388,10 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	/* Before anything touches the media: an agent an earlier harness left
 	 * running would write to it, and say HELLO in our board's name. */
 	{
-		char note[512], gerr[sizeof(r->err)];
+		char note[PATH_MAX * 2 + 256], gerr[sizeof(r->err)], match[PATH_MAX + 8];
 
-		rc = relay_group_kill_orphans(p->pgid, note, sizeof(note), gerr, sizeof(gerr));
+		snprintf(match, sizeof(match), "sim:%s", p->media);
+		rc = relay_group_kill_orphans(p->pgid, match, note, sizeof(note), gerr, sizeof(gerr));
 		if (rc < 0) {
 			relay_errf(r, "%s", gerr);
 			goto fail;

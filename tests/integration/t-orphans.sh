@@ -117,16 +117,19 @@ check "replay agrees" "$PC" replay "$R"
 check "no agent left running" gone_within 1000
 
 # --- a group whose harness still runs is not an orphan: refused ---------------
-# (the sleep stands in for a live harness: its pid and start time match)
-setsid sleep 60 &
-gpid=$!
-sleep 0.1
+# (an agent of this board that reaches for a closed port, and the earlier
+# sleep standing in for its live harness: their pids and start times match)
+( setsid "$AGENT" run --device "sim:$R/boards/b1/media.img" --connect 127.0.0.1:1 --board b1 \
+	--key "$R/agent.key" --fresh-boot-id --connect-timeout-ms 60000 > /dev/null 2>&1 & echo $! > "$T/gpid" )
+gpid=$(cat "$T/gpid")
+sleep 0.2
 write_record "$R/boards/b1/pgid" "$gpid" "$(start_of $gpid)" "$spid" "$(start_of $spid)"
 expect_fail "a group a running harness owns: the run exits 2, naming it" "belongs to powercut pid $spid, which still runs" \
 	"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles $((N + 5))
 check "and that group was left alone" kill -0 $gpid
-kill $gpid $spid
-wait $gpid $spid 2>/dev/null
+kill -KILL $gpid
+kill $spid
+wait $spid 2>/dev/null
 # a record that is garbage names nothing: nothing is killed, the run goes on;
 # a record from another boot of the host names a process long gone, whatever
 # runs under that pid now
@@ -140,6 +143,15 @@ rc=$?
 check "a garbage record: the run goes on (exit $rc)" [ $rc -le 1 ]
 check "a garbage record: it says it killed nothing" grep -q "pgid names no process group (unreadable); nothing killed" "$T/out2"
 check "a record from another boot: the process under that pid now is left alone" kill -0 "$bpid"
+# the very process recorded, whose harness is gone, but not on this board (its
+# command line names no sim:<this board's media>): a record is just a file,
+# and this one is left alone, said so
+write_record "$R/boards/b1/pgid" "$bpid" "$(start_of "$bpid")" "$dead" 1
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles $((N + 6)) > "$T/out3" 2>&1
+rc=$?
+check "a recorded process not on this board: the run goes on (exit $rc)" [ $rc -le 1 ]
+check "...and leaves it alone" kill -0 "$bpid"
+check "...and says so" grep -qF "board b1: relay sim: process group $bpid recorded in $R/boards/b1/pgid still runs, but its command line does not name sim:$R/boards/b1/media.img: not this board's agent, left alone" "$T/out3"
 kill "$bpid"
 check "no agent left running at the end" gone_within 1000
 
@@ -198,7 +210,8 @@ kill -KILL $hp
 wait $hp 2>/dev/null
 check "qemu relay: QEMU dies with the harness that started it" qemus_gone_within 1000
 # an orphan PR_SET_PDEATHSIG cannot reach: killed at the next open
-( setsid "$T/q/fake-qemu" -chardev socket,id=pcqmp,fd=9 9<>/dev/null > /dev/null 2>&1 & )
+( setsid "$T/q/fake-qemu" -chardev socket,id=pcqmp,fd=9 -drive "id=sd,if=none,format=raw,cache=none,file=$T/q/sd.img" \
+	9<>/dev/null > /dev/null 2>&1 & )
 sleep 0.3
 qp=$(qemus)
 qp=${qp%% *}
