@@ -222,9 +222,9 @@ $(GPIOD2)/usr/include/gpiod.h:
 	tests/gpiosim/fetch-gpiod2 $(GPIOD2)
 $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildcard relay/*.h common/*.h tests/unit/*.h)
 	$(CC) $(SANFLAGS) $(filter-out -MMD -MP,$(BASE_CFLAGS)) -DPC_GPIOD_API=2 -I$(GPIOD2)/usr/include \
-		$(shell $(PKG_CONFIG) --cflags json-c) -o $@ $(GPIOD2_SRC) \
+		$(shell $(PKG_CONFIG) --cflags json-c libsodium) -o $@ $(GPIOD2_SRC) \
 		$(GPIOD2_LIB)/libgpiod.so -Wl,-rpath,$(abspath $(GPIOD2_LIB)) \
-		$(shell $(PKG_CONFIG) --libs json-c) $(CUNIT_LIBS) -lm
+		$(shell $(PKG_CONFIG) --libs json-c libsodium) $(CUNIT_LIBS) -lm
 # ---- end relay hardware tests ------------------------------------------------
 
 # ---- virtual board (QEMU) ---------------------------------------------------
