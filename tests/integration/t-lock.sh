@@ -89,18 +89,19 @@ check "no verdict twice after the takeover" nodups
 check "replay agrees after the takeover" "$PC" replay "$R"
 
 # --- two runs started at the same instant: exactly one runs -------------------
-# (15 cycles outlast the 1.5 s a run waits for a held lock: a second run that
-# starts within that time of the first's end just follows it, harmlessly)
+# (the runs must outlast the 1.5 s a run waits for a held lock, or the second
+# just follows the first, harmlessly: 15 cycles took under 1.5 s on an idle
+# machine, so give them 80; the first to hold the lock runs them all)
 rm -rf "$R"
-"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 15 > "$T/outA" 2>&1 &
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 80 > "$T/outA" 2>&1 &
 pa=$!
-"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 15 > "$T/outB" 2>&1 &
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 80 > "$T/outB" 2>&1 &
 pb=$!
 wait $pa; ra=$?
 wait $pb; rb=$?
 check "simultaneous starts: one finishes, one exits 2 (got $ra and $rb)" \
 	[ "$(printf '%s\n' $ra $rb | sort -n | tr '\n' ' ')" = "0 2 " ]
-check "simultaneous starts: 15 verdicts" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 15 ]
+check "simultaneous starts: 80 verdicts" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 80 ]
 check "simultaneous starts: none twice" nodups
 check "the refused one named the other's pid" grep -qE "in use by another powercut run: pid ($pa|$pb) " "$T/outA" "$T/outB"
 check "simultaneous starts: replay agrees" "$PC" replay "$R"
@@ -122,8 +123,8 @@ check "status: out-of-range fields are not believed" wait_status "not running (t
 printf '{"pid":77,"host":"\\u001b[2Jx y","started":1}\n' > "$R/lock"
 "$PC" status "$R" > "$T/st2" 2>&1
 check "status prints a hostile host name without control characters" grep -qF "last run pid 77 on ?[2Jx?y (started" "$T/st2"
-"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 16 > "$T/out5" 2>&1
-check "a run takes over a hostile lock file nobody holds (exit $?)" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 16 ]
+"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 84 > "$T/out5" 2>&1
+check "a run takes over a hostile lock file nobody holds (exit $?)" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 84 ]
 check "the lock file then names that run, ended" jq -e '.pid > 1 and .ended >= .started' "$R/lock" > /dev/null
 
 # --- `relay` by hand on a board whose campaign runs: refused ------------------
