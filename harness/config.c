@@ -409,25 +409,33 @@ static const char *const sim_keys[] = {
 	"rate", "cut_after_sectors", NULL,
 };
 
+/* A byte count under device.KEY: an integer, or a string with a K/M/G suffix
+ * (example shows one in the error). path receives the key's path. */
+static int cfg_bytes(struct cfg_ctx *x, json_object *v, const char *key, const char *example, char *path,
+		     size_t pathlen, uint64_t *out)
+{
+	bpath(x, path, pathlen, "device", key);
+	if (json_object_is_type(v, json_type_string)) {
+		if (pc_parse_u64(json_object_get_string(v), 1, out) != 0)
+			return cfg_fail(x, path, "expected bytes, as an integer or a string like \"%s\", got '%s'",
+					example, json_object_get_string(v));
+		return 0;
+	}
+	if (json_object_is_type(v, json_type_int))
+		return cfg_u64(x, v, path, 0, UINT64_MAX, out);
+	return cfg_fail(x, path, "expected bytes, as an integer or a string like \"%s\", got %s", example,
+			jtype(v));
+}
+
 /* device.max_region_bytes: an integer or "4G". */
 static int cfg_region_limit(struct cfg_ctx *x, json_object *v, uint64_t *out)
 {
 	char path[160], st[32], sm[32];
 	uint64_t s;
+	int rc = cfg_bytes(x, v, "max_region_bytes", "4G", path, sizeof(path), &s);
 
-	bpath(x, path, sizeof(path), "device", "max_region_bytes");
-	if (json_object_is_type(v, json_type_string)) {
-		if (pc_parse_u64(json_object_get_string(v), 1, &s) != 0)
-			return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4G\", got '%s'",
-					json_object_get_string(v));
-	} else if (json_object_is_type(v, json_type_int)) {
-		int rc = cfg_u64(x, v, path, 0, UINT64_MAX, &s);
-
-		if (rc)
-			return rc;
-	} else {
-		return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4G\", got %s", jtype(v));
-	}
+	if (rc)
+		return rc;
 	if (s < CFG_MIN_REGION_LIMIT || s > CFG_MAX_REGION_LIMIT)
 		return cfg_fail(x, path, "%" PRIu64 " bytes is out of range %s..%s", s,
 				size_text(CFG_MIN_REGION_LIMIT, st, sizeof(st)), size_text(CFG_MAX_REGION_LIMIT, sm, sizeof(sm)));
@@ -440,21 +448,10 @@ static int cfg_sim_size(struct cfg_ctx *x, json_object *v, uint64_t *size)
 {
 	char path[160];
 	uint64_t s;
+	int rc = cfg_bytes(x, v, "size", "4M", path, sizeof(path), &s);
 
-	bpath(x, path, sizeof(path), "device", "size");
-	if (json_object_is_type(v, json_type_string)) {
-		if (pc_parse_u64(json_object_get_string(v), 1, &s) != 0)
-			return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4M\", got '%s'",
-					json_object_get_string(v));
-	} else if (json_object_is_type(v, json_type_int)) {
-		int rc = cfg_u64(x, v, path, 0, UINT64_MAX, &s);
-
-		if (rc)
-			return rc;
-	} else {
-		return cfg_fail(x, path, "expected bytes, as an integer or a string like \"4M\", got %s",
-				jtype(v));
-	}
+	if (rc)
+		return rc;
 	if (s > CFG_MAX_SIM_SIZE)
 		return cfg_fail(x, path, "%" PRIu64 " bytes is more than the 64G a sim device may have", s);
 	if (s % 4096)
