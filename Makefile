@@ -147,8 +147,9 @@ bench: all
 fixtures: $(B)/tools/mkfixtures
 	$(B)/tools/mkfixtures tests/fixtures
 
-fault-matrix: all
-	bench/fault-matrix
+# its tool too: a fresh clone has no build/tools/faultmatrix yet
+fault-matrix: all $(B)/tools/faultmatrix
+	PC_BIN=$(B) bench/fault-matrix
 
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

@@ -46,7 +46,8 @@
 				   answer the challenge within as long again */
 #define MAX_CONSECUTIVE_INFRA 3
 #define MAX_PENDING 64		/* connections that have not authenticated yet */
-#define MAX_PENDING_PER_SOURCE 8	/* ... from one address: past it, its oldest goes */
+#define MIN_PENDING_PER_SOURCE 8	/* ... from one address (or two per board, if more):
+					   past it, that address's oldest goes */
 #define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
 
 /* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
@@ -1262,19 +1263,46 @@ static void pending_read(struct camp *c, struct pending *p)
 }
 
 /*
+ * Which waiting connection goes to make room (src: only that address's; NULL:
+ * anyone's): the oldest that has not said hello -- a squatter, most likely; a
+ * genuine agent says hello as soon as it connects -- else the oldest.
+ */
+static unsigned pending_victim(const struct camp *c, const char *src)
+{
+	unsigned quiet = MAX_PENDING, any = MAX_PENDING;
+
+	for (unsigned i = 0; i < MAX_PENDING; i++) {
+		const struct pending *p = &c->pend[i];
+
+		if (p->fd < 0 || (src && strcmp(p->src, src)))
+			continue;
+		if (any == MAX_PENDING || p->since < c->pend[any].since)
+			any = i;
+		if (!p->b && (quiet == MAX_PENDING || p->since < c->pend[quiet].since))
+			quiet = i;
+	}
+	return quiet != MAX_PENDING ? quiet : any;
+}
+
+/*
  * New connections wait here until they prove themselves. The table is bounded,
- * and so is each source's share: a source at its limit (or anyone, when the
- * table is full) loses its oldest waiting connection, so connections that
- * squat without speaking cannot lock a genuine agent out.
+ * and so is each source's share (two per board, at least 8: many boards may
+ * share one address): a source at its limit (or anyone, when the table is
+ * full) loses a waiting connection, the oldest that has not said hello first,
+ * so connections that squat without speaking cannot lock a genuine agent out.
  */
 static void accept_all(struct camp *c)
 {
+	unsigned per_source = 2 * c->nb > MIN_PENDING_PER_SOURCE ? 2 * c->nb : MIN_PENDING_PER_SOURCE;
+
+	if (per_source > MAX_PENDING)
+		per_source = MAX_PENDING;
 	for (;;) {
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
 		int fd = accept4(c->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
 		char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
-		unsigned i, free_i = MAX_PENDING, oldest = MAX_PENDING, oldest_src = MAX_PENDING, from_src = 0;
+		unsigned i, free_i = MAX_PENDING, from_src = 0;
 
 		if (fd < 0)
 			return;
@@ -1289,18 +1317,13 @@ static void accept_all(struct camp *c)
 					free_i = i;
 				continue;
 			}
-			if (oldest == MAX_PENDING || p->since < c->pend[oldest].since)
-				oldest = i;
-			if (!strcmp(p->src, host)) {
+			if (!strcmp(p->src, host))
 				from_src++;
-				if (oldest_src == MAX_PENDING || p->since < c->pend[oldest_src].since)
-					oldest_src = i;
-			}
 		}
-		if (from_src >= MAX_PENDING_PER_SOURCE || free_i == MAX_PENDING) {
-			i = from_src >= MAX_PENDING_PER_SOURCE ? oldest_src : oldest;
+		if (from_src >= per_source || free_i == MAX_PENDING) {
+			i = pending_victim(c, from_src >= per_source ? host : NULL);
 			link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
-				    "closed to make room: %s", from_src >= MAX_PENDING_PER_SOURCE ?
+				    "closed to make room: %s", from_src >= per_source ?
 				    "its address has too many connections waiting" : "too many connections waiting");
 			pending_close(&c->pend[i]);
 			free_i = i;
