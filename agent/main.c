@@ -145,6 +145,32 @@ static int bad_arg(const char *opt, const char *val, const char *what)
 	return -EINVAL;
 }
 
+/*
+ * A seed: the whole unsigned 64-bit range, 0 to 18446744073709551615, in
+ * decimal (or hex with 0x). No sign, no spaces, nothing after the digits, and
+ * no octal ("010" is ten). A seed the host configured must reach the
+ * superblock and HELLO unchanged, never clamped.
+ */
+static int parse_seed(const char *s, uint64_t *out)
+{
+	int base = 10;
+	unsigned long long v;
+	char *end;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!((*s >= '0' && *s <= '9') || (base == 16 && ((*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, base);
+	if (errno || end == s || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	char err[256];
@@ -194,8 +220,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_arg("--record-size", optarg, "expected a multiple of 512 up to 1M");
 			break;
 		case O_SEED:
-			if (pc_parse_u64(optarg, 0, &o->seed) || o->seed > INT64_MAX)
-				return bad_arg("--seed", optarg, "expected an integer below 2^63");
+			if (parse_seed(optarg, &o->seed))
+				return bad_arg("--seed", optarg, "expected an integer from 0 to 18446744073709551615");
 			break;
 		case O_SIZE:
 			if (pc_parse_u64(optarg, 1, &o->size) || o->size % 4096 || !o->size)
@@ -232,8 +258,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			o->ro.sim.cache_sectors = (uint32_t)v;
 			break;
 		case O_SIMSEED:
-			if (pc_parse_u64(optarg, 0, &o->ro.sim.seed))
-				return bad_arg("--sim-seed", optarg, "expected an integer");
+			if (parse_seed(optarg, &o->ro.sim.seed))
+				return bad_arg("--sim-seed", optarg, "expected an integer from 0 to 18446744073709551615");
 			break;
 		case O_SIMRATE: {
 			char *end;

@@ -71,21 +71,22 @@ static int sim_dev_u64(struct relay *r, json_object *dev, const char *key, int s
 		       uint64_t *out)
 {
 	json_object *v;
-	int64_t x;
 
 	*out = def;
 	if (!dev || !json_object_object_get_ex(dev, key, &v))
 		return 0;
-	x = json_object_get_int64(v);
-	if (json_object_is_type(v, json_type_int) && x >= 0) {
-		*out = (uint64_t)x;
+	/* json-c holds integers above INT64_MAX only as uint64: get_int64 would
+	 * clamp them to 2^63-1 (a seed of 2^64-1 became 2^63-1 in the agent's
+	 * superblock while campaign.json kept 2^64-1) */
+	if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0) {
+		*out = json_object_get_uint64(v);
 		return 0;
 	}
 	if (suffixes && json_object_is_type(v, json_type_string) &&
 	    pc_parse_u64(json_object_get_string(v), 1, out) == 0)
 		return 0;
 	relay_errf(r, "device.%s: expected %s, got %s", key,
-		   suffixes ? "bytes (an integer or a string like \"4M\")" : "an integer >= 0",
+		   suffixes ? "bytes (an integer or a string like \"4M\")" : "an integer from 0 to 18446744073709551615",
 		   json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
 	return -EINVAL;
 }
