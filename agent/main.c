@@ -520,6 +520,9 @@ static int crash(struct opts *o, struct region *r, struct link *l)
 static int serve(struct opts *o, struct region *r, struct writer_io *io, struct link *l, int have_region)
 {
 	char err[1024] = "";
+	/* the damaged sectors the host holds, from KNOWN lines, for the next VERIFY */
+	struct pc_known *known = NULL;
+	uint32_t nknown = 0;
 	int ret;
 
 	for (;;) {
@@ -528,11 +531,14 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 		struct writer_result res;
 
 		ret = link_recv(l, &m, err, sizeof(err));
-		if (ret == -EPIPE)
+		if (ret == -EPIPE) {
+			free(known);
 			return 0;	/* the host hung up: the cycle is over */
+		}
 		if (ret) {
 			pc_err("bad message from the host: %s", err);
 			link_send(l, pc_msg_error("agent cannot use host message: %s", err));
+			free(known);
 			return ret;
 		}
 		pc_debug("host asks: %s", pc_msg_type_name(m.type));
@@ -541,23 +547,44 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 			link_send(l, pc_msg_error("no usable powercut region on %s: refusing to %s", o->ro.spec,
 						  m.type == PC_MSG_WORK ? "write" : "scan"));
 			pc_msg_clear(&m);
+			free(known);
 			return -EPERM;
 		}
 		switch (m.type) {
 		case PC_MSG_CRASH:
 			ret = crash(o, have_region ? r : NULL, l);
 			break;
+		case PC_MSG_KNOWN: {
+			/* bounded: past PC_PROTO_MAX_KNOWN, old damage spends the raw budget again */
+			uint32_t take = PC_PROTO_MAX_KNOWN - nknown < m.u.known.n ? PC_PROTO_MAX_KNOWN - nknown :
+										 m.u.known.n;
+			struct pc_known *k = take ? realloc(known, (nknown + take) * sizeof(*k)) : known;
+
+			if (!k) {
+				link_send(l, pc_msg_error("out of memory for the host's known sectors"));
+				ret = -ENOMEM;
+				break;
+			}
+			memcpy(k + nknown, m.u.known.k, take * sizeof(*k));
+			known = k;
+			nknown += take;
+			ret = 0;
+			break;
+		}
 		case PC_MSG_VERIFY:
-			ret = region_scan(r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
-					  m.u.verify.nranges, emit_link, l, &st);
+			ret = region_scan_known(r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
+						m.u.verify.nranges, known, nknown, emit_link, l, &st);
+			free(known);
+			known = NULL;
+			nknown = 0;
 			if (ret == -ERANGE) {
 				link_send(l, pc_msg_error("verify asks for positions past the region's %u slots",
 							  r->g.nslots));
 			} else if (ret) {
 				link_send(l, pc_msg_error("scan of %s failed: %s", r->path, strerror(-ret)));
 			} else {
-				pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %" PRIu64 " ms",
-					 st.slots, st.anomalies, st.raw_sent, st.ms);
+				pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %u known, %" PRIu64 " ms",
+					 st.slots, st.anomalies, st.raw_sent, st.known, st.ms);
 			}
 			break;
 		case PC_MSG_WORK:
@@ -592,8 +619,10 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 			ret = -EINVAL;
 		}
 		pc_msg_clear(&m);
-		if (ret)
+		if (ret) {
+			free(known);
 			return ret;
+		}
 	}
 }
 

@@ -389,8 +389,30 @@ struct scan {
 	region_emit_fn emit;
 	void *arg;
 	struct scan_stats *st;
+	const struct pc_known *known;	/* sorted by slot, idx */
+	uint32_t nknown;
 	int ret;
 };
+
+static int known_cmp(const void *a, const void *b)
+{
+	const struct pc_known *x = a, *y = b;
+
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	if (x->idx != y->idx)
+		return x->idx < y->idx ? -1 : 1;
+	return x->crc < y->crc ? -1 : x->crc > y->crc;
+}
+
+/* The host holds these very bytes of sector idx of slot already. */
+static int is_known(const struct scan *s, uint32_t slot, uint32_t idx, uint32_t crc)
+{
+	struct pc_known k = { slot, (uint16_t)idx, crc };
+
+	return idx <= UINT16_MAX && s->nknown &&
+	       bsearch(&k, s->known, s->nknown, sizeof(k), known_cmp) != NULL;
+}
 
 static int emit(struct scan *s, json_object *msg)
 {
@@ -467,13 +489,16 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 		} else if (all_same(p, PC_SECTOR, &v)) {
 			e->kind = PC_SK_FILL;
 			e->value = v;
+		} else if (e->value = pc_crc32c(0, p, PC_SECTOR), is_known(s, slot, i, e->value)) {
+			/* old damage, unchanged: the host has its bytes */
+			e->kind = PC_SK_HASH;
+			s->st->known++;
 		} else if (s->st->raw_sent < PC_PROTO_MAX_RAW) {
 			e->kind = PC_SK_RAW;
 			memcpy(e->raw, p, PC_SECTOR);
 			s->st->raw_sent++;
 		} else {
 			e->kind = PC_SK_HASH;
-			e->value = pc_crc32c(0, p, PC_SECTOR);
 			s->st->raw_dropped++;
 		}
 	}
@@ -587,11 +612,19 @@ static void scan_runs(struct scan *s, int pattern)
 int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
 		region_emit_fn fn, void *arg, struct scan_stats *st)
 {
-	struct scan s = { .r = r, .emit = fn, .arg = arg, .st = st };
+	return region_scan_known(r, pattern, ranges, nranges, NULL, 0, fn, arg, st);
+}
+
+int region_scan_known(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
+		      struct pc_known *known, uint32_t nknown, region_emit_fn fn, void *arg, struct scan_stats *st)
+{
+	struct scan s = { .r = r, .emit = fn, .arg = arg, .st = st, .known = known, .nknown = known ? nknown : 0 };
 	uint64_t t0 = pc_now_ms();
 	json_object *m;
 
 	memset(st, 0, sizeof(*st));
+	if (s.nknown)
+		qsort(known, s.nknown, sizeof(*known), known_cmp);
 	st->slots = r->g.nslots;
 	if (ranges) {
 		s.want = calloc(r->g.nslots, 1);
@@ -628,6 +661,7 @@ int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges,
 	json_object_object_add(m, "slots", json_object_new_int64(st->slots));
 	json_object_object_add(m, "anomalies", json_object_new_int64(st->anomalies));
 	json_object_object_add(m, "raw_dropped", json_object_new_int64(st->raw_dropped));
+	json_object_object_add(m, "known", json_object_new_int64(st->known));
 	json_object_object_add(m, "ms", json_object_new_int64((int64_t)st->ms));
 	emit(&s, m);
 	free(s.occ);

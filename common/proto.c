@@ -650,6 +650,36 @@ static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
+/* KNOWN: "sectors" is base64 of 10-byte entries: slot (4), idx (2), crc (4), little-endian
+ * as everything on the medium. */
+#define KNOWN_ENTRY 10
+
+static int parse_known(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	const char *s;
+	uint8_t buf[PC_PROTO_KNOWN_PER_LINE * KNOWN_ENTRY];
+	size_t len, n;
+
+	if (get_str(c, o, "", "sectors", &s))
+		return -EINVAL;
+	len = strlen(s);
+	if (len == 0 || len % 4 || len / 4 * 3 > sizeof(buf) + 2 || pc_b64_decode(s, buf, sizeof(buf), &n) ||
+	    n % KNOWN_ENTRY || n == 0)
+		return verr(c, "field \"sectors\": expected base64 of 1 to %d entries of %d bytes",
+			    PC_PROTO_KNOWN_PER_LINE, KNOWN_ENTRY);
+	m->u.known.n = (uint32_t)(n / KNOWN_ENTRY);
+	m->u.known.k = calloc(m->u.known.n, sizeof(*m->u.known.k));
+	if (!m->u.known.k)
+		return verr(c, "out of memory");
+	for (uint32_t i = 0; i < m->u.known.n; i++) {
+		const uint8_t *e = buf + (size_t)i * KNOWN_ENTRY;
+		m->u.known.k[i].slot = pc_get32(e);
+		m->u.known.k[i].idx = (uint16_t)(e[4] | e[5] << 8);
+		m->u.known.k[i].crc = pc_get32(e + 6);
+	}
+	return 0;
+}
+
 static int parse_work(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	struct pc_work *w = &m->u.work;
@@ -686,6 +716,7 @@ static const struct {
 	[PC_MSG_CRASH]		= { "crash", parse_crash },
 	[PC_MSG_CHALLENGE]	= { "challenge", parse_challenge },
 	[PC_MSG_AUTH]		= { "auth", parse_auth },
+	[PC_MSG_KNOWN]		= { "known", parse_known },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)
@@ -827,6 +858,8 @@ void pc_msg_clear(struct pc_msg *m)
 		free(m->u.verify.ranges);
 	else if (m->type == PC_MSG_SLOT)
 		free(m->u.slot.sect);
+	else if (m->type == PC_MSG_KNOWN)
+		free(m->u.known.k);
 	json_object_put(m->obj);
 	memset(m, 0, sizeof(*m));
 }
@@ -945,6 +978,28 @@ json_object *pc_msg_verify_ranges(int pattern, const struct pc_posrange *ranges,
 		json_object_array_add(arr, r);
 	}
 	add(o, "ranges", arr);
+	return o;
+}
+
+json_object *pc_msg_known(const struct pc_known *k, uint32_t n)
+{
+	uint8_t buf[PC_PROTO_KNOWN_PER_LINE * KNOWN_ENTRY];
+	char b64[(sizeof(buf) + 2) / 3 * 4 + 1];
+	json_object *o;
+
+	if (n < 1 || n > PC_PROTO_KNOWN_PER_LINE)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		uint8_t *e = buf + (size_t)i * KNOWN_ENTRY;
+		pc_put32(e, k[i].slot);
+		e[4] = (uint8_t)k[i].idx;
+		e[5] = (uint8_t)(k[i].idx >> 8);
+		pc_put32(e + 6, k[i].crc);
+	}
+	pc_b64_encode(buf, (size_t)n * KNOWN_ENTRY, b64);
+	o = pc_msg_new(PC_MSG_KNOWN);
+	if (o)
+		add(o, "sectors", json_object_new_string(b64));
 	return o;
 }
 

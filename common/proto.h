@@ -38,6 +38,7 @@ enum pc_msg_type {
 	PC_MSG_CRASH,		/* host: reboot now without syncing (the sysrq "cut") */
 	PC_MSG_CHALLENGE,	/* host: answer a hello with the host's nonce (auth.h) */
 	PC_MSG_AUTH,		/* agent: the proof that it holds the campaign's key */
+	PC_MSG_KNOWN,		/* host: damaged sectors it already holds (before VERIFY) */
 	PC_MSG_TYPE_MAX,
 };
 
@@ -75,6 +76,21 @@ struct pc_sect_report {
 	uint8_t raw[512];
 	uint32_t value;
 };
+
+/*
+ * A damaged sector the host already holds (KNOWN): the crc32c of the bytes an
+ * earlier scan reported for sector idx of slot. The agent reports such a
+ * sector, if its bytes are unchanged, by hash alone: old damage never spends
+ * the raw budget that new damage needs (docs/protocol.md).
+ */
+struct pc_known {
+	uint32_t slot;
+	uint16_t idx;
+	uint32_t crc;
+};
+/* Entries per KNOWN line (10 bytes each, base64), and per scan in all. */
+#define PC_PROTO_KNOWN_PER_LINE	500
+#define PC_PROTO_MAX_KNOWN	16384
 
 /* Positions [pos, pos+n) in the pattern's position order (VERIFY). */
 struct pc_posrange {
@@ -119,6 +135,7 @@ struct pc_msg {
 		struct pc_slot_report slot;
 		struct { uint32_t slots; uint32_t anomalies; uint32_t raw_dropped; } scan_end;
 		struct { uint64_t records; } done;
+		struct { struct pc_known *k; uint32_t n; } known;	/* KNOWN (malloc'd) */
 	} u;
 };
 
@@ -141,6 +158,8 @@ json_object *pc_msg_work(const struct pc_work *w);
 json_object *pc_msg_verify(int pattern, int full);
 /* A partial scan: only the positions in ranges (1..PC_PROTO_MAX_RANGES). */
 json_object *pc_msg_verify_ranges(int pattern, const struct pc_posrange *ranges, uint32_t n);
+/* Damaged sectors the host holds: 1..PC_PROTO_KNOWN_PER_LINE entries. */
+json_object *pc_msg_known(const struct pc_known *k, uint32_t n);
 json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n);
 json_object *pc_msg_slot(const struct pc_slot_report *s);
 json_object *pc_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -676,6 +676,8 @@ static void start_work(struct bctx *b)
 			b->cfg->torn_violation[w.mode] ? "violation" : "allowed"));
 		json_object_object_add(pol, "torn_sector_unacked", json_object_new_string(
 			b->cfg->torn_sector_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(pol, "unclassified", json_object_new_string(
+			b->cfg->unclassified_violation[w.mode] ? "violation" : "allowed"));
 		json_object_object_add(ev, "policy", pol);
 	}
 	ev_log(b, ev);
@@ -860,12 +862,44 @@ static json_object *verify_request(struct bctx *b)
 	return msg ? msg : pc_msg_verify(b->cfg->pattern, 1);
 }
 
+/*
+ * Tell the agent which damaged sectors the engine already holds (KNOWN lines
+ * before VERIFY), so the scan's raw budget goes to damage not seen before.
+ * The number sent, or -1 (errno) when sending failed.
+ */
+static int send_known(struct bctx *b)
+{
+	struct pc_known *k = malloc(PC_PROTO_MAX_KNOWN * sizeof(*k));
+	uint32_t n, sent = 0;
+
+	if (!k)
+		return 0;	/* then old damage spends the budget, as before */
+	n = engine_board_known(b->c->eng, b->cfg->name, k, PC_PROTO_MAX_KNOWN);
+	while (sent < n) {
+		uint32_t take = n - sent < PC_PROTO_KNOWN_PER_LINE ? n - sent : PC_PROTO_KNOWN_PER_LINE;
+		json_object *msg = pc_msg_known(k + sent, take);
+
+		if (!msg || send_msg(b, msg)) {
+			json_object_put(msg);
+			free(k);
+			if (!errno)
+				errno = ENOMEM;
+			return -1;
+		}
+		json_object_put(msg);
+		sent += take;
+	}
+	free(k);
+	return (int)n;
+}
+
 /* An authenticated agent's hello: check what it says, then ask for the scan. */
 static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
 	json_object *ev = ev_new(b, "rx"), *region, *v, *msg;
 	uint64_t rs = 0;
 	const char *boot_id = "";
+	int known;
 
 	json_object_object_add(ev, "msg", json_object_get(raw));
 	ev_log(b, ev);
@@ -901,9 +935,16 @@ static void on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		infra(b, "%s", engine_board_refused(b->c->eng, b->cfg->name));
 		return;
 	}
+	known = send_known(b);
+	if (known < 0) {
+		infra(b, "sending KNOWN failed: %s", strerror(errno));
+		return;
+	}
 	msg = verify_request(b);
 	ev = ev_new(b, "verify");
 	json_object_object_add(ev, "msg", json_object_get(msg));
+	if (known)
+		json_object_object_add(ev, "known", json_object_new_int(known));
 	ev_log(b, ev);
 	if (send_msg(b, msg)) {
 		json_object_put(msg);

@@ -876,7 +876,7 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
  */
 static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
-	static const char *const classes[] = { "torn", "torn_sector", NULL };
+	static const char *const classes[] = { "torn", "torn_sector", "unclassified", NULL };
 	json_object *p = bval(x, "policy"), *op;
 	char path[160];
 
@@ -886,6 +886,8 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 		 * tear between them unless the policy says the part promises more */
 		b->torn_violation[m] = 0;
 		b->torn_sector_violation[m] = m == PC_MODE_FUA || m == PC_MODE_FUA_FLUSH || m == PC_MODE_RELWR;
+		/* damage whose bytes never came is shown, not held against the part */
+		b->unclassified_violation[m] = 0;
 	}
 	if (p) {
 		if (!json_object_is_type(p, json_type_object))
@@ -911,8 +913,9 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				s = json_object_get_string(val);
 				if (strcmp(s, "allowed") && strcmp(s, "violation"))
 					return cfg_fail(x, cpath, "expected \"allowed\" or \"violation\", got '%s'", s);
-				(strcmp(cls, "torn") == 0 ? b->torn_violation : b->torn_sector_violation)[m] =
-					strcmp(s, "violation") == 0;
+				(strcmp(cls, "torn") == 0 ? b->torn_violation :
+				 strcmp(cls, "torn_sector") == 0 ? b->torn_sector_violation :
+				 b->unclassified_violation)[m] = strcmp(s, "violation") == 0;
 			}
 		}
 	}
@@ -921,6 +924,7 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 		json_object *e = json_object_new_object();
 		put(e, "torn", json_object_new_string(b->torn_violation[m] ? "violation" : "allowed"));
 		put(e, "torn_sector", json_object_new_string(b->torn_sector_violation[m] ? "violation" : "allowed"));
+		put(e, "unclassified", json_object_new_string(b->unclassified_violation[m] ? "violation" : "allowed"));
 		put(op, pc_mode_name((enum pc_mode)m), e);
 	}
 	put(out, "policy", op);

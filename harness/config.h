@@ -61,6 +61,7 @@ struct board_cfg {
 	/* the link: TCP (the agent connects to "listen"), or the board's serial console */
 	int link_serial;
 	char serial_device[PATH_MAX];	/* link.device */
+	uint8_t unclassified_violation[PC_MODE_MAX];	/* a record whose damage could not be classified */
 	uint32_t serial_baud;		/* link.baud */
 	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
 	unsigned nboot_patterns;

@@ -30,11 +30,13 @@
 const char *const engine_classes[ENGINE_NCLASSES] = {
 	"intact", "not_written", "lost_acked", "torn", "torn_sector",
 	"corrupt", "misdirected", "stale", "collateral", "unreadable",
+	"unclassified",
 };
 
 enum cls {
 	C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR,
 	C_CORRUPT, C_MISDIRECTED, C_STALE, C_COLLATERAL, C_UNREADABLE,
+	C_UNCLASSIFIED,
 };
 
 /* A sector as seen in a slot that was not one whole record. */
@@ -84,6 +86,8 @@ struct wcycle {
 	json_object *cut;
 	char infra[512];
 	int pol_torn, pol_torn_sector;	/* unacked torn / torn_sector is a violation */
+	int pol_unclassified;		/* an unclassified record is a violation */
+	int pol_has_unclassified;	/* the work event's policy said so (older ones do not) */
 	struct werr werr[ENGINE_MAX_WRITE_ERRORS];
 	uint32_t nwerr;		/* refused writes reported (the first ENGINE_MAX_WRITE_ERRORS kept) */
 };
@@ -651,7 +655,7 @@ static int tear_point(const uint8_t *raw, const uint8_t *first, const uint8_t *s
 	return 1;
 }
 
-enum sc { S_NEW, S_OLD, S_TORN, S_CORRUPT, S_MISDIR, S_STALE, S_UNREAD };
+enum sc { S_NEW, S_OLD, S_TORN, S_CORRUPT, S_MISDIR, S_STALE, S_UNCLASS, S_UNREAD };
 
 struct sector_finding {
 	enum sc c;
@@ -747,8 +751,10 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 	}
 	r = o->kind == PC_SK_HASH ? find_raw(b, slot, i) : NULL;
 	if (!r) {
-		f->c = S_CORRUPT;
-		f->nearest = "unknown (bytes not sent)";
+		/* new damage whose bytes never came (the scan's raw budget was
+		 * spent): a tear and corruption look alike by hash, so no class is
+		 * guessed */
+		f->c = S_UNCLASS;
 		return;
 	}
 	if (have_new)
@@ -794,6 +800,8 @@ static int is_violation(const struct wcycle *w, enum cls c, int acked, int mode)
 		return acked || (w && w->pol_torn);
 	case C_TORN_SECTOR:
 		return acked || (w ? w->pol_torn_sector : promises_atomic_sector(mode));
+	case C_UNCLASSIFIED:
+		return w && w->pol_unclassified;
 	default:
 		return 1;
 	}
@@ -926,8 +934,9 @@ static void judge_record(struct judge *j, uint64_t seq)
 			nold++;
 	}
 	/* the most serious thing found decides the class */
-	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_TORN };
-	static const enum cls as[] = { C_UNREADABLE, C_MISDIRECTED, C_CORRUPT, C_STALE, C_TORN_SECTOR };
+	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_UNCLASS, S_TORN };
+	static const enum cls as[] = { C_UNREADABLE, C_MISDIRECTED, C_CORRUPT, C_STALE, C_UNCLASSIFIED,
+				       C_TORN_SECTOR };
 	c = C_TORN;
 	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
 		if (!have[order[k]])
@@ -1000,6 +1009,13 @@ static void judge_record(struct judge *j, uint64_t seq)
 		add_int(f, "sector", first_bad);
 		add_int(f, "errno", worst.err);
 		break;
+	case C_UNCLASSIFIED:
+		add_int(f, "sector", first_bad);
+		add_int(f, "sectors", have[S_UNCLASS]);
+		json_object_object_add(f, "reason", json_object_new_string(
+			"bytes not received: the scan's raw budget went to other damage, and by its hash "
+			"alone a tear cannot be told from corruption"));
+		break;
 	default:
 		break;
 	}
@@ -1060,7 +1076,8 @@ static json_object *counts_json(const uint32_t *counts)
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < ENGINE_NCLASSES; i++)
-		add_int(o, engine_classes[i], counts[i]);
+		if (i != C_UNCLASSIFIED || counts[i])	/* as verdicts before it existed read */
+			add_int(o, engine_classes[i], counts[i]);
 	return o;
 }
 
@@ -1221,6 +1238,9 @@ static int judge_cycle(struct engine *e, struct board *b)
 		json_object_object_add(p, "torn_unacked", json_object_new_string(w->pol_torn ? "violation" : "allowed"));
 		json_object_object_add(p, "torn_sector_unacked",
 				       json_object_new_string(w->pol_torn_sector ? "violation" : "allowed"));
+		if (w->pol_has_unclassified)
+			json_object_object_add(p, "unclassified",
+					       json_object_new_string(w->pol_unclassified ? "violation" : "allowed"));
 		json_object_object_add(v, "policy", p);
 		json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
 		add_int(sc, "slots", b->want ? b->nwant : b->g.nslots);
@@ -1588,6 +1608,25 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 	json_object_put(b->hello);
 	b->hello = json_object_get(m->obj);
 	return 0;
+}
+
+uint32_t engine_board_known(struct engine *e, const char *name, struct pc_known *out, uint32_t max)
+{
+	struct board *b = board_find(e, name);
+	uint32_t n = 0, spr;
+
+	if (!b || !b->have_geom || !b->exp)
+		return 0;
+	spr = pc_geom_spr(&b->g);
+	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
+		const struct occ *o = &b->exp[s];
+		if (o->state != OCC_DAMAGED || !o->sect)
+			continue;
+		for (uint32_t i = 0; i < spr && i <= UINT16_MAX && n < max; i++)
+			if (o->sect[i].kind == PC_SK_HASH)
+				out[n++] = (struct pc_known){ s, (uint16_t)i, o->sect[i].value };
+	}
+	return n;
 }
 
 json_object *engine_board_region(struct engine *e, const char *name)
@@ -1967,6 +2006,10 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 			w->pol_torn = !strcmp(json_object_get_string(pv), "violation");
 		if (json_object_object_get_ex(policy, "torn_sector_unacked", &pv))
 			w->pol_torn_sector = !strcmp(json_object_get_string(pv), "violation");
+		if (json_object_object_get_ex(policy, "unclassified", &pv)) {
+			w->pol_has_unclassified = 1;
+			w->pol_unclassified = !strcmp(json_object_get_string(pv), "violation");
+		}
 	}
 	w->t_work = t;
 	w->t_last = t;

@@ -37,6 +37,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "../common/proto.h"
 
 /* The highest cycle an event may carry: the last cycle --cycles may ask for,
  * plus its final verification boot. */
@@ -119,8 +120,13 @@ int engine_board_state(struct engine *e, const char *board, struct engine_board_
  * when no HELLO with a region came yet. */
 json_object *engine_board_region(struct engine *e, const char *board);
 
+/* The damaged sectors the board's expected state holds by hash (crc32c of
+ * their bytes), at most max, for the KNOWN lines before a VERIFY: the agent
+ * then spends its raw budget on damage the engine has not seen. */
+uint32_t engine_board_known(struct engine *e, const char *board, struct pc_known *out, uint32_t max);
+
 /* The verdict classes of DESIGN section 6, in report order. */
 extern const char *const engine_classes[];
-#define ENGINE_NCLASSES 10
+#define ENGINE_NCLASSES 11
 
 #endif

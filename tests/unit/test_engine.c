@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../common/crc32c.h"
 #include "../../common/proto.h"
 #include "../../common/record.h"
 #include "../../common/util.h"
@@ -102,6 +103,10 @@ struct slotview {
 
 static struct slotview *view;
 static int slot_whole;	/* scan(): a damaged slot in one message, not two */
+/* scan() as the agent spends its raw budget: at most PC_PROTO_MAX_RAW bad
+ * sectors go raw, the rest by hash; with agent_known, a sector the engine
+ * says it holds (engine_board_known) goes by hash without spending it */
+static int agent_budget, agent_known;
 
 static void view_whole(uint32_t slot, uint64_t seq, uint32_t cycle, uint16_t flags)
 {
@@ -122,11 +127,14 @@ static void view_bytes(uint32_t slot, uint64_t seq, uint32_t cycle, uint16_t fla
  * classify sectors, send whole records as runs, the rest as slot reports). */
 static void scan(struct engine *e, unsigned cycle)
 {
-	json_object *m = pc_msg_new(PC_MSG_SCAN_BEGIN);
+	json_object *m;
 	struct pc_run runs[PC_PROTO_RUNS_PER_LINE];
-	unsigned nr = 0;
+	unsigned nr = 0, nraw = 0;
+	static struct pc_known known[PC_PROTO_MAX_KNOWN];
+	uint32_t nknown = agent_known ? engine_board_known(e, "b1", known, PC_PROTO_MAX_KNOWN) : 0;
 
 	feed(e, cycle, "verify", NULL, NULL);
+	m = pc_msg_new(PC_MSG_SCAN_BEGIN);
 	json_object_object_add(m, "slots", json_object_new_int64(G.nslots));
 	json_object_object_add(m, "pattern", json_object_new_string("sequential"));
 	json_object_object_add(m, "full", json_object_new_boolean(1));
@@ -153,8 +161,19 @@ static void scan(struct engine *e, unsigned cycle)
 					sect[i].kind = PC_SK_FILL;	/* one byte value, as the agent says it */
 					sect[i].value = view[s].img[i][0];
 				} else {
-					sect[i].kind = PC_SK_RAW;
-					memcpy(sect[i].raw, view[s].img[i], PC_SECTOR);
+					uint32_t crc = pc_crc32c(0, view[s].img[i], PC_SECTOR);
+					int is_known = 0;
+
+					for (uint32_t k = 0; k < nknown && !is_known; k++)
+						is_known = known[k].slot == s && known[k].idx == i && known[k].crc == crc;
+					if (agent_budget && (is_known || nraw >= PC_PROTO_MAX_RAW)) {
+						sect[i].kind = PC_SK_HASH;
+						sect[i].value = crc;
+					} else {
+						sect[i].kind = PC_SK_RAW;
+						memcpy(sect[i].raw, view[s].img[i], PC_SECTOR);
+						nraw++;
+					}
 				}
 			}
 			if (slot_whole) {
@@ -502,6 +521,103 @@ static void test_tear_over_damage(void)
 	CU_ASSERT(iget(f, "offset", NULL) <= 300);
 	CU_ASSERT(iget(f, "offset_max", NULL) < 0 ? iget(f, "offset", NULL) == 300 : iget(f, "offset_max", NULL) >= 300);
 	engine_free(e);
+}
+
+/*
+ * Old, already judged damage must not take the raw budget from new damage:
+ * 60 unacknowledged sub-sector tears in cycle 1, ten more in cycle 2 after
+ * them in scan order. With KNOWN (the engine names what it holds) the ten
+ * come raw and are torn_sector; without it, the four that fit the budget are
+ * torn_sector and the other six arrive as hashes: unclassified, with the
+ * reason, and no violation -- never a guessed "corrupt".
+ */
+static void test_known_and_unclassified(void)
+{
+	for (int k = 0; k < 2; k++) {
+		struct engine *e;
+		uint8_t rec[SPR * PC_SECTOR];
+		uint16_t fl = PC_MODE_FLUSH;
+		json_object *v, *f;
+
+		agent_budget = 1;
+		agent_known = k;
+		e = start();
+		pc_record_build(rec, &G, 0, 0, 0, 0);
+		for (int c = 1; c <= 2; c++) {
+			uint64_t first = c == 1 ? 1 : 61;
+			uint32_t n = c == 1 ? 60 : 10;
+
+			work(e, (unsigned)c, first, n, PC_MODE_FLUSH);
+			for (uint64_t q = first; q < first + n; q++) {
+				uint32_t slot = (uint32_t)(q - 1);
+				view_bytes(slot, q, (uint32_t)c, fl);
+				pc_record_build(rec, &G, slot, 0, 0, 0);
+				memcpy(view[slot].img[2] + 100, rec + 2 * PC_SECTOR + 100, PC_SECTOR - 100);
+			}
+			feed(e, (unsigned)c + 1, "power_on", NULL, NULL);
+			rx(e, (unsigned)c + 1, hello());
+			scan(e, (unsigned)c + 1);
+		}
+		CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 2);
+		v = json_object_array_get_idx(verdicts, 0);
+		CU_ASSERT_EQUAL(iget(v, "counts", "torn_sector"), 60);
+		v = json_object_array_get_idx(verdicts, 1);
+		CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "PASS");
+		CU_ASSERT_EQUAL(iget(v, "violations", NULL), 0);
+		CU_ASSERT_EQUAL(iget(v, "counts", "corrupt"), 0);
+		CU_ASSERT_EQUAL(iget(v, "counts", "collateral"), 0);
+		if (k) {
+			CU_ASSERT_EQUAL(iget(v, "counts", "torn_sector"), 10);
+			CU_ASSERT_EQUAL(iget(v, "counts", "unclassified"), -1);	/* absent when 0 */
+		} else {
+			CU_ASSERT_EQUAL(iget(v, "counts", "torn_sector"), 4);
+			CU_ASSERT_EQUAL(iget(v, "counts", "unclassified"), 6);
+			f = finding_for(v, "unclassified", 70);
+			CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+			CU_ASSERT_EQUAL(iget(f, "sector", NULL), 2);
+			CU_ASSERT_PTR_NOT_NULL(strstr(sget(f, "reason"), "bytes not received"));
+			CU_ASSERT_FALSE(json_object_get_boolean(json_object_object_get(f, "violation")));
+		}
+		agent_budget = agent_known = 0;
+		engine_free(e);
+	}
+}
+
+/* KNOWN lines: what the host builds, the parser takes back; bad ones refused. */
+static void test_known_message(void)
+{
+	struct pc_known k[PC_PROTO_KNOWN_PER_LINE];
+	char line[PC_PROTO_MAX_LINE + 2], err[256];
+	struct pc_msg m;
+	json_object *o;
+	int len;
+
+	for (uint32_t i = 0; i < PC_PROTO_KNOWN_PER_LINE; i++)
+		k[i] = (struct pc_known){ UINT32_MAX - i, (uint16_t)(i * 131), 0x80000000u + i };
+	o = pc_msg_known(k, PC_PROTO_KNOWN_PER_LINE);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	len = pc_msg_line(o, line, sizeof(line));
+	CU_ASSERT_FATAL(len > 0);
+	CU_ASSERT_EQUAL_FATAL(pc_msg_parse(line, (size_t)len - 1, &m, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(m.type, PC_MSG_KNOWN);
+	CU_ASSERT_EQUAL_FATAL(m.u.known.n, PC_PROTO_KNOWN_PER_LINE);
+	for (uint32_t i = 0; i < PC_PROTO_KNOWN_PER_LINE; i++)
+		CU_ASSERT(m.u.known.k[i].slot == k[i].slot && m.u.known.k[i].idx == k[i].idx &&
+			  m.u.known.k[i].crc == k[i].crc);
+	pc_msg_clear(&m);
+	json_object_put(o);
+	CU_ASSERT_PTR_NULL(pc_msg_known(k, 0));
+	CU_ASSERT_PTR_NULL(pc_msg_known(k, PC_PROTO_KNOWN_PER_LINE + 1));
+	static const char *const bad[] = {
+		"{\"type\":\"known\",\"v\":1}",
+		"{\"type\":\"known\",\"v\":1,\"sectors\":\"\"}",
+		"{\"type\":\"known\",\"v\":1,\"sectors\":\"AAAA\"}",		/* 3 bytes: not whole entries */
+		"{\"type\":\"known\",\"v\":1,\"sectors\":\"!!!!!!!!!!!!!!!!\"}",
+		"{\"type\":\"known\",\"v\":1,\"sectors\":7}",
+	};
+	for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
+		CU_ASSERT_EQUAL(pc_msg_parse(bad[i], strlen(bad[i]), &m, err, sizeof(err)), -EINVAL);
+	}
 }
 
 /* A read error in an acknowledged record, and in cold data. */
@@ -1425,6 +1541,8 @@ int suite_engine(void)
 	    !CU_add_test(s, "a baseline seq near 2^64 does not wrap", test_seq_wrap) ||
 	    !CU_add_test(s, "findings listed up to a ceiling, all counted", test_findings_cap) ||
 	    !CU_add_test(s, "raw sectors per scan are bounded", test_raw_cap) ||
+	    !CU_add_test(s, "old damage known: the raw budget goes to new damage", test_known_and_unclassified) ||
+	    !CU_add_test(s, "KNOWN lines: round trip and refusals", test_known_message) ||
 	    !CU_add_test(s, "damaged sectors held per board are bounded", test_damage_ceiling) ||
 	    !CU_add_test(s, "replay of hostile events.jsonl", test_replay_hostile) ||
 	    !CU_add_test(s, "messages judged as sent (no '/' escaping)", test_rx_as_sent) ||
