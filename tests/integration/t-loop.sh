@@ -5,13 +5,12 @@
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" != 0 ] || ! command -v losetup > /dev/null || ! command -v sfdisk > /dev/null; then
-	echo "  skipped: needs root, losetup and sfdisk"
-	exit 0
+	skip "needs root, losetup and sfdisk"
 fi
 label="pc-loop-$$"
 truncate -s 24M "$T/disk.img"
 printf 'label: gpt\nsize=8M, name="%s"\n' "$label" | sfdisk -q "$T/disk.img" > /dev/null
-dev=$(losetup -f --show "$T/disk.img") || { echo "  skipped: no loop device"; exit 0; }
+dev=$(losetup -f --show "$T/disk.img") || skip "no loop device"
 trap 'losetup -d "$dev" 2>/dev/null; rm -rf "$T"' EXIT
 partx -a "$dev" 2>/dev/null || true
 for _ in $(seq 50); do [ -b "${dev}p1" ] && break; sleep 0.1; done

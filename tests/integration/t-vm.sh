@@ -22,8 +22,8 @@ skip() {
 		bad "the virtual board must run here (PC_VM_REQUIRE=1) but: $*"
 		finish
 	fi
-	echo "  skipped: $*"
-	exit 77	# run-all counts it as skipped, never as passed
+	echo "SKIP: $*"
+	exit 77	# run-all counts it as skipped, never as passed, and shows the reason
 }
 
 [ "${PC_VM:-0}" = 1 ] || [ "${PC_VM_REQUIRE:-0}" = 1 ] ||

@@ -10,7 +10,7 @@
 # exits 77, which run-all counts as skipped, not passed.
 . "$(dirname "$0")/lib.sh"
 
-skip() { echo "  SKIP: $*"; exit 77; }
+# skip (lib.sh): prints "SKIP: why" and exits 77
 [ "$(id -u)" = 0 ] || skip "needs root (loop devices)"
 for tool in losetup blockdev pgrep od; do
 	command -v $tool > /dev/null || skip "needs $tool"
