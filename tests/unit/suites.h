@@ -1,7 +1,8 @@
 /*
  * suites.h - one registration function per CUnit suite. Each is defined in its
  * own tests/unit/test_*.c; main.c lists them in one table. They are weak so a
- * runner built from a subset of the files still links.
+ * runner built from a subset of the files still links; a listed suite that no
+ * file defines, or that registers no tests, fails the run.
  */
 #ifndef PC_TEST_SUITES_H
 #define PC_TEST_SUITES_H
@@ -14,6 +15,15 @@
 #define PC_SUITE_DECL(n) int suite_##n(void) __attribute__((weak));
 PC_SUITES(PC_SUITE_DECL)
 #undef PC_SUITE_DECL
+
+/*
+ * Skip (part of) the running test, saying why: the runner counts a test that
+ * skipped and failed nothing as skipped, never as passed, and lists the reason
+ * before its closing "unit: N passed, N failed, N skipped" line. With PC_CI=1
+ * (.ci/run) a skip is a failure. Call it, then return from the test (or go on
+ * with the parts that can run).
+ */
+void pc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Make a scratch directory for a test (under $TMPDIR or build/), returns a static path. */
 const char *pc_test_tmpdir(const char *name);
