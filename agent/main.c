@@ -447,7 +447,8 @@ static int cmd_scan(struct opts *o)
  * region_error and carries no geometry: the agent then scans and writes
  * nothing.
  */
-static json_object *hello_msg(struct region *r, const struct writer_io *io, const char *board, const char *region_err)
+static json_object *hello_msg(struct region *r, const struct region *sb, const struct writer_io *io, const char *board,
+			      const char *region_err)
 {
 	json_object *m = pc_msg_new(PC_MSG_HELLO), *id;
 
@@ -472,6 +473,10 @@ static json_object *hello_msg(struct region *r, const struct writer_io *io, cons
 		json_object_object_del(m, "region");
 		json_object_object_add(m, "region_error", json_object_new_string(region_err));
 	}
+	if (!r && sb && sb->sb_read)
+		/* no usable region, but what each superblock copy says is a fact
+		 * about the device the host judges (copies that disagree) */
+		json_object_object_add(m, "superblock", region_sb_state(sb));
 	return m;
 }
 
@@ -688,7 +693,7 @@ static int cmd_run(struct opts *o)
 		}
 		if (o->console)
 			dup2(l.fd, STDERR_FILENO);	/* the agent's own messages belong on the console */
-		ret = link_handshake(&l, &key, hello_msg(have_region ? &r : NULL, &io, o->board, region_err),
+		ret = link_handshake(&l, &key, hello_msg(have_region ? &r : NULL, &r, &io, o->board, region_err),
 				     left < CHALLENGE_WAIT_MS ? (left ? left : 1) : CHALLENGE_WAIT_MS, err, sizeof(err));
 		if (ret == 0) {
 			ret = serve(o, &r, &io, &l, have_region);

@@ -131,10 +131,37 @@ out:
 	return ret;
 }
 
+/* The fields every I/O depends on. Copies that differ only in their creation
+ * time still describe one layout: the agent uses copy A, and HELLO shows both
+ * (region_sb_state) for the host to judge the difference. */
 static int geom_same(const struct pc_geom *a, const struct pc_geom *b)
 {
 	return !memcmp(a->uuid, b->uuid, 16) && a->region_bytes == b->region_bytes &&
 	       a->record_size == b->record_size && a->nslots == b->nslots && a->seed == b->seed;
+}
+
+/* The first field in which two copies differ, for a message. */
+static const char *sb_diff(const struct pc_geom *a, const struct pc_geom *b)
+{
+	return memcmp(a->uuid, b->uuid, 16) ? "uuid" : a->region_bytes != b->region_bytes ? "bytes" :
+	       a->record_size != b->record_size ? "record_size" : a->nslots != b->nslots ? "slots" :
+	       a->seed != b->seed ? "seed" : "created";
+}
+
+/* One superblock copy's fields, as HELLO's region names them. */
+static json_object *geom_json(const struct pc_geom *g)
+{
+	json_object *o = json_object_new_object();
+	char u[37];
+
+	pc_uuid_format(g->uuid, u);
+	json_object_object_add(o, "uuid", json_object_new_string(u));
+	json_object_object_add(o, "bytes", json_object_new_uint64(g->region_bytes));
+	json_object_object_add(o, "record_size", json_object_new_int64(g->record_size));
+	json_object_object_add(o, "slots", json_object_new_int64(g->nslots));
+	json_object_object_add(o, "seed", json_object_new_uint64(g->seed));
+	json_object_object_add(o, "created", json_object_new_uint64(g->created));
+	return o;
 }
 
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
@@ -154,6 +181,9 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 	at_b = (r->sb_ok[0] ? ga.region_bytes : bound - bound % ALIGN);
 	at_b = at_b >= ALIGN ? at_b - ALIGN : 0;
 	r->sb_ok[1] = sb_check(r, 1, at_b, bound, &gb, r->sb_why[1], sizeof(r->sb_why[1])) == 0;
+	r->sb_g[0] = ga;
+	r->sb_g[1] = gb;
+	r->sb_read = 1;
 	for (int c = 0; c < 2; c++)
 		if (r->sb_ok[c])
 			r->sb_why[c][0] = '\0';
@@ -165,7 +195,11 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 		goto fail;
 	}
 	if (r->sb_ok[0] && r->sb_ok[1] && !geom_same(&ga, &gb)) {
-		snprintf(err, errlen, "%s: the two superblock copies disagree; re-prepare the region", r->path);
+		/* which copy is the region's cannot be told here: no I/O on it. Both
+		 * copies go to the host in HELLO (region_sb_state), which holds the
+		 * region's record and judges the change as a device finding */
+		snprintf(err, errlen, "%s: the two superblock copies disagree (%s); the agent uses neither: "
+			 "re-prepare the region", r->path, sb_diff(&ga, &gb));
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -192,8 +226,14 @@ json_object *region_sb_state(const struct region *r)
 {
 	json_object *o = json_object_new_object();
 
-	for (int c = 0; c < 2; c++)
+	json_object *copies = json_object_new_object();
+
+	for (int c = 0; c < 2; c++) {
 		json_object_object_add(o, c ? "b" : "a", json_object_new_string(r->sb_ok[c] ? "ok" : r->sb_why[c]));
+		if (r->sb_ok[c])
+			json_object_object_add(copies, c ? "b" : "a", geom_json(&r->sb_g[c]));
+	}
+	json_object_object_add(o, "copies", copies);
 	return o;
 }
 
@@ -368,6 +408,7 @@ json_object *region_describe(const struct region *r)
 	json_object_object_add(o, "record_size", json_object_new_int64(r->g.record_size));
 	json_object_object_add(o, "slots", json_object_new_int64(r->g.nslots));
 	json_object_object_add(o, "seed", json_object_new_uint64(r->g.seed));
+	json_object_object_add(o, "created", json_object_new_uint64(r->g.created));
 	json_object_object_add(o, "offset", json_object_new_int64((int64_t)r->off));
 	json_object_object_add(o, "path", json_object_new_string(r->path));
 	return o;

@@ -39,6 +39,8 @@ struct region {
 	struct pc_geom g;
 	int sb_ok[2];		/* which superblock copies are valid (A, B) */
 	char sb_why[2][160];	/* why a copy is not ("" when it is) */
+	struct pc_geom sb_g[2];	/* what each valid copy says */
+	int sb_read;		/* both copies were looked at (also when region_open failed after) */
 };
 
 /*

@@ -75,6 +75,13 @@ struct werr {
 	char msg[256];
 };
 
+/* A region or one superblock copy, as HELLO describes it. */
+struct sbrec {
+	char uuid[37];
+	uint64_t bytes, record_size, slots, seed, created;
+	int has_created;	/* agents before it existed do not say */
+};
+
 struct wcycle {
 	unsigned cycle;
 	uint64_t first;
@@ -104,7 +111,13 @@ struct board {
 	char refused_why[320];
 	struct pc_geom g;
 	int have_geom;
+	/* the region as the engine knows it (every superblock field), and per
+	 * superblock copy the difference from it last reported ("" none) */
+	struct sbrec rec;
+	int have_rec;
+	char copy_sig[2][512];
 	json_object *hello;
+	json_object *last_device;	/* the last non-empty HELLO device (a reference) */
 	struct occ *exp;
 	int baseline;
 	struct wcycle *w;
@@ -226,6 +239,7 @@ void engine_free(struct engine *e)
 		occ_free_all(b->exp, b->g.nslots);
 		wcycle_free(b->w);
 		json_object_put(b->hello);
+		json_object_put(b->last_device);
 		free(b->verdicted);
 		free(b);
 	}
@@ -496,6 +510,13 @@ static json_object *device_json(struct board *b)
 	char id[512];
 	const char *cid, *serial;
 
+	if ((!dev || !json_object_object_length(dev)) && b->last_device) {
+		/* an agent that refused its region cannot say what it opened: the
+		 * board's device is the one it last named */
+		json_object_put(dev);
+		dev = NULL;
+		json_object_deep_copy(b->last_device, &dev, NULL);
+	}
 	if (!dev)
 		dev = json_object_new_object();
 	cid = jstr(dev, "cid", NULL);
@@ -551,6 +572,14 @@ static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *
 	return ret;
 }
 
+static json_object *counts_json(const uint32_t *counts);
+static void add_int(json_object *o, const char *k, int64_t v);
+static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
+			   const char *reason);
+
+/* A verdict with no records judged. Device-level findings waiting for a
+ * verdict (the carry) go into it: they belong to the first verdict after
+ * they were seen, whatever its outcome, and are never dropped. */
 static int verdict_simple(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
 			  const char *reason)
 {
@@ -558,6 +587,8 @@ static int verdict_simple(struct engine *e, struct board *b, unsigned cycle, con
 
 	if (already_judged(b, cycle))
 		return 0;
+	if (b->carry)
+		return verdict_carried(e, b, cycle, outcome, reason);
 	v = verdict_base(e, b, cycle, outcome);
 	json_object_object_add(v, "reason", json_object_new_string(reason));
 	return emit(e, b, cycle, v);
@@ -580,6 +611,47 @@ struct judge {
 	uint64_t nw_first;
 	uint32_t nw_n, nw_slot;
 };
+
+/* The carried findings move into the verdict being built. */
+static void take_carry(struct judge *j)
+{
+	struct board *b = j->b;
+
+	if (!j->findings)
+		j->findings = json_object_new_array();
+	if (b->carry) {
+		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
+			json_object_array_add(j->findings, json_object_get(json_object_array_get_idx(b->carry, i)));
+		j->nlisted += (uint32_t)json_object_array_length(b->carry);
+		for (int i = 0; i < ENGINE_NCLASSES; i++)
+			j->counts[i] += b->carry_counts[i];
+		j->violations += b->carry_viol;
+		json_object_put(b->carry);
+		b->carry = NULL;
+		memset(b->carry_counts, 0, sizeof(b->carry_counts));
+		b->carry_viol = 0;
+	}
+	j->unlisted += b->carry_unlisted;
+	b->carry_unlisted = 0;
+}
+
+/* verdict_simple() with carried findings: FAIL when any is a violation. */
+static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
+			   const char *reason)
+{
+	struct judge j = { .e = e, .b = b };
+	json_object *v;
+
+	take_carry(&j);
+	v = verdict_base(e, b, cycle, j.violations ? "FAIL" : outcome);
+	json_object_object_add(v, "counts", counts_json(j.counts));
+	add_int(v, "violations", j.violations);
+	json_object_object_add(v, "findings", j.findings);
+	if (j.unlisted)
+		add_int(v, "findings_unlisted", j.unlisted);
+	json_object_object_add(v, "reason", json_object_new_string(reason));
+	return emit(e, b, cycle, v);
+}
 
 static uint16_t wflags(const struct wcycle *w, uint64_t seq)
 {
@@ -1158,13 +1230,13 @@ static int verdict_unjudged(struct engine *e, struct board *b, const char *outco
 	json_object *v;
 	char why[640];
 
-	if (!w->nwerr && !extra)
+	if (!w->nwerr && !extra && !b->carry)
 		return verdict_simple(e, b, w->cycle, outcome, reason);
 	if (already_judged(b, w->cycle)) {
 		json_object_put(extra);
 		return 0;
 	}
-	j.findings = json_object_new_array();
+	take_carry(&j);
 	if (extra) {
 		/* a device-level finding the scan proved (scan_overflow()) */
 		j.counts[C_COLLATERAL]++;
@@ -1173,7 +1245,7 @@ static int verdict_unjudged(struct engine *e, struct board *b, const char *outco
 	}
 	add_refused(&j, w);
 	json_object_put(j.scratch);
-	v = verdict_base(e, b, w->cycle, "FAIL");
+	v = verdict_base(e, b, w->cycle, j.violations ? "FAIL" : outcome);
 	verdict_work(v, w);
 	json_object_object_add(v, "counts", counts_json(j.counts));
 	add_int(v, "violations", j.violations);
@@ -1201,21 +1273,8 @@ static int judge_cycle(struct engine *e, struct board *b)
 		json_object_put(j.findings);
 		return -ENOMEM;
 	}
-	if (b->carry) {
-		/* what an earlier scan found with no writes to pin it on */
-		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
-			json_object_array_add(j.findings, json_object_get(json_object_array_get_idx(b->carry, i)));
-		j.nlisted = (uint32_t)json_object_array_length(b->carry);
-		for (int i = 0; i < ENGINE_NCLASSES; i++)
-			j.counts[i] += b->carry_counts[i];
-		j.violations += b->carry_viol;
-		json_object_put(b->carry);
-		b->carry = NULL;
-		memset(b->carry_counts, 0, sizeof(b->carry_counts));
-		b->carry_viol = 0;
-	}
-	j.unlisted = b->carry_unlisted;
-	b->carry_unlisted = 0;
+	/* what an earlier scan, or this boot's HELLO, found with no writes to pin it on */
+	take_carry(&j);
 	add_refused(&j, w);
 	for (uint64_t s = w->first; s < w->first + w->n; s++)
 		judge_record(&j, s);
@@ -1494,7 +1553,7 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 		}
 	}
 	if (region_err && !jstr(b->hello, "region_error", NULL))
-		note(e, b, "the region lost both superblocks (%s): the agent refuses it (no scan, no writes)", region_err);
+		note(e, b, "the agent refuses the region (%s): no scan, no writes", region_err);
 	if (json_object_object_get_ex(hello, "device", &dev) && json_object_object_get_ex(b->hello, "device", &old_dev)) {
 		for (size_t i = 0; i < PC_ARRAY_SIZE(idkeys); i++) {
 			if (!json_object_object_get_ex(old_dev, idkeys[i], &ov) ||
@@ -1511,6 +1570,154 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 			     json_object_get_string(v));
 		}
 	}
+}
+
+static void remember_device(struct board *b)
+{
+	json_object *d;
+
+	if (json_object_object_get_ex(b->hello, "device", &d) && json_object_is_type(d, json_type_object) &&
+	    json_object_object_length(d)) {
+		json_object_put(b->last_device);
+		b->last_device = json_object_get(d);
+	}
+}
+
+/* ---- the region's continuity ---- */
+
+/* 0, or -EINVAL when o is not a region description (hostile input: checked). */
+static int sbrec_parse(json_object *o, struct sbrec *r)
+{
+	const char *u;
+	char why[160];
+
+	memset(r, 0, sizeof(*r));
+	if (!json_object_is_type(o, json_type_object) || pc_json_str(o, "uuid", &u, why, sizeof(why)) ||
+	    strlen(u) != 36 || pc_json_u64(o, "bytes", UINT64_MAX, &r->bytes, why, sizeof(why)) ||
+	    pc_json_u64(o, "record_size", UINT32_MAX, &r->record_size, why, sizeof(why)) ||
+	    pc_json_u64(o, "slots", UINT32_MAX, &r->slots, why, sizeof(why)) ||
+	    pc_json_u64(o, "seed", UINT64_MAX, &r->seed, why, sizeof(why)))
+		return -EINVAL;
+	memcpy(r->uuid, u, 37);
+	if (json_object_object_get_ex(o, "created", NULL)) {
+		if (pc_json_u64(o, "created", UINT64_MAX, &r->created, why, sizeof(why)))
+			return -EINVAL;
+		r->has_created = 1;
+	}
+	return 0;
+}
+
+/* {"field": {"before": .., "after": ..}, ...} for every field in which b
+ * differs from a (a creation time only when both say one), or NULL. */
+static json_object *sbrec_changes(const struct sbrec *a, const struct sbrec *b)
+{
+	static const char *const names[] = { "bytes", "record_size", "slots", "seed", "created" };
+	const uint64_t va[] = { a->bytes, a->record_size, a->slots, a->seed, a->created };
+	const uint64_t vb[] = { b->bytes, b->record_size, b->slots, b->seed, b->created };
+	json_object *ch = NULL, *pair;
+
+	if (strcmp(a->uuid, b->uuid)) {
+		ch = json_object_new_object();
+		pair = json_object_new_object();
+		json_object_object_add(pair, "before", json_object_new_string(a->uuid));
+		json_object_object_add(pair, "after", json_object_new_string(b->uuid));
+		json_object_object_add(ch, "uuid", pair);
+	}
+	for (size_t i = 0; i < PC_ARRAY_SIZE(names); i++) {
+		if (va[i] == vb[i] || (i == 4 && !(a->has_created && b->has_created)))
+			continue;
+		if (!ch)
+			ch = json_object_new_object();
+		pair = json_object_new_object();
+		json_object_object_add(pair, "before", json_object_new_uint64(va[i]));
+		json_object_object_add(pair, "after", json_object_new_uint64(vb[i]));
+		json_object_object_add(ch, names[i], pair);
+	}
+	return ch;
+}
+
+/* A device-level finding about the region (DESIGN section 6), for the next verdict. */
+static void region_finding(struct engine *e, struct board *b, const char *what, const char *copy,
+			   json_object *changes, const char *detail)
+{
+	json_object *f = json_object_new_object();
+
+	json_object_object_add(f, "class", json_object_new_string("collateral"));
+	json_object_object_add(f, "subject", json_object_new_string("device"));
+	json_object_object_add(f, "what", json_object_new_string(what));
+	if (copy)
+		json_object_object_add(f, "copy", json_object_new_string(copy));
+	if (changes)
+		json_object_object_add(f, "changes", json_object_get(changes));
+	json_object_object_add(f, "detail", json_object_new_string(detail));
+	carry_device(b, f);
+	note(e, b, "%s%s%s: %s", what, copy ? " of copy " : "", copy ? copy : "",
+	     changes ? json_object_to_json_string_ext(changes, JSON_C_TO_STRING_PLAIN) : detail);
+}
+
+/*
+ * What this HELLO says about the region against the engine's record of it:
+ * both superblock copies rewritten alike (a new UUID: the region was
+ * replaced, by a re-flash, a new prepare, another campaign, a lost medium;
+ * the same UUID: its metadata rewritten), or one copy that differs from the
+ * record in any field, creation time included. Each is reported once, when
+ * it appears; a campaign that goes on does so against the new region only
+ * after the finding. now: the region the agent uses (NULL: none).
+ */
+static void check_region(struct engine *e, struct board *b, json_object *hello, const struct sbrec *now)
+{
+	json_object *sb, *copies = NULL, *c, *ch[2] = { NULL, NULL };
+	struct sbrec cr[2];
+	int have[2] = { 0, 0 };
+	char sig[2][512] = { "", "" };
+
+	if (!b->have_rec)
+		return;
+	if (json_object_object_get_ex(hello, "superblock", &sb) && json_object_is_type(sb, json_type_object))
+		json_object_object_get_ex(sb, "copies", &copies);
+	if (copies && json_object_is_type(copies, json_type_object)) {
+		for (int k = 0; k < 2; k++) {
+			if (!json_object_object_get_ex(copies, k ? "b" : "a", &c))
+				continue;
+			if (sbrec_parse(c, &cr[k])) {
+				snprintf(sig[k], sizeof(sig[k]), "unreadable");
+				continue;
+			}
+			have[k] = 1;
+			ch[k] = sbrec_changes(&b->rec, &cr[k]);
+			if (ch[k])
+				pc_strlcpy(sig[k], json_object_to_json_string_ext(ch[k], JSON_C_TO_STRING_PLAIN),
+					   sizeof(sig[k]));
+		}
+	} else if (now) {
+		/* an agent that does not show its copies: the region it uses */
+		cr[0] = cr[1] = *now;
+		have[0] = have[1] = 1;
+		ch[0] = sbrec_changes(&b->rec, now);
+		ch[1] = ch[0] ? json_object_get(ch[0]) : NULL;
+	}
+	if (have[0] && have[1] && ch[0] && ch[1] && json_object_equal(ch[0], ch[1])) {
+		/* both copies changed alike: the region is another one now */
+		int replaced = json_object_object_get_ex(ch[0], "uuid", NULL);
+		region_finding(e, b, replaced ? "region_replaced" : "region_changed", NULL, ch[0], replaced ?
+			       "both superblock copies name another region: the one this campaign judged is gone, "
+			       "and nothing written before can be checked against it" :
+			       "both superblock copies were rewritten with other values");
+		b->rec = cr[0];
+		memset(b->copy_sig, 0, sizeof(b->copy_sig));
+	} else {
+		for (int k = 0; k < 2; k++) {
+			if (!strcmp(sig[k], b->copy_sig[k]))
+				continue;	/* as the last HELLO said: reported then */
+			if (sig[k][0])
+				region_finding(e, b, "superblock_mismatch", k ? "B" : "A", ch[k],
+					       ch[k] ? "a valid superblock copy differs from the region's record" :
+					       "a superblock copy's fields cannot be read");
+			memcpy(b->copy_sig[k], sig[k], sizeof(sig[k]));
+		}
+	}
+	json_object_put(ch[0]);
+	json_object_put(ch[1]);
 }
 
 /*
@@ -1539,6 +1746,7 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 {
 	json_object *region;
 	struct pc_geom g;
+	struct sbrec now;
 	uint64_t bytes, rs, slots, seed;
 	const char *uuid;
 	char why[256] = "";
@@ -1549,8 +1757,20 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 			return refuse(b, cycle, err, errlen, "the board's region has no superblock and no geometry "
 				      "is known: %.200s", jstr(m->obj, "region_error", "?"));
 		check_device(e, b, m->obj);
+		check_region(e, b, m->obj, NULL);
+		if (b->w && b->carry) {
+			/* the agent will not scan a region it cannot trust: the pending
+			 * writes are never checked, and the finding is why */
+			char reason[400];
+			snprintf(reason, sizeof(reason), "the agent has no usable region (%.300s)",
+				 jstr(m->obj, "region_error", "?"));
+			verdict_unjudged(e, b, "INFRA_ERROR", reason, NULL);
+			wcycle_free(b->w);
+			b->w = NULL;
+		}
 		json_object_put(b->hello);
 		b->hello = json_object_get(m->obj);
+		remember_device(b);
 		return 0;
 	}
 	/* every number is checked against the configured board before the
@@ -1578,7 +1798,10 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 		return refuse(b, cycle, err, errlen, "hello refused: %" PRIu32 " slots, and without the campaign's "
 			      "configuration the engine holds at most %" PRIu32 " for all boards together (%" PRIu64
 			      " held)", g.nslots, ENGINE_UNCONFIGURED_SLOTS, e->slots - (b->have_geom ? b->g.nslots : 0));
+	if (sbrec_parse(region, &now))
+		return refuse(b, cycle, err, errlen, "hello refused: region fields cannot be read");
 	check_device(e, b, m->obj);
+	check_region(e, b, m->obj, &now);
 	if (b->have_geom && (memcmp(g.uuid, b->g.uuid, 16) || g.nslots != b->g.nslots ||
 			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
 		note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
@@ -1601,12 +1824,18 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 		e->slots -= b->g.nslots;
 	}
 	if (!b->have_geom) {
+		/* the region judged from here on, and the record its superblock
+		 * copies are held against */
 		b->g = g;
 		b->have_geom = 1;
 		e->slots += g.nslots;
+		b->rec = now;
+		b->have_rec = 1;
+		memset(b->copy_sig, 0, sizeof(b->copy_sig));
 	}
 	json_object_put(b->hello);
 	b->hello = json_object_get(m->obj);
+	remember_device(b);
 	return 0;
 }
 

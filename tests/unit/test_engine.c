@@ -583,6 +583,182 @@ static void test_known_and_unclassified(void)
 	}
 }
 
+static json_object *finding_what(json_object *v, const char *what, size_t nth);
+
+/*
+ * A HELLO that shows both superblock copies (as the agent does), each as
+ * the region with created 1000; then copy `copy` (0 A, 1 B, -1 none) gets
+ * field = value (a string for uuid). An I/O field that differs makes the
+ * agent refuse the region (region_error); a created time does not.
+ */
+static json_object *hello_copies(int copy, const char *field, uint64_t value, const char *str)
+{
+	json_object *m = hello(), *r, *sb = json_object_new_object(), *copies = json_object_new_object();
+
+	json_object_object_get_ex(m, "region", &r);
+	json_object_object_add(r, "created", json_object_new_uint64(1000));
+	for (int k = 0; k < 2; k++) {
+		json_object *c = NULL;
+		json_object_deep_copy(r, &c, NULL);
+		if (k == copy)
+			json_object_object_add(c, field, str ? json_object_new_string(str) : json_object_new_uint64(value));
+		json_object_object_add(copies, k ? "b" : "a", c);
+	}
+	json_object_object_add(sb, "a", json_object_new_string("ok"));
+	json_object_object_add(sb, "b", json_object_new_string("ok"));
+	json_object_object_add(sb, "copies", copies);
+	json_object_object_add(m, "superblock", sb);
+	if (copy >= 0 && strcmp(field, "created")) {
+		json_object_object_del(m, "region");
+		json_object_object_add(m, "region_error", json_object_new_string("the two superblock copies disagree"));
+	}
+	return m;
+}
+
+/* Findings with this "what" in every verdict so far. */
+static int count_what(const char *what)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < json_object_array_length(verdicts); i++)
+		for (size_t k = 0; finding_what(json_object_array_get_idx(verdicts, i), what, k); k++)
+			n++;
+	return n;
+}
+
+/*
+ * Each superblock field changed in one copy: a device-level finding in
+ * exactly one verdict (FAIL), however many boots show it again; the cycle
+ * whose writes can no longer be checked is that verdict.
+ */
+static void test_superblock_mismatch(void)
+{
+	static const char *const fields[] = { "uuid", "bytes", "record_size", "slots", "seed", "created" };
+
+	for (size_t fi = 0; fi < PC_ARRAY_SIZE(fields); fi++) {
+		const char *fld = fields[fi];
+		int io = strcmp(fld, "created") != 0;
+		struct engine *e;
+		json_object *v, *f, *ch;
+
+		geom_setup();
+		json_object_put(verdicts);
+		verdicts = json_object_new_array();
+		free(view);
+		view = calloc(G.nslots, sizeof(*view));
+		e = engine_new("test", collect, NULL, NULL);
+		feed(e, 1, "power_on", NULL, NULL);
+		rx(e, 1, hello_copies(-1, NULL, 0, NULL));
+		scan(e, 1);
+		work(e, 1, 1, 4, PC_MODE_FUA);
+		rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 4));
+		for (uint32_t sl = 0; sl < 4; sl++)
+			view_whole(sl, sl + 1, 1, PC_MODE_FUA);
+		/* three boots that show the same changed copy B */
+		for (unsigned c = 2; c <= 4; c++) {
+			feed(e, c, "power_on", NULL, NULL);
+			rx(e, c, hello_copies(1, fld, !strcmp(fld, "bytes") ? REGION_BYTES * 2 :
+					  !strcmp(fld, "record_size") ? RS * 2 : !strcmp(fld, "slots") ? 7 :
+					  !strcmp(fld, "seed") ? 43 : 999,
+					  !strcmp(fld, "uuid") ? "99999999-2222-4333-8444-555555555555" : NULL));
+			if (!io) {
+				scan(e, c);
+				work(e, c, 5 + (c - 2) * 4, 4, PC_MODE_FUA);
+				for (uint32_t sl = 4 + (c - 2) * 4; sl < 8 + (c - 2) * 4; sl++)
+					view_whole(sl, sl + 1, c, PC_MODE_FUA);
+				rx(e, c, pc_msg_range(PC_MSG_ACK, 5 + (c - 2) * 4, 4));
+			} else {
+				feed(e, c, "infra", "reason", json_object_new_string("no usable region"));
+			}
+		}
+		CU_ASSERT_EQUAL(count_what("superblock_mismatch"), 1);
+		v = json_object_array_get_idx(verdicts, 0);
+		CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 1);
+		CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+		f = finding_what(v, "superblock_mismatch", 0);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		CU_ASSERT_STRING_EQUAL(sget(f, "copy"), "B");
+		CU_ASSERT_STRING_EQUAL(sget(f, "subject"), "device");
+		CU_ASSERT(json_object_object_get_ex(f, "changes", &ch) && json_object_object_get_ex(ch, fld, NULL));
+		if (!io) {
+			/* the writes were still checked, the finding beside them */
+			CU_ASSERT_EQUAL(iget(v, "counts", "intact"), 4);
+		} else {
+			CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "no usable region"));
+		}
+		for (size_t i = 1; i < json_object_array_length(verdicts); i++)
+			CU_ASSERT_STRING_EQUAL(sget(json_object_array_get_idx(verdicts, i), "verdict"),
+					       io ? "INFRA_ERROR" : "PASS");
+		engine_free(e);
+	}
+}
+
+/*
+ * The region replaced mid-campaign (prepared again: a new UUID in both
+ * copies), and the medium lost (no superblock at all): a device finding in
+ * exactly one verdict, never a silent new baseline that passes.
+ */
+static void test_region_replaced(void)
+{
+	struct engine *e = start();
+	json_object *v, *f, *m, *sb;
+
+	work(e, 1, 1, 4, PC_MODE_FUA);
+	rx(e, 1, pc_msg_range(PC_MSG_ACK, 1, 4));
+	feed(e, 2, "power_on", NULL, NULL);
+	pc_uuid_parse("aaaaaaaa-2222-4333-8444-555555555555", G.uuid);
+	memset(view, 0, G.nslots * sizeof(*view));
+	rx(e, 2, hello());
+	scan(e, 2);	/* the new baseline */
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+	v = json_object_array_get_idx(verdicts, 0);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 1);
+	f = finding_what(v, "region_replaced", 0);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_STRING_EQUAL(sget(f, "subject"), "device");
+	CU_ASSERT(json_object_get_boolean(json_object_object_get(f, "violation")));
+	/* the campaign goes on against the new region: its cycles judged, no second finding */
+	work(e, 2, 1000, 4, PC_MODE_FUA);
+	rx(e, 2, pc_msg_range(PC_MSG_ACK, 1000, 4));
+	for (uint32_t sl = 0; sl < 4; sl++)
+		view_whole(pc_slot_of_seq(&G, PC_PAT_SEQUENTIAL, 1000 + sl), 1000 + sl, 2, PC_MODE_FUA);
+	feed(e, 3, "power_on", NULL, NULL);
+	m = hello();
+	sb = json_object_new_object();	/* as an agent with a region says it */
+	json_object_object_add(sb, "a", json_object_new_string("ok"));
+	json_object_object_add(sb, "b", json_object_new_string("ok"));
+	json_object_object_add(m, "superblock", sb);
+	rx(e, 3, m);
+	scan(e, 3);
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 2);
+	v = json_object_array_get_idx(verdicts, 1);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "PASS");
+	CU_ASSERT_EQUAL(count_what("region_replaced"), 1);
+	/* then the medium is lost: both copies gone, the agent refuses */
+	work(e, 3, 1004, 4, PC_MODE_FUA);
+	rx(e, 3, pc_msg_range(PC_MSG_ACK, 1004, 4));
+	feed(e, 4, "power_on", NULL, NULL);
+	m = hello();
+	json_object_object_del(m, "region");
+	json_object_object_add(m, "region_error", json_object_new_string("not a prepared powercut region"));
+	sb = json_object_new_object();
+	json_object_object_add(sb, "a", json_object_new_string("not found"));
+	json_object_object_add(sb, "b", json_object_new_string("not found"));
+	json_object_object_add(sb, "copies", json_object_new_object());
+	json_object_object_add(m, "superblock", sb);
+	rx(e, 4, m);
+	feed(e, 4, "infra", "reason", json_object_new_string("no usable region"));
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 4);
+	v = json_object_array_get_idx(verdicts, 2);
+	CU_ASSERT_EQUAL(iget(v, "cycle", NULL), 3);
+	CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "FAIL");
+	CU_ASSERT_PTR_NOT_NULL(finding_what(v, "superblock", 1));	/* both copies */
+	CU_ASSERT_STRING_EQUAL(sget(json_object_array_get_idx(verdicts, 3), "verdict"), "INFRA_ERROR");
+	engine_free(e);
+	geom_setup();
+}
+
 /* KNOWN lines: what the host builds, the parser takes back; bad ones refused. */
 static void test_known_message(void)
 {
@@ -1543,6 +1719,8 @@ int suite_engine(void)
 	    !CU_add_test(s, "raw sectors per scan are bounded", test_raw_cap) ||
 	    !CU_add_test(s, "old damage known: the raw budget goes to new damage", test_known_and_unclassified) ||
 	    !CU_add_test(s, "KNOWN lines: round trip and refusals", test_known_message) ||
+	    !CU_add_test(s, "a superblock copy changed: one device finding", test_superblock_mismatch) ||
+	    !CU_add_test(s, "region replaced, medium lost: device findings", test_region_replaced) ||
 	    !CU_add_test(s, "damaged sectors held per board are bounded", test_damage_ceiling) ||
 	    !CU_add_test(s, "replay of hostile events.jsonl", test_replay_hostile) ||
 	    !CU_add_test(s, "messages judged as sent (no '/' escaping)", test_rx_as_sent) ||
