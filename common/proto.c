@@ -92,29 +92,48 @@ static void range_desc(char *buf, size_t n, int64_t min, uint64_t max)
  * present with v == NULL) must lie in [min, max]. Negative results (only when
  * min < 0) come back as two's complement in *out.
  */
-static int want_int(struct vctx *c, int present, json_object *v, const char *name,
-		    int64_t min, uint64_t max, uint64_t *out)
+static int int_err(struct vctx *c, int present, json_object *v, const char *pfx, const char *key,
+		   int64_t min, uint64_t max)
 {
 	char want[64];
-	int64_t s;
-	uint64_t u;
 
 	range_desc(want, sizeof(want), min, max);
 	if (!present)
-		return verr(c, "field \"%s\" is missing (expected an integer %s)", name, want);
+		return verr(c, "field \"%s%s\" is missing (expected an integer %s)", pfx, key, want);
 	if (!v || !json_object_is_type(v, json_type_int))
-		return verr(c, "field \"%s\": expected an integer %s, got %s", name, want, jtype(v));
+		return verr(c, "field \"%s%s\": expected an integer %s, got %s", pfx, key, want, jtype(v));
+	if (json_object_get_int64(v) < 0)
+		return verr(c, "field \"%s%s\": expected an integer %s, got %" PRId64, pfx, key, want,
+			    json_object_get_int64(v));
+	return verr(c, "field \"%s%s\": expected an integer %s, got %" PRIu64, pfx, key, want,
+		    json_object_get_uint64(v));
+}
+
+/*
+ * The integer value v (present: whether the key existed; a JSON null is
+ * present with v == NULL) must lie in [min, max]. Negative results (only when
+ * min < 0) come back as two's complement in *out. The message is built only
+ * when the value is refused: this runs for every number of every message.
+ */
+static int want_int(struct vctx *c, int present, json_object *v, const char *pfx, const char *key,
+		    int64_t min, uint64_t max, uint64_t *out)
+{
+	int64_t s;
+	uint64_t u;
+
+	if (!present || !v || !json_object_is_type(v, json_type_int))
+		return int_err(c, present, v, pfx, key, min, max);
 	s = json_object_get_int64(v);
 	if (s < 0) {
 		if (s < min)
-			return verr(c, "field \"%s\": expected an integer %s, got %" PRId64, name, want, s);
+			return int_err(c, present, v, pfx, key, min, max);
 		*out = (uint64_t)s;
 		return 0;
 	}
 	/* json-c keeps values above INT64_MAX as uint64 */
 	u = json_object_get_uint64(v);
 	if ((min > 0 && u < (uint64_t)min) || u > max)
-		return verr(c, "field \"%s\": expected an integer %s, got %" PRIu64, name, want, u);
+		return int_err(c, present, v, pfx, key, min, max);
 	*out = u;
 	return 0;
 }
@@ -122,12 +141,10 @@ static int want_int(struct vctx *c, int present, json_object *v, const char *nam
 static int get_int(struct vctx *c, json_object *o, const char *pfx, const char *key,
 		   int64_t min, uint64_t max, uint64_t *out)
 {
-	char name[64];
 	json_object *v;
 	int present = json_object_object_get_ex(o, key, &v);
 
-	snprintf(name, sizeof(name), "%s%s", pfx, key);
-	return want_int(c, present, v, name, min, max, out);
+	return want_int(c, present, v, pfx, key, min, max, out);
 }
 
 static int get_u32(struct vctx *c, json_object *o, const char *pfx, const char *key,
@@ -369,9 +386,16 @@ static int parse_run(struct vctx *c, json_object *e, size_t i, struct pc_run *r)
 			    "[pos, n, seq, cycle, flags], got %s", i, name);
 	}
 	for (size_t k = 0; k < 5; k++) {
-		snprintf(name, sizeof(name), "r[%zu][%zu]", i, k);
-		if (want_int(c, 1, json_object_array_get_idx(e, k), name, min[k], max[k], &v[k]))
-			return -EINVAL;
+		json_object *x = json_object_array_get_idx(e, k);
+		char key[32];
+
+		if (x && json_object_is_type(x, json_type_int) && json_object_get_int64(x) >= 0 &&
+		    json_object_get_uint64(x) <= max[k] && json_object_get_uint64(x) >= (uint64_t)min[k]) {
+			v[k] = json_object_get_uint64(x);
+			continue;
+		}
+		snprintf(key, sizeof(key), "[%zu][%zu]", i, k);
+		return want_int(c, 1, x, "r", key, min[k], max[k], &v[k]);
 	}
 	if (v[0] + v[1] > (uint64_t)UINT32_MAX + 1)
 		return verr(c, "field \"r[%zu]\": positions %" PRIu64 " + %" PRIu64 " pass 2^32",
@@ -823,7 +847,6 @@ static int parse_header(struct vctx *c, json_object *o, enum pc_msg_type *t)
 int pc_msg_parse(const char *line, size_t len, struct pc_msg *m, char *err, size_t errlen)
 {
 	struct vctx c = { NULL, err, errlen };
-	enum pc_msg_type t = PC_MSG_HELLO;
 	json_object *o;
 	int ret;
 
@@ -835,12 +858,26 @@ int pc_msg_parse(const char *line, size_t len, struct pc_msg *m, char *err, size
 	o = parse_json(&c, line, len);
 	if (!o)
 		return -EINVAL;
-	if (parse_header(&c, o, &t)) {
-		json_object_put(o);
+	ret = pc_msg_parse_obj(o, m, err, errlen);
+	json_object_put(o);
+	return ret;
+}
+
+int pc_msg_parse_obj(json_object *o, struct pc_msg *m, char *err, size_t errlen)
+{
+	struct vctx c = { NULL, err, errlen };
+	enum pc_msg_type t = PC_MSG_HELLO;
+	int ret;
+
+	memset(m, 0, sizeof(*m));
+	if (err && errlen)
+		err[0] = 0;
+	if (!json_object_is_type(o, json_type_object))
+		return verr(&c, "expected one JSON object");
+	if (parse_header(&c, o, &t))
 		return -EINVAL;
-	}
 	m->type = t;
-	m->obj = o;
+	m->obj = json_object_get(o);
 	c.type = msg_types[t].name;
 	ret = msg_types[t].parse(&c, o, m);
 	if (ret)

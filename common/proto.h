@@ -145,6 +145,10 @@ struct pc_msg {
  * -EINVAL with a message in err naming what is wrong.
  */
 int pc_msg_parse(const char *line, size_t len, struct pc_msg *m, char *err, size_t errlen);
+/* The same checks on an object already parsed (a message read back from
+ * events.jsonl): every field and array bound, but no line length. m->obj
+ * takes a reference to o. */
+int pc_msg_parse_obj(json_object *o, struct pc_msg *m, char *err, size_t errlen);
 void pc_msg_clear(struct pc_msg *m);
 
 /*

@@ -427,6 +427,7 @@ int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn
 	ssize_t n;
 	unsigned lineno = 0;
 	int ret = 0;
+	json_tokener *tok;
 
 	if (torn)
 		*torn = 0;
@@ -434,8 +435,13 @@ int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn
 		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
 		return -errno;
 	}
+	tok = json_tokener_new();
+	if (!tok) {
+		fclose(f);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
 	while ((n = getline(&line, &cap, f)) > 0) {
-		json_tokener *tok;
 		json_object *obj;
 
 		lineno++;
@@ -447,16 +453,15 @@ int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn
 		line[--n] = 0;
 		if (n == 0)
 			continue;
-		tok = json_tokener_new();
-		obj = json_tokener_parse_ex(tok, line, (int)n);
+		/* one tokener for the file, reset per line: no state crosses lines */
+		json_tokener_reset(tok);
+		obj = n <= INT_MAX ? json_tokener_parse_ex(tok, line, (int)n) : NULL;
 		if (!obj || json_tokener_get_parse_end(tok) != (size_t)n || !json_object_is_type(obj, json_type_object)) {
 			snprintf(err, errlen, "%s:%u: not a JSON object", path, lineno);
 			json_object_put(obj);
-			json_tokener_free(tok);
 			ret = -EINVAL;
 			break;
 		}
-		json_tokener_free(tok);
 		ret = fn(obj, lineno, arg);
 		json_object_put(obj);
 		if (ret) {
@@ -465,6 +470,7 @@ int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn
 			break;
 		}
 	}
+	json_tokener_free(tok);
 	free(line);
 	fclose(f);
 	return ret;
