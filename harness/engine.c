@@ -27,17 +27,6 @@
 /* Seqs a work may name: every one is then a JSON integer as it is. */
 #define MAX_SEQ			((uint64_t)INT64_MAX)
 
-const char *const engine_classes[ENGINE_NCLASSES] = {
-	"intact", "not_written", "lost_acked", "torn", "torn_sector",
-	"corrupt", "misdirected", "stale", "collateral", "unreadable",
-	"unclassified",
-};
-
-enum cls {
-	C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR,
-	C_CORRUPT, C_MISDIRECTED, C_STALE, C_COLLATERAL, C_UNREADABLE,
-	C_UNCLASSIFIED,
-};
 
 /* A sector as seen in a slot that was not one whole record. */
 struct sect {
@@ -92,9 +81,8 @@ struct wcycle {
 	int64_t t_work, t_last;
 	json_object *cut;
 	char infra[512];
-	int pol_torn, pol_torn_sector;	/* unacked torn / torn_sector is a violation */
-	int pol_unclassified;		/* an unclassified record is a violation */
-	int pol_has_unclassified;	/* the work event's policy said so (older ones do not) */
+	struct pc_policy pol;		/* what the work event's policy says (verdict.h) */
+	int pol_has_unclassified;	/* it named "unclassified" (older ones do not) */
 	struct werr werr[ENGINE_MAX_WRITE_ERRORS];
 	uint32_t nwerr;		/* refused writes reported (the first ENGINE_MAX_WRITE_ERRORS kept) */
 };
@@ -146,7 +134,7 @@ struct board {
 	/* damage found by a scan that had no writes to judge: it goes into the
 	 * next verdict, so nothing found is ever dropped */
 	json_object *carry;
-	uint32_t carry_counts[ENGINE_NCLASSES];
+	uint32_t carry_counts[PC_NCLASSES];
 	uint32_t carry_viol;
 	uint32_t carry_unlisted;	/* carried findings counted but not listed */
 	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
@@ -535,7 +523,7 @@ static json_object *device_json(struct board *b)
 	return dev;
 }
 
-static json_object *verdict_base(struct engine *e, struct board *b, unsigned cycle, const char *outcome)
+static json_object *verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome)
 {
 	json_object *v = json_object_new_object();
 	json_object *q = jcopy(b->hello, "queue");
@@ -543,7 +531,7 @@ static json_object *verdict_base(struct engine *e, struct board *b, unsigned cyc
 	json_object_object_add(v, "campaign", json_object_new_string(e->campaign));
 	json_object_object_add(v, "board", json_object_new_string(b->name));
 	json_object_object_add(v, "cycle", json_object_new_int64(cycle));
-	json_object_object_add(v, "verdict", json_object_new_string(outcome));
+	json_object_object_add(v, "verdict", json_object_new_string(pc_outcome_names[outcome]));
 	json_object_object_add(v, "device", device_json(b));
 	if (q)
 		json_object_object_add(v, "queue", q);
@@ -574,13 +562,13 @@ static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *
 
 static json_object *counts_json(const uint32_t *counts);
 static void add_int(json_object *o, const char *k, int64_t v);
-static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
+static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			   const char *reason);
 
 /* A verdict with no records judged. Device-level findings waiting for a
  * verdict (the carry) go into it: they belong to the first verdict after
  * they were seen, whatever its outcome, and are never dropped. */
-static int verdict_simple(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
+static int verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			  const char *reason)
 {
 	json_object *v;
@@ -600,7 +588,7 @@ struct judge {
 	struct engine *e;
 	struct board *b;
 	struct wcycle *w;
-	uint32_t counts[ENGINE_NCLASSES];
+	uint32_t counts[PC_NCLASSES];
 	uint32_t violations;
 	json_object *findings;
 	uint32_t nlisted;	/* findings in the array */
@@ -623,7 +611,7 @@ static void take_carry(struct judge *j)
 		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
 			json_object_array_add(j->findings, json_object_get(json_object_array_get_idx(b->carry, i)));
 		j->nlisted += (uint32_t)json_object_array_length(b->carry);
-		for (int i = 0; i < ENGINE_NCLASSES; i++)
+		for (int i = 0; i < PC_NCLASSES; i++)
 			j->counts[i] += b->carry_counts[i];
 		j->violations += b->carry_viol;
 		json_object_put(b->carry);
@@ -636,14 +624,14 @@ static void take_carry(struct judge *j)
 }
 
 /* verdict_simple() with carried findings: FAIL when any is a violation. */
-static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, const char *outcome,
+static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			   const char *reason)
 {
 	struct judge j = { .e = e, .b = b };
 	json_object *v;
 
 	take_carry(&j);
-	v = verdict_base(e, b, cycle, j.violations ? "FAIL" : outcome);
+	v = verdict_base(e, b, cycle, j.violations ? PC_OUT_FAIL : outcome);
 	json_object_object_add(v, "counts", counts_json(j.counts));
 	add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);
@@ -855,28 +843,15 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 	}
 }
 
-static int promises_atomic_sector(int mode)
-{
-	return mode == PC_MODE_FUA || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_RELWR;
-}
-
 /* The policy: what the cycle's configuration says, or DESIGN section 6's
- * defaults for events that carry none. */
-static int is_violation(const struct wcycle *w, enum cls c, int acked, int mode)
+ * defaults for a finding with no cycle (events that carry none). */
+static int is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode)
 {
-	switch (c) {
-	case C_INTACT:
-	case C_NOT_WRITTEN:
-		return 0;
-	case C_TORN:
-		return acked || (w && w->pol_torn);
-	case C_TORN_SECTOR:
-		return acked || (w ? w->pol_torn_sector : promises_atomic_sector(mode));
-	case C_UNCLASSIFIED:
-		return w && w->pol_unclassified;
-	default:
-		return 1;
-	}
+	struct pc_policy d;
+
+	if (!w)
+		pc_policy_default(&d, mode);
+	return pc_is_violation(c, acked, w ? &w->pol : &d);
 }
 
 /* List a finding, or past ENGINE_MAX_FINDINGS only count it: a device that
@@ -911,7 +886,7 @@ static void flush_nw(struct judge *j)
 	j->nw_n = 0;
 }
 
-static json_object *finding(struct judge *j, enum cls c, uint64_t seq, uint32_t slot, int acked, int mode)
+static json_object *finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode)
 {
 	json_object *f = json_object_new_object();
 	int viol = is_violation(j->w, c, acked, mode);
@@ -920,7 +895,7 @@ static json_object *finding(struct judge *j, enum cls c, uint64_t seq, uint32_t 
 	j->counts[c]++;
 	if (viol)
 		j->violations++;
-	json_object_object_add(f, "class", json_object_new_string(engine_classes[c]));
+	json_object_object_add(f, "class", json_object_new_string(pc_class_names[c]));
 	json_object_object_add(f, "seq", json_object_new_int64((int64_t)seq));
 	json_object_object_add(f, "slot", json_object_new_int64(slot));
 	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, slot)));
@@ -955,7 +930,7 @@ static void judge_record(struct judge *j, uint64_t seq)
 	int acked = w->ack[seq - w->first], mode = w->mode_run;
 	uint16_t fl = wflags(w, seq);
 	struct sector_finding sf[2048], worst = { 0 };
-	enum cls c;
+	enum pc_class c;
 	json_object *f;
 	unsigned nnew = 0, nold = 0, first_bad = 0;
 	int have[S_UNREAD + 1] = { 0 };
@@ -963,12 +938,12 @@ static void judge_record(struct judge *j, uint64_t seq)
 	j->hot[slot] = 1;
 	if (o->state == OCC_WHOLE) {
 		if (same_rec(seq, w->cycle, fl, o->seq, o->cycle, o->flags)) {
-			j->counts[C_INTACT]++;
+			j->counts[PC_CLS_INTACT]++;
 			return;
 		}
 		if (occ_equal(o, prev, spr)) {
 			if (!acked) {
-				j->counts[C_NOT_WRITTEN]++;
+				j->counts[PC_CLS_NOT_WRITTEN]++;
 				if (j->nw_n && j->nw_first + j->nw_n == seq) {
 					j->nw_n++;
 				} else {
@@ -979,12 +954,12 @@ static void judge_record(struct judge *j, uint64_t seq)
 				}
 				return;
 			}
-			f = finding(j, C_LOST_ACKED, seq, slot, acked, mode);
+			f = finding(j, PC_CLS_LOST_ACKED, seq, slot, acked, mode);
 			json_object_object_add(f, "found", json_object_new_string("previous occupant"));
 			describe_prev(f, prev);
 			return;
 		}
-		c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? C_STALE : acked ? C_LOST_ACKED : C_CORRUPT;
+		c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? PC_CLS_STALE : acked ? PC_CLS_LOST_ACKED : PC_CLS_CORRUPT;
 		f = finding(j, c, seq, slot, acked, mode);
 		json_object_object_add(f, "found", json_object_new_string("another whole record"));
 		add_int(f, "found_seq", (int64_t)o->seq);
@@ -993,7 +968,7 @@ static void judge_record(struct judge *j, uint64_t seq)
 		return;
 	}
 	if (o->state != OCC_DAMAGED) {
-		f = finding(j, C_UNREADABLE, seq, slot, acked, mode);
+		f = finding(j, PC_CLS_UNREADABLE, seq, slot, acked, mode);
 		json_object_object_add(f, "found", json_object_new_string("slot missing from the scan"));
 		return;
 	}
@@ -1007,9 +982,9 @@ static void judge_record(struct judge *j, uint64_t seq)
 	}
 	/* the most serious thing found decides the class */
 	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_UNCLASS, S_TORN };
-	static const enum cls as[] = { C_UNREADABLE, C_MISDIRECTED, C_CORRUPT, C_STALE, C_UNCLASSIFIED,
-				       C_TORN_SECTOR };
-	c = C_TORN;
+	static const enum pc_class as[] = { PC_CLS_UNREADABLE, PC_CLS_MISDIRECTED, PC_CLS_CORRUPT, PC_CLS_STALE, PC_CLS_UNCLASSIFIED,
+				       PC_CLS_TORN_SECTOR };
+	c = PC_CLS_TORN;
 	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
 		if (!have[order[k]])
 			continue;
@@ -1019,20 +994,20 @@ static void judge_record(struct judge *j, uint64_t seq)
 		worst = sf[first_bad];
 		break;
 	}
-	if (c == C_TORN && nnew == 0) {
+	if (c == PC_CLS_TORN && nnew == 0) {
 		/* all old: the damage it had before is unchanged */
 		if (!acked) {
-			j->counts[C_NOT_WRITTEN]++;
+			j->counts[PC_CLS_NOT_WRITTEN]++;
 			flush_nw(j);
 			j->nw_first = seq;
 			j->nw_n = 1;
 			j->nw_slot = slot;
 			return;
 		}
-		c = C_LOST_ACKED;
+		c = PC_CLS_LOST_ACKED;
 	}
-	if (c == C_TORN && nold == 0) {
-		j->counts[C_INTACT]++;	/* whole after all (reported for another reason) */
+	if (c == PC_CLS_TORN && nold == 0) {
+		j->counts[PC_CLS_INTACT]++;	/* whole after all (reported for another reason) */
 		return;
 	}
 	f = finding(j, c, seq, slot, acked, mode);
@@ -1044,7 +1019,7 @@ static void judge_record(struct judge *j, uint64_t seq)
 		json_object_object_add(f, "new_sectors", ns);
 	}
 	switch (c) {
-	case C_TORN: {
+	case PC_CLS_TORN: {
 		int boundary = -1;
 		for (uint16_t i = 1; i < spr && boundary < 0; i++)
 			if ((sf[i].c == S_NEW) != (sf[i - 1].c == S_NEW))
@@ -1052,14 +1027,14 @@ static void judge_record(struct judge *j, uint64_t seq)
 		add_int(f, "boundary", boundary);
 		break;
 	}
-	case C_TORN_SECTOR:
+	case PC_CLS_TORN_SECTOR:
 		add_int(f, "sector", first_bad);
 		add_int(f, "offset", worst.kmin);
 		if (worst.kmax != worst.kmin)
 			add_int(f, "offset_max", worst.kmax);
 		json_object_object_add(f, "order", json_object_new_string(worst.order_old_new ? "old-new" : "new-old"));
 		break;
-	case C_CORRUPT:
+	case PC_CLS_CORRUPT:
 		add_int(f, "sector", first_bad);
 		if (worst.fill >= 0)
 			add_int(f, "fill", worst.fill);
@@ -1067,21 +1042,21 @@ static void judge_record(struct judge *j, uint64_t seq)
 			add_int(f, "bits", worst.bits);
 		json_object_object_add(f, "nearest", json_object_new_string(worst.nearest ? worst.nearest : "?"));
 		break;
-	case C_MISDIRECTED:
+	case PC_CLS_MISDIRECTED:
 		add_int(f, "sector", first_bad);
 		add_int(f, "found_lba", (int64_t)(pc_slot_lba(&b->g, slot) + first_bad));
 		add_int(f, "belongs_lba", (int64_t)worst.belongs_lba);
 		add_int(f, "found_seq", (int64_t)worst.found_seq);
 		break;
-	case C_STALE:
+	case PC_CLS_STALE:
 		add_int(f, "sector", first_bad);
 		add_int(f, "found_seq", (int64_t)worst.found_seq);
 		break;
-	case C_UNREADABLE:
+	case PC_CLS_UNREADABLE:
 		add_int(f, "sector", first_bad);
 		add_int(f, "errno", worst.err);
 		break;
-	case C_UNCLASSIFIED:
+	case PC_CLS_UNCLASSIFIED:
 		add_int(f, "sector", first_bad);
 		add_int(f, "sectors", have[S_UNCLASS]);
 		json_object_object_add(f, "reason", json_object_new_string(
@@ -1101,24 +1076,24 @@ static void judge_cold(struct judge *j, uint32_t slot)
 	const struct occ *o = &b->obs[slot], *prev = &b->exp[slot];
 	uint32_t spr = pc_geom_spr(&b->g);
 	json_object *f;
-	enum cls c = C_COLLATERAL;
+	enum pc_class c = PC_CLS_COLLATERAL;
 	struct sector_finding sf;
 	int sector = -1;
 
 	if (occ_equal(o, prev, spr))
 		return;
 	if (o->state == OCC_WHOLE && prev->state == OCC_WHOLE && o->seq < prev->seq)
-		c = C_STALE;
+		c = PC_CLS_STALE;
 	else if (o->state == OCC_DAMAGED) {
 		for (uint16_t i = 0; i < spr; i++) {
 			classify_sector(b, slot, i, &o->sect[i], 0, 0, 0, prev, &sf);
 			if (sf.c == S_MISDIR) {
-				c = C_MISDIRECTED;
+				c = PC_CLS_MISDIRECTED;
 				sector = i;
 				break;
 			}
-			if (sf.c == S_UNREAD && c == C_COLLATERAL) {
-				c = C_UNREADABLE;
+			if (sf.c == S_UNREAD && c == PC_CLS_COLLATERAL) {
+				c = PC_CLS_UNREADABLE;
 				sector = i;
 			}
 			if (sf.c != S_OLD && sector < 0)
@@ -1135,7 +1110,7 @@ static void judge_cold(struct judge *j, uint32_t slot)
 		add_int(f, "found_cycle", o->cycle);
 	} else if (sector >= 0) {
 		add_int(f, "sector", sector);
-		if (c == C_MISDIRECTED) {
+		if (c == PC_CLS_MISDIRECTED) {
 			add_int(f, "found_lba", (int64_t)(pc_slot_lba(&b->g, slot) + (unsigned)sector));
 			add_int(f, "belongs_lba", (int64_t)o->sect[sector].lba);
 			add_int(f, "found_seq", (int64_t)o->sect[sector].seq);
@@ -1147,9 +1122,9 @@ static json_object *counts_json(const uint32_t *counts)
 {
 	json_object *o = json_object_new_object();
 
-	for (int i = 0; i < ENGINE_NCLASSES; i++)
-		if (i != C_UNCLASSIFIED || counts[i])	/* as verdicts before it existed read */
-			add_int(o, engine_classes[i], counts[i]);
+	for (int i = 0; i < PC_NCLASSES; i++)
+		if (i != PC_CLS_UNCLASSIFIED || counts[i])	/* as verdicts before it existed read */
+			add_int(o, pc_class_names[i], counts[i]);
 	return o;
 }
 
@@ -1179,7 +1154,7 @@ static void add_refused(struct judge *j, const struct wcycle *w)
 		json_object_object_add(f, "detail", json_object_new_string(we->msg));
 		json_object_object_add(f, "acked", json_object_new_boolean(0));
 		json_object_object_add(f, "violation", json_object_new_boolean(1));
-		j->counts[C_COLLATERAL]++;
+		j->counts[PC_CLS_COLLATERAL]++;
 		j->violations++;
 		list_finding(j, f);
 	}
@@ -1194,7 +1169,7 @@ static void add_refused(struct judge *j, const struct wcycle *w)
 		json_object_object_add(f, "detail", json_object_new_string(txt));
 		json_object_object_add(f, "acked", json_object_new_boolean(0));
 		json_object_object_add(f, "violation", json_object_new_boolean(1));
-		j->counts[C_COLLATERAL] += w->nwerr - kept;
+		j->counts[PC_CLS_COLLATERAL] += w->nwerr - kept;
 		j->violations += w->nwerr - kept;
 		list_finding(j, f);
 	}
@@ -1222,7 +1197,7 @@ static void verdict_work(json_object *v, const struct wcycle *w)
  * violation: then FAIL, with the refused writes and the reason the records
  * were not judged.
  */
-static int verdict_unjudged(struct engine *e, struct board *b, const char *outcome, const char *reason,
+static int verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outcome, const char *reason,
 			    json_object *extra)
 {
 	struct wcycle *w = b->w;
@@ -1239,13 +1214,13 @@ static int verdict_unjudged(struct engine *e, struct board *b, const char *outco
 	take_carry(&j);
 	if (extra) {
 		/* a device-level finding the scan proved (scan_overflow()) */
-		j.counts[C_COLLATERAL]++;
+		j.counts[PC_CLS_COLLATERAL]++;
 		j.violations++;
 		list_finding(&j, extra);
 	}
 	add_refused(&j, w);
 	json_object_put(j.scratch);
-	v = verdict_base(e, b, w->cycle, j.violations ? "FAIL" : outcome);
+	v = verdict_base(e, b, w->cycle, j.violations ? PC_OUT_FAIL : outcome);
 	verdict_work(v, w);
 	json_object_object_add(v, "counts", counts_json(j.counts));
 	add_int(v, "violations", j.violations);
@@ -1288,18 +1263,18 @@ static int judge_cycle(struct engine *e, struct board *b)
 	json_object_put(j.scratch);
 
 	v = verdict_base(e, b, w->cycle,
-			 j.violations ? "FAIL" : w->infra[0] ? "INFRA_ERROR" : "PASS");
+			 j.violations ? PC_OUT_FAIL : w->infra[0] ? PC_OUT_INFRA_ERROR : PC_OUT_PASS);
 	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
 	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
 	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
 	{
 		json_object *p = json_object_new_object(), *sc = json_object_new_object();
-		json_object_object_add(p, "torn_unacked", json_object_new_string(w->pol_torn ? "violation" : "allowed"));
+		json_object_object_add(p, "torn_unacked", json_object_new_string(w->pol.torn ? "violation" : "allowed"));
 		json_object_object_add(p, "torn_sector_unacked",
-				       json_object_new_string(w->pol_torn_sector ? "violation" : "allowed"));
+				       json_object_new_string(w->pol.torn_sector ? "violation" : "allowed"));
 		if (w->pol_has_unclassified)
 			json_object_object_add(p, "unclassified",
-					       json_object_new_string(w->pol_unclassified ? "violation" : "allowed"));
+					       json_object_new_string(w->pol.unclassified ? "violation" : "allowed"));
 		json_object_object_add(v, "policy", p);
 		json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
 		add_int(sc, "slots", b->want ? b->nwant : b->g.nslots);
@@ -1390,7 +1365,7 @@ static int scan_overflow(struct engine *e, struct board *b)
 	if (!b->baseline) {
 		char w2[480];
 		snprintf(w2, sizeof(w2), "%s: no baseline can be taken", why);
-		ret = verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", w2);
+		ret = verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, w2);
 	} else if (b->dmg_seen > allow) {
 		json_object *f = json_object_new_object();
 		json_object_object_add(f, "class", json_object_new_string("collateral"));
@@ -1402,14 +1377,14 @@ static int scan_overflow(struct engine *e, struct board *b)
 		if (b->w) {
 			json_object_object_add(f, "acked", json_object_new_boolean(0));
 			json_object_object_add(f, "violation", json_object_new_boolean(1));
-			ret = verdict_unjudged(e, b, "FAIL", why, f);
+			ret = verdict_unjudged(e, b, PC_OUT_FAIL, why, f);
 		} else {
 			carry_device(b, f);
 			ret = 0;
 		}
 	} else {
-		ret = b->w ? verdict_unjudged(e, b, "INFRA_ERROR", why, NULL) :
-			     verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", why);
+		ret = b->w ? verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, why, NULL) :
+			     verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
 	}
 	wcycle_free(b->w);
 	b->w = NULL;
@@ -1437,7 +1412,7 @@ static int scan_done(struct engine *e, struct board *b)
 		char why[320];
 		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
 			 b->scan_err, b->nseen, expect, !b->baseline && b->want ? " (a baseline needs a full scan)" : "");
-		ret = verdict_simple(e, b, b->cur_cycle, "INFRA_ERROR", why);
+		ret = verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
 		scan_reset(b);
 		return ret;
 	}
@@ -1475,7 +1450,7 @@ static int scan_done(struct engine *e, struct board *b)
 		for (size_t i = before; i < json_object_array_length(j.findings); i++)
 			add_int(json_object_array_get_idx(j.findings, i), "found_at_boot", b->cur_cycle);
 		damaged = (uint32_t)(json_object_array_length(j.findings) - before) + (j.unlisted - b->carry_unlisted);
-		for (int i = 0; i < ENGINE_NCLASSES; i++)
+		for (int i = 0; i < PC_NCLASSES; i++)
 			b->carry_counts[i] += j.counts[i];
 		b->carry_viol += j.violations;
 		b->carry_unlisted = j.unlisted;
@@ -1520,7 +1495,7 @@ static void carry_device(struct board *b, json_object *f)
 		json_object_put(f);
 		b->carry_unlisted++;
 	}
-	b->carry_counts[C_COLLATERAL]++;
+	b->carry_counts[PC_CLS_COLLATERAL]++;
 	b->carry_viol++;
 }
 
@@ -1764,7 +1739,7 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 			char reason[400];
 			snprintf(reason, sizeof(reason), "the agent has no usable region (%.300s)",
 				 jstr(m->obj, "region_error", "?"));
-			verdict_unjudged(e, b, "INFRA_ERROR", reason, NULL);
+			verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, reason, NULL);
 			wcycle_free(b->w);
 			b->w = NULL;
 		}
@@ -1806,7 +1781,7 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
 		note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
 		if (b->w)
-			verdict_unjudged(e, b, "INFRA_ERROR", "the region was replaced before its writes were checked", NULL);
+			verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
 		wcycle_free(b->w);
 		b->w = NULL;
 		scan_reset(b);
@@ -2000,17 +1975,6 @@ static int take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceili
 	return 0;
 }
 
-/*
- * A recorded message as the peer sent it, for pc_msg_parse(): the agent and
- * the results writer never escape '/', and json-c's default output does,
- * which would push a slot report of raw sectors (base64 is full of '/') past
- * the line limit it met when it arrived.
- */
-static const char *msg_text(json_object *msg)
-{
-	return json_object_to_json_string_ext(msg, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-}
-
 /* A scan starts: what it may hold is sized by the adopted geometry only. */
 static int scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
 {
@@ -2100,10 +2064,9 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		 char *err, size_t errlen)
 {
 	struct pc_msg m;
-	const char *line = msg_text(msg);
 	int ret;
 
-	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
+	ret = pc_msg_parse_obj(msg, &m, err, errlen);
 	if (ret) {
 		/* the campaign records only messages that parsed: this file was
 		 * edited, and the writing cycle's evidence with it */
@@ -2177,11 +2140,10 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 		   int64_t t, char *err, size_t errlen)
 {
 	struct pc_msg m;
-	const char *line = msg_text(work);
 	struct wcycle *w;
 	json_object *io;
 
-	if (pc_msg_parse(line, strlen(line), &m, err, errlen))
+	if (pc_msg_parse_obj(work, &m, err, errlen))
 		return -EINVAL;
 	if (m.type != PC_MSG_WORK || !b->have_geom || !b->baseline) {
 		snprintf(err, errlen, "work event without a work message, or before the baseline scan");
@@ -2200,7 +2162,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 	}
 	if (b->w) {
 		/* its judgment never came: the next scan can no longer tell the two apart */
-		verdict_unjudged(e, b, "INFRA_ERROR", "writes were never verified", NULL);
+		verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "writes were never verified", NULL);
 		wcycle_free(b->w);
 		b->w = NULL;
 	}
@@ -2227,17 +2189,16 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 		if (json_object_object_get_ex(io, "async", &a) && !json_object_get_boolean(a))
 			w->mode_run = PC_MODE_FUA_FLUSH;
 	}
-	w->pol_torn = 0;
-	w->pol_torn_sector = promises_atomic_sector(w->mode);
+	pc_policy_default(&w->pol, w->mode);
 	if (policy) {
 		json_object *pv;
 		if (json_object_object_get_ex(policy, "torn_unacked", &pv))
-			w->pol_torn = !strcmp(json_object_get_string(pv), "violation");
+			w->pol.torn = !strcmp(json_object_get_string(pv), "violation");
 		if (json_object_object_get_ex(policy, "torn_sector_unacked", &pv))
-			w->pol_torn_sector = !strcmp(json_object_get_string(pv), "violation");
+			w->pol.torn_sector = !strcmp(json_object_get_string(pv), "violation");
 		if (json_object_object_get_ex(policy, "unclassified", &pv)) {
 			w->pol_has_unclassified = 1;
-			w->pol_unclassified = !strcmp(json_object_get_string(pv), "violation");
+			w->pol.unclassified = !strcmp(json_object_get_string(pv), "violation");
 		}
 	}
 	w->t_work = t;
@@ -2254,7 +2215,6 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 {
 	json_object *msg;
 	struct pc_msg m;
-	const char *line;
 	int ret;
 
 	free(b->want);
@@ -2262,8 +2222,7 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	b->nwant = 0;
 	if (!json_object_object_get_ex(ev, "msg", &msg))
 		return 0;	/* a full scan */
-	line = msg_text(msg);
-	ret = pc_msg_parse(line, strlen(line), &m, err, errlen);
+	ret = pc_msg_parse_obj(msg, &m, err, errlen);
 	if (ret)
 		return ret;
 	if (m.type != PC_MSG_VERIFY) {
@@ -2331,7 +2290,7 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			/* the refused boot's cycle ended without the campaign saying so */
 			b->refused = 0;
 			if (b->refused_cycle != cycle &&
-			    (ret = verdict_simple(e, b, b->refused_cycle, "INFRA_ERROR", b->refused_why)))
+			    (ret = verdict_simple(e, b, b->refused_cycle, PC_OUT_INFRA_ERROR, b->refused_why)))
 				return ret;
 		}
 		b->cur_cycle = (unsigned)cycle;
@@ -2373,7 +2332,7 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 		return 0;
 	}
 	if (!strcmp(kind, "boot_fail"))
-		return verdict_simple(e, b, (unsigned)cycle, "BOOT_FAIL", jstr(ev, "reason", "no agent"));
+		return verdict_simple(e, b, (unsigned)cycle, PC_OUT_BOOT_FAIL, jstr(ev, "reason", "no agent"));
 	if (!strcmp(kind, "final_infra") || !strcmp(kind, "final_boot_fail")) {
 		/* the final verification has no cycle of its own: a refused boot
 		 * in it is no cycle's verdict either */
@@ -2381,9 +2340,9 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 		if (!b->w)
 			return 0;
 		if (!strcmp(kind, "final_infra"))
-			return verdict_unjudged(e, b, "INFRA_ERROR", jstr(ev, "reason", "final verification failed"),
+			return verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, jstr(ev, "reason", "final verification failed"),
 						NULL);
-		return verdict_unjudged(e, b, "BOOT_FAIL", jstr(ev, "reason", "no agent"), NULL);
+		return verdict_unjudged(e, b, PC_OUT_BOOT_FAIL, jstr(ev, "reason", "no agent"), NULL);
 	}
 	if (!strcmp(kind, "infra")) {
 		const char *why = jstr(ev, "reason", "infrastructure error");
@@ -2395,7 +2354,7 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			return 0;
 		}
 		scan_reset(b);
-		return verdict_simple(e, b, (unsigned)cycle, "INFRA_ERROR", why);
+		return verdict_simple(e, b, (unsigned)cycle, PC_OUT_INFRA_ERROR, why);
 	}
 	return 0;	/* informational events */
 }

@@ -37,6 +37,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "verdict.h"
 #include "../common/proto.h"
 
 /* The highest cycle an event may carry: the last cycle --cycles may ask for,
@@ -125,8 +126,5 @@ json_object *engine_board_region(struct engine *e, const char *board);
  * then spends its raw budget on damage the engine has not seen. */
 uint32_t engine_board_known(struct engine *e, const char *board, struct pc_known *out, uint32_t max);
 
-/* The verdict classes of DESIGN section 6, in report order. */
-extern const char *const engine_classes[];
-#define ENGINE_NCLASSES 11
 
 #endif

@@ -1,0 +1,61 @@
+/*
+ * verdict.h - the verdict vocabulary of DESIGN section 6 (a contract), in one
+ * place: record classes, cycle outcomes, per-device results, and the one rule
+ * that says which findings are violations. The engine, the report and the
+ * campaign use these names and this rule; nothing else spells them.
+ */
+#ifndef PC_HARNESS_VERDICT_H
+#define PC_HARNESS_VERDICT_H
+
+#include <stdint.h>
+
+/* Record/sector classes, in report order. */
+enum pc_class {
+	PC_CLS_INTACT,
+	PC_CLS_NOT_WRITTEN,
+	PC_CLS_LOST_ACKED,
+	PC_CLS_TORN,
+	PC_CLS_TORN_SECTOR,
+	PC_CLS_CORRUPT,
+	PC_CLS_MISDIRECTED,
+	PC_CLS_STALE,
+	PC_CLS_COLLATERAL,	/* also every device-level finding ("what" says which) */
+	PC_CLS_UNREADABLE,
+	PC_CLS_UNCLASSIFIED,	/* bytes never received: no class is guessed */
+	PC_NCLASSES
+};
+extern const char *const pc_class_names[PC_NCLASSES];
+/* The class named s, or -1. */
+int pc_class_from_name(const char *s);
+
+/* Cycle outcomes. */
+enum pc_outcome {
+	PC_OUT_PASS,
+	PC_OUT_FAIL,		/* any violation */
+	PC_OUT_BOOT_FAIL,	/* no agent after the boot timeout and its retries */
+	PC_OUT_INFRA_ERROR,	/* relay, link or host trouble: never counted against the device */
+	PC_NOUTCOMES
+};
+extern const char *const pc_outcome_names[PC_NOUTCOMES];
+/* The outcome named s, or -1. */
+int pc_outcome_from_name(const char *s);
+
+/* What the policy says of unacknowledged findings of the classes that are
+ * violations only sometimes: 1 when they are. */
+struct pc_policy {
+	uint8_t torn;
+	uint8_t torn_sector;
+	uint8_t unclassified;
+};
+/* DESIGN section 6's defaults for a write mode (enum pc_mode): a torn sector
+ * is a violation where the mode promises sector atomicity (fua, fua+flush,
+ * relwr); a torn record and an unclassified one are not. */
+void pc_policy_default(struct pc_policy *p, int mode);
+
+/* The one violation rule: is a finding of class c (acknowledged or not) a
+ * violation under policy p? */
+int pc_is_violation(enum pc_class c, int acked, const struct pc_policy *p);
+/* A class that is a violation whatever the policy and acknowledgement say. */
+int pc_class_always_violation(enum pc_class c);
+
+#endif
