@@ -151,6 +151,7 @@ demo: deps
 # The speed cost of each durability mode, side by side with fio.
 bench: all
 	bench/modes-vs-fio
+	bench/replay-rate
 
 # Regenerate the crafted region images of tests/fixtures/ (they are committed).
 fixtures: $(B)/tools/mkfixtures
