@@ -1005,7 +1005,8 @@ static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 
 /* ---- the document ---- */
 
-static const char *const top_keys[] = { "campaign", "cycles", "seed", "listen", "key_file", "defaults", "boards", NULL };
+static const char *const top_keys[] = { "campaign", "cycles", "seed", "listen", "key_file", "incomplete_infra_share",
+					  "defaults", "boards", NULL };
 
 static int cfg_defaults(struct cfg_ctx *x, json_object *d)
 {
@@ -1062,7 +1063,7 @@ static int cfg_boards(struct cfg_ctx *x, json_object *arr, struct campaign_cfg *
 
 static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 {
-	json_object *v, *root, *boards;
+	json_object *v, *root, *boards, *share = NULL;
 	const char *listen = "127.0.0.1:0";
 	char host[128];
 	uint16_t port;
@@ -1101,6 +1102,17 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 			return cfg_fail(x, "key_file", "expected the path of the campaign's key file");
 		pc_strlcpy(c->key_file, kf, sizeof(c->key_file));
 	}
+	c->incomplete_infra_share = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
+	if ((share = jget(doc, "incomplete_infra_share"))) {
+		/* a share, not a percentage: 10 for 10% is the typo to catch */
+		if (!json_object_is_type(share, json_type_double) && !json_object_is_type(share, json_type_int))
+			return cfg_fail(x, "incomplete_infra_share", "expected a number from 0 to 1 (the share of "
+					"a device's cycles that may be INFRA_ERROR: 0.1 is 10%%), got %s", jtype(share));
+		c->incomplete_infra_share = json_object_get_double(share);
+		if (!(c->incomplete_infra_share >= 0.0 && c->incomplete_infra_share <= 1.0))
+			return cfg_fail(x, "incomplete_infra_share", "%g is out of range 0..1 (a share of the cycles: "
+					"0.1 is 10%%)", c->incomplete_infra_share);
+	}
 	if ((x->defaults = jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
 		return rc;
 	if (!(v = jget(doc, "boards")))
@@ -1118,6 +1130,10 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 	put(root, "cycles", json_object_new_int64(c->cycles));
 	put(root, "seed", json_object_new_uint64(c->seed));
 	put(root, "listen", json_object_new_string(c->listen));
+	/* only when given, as the user wrote it ("0.05"): a campaign.json from
+	 * before the key still resumes, and the report applies the same default */
+	if (share)
+		put(root, "incomplete_infra_share", copy(share));
 	put(root, "boards", boards);
 	return cfg_boards(x, v, c, boards);
 }

@@ -25,6 +25,9 @@
 #define CFG_DEFAULT_MAX_REGION	(4ull << 30)
 #define CFG_MAX_REGION_LIMIT	(64ull << 30)
 #define CFG_MIN_REGION_LIMIT	(16ull << 10)
+/* incomplete_infra_share: a device with a larger share of INFRA_ERROR cycles
+ * is INCOMPLETE in the report (and `run` exits 3), never PASS */
+#define CFG_DEFAULT_INCOMPLETE_INFRA_SHARE	0.10
 
 enum cut_plan {
 	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
@@ -74,6 +77,7 @@ struct campaign_cfg {
 	uint64_t seed;
 	char listen[128];		/* "host:port"; port 0 picks a free one */
 	char key_file[PATH_MAX];	/* key_file: the agents' key ("": <results>/agent.key) */
+	double incomplete_infra_share;	/* 0..1: more INFRA_ERROR than this is INCOMPLETE */
 	struct board_cfg *boards;
 	unsigned nboards;
 	json_object *root;		/* the whole document, as resolved (defaults filled in) */

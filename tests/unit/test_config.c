@@ -77,6 +77,9 @@ static void test_minimal(void)
 	CU_ASSERT_FALSE(json_object_object_get_ex(b->device, "max_region_bytes", NULL));
 	CU_ASSERT_TRUE(json_object_object_get_ex(b->relay, "driver", &v) &&
 		       strcmp(json_object_get_string(v), "sim") == 0);
+	/* INCOMPLETE above 10% INFRA_ERROR; like max_region_bytes, recorded only when given */
+	CU_ASSERT_DOUBLE_EQUAL(c.incomplete_infra_share, 0.10, 1e-12);
+	CU_ASSERT_FALSE(json_object_object_get_ex(c.root, "incomplete_infra_share", NULL));
 	config_free(&c);
 	config_free(&c);	/* twice is fine */
 	CU_ASSERT_PTR_NULL(c.root);
@@ -112,6 +115,29 @@ static void test_full_values(void)
 	CU_ASSERT_EQUAL(b->off_ms, 600000);
 	CU_ASSERT_EQUAL(b->work_timeout_ms, 8);
 	config_free(&c);
+}
+
+/* incomplete_infra_share: a share 0..1, kept in campaign.json as written */
+static void test_infra_share(void)
+{
+	static const struct { const char *doc; double want; const char *text; } ok[] = {
+		{ "{'campaign':'t','cycles':3,'incomplete_infra_share':0.05,'boards':[" MIN_BOARD "]}", 0.05, "0.05" },
+		{ "{'campaign':'t','cycles':3,'incomplete_infra_share':0,'boards':[" MIN_BOARD "]}", 0.0, "0" },
+		{ "{'campaign':'t','cycles':3,'incomplete_infra_share':1,'boards':[" MIN_BOARD "]}", 1.0, "1" },
+		{ "{'campaign':'t','cycles':3,'incomplete_infra_share':0.25,'boards':[" MIN_BOARD "]}", 0.25, "0.25" },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(ok); i++) {
+		struct campaign_cfg c;
+		char err[512] = "";
+		json_object *v;
+
+		CU_ASSERT_EQUAL_FATAL(config_parse(J(ok[i].doc), "share.json", &c, err, sizeof(err)), 0);
+		CU_ASSERT_DOUBLE_EQUAL(c.incomplete_infra_share, ok[i].want, 1e-12);
+		CU_ASSERT_TRUE_FATAL(json_object_object_get_ex(c.root, "incomplete_infra_share", &v));
+		CU_ASSERT_STRING_EQUAL(json_object_to_json_string(v), ok[i].text);
+		config_free(&c);
+	}
 }
 
 /* defaults merge into each board, section by section; board keys win */
@@ -273,6 +299,17 @@ static const struct bad_case bad_cases[] = {
 	  "'cut':{'window_ms':[5,2000]}}"), "boards[0].cut.window_ms: the window ends at 2000 ms, after work_timeout_ms" },
 	{ "cut acks zero", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'acks','acks':[0,5]}}"),
 	  "boards[0].cut.acks[0]: 0 is out of range 1..10000000" },
+	{ "infra share as a percentage", "{'campaign':'t','cycles':1,'incomplete_infra_share':10,'boards':[" MIN_BOARD "]}",
+	  "bad.json: incomplete_infra_share: 10 is out of range 0..1 (a share of the cycles: 0.1 is 10%)" },
+	{ "infra share negative", "{'campaign':'t','cycles':1,'incomplete_infra_share':-0.1,'boards':[" MIN_BOARD "]}",
+	  "bad.json: incomplete_infra_share: -0.1 is out of range 0..1" },
+	{ "infra share as text", "{'campaign':'t','cycles':1,'incomplete_infra_share':'10%','boards':[" MIN_BOARD "]}",
+	  "bad.json: incomplete_infra_share: expected a number from 0 to 1 (the share of a device's cycles that "
+	  "may be INFRA_ERROR: 0.1 is 10%), got string" },
+	{ "infra share is top-level only", DOC_D("{'incomplete_infra_share':0.2}", MIN_BOARD),
+	  "bad.json: defaults: unknown key 'incomplete_infra_share'" },
+	{ "infra share typo", "{'campaign':'t','cycles':1,'incomplete_infra_shar':0.2,'boards':[" MIN_BOARD "]}",
+	  "bad.json: unknown key 'incomplete_infra_shar' (did you mean 'incomplete_infra_share'?)" },
 	{ "listen", "{'campaign':'t','cycles':1,'listen':'nowhere','boards':[" MIN_BOARD "]}",
 	  "bad.json: listen: expected \"host:port\"" },
 	{ "top not an object", "[1,2]", "bad.json: expected a JSON object at the top, got array" },
@@ -370,6 +407,7 @@ int suite_config(void)
 	if (!s ||
 	    !CU_add_test(s, "minimal document, all defaults", test_minimal) ||
 	    !CU_add_test(s, "every key set", test_full_values) ||
+	    !CU_add_test(s, "incomplete_infra_share", test_infra_share) ||
 	    !CU_add_test(s, "defaults merge into boards", test_defaults) ||
 	    !CU_add_test(s, "resolved document reloads", test_roundtrip) ||
 	    !CU_add_test(s, "bad documents: exact messages", test_bad) ||
