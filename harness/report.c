@@ -6,6 +6,13 @@
  * or labs, whose results directories merge here. Every file is read and
  * checked before anything is printed, so a damaged file never yields half a
  * report that looks whole.
+ *
+ * A device is INCOMPLETE, never PASS, when the campaign judged too little:
+ * a board of it was given up (give_up events), a board has fewer verdicts
+ * than its run planned (run_end events, else campaign.json's cycles), a run
+ * is still going or was killed (the folder's lock), or more of its cycles
+ * were INFRA_ERROR than campaign.json's incomplete_infra_share allows. FAIL
+ * and BOOT_FAIL still win: a proven violation stays one.
  */
 #include "report.h"
 
@@ -20,6 +27,8 @@
 
 #include "../common/record.h"
 #include "../common/util.h"
+#include "config.h"
+#include "results.h"
 
 #define REP_WIDTH 100
 
@@ -73,6 +82,13 @@ struct rep_field {
 	int varies;
 };
 
+/* One reason why a device is INCOMPLETE. */
+struct rep_why {
+	char *text;		/* in full, for the device's section */
+	char *brief;		/* short, for the summary line */
+	json_object *j;		/* for --json */
+};
+
 struct rep_dev {
 	char *id;		/* verdict.device.id, or NULL: unknown (only boot fails seen) */
 	char *key;		/* grouping key */
@@ -80,11 +96,43 @@ struct rep_dev {
 	struct rep_field ident[ID_N];
 	struct rep_mode *modes;
 	unsigned nmodes;
+	struct rep_why *why;	/* empty: complete */
+	unsigned nwhy;
+	double limit;		/* incomplete_infra_share (the strictest of its folders) */
+};
+
+/* One results folder, and what its companions say. */
+struct rep_dir {
+	const char *arg;		/* as given */
+	char *base;			/* the folder; NULL for a verdicts file not named verdicts.jsonl */
+	int has_campaign;		/* campaign.json was there */
+	unsigned long cfg_cycles;	/* its config.cycles (0: not recorded) */
+	double limit;			/* its config.incomplete_infra_share, or the default */
+	unsigned long max_cycle;	/* the highest cycle with a verdict, any board */
+};
+
+/* One board of one folder: is its part of the campaign complete? */
+struct rep_board {
+	unsigned dir;
+	char *name;
+	int dev;			/* index of the device it held last; -1: no verdict */
+	unsigned long verdicts;
+	int given_up;			/* a give_up event that no later run_end superseded */
+	unsigned long gu_cycle;
+	char *gu_reason;
+	int has_plan;			/* a run_end event said how many cycles its run planned */
+	unsigned long plan;
 };
 
 struct rep {
 	struct rep_dev *devs;
 	unsigned ndevs;
+	struct rep_dir *dirs;
+	unsigned ndirs;
+	struct rep_board *boards;
+	unsigned nboards;
+	unsigned cur;			/* the folder being read */
+	int own_run;			/* the caller is the run holding the folder */
 	unsigned long torn_lines;
 	char *err;
 	size_t errlen;
@@ -171,6 +219,7 @@ struct verdict {
 	uint64_t fviol[NCLASS];		/* findings marked violation, per class */
 	uint64_t refused;		/* refused writes (write_refused findings, with their n) */
 	uint64_t violations;
+	uint64_t cycle;			/* 0 when the line has none */
 	int has_rate;
 	double rate;
 };
@@ -280,7 +329,8 @@ static int verdict_parse(struct rep *r, const char *file, unsigned long line, js
 		return rc;
 	if (!vd->board)
 		return rep_fail(r, file, line, "missing \"board\"");
-	if ((rc = opt_string(r, file, line, v, "campaign", "campaign", &vd->campaign)))
+	if ((rc = opt_string(r, file, line, v, "campaign", "campaign", &vd->campaign)) ||
+	    (rc = opt_count(r, file, line, jget(v, "cycle"), "cycle", &vd->cycle)))
 		return rc;
 	o = jget(v, "mode");
 	if (o && !json_object_is_type(o, json_type_null) &&
@@ -357,6 +407,7 @@ static struct rep_dev *rep_dev_get(struct rep *r, const char *id, const char *bo
 	memset(d, 0, sizeof(*d));
 	d->key = strdup(key);
 	d->id = id ? strdup(id) : NULL;
+	d->limit = -1.0;
 	r->ndevs++;
 	if (!d->key || (id && !d->id))
 		return NULL;
@@ -390,12 +441,40 @@ static void field_set(struct rep_field *f, json_object *v)
 	f->v = json_object_get(v);	/* keep the newest: a kernel upgrade shows as the latest */
 }
 
+static struct rep_board *rep_board_get(struct rep *r, unsigned dir, const char *name)
+{
+	struct rep_board *b;
+
+	for (unsigned i = 0; i < r->nboards; i++)
+		if (r->boards[i].dir == dir && strcmp(r->boards[i].name, name) == 0)
+			return &r->boards[i];
+	b = realloc(r->boards, (r->nboards + 1) * sizeof(*b));
+	if (!b)
+		return NULL;
+	r->boards = b;
+	b = &r->boards[r->nboards];
+	memset(b, 0, sizeof(*b));
+	b->dir = dir;
+	b->dev = -1;
+	if (!(b->name = strdup(name)))
+		return NULL;
+	r->nboards++;
+	return b;
+}
+
 static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 {
 	struct rep_dev *d = rep_dev_get(r, id, vd->board);
+	struct rep_board *bd;
 	struct rep_mode *m;
 
-	if (!d || strlist_add(&d->boards, vd->board) ||
+	if (!d || !(bd = rep_board_get(r, r->cur, vd->board)))
+		return -ENOMEM;
+	bd->dev = (int)(d - r->devs);
+	bd->verdicts++;
+	if (vd->cycle > r->dirs[r->cur].max_cycle)
+		r->dirs[r->cur].max_cycle = vd->cycle;
+	if (strlist_add(&d->boards, vd->board) ||
 	    (vd->campaign && strlist_add(&d->campaigns, vd->campaign)) ||
 	    !(m = rep_mode_get(d, vd->mode ? vd->mode : "")))
 		return -ENOMEM;
@@ -626,6 +705,202 @@ out:
 	return rc;
 }
 
+/* ---- what a folder's companions say: campaign.json, events.jsonl ---- */
+
+/* campaign.json: the cycles planned, the boards, the INFRA_ERROR limit. */
+static int rep_campaign(struct rep *r, struct rep_dir *dd)
+{
+	json_object *doc, *cfg, *v, *boards;
+	char *path = NULL;
+	struct stat st;
+	uint64_t n;
+	int rc = 0;
+
+	if (asprintf(&path, "%s/campaign.json", dd->base) < 0)
+		return rep_fail(r, dd->base, 0, "out of memory");
+	if (stat(path, &st) != 0) {
+		if (errno != ENOENT)
+			rc = rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
+		free(path);	/* none: a verdicts file from elsewhere, or a folder from long ago */
+		return rc;
+	}
+	doc = json_object_from_file(path);
+	if (!doc) {
+		rc = rep_fail(r, path, 0, "cannot read it as JSON: %s", json_util_get_last_err());
+		free(path);
+		return rc;
+	}
+	cfg = jget(doc, "config");
+	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
+		rc = rep_fail(r, path, 0, "config: expected an object (the campaign's resolved configuration)");
+		goto out;
+	}
+	dd->has_campaign = 1;
+	if ((v = jget(cfg, "cycles"))) {
+		if ((rc = opt_count(r, path, 0, v, "config.cycles", &n)))
+			goto out;
+		dd->cfg_cycles = (unsigned long)n;
+	}
+	if ((v = jget(cfg, "incomplete_infra_share"))) {
+		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
+		    !(json_object_get_double(v) >= 0.0 && json_object_get_double(v) <= 1.0)) {
+			rc = rep_fail(r, path, 0, "config.incomplete_infra_share: expected a number from 0 to 1, got %s",
+				      json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+			goto out;
+		}
+		dd->limit = json_object_get_double(v);
+	}
+	boards = jget(cfg, "boards");
+	if (boards && json_object_is_type(boards, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(boards); i++) {
+			json_object *name = jget(json_object_array_get_idx(boards, i), "name");
+
+			if (name && json_object_is_type(name, json_type_string) &&
+			    !rep_board_get(r, (unsigned)(dd - r->dirs), json_object_get_string(name))) {
+				rc = rep_fail(r, path, 0, "out of memory");
+				goto out;
+			}
+		}
+out:
+	json_object_put(doc);
+	free(path);
+	return rc;
+}
+
+/* One give_up or run_end event, in file order: a run_end that does not say
+ * the board was given up means a later run took the board on again. */
+static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long lineno, json_object *v)
+{
+	const char *ev = NULL, *board = NULL, *s = NULL;
+	struct rep_board *b;
+	uint64_t n = 0;
+	int rc;
+
+	if (!json_object_is_type(v, json_type_object))
+		return rep_fail(r, path, lineno, "expected a JSON object (one event per line)");
+	if ((rc = opt_string(r, path, lineno, v, "ev", "ev", &ev)))
+		return rc;
+	if (!ev || (strcmp(ev, "give_up") && strcmp(ev, "run_end")))
+		return 0;	/* another event that merely mentions one */
+	if ((rc = opt_string(r, path, lineno, v, "board", "board", &board)))
+		return rc;
+	if (!board)
+		return rep_fail(r, path, lineno, "%s: missing \"board\"", ev);
+	if (!(b = rep_board_get(r, di, board)))
+		return rep_fail(r, path, lineno, "out of memory");
+	if (!strcmp(ev, "give_up")) {
+		char *why;
+
+		if ((rc = opt_count(r, path, lineno, jget(v, "cycle"), "cycle", &n)) ||
+		    (rc = opt_string(r, path, lineno, v, "reason", "reason", &s)))
+			return rc;
+		if (!(why = strdup(s ? s : "no reason recorded")))
+			return rep_fail(r, path, lineno, "out of memory");
+		/* for a terminal: the reason may quote what an agent said */
+		for (char *p = why; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+		free(b->gu_reason);
+		b->gu_reason = why;
+		b->gu_cycle = (unsigned long)n;
+		b->given_up = 1;
+		return 0;
+	}
+	if (!jget(v, "cycles"))
+		return rep_fail(r, path, lineno, "run_end: missing \"cycles\"");
+	if ((rc = opt_count(r, path, lineno, jget(v, "cycles"), "cycles", &n)) ||
+	    (rc = opt_string(r, path, lineno, v, "end", "end", &s)))
+		return rc;
+	b->has_plan = 1;
+	b->plan = (unsigned long)n;
+	if (!s || strcmp(s, "given_up"))
+		b->given_up = 0;
+	return 0;
+}
+
+/* events.jsonl: only the give_up and run_end lines, picked out by a plain
+ * substring search before any parsing, so a night's worth of events stays
+ * quick to read. No file: no such events (an older folder). */
+static int rep_events(struct rep *r, unsigned di)
+{
+	char *path = NULL, *line = NULL;
+	unsigned long lineno = 0;
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+	int rc = 0;
+
+	if (asprintf(&path, "%s/events.jsonl", r->dirs[di].base) < 0)
+		return rep_fail(r, r->dirs[di].base, 0, "out of memory");
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno != ENOENT)
+			rc = rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
+		free(path);
+		return rc;
+	}
+	while ((n = getline(&line, &cap, f)) > 0) {
+		json_object *v;
+		const char *why;
+
+		lineno++;
+		if (line[n - 1] != '\n')
+			break;	/* a torn last line: the harness trims it when it starts again */
+		if (!strstr(line, "\"give_up\"") && !strstr(line, "\"run_end\""))
+			continue;
+		line[--n] = 0;
+		v = parse_line(line, (size_t)n, &why);
+		if (!v) {
+			rc = rep_fail(r, path, lineno, "not a JSON event line: %s", why);
+			break;
+		}
+		rc = rep_event(r, di, path, lineno, v);
+		json_object_put(v);
+		if (rc)
+			break;
+	}
+	if (!rc && ferror(f))
+		rc = rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
+	free(line);
+	fclose(f);
+	free(path);
+	return rc;
+}
+
+/* One argument: a folder, or a verdicts file (whose folder holds the
+ * companions only when the file is the folder's verdicts.jsonl). */
+static int rep_folder(struct rep *r, const char *arg)
+{
+	struct rep_dir *dd;
+	struct stat st;
+	int rc;
+
+	dd = realloc(r->dirs, (r->ndirs + 1) * sizeof(*dd));
+	if (!dd)
+		return rep_fail(r, arg, 0, "out of memory");
+	r->dirs = dd;
+	dd = &r->dirs[r->ndirs];
+	memset(dd, 0, sizeof(*dd));
+	dd->arg = arg;
+	dd->limit = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
+	r->cur = r->ndirs++;
+	if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
+		const char *slash = strrchr(arg, '/'), *name = slash ? slash + 1 : arg;
+
+		if (!strcmp(name, "verdicts.jsonl"))
+			dd->base = slash ? strndup(arg, slash == arg ? 1 : (size_t)(slash - arg)) : strdup(".");
+		if (!strcmp(name, "verdicts.jsonl") && !dd->base)
+			return rep_fail(r, arg, 0, "out of memory");
+	} else if (!(dd->base = strdup(arg))) {
+		return rep_fail(r, arg, 0, "out of memory");
+	}
+	if ((rc = rep_read(r, arg)))
+		return rc;
+	if (dd->base && ((rc = rep_campaign(r, dd)) || (rc = rep_events(r, r->cur))))
+		return rc;
+	return 0;
+}
+
 /* ---- totals and results ---- */
 
 static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
@@ -655,18 +930,247 @@ static unsigned long mode_cycles(const struct rep_mode *m)
 }
 
 /*
- * FAIL beats BOOT_FAIL beats PASS; INFRA_ERROR is the lab's fault, never the
- * device's. A device with no judged cycle at all has no result to hand anyone.
+ * FAIL beats BOOT_FAIL beats INCOMPLETE beats PASS: a proven violation or a
+ * dead part stays what it is however little else was judged, and a campaign
+ * that judged too little (rep_finish) never reads PASS. INFRA_ERROR is the
+ * lab's fault, never the device's, but too much of it leaves nothing to hand
+ * anyone.
  */
-static const char *dev_result(const struct rep_mode *t)
+static const char *dev_result(const struct rep_dev *d, const struct rep_mode *t)
 {
 	if (t->out[OUT_FAIL])
 		return "FAIL";
 	if (t->out[OUT_BOOT_FAIL])
 		return "BOOT_FAIL";
-	if (t->out[OUT_PASS])
-		return "PASS";
-	return "NO_DATA";
+	if (d->nwhy)
+		return "INCOMPLETE";
+	return "PASS";
+}
+
+static int result_code(const char *res)
+{
+	if (!strcmp(res, "PASS"))
+		return REPORT_PASS;
+	if (!strcmp(res, "INCOMPLETE"))
+		return REPORT_INCOMPLETE;
+	return REPORT_FAIL;
+}
+
+/* "23.1%", "10%" */
+static const char *pct(double share, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.3g%%", share * 100.0);
+	return buf;
+}
+
+__attribute__((format(printf, 4, 5)))
+static int why_add(struct rep_dev *d, json_object *j, const char *brief, const char *fmt, ...)
+{
+	struct rep_why *w = realloc(d->why, (d->nwhy + 1) * sizeof(*w));
+	va_list ap;
+	int n;
+
+	if (!w) {
+		json_object_put(j);
+		return -ENOMEM;
+	}
+	d->why = w;
+	w = &d->why[d->nwhy];
+	memset(w, 0, sizeof(*w));
+	va_start(ap, fmt);
+	n = vasprintf(&w->text, fmt, ap);
+	va_end(ap);
+	w->brief = strdup(brief);
+	w->j = j;
+	if (n < 0 || !w->brief || !j) {
+		if (n >= 0)
+			free(w->text);
+		free(w->brief);
+		json_object_put(j);
+		return -ENOMEM;
+	}
+	json_object_object_add(j, "text", json_object_new_string(w->text));
+	d->nwhy++;
+	return 0;
+}
+
+static json_object *why_json(const char *why, const struct rep *r, const struct rep_board *b)
+{
+	json_object *j = json_object_new_object();
+
+	if (!j)
+		return NULL;
+	json_object_object_add(j, "why", json_object_new_string(why));
+	if (b) {
+		json_object_object_add(j, "board", json_object_new_string(b->name));
+		json_object_object_add(j, "results", json_object_new_string(r->dirs[b->dir].arg));
+	}
+	return j;
+}
+
+/* Each board: given up, or fewer verdicts than its run planned. */
+static int finish_board(struct rep *r, struct rep_board *b)
+{
+	const struct rep_dir *dd = &r->dirs[b->dir];
+	struct rep_dev *d;
+	unsigned long plan = 0;
+	char where[PATH_MAX + 16] = "", brief[256];
+	json_object *j;
+
+	if (b->dev < 0) {
+		/* named by campaign.json or an event, never by a verdict */
+		if (!(d = rep_dev_get(r, NULL, b->name)) || strlist_add(&d->boards, b->name))
+			return -ENOMEM;
+		b->dev = (int)(d - r->devs);
+	}
+	d = &r->devs[b->dev];
+	if (d->limit < 0 || dd->limit < d->limit)
+		d->limit = dd->limit;
+	if (r->ndirs > 1)
+		snprintf(where, sizeof(where), " (in %s)", dd->arg);
+	/* the plan of the last run that said (run_end); else the configuration,
+	 * grown by --cycles as far as any board of the folder got */
+	if (b->has_plan)
+		plan = b->plan;
+	else if (dd->has_campaign)
+		plan = dd->cfg_cycles > dd->max_cycle ? dd->cfg_cycles : dd->max_cycle;
+	if (b->given_up) {
+		snprintf(brief, sizeof(brief), "board %s given up at cycle %lu", b->name, b->gu_cycle);
+		if ((j = why_json("given_up", r, b))) {
+			json_object_object_add(j, "cycle", json_object_new_int64((int64_t)b->gu_cycle));
+			json_object_object_add(j, "reason", json_object_new_string(b->gu_reason));
+		}
+		return why_add(d, j, brief, "board %s%s given up at cycle %lu: %s", b->name, where, b->gu_cycle,
+			       b->gu_reason);
+	}
+	if (plan && b->verdicts < plan) {
+		snprintf(brief, sizeof(brief), "board %s: %lu of %lu cycles", b->name, b->verdicts, plan);
+		if ((j = why_json("cycles_missing", r, b))) {
+			json_object_object_add(j, "verdicts", json_object_new_int64((int64_t)b->verdicts));
+			json_object_object_add(j, "planned", json_object_new_int64((int64_t)plan));
+		}
+		return why_add(d, j, brief, "board %s%s has verdicts for %lu of the %lu cycles planned", b->name,
+			       where, b->verdicts, plan);
+	}
+	return 0;
+}
+
+/* A folder a run still holds, or whose last run was killed: its campaign is
+ * not over, whatever its verdicts say so far. */
+static int finish_lock(struct rep *r, unsigned di)
+{
+	struct results_lock_info li;
+	char desc[768];
+	const char *why, *brief;
+
+	if (!r->dirs[di].base)
+		return 0;
+	results_lock_probe(r->dirs[di].base, &li);
+	if (li.state == RESULTS_LOCK_HELD) {
+		why = "running";
+		brief = "still running";
+	} else if (li.state == RESULTS_LOCK_FREE && li.known && !li.ended) {
+		why = "killed";
+		brief = "last run killed";
+	} else {
+		return 0;
+	}
+	results_lock_describe(&li, desc, sizeof(desc));
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		unsigned k;
+		json_object *j;
+
+		for (k = 0; k < r->nboards; k++)
+			if (r->boards[k].dir == di && r->boards[k].dev == (int)i)
+				break;
+		if (k == r->nboards)
+			continue;
+		if ((j = why_json(why, r, NULL))) {
+			json_object_object_add(j, "results", json_object_new_string(r->dirs[di].arg));
+			json_object_object_add(j, "lock", json_object_new_string(desc));
+		}
+		if (why_add(&r->devs[i], j, brief, "%s (%s: %s)",
+			    li.state == RESULTS_LOCK_HELD ? "the campaign is still running" :
+			    "the last run was killed before it finished", r->dirs[di].arg, desc))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Too large a share of INFRA_ERROR, or nothing judged at all. */
+static int finish_share(struct rep_dev *d)
+{
+	struct rep_mode t;
+	unsigned long cycles, infra;
+	char b1[32], b2[32], brief[128];
+	json_object *j;
+
+	mode_sum(d, &t);
+	cycles = mode_cycles(&t);
+	infra = t.out[OUT_INFRA];
+	if (d->limit < 0)
+		d->limit = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
+	if (cycles && (double)infra / (double)cycles > d->limit) {
+		double share = (double)infra / (double)cycles;
+
+		snprintf(brief, sizeof(brief), "%s INFRA_ERROR (limit %s)", pct(share, b1, sizeof(b1)),
+			 pct(d->limit, b2, sizeof(b2)));
+		if ((j = json_object_new_object())) {
+			json_object_object_add(j, "why", json_object_new_string("infra_share"));
+			json_object_object_add(j, "infra_error", json_object_new_int64((int64_t)infra));
+			json_object_object_add(j, "cycles", json_object_new_int64((int64_t)cycles));
+			json_object_object_add(j, "share", json_object_new_double(share));
+			json_object_object_add(j, "limit", json_object_new_double(d->limit));
+		}
+		if (why_add(d, j, brief, "%s of cycles INFRA_ERROR (%lu of %lu; limit %s, incomplete_infra_share)",
+			    b1, infra, cycles, b2))
+			return -ENOMEM;
+	}
+	if (!d->nwhy && !t.out[OUT_PASS] && !t.out[OUT_FAIL] && !t.out[OUT_BOOT_FAIL]) {
+		/* only when nothing above says so already (a limit of 1 allows all) */
+		j = json_object_new_object();
+		if (j)
+			json_object_object_add(j, "why", json_object_new_string("nothing_judged"));
+		if (why_add(d, j, "nothing judged", "no cycle was judged%s",
+			    cycles ? " (every verdict INFRA_ERROR)" : ""))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int rep_finish(struct rep *r)
+{
+	int rc;
+
+	for (unsigned i = 0; i < r->nboards; i++)
+		if ((rc = finish_board(r, &r->boards[i])))
+			return rc;
+	if (!r->own_run)
+		for (unsigned i = 0; i < r->ndirs; i++)
+			if ((rc = finish_lock(r, i)))
+				return rc;
+	for (unsigned i = 0; i < r->ndevs; i++)
+		if ((rc = finish_share(&r->devs[i])))
+			return rc;
+	return 0;
+}
+
+/* The worst device's: what `powercut report` and `run` exit with. Nothing
+ * at all to report is nothing judged. */
+static int rep_result(struct rep *r)
+{
+	int res = r->ndevs ? REPORT_PASS : REPORT_INCOMPLETE;
+
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		struct rep_mode t;
+		int c;
+
+		mode_sum(&r->devs[i], &t);
+		c = result_code(dev_result(&r->devs[i], &t));
+		if (c == REPORT_FAIL || (c == REPORT_INCOMPLETE && res == REPORT_PASS))
+			res = c;
+	}
+	return res;
 }
 
 /* Modes in the order of DESIGN section 5, unknown names after, "no mode" last. */
@@ -793,7 +1297,8 @@ static void print_device(FILE *out, struct rep_dev *d)
 	if (!d->id)
 		fprintf(out, "  (no agent ever reported this device's identity: only boot failures were seen)\n");
 	fprintf(out, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  in-flight  records/s  violations\n");
-	qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
+	if (d->nmodes)	/* none: a board without verdicts */
+		qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
 	for (unsigned i = 0; i < d->nmodes; i++)
 		print_row(out, &d->modes[i], d->modes[i].name[0] ? d->modes[i].name : "-");
 	mode_sum(d, &t);
@@ -804,9 +1309,15 @@ static void print_device(FILE *out, struct rep_dev *d)
 			fprintf(out, "  note: %s ran as %s in %lu cycle%s (see queue fua / write_cache)\n",
 				d->modes[i].name, d->modes[i].ran[k].name, d->modes[i].ran[k].n,
 				d->modes[i].ran[k].n == 1 ? "" : "s");
-	fprintf(out, "  result: %s (", dev_result(&t));
+	fprintf(out, "  result: %s (", dev_result(d, &t));
 	print_detail(out, &t);
-	fprintf(out, ")\n\n");
+	fprintf(out, ")\n");
+	/* also under a FAIL: the evidence was incomplete, whatever it proved */
+	for (unsigned k = 0; k < d->nwhy; k++) {
+		fprintf(out, "  incomplete: ");
+		print_wrapped(out, d->why[k].text, 14);
+	}
+	fprintf(out, "\n");
 }
 
 static void print_table(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
@@ -829,10 +1340,13 @@ static void print_table(const struct rep *r, FILE *out, const char *const *dirs,
 		const struct rep_dev *d = &r->devs[i];
 
 		mode_sum(d, &t);
-		fprintf(out, "  %-9s %s (", dev_result(&t), d->id ? d->id : "unknown device");
+		fprintf(out, "  %-9s %s (", dev_result(d, &t), d->id ? d->id : "unknown device");
 		print_list(out, &d->boards);
 		fprintf(out, "): ");
 		print_detail(out, &t);
+		/* why, when that is the result (under a FAIL, the device's section says) */
+		for (unsigned k = 0; !strcmp(dev_result(d, &t), "INCOMPLETE") && k < d->nwhy; k++)
+			fprintf(out, "%s%s", k ? "; " : "; incomplete: ", d->why[k].brief);
 		fprintf(out, "\n");
 	}
 }
@@ -875,7 +1389,7 @@ static json_object *strlist_json(const struct strlist *l)
 
 static json_object *device_json(struct rep_dev *d)
 {
-	json_object *o = json_object_new_object(), *id = json_object_new_object(), *modes;
+	json_object *o = json_object_new_object(), *id = json_object_new_object(), *modes, *why;
 	struct rep_mode t;
 
 	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
@@ -885,11 +1399,19 @@ static json_object *device_json(struct rep_dev *d)
 		json_object_object_add(id, id_keys[k], json_object_get(d->ident[k].v));
 	json_object_object_add(o, "identity", id);
 	mode_sum(d, &t);
-	json_object_object_add(o, "result", json_object_new_string(dev_result(&t)));
+	json_object_object_add(o, "result", json_object_new_string(dev_result(d, &t)));
+	why = json_object_new_array();
+	for (unsigned k = 0; k < d->nwhy; k++)
+		json_object_array_add(why, json_object_get(d->why[k].j));
+	json_object_object_add(o, "incomplete", why);
+	json_object_object_add(o, "infra_share", mode_cycles(&t) ? json_object_new_double(
+		(double)t.out[OUT_INFRA] / (double)mode_cycles(&t)) : NULL);
+	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
 	mode_json(o, &t);
 	modes = json_object_new_array();
 	json_object_object_add(o, "modes", modes);
-	qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
+	if (d->nmodes)	/* none: a board without verdicts */
+		qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
 	for (unsigned i = 0; i < d->nmodes; i++) {
 		json_object *mo = json_object_new_object(), *ran = json_object_new_object();
 		const struct rep_mode *m = &d->modes[i];
@@ -916,6 +1438,8 @@ static int print_json(struct rep *r, FILE *out, const char *const *dirs, int ndi
 	for (int i = 0; i < ndirs; i++)
 		json_object_array_add(a, json_object_new_string(dirs[i]));
 	json_object_object_add(doc, "results", a);
+	json_object_object_add(doc, "result", json_object_new_string(
+		rep_result(r) == REPORT_PASS ? "PASS" : rep_result(r) == REPORT_FAIL ? "FAIL" : "INCOMPLETE"));
 	json_object_object_add(doc, "torn_lines_ignored", json_object_new_int64((int64_t)r->torn_lines));
 	devs = json_object_new_array();
 	json_object_object_add(doc, "devices", devs);
@@ -939,25 +1463,44 @@ static void rep_free(struct rep *r)
 		for (int k = 0; k < ID_N; k++)
 			json_object_put(d->ident[k].v);
 		free(d->modes);
+		for (unsigned k = 0; k < d->nwhy; k++) {
+			free(d->why[k].text);
+			free(d->why[k].brief);
+			json_object_put(d->why[k].j);
+		}
+		free(d->why);
 	}
 	free(r->devs);
+	for (unsigned i = 0; i < r->ndirs; i++)
+		free(r->dirs[i].base);
+	free(r->dirs);
+	for (unsigned i = 0; i < r->nboards; i++) {
+		free(r->boards[i].name);
+		free(r->boards[i].gu_reason);
+	}
+	free(r->boards);
 }
 
-int report_print(const char *const *dirs, int ndirs, FILE *out, int json, char *err, size_t errlen)
+int report_run(const char *const *dirs, int ndirs, FILE *out, const struct report_opts *o, int *result,
+	       char *err, size_t errlen)
 {
-	struct rep r = { .err = err, .errlen = errlen };
+	struct rep r = { .err = err, .errlen = errlen, .own_run = o && o->own_run };
 	int rc = 0;
 
 	if (errlen)
 		err[0] = 0;
+	if (result)
+		*result = REPORT_INCOMPLETE;
 	if (ndirs < 1) {
 		snprintf(err, errlen, "report: no results directory given");
 		return -EINVAL;
 	}
 	for (int i = 0; i < ndirs && !rc; i++)
-		rc = rep_read(&r, dirs[i]);
-	if (!rc) {
-		if (json)
+		rc = rep_folder(&r, dirs[i]);
+	if (!rc && (rc = rep_finish(&r)))
+		snprintf(err, errlen, "report: out of memory");
+	if (!rc && out) {
+		if (o && o->json)
 			rc = print_json(&r, out, dirs, ndirs);
 		else
 			print_table(&r, out, dirs, ndirs);
@@ -968,6 +1511,15 @@ int report_print(const char *const *dirs, int ndirs, FILE *out, int json, char *
 			snprintf(err, errlen, "report: cannot write the report: %s", strerror(errno));
 		}
 	}
+	if (!rc && result)
+		*result = rep_result(&r);
 	rep_free(&r);
 	return rc;
+}
+
+int report_print(const char *const *dirs, int ndirs, FILE *out, int json, char *err, size_t errlen)
+{
+	struct report_opts o = { .json = json };
+
+	return report_run(dirs, ndirs, out, &o, NULL, err, errlen);
 }

@@ -5,7 +5,8 @@
  * many: they merge), groups the cycles by device identity and, per write
  * mode, counts outcomes, violations per class and the write rate. The table
  * is what a user hands to a supplier; json=1 gives the same as one JSON
- * document for scripts. Verdict classes and outcomes: DESIGN section 6.
+ * document for scripts. Verdict classes and outcomes: DESIGN section 6;
+ * per-device results add INCOMPLETE (a campaign that judged too little).
  */
 #ifndef PC_HARNESS_REPORT_H
 #define PC_HARNESS_REPORT_H
@@ -14,12 +15,37 @@
 #include <stdio.h>
 
 /*
- * dirs: results directories (or verdicts.jsonl files themselves). Prints
- * nothing until every file has been read. Returns 0, or -errno/-EINVAL with
- * err naming the file (and line) and what is wrong. A torn last line (no
- * newline: the harness stopped while writing it) is skipped with a warning
- * on stderr.
+ * The overall result: the worst device's, and the exit status of `powercut
+ * report` and `powercut run` (2 is theirs for errors). A device is FAIL or
+ * BOOT_FAIL on any such cycle; else INCOMPLETE when the campaign judged too
+ * little of it (a board given up, fewer verdicts than planned, a run still
+ * going or killed, more INFRA_ERROR than incomplete_infra_share allows,
+ * nothing judged); else PASS. No device at all is INCOMPLETE too.
  */
+enum report_result {
+	REPORT_PASS = 0,	/* every device PASS */
+	REPORT_FAIL = 1,	/* some device FAIL or BOOT_FAIL */
+	REPORT_INCOMPLETE = 3,	/* some device INCOMPLETE, none FAIL or BOOT_FAIL */
+};
+
+struct report_opts {
+	int json;		/* one JSON document instead of the table */
+	int own_run;		/* the caller is the run that holds the folder's lock (it is
+				 * done with its cycles): its lock is not "still running" */
+};
+
+/*
+ * dirs: results directories (or verdicts.jsonl files themselves; a file
+ * named verdicts.jsonl brings its folder's campaign.json and events.jsonl
+ * along). Prints nothing until every file has been read; out NULL prints
+ * nothing at all (the result only). Returns 0 with *result set (when result
+ * is not NULL), or -errno/-EINVAL with err naming the file (and line) and
+ * what is wrong. A torn last line (no newline: the harness stopped while
+ * writing it) is skipped with a warning on stderr.
+ */
+int report_run(const char *const *dirs, int ndirs, FILE *out, const struct report_opts *o, int *result,
+	       char *err, size_t errlen);
+/* The same, printing, without the result. */
 int report_print(const char *const *dirs, int ndirs, FILE *out, int json, char *err, size_t errlen);
 
 #endif

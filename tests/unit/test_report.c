@@ -1,7 +1,8 @@
 /*
  * test_report.c - the per-device report from real verdicts.jsonl files:
  * counts per device and mode, results, merging of results directories, and
- * damaged files.
+ * damaged files; INCOMPLETE devices (given up, too much INFRA_ERROR, cycles
+ * left, a run still going or killed) and the result codes.
  */
 #include "suites.h"
 
@@ -10,11 +11,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "../../common/util.h"
 #include "../../harness/report.h"
+#include "../../harness/results.h"
 
 #define DEV_A "\"device\":{\"id\":\"mmc:PCSIM:aaaa\",\"name\":\"PCSIM\",\"manfid\":\"0x0000fe\",\"cid\":\"fe01aa\"}," \
 	"\"queue\":{\"fua\":1,\"write_cache\":\"write back\"},\"kernel\":\"6.1.0-test\""
@@ -198,9 +201,16 @@ static void test_one_dir_json(void)
 	CU_ASSERT_EQUAL(num(m, "infra_error"), 1);
 	CU_ASSERT_EQUAL(rate(m), -1.0);
 
+	/* 1 INFRA_ERROR in 5 cycles is over the default 10%, but BOOT_FAIL stays */
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(a, "incomplete")), 1);
+	CU_ASSERT_DOUBLE_EQUAL(json_object_get_double(json_object_object_get(a, "infra_share")), 0.2, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(json_object_get_double(json_object_object_get(a, "infra_share_limit")), 0.1, 1e-12);
+	CU_ASSERT_STRING_EQUAL(str(doc, "result"), "FAIL");
+
 	b = device(doc, "mmc:PCSIM:bbbb");
 	CU_ASSERT_PTR_NOT_NULL_FATAL(b);
 	CU_ASSERT_STRING_EQUAL(str(b, "result"), "FAIL");
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(b, "incomplete")), 0);
 	CU_ASSERT_EQUAL(num(b, "cycles"), 3);
 	CU_ASSERT_EQUAL(num(b, "fail"), 2);
 	m = mode(b, "flush");
@@ -233,7 +243,9 @@ static void test_table(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  fua              2     2     0          0      0         0     1500.0  -\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  flush            2     0     2          0      0         2     6000.0  lost_acked=7 torn=1\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  -                2     0     0          1      1         0          -  -\n"));
-	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: BOOT_FAIL (5 cycles, 1 BOOT_FAIL, 1 INFRA_ERROR)"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: BOOT_FAIL (5 cycles, 1 BOOT_FAIL, 1 INFRA_ERROR)\n"
+					 "  incomplete: 20% of cycles INFRA_ERROR (1 of 5; limit 10%, "
+					 "incomplete_infra_share)\n"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: FAIL (3 cycles, 2 FAIL; violations lost_acked=7 torn=1)"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "note: fua ran as fua+flush in 1 cycle "));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "cid fe01aa; kernel 6.1.0-test"));
@@ -277,8 +289,10 @@ static void test_merge(void)
 	CU_ASSERT_EQUAL(num(device(doc, "mmc:PCSIM:aaaa"), "cycles"), 5);
 	/* infrastructure trouble never counts against a device, nor for it */
 	z = device(doc, "mmc:ZZ:1");
-	CU_ASSERT_STRING_EQUAL(str(z, "result"), "NO_DATA");
+	CU_ASSERT_STRING_EQUAL(str(z, "result"), "INCOMPLETE");
 	CU_ASSERT_EQUAL(num(z, "infra_error"), 1);
+	CU_ASSERT_STRING_EQUAL(str(json_object_array_get_idx(json_object_object_get(z, "incomplete"), 0), "why"),
+			       "infra_share");
 	/* a board whose device never said who it is */
 	g = device(doc, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(g);
@@ -401,6 +415,340 @@ static void test_write_refused(void)
 	free(out);
 }
 
+/* ---- INCOMPLETE ---- */
+
+/* One verdict line; a FAIL with one lost_acked record. */
+static void add_verdict(FILE *f, const char *board, int cycle, const char *verdict, const char *id)
+{
+	fprintf(f, "{\"campaign\":\"c\",\"board\":\"%s\",\"cycle\":%d,\"verdict\":\"%s\",\"mode\":%s,"
+		"\"device\":{\"id\":\"%s\"}%s}\n", board, cycle, verdict,
+		strcmp(verdict, "INFRA_ERROR") ? "\"fua\"" : "null", id,
+		strcmp(verdict, "FAIL") ? "" : ",\"counts\":{\"lost_acked\":1},\"violations\":1");
+}
+
+/* verdicts.jsonl: board b1 (device mmc:X:1) cycles 1..n, the first infra
+ * of them INFRA_ERROR, and board b2 (mmc:Y:2) cycles 1..n2, all `v2`. */
+static void write_verdicts(const char *dir, int n, int infra, int n2, const char *v2)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	for (int c = 1; c <= n; c++)
+		add_verdict(f, "b1", c, c <= infra ? "INFRA_ERROR" : "PASS", "mmc:X:1");
+	for (int c = 1; c <= n2; c++)
+		add_verdict(f, "b2", c, v2, "mmc:Y:2");
+	fclose(f);
+	write_file(dir, "verdicts.jsonl", text);
+	free(text);
+}
+
+/* campaign.json as a run writes it: config.cycles, the boards, and the
+ * limit when one was given (share NULL: none, as in older folders) */
+static void write_campaign(const char *dir, int cycles, const char *share)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text), "{\"campaign\":\"c\",\"started\":1,\"config\":{\"campaign\":\"c\",\"cycles\":%d,"
+		 "%s%s%s\"boards\":[{\"name\":\"b1\"},{\"name\":\"b2\"}]}}\n", cycles,
+		 share ? "\"incomplete_infra_share\":" : "", share ? share : "", share ? "," : "");
+	write_file(dir, "campaign.json", text);
+}
+
+/* The report of one folder: its result code, and the JSON or the table. */
+static int result_of(const char *dir, int json, char **text, int own_run)
+{
+	const char *dirs[1] = { dir };
+	struct report_opts o = { .json = json, .own_run = own_run };
+	char err[512] = "";
+	size_t len = 0;
+	FILE *f = open_memstream(text, &len);
+	int rc, result = -1;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	rc = report_run(dirs, 1, f, &o, &result, err, sizeof(err));
+	fclose(f);
+	if (rc)
+		fprintf(stderr, "\n  report_run: %d %s\n", rc, err);
+	CU_ASSERT_EQUAL(rc, 0);
+	return result;
+}
+
+/* The "why" values of a device's incomplete list, joined with commas. */
+static const char *whys(json_object *dev, char *buf, size_t len)
+{
+	json_object *a = dev ? json_object_object_get(dev, "incomplete") : NULL;
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; a && i < json_object_array_length(a) && n < len; i++)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? "," : "",
+				      str(json_object_array_get_idx(a, i), "why"));
+	return buf;
+}
+
+static void test_incomplete_share(void)
+{
+	char dir[PATH_MAX], *text = NULL, w[256];
+	json_object *doc, *d;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("report-share"));
+	/* 3 of 20 (15%) over the default 10%: INCOMPLETE */
+	write_campaign(dir, 20, NULL);
+	write_verdicts(dir, 20, 3, 20, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_INCOMPLETE);
+	doc = json_tokener_parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	CU_ASSERT_STRING_EQUAL(str(doc, "result"), "INCOMPLETE");
+	d = device(doc, "mmc:X:1");
+	CU_ASSERT_STRING_EQUAL(str(d, "result"), "INCOMPLETE");
+	CU_ASSERT_STRING_EQUAL(whys(d, w, sizeof(w)), "infra_share");
+	CU_ASSERT_EQUAL(num(json_object_array_get_idx(json_object_object_get(d, "incomplete"), 0), "infra_error"), 3);
+	CU_ASSERT_STRING_EQUAL(str(device(doc, "mmc:Y:2"), "result"), "PASS");
+	json_object_put(doc);
+	free(text);
+	text = NULL;
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: INCOMPLETE (20 cycles, 3 INFRA_ERROR)\n"
+					 "  incomplete: 15% of cycles INFRA_ERROR (3 of 20; limit 10%, "
+					 "incomplete_infra_share)\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  INCOMPLETE mmc:X:1 (b1): 20 cycles, 3 INFRA_ERROR; incomplete: "
+					 "15% INFRA_ERROR (limit 10%)\n"));
+	free(text);
+	text = NULL;
+	/* exactly 10% is within the limit; 5% too */
+	write_verdicts(dir, 20, 2, 20, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: PASS (20 cycles, 2 INFRA_ERROR)\n\n"));
+	free(text);
+	text = NULL;
+	write_verdicts(dir, 20, 1, 20, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	free(text);
+	text = NULL;
+	/* the limit campaign.json records */
+	write_campaign(dir, 20, "0");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "incomplete: 5% of cycles INFRA_ERROR (1 of 20; limit 0%,"));
+	free(text);
+	text = NULL;
+	write_verdicts(dir, 20, 3, 20, "PASS");
+	write_campaign(dir, 20, "0.2");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	free(text);
+	text = NULL;
+	/* a limit of 1 allows any share, but nothing judged is never PASS */
+	write_verdicts(dir, 20, 20, 20, "PASS");
+	write_campaign(dir, 20, "1");
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_INCOMPLETE);
+	doc = json_tokener_parse(text);
+	CU_ASSERT_STRING_EQUAL(whys(device(doc, "mmc:X:1"), w, sizeof(w)), "nothing_judged");
+	json_object_put(doc);
+	free(text);
+}
+
+static void test_incomplete_given_up(void)
+{
+	char dir[PATH_MAX], *text = NULL, w[256];
+	json_object *doc, *d, *g;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("report-given-up"));
+	write_campaign(dir, 4, NULL);
+	write_verdicts(dir, 4, 0, 2, "PASS");
+	write_file(dir, "events.jsonl",
+		   "{\"t\":1,\"board\":\"b2\",\"cycle\":1,\"ev\":\"power_on\",\"attempt\":1}\n"
+		   /* an agent's line that mentions one is no give_up */
+		   "{\"t\":2,\"board\":\"b2\",\"cycle\":1,\"ev\":\"rx_bad\",\"line\":\"\\\"give_up\\\" run_end\"}\n"
+		   "{\"t\":3,\"board\":\"b2\",\"cycle\":3,\"ev\":\"give_up\",\"reason\":\"relay \\u001b[31m dead\"}\n"
+		   "{\"t\":4,\"board\":\"b1\",\"cycle\":4,\"ev\":\"run_end\",\"cycles\":4,\"end\":\"finished\"}\n"
+		   "{\"t\":4,\"board\":\"b2\",\"cycle\":2,\"ev\":\"run_end\",\"cycles\":4,\"end\":\"given_up\"}\n"
+		   "{\"t\":5,\"board\":\"b2\",\"cycle\":5,\"ev\":\"rx\",\"msg\":{\"type\"");	/* torn */
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_INCOMPLETE);
+	doc = json_tokener_parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	CU_ASSERT_STRING_EQUAL(str(device(doc, "mmc:X:1"), "result"), "PASS");
+	d = device(doc, "mmc:Y:2");
+	CU_ASSERT_STRING_EQUAL(str(d, "result"), "INCOMPLETE");
+	/* given up says it all: not also "2 of 4 cycles" */
+	CU_ASSERT_STRING_EQUAL(whys(d, w, sizeof(w)), "given_up");
+	g = json_object_array_get_idx(json_object_object_get(d, "incomplete"), 0);
+	CU_ASSERT_STRING_EQUAL(str(g, "board"), "b2");
+	CU_ASSERT_EQUAL(num(g, "cycle"), 3);
+	CU_ASSERT_STRING_EQUAL(str(g, "reason"), "relay ?[31m dead");
+	json_object_put(doc);
+	free(text);
+	text = NULL;
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: INCOMPLETE (2 cycles)\n"
+					 "  incomplete: board b2 given up at cycle 3: relay ?[31m dead\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  INCOMPLETE mmc:Y:2 (b2): 2 cycles; incomplete: board b2 given up at "
+					 "cycle 3\n"));
+	free(text);
+	text = NULL;
+
+	/* a FAIL stays a FAIL, given up or not; the reason is still shown */
+	write_verdicts(dir, 4, 0, 2, "FAIL");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_FAIL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: FAIL (2 cycles, 2 FAIL; violations lost_acked=2)\n"
+					 "  incomplete: board b2 given up at cycle 3: relay ?[31m dead\n"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  FAIL      mmc:Y:2 (b2): 2 cycles, 2 FAIL; violations lost_acked=2\n"));
+	free(text);
+	text = NULL;
+
+	/* a later run took the board on again and finished: no longer given up */
+	write_verdicts(dir, 4, 0, 4, "PASS");
+	write_file(dir, "events.jsonl",
+		   "{\"t\":3,\"board\":\"b2\",\"cycle\":3,\"ev\":\"give_up\",\"reason\":\"relay dead\"}\n"
+		   "{\"t\":4,\"board\":\"b2\",\"cycle\":2,\"ev\":\"run_end\",\"cycles\":4,\"end\":\"given_up\"}\n"
+		   "{\"t\":9,\"board\":\"b2\",\"cycle\":4,\"ev\":\"run_end\",\"cycles\":4,\"end\":\"finished\"}\n");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	free(text);
+	text = NULL;
+	/* ...but a give_up that no run_end followed (the run was killed) stands */
+	write_file(dir, "events.jsonl",
+		   "{\"t\":3,\"board\":\"b2\",\"cycle\":3,\"ev\":\"give_up\",\"reason\":\"relay dead\"}\n");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	free(text);
+}
+
+static void test_incomplete_cycles(void)
+{
+	char dir[PATH_MAX], path[PATH_MAX + 16], *text = NULL, w[256];
+	json_object *doc, *d;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("report-cycles"));
+	/* an older folder: campaign.json without the limit, no events at all */
+	write_campaign(dir, 6, NULL);
+	write_verdicts(dir, 6, 0, 6, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	free(text);
+	text = NULL;
+	/* 4 of the 6 configured cycles */
+	write_verdicts(dir, 6, 0, 4, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  result: INCOMPLETE (4 cycles)\n"
+					 "  incomplete: board b2 has verdicts for 4 of the 6 cycles planned\n"));
+	free(text);
+	text = NULL;
+	/* ...unless the run planned 4 (--cycles 4) */
+	write_file(dir, "events.jsonl",
+		   "{\"t\":4,\"board\":\"b1\",\"cycle\":4,\"ev\":\"run_end\",\"cycles\":4,\"end\":\"finished\"}\n"
+		   "{\"t\":4,\"board\":\"b2\",\"cycle\":4,\"ev\":\"run_end\",\"cycles\":4,\"end\":\"finished\"}\n");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	free(text);
+	text = NULL;
+	/* an interrupted run said 8 */
+	write_file(dir, "events.jsonl",
+		   "{\"t\":4,\"board\":\"b2\",\"cycle\":4,\"ev\":\"run_end\",\"cycles\":8,\"end\":\"interrupted\"}\n");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "board b2 has verdicts for 4 of the 8 cycles planned"));
+	free(text);
+	text = NULL;
+	/* an older folder grown by --cycles: as far as any board got */
+	write_file(dir, "events.jsonl", "");
+	write_campaign(dir, 2, NULL);
+	write_verdicts(dir, 6, 0, 5, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "board b2 has verdicts for 5 of the 6 cycles planned"));
+	free(text);
+	text = NULL;
+	/* a configured board without any verdict is not left out */
+	write_verdicts(dir, 6, 0, 0, "PASS");
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_INCOMPLETE);
+	doc = json_tokener_parse(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	d = device(doc, NULL);
+	CU_ASSERT_STRING_EQUAL(str(d, "result"), "INCOMPLETE");
+	CU_ASSERT_EQUAL(num(d, "cycles"), 0);
+	CU_ASSERT_STRING_EQUAL(whys(d, w, sizeof(w)), "cycles_missing");
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(json_object_object_get(d, "boards"), 0)),
+			       "b2");
+	json_object_put(doc);
+	free(text);
+	text = NULL;
+	/* nothing at all is nothing judged */
+	snprintf(path, sizeof(path), "%s/campaign.json", dir);
+	unlink(path);
+	write_file(dir, "verdicts.jsonl", "");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "no verdicts yet"));
+	free(text);
+}
+
+/* The folder's lock: a run still going, or killed, has not finished. */
+static void test_incomplete_lock(void)
+{
+	char dir[PATH_MAX], note[256], err[512] = "", *text = NULL, path[PATH_MAX + 16];
+	struct results res;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("report-lock"));
+	write_campaign(dir, 4, NULL);
+	write_verdicts(dir, 4, 0, 4, "PASS");
+	CU_ASSERT_EQUAL_FATAL(results_open(&res, dir, note, sizeof(note), err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  incomplete: the campaign is still running ("));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "; incomplete: still running\n"));
+	free(text);
+	text = NULL;
+	/* the run itself, done with its cycles, reports before it lets go */
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 1), REPORT_PASS);
+	free(text);
+	text = NULL;
+	results_close(&res);
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_PASS);
+	free(text);
+	text = NULL;
+	/* a lock file naming a run that never closed the folder */
+	snprintf(path, sizeof(path), "%s/lock", dir);
+	write_file(dir, "lock", "{\"pid\":4242,\"host\":\"lab1\",\"started\":1700000000}\n");
+	CU_ASSERT_EQUAL(result_of(dir, 0, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "  incomplete: the last run was killed before it finished ("));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "last run pid 4242 on lab1"));
+	free(text);
+	unlink(path);
+}
+
+/* Damaged companions are errors, named by file and line. */
+static void test_incomplete_bad(void)
+{
+	static const struct bad_file bad[] = {
+		{ "torn middle event", "{\"ev\":\"give_up\",\"board\":\n{}\n", "events.jsonl:1: not a JSON event line" },
+		{ "give_up without board", "{\"ev\":\"give_up\",\"cycle\":3}\n", "events.jsonl:1: give_up: missing \"board\"" },
+		{ "give_up bad cycle", "{\"ev\":\"give_up\",\"board\":\"b1\",\"cycle\":-3}\n",
+		  "events.jsonl:1: cycle: expected a count" },
+		{ "run_end without cycles", "{\"ev\":\"run_end\",\"board\":\"b1\",\"cycle\":3}\n",
+		  "events.jsonl:1: run_end: missing \"cycles\"" },
+	};
+	char dir[PATH_MAX], err[512];
+	const char *dirs[1];
+	int result;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("report-bad-events"));
+	dirs[0] = dir;
+	write_verdicts(dir, 4, 0, 4, "PASS");
+	for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
+		write_file(dir, "events.jsonl", bad[i].text);
+		err[0] = 0;
+		CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, NULL, &result, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, bad[i].msg))
+			fprintf(stderr, "\n  case '%s': got \"%s\"\n", bad[i].what, err);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].msg));
+	}
+	write_file(dir, "events.jsonl", "");
+	write_file(dir, "campaign.json", "{\"config\":{\"cycles\":4,\"incomplete_infra_share\":\"10%\"}}");
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, NULL, &result, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "campaign.json: config.incomplete_infra_share: expected a number from 0 to 1, "
+				      "got \"10%\""));
+	write_file(dir, "campaign.json", "{\"config\":");
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, NULL, &result, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "campaign.json: cannot read it as JSON"));
+	write_file(dir, "campaign.json", "{\"config\":{\"cycles\":4}}");
+	/* out NULL: the result only */
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, NULL, &result, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(result, REPORT_PASS);
+}
+
 int suite_report(void)
 {
 	CU_pSuite s = CU_add_suite("report", NULL, NULL);
@@ -410,7 +758,12 @@ int suite_report(void)
 	    !CU_add_test(s, "table layout", test_table) ||
 	    !CU_add_test(s, "two results dirs merge", test_merge) ||
 	    !CU_add_test(s, "damaged files are refused", test_bad_files) ||
-	    !CU_add_test(s, "refused writes counted apart", test_write_refused))
+	    !CU_add_test(s, "refused writes counted apart", test_write_refused) ||
+	    !CU_add_test(s, "INCOMPLETE: the share of INFRA_ERROR", test_incomplete_share) ||
+	    !CU_add_test(s, "INCOMPLETE: a board given up", test_incomplete_given_up) ||
+	    !CU_add_test(s, "INCOMPLETE: cycles left", test_incomplete_cycles) ||
+	    !CU_add_test(s, "INCOMPLETE: still running, killed", test_incomplete_lock) ||
+	    !CU_add_test(s, "INCOMPLETE: damaged events and campaign.json", test_incomplete_bad))
 		return -1;
 	return 0;
 }
