@@ -523,8 +523,14 @@ static void power_off(struct bctx *b)
 
 static void give_up(struct bctx *b, const char *why)
 {
+	json_object *ev = ev_new(b, "give_up");
+
 	snprintf(b->given_up, sizeof(b->given_up), "%s", why);
 	pc_err("board %s: giving up: %s", b->cfg->name, why);
+	/* on record: the report calls the board's device INCOMPLETE, saying why
+	 * (the engine takes it as informational) */
+	json_object_object_add(ev, "reason", json_object_new_string(why));
+	ev_log(b, ev);
 	power_off(b);
 	close_link(b);
 	set_state(b, B_DONE, UINT64_MAX);
@@ -1786,31 +1792,46 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		if (c.b[i].st != B_DONE || stop_flag)
 			power_off(&c.b[i]);
 	}
+	/* Each board's plan and how this run left it, so that the report can
+	 * tell a campaign that ran its cycles from one that stopped short
+	 * (--cycles may change the plan from run to run). The cycle is the last
+	 * one the board reached, never beyond what the engine has seen. */
+	for (unsigned i = 0; i < c.nb && !c.fatal; i++) {
+		struct bctx *b = &c.b[i];
+		json_object *ev = ev_new(b, "run_end");
+		unsigned last = b->cycle - 1 < c.cycles ? b->cycle - 1 : c.cycles;
+
+		json_object_object_add(ev, "cycle", json_object_new_int64(last));
+		json_object_object_add(ev, "cycles", json_object_new_int64(c.cycles));
+		json_object_object_add(ev, "end", json_object_new_string(
+			b->given_up[0] ? "given_up" : b->st == B_DONE ? "finished" : "interrupted"));
+		ev_log(b, ev);
+	}
 	results_sync(&c.res);
-	if (stop_flag) {
+	if (stop_flag)
 		pc_warn("interrupted (signal %d); every verdict so far is on disk; run the same command to resume",
 			(int)stop_flag);
-		rc = CAMPAIGN_STOPPED;
-	} else if (c.fatal) {
+	if (c.fatal) {
 		rc = CAMPAIGN_ERROR;
 	} else {
+		/* the report's rule on the whole campaign (resumed runs included):
+		 * FAIL or BOOT_FAIL 1, INCOMPLETE 3 (a board given up, too many
+		 * INFRA_ERROR cycles, cycles left: interrupted), else 0 */
+		const char *dirs[1] = { dir };
+		const struct report_opts ro = { .own_run = 1 };
+		char rerr[512] = "";
 		unsigned judged = 0;
+		int result;
+
 		for (unsigned i = 0; i < c.nb; i++)
 			judged += c.b[i].n_pass + c.b[i].n_fail + c.b[i].n_boot;
-		rc = fails ? CAMPAIGN_FAIL : CAMPAIGN_PASS;
-		if (!judged) {
+		if (!judged && !stop_flag)
 			pc_err("no cycle could be judged (every cycle was INFRA_ERROR): see %s/verdicts.jsonl", dir);
-			rc = CAMPAIGN_ERROR;
-		}
-		for (unsigned i = 0; i < c.nb; i++)
-			if (c.b[i].given_up[0])
-				rc = rc == CAMPAIGN_PASS ? CAMPAIGN_ERROR : rc;
-	}
-	if (!o->no_report && !c.fatal) {
-		const char *dirs[1] = { dir };
-		char rerr[512] = "";
-		if (report_print(dirs, 1, stdout, 0, rerr, sizeof(rerr)))
+		if (report_run(dirs, 1, o->no_report ? NULL : stdout, &ro, &result, rerr, sizeof(rerr))) {
 			pc_err("report: %s", rerr);
+			result = fails ? CAMPAIGN_FAIL : CAMPAIGN_ERROR;
+		}
+		rc = result;
 	}
 out:
 	for (unsigned i = 0; i < c.nb; i++) {

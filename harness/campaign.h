@@ -15,12 +15,15 @@ struct campaign_opts {
 	int no_report;		/* do not print the report at the end */
 };
 
-/* Exit statuses of `powercut run`. */
+/* Exit statuses of `powercut run`: the report's result on the whole
+ * campaign (enum report_result), or an error. */
 enum {
-	CAMPAIGN_PASS = 0,	/* every cycle PASS (INFRA_ERROR aside) */
-	CAMPAIGN_FAIL = 1,	/* finished; some cycle FAIL or BOOT_FAIL */
+	CAMPAIGN_PASS = 0,	/* every device PASS */
+	CAMPAIGN_FAIL = 1,	/* some cycle FAIL or BOOT_FAIL (even if interrupted) */
 	CAMPAIGN_ERROR = 2,	/* could not run: configuration, results folder, ... */
-	CAMPAIGN_STOPPED = 3,	/* interrupted (SIGINT/SIGTERM); resume with the same command */
+	CAMPAIGN_INCOMPLETE = 3,	/* nothing failed, but a board was given up, too many cycles were
+				 * INFRA_ERROR, or cycles are left (interrupted by SIGINT/SIGTERM:
+				 * resume with the same command) */
 };
 
 int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o);

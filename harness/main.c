@@ -25,7 +25,7 @@ static const char usage_text[] =
 	"  replay RESULTS_DIR\n"
 	"        recompute every verdict from events.jsonl; exit 1 on any difference\n"
 	"  report [--json] RESULTS_DIR...\n"
-	"        the per-device pass/fail report; several folders merge\n"
+	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
 	"  status RESULTS_DIR\n"
 	"        whether a run holds the folder, and how far the campaign got (works while it runs)\n"
 	"  check-config CONFIG\n"
@@ -33,9 +33,11 @@ static const char usage_text[] =
 	"  relay CONFIG BOARD on|off|cycle|get\n"
 	"        switch one board's relay by hand (bring-up)\n"
 	"\n"
-	"run exits 0 when every cycle passed, 1 when a cycle was FAIL or BOOT_FAIL, 2 on errors,\n"
-	"3 when interrupted (run the same command again to resume). One run per results folder:\n"
-	"a second run on a folder in use exits 2 naming the first. See powercut(1).\n";
+	"run and report exit 0 when every device PASSed, 1 when one FAILed (a FAIL or BOOT_FAIL\n"
+	"cycle), 3 when one is INCOMPLETE and none failed (a board given up, too many INFRA_ERROR\n"
+	"cycles, cycles left to run: an interrupted run resumes with the same command), 2 on\n"
+	"errors. One run per results folder: a second run on a folder in use exits 2 naming the\n"
+	"first. See powercut(1).\n";
 
 static int usage(FILE *f, int rc)
 {
@@ -135,10 +137,13 @@ static int cmd_replay(int argc, char **argv)
 	return r.differ || r.missing || r.extra ? 1 : 0;
 }
 
+/* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
+ * failed), 2 when the report cannot be made */
 static int cmd_report(int argc, char **argv)
 {
+	struct report_opts o = { 0 };
 	char err[1024] = "";
-	int json = 0, first = 1;
+	int json = 0, first = 1, result;
 
 	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
 		fputs("usage: powercut report [--json] RESULTS_DIR...\n", stdout);
@@ -152,11 +157,12 @@ static int cmd_report(int argc, char **argv)
 		fputs("usage: powercut report [--json] RESULTS_DIR...\n", stderr);
 		return 2;
 	}
-	if (report_print((const char *const *)argv + first, argc - first, stdout, json, err, sizeof(err))) {
+	o.json = json;
+	if (report_run((const char *const *)argv + first, argc - first, stdout, &o, &result, err, sizeof(err))) {
 		pc_err("%s", err);
-		return 1;
+		return 2;
 	}
-	return 0;
+	return result;
 }
 
 static int count_line(json_object *o, unsigned lineno, void *arg)

@@ -106,7 +106,7 @@ run_refused() { # NAME DEVICE-ARGS SUBSTRING FILE
 JSON
 	"$PC" run "$T/$name.json" --results "$T/r-$name" --quiet --no-report > "$T/$name.out" 2>&1
 	rc=$?
-	check "run ($name): the harness gives up on the board (exit 2, was $rc)" [ $rc -eq 2 ]
+	check "run ($name): the harness gives up on the board (exit 3: INCOMPLETE, was $rc)" [ $rc -eq 3 ]
 	check "run ($name): the agent says why ($sub)" grep -qF -- "$sub" "$T/$name.log"
 	check "run ($name): INFRA_ERROR, never PASS or FAIL" \
 		[ "$(jq -s '[.[] | .verdict] | unique == ["INFRA_ERROR"]' "$T/r-$name/verdicts.jsonl")" = true ]

@@ -53,7 +53,7 @@ cat > "$T/unprep.json" <<JSON
 JSON
 "$PC" run "$T/unprep.json" --results "$T/ru" --quiet > "$T/unprep.out" 2>&1
 rc=$?
-check "the harness gives up on the unprepared board (exit 2)" [ $rc -eq 2 ]
+check "the harness gives up on the unprepared board (exit 3: INCOMPLETE; was $rc)" [ $rc -eq 3 ]
 check "...saying why" grep -q "not a prepared powercut region" "$T/unprep.out"
 check "...as INFRA_ERROR verdicts, never FAIL" [ "$(jq -s '[.[] | select(.verdict == "INFRA_ERROR")] | length' "$T/ru/verdicts.jsonl")" -ge 1 ]
 check "...and nothing counted against the device" [ "$(jq -s '[.[] | select(.verdict == "FAIL")] | length' "$T/ru/verdicts.jsonl")" -eq 0 ]
@@ -79,7 +79,8 @@ cat > "$T/garbage.json" <<JSON
     "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 10 } ] }
 JSON
 "$PC" run "$T/garbage.json" --results "$T/rg" --quiet > "$T/garbage.out" 2>&1
-check "the harness survives garbage lines (exit 2: board given up)" [ $? -eq 2 ]
+rc=$?
+check "the harness survives garbage lines (exit 3: board given up, INCOMPLETE; was $rc)" [ $rc -eq 3 ]
 check "the untagged line is dropped, on record" \
 	[ "$(jq -s '[.[] | select(.ev == "link_reject" and (.line | contains("not json")))] | length' "$T/rg/events.jsonl")" -ge 1 ]
 check "the tagged garbage line is recorded with its error" \

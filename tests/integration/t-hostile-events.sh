@@ -23,7 +23,7 @@ cat > "$T/big.json" <<JSON
     "modes": ["fua"], "records_per_cycle": 50, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
 JSON
 "$PC" run "$T/big.json" --results "$T/big" --quiet --no-report > "$T/big.out" 2>&1; rc=$?
-check "a region beyond max_region_bytes: the board is given up, nothing judged (exit 2; was $rc)" [ $rc -eq 2 ]
+check "a region beyond max_region_bytes: the board is given up, nothing judged (exit 3: INCOMPLETE; was $rc)" [ $rc -eq 3 ]
 check "...every verdict INFRA_ERROR" \
 	[ "$(jq -s '[.[] | .verdict] | unique == ["INFRA_ERROR"]' "$T/big/verdicts.jsonl")" = true ]
 check "...saying why" [ "$(jq -s '[.[] | select(.reason | test("more than device.max_region_bytes 1048576"))] | length' \

@@ -40,7 +40,7 @@ head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/wrong.key"; echo >> "$
 board_cfg wrongkey "$p" "127.0.0.1:$p" "--fresh-boot-id --key $T/wrong.key" "$T/m.img" 2
 "$PC" run "$T/wrongkey.json" --results "$T/rw" --quiet --no-report > "$T/wrongkey.out" 2>&1
 rc=$?
-check "an agent with another key: nothing judged (exit 2; was $rc)" [ $rc -eq 2 ]
+check "an agent with another key: nothing judged (exit 3: INCOMPLETE; was $rc)" [ $rc -eq 3 ]
 check "...its proofs refused, on record" \
 	[ "$(jq -s '[.[] | select(.ev == "link_reject" and (.reason | test("proof does not verify")))] | length' "$T/rw/events.jsonl")" -ge 1 ]
 check "...INFRA_ERROR, never BOOT_FAIL or FAIL" \
