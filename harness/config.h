@@ -61,10 +61,10 @@ struct board_cfg {
 	/* policy: is an unacknowledged finding of this class a violation, per mode? */
 	uint8_t torn_violation[PC_MODE_MAX];
 	uint8_t torn_sector_violation[PC_MODE_MAX];
+	uint8_t unclassified_violation[PC_MODE_MAX];	/* a record whose damage could not be classified */
 	/* the link: TCP (the agent connects to "listen"), or the board's serial console */
 	int link_serial;
 	char serial_device[PATH_MAX];	/* link.device */
-	uint8_t unclassified_violation[PC_MODE_MAX];	/* a record whose damage could not be classified */
 	uint32_t serial_baud;		/* link.baud */
 	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
 	unsigned nboot_patterns;
