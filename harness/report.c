@@ -28,24 +28,16 @@
 #include "../common/record.h"
 #include "../common/util.h"
 #include "config.h"
+#include "verdict.h"
 #include "results.h"
 
 #define REP_WIDTH 100
 
-/* Cycle outcomes and record classes: DESIGN section 6 (a contract). */
-enum { OUT_PASS, OUT_FAIL, OUT_BOOT_FAIL, OUT_INFRA, OUT_N };
-static const char *const outcome_names[OUT_N] = { "PASS", "FAIL", "BOOT_FAIL", "INFRA_ERROR" };
-static const char *const outcome_keys[OUT_N] = { "pass", "fail", "boot_fail", "infra_error" };
+/* Cycle outcomes and record classes: DESIGN section 6 (a contract), named in
+ * verdict.h; these are the report's JSON keys for the outcomes. */
+static const char *const outcome_keys[PC_NOUTCOMES] = { "pass", "fail", "boot_fail", "infra_error" };
+#define NCLASS PC_NCLASSES
 
-#define NCLASS 10
-static const char *const class_names[NCLASS] = {
-	"intact", "not_written", "lost_acked", "torn", "torn_sector",
-	"corrupt", "misdirected", "stale", "collateral", "unreadable",
-};
-/* Classes that are a violation whenever found; the others only sometimes
- * (acked, or the mode promised atomicity), which only each finding says. */
-enum { C_INTACT, C_NOT_WRITTEN, C_LOST_ACKED, C_TORN, C_TORN_SECTOR, C_COLLATERAL = 8 };
-static const int class_always[NCLASS] = { 0, 0, 1, 0, 0, 1, 1, 1, 1, 1 };
 /* A device-level finding the engine counts as collateral but the report
  * names on its own: writes the device refused (docs/verdicts.md). */
 #define REFUSED_NAME "write_refused"
@@ -62,7 +54,7 @@ struct rep_ran {
 
 struct rep_mode {
 	char name[32];			/* "" when the cycle wrote nothing (boot fail, infra) */
-	unsigned long out[OUT_N];
+	unsigned long out[PC_NOUTCOMES];
 	unsigned long viol[NCLASS];	/* violations per class */
 	unsigned long found[NCLASS];	/* findings per class, violation or not */
 	unsigned long violations;	/* sum of verdict.violations */
@@ -299,7 +291,7 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 		}
 		/* a class from a newer engine is still a violation, just not itemised */
 		for (int c = 0; c < NCLASS; c++)
-			if (strcmp(json_object_get_string(cls), class_names[c]) == 0)
+			if (strcmp(json_object_get_string(cls), pc_class_names[c]) == 0)
 				vd->fviol[c]++;
 	}
 	return 0;
@@ -320,10 +312,10 @@ static int verdict_parse(struct rep *r, const char *file, unsigned long line, js
 		return rc;
 	if (!s)
 		return rep_fail(r, file, line, "missing \"verdict\"");
-	for (vd->out = 0; vd->out < OUT_N; vd->out++)
-		if (strcmp(s, outcome_names[vd->out]) == 0)
+	for (vd->out = 0; vd->out < PC_NOUTCOMES; vd->out++)
+		if (strcmp(s, pc_outcome_names[vd->out]) == 0)
 			break;
-	if (vd->out == OUT_N)
+	if (vd->out == PC_NOUTCOMES)
 		return rep_fail(r, file, line, "unknown verdict '%s' (known: PASS FAIL BOOT_FAIL INFRA_ERROR)", s);
 	if ((rc = opt_string(r, file, line, v, "board", "board", &vd->board)))
 		return rc;
@@ -369,8 +361,8 @@ static int verdict_parse(struct rep *r, const char *file, unsigned long line, js
 		if (!json_object_is_type(counts, json_type_object))
 			return rep_fail(r, file, line, "counts: expected an object");
 		for (int c = 0; c < NCLASS; c++) {
-			snprintf(what, sizeof(what), "counts.%s", class_names[c]);
-			if ((rc = opt_count(r, file, line, jget(counts, class_names[c]), what, &vd->counts[c])))
+			snprintf(what, sizeof(what), "counts.%s", pc_class_names[c]);
+			if ((rc = opt_count(r, file, line, jget(counts, pc_class_names[c]), what, &vd->counts[c])))
 				return rc;
 		}
 	}
@@ -487,19 +479,19 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 	m->out[vd->out]++;
 	m->violations += vd->violations;
 	/* the cut landed mid-write: something submitted never (fully) landed */
-	if (vd->counts[C_NOT_WRITTEN] + vd->counts[C_TORN] + vd->counts[C_TORN_SECTOR] > 0)
+	if (vd->counts[PC_CLS_NOT_WRITTEN] + vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
 		m->inflight++;
 	for (int c = 0; c < NCLASS; c++) {
 		/* counts.collateral includes the refused writes: they are shown apart */
-		uint64_t cnt = c == C_COLLATERAL ? (vd->counts[c] > vd->refused ? vd->counts[c] - vd->refused : 0)
+		uint64_t cnt = c == PC_CLS_COLLATERAL ? (vd->counts[c] > vd->refused ? vd->counts[c] - vd->refused : 0)
 						 : vd->counts[c];
-		uint64_t n = class_always[c] && cnt > vd->fviol[c] ? cnt : vd->fviol[c];
+		uint64_t n = pc_class_always_violation((enum pc_class)c) && cnt > vd->fviol[c] ? cnt : vd->fviol[c];
 
 		m->viol[c] += n;
 		m->found[c] += cnt;
 	}
 	m->refused += vd->refused;
-	if (vd->has_rate && (vd->out == OUT_PASS || vd->out == OUT_FAIL)) {
+	if (vd->has_rate && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
 		m->rate_sum += vd->rate;
 		m->rate_n++;
 	}
@@ -910,7 +902,7 @@ static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
 	for (unsigned i = 0; i < d->nmodes; i++) {
 		const struct rep_mode *m = &d->modes[i];
 
-		for (int o = 0; o < OUT_N; o++)
+		for (int o = 0; o < PC_NOUTCOMES; o++)
 			t->out[o] += m->out[o];
 		for (int c = 0; c < NCLASS; c++) {
 			t->viol[c] += m->viol[c];
@@ -926,7 +918,7 @@ static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
 
 static unsigned long mode_cycles(const struct rep_mode *m)
 {
-	return m->out[OUT_PASS] + m->out[OUT_FAIL] + m->out[OUT_BOOT_FAIL] + m->out[OUT_INFRA];
+	return m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL] + m->out[PC_OUT_BOOT_FAIL] + m->out[PC_OUT_INFRA_ERROR];
 }
 
 /*
@@ -938,9 +930,9 @@ static unsigned long mode_cycles(const struct rep_mode *m)
  */
 static const char *dev_result(const struct rep_dev *d, const struct rep_mode *t)
 {
-	if (t->out[OUT_FAIL])
+	if (t->out[PC_OUT_FAIL])
 		return "FAIL";
-	if (t->out[OUT_BOOT_FAIL])
+	if (t->out[PC_OUT_BOOT_FAIL])
 		return "BOOT_FAIL";
 	if (d->nwhy)
 		return "INCOMPLETE";
@@ -1107,7 +1099,7 @@ static int finish_share(struct rep_dev *d)
 
 	mode_sum(d, &t);
 	cycles = mode_cycles(&t);
-	infra = t.out[OUT_INFRA];
+	infra = t.out[PC_OUT_INFRA_ERROR];
 	if (d->limit < 0)
 		d->limit = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
 	if (cycles && (double)infra / (double)cycles > d->limit) {
@@ -1126,7 +1118,7 @@ static int finish_share(struct rep_dev *d)
 			    b1, infra, cycles, b2))
 			return -ENOMEM;
 	}
-	if (!d->nwhy && !t.out[OUT_PASS] && !t.out[OUT_FAIL] && !t.out[OUT_BOOT_FAIL]) {
+	if (!d->nwhy && !t.out[PC_OUT_PASS] && !t.out[PC_OUT_FAIL] && !t.out[PC_OUT_BOOT_FAIL]) {
 		/* only when nothing above says so already (a limit of 1 allows all) */
 		j = json_object_new_object();
 		if (j)
@@ -1200,7 +1192,7 @@ static void viol_text(const struct rep_mode *m, char *buf, size_t len)
 	buf[0] = 0;
 	for (int c = 0; c < NCLASS; c++)
 		if (m->viol[c] && n < len)
-			n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", class_names[c], m->viol[c]);
+			n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", pc_class_names[c], m->viol[c]);
 	if (m->refused && n < len)
 		n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", REFUSED_NAME, m->refused);
 	if (!n) {
@@ -1261,8 +1253,8 @@ static void print_row(FILE *out, const struct rep_mode *m, const char *label)
 	else
 		snprintf(rate, sizeof(rate), "-");
 	viol_text(m, viol, sizeof(viol));
-	fprintf(out, "  %-10s%8lu%6lu%6lu%11lu%7lu%10lu%11s  ", label, mode_cycles(m), m->out[OUT_PASS],
-		m->out[OUT_FAIL], m->out[OUT_BOOT_FAIL], m->out[OUT_INFRA], m->inflight, rate);
+	fprintf(out, "  %-10s%8lu%6lu%6lu%11lu%7lu%10lu%11s  ", label, mode_cycles(m), m->out[PC_OUT_PASS],
+		m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight, rate);
 	print_wrapped(out, viol, 73);
 }
 
@@ -1272,12 +1264,16 @@ static void print_detail(FILE *out, const struct rep_mode *t)
 	char viol[512];
 
 	fprintf(out, "%lu cycle%s", mode_cycles(t), mode_cycles(t) == 1 ? "" : "s");
-	for (int o = OUT_FAIL; o < OUT_N; o++)
+	for (int o = PC_OUT_FAIL; o < PC_NOUTCOMES; o++)
 		if (t->out[o])
-			fprintf(out, ", %lu %s", t->out[o], outcome_names[o]);
+			fprintf(out, ", %lu %s", t->out[o], pc_outcome_names[o]);
 	viol_text(t, viol, sizeof(viol));
 	if (strcmp(viol, "-") != 0)
 		fprintf(out, "; violations %s", viol);
+	/* damage whose bytes never reached the host: shown, never guessed */
+	if (t->found[PC_CLS_UNCLASSIFIED] > t->viol[PC_CLS_UNCLASSIFIED])
+		fprintf(out, "; %lu unclassified (bytes not received)",
+			t->found[PC_CLS_UNCLASSIFIED] - t->viol[PC_CLS_UNCLASSIFIED]);
 }
 
 static void print_device(FILE *out, struct rep_dev *d)
@@ -1359,7 +1355,7 @@ static json_object *class_obj(const unsigned long *v, unsigned long refused)
 
 	for (int c = 0; c < NCLASS; c++)
 		if (v[c])
-			json_object_object_add(o, class_names[c], json_object_new_int64((int64_t)v[c]));
+			json_object_object_add(o, pc_class_names[c], json_object_new_int64((int64_t)v[c]));
 	if (refused)
 		json_object_object_add(o, REFUSED_NAME, json_object_new_int64((int64_t)refused));
 	return o;
@@ -1368,7 +1364,7 @@ static json_object *class_obj(const unsigned long *v, unsigned long refused)
 static void mode_json(json_object *o, const struct rep_mode *m)
 {
 	json_object_object_add(o, "cycles", json_object_new_int64((int64_t)mode_cycles(m)));
-	for (int k = 0; k < OUT_N; k++)
+	for (int k = 0; k < PC_NOUTCOMES; k++)
 		json_object_object_add(o, outcome_keys[k], json_object_new_int64((int64_t)m->out[k]));
 	json_object_object_add(o, "violations", class_obj(m->viol, m->refused));
 	json_object_object_add(o, "violation_total", json_object_new_int64((int64_t)m->violations));
@@ -1405,7 +1401,7 @@ static json_object *device_json(struct rep_dev *d)
 		json_object_array_add(why, json_object_get(d->why[k].j));
 	json_object_object_add(o, "incomplete", why);
 	json_object_object_add(o, "infra_share", mode_cycles(&t) ? json_object_new_double(
-		(double)t.out[OUT_INFRA] / (double)mode_cycles(&t)) : NULL);
+		(double)t.out[PC_OUT_INFRA_ERROR] / (double)mode_cycles(&t)) : NULL);
 	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
 	mode_json(o, &t);
 	modes = json_object_new_array();

@@ -30,8 +30,12 @@ sum_before=$(sha256sum < "$media")
 "$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report --cycles 10 > "$T/out.10" 2>&1; rc=$?
 check "both superblocks lost: the run ends (exit 1: cycle 5's FAIL stands; was $rc)" [ $rc -eq 1 ]
 check "...saying the region is not usable" grep -q "no usable powercut region" "$T/out.10"
-check "...as INFRA_ERROR, neither PASS nor FAIL" \
-	[ "$(jq -s '[.[] | select(.cycle > 8) | .verdict] | unique == ["INFRA_ERROR"]' "$T/r/verdicts.jsonl")" = true ]
+# the copy lost is a device finding in the first verdict after it was seen
+# (DESIGN section 6); the cycles the agent then refuses are INFRA_ERROR
+check "...copy B's loss: a finding in exactly one verdict, a FAIL" \
+	[ "$(jq -c 'select(.cycle > 8) | [.verdict, [.findings[]? | select(.what == "superblock") | .copy]]' "$T/r/verdicts.jsonl" | head -1)" = '["FAIL",["B"]]' ]
+check "...every later cycle INFRA_ERROR, neither PASS nor FAIL" \
+	[ "$(jq -s '[.[] | select(.cycle > 9) | .verdict] | unique == ["INFRA_ERROR"]' "$T/r/verdicts.jsonl")" = true ]
 check "...and the agent wrote nothing to the media" [ "$(sha256sum < "$media")" = "$sum_before" ]
 check "replay agrees with every verdict" "$PC" replay "$T/r"
 finish
