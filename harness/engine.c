@@ -1320,9 +1320,18 @@ static void keep_raws(struct board *b)
 {
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < b->nexp_raws; i++)
-		if (!wanted(b, b->exp_raws[i].slot))
-			b->exp_raws[k++] = b->exp_raws[i];	/* not looked at: still expected */
+	for (unsigned i = 0; i < b->nexp_raws; i++) {
+		const struct raw *r = &b->exp_raws[i];
+		const struct occ *o = b->obs ? &b->obs[r->slot] : NULL;
+
+		/* not looked at: still expected; looked at and unchanged (sent by
+		 * hash because the host named it in a KNOWN line): still its bytes */
+		if (!wanted(b, r->slot) ||
+		    (o && o->state == OCC_DAMAGED && o->sect && r->idx < o->got &&
+		     o->sect[r->idx].kind == PC_SK_HASH &&
+		     o->sect[r->idx].value == pc_crc32c(0, r->bytes, PC_SECTOR)))
+			b->exp_raws[k++] = *r;
+	}
 	b->nexp_raws = k;
 	if (!b->nraws)
 		return;
