@@ -1569,22 +1569,31 @@ static void remember_device(struct board *b)
 
 /* ---- the region's continuity ---- */
 
-/* 0, or -EINVAL when o is not a region description (hostile input: checked). */
-static int sbrec_parse(json_object *o, struct sbrec *r)
+/* 0, or -EINVAL with why when o is not a region description (hostile
+ * input: every field checked; the one parse of HELLO's region and of each
+ * superblock copy). */
+static int sbrec_parse(json_object *o, struct sbrec *r, char *why, size_t whylen)
 {
 	const char *u;
-	char why[160];
 
 	memset(r, 0, sizeof(*r));
-	if (!json_object_is_type(o, json_type_object) || pc_json_str(o, "uuid", &u, why, sizeof(why)) ||
-	    strlen(u) != 36 || pc_json_u64(o, "bytes", UINT64_MAX, &r->bytes, why, sizeof(why)) ||
-	    pc_json_u64(o, "record_size", UINT32_MAX, &r->record_size, why, sizeof(why)) ||
-	    pc_json_u64(o, "slots", UINT32_MAX, &r->slots, why, sizeof(why)) ||
-	    pc_json_u64(o, "seed", UINT64_MAX, &r->seed, why, sizeof(why)))
+	if (!json_object_is_type(o, json_type_object)) {
+		snprintf(why, whylen, "expected an object");
 		return -EINVAL;
+	}
+	if (pc_json_str(o, "uuid", &u, why, whylen) ||
+	    pc_json_u64(o, "bytes", UINT64_MAX, &r->bytes, why, whylen) ||
+	    pc_json_u64(o, "record_size", PC_MAX_RECORD_SIZE, &r->record_size, why, whylen) ||
+	    pc_json_u64(o, "slots", UINT32_MAX, &r->slots, why, whylen) ||
+	    pc_json_u64(o, "seed", UINT64_MAX, &r->seed, why, whylen))
+		return -EINVAL;
+	if (strlen(u) != 36) {
+		snprintf(why, whylen, "field \"uuid\": expected 36 characters");
+		return -EINVAL;
+	}
 	memcpy(r->uuid, u, 37);
 	if (json_object_object_get_ex(o, "created", NULL)) {
-		if (pc_json_u64(o, "created", UINT64_MAX, &r->created, why, sizeof(why)))
+		if (pc_json_u64(o, "created", UINT64_MAX, &r->created, why, whylen))
 			return -EINVAL;
 		r->has_created = 1;
 	}
@@ -1663,7 +1672,9 @@ static void check_region(struct engine *e, struct board *b, json_object *hello, 
 		for (int k = 0; k < 2; k++) {
 			if (!json_object_object_get_ex(copies, k ? "b" : "a", &c))
 				continue;
-			if (sbrec_parse(c, &cr[k])) {
+			char why[160];
+
+			if (sbrec_parse(c, &cr[k], why, sizeof(why))) {
 				snprintf(sig[k], sizeof(sig[k]), "unreadable");
 				continue;
 			}
@@ -1731,8 +1742,6 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 	json_object *region;
 	struct pc_geom g;
 	struct sbrec now;
-	uint64_t bytes, rs, slots, seed;
-	const char *uuid;
 	char why[256] = "";
 
 	if (!json_object_object_get_ex(m->obj, "region", &region)) {
@@ -1759,22 +1768,18 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 	}
 	/* every number is checked against the configured board before the
 	 * engine holds anything sized by it */
-	if (pc_json_str(region, "uuid", &uuid, why, sizeof(why)) ||
-	    pc_json_u64(region, "bytes", UINT64_MAX, &bytes, why, sizeof(why)) ||
-	    pc_json_u64(region, "record_size", PC_MAX_RECORD_SIZE, &rs, why, sizeof(why)) ||
-	    pc_json_u64(region, "slots", UINT32_MAX, &slots, why, sizeof(why)) ||
-	    pc_json_u64(region, "seed", UINT64_MAX, &seed, why, sizeof(why)))
+	if (sbrec_parse(region, &now, why, sizeof(why)))
 		return refuse(b, cycle, err, errlen, "hello refused: %s", why);
-	if (b->lim_record_size && rs != b->lim_record_size)
+	if (b->lim_record_size && now.record_size != b->lim_record_size)
 		return refuse(b, cycle, err, errlen, "hello refused: the region holds %" PRIu64 "-byte records but "
-			      "the configuration says device.record_size %" PRIu32, rs, b->lim_record_size);
-	if (bytes > b->lim_region_bytes)
+			      "the configuration says device.record_size %" PRIu32, now.record_size, b->lim_record_size);
+	if (now.bytes > b->lim_region_bytes)
 		return refuse(b, cycle, err, errlen, "hello refused: the region claims %" PRIu64 " bytes (%" PRIu64
 			      " slots), more than device.max_region_bytes %" PRIu64 " allows this board",
-			      bytes, slots, b->lim_region_bytes);
-	if (pc_geom_init(&g, bytes, (uint32_t)rs, seed, why, sizeof(why)))
+			      now.bytes, now.slots, b->lim_region_bytes);
+	if (pc_geom_init(&g, now.bytes, (uint32_t)now.record_size, now.seed, why, sizeof(why)))
 		return refuse(b, cycle, err, errlen, "hello refused: %s", why);
-	if (g.nslots != slots || pc_uuid_parse(uuid, g.uuid))
+	if (g.nslots != now.slots || pc_uuid_parse(now.uuid, g.uuid))
 		return refuse(b, cycle, err, errlen, "hello refused: region geometry is inconsistent");
 	/* without a configuration nothing bounds the boards' sum: one budget */
 	if (!e->configured &&
@@ -1782,13 +1787,11 @@ static int set_geom(struct engine *e, struct board *b, const struct pc_msg *m, u
 		return refuse(b, cycle, err, errlen, "hello refused: %" PRIu32 " slots, and without the campaign's "
 			      "configuration the engine holds at most %" PRIu32 " for all boards together (%" PRIu64
 			      " held)", g.nslots, ENGINE_UNCONFIGURED_SLOTS, e->slots - (b->have_geom ? b->g.nslots : 0));
-	if (sbrec_parse(region, &now))
-		return refuse(b, cycle, err, errlen, "hello refused: region fields cannot be read");
 	check_device(e, b, m->obj);
 	check_region(e, b, m->obj, &now);
 	if (b->have_geom && (memcmp(g.uuid, b->g.uuid, 16) || g.nslots != b->g.nslots ||
 			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
-		note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
+		note(e, b, "the region changed (uuid %s): starting a new baseline", now.uuid);
 		if (b->w)
 			verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
 		wcycle_free(b->w);
