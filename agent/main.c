@@ -521,13 +521,38 @@ static int crash(struct opts *o, struct region *r, struct link *l)
  * starts over (a new connection, or a new hello on the console). */
 #define CHALLENGE_WAIT_MS 5000
 
+/* Append a KNOWN line's entries, up to the protocol's limits. 0 or -ENOMEM. */
+static int known_add(struct scan_known *kn, const struct pc_msg *m)
+{
+	uint32_t take = PC_PROTO_MAX_KNOWN - kn->n < m->u.known.n ? PC_PROTO_MAX_KNOWN - kn->n : m->u.known.n;
+	uint32_t takes = PC_PROTO_MAX_KNOWN_SLOTS - kn->nslots < m->u.known.nslots ?
+		PC_PROTO_MAX_KNOWN_SLOTS - kn->nslots : m->u.known.nslots;
+
+	if (take) {
+		struct pc_known *k = realloc(kn->k, (kn->n + take) * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		memcpy(k + kn->n, m->u.known.k, take * sizeof(*k));
+		kn->k = k;
+		kn->n += take;
+	}
+	if (takes) {
+		struct pc_known_slot *k = realloc(kn->slots, (kn->nslots + takes) * sizeof(*k));
+		if (!k)
+			return -ENOMEM;
+		memcpy(k + kn->nslots, m->u.known.slots, takes * sizeof(*k));
+		kn->slots = k;
+		kn->nslots += takes;
+	}
+	return 0;
+}
+
 /* One authenticated session: the host's requests until it hangs up. */
 static int serve(struct opts *o, struct region *r, struct writer_io *io, struct link *l, int have_region)
 {
 	char err[1024] = "";
 	/* the damaged sectors the host holds, from KNOWN lines, for the next VERIFY */
-	struct pc_known *known = NULL;
-	uint32_t nknown = 0;
+	struct scan_known kn = { 0 };
 	int ret;
 
 	for (;;) {
@@ -537,13 +562,15 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 
 		ret = link_recv(l, &m, err, sizeof(err));
 		if (ret == -EPIPE) {
-			free(known);
+			free(kn.k);
+			free(kn.slots);
 			return 0;	/* the host hung up: the cycle is over */
 		}
 		if (ret) {
 			pc_err("bad message from the host: %s", err);
 			link_send(l, pc_msg_error("agent cannot use host message: %s", err));
-			free(known);
+			free(kn.k);
+			free(kn.slots);
 			return ret;
 		}
 		pc_debug("host asks: %s", pc_msg_type_name(m.type));
@@ -552,36 +579,26 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 			link_send(l, pc_msg_error("no usable powercut region on %s: refusing to %s", o->ro.spec,
 						  m.type == PC_MSG_WORK ? "write" : "scan"));
 			pc_msg_clear(&m);
-			free(known);
+			free(kn.k);
+			free(kn.slots);
 			return -EPERM;
 		}
 		switch (m.type) {
 		case PC_MSG_CRASH:
 			ret = crash(o, have_region ? r : NULL, l);
 			break;
-		case PC_MSG_KNOWN: {
-			/* bounded: past PC_PROTO_MAX_KNOWN, old damage spends the raw budget again */
-			uint32_t take = PC_PROTO_MAX_KNOWN - nknown < m.u.known.n ? PC_PROTO_MAX_KNOWN - nknown :
-										 m.u.known.n;
-			struct pc_known *k = take ? realloc(known, (nknown + take) * sizeof(*k)) : known;
-
-			if (!k) {
-				link_send(l, pc_msg_error("out of memory for the host's known sectors"));
-				ret = -ENOMEM;
-				break;
-			}
-			memcpy(k + nknown, m.u.known.k, take * sizeof(*k));
-			known = k;
-			nknown += take;
-			ret = 0;
+		case PC_MSG_KNOWN:
+			/* bounded: past the limits old damage is sent again, as before */
+			ret = known_add(&kn, &m);
+			if (ret)
+				link_send(l, pc_msg_error("out of memory for the host's known damage"));
 			break;
-		}
 		case PC_MSG_VERIFY:
 			ret = region_scan_known(r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
-						m.u.verify.nranges, known, nknown, emit_link, l, &st);
-			free(known);
-			known = NULL;
-			nknown = 0;
+						m.u.verify.nranges, &kn, emit_link, l, &st);
+			free(kn.k);
+			free(kn.slots);
+			memset(&kn, 0, sizeof(kn));
 			if (ret == -ERANGE) {
 				link_send(l, pc_msg_error("verify asks for positions past the region's %u slots",
 							  r->g.nslots));
@@ -625,7 +642,8 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 		}
 		pc_msg_clear(&m);
 		if (ret) {
-			free(known);
+			free(kn.k);
+			free(kn.slots);
 			return ret;
 		}
 	}

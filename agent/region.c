@@ -432,8 +432,21 @@ struct scan {
 	struct scan_stats *st;
 	const struct pc_known *known;	/* sorted by slot, idx */
 	uint32_t nknown;
+	const struct pc_known_slot *kslots;	/* sorted by slot */
+	uint32_t nkslots;
+	uint32_t *same;			/* damaged slots found as known, for SAME lines */
+	uint32_t nsame;
 	int ret;
 };
+
+static int kslot_cmp(const void *a, const void *b)
+{
+	const struct pc_known_slot *x = a, *y = b;
+
+	if (x->slot != y->slot)
+		return x->slot < y->slot ? -1 : 1;
+	return x->digest < y->digest ? -1 : x->digest > y->digest;
+}
 
 static int known_cmp(const void *a, const void *b)
 {
@@ -530,16 +543,42 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 		} else if (all_same(p, PC_SECTOR, &v)) {
 			e->kind = PC_SK_FILL;
 			e->value = v;
-		} else if (e->value = pc_crc32c(0, p, PC_SECTOR), is_known(s, slot, i, e->value)) {
+		} else {
+			e->kind = PC_SK_HASH;	/* bad: raw or hash decided below */
+			e->value = pc_crc32c(0, p, PC_SECTOR);
+		}
+	}
+	if (s->nkslots) {
+		struct pc_known_slot key = { slot, pc_slot_digest(sect, spr) };
+
+		if (bsearch(&key, s->kslots, s->nkslots, sizeof(key), kslot_cmp)) {
+			/* exactly the damage the host holds: its number is enough */
+			uint32_t *n = s->nsame % 1024 ? s->same : realloc(s->same, (s->nsame + 1024) * sizeof(*n));
+
+			free(sect);
+			if (!n) {
+				s->ret = -ENOMEM;
+				return;
+			}
+			s->same = n;
+			s->same[s->nsame++] = slot;
+			s->st->same++;
+			return;
+		}
+	}
+	for (uint32_t i = 0; i < spr; i++) {
+		struct pc_sect_report *e = &sect[i];
+
+		if (e->kind != PC_SK_HASH)
+			continue;
+		if (is_known(s, slot, i, e->value)) {
 			/* old damage, unchanged: the host has its bytes */
-			e->kind = PC_SK_HASH;
 			s->st->known++;
 		} else if (s->st->raw_sent < PC_PROTO_MAX_RAW) {
 			e->kind = PC_SK_RAW;
-			memcpy(e->raw, p, PC_SECTOR);
+			memcpy(e->raw, rec + (size_t)i * PC_SECTOR, PC_SECTOR);
 			s->st->raw_sent++;
 		} else {
-			e->kind = PC_SK_HASH;
 			s->st->raw_dropped++;
 		}
 	}
@@ -653,19 +692,27 @@ static void scan_runs(struct scan *s, int pattern)
 int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
 		region_emit_fn fn, void *arg, struct scan_stats *st)
 {
-	return region_scan_known(r, pattern, ranges, nranges, NULL, 0, fn, arg, st);
+	return region_scan_known(r, pattern, ranges, nranges, NULL, fn, arg, st);
 }
 
 int region_scan_known(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
-		      struct pc_known *known, uint32_t nknown, region_emit_fn fn, void *arg, struct scan_stats *st)
+		      struct scan_known *kn, region_emit_fn fn, void *arg, struct scan_stats *st)
 {
-	struct scan s = { .r = r, .emit = fn, .arg = arg, .st = st, .known = known, .nknown = known ? nknown : 0 };
+	struct scan s = { .r = r, .emit = fn, .arg = arg, .st = st };
 	uint64_t t0 = pc_now_ms();
 	json_object *m;
 
 	memset(st, 0, sizeof(*st));
-	if (s.nknown)
-		qsort(known, s.nknown, sizeof(*known), known_cmp);
+	if (kn && kn->k && kn->n) {
+		qsort(kn->k, kn->n, sizeof(*kn->k), known_cmp);
+		s.known = kn->k;
+		s.nknown = kn->n;
+	}
+	if (kn && kn->slots && kn->nslots) {
+		qsort(kn->slots, kn->nslots, sizeof(*kn->slots), kslot_cmp);
+		s.kslots = kn->slots;
+		s.nkslots = kn->nslots;
+	}
 	st->slots = r->g.nslots;
 	if (ranges) {
 		s.want = calloc(r->g.nslots, 1);
@@ -697,12 +744,17 @@ int region_scan_known(struct region *r, int pattern, const struct pc_posrange *r
 	/* Slot reports go out while reading; runs need the whole picture. */
 	scan_read(&s);
 	scan_runs(&s, pattern);
+	for (uint32_t i = 0; i < s.nsame && !s.ret; i += PC_PROTO_SAME_PER_LINE)
+		emit(&s, pc_msg_same(s.same + i, s.nsame - i < PC_PROTO_SAME_PER_LINE ? s.nsame - i :
+								   PC_PROTO_SAME_PER_LINE));
+	free(s.same);
 	st->ms = pc_now_ms() - t0;
 	m = pc_msg_new(PC_MSG_SCAN_END);
 	json_object_object_add(m, "slots", json_object_new_int64(st->slots));
 	json_object_object_add(m, "anomalies", json_object_new_int64(st->anomalies));
 	json_object_object_add(m, "raw_dropped", json_object_new_int64(st->raw_dropped));
 	json_object_object_add(m, "known", json_object_new_int64(st->known));
+	json_object_object_add(m, "same", json_object_new_int64(st->same));
 	json_object_object_add(m, "ms", json_object_new_int64((int64_t)st->ms));
 	emit(&s, m);
 	free(s.occ);

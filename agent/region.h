@@ -91,6 +91,7 @@ struct scan_stats {
 	uint32_t raw_sent;
 	uint32_t raw_dropped;
 	uint32_t known;		/* damaged sectors reported by hash because the host holds them */
+	uint32_t same;		/* damaged slots reported by number: exactly as the host holds them */
 	uint64_t ms;
 };
 
@@ -102,14 +103,24 @@ struct scan_stats {
  */
 int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
 		region_emit_fn emit, void *arg, struct scan_stats *st);
+/* What the host already holds, from the KNOWN messages before a VERIFY. */
+struct scan_known {
+	struct pc_known *k;		/* damaged sectors */
+	uint32_t n;
+	struct pc_known_slot *slots;	/* damaged slots, by digest */
+	uint32_t nslots;
+};
+
 /*
- * The same, told which damaged sectors the host already holds (the KNOWN
- * messages before VERIFY; sorted here in place): a bad sector whose slot,
- * index and crc32c match one of them is reported by hash and does not spend
- * the PC_PROTO_MAX_RAW budget, which so goes to damage the host has not seen.
+ * The same, told what the host already holds (sorted here in place). A
+ * damaged slot whose digest (pc_slot_digest) matches a known slot's is
+ * reported in a SAME line by its number alone. In the others, a bad sector
+ * whose slot, index and crc32c match a known sector is reported by hash and
+ * does not spend the PC_PROTO_MAX_RAW budget, which so goes to damage the
+ * host has not seen.
  */
 int region_scan_known(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
-		      struct pc_known *known, uint32_t nknown, region_emit_fn emit, void *arg, struct scan_stats *st);
+		      struct scan_known *known, region_emit_fn emit, void *arg, struct scan_stats *st);
 
 /* Region facts for HELLO / info: uuid, bytes, record_size, slots, seed, offset. */
 json_object *region_describe(const struct region *r);

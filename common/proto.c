@@ -678,28 +678,82 @@ static int parse_verify(struct vctx *c, json_object *o, struct pc_msg *m)
  * as everything on the medium. */
 #define KNOWN_ENTRY 10
 
-static int parse_known(struct vctx *c, json_object *o, struct pc_msg *m)
+#define KNOWN_SLOT_ENTRY 12
+
+/* base64 of 1..max entries of `entry` bytes into buf; the number, or -EINVAL. */
+static int b64_entries(struct vctx *c, json_object *o, const char *key, size_t entry, size_t max, uint8_t *buf)
 {
 	const char *s;
-	uint8_t buf[PC_PROTO_KNOWN_PER_LINE * KNOWN_ENTRY];
 	size_t len, n;
 
-	if (get_str(c, o, "", "sectors", &s))
+	if (get_str(c, o, "", key, &s))
 		return -EINVAL;
 	len = strlen(s);
-	if (len == 0 || len % 4 || len / 4 * 3 > sizeof(buf) + 2 || pc_b64_decode(s, buf, sizeof(buf), &n) ||
-	    n % KNOWN_ENTRY || n == 0)
-		return verr(c, "field \"sectors\": expected base64 of 1 to %d entries of %d bytes",
-			    PC_PROTO_KNOWN_PER_LINE, KNOWN_ENTRY);
-	m->u.known.n = (uint32_t)(n / KNOWN_ENTRY);
-	m->u.known.k = calloc(m->u.known.n, sizeof(*m->u.known.k));
-	if (!m->u.known.k)
+	if (len == 0 || len % 4 || len / 4 * 3 > max * entry + 2 || pc_b64_decode(s, buf, max * entry, &n) ||
+	    n % entry || n == 0)
+		return verr(c, "field \"%s\": expected base64 of 1 to %zu entries of %zu bytes", key, max, entry);
+	return (int)(n / entry);
+}
+
+static int parse_known(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	uint8_t buf[PC_PROTO_KNOWN_PER_LINE * KNOWN_ENTRY > PC_PROTO_KNOWN_SLOTS_PER_LINE * KNOWN_SLOT_ENTRY ?
+		    PC_PROTO_KNOWN_PER_LINE * KNOWN_ENTRY : PC_PROTO_KNOWN_SLOTS_PER_LINE * KNOWN_SLOT_ENTRY];
+	int has_sect = json_object_object_get_ex(o, "sectors", NULL), has_slots = json_object_object_get_ex(o, "slots", NULL);
+	int n;
+
+	if (!has_sect && !has_slots)
+		return verr(c, "field \"sectors\" or \"slots\" is required");
+	if (has_sect) {
+		if ((n = b64_entries(c, o, "sectors", KNOWN_ENTRY, PC_PROTO_KNOWN_PER_LINE, buf)) < 0)
+			return -EINVAL;
+		m->u.known.n = (uint32_t)n;
+		m->u.known.k = calloc((size_t)n, sizeof(*m->u.known.k));
+		if (!m->u.known.k)
+			return verr(c, "out of memory");
+		for (int i = 0; i < n; i++) {
+			const uint8_t *e = buf + (size_t)i * KNOWN_ENTRY;
+			m->u.known.k[i].slot = pc_get32(e);
+			m->u.known.k[i].idx = pc_get16(e + 4);
+			m->u.known.k[i].crc = pc_get32(e + 6);
+		}
+	}
+	if (has_slots) {
+		if ((n = b64_entries(c, o, "slots", KNOWN_SLOT_ENTRY, PC_PROTO_KNOWN_SLOTS_PER_LINE, buf)) < 0)
+			return -EINVAL;
+		m->u.known.nslots = (uint32_t)n;
+		m->u.known.slots = calloc((size_t)n, sizeof(*m->u.known.slots));
+		if (!m->u.known.slots)
+			return verr(c, "out of memory");
+		for (int i = 0; i < n; i++) {
+			const uint8_t *e = buf + (size_t)i * KNOWN_SLOT_ENTRY;
+			m->u.known.slots[i].slot = pc_get32(e);
+			m->u.known.slots[i].digest = pc_get64(e + 4);
+		}
+	}
+	return 0;
+}
+
+static int parse_same(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	json_object *arr;
+	size_t n;
+
+	if (get_array(c, o, "slots", 1, PC_PROTO_SAME_PER_LINE, &arr, &n))
+		return -EINVAL;
+	m->u.same.slots = calloc(n, sizeof(*m->u.same.slots));
+	if (!m->u.same.slots)
 		return verr(c, "out of memory");
-	for (uint32_t i = 0; i < m->u.known.n; i++) {
-		const uint8_t *e = buf + (size_t)i * KNOWN_ENTRY;
-		m->u.known.k[i].slot = pc_get32(e);
-		m->u.known.k[i].idx = (uint16_t)(e[4] | e[5] << 8);
-		m->u.known.k[i].crc = pc_get32(e + 6);
+	m->u.same.n = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		json_object *x = json_object_array_get_idx(arr, i);
+		uint64_t v;
+		char key[32];
+
+		snprintf(key, sizeof(key), "[%zu]", i);
+		if (want_int(c, 1, x, "slots", key, 0, UINT32_MAX - 1, &v))
+			return -EINVAL;
+		m->u.same.slots[i] = (uint32_t)v;
 	}
 	return 0;
 }
@@ -741,6 +795,7 @@ static const struct {
 	[PC_MSG_CHALLENGE]	= { "challenge", parse_challenge },
 	[PC_MSG_AUTH]		= { "auth", parse_auth },
 	[PC_MSG_KNOWN]		= { "known", parse_known },
+	[PC_MSG_SAME]		= { "same", parse_same },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)
@@ -895,8 +950,11 @@ void pc_msg_clear(struct pc_msg *m)
 		free(m->u.verify.ranges);
 	else if (m->type == PC_MSG_SLOT)
 		free(m->u.slot.sect);
-	else if (m->type == PC_MSG_KNOWN)
+	else if (m->type == PC_MSG_KNOWN) {
 		free(m->u.known.k);
+		free(m->u.known.slots);
+	} else if (m->type == PC_MSG_SAME)
+		free(m->u.same.slots);
 	json_object_put(m->obj);
 	memset(m, 0, sizeof(*m));
 }
@@ -1038,6 +1096,76 @@ json_object *pc_msg_known(const struct pc_known *k, uint32_t n)
 	if (o)
 		add(o, "sectors", json_object_new_string(b64));
 	return o;
+}
+
+json_object *pc_msg_known_slots(const struct pc_known_slot *k, uint32_t n)
+{
+	uint8_t buf[PC_PROTO_KNOWN_SLOTS_PER_LINE * KNOWN_SLOT_ENTRY];
+	char b64[(sizeof(buf) + 2) / 3 * 4 + 1];
+	json_object *o;
+
+	if (n < 1 || n > PC_PROTO_KNOWN_SLOTS_PER_LINE)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		pc_put32(buf + (size_t)i * KNOWN_SLOT_ENTRY, k[i].slot);
+		pc_put64(buf + (size_t)i * KNOWN_SLOT_ENTRY + 4, k[i].digest);
+	}
+	pc_b64_encode(buf, (size_t)n * KNOWN_SLOT_ENTRY, b64);
+	o = pc_msg_new(PC_MSG_KNOWN);
+	if (o)
+		add(o, "slots", json_object_new_string(b64));
+	return o;
+}
+
+json_object *pc_msg_same(const uint32_t *slots, uint32_t n)
+{
+	json_object *o, *arr;
+
+	if (n < 1 || n > PC_PROTO_SAME_PER_LINE)
+		return NULL;
+	o = pc_msg_new(PC_MSG_SAME);
+	arr = json_object_new_array_ext((int)n);
+	if (!o || !arr) {
+		json_object_put(o);
+		json_object_put(arr);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < n; i++)
+		json_object_array_add(arr, json_object_new_int64(slots[i]));
+	add(o, "slots", arr);
+	return o;
+}
+
+uint64_t pc_slot_digest_add(uint64_t h, const struct pc_sect_report *r)
+{
+	h = pc_mix64(h ^ r->idx);
+	switch (r->kind) {
+	case PC_SK_VALID:
+		h = pc_mix64(h ^ 1);
+		h = pc_mix64(h ^ r->seq);
+		h = pc_mix64(h ^ ((uint64_t)r->cycle << 16 | r->flags));
+		h = pc_mix64(h ^ r->lba);
+		return pc_mix64(h ^ r->hidx);
+	case PC_SK_FILL:
+		h = pc_mix64(h ^ 2);
+		break;
+	case PC_SK_RAW:	/* value: the crc32c of its bytes, as for a hash */
+	case PC_SK_HASH:
+		h = pc_mix64(h ^ 3);
+		break;
+	default:
+		h = pc_mix64(h ^ 4);
+	}
+	return pc_mix64(h ^ r->value);
+}
+
+uint64_t pc_slot_digest(const struct pc_sect_report *sect, uint32_t n)
+{
+	uint64_t h = PC_SLOT_DIGEST_INIT;
+
+	for (uint32_t i = 0; i < n; i++)
+		h = pc_slot_digest_add(h, &sect[i]);
+	return h;
 }
 
 json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n)

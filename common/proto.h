@@ -38,7 +38,8 @@ enum pc_msg_type {
 	PC_MSG_CRASH,		/* host: reboot now without syncing (the sysrq "cut") */
 	PC_MSG_CHALLENGE,	/* host: answer a hello with the host's nonce (auth.h) */
 	PC_MSG_AUTH,		/* agent: the proof that it holds the campaign's key */
-	PC_MSG_KNOWN,		/* host: damaged sectors it already holds (before VERIFY) */
+	PC_MSG_KNOWN,		/* host: damaged sectors and slots it already holds (before VERIFY) */
+	PC_MSG_SAME,		/* agent: damaged slots exactly as the host holds them (a scan line) */
 	PC_MSG_TYPE_MAX,
 };
 
@@ -92,6 +93,21 @@ struct pc_known {
 #define PC_PROTO_KNOWN_PER_LINE	500
 #define PC_PROTO_MAX_KNOWN	16384
 
+/*
+ * A damaged slot the host holds (KNOWN "slots"): the digest of what the last
+ * scan reported for it, sector by sector (pc_slot_digest()). A slot the agent
+ * finds damaged with the same digest is reported in a SAME line by its number
+ * alone: old damage is not sent again at every boot.
+ */
+struct pc_known_slot {
+	uint32_t slot;
+	uint64_t digest;
+};
+/* Slot entries per KNOWN line (12 bytes each), per scan in all, and slots per SAME line. */
+#define PC_PROTO_KNOWN_SLOTS_PER_LINE	400
+#define PC_PROTO_MAX_KNOWN_SLOTS	65536
+#define PC_PROTO_SAME_PER_LINE		600
+
 /* Positions [pos, pos+n) in the pattern's position order (VERIFY). */
 struct pc_posrange {
 	uint32_t pos;
@@ -135,7 +151,13 @@ struct pc_msg {
 		struct pc_slot_report slot;
 		struct { uint32_t slots; uint32_t anomalies; uint32_t raw_dropped; } scan_end;
 		struct { uint64_t records; } done;
-		struct { struct pc_known *k; uint32_t n; } known;	/* KNOWN (malloc'd) */
+		struct {					/* KNOWN (both malloc'd) */
+			struct pc_known *k;
+			uint32_t n;
+			struct pc_known_slot *slots;
+			uint32_t nslots;
+		} known;
+		struct { uint32_t *slots; uint32_t n; } same;	/* SAME (malloc'd) */
 	} u;
 };
 
@@ -164,6 +186,18 @@ json_object *pc_msg_verify(int pattern, int full);
 json_object *pc_msg_verify_ranges(int pattern, const struct pc_posrange *ranges, uint32_t n);
 /* Damaged sectors the host holds: 1..PC_PROTO_KNOWN_PER_LINE entries. */
 json_object *pc_msg_known(const struct pc_known *k, uint32_t n);
+/* Damaged slots the host holds: 1..PC_PROTO_KNOWN_SLOTS_PER_LINE entries. */
+json_object *pc_msg_known_slots(const struct pc_known_slot *k, uint32_t n);
+/* Slots found damaged exactly as known: 1..PC_PROTO_SAME_PER_LINE. */
+json_object *pc_msg_same(const uint32_t *slots, uint32_t n);
+
+/* The digest of a damaged slot's report: every sector's index, kind and
+ * fields in order (a raw sector counts by the crc32c of its bytes, as a hash
+ * does). The agent and the engine compute it alike. */
+uint64_t pc_slot_digest(const struct pc_sect_report *sect, uint32_t n);
+/* The same, one sector at a time from PC_SLOT_DIGEST_INIT. */
+#define PC_SLOT_DIGEST_INIT 0x9e3779b97f4a7c15ull
+uint64_t pc_slot_digest_add(uint64_t h, const struct pc_sect_report *r);
 json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n);
 json_object *pc_msg_slot(const struct pc_slot_report *s);
 json_object *pc_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

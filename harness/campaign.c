@@ -869,34 +869,45 @@ static json_object *verify_request(struct bctx *b)
 }
 
 /*
- * Tell the agent which damaged sectors the engine already holds (KNOWN lines
- * before VERIFY), so the scan's raw budget goes to damage not seen before.
- * The number sent, or -1 (errno) when sending failed.
+ * Tell the agent which damage the engine already holds (KNOWN lines before
+ * VERIFY): each damaged slot by the digest of its sectors, so a slot found
+ * exactly so is reported by number alone, and each damaged sector by its
+ * crc32c, so the scan's raw budget goes to damage not seen before. The
+ * number of entries sent, or -1 (errno) when sending failed.
  */
 static int send_known(struct bctx *b)
 {
 	struct pc_known *k = malloc(PC_PROTO_MAX_KNOWN * sizeof(*k));
-	uint32_t n, sent = 0;
+	struct pc_known_slot *ks = malloc(PC_PROTO_MAX_KNOWN_SLOTS * sizeof(*ks));
+	uint32_t n = 0, ns = 0;
+	int ret = 0;
 
-	if (!k)
-		return 0;	/* then old damage spends the budget, as before */
-	n = engine_board_known(b->c->eng, b->cfg->name, k, PC_PROTO_MAX_KNOWN);
-	while (sent < n) {
+	if (k)
+		n = engine_board_known(b->c->eng, b->cfg->name, k, PC_PROTO_MAX_KNOWN);
+	if (ks)
+		ns = engine_board_known_slots(b->c->eng, b->cfg->name, ks, PC_PROTO_MAX_KNOWN_SLOTS);
+	/* without them the agent sends old damage again, as before */
+	for (uint32_t sent = 0; sent < ns && !ret;) {
+		uint32_t take = ns - sent < PC_PROTO_KNOWN_SLOTS_PER_LINE ? ns - sent : PC_PROTO_KNOWN_SLOTS_PER_LINE;
+		json_object *msg = pc_msg_known_slots(ks + sent, take);
+
+		ret = !msg || send_msg(b, msg) ? -1 : 0;
+		json_object_put(msg);
+		sent += take;
+	}
+	for (uint32_t sent = 0; sent < n && !ret;) {
 		uint32_t take = n - sent < PC_PROTO_KNOWN_PER_LINE ? n - sent : PC_PROTO_KNOWN_PER_LINE;
 		json_object *msg = pc_msg_known(k + sent, take);
 
-		if (!msg || send_msg(b, msg)) {
-			json_object_put(msg);
-			free(k);
-			if (!errno)
-				errno = ENOMEM;
-			return -1;
-		}
+		ret = !msg || send_msg(b, msg) ? -1 : 0;
 		json_object_put(msg);
 		sent += take;
 	}
 	free(k);
-	return (int)n;
+	free(ks);
+	if (ret && !errno)
+		errno = ENOMEM;
+	return ret ? -1 : (int)(n + ns);
 }
 
 /* An authenticated agent's hello: check what it says, then ask for the scan. */

@@ -1845,6 +1845,43 @@ uint32_t engine_board_known(struct engine *e, const char *name, struct pc_known 
 	return n;
 }
 
+/* What the engine holds for a damaged slot, as the agent reports it. */
+static uint64_t occ_digest(const struct occ *o, uint32_t spr)
+{
+	struct pc_sect_report r;
+	uint64_t h = PC_SLOT_DIGEST_INIT;
+
+	memset(&r, 0, sizeof(r));
+	for (uint32_t i = 0; i < spr; i++) {
+		const struct sect *x = &o->sect[i];
+
+		r.idx = (uint16_t)i;
+		r.kind = (enum pc_sect_kind)x->kind;
+		r.seq = x->seq;
+		r.cycle = x->cycle;
+		r.flags = x->flags;
+		r.lba = x->lba;
+		r.hidx = x->hidx;
+		r.value = x->value;
+		h = pc_slot_digest_add(h, &r);
+	}
+	return h;
+}
+
+uint32_t engine_board_known_slots(struct engine *e, const char *name, struct pc_known_slot *out, uint32_t max)
+{
+	struct board *b = board_find(e, name);
+	uint32_t n = 0, spr;
+
+	if (!b || !b->have_geom || !b->exp)
+		return 0;
+	spr = pc_geom_spr(&b->g);
+	for (uint32_t s = 0; s < b->g.nslots && n < max; s++)
+		if (b->exp[s].state == OCC_DAMAGED && b->exp[s].sect)
+			out[n++] = (struct pc_known_slot){ s, occ_digest(&b->exp[s], spr) };
+	return n;
+}
+
 json_object *engine_board_region(struct engine *e, const char *name)
 {
 	for (struct board *b = e->boards; b; b = b->next) {
@@ -1987,6 +2024,50 @@ static int take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceili
 	return 0;
 }
 
+/* Damaged slots the agent found exactly as the expected state holds them
+ * (it had their digests from KNOWN): the expected damage is what was seen. */
+static int take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen)
+{
+	uint32_t spr = pc_geom_spr(&b->g);
+
+	if (!b->obs)
+		return 0;	/* the scan already failed (scan_err says why) */
+	for (uint32_t k = 0; k < m->u.same.n; k++) {
+		uint32_t slot = m->u.same.slots[k];
+		const struct occ *x;
+		struct occ *o;
+
+		if (slot >= b->g.nslots || b->seen[slot]) {
+			snprintf(err, errlen, "same: slot %u %s", slot, slot >= b->g.nslots ? "past the region" :
+				 "reported twice");
+			return -EINVAL;
+		}
+		x = b->exp ? &b->exp[slot] : NULL;
+		if (!x || x->state != OCC_DAMAGED || !x->sect) {
+			snprintf(err, errlen, "same: slot %u is not damage the engine holds", slot);
+			return -EINVAL;
+		}
+		o = &b->obs[slot];
+		b->seen[slot] = 1;
+		b->nseen++;
+		o->state = OCC_DAMAGED;
+		o->got = (uint16_t)spr;
+		b->dmg_seen += spr;
+		if ((uint64_t)b->sect_base + b->sect_obs + spr > dmg_ceiling)
+			b->dmg_over = 1;
+		if (b->dmg_over)
+			continue;	/* counted, not held (scan_overflow()) */
+		o->sect = malloc(spr * sizeof(*o->sect));
+		if (!o->sect) {
+			snprintf(err, errlen, "out of memory for slot %u", slot);
+			return -EINVAL;
+		}
+		memcpy(o->sect, x->sect, spr * sizeof(*o->sect));
+		b->sect_obs += spr;
+	}
+	return 0;
+}
+
 /* A scan starts: what it may hold is sized by the adopted geometry only. */
 static int scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
 {
@@ -2105,9 +2186,12 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		break;
 	case PC_MSG_RUNS:
 	case PC_MSG_SLOT:
+	case PC_MSG_SAME:
 		if (!b->scanning)
 			break;	/* a stray scan line after an aborted scan */
-		ret = m.type == PC_MSG_RUNS ? take_runs(b, &m, err, errlen) : take_slot(b, &m, e->dmg_ceiling, err, errlen);
+		ret = m.type == PC_MSG_RUNS ? take_runs(b, &m, err, errlen) :
+		      m.type == PC_MSG_SLOT ? take_slot(b, &m, e->dmg_ceiling, err, errlen) :
+					      take_same(b, &m, e->dmg_ceiling, err, errlen);
 		if (ret == -EINVAL) {
 			/* the agent sent nonsense: the scan cannot be trusted (the
 			 * first reason is kept: later ones tend to follow from it) */

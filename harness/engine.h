@@ -125,6 +125,10 @@ json_object *engine_board_region(struct engine *e, const char *board);
  * their bytes), at most max, for the KNOWN lines before a VERIFY: the agent
  * then spends its raw budget on damage the engine has not seen. */
 uint32_t engine_board_known(struct engine *e, const char *board, struct pc_known *out, uint32_t max);
+/* The damaged slots the expected state holds, each with the digest of its
+ * sectors (pc_slot_digest), at most max: the agent reports a slot it finds
+ * exactly so by number alone (SAME), not sector by sector at every boot. */
+uint32_t engine_board_known_slots(struct engine *e, const char *board, struct pc_known_slot *out, uint32_t max);
 
 
 #endif

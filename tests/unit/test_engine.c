@@ -131,7 +131,10 @@ static void scan(struct engine *e, unsigned cycle)
 	struct pc_run runs[PC_PROTO_RUNS_PER_LINE];
 	unsigned nr = 0, nraw = 0;
 	static struct pc_known known[PC_PROTO_MAX_KNOWN];
+	static struct pc_known_slot kslots[PC_PROTO_MAX_KNOWN_SLOTS];
+	static uint32_t same[PC_PROTO_SAME_PER_LINE];
 	uint32_t nknown = agent_known ? engine_board_known(e, "b1", known, PC_PROTO_MAX_KNOWN) : 0;
+	uint32_t nks = agent_known ? engine_board_known_slots(e, "b1", kslots, PC_PROTO_MAX_KNOWN_SLOTS) : 0, nsame = 0;
 
 	feed(e, cycle, "verify", NULL, NULL);
 	m = pc_msg_new(PC_MSG_SCAN_BEGIN);
@@ -171,9 +174,25 @@ static void scan(struct engine *e, unsigned cycle)
 						sect[i].value = crc;
 					} else {
 						sect[i].kind = PC_SK_RAW;
+						sect[i].value = crc;
 						memcpy(sect[i].raw, view[s].img[i], PC_SECTOR);
 						nraw++;
 					}
+				}
+			}
+			if (nks) {
+				/* the agent's SAME: a damaged slot exactly as the engine holds it */
+				uint64_t dg = pc_slot_digest(sect, SPR);
+				int hit = 0;
+
+				for (uint32_t k = 0; k < nks && !hit; k++)
+					hit = kslots[k].slot == s && kslots[k].digest == dg;
+				if (hit && nsame < PC_PROTO_SAME_PER_LINE) {
+					for (unsigned i = 0; i < SPR; i++)
+						if (sect[i].kind == PC_SK_RAW)
+							nraw--;	/* never sent: the budget was not spent */
+					same[nsame++] = s;
+					continue;
 				}
 			}
 			if (slot_whole) {
@@ -197,6 +216,8 @@ static void scan(struct engine *e, unsigned cycle)
 	}
 	if (nr)
 		rx(e, cycle, pc_msg_runs(runs, nr));
+	if (nsame)
+		rx(e, cycle, pc_msg_same(same, nsame));
 	m = pc_msg_new(PC_MSG_SCAN_END);
 	json_object_object_add(m, "slots", json_object_new_int64(G.nslots));
 	json_object_object_add(m, "anomalies", json_object_new_int64(0));
@@ -759,6 +780,39 @@ static void test_region_replaced(void)
 	geom_setup();
 }
 
+/* A SAME line for a slot the engine does not hold as damaged (alone, or named
+ * twice in one line): the scan cannot be used (INFRA_ERROR), nothing is
+ * judged from it. */
+static void test_same_refused(void)
+{
+	for (int twice = 0; twice < 2; twice++) {
+		struct engine *e = start();
+		uint32_t sl[2] = { 7, 7 };
+		json_object *m, *v;
+
+		work(e, 1, 1, 4, PC_MODE_FUA);
+		feed(e, 2, "power_on", NULL, NULL);
+		rx(e, 2, hello());
+		feed(e, 2, "verify", NULL, NULL);
+		m = pc_msg_new(PC_MSG_SCAN_BEGIN);
+		json_object_object_add(m, "slots", json_object_new_int64(G.nslots));
+		json_object_object_add(m, "pattern", json_object_new_string("sequential"));
+		json_object_object_add(m, "full", json_object_new_boolean(1));
+		rx(e, 2, m);
+		rx(e, 2, pc_msg_same(sl, twice ? 2 : 1));
+		m = pc_msg_new(PC_MSG_SCAN_END);
+		json_object_object_add(m, "slots", json_object_new_int64(G.nslots));
+		json_object_object_add(m, "anomalies", json_object_new_int64(0));
+		json_object_object_add(m, "raw_dropped", json_object_new_int64(0));
+		rx(e, 2, m);
+		CU_ASSERT_EQUAL_FATAL(json_object_array_length(verdicts), 1);
+		v = json_object_array_get_idx(verdicts, 0);
+		CU_ASSERT_STRING_EQUAL(sget(v, "verdict"), "INFRA_ERROR");
+		CU_ASSERT_PTR_NOT_NULL(strstr(sget(v, "reason"), "is not damage the engine holds"));
+		engine_free(e);
+	}
+}
+
 /* KNOWN lines: what the host builds, the parser takes back; bad ones refused. */
 static void test_known_message(void)
 {
@@ -782,6 +836,34 @@ static void test_known_message(void)
 			  m.u.known.k[i].crc == k[i].crc);
 	pc_msg_clear(&m);
 	json_object_put(o);
+	{
+		struct pc_known_slot ks[PC_PROTO_KNOWN_SLOTS_PER_LINE];
+
+		for (uint32_t i = 0; i < PC_PROTO_KNOWN_SLOTS_PER_LINE; i++)
+			ks[i] = (struct pc_known_slot){ i * 7919u, UINT64_MAX - i };
+		o = pc_msg_known_slots(ks, PC_PROTO_KNOWN_SLOTS_PER_LINE);
+		CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+		len = pc_msg_line(o, line, sizeof(line));
+		CU_ASSERT_FATAL(len > 0);
+		CU_ASSERT_EQUAL_FATAL(pc_msg_parse(line, (size_t)len - 1, &m, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(m.u.known.nslots, PC_PROTO_KNOWN_SLOTS_PER_LINE);
+		CU_ASSERT_EQUAL(m.u.known.n, 0);
+		for (uint32_t i = 0; i < PC_PROTO_KNOWN_SLOTS_PER_LINE; i++)
+			CU_ASSERT(m.u.known.slots[i].slot == ks[i].slot && m.u.known.slots[i].digest == ks[i].digest);
+		pc_msg_clear(&m);
+		json_object_put(o);
+		CU_ASSERT_PTR_NULL(pc_msg_known_slots(ks, PC_PROTO_KNOWN_SLOTS_PER_LINE + 1));
+	}
+	{
+		static uint32_t sl[PC_PROTO_SAME_PER_LINE];
+
+		for (uint32_t i = 0; i < PC_PROTO_SAME_PER_LINE; i++)
+			sl[i] = UINT32_MAX - 1 - i;	/* the longest numbers: the line still fits */
+		o = pc_msg_same(sl, PC_PROTO_SAME_PER_LINE);
+		CU_ASSERT_FATAL(pc_msg_line(o, line, sizeof(line)) > 0);
+		json_object_put(o);
+		CU_ASSERT_PTR_NULL(pc_msg_same(sl, PC_PROTO_SAME_PER_LINE + 1));
+	}
 	CU_ASSERT_PTR_NULL(pc_msg_known(k, 0));
 	CU_ASSERT_PTR_NULL(pc_msg_known(k, PC_PROTO_KNOWN_PER_LINE + 1));
 	static const char *const bad[] = {
@@ -1719,6 +1801,7 @@ int suite_engine(void)
 	    !CU_add_test(s, "raw sectors per scan are bounded", test_raw_cap) ||
 	    !CU_add_test(s, "old damage known: the raw budget goes to new damage", test_known_and_unclassified) ||
 	    !CU_add_test(s, "KNOWN lines: round trip and refusals", test_known_message) ||
+	    !CU_add_test(s, "SAME for damage the engine does not hold is refused", test_same_refused) ||
 	    !CU_add_test(s, "a superblock copy changed: one device finding", test_superblock_mismatch) ||
 	    !CU_add_test(s, "region replaced, medium lost: device findings", test_region_replaced) ||
 	    !CU_add_test(s, "damaged sectors held per board are bounded", test_damage_ceiling) ||

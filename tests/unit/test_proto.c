@@ -70,6 +70,7 @@ static const char *const base_fixed[PC_MSG_TYPE_MAX] = {
 	[PC_MSG_AUTH] = "{\"type\":\"auth\",\"v\":1,\"mac\":"
 		"\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}",
 	[PC_MSG_KNOWN] = "{\"type\":\"known\",\"v\":1,\"sectors\":\"BwAAAAMAeFY0EgkAAAAAAAEAAAA=\"}",
+	[PC_MSG_SAME] = "{\"type\":\"same\",\"v\":1,\"slots\":[0,7,4294967294]}",
 	[PC_MSG_WORK] = "{\"type\":\"work\",\"v\":1,\"cycle\":4294967295,\"first\":1000,\"n\":64,"
 		"\"mode\":\"journal\",\"pattern\":\"random\",\"record_size\":1048576,\"flush_every\":8,"
 		"\"qd\":32,\"seed\":18446744073709551615}",
