@@ -365,7 +365,7 @@ static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cy
 	if (!json_object_object_get_ex(m->obj, "write_error", &we))
 		return 0;	/* an error of another kind: the campaign's business */
 	if (!w || w->cycle != cycle) {
-		snprintf(err, errlen, "error with write_error outside the writes of cycle %u: not a eng_finding", cycle);
+		snprintf(err, errlen, "error with write_error outside the writes of cycle %u: not a finding", cycle);
 		return -EINVAL;
 	}
 	if (w->cut)

@@ -221,7 +221,7 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 }
 
 /* The policy: what the cycle's configuration says, or DESIGN section 6's
- * defaults for a eng_finding with no cycle (events that carry none). */
+ * defaults for a finding with no cycle (events that carry none). */
 int eng_is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode)
 {
 	struct pc_policy d;
@@ -514,7 +514,7 @@ static int judge_cycle(struct engine *e, struct board *b)
  * A complete scan that reported more damaged sectors than the engine holds
  * (ENGINE_MAX_DAMAGED_SECTORS). Record by record it cannot be judged, but
  * more damage than the scanned slots had before plus every sector the cycle
- * wrote is new damage for certain: a device-level eng_finding, and the pending
+ * wrote is new damage for certain: a device-level finding, and the pending
  * cycle FAILs (a device that wipes its region must not escape as an
  * infrastructure error). Otherwise it is INFRA_ERROR. Either way the expected
  * state is given up: the next scan takes a new baseline.

@@ -138,7 +138,7 @@ static json_object *sbrec_changes(const struct sbrec *a, const struct sbrec *b)
 	return ch;
 }
 
-/* A device-level eng_finding about the region (DESIGN section 6), for the next verdict. */
+/* A device-level finding about the region (DESIGN section 6), for the next verdict. */
 static void region_finding(struct engine *e, struct board *b, const char *what, const char *copy,
 			   json_object *changes, const char *detail)
 {
@@ -164,7 +164,7 @@ static void region_finding(struct engine *e, struct board *b, const char *what, 
  * the same UUID: its metadata rewritten), or one copy that differs from the
  * record in any field, creation time included. Each is reported once, when
  * it appears; a campaign that goes on does so against the new region only
- * after the eng_finding. now: the region the agent uses (NULL: none).
+ * after the finding. now: the region the agent uses (NULL: none).
  */
 static void check_region(struct engine *e, struct board *b, json_object *hello, const struct sbrec *now)
 {
@@ -257,7 +257,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 		check_region(e, b, m->obj, NULL);
 		if (b->w && b->carry) {
 			/* the agent will not scan a region it cannot trust: the pending
-			 * writes are never checked, and the eng_finding is why */
+			 * writes are never checked, and the finding is why */
 			char reason[400];
 			snprintf(reason, sizeof(reason), "the agent has no usable region (%.300s)",
 				 eng_jstr(m->obj, "region_error", "?"));

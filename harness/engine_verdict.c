@@ -210,7 +210,7 @@ static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, en
 	return eng_emit(e, b, cycle, v);
 }
 
-/* List a eng_finding, or past ENGINE_MAX_FINDINGS only count it: a device that
+/* List a finding, or past ENGINE_MAX_FINDINGS only count it: a device that
  * damages a whole region must not make one verdict line gigabytes long. */
 static void list_finding(struct judge *j, json_object *f)
 {
@@ -288,7 +288,7 @@ json_object *eng_counts_json(const uint32_t *counts)
 
 /*
  * The writes the device refused during the cycle (DESIGN section 6: a
- * device-level eng_finding belongs to the verdict of the cycle that saw it):
+ * device-level finding belongs to the verdict of the cycle that saw it):
  * violations whatever the scan finds. Shaped like the other device-level
  * findings: class collateral, "what" says what happened.
  */
@@ -371,7 +371,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 	}
 	eng_take_carry(&j);
 	if (extra) {
-		/* a device-level eng_finding the scan proved (eng_scan_overflow()) */
+		/* a device-level finding the scan proved (eng_scan_overflow()) */
 		j.counts[PC_CLS_COLLATERAL]++;
 		j.violations++;
 		list_finding(&j, extra);
@@ -394,7 +394,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 
 /* ---- event intake ---- */
 
-/* A device-level eng_finding, reported in the next verdict. */
+/* A device-level finding, reported in the next verdict. */
 void eng_carry_device(struct board *b, json_object *f)
 {
 	if (!b->carry)
