@@ -1,0 +1,159 @@
+/*
+ * campaign_int.h - the campaign daemon's state, shared by its parts
+ * (campaign.c, campaign_link.c, campaign_plan.c, campaign_resume.c). Only
+ * they include it: campaign.h is the daemon's interface.
+ */
+#ifndef PC_HARNESS_CAMPAIGN_INT_H
+#define PC_HARNESS_CAMPAIGN_INT_H
+
+#include <limits.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "../common/auth.h"
+#include "../common/proto.h"
+#include "../relay/relay.h"
+#include "campaign.h"
+#include "engine.h"
+#include "results.h"
+
+#define DRAIN_MS 300		/* after a cut: how long lines already sent may still arrive */
+
+#define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
+				   answer the challenge within as long again */
+
+#define MAX_CONSECUTIVE_INFRA 3
+
+#define MAX_PENDING 64		/* connections that have not authenticated yet */
+
+#define MIN_PENDING_PER_SOURCE 8	/* ... from one address (or two per board, if more):
+					   past it, that address's oldest goes */
+
+#define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
+
+/* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
+struct handshake {
+	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
+	char hn[2 * PC_AUTH_NONCE_BYTES + 1];	/* ours */
+	char *hello;				/* the hello's exact JSON text */
+	size_t hello_len;
+	uint64_t since;
+};
+
+enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE };
+
+struct camp;
+
+struct bctx {
+	struct camp *c;
+	struct board_cfg *cfg;
+	unsigned idx;
+	struct relay relay;
+	int relay_open;
+	enum bstate st;
+	unsigned cycle;
+	unsigned attempt;
+	uint64_t deadline;
+	uint64_t t_state;
+	int fd;			/* the link to the agent: a TCP connection, or sfd */
+	struct pc_linebuf lb;
+	/* serial console link (cfg->link_serial): open for the whole campaign */
+	int sfd;
+	int cfd;		/* this power-on's console log */
+	struct pc_linebuf slb;
+	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
+	/* the authenticated session of this power-on's agent */
+	struct pc_auth_session s;
+	char boot_id[64];	/* of the last authenticated hello: a new power-on must change it */
+	unsigned rejects;	/* link_reject events for this cycle */
+	uint64_t t_power;
+	/* the cycle's work and cut plan */
+	int working;
+	uint64_t t_work;
+	uint64_t cut_at;	/* CUT_RANDOM: absolute ms */
+	uint32_t cut_acks;	/* CUT_ACKS: cut once this many are acked */
+	uint32_t acks;
+	int done_seen;
+	unsigned consecutive_infra;
+	char given_up[512];
+	/* tallies for progress */
+	unsigned n_pass, n_fail, n_boot, n_infra;
+	uint64_t t_cycle0;
+	unsigned cycles_run;
+};
+
+struct pending {
+	int fd;
+	uint64_t since;
+	struct pc_linebuf lb;
+	char peer[64];		/* address:port, for the record */
+	char src[48];		/* address: the per-source limit */
+	struct bctx *b;		/* the board its hello named (challenged), or NULL */
+	struct handshake hs;
+};
+
+struct camp {
+	struct campaign_cfg *cfg;
+	const struct campaign_opts *o;
+	struct results res;
+	struct engine *eng;
+	struct bctx *b;
+	unsigned nb;
+	unsigned cycles;
+	int lfd;
+	char connect[160];
+	struct pending pend[MAX_PENDING];
+	uint64_t t0;		/* ms: campaign clock origin (monotonic) */
+	int64_t t_base;		/* ms: where the clock stood when this run resumed */
+	uint64_t last_progress;
+	int resuming;
+	int fatal;
+	char agent[PATH_MAX];
+	char key_path[PATH_MAX];
+	struct pc_auth_key key;
+	/* resume: verdicts already in the file */
+	json_object *seen_verdicts;	/* "board/cycle" -> true */
+};
+
+/* campaign.c */
+extern const char *const camp_bstate_names[];
+int64_t camp_t(struct camp *c);
+json_object *camp_ev_new(struct bctx *b, const char *kind);
+int camp_ev_log(struct bctx *b, json_object *ev);
+void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
+int camp_is_sysrq(const struct bctx *b);
+void camp_next_cycle(struct bctx *b);
+void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw);
+void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw);
+
+/* campaign_link.c */
+void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+int camp_listen_on(struct camp *c, char *err, size_t errlen);
+int camp_send_msg(struct bctx *b, json_object *msg);
+void camp_close_link(struct bctx *b);
+int camp_serial_open(struct bctx *b, char *err, size_t errlen);
+void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);
+void camp_board_read(struct bctx *b);
+void camp_serial_read(struct bctx *b);
+void camp_pending_close(struct pending *p);
+void camp_pending_read(struct camp *c, struct pending *p);
+void camp_accept_all(struct camp *c);
+
+/* campaign_plan.c */
+void camp_start_work(struct bctx *b);
+void camp_cut(struct bctx *b, const char *why);
+json_object *camp_verify_request(struct bctx *b);
+int camp_send_known(struct bctx *b);
+
+/* campaign_resume.c */
+struct bctx *camp_board_by_name(struct camp *c, const char *name);
+int camp_on_verdict(json_object *v, void *arg);
+void camp_on_note(const char *board, const char *text, void *arg);
+int camp_seen_verdict(json_object *v, unsigned lineno, void *arg);
+int camp_replay_event(json_object *ev, unsigned lineno, void *arg);
+int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen);
+
+#endif

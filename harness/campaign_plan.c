@@ -1,0 +1,231 @@
+/*
+ * campaign_plan.c - what each cycle asks of the board: the scan (full, or the
+ * written slots and a sample of cold ones, with the damage already held named
+ * in KNOWN lines), the work, and the cut at its planned instant.
+ */
+#include "campaign_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include "../common/auth.h"
+#include "../common/proto.h"
+#include "../common/record.h"
+#include "../common/util.h"
+#include "../relay/relay.h"
+#include "engine.h"
+#include "report.h"
+#include "results.h"
+
+static uint64_t plan_rand(struct bctx *b, uint64_t salt)
+{
+	return pc_mix64(b->c->cfg->seed ^ pc_mix64(((uint64_t)b->idx << 40) ^ ((uint64_t)b->cycle << 8) ^ salt));
+}
+
+void camp_start_work(struct bctx *b)
+{
+	struct camp *c = b->c;
+	struct engine_board_state es;
+	struct pc_work w = { 0 };
+	json_object *msg, *ev;
+	uint32_t span = b->cfg->cut_max - b->cfg->cut_min + 1;
+	uint64_t r = plan_rand(b, 1);
+
+	engine_board_state(c->eng, b->cfg->name, &es);
+	w.cycle = b->cycle;
+	w.first = es.next_seq;
+	w.n = b->cfg->records_per_cycle;
+	w.mode = b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes];
+	w.pattern = b->cfg->pattern;
+	w.record_size = b->cfg->record_size;
+	w.flush_every = b->cfg->flush_every;
+	w.qd = b->cfg->queue_depth;
+	w.seed = plan_rand(b, 2) & INT64_MAX;
+	msg = pc_msg_work(&w);
+	ev = camp_ev_new(b, "work");
+	json_object_object_add(ev, "work", json_object_get(msg));
+	{
+		json_object *pol = json_object_new_object();
+		json_object_object_add(pol, "torn_unacked", json_object_new_string(
+			b->cfg->torn_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(pol, "torn_sector_unacked", json_object_new_string(
+			b->cfg->torn_sector_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(pol, "unclassified", json_object_new_string(
+			b->cfg->unclassified_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(ev, "policy", pol);
+	}
+	camp_ev_log(b, ev);
+	b->working = 1;
+	b->acks = 0;
+	b->done_seen = 0;
+	b->t_work = pc_now_ms();
+	b->cut_at = UINT64_MAX;
+	b->cut_acks = UINT32_MAX;
+	if (b->cfg->cut == CUT_RANDOM)
+		b->cut_at = b->t_work + b->cfg->cut_min + r % span;
+	else
+		b->cut_acks = b->cfg->cut_min + (uint32_t)(r % span);
+	if (camp_send_msg(b, msg)) {
+		json_object_put(msg);
+		camp_infra(b, "sending the work failed: %s", strerror(errno));
+		return;
+	}
+	json_object_put(msg);
+	camp_set_state(b, B_WRITING, b->cfg->work_timeout_ms);
+}
+
+/* The power is off (or the board is crashing): record it and drain the link. */
+static void cut_done(struct bctx *b, uint64_t now, const char *why, const char *how)
+{
+	json_object *ev = camp_ev_new(b, "cut");
+
+	json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
+	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
+	json_object_object_add(ev, "trigger", json_object_new_string(why));
+	if (how)
+		json_object_object_add(ev, "how", json_object_new_string(how));
+	camp_ev_log(b, ev);
+	camp_set_state(b, B_DRAIN, DRAIN_MS);
+}
+
+void camp_cut(struct bctx *b, const char *why)
+{
+	uint64_t now = pc_now_ms();
+
+	if (camp_is_sysrq(b)) {
+		/* not a power cut: the agent reboots the board without syncing,
+		 * and the device keeps its power */
+		json_object *m = pc_msg_new(PC_MSG_CRASH);
+		int ret = camp_send_msg(b, m);
+
+		json_object_put(m);
+		if (ret) {
+			camp_infra(b, "sending the crash request failed: %s", strerror(-ret));
+			return;
+		}
+		cut_done(b, now, why, "sysrq crash (device keeps power)");
+		return;
+	}
+	/* the relay first: the instant matters, the bookkeeping can wait */
+	if (relay_off(&b->relay)) {
+		camp_infra(b, "relay off failed at the cut: %s", b->relay.err);
+		return;
+	}
+	/* a relay that can say so must confirm the power is off: a cut that did
+	 * not happen would make every verdict after it a lie */
+	for (int i = 0; relay_get(&b->relay) == 1; i++) {
+		/* a kill is delivered, not done, when kill() returns: allow a moment */
+		if (i == 10) {
+			camp_infra(b, "the relay still reports power on 200 ms after the cut");
+			return;
+		}
+		pc_sleep_us(20000);
+	}
+	cut_done(b, now, why, NULL);
+}
+
+/*
+ * What to scan at this boot: the whole region for the baseline, every
+ * full_every cycles and at the final verification; otherwise the slots the
+ * pending cycle wrote plus a seeded sample of cold ones.
+ */
+json_object *camp_verify_request(struct bctx *b)
+{
+	struct engine_board_state es;
+	struct pc_posrange r[PC_PROTO_MAX_RANGES];
+	uint32_t nr = 0, n, hot0, hotn, want;
+	uint8_t *taken;
+	json_object *msg;
+	uint64_t rnd;
+
+	engine_board_state(b->c->eng, b->cfg->name, &es);
+	n = es.nslots;
+	if (!es.baseline || !es.pending || b->cycle > b->c->cycles || b->cfg->full_every <= 1 ||
+	    b->cycle % b->cfg->full_every == 0 || !n || es.pending_pattern != b->cfg->pattern)
+		return pc_msg_verify(b->cfg->pattern, 1);
+	/* the pending cycle's seqs are consecutive positions, wrapping once at most */
+	hot0 = (uint32_t)((es.pending_first - 1) % n);
+	hotn = es.pending_n < n ? es.pending_n : n;
+	r[nr++] = (struct pc_posrange){ hot0, hot0 + hotn <= n ? hotn : n - hot0 };
+	if (hot0 + hotn > n)
+		r[nr++] = (struct pc_posrange){ 0, hot0 + hotn - n };
+	taken = calloc(n, 1);
+	if (!taken)
+		return pc_msg_verify(b->cfg->pattern, 1);
+	for (uint32_t i = 0; i < nr; i++)
+		memset(taken + r[i].pos, 1, r[i].n);
+	want = b->cfg->cold_sample < n - hotn ? b->cfg->cold_sample : n - hotn;
+	rnd = plan_rand(b, 3);
+	for (uint32_t k = 0; k < want && nr < PC_PROTO_MAX_RANGES; k++) {
+		uint32_t p;
+		do {
+			rnd = pc_mix64(rnd);
+			p = (uint32_t)(rnd % n);
+		} while (taken[p]);
+		taken[p] = 1;
+		r[nr++] = (struct pc_posrange){ p, 1 };
+	}
+	free(taken);
+	msg = pc_msg_verify_ranges(b->cfg->pattern, r, nr);
+	return msg ? msg : pc_msg_verify(b->cfg->pattern, 1);
+}
+
+/*
+ * Tell the agent which damage the engine already holds (KNOWN lines before
+ * VERIFY): each damaged slot by the digest of its sectors, so a slot found
+ * exactly so is reported by number alone, and each damaged sector by its
+ * crc32c, so the scan's raw budget goes to damage not seen before. The
+ * number of entries sent, or -1 (errno) when sending failed.
+ */
+int camp_send_known(struct bctx *b)
+{
+	struct pc_known *k = malloc(PC_PROTO_MAX_KNOWN * sizeof(*k));
+	struct pc_known_slot *ks = malloc(PC_PROTO_MAX_KNOWN_SLOTS * sizeof(*ks));
+	uint32_t n = 0, ns = 0;
+	int ret = 0;
+
+	if (k)
+		n = engine_board_known(b->c->eng, b->cfg->name, k, PC_PROTO_MAX_KNOWN);
+	if (ks)
+		ns = engine_board_known_slots(b->c->eng, b->cfg->name, ks, PC_PROTO_MAX_KNOWN_SLOTS);
+	/* without them the agent sends old damage again, as before */
+	for (uint32_t sent = 0; sent < ns && !ret;) {
+		uint32_t take = ns - sent < PC_PROTO_KNOWN_SLOTS_PER_LINE ? ns - sent : PC_PROTO_KNOWN_SLOTS_PER_LINE;
+		json_object *msg = pc_msg_known_slots(ks + sent, take);
+
+		ret = !msg || camp_send_msg(b, msg) ? -1 : 0;
+		json_object_put(msg);
+		sent += take;
+	}
+	for (uint32_t sent = 0; sent < n && !ret;) {
+		uint32_t take = n - sent < PC_PROTO_KNOWN_PER_LINE ? n - sent : PC_PROTO_KNOWN_PER_LINE;
+		json_object *msg = pc_msg_known(k + sent, take);
+
+		ret = !msg || camp_send_msg(b, msg) ? -1 : 0;
+		json_object_put(msg);
+		sent += take;
+	}
+	free(k);
+	free(ks);
+	if (ret && !errno)
+		errno = ENOMEM;
+	return ret ? -1 : (int)(n + ns);
+}
