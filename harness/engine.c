@@ -53,6 +53,32 @@ void eng_occ_free_all(struct occ *o, uint32_t n)
 	free(o);
 }
 
+/* Done with a slot array of the board's geometry: its sectors go, the array
+ * is kept for the next scan if none is. */
+void eng_occ_release(struct board *b, struct occ *o)
+{
+	if (!o)
+		return;
+	for (uint32_t i = 0; i < b->g.nslots; i++)
+		free(o[i].sect);
+	if (b->spare)
+		free(o);
+	else
+		b->spare = o;
+}
+
+/* A zeroed slot array of the board's geometry, or NULL. */
+struct occ *eng_occ_take(struct board *b)
+{
+	struct occ *o = b->spare;
+
+	if (!o)
+		return calloc(b->g.nslots, sizeof(*o));
+	b->spare = NULL;
+	memset(o, 0, b->g.nslots * sizeof(*o));
+	return o;
+}
+
 void eng_wcycle_free(struct wcycle *w)
 {
 	if (!w)
@@ -75,6 +101,7 @@ void engine_free(struct engine *e)
 		free(b->exp_raws);
 		json_object_put(b->carry);
 		eng_occ_free_all(b->exp, b->g.nslots);
+		free(b->spare);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);

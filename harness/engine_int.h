@@ -102,6 +102,9 @@ struct board {
 	json_object *hello;
 	json_object *last_device;	/* the last non-empty HELLO device (a reference) */
 	struct occ *exp;
+	/* one released slot array kept for the next scan (of nslots, zeroed on
+	 * reuse): a scan per boot need not allocate and fault in a new one */
+	struct occ *spare;
 	int baseline;
 	struct wcycle *w;
 	/* the scan in progress, and what the last VERIFY asked for */
@@ -173,6 +176,8 @@ struct judge {
 
 /* engine.c */
 void eng_occ_free_all(struct occ *o, uint32_t n);
+void eng_occ_release(struct board *b, struct occ *o);
+struct occ *eng_occ_take(struct board *b);
 void eng_wcycle_free(struct wcycle *w);
 
 /* engine_scan.c */

@@ -637,7 +637,7 @@ int eng_scan_done(struct engine *e, struct board *b)
 			b->obs[s].sect = NULL;
 		}
 	} else {
-		eng_occ_free_all(b->exp, b->g.nslots);
+		eng_occ_release(b, b->exp);
 		b->exp = b->obs;
 		b->obs = NULL;
 	}

@@ -303,6 +303,8 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 		eng_scan_reset(b);
 		eng_occ_free_all(b->exp, b->g.nslots);
 		b->exp = NULL;
+		free(b->spare);		/* sized by the old geometry */
+		b->spare = NULL;
 		/* what was sized or located by the old geometry goes with it */
 		free(b->want);
 		b->want = NULL;

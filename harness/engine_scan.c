@@ -24,7 +24,7 @@ int eng_wanted(const struct board *b, uint32_t slot)
 
 void eng_scan_reset(struct board *b)
 {
-	eng_occ_free_all(b->obs, b->g.nslots);
+	eng_occ_release(b, b->obs);
 	b->obs = NULL;
 	free(b->seen);
 	b->seen = NULL;
@@ -265,7 +265,7 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 		else
 			b->sect_base += spr;
 	}
-	b->obs = calloc(b->g.nslots, sizeof(*b->obs));
+	b->obs = eng_occ_take(b);
 	b->seen = calloc(b->g.nslots, 1);
 	if (!b->obs || !b->seen) {
 		eng_occ_free_all(b->obs, 0);
