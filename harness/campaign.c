@@ -63,14 +63,14 @@ int64_t camp_t(struct camp *c)
 
 /* ---- events ---- */
 
-json_object *camp_ev_new(struct bctx *b, const char *kind)
+json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind)
 {
 	json_object *ev = json_object_new_object();
 
 	json_object_object_add(ev, "t", json_object_new_int64(camp_t(b->c)));
 	json_object_object_add(ev, "board", json_object_new_string(b->cfg->name));
 	json_object_object_add(ev, "cycle", json_object_new_int64(b->cycle));
-	json_object_object_add(ev, "ev", json_object_new_string(kind));
+	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[kind]));
 	return ev;
 }
 
@@ -92,9 +92,9 @@ int camp_ev_log(struct bctx *b, json_object *ev)
 	return ret;
 }
 
-static void ev_reason(struct bctx *b, const char *kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void ev_reason(struct bctx *b, enum pc_ev_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static void ev_reason(struct bctx *b, const char *kind, const char *fmt, ...)
+static void ev_reason(struct bctx *b, enum pc_ev_kind kind, const char *fmt, ...)
 {
 	json_object *ev = camp_ev_new(b, kind);
 	char buf[1024];
@@ -132,7 +132,7 @@ static void power_off(struct bctx *b)
 
 static void give_up(struct bctx *b, const char *why)
 {
-	json_object *ev = camp_ev_new(b, "give_up");
+	json_object *ev = camp_ev_new(b, PC_EV_GIVE_UP);
 
 	snprintf(b->given_up, sizeof(b->given_up), "%s", why);
 	pc_err("board %s: giving up: %s", b->cfg->name, why);
@@ -179,11 +179,11 @@ void camp_infra(struct bctx *b, const char *fmt, ...)
 			camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 			return;
 		}
-		ev_reason(b, "final_infra", "the final verification failed: %s", buf);
+		ev_reason(b, PC_EV_FINAL_INFRA, "the final verification failed: %s", buf);
 		camp_set_state(b, B_DONE, UINT64_MAX);
 		return;
 	}
-	ev_reason(b, "infra", "%s", buf);
+	ev_reason(b, PC_EV_INFRA, "%s", buf);
 	power_off(b);
 	camp_close_link(b);
 	if (++b->consecutive_infra >= MAX_CONSECUTIVE_INFRA) {
@@ -217,7 +217,7 @@ static void power_on(struct bctx *b)
 			pc_warn("board %s: %s: %s", b->cfg->name, b->relay.console, strerror(errno));
 		b->relay.console[0] = 0;
 	}
-	ev = camp_ev_new(b, "power_on");
+	ev = camp_ev_new(b, PC_EV_POWER_ON);
 	json_object_object_add(ev, "attempt", json_object_new_int(b->attempt + 1));
 	camp_ev_log(b, ev);
 	if (relay_on(&b->relay)) {
@@ -247,12 +247,12 @@ static void boot_timeout(struct bctx *b)
 		return;
 	}
 	if (b->cycle > c->cycles) {
-		ev_reason(b, "final_boot_fail", "no HELLO within %u ms after %u attempts at the final verification",
+		ev_reason(b, PC_EV_FINAL_BOOT_FAIL, "no HELLO within %u ms after %u attempts at the final verification",
 			  b->cfg->boot_timeout_ms, b->attempt);
 		camp_set_state(b, B_DONE, UINT64_MAX);
 		return;
 	}
-	ev_reason(b, "boot_fail", "no HELLO within %u ms, %u attempts", b->cfg->boot_timeout_ms, b->attempt);
+	ev_reason(b, PC_EV_BOOT_FAIL, "no HELLO within %u ms, %u attempts", b->cfg->boot_timeout_ms, b->attempt);
 	b->consecutive_infra = 0;
 	camp_next_cycle(b);
 }
@@ -269,7 +269,7 @@ static void final_verified(struct bctx *b)
 void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
 	struct camp *c = b->c;
-	json_object *ev = camp_ev_new(b, "rx");
+	json_object *ev = camp_ev_new(b, PC_EV_RX);
 
 	json_object_object_add(ev, "msg", json_object_get(raw));
 	camp_ev_log(b, ev);
@@ -325,7 +325,7 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 /* An authenticated agent's hello: check what it says, then ask for the scan. */
 void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
-	json_object *ev = camp_ev_new(b, "rx"), *region, *v, *msg;
+	json_object *ev = camp_ev_new(b, PC_EV_RX), *region, *v, *msg;
 	uint64_t rs = 0;
 	const char *boot_id = "";
 	int known;
@@ -355,7 +355,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		snprintf(why, sizeof(why), "the board's region holds %" PRIu64 "-byte records but the configuration "
 			 "says device.record_size %u; re-prepare the region or fix the configuration", rs,
 			 b->cfg->record_size);
-		ev_reason(b, "infra", "%s", why);
+		ev_reason(b, PC_EV_INFRA, "%s", why);
 		give_up(b, why);
 		return;
 	}
@@ -370,7 +370,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		return;
 	}
 	msg = camp_verify_request(b);
-	ev = camp_ev_new(b, "verify");
+	ev = camp_ev_new(b, PC_EV_VERIFY);
 	json_object_object_add(ev, "msg", json_object_get(msg));
 	if (known)
 		json_object_object_add(ev, "known", json_object_new_int(known));
@@ -703,7 +703,7 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	 * one the board reached, never beyond what the engine has seen. */
 	for (unsigned i = 0; i < c.nb && !c.fatal; i++) {
 		struct bctx *b = &c.b[i];
-		json_object *ev = camp_ev_new(b, "run_end");
+		json_object *ev = camp_ev_new(b, PC_EV_RUN_END);
 		unsigned last = b->cycle - 1 < c.cycles ? b->cycle - 1 : c.cycles;
 
 		json_object_object_add(ev, "cycle", json_object_new_int64(last));

@@ -17,6 +17,7 @@
 #include "campaign.h"
 #include "engine.h"
 #include "results.h"
+#include "verdict.h"
 
 #define DRAIN_MS 300		/* after a cut: how long lines already sent may still arrive */
 
@@ -119,7 +120,7 @@ struct camp {
 /* campaign.c */
 extern const char *const camp_bstate_names[];
 int64_t camp_t(struct camp *c);
-json_object *camp_ev_new(struct bctx *b, const char *kind);
+json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind);
 int camp_ev_log(struct bctx *b, json_object *ev);
 void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
 int camp_is_sysrq(const struct bctx *b);

@@ -63,7 +63,7 @@ void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *p
 		if (attempt)
 			b->rejects++;
 	}
-	json_object_object_add(ev, "ev", json_object_new_string("link_reject"));
+	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_LINK_REJECT]));
 	json_object_object_add(ev, "peer", json_object_new_string(peer));
 	json_object_object_add(ev, "reason", json_object_new_string(why));
 	if (line && len) {
@@ -267,7 +267,7 @@ void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
 
 static void bad_line(struct bctx *b, const char *line, size_t len, const char *why)
 {
-	json_object *ev = camp_ev_new(b, "rx_bad");
+	json_object *ev = camp_ev_new(b, PC_EV_RX_BAD);
 	char shown[256];
 
 	snprintf(shown, sizeof(shown), "%.*s", (int)(len < 200 ? len : 200), line);
@@ -348,7 +348,7 @@ static void serial_noise(struct bctx *b, const char *line)
 
 		if (!strstr(line, b->cfg->boot_patterns[i]))
 			continue;
-		ev = camp_ev_new(b, "boot_stage");
+		ev = camp_ev_new(b, PC_EV_BOOT_STAGE);
 		json_object_object_add(ev, "pattern", json_object_new_string(b->cfg->boot_patterns[i]));
 		json_object_object_add(ev, "ms", json_object_new_int64((int64_t)(pc_now_ms() - b->t_power)));
 		camp_ev_log(b, ev);
@@ -380,7 +380,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 	}
 	if (b->st != B_WAIT_HELLO) {
 		/* nobody is expected now: a late line from an earlier boot */
-		json_object *ev = camp_ev_new(b, "rx_stray");
+		json_object *ev = camp_ev_new(b, PC_EV_RX_STRAY);
 		json_object_object_add(ev, "msg", json_object_get(m.obj));
 		camp_ev_log(b, ev);
 	} else if (m.type == PC_MSG_HELLO) {

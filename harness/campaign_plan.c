@@ -59,7 +59,7 @@ void camp_start_work(struct bctx *b)
 	w.qd = b->cfg->queue_depth;
 	w.seed = plan_rand(b, 2) & INT64_MAX;
 	msg = pc_msg_work(&w);
-	ev = camp_ev_new(b, "work");
+	ev = camp_ev_new(b, PC_EV_WORK);
 	json_object_object_add(ev, "work", json_object_get(msg));
 	{
 		json_object *pol = json_object_new_object();
@@ -94,7 +94,7 @@ void camp_start_work(struct bctx *b)
 /* The power is off (or the board is crashing): record it and drain the link. */
 static void cut_done(struct bctx *b, uint64_t now, const char *why, const char *how)
 {
-	json_object *ev = camp_ev_new(b, "cut");
+	json_object *ev = camp_ev_new(b, PC_EV_CUT);
 
 	json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
 	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));

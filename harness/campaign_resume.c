@@ -53,14 +53,19 @@ static struct bctx *tally(struct camp *c, const char *board, json_object *v)
 		return NULL;
 	if (json_object_object_get_ex(v, "verdict", &o))
 		outcome = json_object_get_string(o);
-	if (!strcmp(outcome, "PASS"))
+	switch (pc_outcome_from_name(outcome)) {
+	case PC_OUT_PASS:
 		b->n_pass++;
-	else if (!strcmp(outcome, "FAIL"))
+		break;
+	case PC_OUT_FAIL:
 		b->n_fail++;
-	else if (!strcmp(outcome, "BOOT_FAIL"))
+		break;
+	case PC_OUT_BOOT_FAIL:
 		b->n_boot++;
-	else
+		break;
+	default:
 		b->n_infra++;
+	}
 	return b;
 }
 
@@ -93,7 +98,7 @@ int camp_on_verdict(json_object *v, void *arg)
 			json_object_get_int64(o));
 	b = tally(c, board, v);
 	if (b) {
-		if (!strcmp(outcome, "FAIL") && !c->o->quiet) {
+		if (pc_outcome_from_name(outcome) == PC_OUT_FAIL && !c->o->quiet) {
 			json_object *cnt;
 			char what[256] = "";
 			if (json_object_object_get_ex(v, "counts", &cnt)) {

@@ -627,34 +627,57 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	return 0;
 }
 
-int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
+int engine_event_parse(json_object *obj, struct engine_event *ev, char *err, size_t errlen)
 {
-	json_object *v;
-	const char *kind, *board;
+	const char *kind;
 	uint64_t cycle, t = 0;
-	struct board *b;
-	int ret;
 
-	if (!json_object_is_type(ev, json_type_object) || pc_json_str(ev, "ev", &kind, err, errlen))
+	memset(ev, 0, sizeof(*ev));
+	ev->obj = obj;
+	if (!json_object_is_type(obj, json_type_object) || pc_json_str(obj, "ev", &kind, err, errlen))
 		return -EINVAL;
+	ev->kind = pc_ev_from_name(kind);
 	/* what the authenticated link refused (a connection or line that could
 	 * not prove it came from the board's agent) is on record but never part
 	 * of a verdict; such an event may name no board */
-	if (!strcmp(kind, "link_reject"))
+	if (ev->kind == PC_EV_LINK_REJECT)
 		return 0;
 	/* checked reads: a cycle or time that json-c would saturate or wrap is
 	 * refused, not used */
-	if (pc_json_str(ev, "board", &board, err, errlen) ||
-	    pc_json_u64(ev, "cycle", ENGINE_MAX_CYCLE, &cycle, err, errlen))
+	if (pc_json_str(obj, "board", &ev->board, err, errlen) ||
+	    pc_json_u64(obj, "cycle", ENGINE_MAX_CYCLE, &cycle, err, errlen))
 		return -EINVAL;
-	if (json_object_object_get_ex(ev, "t", NULL) && pc_json_u64(ev, "t", ENGINE_MAX_T, &t, err, errlen))
+	if (json_object_object_get_ex(obj, "t", NULL) && pc_json_u64(obj, "t", ENGINE_MAX_T, &t, err, errlen))
 		return -EINVAL;
-	b = board_get(e, board, &ret, err, errlen);
+	ev->cycle = (unsigned)cycle;
+	ev->t = (int64_t)t;
+	return 0;
+}
+
+int engine_feed(struct engine *e, json_object *obj, char *err, size_t errlen)
+{
+	struct engine_event ev;
+	int ret = engine_event_parse(obj, &ev, err, errlen);
+
+	return ret ? ret : engine_feed_event(e, &ev, err, errlen);
+}
+
+int engine_feed_event(struct engine *e, const struct engine_event *x, char *err, size_t errlen)
+{
+	json_object *v, *ev = x->obj;
+	unsigned cycle = x->cycle;
+	struct board *b;
+	int ret;
+
+	if (x->kind == PC_EV_LINK_REJECT)
+		return 0;
+	b = board_get(e, x->board, &ret, err, errlen);
 	if (!b)
 		return ret;
 	if (cycle > b->last_cycle)
-		b->last_cycle = (unsigned)cycle;
-	if (!strcmp(kind, "power_on")) {
+		b->last_cycle = cycle;
+	switch (x->kind) {
+	case PC_EV_POWER_ON:
 		if (b->refused) {
 			/* the refused boot's cycle ended without the campaign saying so */
 			b->refused = 0;
@@ -662,18 +685,16 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			    (ret = eng_verdict_simple(e, b, b->refused_cycle, PC_OUT_INFRA_ERROR, b->refused_why)))
 				return ret;
 		}
-		b->cur_cycle = (unsigned)cycle;
+		b->cur_cycle = cycle;
 		eng_scan_reset(b);
 		return 0;
-	}
-	if (!strcmp(kind, "rx")) {
+	case PC_EV_RX:
 		if (!json_object_object_get_ex(ev, "msg", &v)) {
 			snprintf(err, errlen, "rx event without msg");
 			return -EINVAL;
 		}
-		return on_rx(e, b, v, (unsigned)cycle, (int64_t)t, err, errlen);
-	}
-	if (!strcmp(kind, "work")) {
+		return on_rx(e, b, v, cycle, x->t, err, errlen);
+	case PC_EV_WORK: {
 		json_object *pol = NULL;
 
 		if (!json_object_object_get_ex(ev, "work", &v)) {
@@ -685,11 +706,11 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			return -EINVAL;
 		}
 		json_object_object_get_ex(ev, "policy", &pol);
-		return on_work(e, b, v, pol, (unsigned)cycle, (int64_t)t, err, errlen);
+		return on_work(e, b, v, pol, cycle, x->t, err, errlen);
 	}
-	if (!strcmp(kind, "verify"))
+	case PC_EV_VERIFY:
 		return b->refused ? 0 : on_verify(b, ev, err, errlen);
-	if (!strcmp(kind, "cut")) {
+	case PC_EV_CUT:
 		if (b->w && b->w->cycle == cycle) {
 			json_object *c = json_object_new_object();
 			json_object_object_foreach(ev, k, val)
@@ -699,21 +720,20 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			b->w->cut = c;
 		}
 		return 0;
-	}
-	if (!strcmp(kind, "boot_fail"))
-		return eng_verdict_simple(e, b, (unsigned)cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
-	if (!strcmp(kind, "final_infra") || !strcmp(kind, "final_boot_fail")) {
+	case PC_EV_BOOT_FAIL:
+		return eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
+	case PC_EV_FINAL_INFRA:
+	case PC_EV_FINAL_BOOT_FAIL:
 		/* the final verification has no cycle of its own: a refused boot
 		 * in it is no cycle's verdict either */
 		b->refused = 0;
 		if (!b->w)
 			return 0;
-		if (!strcmp(kind, "final_infra"))
+		if (x->kind == PC_EV_FINAL_INFRA)
 			return eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, eng_jstr(ev, "reason", "final verification failed"),
 						NULL);
 		return eng_verdict_unjudged(e, b, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"), NULL);
-	}
-	if (!strcmp(kind, "infra")) {
+	case PC_EV_INFRA: {
 		const char *why = eng_jstr(ev, "reason", "infrastructure error");
 		if (b->refused && b->refused_cycle == cycle)
 			b->refused = 0;	/* the campaign's verdict for the refused boot */
@@ -723,7 +743,9 @@ int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen)
 			return 0;
 		}
 		eng_scan_reset(b);
-		return eng_verdict_simple(e, b, (unsigned)cycle, PC_OUT_INFRA_ERROR, why);
+		return eng_verdict_simple(e, b, cycle, PC_OUT_INFRA_ERROR, why);
 	}
-	return 0;	/* informational events */
+	default:
+		return 0;	/* informational events, and kinds of a newer harness */
+	}
 }

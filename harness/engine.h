@@ -6,7 +6,8 @@
  * feeds it the file. Same events, same verdicts, byte for byte.
  *
  * Event lines (one JSON object each) carry "t" (ms since the campaign
- * started), "board", "cycle" and "ev":
+ * started), "board", "cycle" and "ev" (enum pc_ev_kind in verdict.h; read
+ * once into a struct engine_event by engine_event_parse()):
  *   power_on        a boot attempt starts
  *   rx   {msg}      a message from the agent, as received (hello, scan_begin,
  *                   runs, slot, scan_end, submit, ack, done, error; an error
@@ -90,6 +91,21 @@ int engine_configure(struct engine *e, json_object *config, char *err, size_t er
  * (a results file that was edited or damaged) or refused (a HELLO beyond the
  * board's configuration, an event of a board not in it), -ENOMEM. */
 int engine_feed(struct engine *e, json_object *ev, char *err, size_t errlen);
+
+/* One event, read once at the edge: its kind, board, cycle and time checked
+ * and bounded; the rest (the message, the reason, the cut's facts) stays in
+ * obj, which the event borrows. */
+struct engine_event {
+	int kind;		/* enum pc_ev_kind, or -1: an event the engine does not know */
+	const char *board;	/* NULL only for link_reject and unknown kinds */
+	unsigned cycle;		/* <= ENGINE_MAX_CYCLE */
+	int64_t t;		/* ms, <= ENGINE_MAX_T; 0 when the event has none */
+	json_object *obj;
+};
+/* Read an events.jsonl line's object into ev. 0 or -EINVAL with err. */
+int engine_event_parse(json_object *obj, struct engine_event *ev, char *err, size_t errlen);
+/* Feed one parsed event (engine_feed() is engine_event_parse() and this). */
+int engine_feed_event(struct engine *e, const struct engine_event *ev, char *err, size_t errlen);
 
 /* Lower the damaged-sector ceiling (tests reach it without 2^20 sectors of
  * scan messages); it never rises above ENGINE_MAX_DAMAGED_SECTORS. */

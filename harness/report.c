@@ -772,7 +772,7 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
 		return rep_fail(r, path, lineno, "expected a JSON object (one event per line)");
 	if ((rc = opt_string(r, path, lineno, v, "ev", "ev", &ev)))
 		return rc;
-	if (!ev || (strcmp(ev, "give_up") && strcmp(ev, "run_end")))
+	if (!ev || (strcmp(ev, pc_ev_names[PC_EV_GIVE_UP]) && strcmp(ev, pc_ev_names[PC_EV_RUN_END])))
 		return 0;	/* another event that merely mentions one */
 	if ((rc = opt_string(r, path, lineno, v, "board", "board", &board)))
 		return rc;
@@ -780,7 +780,7 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
 		return rep_fail(r, path, lineno, "%s: missing \"board\"", ev);
 	if (!(b = rep_board_get(r, di, board)))
 		return rep_fail(r, path, lineno, "out of memory");
-	if (!strcmp(ev, "give_up")) {
+	if (!strcmp(ev, pc_ev_names[PC_EV_GIVE_UP])) {
 		char *why;
 
 		if ((rc = opt_count(r, path, lineno, jget(v, "cycle"), "cycle", &n)) ||

@@ -15,6 +15,19 @@ const char *const pc_class_names[PC_NCLASSES] = {
 
 const char *const pc_outcome_names[PC_NOUTCOMES] = { "PASS", "FAIL", "BOOT_FAIL", "INFRA_ERROR" };
 
+const char *const pc_ev_names[PC_NEV_KINDS] = {
+	"power_on", "boot_stage", "rx", "rx_bad", "rx_stray", "verify", "work", "cut", "boot_fail", "infra",
+	"final_boot_fail", "final_infra", "link_reject", "give_up", "run_end",
+};
+
+int pc_ev_from_name(const char *s)
+{
+	for (int i = 0; s && i < PC_NEV_KINDS; i++)
+		if (!strcmp(s, pc_ev_names[i]))
+			return i;
+	return -1;
+}
+
 int pc_class_from_name(const char *s)
 {
 	for (int i = 0; s && i < PC_NCLASSES; i++)

@@ -1,8 +1,9 @@
 /*
  * verdict.h - the verdict vocabulary of DESIGN section 6 (a contract), in one
- * place: record classes, cycle outcomes, per-device results, and the one rule
- * that says which findings are violations. The engine, the report and the
- * campaign use these names and this rule; nothing else spells them.
+ * place: record classes, cycle outcomes, the kinds of events a verdict is
+ * computed from, and the one rule that says which findings are violations.
+ * The engine, the report and the campaign use these names and this rule;
+ * nothing else spells them.
  */
 #ifndef PC_HARNESS_VERDICT_H
 #define PC_HARNESS_VERDICT_H
@@ -39,6 +40,29 @@ enum pc_outcome {
 extern const char *const pc_outcome_names[PC_NOUTCOMES];
 /* The outcome named s, or -1. */
 int pc_outcome_from_name(const char *s);
+
+/* The kinds of event in events.jsonl ("ev"; docs/architecture.md). */
+enum pc_ev_kind {
+	PC_EV_POWER_ON,		/* a boot attempt starts */
+	PC_EV_BOOT_STAGE,	/* a console line timed a boot stage (informational) */
+	PC_EV_RX,		/* a message from the agent, as received */
+	PC_EV_RX_BAD,		/* a line from the agent that did not parse (informational) */
+	PC_EV_RX_STRAY,		/* a message outside its state (informational) */
+	PC_EV_VERIFY,		/* the host asked for a scan */
+	PC_EV_WORK,		/* the host sent the cycle's work, with its policy */
+	PC_EV_CUT,		/* the power was cut */
+	PC_EV_BOOT_FAIL,	/* no agent after the boot timeout and retries */
+	PC_EV_INFRA,		/* relay, link or host trouble */
+	PC_EV_FINAL_BOOT_FAIL,	/* the final verification never came */
+	PC_EV_FINAL_INFRA,	/* the final verification failed */
+	PC_EV_LINK_REJECT,	/* what the authenticated link refused: never judged */
+	PC_EV_GIVE_UP,		/* the campaign gave the board up */
+	PC_EV_RUN_END,		/* a run ended: the cycles it planned, how it ended */
+	PC_NEV_KINDS
+};
+extern const char *const pc_ev_names[PC_NEV_KINDS];
+/* The kind named s, or -1 (an event of a newer harness: informational). */
+int pc_ev_from_name(const char *s);
 
 /* What the policy says of unacknowledged findings of the classes that are
  * violations only sometimes: 1 when they are. */
