@@ -147,10 +147,18 @@ int pc_parse_u64(const char *s, int suffixes, uint64_t *out)
 	unsigned long long v;
 	uint64_t mul = 1;
 
-	if (!s || !*s || *s == '-' || *s == '+')
+	/* a digit first: strtoull would skip spaces and take a sign (" -1" is
+	 * 2^64 - 1); decimal, or hex after 0x, never octal ("010" is ten) */
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		if (!((s[2] >= '0' && s[2] <= '9') || (s[2] >= 'a' && s[2] <= 'f') || (s[2] >= 'A' && s[2] <= 'F')))
+			return -EINVAL;
+		v = strtoull(s, &end, 16);
+	} else {
+		v = strtoull(s, &end, 10);
+	}
 	if (errno || end == s)
 		return -EINVAL;
 	if (*end && suffixes) {

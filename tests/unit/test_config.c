@@ -400,6 +400,30 @@ static void test_shipped_configs(void)
 	globfree(&g);
 }
 
+/* Numbers from command lines: a digit first, decimal or 0x hex, never octal,
+ * never a sign or a space that strtoull would have taken. */
+static void test_parse_u64(void)
+{
+	static const struct { const char *s; int suf; int ok; uint64_t v; } c[] = {
+		{ "0", 0, 1, 0 }, { "10", 0, 1, 10 }, { "010", 0, 1, 10 }, { "0x10", 0, 1, 16 }, { "0XfF", 0, 1, 255 },
+		{ "18446744073709551615", 0, 1, UINT64_MAX }, { "0xffffffffffffffff", 0, 1, UINT64_MAX },
+		{ "4K", 1, 1, 4096 }, { "2MiB", 1, 1, 2u << 20 },
+		{ "", 0, 0, 0 }, { " 5", 0, 0, 0 }, { " -1", 0, 0, 0 }, { "-1", 0, 0, 0 }, { "+1", 0, 0, 0 },
+		{ "0x", 0, 0, 0 }, { "0x-1", 0, 0, 0 }, { "18446744073709551616", 0, 0, 0 }, { "5 ", 0, 0, 0 },
+		{ "4K", 0, 0, 0 }, { "1e3", 0, 0, 0 },
+	};
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+		uint64_t v = 12345;
+		int r = pc_parse_u64(c[i].s, c[i].suf, &v);
+
+		if ((r == 0) != c[i].ok || (c[i].ok && v != c[i].v))
+			fprintf(stderr, "pc_parse_u64(\"%s\"): %d, %llu\n", c[i].s, r, (unsigned long long)v);
+		CU_ASSERT_EQUAL(r == 0, c[i].ok);
+		if (c[i].ok)
+			CU_ASSERT_EQUAL(v, c[i].v);
+	}
+}
+
 int suite_config(void)
 {
 	CU_pSuite s = CU_add_suite("config", NULL, NULL);
@@ -412,7 +436,8 @@ int suite_config(void)
 	    !CU_add_test(s, "resolved document reloads", test_roundtrip) ||
 	    !CU_add_test(s, "bad documents: exact messages", test_bad) ||
 	    !CU_add_test(s, "files: missing, directory, empty, ok", test_load_files) ||
-	    !CU_add_test(s, "configs/*.json load", test_shipped_configs))
+	    !CU_add_test(s, "configs/*.json load", test_shipped_configs) ||
+	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64))
 		return -1;
 	return 0;
 }
