@@ -1169,6 +1169,45 @@ static int cfg_syntax(struct cfg_ctx *x, const char *text, size_t off, const cha
 	return -EINVAL;
 }
 
+/* The offset of an integer literal above 2^64 - 1 in a JSON text that
+ * parsed, or (size_t)-1: json-c saturates one silently. */
+static size_t big_int(const char *text)
+{
+	static const char max[] = "18446744073709551615";
+	int in_str = 0;
+
+	for (size_t i = 0; text[i]; i++) {
+		size_t j, n;
+
+		if (in_str) {
+			if (text[i] == '\\' && text[i + 1])
+				i++;
+			else if (text[i] == '"')
+				in_str = 0;
+			continue;
+		}
+		if (text[i] == '"') {
+			in_str = 1;
+			continue;
+		}
+		if (text[i] < '0' || text[i] > '9')
+			continue;
+		for (j = i; text[j] >= '0' && text[j] <= '9'; j++)
+			;
+		n = j - i;
+		/* an integer: no fraction or exponent follows, none came before */
+		if (text[j] != '.' && text[j] != 'e' && text[j] != 'E' &&
+		    (n > sizeof(max) - 1 || (n == sizeof(max) - 1 && memcmp(text + i, max, n) > 0)))
+			return i > 0 && text[i - 1] == '-' ? i - 1 : i;
+		i = j;
+		while (text[i] && ((text[i] >= '0' && text[i] <= '9') || text[i] == '.' || text[i] == 'e' ||
+				   text[i] == 'E' || text[i] == '+' || text[i] == '-'))
+			i++;
+		i--;
+	}
+	return (size_t)-1;
+}
+
 static int cfg_json(struct cfg_ctx *x, const char *text, json_object **out)
 {
 	size_t len = strlen(text), end;
@@ -1200,6 +1239,11 @@ static int cfg_json(struct cfg_ctx *x, const char *text, json_object **out)
 	if (text[end]) {
 		json_object_put(doc);
 		return cfg_syntax(x, text, end, "trailing data after the JSON document");
+	}
+	if ((end = big_int(text)) != (size_t)-1) {
+		json_object_put(doc);
+		return cfg_syntax(x, text, end, "%.*s is past the largest integer, 18446744073709551615",
+				  (int)(strspn(text + end + 1, "0123456789") + 1), text + end);
 	}
 	*out = doc;
 	return 0;

@@ -400,6 +400,27 @@ static void test_shipped_configs(void)
 	globfree(&g);
 }
 
+/* An integer literal past 2^64 - 1 is refused where it stands (json-c would
+ * saturate it to 2^64 - 1 without a word); one inside a string is text. */
+static void test_big_int(void)
+{
+	struct campaign_cfg c;
+	char err[512];
+
+	CU_ASSERT_EQUAL(config_parse("{\"campaign\":\"x\",\"cycles\":3,\"seed\":18446744073709551616,\"boards\":[]}",
+				     "big.json", &c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "big.json:1:35: JSON syntax error: 18446744073709551616 is past the largest"));
+	config_free(&c);
+	CU_ASSERT_EQUAL(config_parse("{\"campaign\":\"x\",\"cycles\":3,\"seed\":-99999999999999999999,\"boards\":[]}",
+				     "neg.json", &c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "-99999999999999999999 is past"));
+	config_free(&c);
+	CU_ASSERT_EQUAL(config_parse("{\"campaign\":\"x\",\"cycles\":3,\"seed\":1.5e99999999999999999999,\"boards\":[]}",
+				     "dbl.json", &c, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NULL(strstr(err, "past the largest"));	/* a double: refused as one, elsewhere */
+	config_free(&c);
+}
+
 /* Numbers from command lines: a digit first, decimal or 0x hex, never octal,
  * never a sign or a space that strtoull would have taken. */
 static void test_parse_u64(void)
@@ -437,7 +458,8 @@ int suite_config(void)
 	    !CU_add_test(s, "bad documents: exact messages", test_bad) ||
 	    !CU_add_test(s, "files: missing, directory, empty, ok", test_load_files) ||
 	    !CU_add_test(s, "configs/*.json load", test_shipped_configs) ||
-	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64))
+	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64) ||
+	    !CU_add_test(s, "integers past 2^64 - 1 in a configuration", test_big_int))
 		return -1;
 	return 0;
 }
