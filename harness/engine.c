@@ -105,6 +105,8 @@ void engine_free(struct engine *e)
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);
+		json_object_put(b->dev_cache);
+		json_object_put(b->queue_cache);
 		free(b->verdicted);
 		free(b);
 	}

@@ -101,6 +101,9 @@ struct board {
 	char copy_sig[2][512];
 	json_object *hello;
 	json_object *last_device;	/* the last non-empty HELLO device (a reference) */
+	/* what every verdict says of the device and its queue, built once per
+	 * HELLO and shared by reference (verdicts are never changed after) */
+	json_object *dev_cache, *queue_cache;
 	struct occ *exp;
 	/* one released slot array kept for the next scan (of nslots, zeroed on
 	 * reuse): a scan per boot need not allocate and fault in a new one */

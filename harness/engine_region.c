@@ -69,6 +69,10 @@ static void remember_device(struct board *b)
 {
 	json_object *d;
 
+	/* a new HELLO: what verdicts say of the device is built anew */
+	json_object_put(b->dev_cache);
+	json_object_put(b->queue_cache);
+	b->dev_cache = b->queue_cache = NULL;
 	if (json_object_object_get_ex(b->hello, "device", &d) && json_object_is_type(d, json_type_object) &&
 	    json_object_object_length(d)) {
 		json_object_put(b->last_device);

@@ -83,10 +83,13 @@ static json_object *jcopy(json_object *o, const char *key)
 /* A stable identity for the device: what a supplier's part is known by. */
 static json_object *device_json(struct board *b)
 {
-	json_object *dev = jcopy(b->hello, "device");
+	json_object *dev;
 	char id[512];
 	const char *cid, *serial;
 
+	if (b->dev_cache)
+		return json_object_get(b->dev_cache);
+	dev = jcopy(b->hello, "device");
 	if ((!dev || !json_object_object_length(dev)) && b->last_device) {
 		/* an agent that refused its region cannot say what it opened: the
 		 * board's device is the one it last named */
@@ -109,13 +112,18 @@ static json_object *device_json(struct board *b)
 		snprintf(id, sizeof(id), "board:%s:region:%s", b->name, u);
 	}
 	json_object_object_add(dev, "id", json_object_new_string(id));
-	return dev;
+	b->dev_cache = dev;
+	return json_object_get(dev);
 }
 
 json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome)
 {
 	json_object *v = json_object_new_object();
-	json_object *q = jcopy(b->hello, "queue");
+	json_object *q;
+
+	if (!b->queue_cache)
+		b->queue_cache = jcopy(b->hello, "queue");
+	q = b->queue_cache ? json_object_get(b->queue_cache) : NULL;
 
 	json_object_object_add(v, "campaign", json_object_new_string(e->campaign));
 	json_object_object_add(v, "board", json_object_new_string(b->name));

@@ -60,7 +60,9 @@ static int on_verdict(json_object *v, void *arg)
 		fprintf(p->out, "engine produced two verdicts for %s\n", key);
 		p->dup = 1;
 	}
-	json_object_object_add(p->recomputed, key, json_object_get(v));
+	/* the key names the verdict's text; the object itself is not kept (a
+	 * long recording's verdicts would all stay in memory) */
+	json_object_object_add(p->recomputed, key, json_object_new_int64((int64_t)p->ntext));
 	p->r->recomputed++;
 	if (p->ntext == p->captext) {
 		size_t cap = p->captext ? p->captext * 2 : 1024;
@@ -187,6 +189,20 @@ int replay_dir(const char *dir, FILE *out, struct replay_result *r, char *err, s
 	}
 	if (!ret)
 		ret = results_each_line(path, on_recorded, &p, &torn, err, errlen);
+	if (!ret) {
+		/* the verdicts by board and cycle, from their texts */
+		json_object_object_foreach(p.recomputed, k0, idx) {
+			int64_t i = json_object_get_int64(idx);
+			json_object *v0 = i >= 0 && (size_t)i < p.ntext ? json_tokener_parse(p.text[i]) : NULL;
+
+			if (!v0) {
+				snprintf(err, errlen, "%s: a recomputed verdict does not read back", k0);
+				ret = -EINVAL;
+				break;
+			}
+			json_object_object_add(p.recomputed, k0, v0);
+		}
+	}
 	if (!ret) {
 		json_object_object_foreach(p.recomputed, k, v) {
 			json_object *rec;
