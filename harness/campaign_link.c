@@ -502,14 +502,16 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 				    json_object_get_string(v));
 			goto drop;
 		}
-		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
-			camp_link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
-				    camp_bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
-			goto drop;
-		}
+		/* what the peer is comes first: an agent without the authenticated
+		 * link is named so whatever the board is doing */
 		if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
 			camp_link_reject(c, b, 1, p->peer, line, len, "a hello without a nonce: an agent without the "
 				    "authenticated link (update it)");
+			goto drop;
+		}
+		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+			camp_link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
+				    camp_bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
 			goto drop;
 		}
 		if (hs_start(&p->hs, line, len, m.obj, p->fd, 0)) {
