@@ -25,6 +25,8 @@
 
 #define MAXQD 32
 
+#define LATRING 1024u
+
 struct ws {
 	struct region *r;
 	const struct writer_io *io;
@@ -48,6 +50,10 @@ struct ws {
 	const char *wop;
 	/* completions can no longer be waited for: the buffers must not be reused */
 	int broken;
+	/* when each seq's SUBMIT went out (monotonic us), by seq modulo LATRING:
+	 * an ACK says each record's latency from it (PC_PROTO_MAX_LAT_N at most) */
+	uint64_t sub_us[LATRING], sub_seq[LATRING];
+	uint32_t lat[PC_PROTO_MAX_LAT_N];
 };
 
 void writer_probe(struct region *r, struct writer_io *io)
@@ -108,11 +114,40 @@ json_object *writer_describe(const struct region *r, const struct writer_io *io)
 	return o;
 }
 
+/*
+ * SUBMIT and ACK. A SUBMIT stamps its records' time; an ACK of at most
+ * PC_PROTO_MAX_LAT_N records says how long each took from its SUBMIT (what
+ * the report's latency is: the time the device took to make it durable as
+ * the mode promises, seen from the agent), when every stamp is still held.
+ */
 static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t n)
 {
+	uint64_t now;
+	int all = 1;
+
 	if (!n)
 		return 0;
-	return s->emit(pc_msg_range(t, first, (uint32_t)n), s->arg);
+	now = pc_now_us();
+	if (t == PC_MSG_SUBMIT) {
+		for (uint64_t i = 0; i < n && i < LATRING; i++) {
+			s->sub_us[(first + i) % LATRING] = now;
+			s->sub_seq[(first + i) % LATRING] = first + i;
+		}
+		return s->emit(pc_msg_range(t, first, (uint32_t)n), s->arg);
+	}
+	if (t != PC_MSG_ACK || n > PC_PROTO_MAX_LAT_N)
+		return s->emit(pc_msg_range(t, first, (uint32_t)n), s->arg);
+	for (uint64_t i = 0; i < n && all; i++) {
+		uint64_t k = (first + i) % LATRING;
+
+		if (s->sub_seq[k] != first + i || s->sub_us[k] > now) {
+			all = 0;
+			break;
+		}
+		s->lat[i] = now - s->sub_us[k] > PC_PROTO_MAX_LAT_US ? PC_PROTO_MAX_LAT_US :
+			    (uint32_t)(now - s->sub_us[k]);
+	}
+	return s->emit(pc_msg_ack(first, (uint32_t)n, all ? s->lat : NULL), s->arg);
 }
 
 static uint16_t rec_flags(const struct ws *s, uint16_t extra)

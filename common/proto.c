@@ -555,10 +555,32 @@ static int parse_scan_end(struct vctx *c, json_object *o, struct pc_msg *m)
 
 static int parse_range(struct vctx *c, json_object *o, struct pc_msg *m)
 {
+	json_object *arr;
+	size_t n;
+
 	if (get_int(c, o, "", "first", 1, UINT64_MAX, &m->u.range.first) ||
 	    get_u32(c, o, "", "n", 1, MAX_RANGE_N, &m->u.range.n) ||
 	    check_seq_range(c, "field \"first\"", m->u.range.first, m->u.range.n))
 		return -EINVAL;
+	if (m->type != PC_MSG_ACK || !json_object_object_get_ex(o, "us", NULL))
+		return 0;
+	/* each record's latency: one per record of the range, or none */
+	if (get_array(c, o, "us", 1, PC_PROTO_MAX_LAT_N, &arr, &n))
+		return -EINVAL;
+	if (n != m->u.range.n)
+		return verr(c, "field \"us\": %zu latencies for a range of %" PRIu32 " records", n, m->u.range.n);
+	m->u.range.us = calloc(n, sizeof(*m->u.range.us));
+	if (!m->u.range.us)
+		return verr(c, "out of memory");
+	for (size_t i = 0; i < n; i++) {
+		char key[32];
+		uint64_t v;
+
+		snprintf(key, sizeof(key), "[%zu]", i);
+		if (want_int(c, 1, json_object_array_get_idx(arr, i), "us", key, 0, PC_PROTO_MAX_LAT_US, &v))
+			return -EINVAL;
+		m->u.range.us[i] = (uint32_t)v;
+	}
 	return 0;
 }
 
@@ -946,6 +968,8 @@ void pc_msg_clear(struct pc_msg *m)
 		return;
 	if (m->type == PC_MSG_RUNS)
 		free(m->u.runs.runs);
+	else if (m->type == PC_MSG_ACK)
+		free(m->u.range.us);
 	else if (m->type == PC_MSG_VERIFY)
 		free(m->u.verify.ranges);
 	else if (m->type == PC_MSG_SLOT)
@@ -1024,6 +1048,19 @@ json_object *pc_msg_range(enum pc_msg_type t, uint64_t first, uint32_t n)
 		add(o, "first", jint(first));
 		add(o, "n", jint(n));
 	}
+	return o;
+}
+
+json_object *pc_msg_ack(uint64_t first, uint32_t n, const uint32_t *us)
+{
+	json_object *o = pc_msg_range(PC_MSG_ACK, first, n), *a;
+
+	if (!o || !us || n > PC_PROTO_MAX_LAT_N)
+		return o;
+	a = json_object_new_array_ext((int)n);
+	for (uint32_t i = 0; a && i < n; i++)
+		json_object_array_add(a, jint(us[i] > PC_PROTO_MAX_LAT_US ? PC_PROTO_MAX_LAT_US : us[i]));
+	add(o, "us", a);
 	return o;
 }
 

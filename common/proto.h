@@ -114,6 +114,10 @@ struct pc_posrange {
 	uint32_t n;
 };
 #define PC_PROTO_MAX_RANGES 256
+/* ACK latencies ("us"): at most this many records per ACK carry them (a
+ * larger range is acknowledged without), each at most an hour. */
+#define PC_PROTO_MAX_LAT_N	256u
+#define PC_PROTO_MAX_LAT_US	3600000000u
 
 struct pc_slot_report {
 	uint32_t slot;
@@ -139,7 +143,12 @@ struct pc_msg {
 	enum pc_msg_type type;
 	json_object *obj;
 	union {
-		struct { uint64_t first; uint32_t n; } range;	/* SUBMIT, ACK */
+		struct {					/* SUBMIT, ACK */
+			uint64_t first;
+			uint32_t n;
+			uint32_t *us;	/* ACK: each record's SUBMIT->ACK latency in
+					 * microseconds (n of them, malloc'd), or NULL */
+		} range;
 		struct pc_work work;				/* WORK */
 		struct {					/* VERIFY */
 			int pattern;
@@ -180,6 +189,9 @@ void pc_msg_clear(struct pc_msg *m);
  */
 json_object *pc_msg_new(enum pc_msg_type t);
 json_object *pc_msg_range(enum pc_msg_type t, uint64_t first, uint32_t n);
+/* An ACK with each record's latency (us: n values, n <= PC_PROTO_MAX_LAT_N,
+ * each <= PC_PROTO_MAX_LAT_US); us NULL gives a plain ACK. */
+json_object *pc_msg_ack(uint64_t first, uint32_t n, const uint32_t *us);
 json_object *pc_msg_work(const struct pc_work *w);
 json_object *pc_msg_verify(int pattern, int full);
 /* A partial scan: only the positions in ranges (1..PC_PROTO_MAX_RANGES). */

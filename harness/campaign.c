@@ -196,6 +196,33 @@ void camp_infra(struct bctx *b, const char *fmt, ...)
 	camp_next_cycle(b);
 }
 
+/* On record where each run starts: the wall clock at its "t" and the host,
+ * which every verdict's "time" and "host" come from (also in replay). */
+static int run_start(struct camp *c)
+{
+	json_object *ev = json_object_new_object(), *host = json_object_new_object();
+	char id[80], hn[256] = "", err[512] = "";
+	struct timespec ts;
+	int ret;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	results_host_id(id, sizeof(id));
+	gethostname(hn, sizeof(hn) - 1);
+	json_object_object_add(ev, "t", json_object_new_int64(camp_t(c)));
+	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_RUN_START]));
+	json_object_object_add(ev, "wall_ms", json_object_new_int64((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000));
+	json_object_object_add(host, "id", json_object_new_string(id));
+	json_object_object_add(host, "hostname", json_object_new_string(hn));
+	json_object_object_add(ev, "host", host);
+	json_object_object_add(ev, "powercut", json_object_new_string(PC_VERSION));
+	json_object_object_add(ev, "pid", json_object_new_int64((int64_t)getpid()));
+	ret = results_event(&c->res, ev);
+	if (!ret && engine_feed(c->eng, ev, err, sizeof(err)))
+		pc_warn("engine: %s", err);
+	json_object_put(ev);
+	return ret;
+}
+
 static void power_on(struct bctx *b)
 {
 	struct camp *c = b->c;
@@ -219,6 +246,11 @@ static void power_on(struct bctx *b)
 	}
 	ev = camp_ev_new(b, PC_EV_POWER_ON);
 	json_object_object_add(ev, "attempt", json_object_new_int(b->attempt + 1));
+	/* the mode this boot's cycle is to write: a verdict of a cycle that
+	 * never wrote still says which mode it was (none at the final verification) */
+	if (b->cycle <= c->cycles)
+		json_object_object_add(ev, "mode", json_object_new_string(
+			pc_mode_name(b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes])));
 	camp_ev_log(b, ev);
 	if (relay_on(&b->relay)) {
 		camp_infra(b, "relay on failed: %s", b->relay.err);
@@ -658,6 +690,7 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		pc_err("%s", err);
 		goto out;
 	}
+	engine_set_format(c.eng, c.format);
 	snprintf(evpath, sizeof(evpath), "%s/events.jsonl", dir);
 	snprintf(vpath, sizeof(vpath), "%s/verdicts.jsonl", dir);
 	if (existing) {
@@ -676,6 +709,10 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	json_object_put(c.seen_verdicts);
 	c.seen_verdicts = NULL;
 	c.t0 = pc_now_ms();
+	if (c.format >= 2 && run_start(&c)) {
+		pc_err("%s/events.jsonl: write failed", dir);
+		goto out;
+	}
 	if (camp_listen_on(&c, err, sizeof(err))) {
 		pc_err("%s", err);
 		goto out;

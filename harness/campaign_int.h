@@ -109,6 +109,7 @@ struct camp {
 	int64_t t_base;		/* ms: where the clock stood when this run resumed */
 	uint64_t last_progress;
 	int resuming;
+	int format;		/* the folder's results format (major): campaign.json's */
 	int fatal;
 	char agent[PATH_MAX];
 	char key_path[PATH_MAX];

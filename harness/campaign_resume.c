@@ -169,7 +169,7 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 	char path[PATH_MAX + 32];
 	json_object *doc, *old, *cfgcopy = NULL, *host;
 	struct utsname u;
-	char hn[256] = "";
+	char hn[256] = "", id[80];
 
 	snprintf(path, sizeof(path), "%s/campaign.json", c->res.dir);
 	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
@@ -180,6 +180,17 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 	if (old) {
 		json_object *oc = NULL, *ocopy = NULL;
 		int same;
+		json_object *fv = NULL;
+		int minor;
+
+		/* the folder keeps the format it was started in: a resumed run
+		 * writes verdicts like the ones already there */
+		json_object_object_get_ex(old, "format", &fv);
+		if (pc_format_read(fv, path, &c->format, &minor, err, errlen)) {
+			json_object_put(old);
+			json_object_put(cfgcopy);
+			return -EINVAL;
+		}
 		json_object_object_get_ex(old, "config", &oc);
 		json_object_deep_copy(oc, &ocopy, NULL);
 		json_object_object_del(ocopy, "cycles");
@@ -198,10 +209,14 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 	uname(&u);
 	gethostname(hn, sizeof(hn) - 1);
 	doc = json_object_new_object();
+	c->format = PC_FORMAT_MAJOR;
+	json_object_object_add(doc, "format", json_object_new_string(PC_FORMAT));
 	json_object_object_add(doc, "campaign", json_object_new_string(c->cfg->name));
 	json_object_object_add(doc, "config_file", json_object_new_string(c->cfg->path));
 	json_object_object_add(doc, "started", json_object_new_int64((int64_t)time(NULL)));
 	host = json_object_new_object();
+	results_host_id(id, sizeof(id));
+	json_object_object_add(host, "id", json_object_new_string(id));
 	json_object_object_add(host, "hostname", json_object_new_string(hn));
 	json_object_object_add(host, "kernel", json_object_new_string(u.release));
 	json_object_object_add(host, "machine", json_object_new_string(u.machine));

@@ -38,6 +38,7 @@ struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_no
 		return NULL;
 	pc_strlcpy(e->campaign, campaign, sizeof(e->campaign));
 	e->dmg_ceiling = ENGINE_MAX_DAMAGED_SECTORS;
+	e->format = 1;
 	e->vfn = vfn;
 	e->nfn = nfn;
 	e->arg = arg;
@@ -79,10 +80,16 @@ struct occ *eng_occ_take(struct board *b)
 	return o;
 }
 
+void engine_set_format(struct engine *e, int major)
+{
+	e->format = major >= 2 ? 2 : 1;
+}
+
 void eng_wcycle_free(struct wcycle *w)
 {
 	if (!w)
 		return;
+	free(w->lat);
 	free(w->sub);
 	free(w->ack);
 	json_object_put(w->cut);
@@ -132,6 +139,7 @@ static struct board *board_add(struct engine *e, const char *name)
 		return NULL;
 	pc_strlcpy(b->name, name, sizeof(b->name));
 	b->next_seq = 1;
+	b->planned_mode = -1;
 	b->lim_region_bytes = CFG_DEFAULT_MAX_REGION;
 	b->lim_records = MAX_WORK_RECORDS;
 	*pp = b;
@@ -490,11 +498,16 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 			uint64_t lo = m.u.range.first > w->first ? m.u.range.first : w->first;
 			uint64_t hi = m.u.range.first + m.u.range.n < w->first + w->n ?
 				m.u.range.first + m.u.range.n : w->first + w->n;
+			if (m.type == PC_MSG_ACK && m.u.range.us && e->format >= 2 && !w->lat)
+				w->lat = calloc(w->n, sizeof(*w->lat));
 			for (uint64_t s = lo; s < hi; s++) {
 				if (map[s - w->first])
 					continue;
 				map[s - w->first] = 1;
 				(*cnt)++;
+				/* each record's latency once, as its first ACK said */
+				if (m.type == PC_MSG_ACK && m.u.range.us && w->lat && w->nlat < w->n)
+					w->lat[w->nlat++] = m.u.range.us[s - m.u.range.first];
 			}
 			if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF)
 				w->t_last = t;
@@ -629,6 +642,37 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	return 0;
 }
 
+/* The latest wall clock a run_start may give: 9999-12-31, in ms. */
+#define MAX_WALL_MS 253402300799999ull
+
+/* A run started: its wall clock at its "t", and the host's id. */
+static int on_run_start(struct engine *e, const struct engine_event *x, char *err, size_t errlen)
+{
+	json_object *host, *id;
+	uint64_t wall;
+	const char *s;
+
+	if (pc_json_u64(x->obj, "wall_ms", MAX_WALL_MS, &wall, err, errlen))
+		return -EINVAL;
+	if (!json_object_object_get_ex(x->obj, "host", &host) || !json_object_object_get_ex(host, "id", &id) ||
+	    !json_object_is_type(id, json_type_string)) {
+		snprintf(err, errlen, "run_start: missing host.id");
+		return -EINVAL;
+	}
+	s = json_object_get_string(id);
+	if (!s[0] || strlen(s) >= sizeof(e->host) || strspn(s, "0123456789abcdefghijklmnopqrstuvwxyz"
+			"ABCDEFGHIJKLMNOPQRSTUVWXYZ-_.:") != strlen(s)) {
+		snprintf(err, errlen, "run_start: host.id: expected 1 to %zu letters, digits or -_.:",
+			 sizeof(e->host) - 1);
+		return -EINVAL;
+	}
+	pc_strlcpy(e->host, s, sizeof(e->host));
+	e->wall_ms = (int64_t)wall;
+	e->wall_t = x->t;
+	e->have_wall = 1;
+	return 0;
+}
+
 int engine_event_parse(json_object *obj, struct engine_event *ev, char *err, size_t errlen)
 {
 	const char *kind;
@@ -644,6 +688,14 @@ int engine_event_parse(json_object *obj, struct engine_event *ev, char *err, siz
 	 * of a verdict; such an event may name no board */
 	if (ev->kind == PC_EV_LINK_REJECT)
 		return 0;
+	if (ev->kind == PC_EV_RUN_START) {
+		/* a run's start names no board */
+		if (json_object_object_get_ex(obj, "t", NULL) &&
+		    pc_json_u64(obj, "t", ENGINE_MAX_T, &t, err, errlen))
+			return -EINVAL;
+		ev->t = (int64_t)t;
+		return 0;
+	}
 	/* checked reads: a cycle or time that json-c would saturate or wrap is
 	 * refused, not used */
 	if (pc_json_str(obj, "board", &ev->board, err, errlen) ||
@@ -673,6 +725,9 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 
 	if (x->kind == PC_EV_LINK_REJECT)
 		return 0;
+	e->t_now = x->t;
+	if (x->kind == PC_EV_RUN_START)
+		return on_run_start(e, x, err, errlen);
 	b = board_get(e, x->board, &ret, err, errlen);
 	if (!b)
 		return ret;
@@ -688,6 +743,15 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 				return ret;
 		}
 		b->cur_cycle = cycle;
+		b->planned_mode = -1;
+		if (json_object_object_get_ex(ev, "mode", &v)) {
+			b->planned_mode = json_object_is_type(v, json_type_string) ?
+				pc_mode_from_name(json_object_get_string(v)) : -1;
+			if (b->planned_mode < 0) {
+				snprintf(err, errlen, "power_on: \"mode\": not a write mode");
+				return -EINVAL;
+			}
+		}
 		eng_scan_reset(b);
 		return 0;
 	case PC_EV_RX:

@@ -20,6 +20,11 @@
  *   infra {reason}             relay, link or host trouble
  *   final_boot_fail {reason}   the final verification never came
  *   final_infra {reason}       the final verification failed (relay, link, scan)
+ *   run_start {wall_ms, host{id}}  a run started (no board): the wall clock
+ *                   at its "t" and the host's id, for the verdicts' "time"
+ *                   and "host" (results format 2)
+ * A power_on event may say the mode its cycle is to write ("mode"): format 2
+ * verdicts of cycles that never wrote name it too.
  * Other events are ignored by the engine.
  *
  * Every number in an event is hostile input (events.jsonl may have been
@@ -106,6 +111,12 @@ struct engine_event {
 int engine_event_parse(json_object *obj, struct engine_event *ev, char *err, size_t errlen);
 /* Feed one parsed event (engine_feed() is engine_event_parse() and this). */
 int engine_feed_event(struct engine *e, const struct engine_event *ev, char *err, size_t errlen);
+
+/* The results format of the verdicts (verdict.h PC_FORMAT_*): a major
+ * version 1 or 2 (default 1: replay of an old folder reproduces it byte for
+ * byte). Format 2 adds "format", "time", "host", latency and MiB/s, and the
+ * same core fields (mode, counts, violations) on every outcome. */
+void engine_set_format(struct engine *e, int major);
 
 /* Lower the damaged-sector ceiling (tests reach it without 2^20 sectors of
  * scan messages); it never rises above ENGINE_MAX_DAMAGED_SECTORS. */

@@ -80,6 +80,10 @@ struct wcycle {
 	int pol_has_unclassified;	/* it named "unclassified" (older ones do not) */
 	struct werr werr[ENGINE_MAX_WRITE_ERRORS];
 	uint32_t nwerr;		/* refused writes reported (the first ENGINE_MAX_WRITE_ERRORS kept) */
+	/* each acknowledged record's latency (us), as ACKs said (format 2):
+	 * at most n, allocated with the first */
+	uint32_t *lat;
+	uint32_t nlat;
 };
 
 struct board {
@@ -139,6 +143,7 @@ struct board {
 	uint32_t carry_viol;
 	uint32_t carry_unlisted;	/* carried findings counted but not listed */
 	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
+	int planned_mode;	/* the mode the boot in progress is to write (power_on), or -1 */
 	uint64_t next_seq;
 	unsigned verdicts;
 	int scan_ok;		/* the last scan was complete and judged */
@@ -155,6 +160,14 @@ struct engine {
 	struct board *boards;
 	unsigned nboards;
 	int configured;		/* only the configured boards exist */
+	/* the results format the verdicts are written in (engine_set_format),
+	 * and what format 2 adds: the time of the event being fed, the wall
+	 * clock and host of the run (run_start) */
+	int format;
+	int64_t t_now;
+	int have_wall;
+	int64_t wall_ms, wall_t;
+	char host[72];
 	uint64_t slots;		/* slots of every board's adopted geometry, together */
 	uint32_t dmg_ceiling;	/* damaged sectors held per board */
 };
@@ -204,6 +217,7 @@ int eng_scan_done(struct engine *e, struct board *b);
 /* engine_verdict.c */
 void eng_note(struct engine *e, struct board *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *eng_jstr(json_object *o, const char *key, const char *def);
+void eng_wall_time(const struct engine *e, char *buf, size_t len);
 json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome);
 int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v);
 int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
@@ -213,7 +227,7 @@ void eng_flush_nw(struct judge *j);
 json_object *eng_finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode);
 void eng_add_int(json_object *o, const char *k, int64_t v);
 void eng_describe_prev(json_object *f, const struct occ *prev);
-json_object *eng_counts_json(const uint32_t *counts);
+json_object *eng_counts_json(const struct engine *e, const uint32_t *counts);
 void eng_add_refused(struct judge *j, const struct wcycle *w);
 int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outcome, const char *reason,
 			    json_object *extra);

@@ -429,6 +429,51 @@ static void judge_cold(struct judge *j, uint32_t slot)
 	}
 }
 
+/*
+ * The cycle's write latency (SUBMIT to ACK, as the agent measured it): how
+ * many, the median, the 99th percentile and the maximum to the microsecond,
+ * and the log-bucket histogram (verdict.h) a report merges cycles with.
+ */
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static json_object *latency_json(const struct wcycle *w)
+{
+	uint64_t hist[PC_LAT_BUCKETS] = { 0 };
+	json_object *o = json_object_new_object(), *h = json_object_new_array();
+	uint32_t *v = malloc(w->nlat * sizeof(*v)), max = 0;
+
+	for (uint32_t i = 0; i < w->nlat; i++) {
+		hist[pc_lat_bucket(w->lat[i])]++;
+		if (w->lat[i] > max)
+			max = w->lat[i];
+	}
+	eng_add_int(o, "n", w->nlat);
+	if (v) {
+		/* exact percentiles of the cycle: the value at rank ceil(q*n) */
+		memcpy(v, w->lat, w->nlat * sizeof(*v));
+		qsort(v, w->nlat, sizeof(*v), cmp_u32);
+		eng_add_int(o, "p50", v[(w->nlat + 1) / 2 - 1]);
+		eng_add_int(o, "p99", v[(uint32_t)(((uint64_t)w->nlat * 99 + 99) / 100) - 1]);
+		free(v);
+	}
+	eng_add_int(o, "max", max);
+	for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
+		if (hist[k]) {
+			json_object *pair = json_object_new_array_ext(2);
+
+			json_object_array_add(pair, json_object_new_int64(pc_lat_lo(k)));
+			json_object_array_add(pair, json_object_new_int64((int64_t)hist[k]));
+			json_object_array_add(h, pair);
+		}
+	json_object_object_add(o, "hist", h);
+	return o;
+}
+
 static int judge_cycle(struct engine *e, struct board *b)
 {
 	struct wcycle *w = b->w;
@@ -484,7 +529,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 		eng_add_int(rec, "acked", w->nack);
 		json_object_object_add(v, "records", rec);
 	}
-	json_object_object_add(v, "counts", eng_counts_json(j.counts));
+	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
 	eng_add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);
 	if (j.unlisted)
@@ -503,7 +548,14 @@ static int judge_cycle(struct engine *e, struct board *b)
 		snprintf(txt, sizeof(txt), "%.1f", (double)done * 1000.0 / (double)ms);
 		json_object_object_add(rate, "records_per_s", json_object_new_double_s(strtod(txt, NULL), txt));
 	}
+	if (e->format >= 2 && ms > 0 && done > 0) {
+		char txt[32];
+		snprintf(txt, sizeof(txt), "%.3f", (double)done * b->g.record_size * 1000.0 / (double)ms / 1048576.0);
+		json_object_object_add(rate, "mib_per_s", json_object_new_double_s(strtod(txt, NULL), txt));
+	}
 	json_object_object_add(v, "rate", rate);
+	if (e->format >= 2 && w->nlat)
+		json_object_object_add(v, "latency_us", latency_json(w));
 	if (w->infra[0])
 		json_object_object_add(v, "reason", json_object_new_string(w->infra));
 	ret = eng_emit(e, b, w->cycle, v);

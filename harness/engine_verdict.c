@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../common/crc32c.h"
 #include "../common/proto.h"
@@ -125,10 +126,19 @@ json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle,
 		b->queue_cache = jcopy(b->hello, "queue");
 	q = b->queue_cache ? json_object_get(b->queue_cache) : NULL;
 
+	if (e->format >= 2)
+		json_object_object_add(v, "format", json_object_new_string(PC_FORMAT));
 	json_object_object_add(v, "campaign", json_object_new_string(e->campaign));
 	json_object_object_add(v, "board", json_object_new_string(b->name));
 	json_object_object_add(v, "cycle", json_object_new_int64(cycle));
 	json_object_object_add(v, "verdict", json_object_new_string(pc_outcome_names[outcome]));
+	if (e->format >= 2 && e->have_wall) {
+		char ts[40];
+
+		eng_wall_time(e, ts, sizeof(ts));
+		json_object_object_add(v, "time", json_object_new_string(ts));
+		json_object_object_add(v, "host", json_object_new_string(e->host));
+	}
 	json_object_object_add(v, "device", device_json(b));
 	if (q)
 		json_object_object_add(v, "queue", q);
@@ -137,6 +147,41 @@ json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle,
 		json_object_object_add(v, "agent", json_object_new_string(eng_jstr(b->hello, "agent", "?")));
 	}
 	return v;
+}
+
+/* The wall clock of the event being fed, RFC 3339 UTC to the millisecond. */
+void eng_wall_time(const struct engine *e, char *buf, size_t len)
+{
+	int64_t ms = e->wall_ms + (e->t_now > e->wall_t ? e->t_now - e->wall_t : 0);
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (!gmtime_r(&sec, &tm) || tm.tm_year + 1900 > 9999) {
+		snprintf(buf, len, "9999-12-31T23:59:59.999Z");
+		return;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/*
+ * Format 2: every outcome carries the same core fields, so that a table of
+ * verdicts has no holes: the mode (the one the cycle wrote, else the one its
+ * boot was to write, else null: a final verification), the counts per class
+ * and the number of violations, zeros written out.
+ */
+static void core_fields(struct engine *e, struct board *b, json_object *v)
+{
+	if (!json_object_object_get_ex(v, "mode", NULL))
+		json_object_object_add(v, "mode", b->planned_mode >= 0 ?
+				       json_object_new_string(pc_mode_name(b->planned_mode)) : NULL);
+	if (!json_object_object_get_ex(v, "counts", NULL)) {
+		uint32_t zero[PC_NCLASSES] = { 0 };
+
+		json_object_object_add(v, "counts", eng_counts_json(e, zero));
+	}
+	if (!json_object_object_get_ex(v, "violations", NULL))
+		eng_add_int(v, "violations", 0);
 }
 
 int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
@@ -152,6 +197,8 @@ int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
 		json_object_put(v);
 		return -ENOMEM;
 	}
+	if (e->format >= 2)
+		core_fields(e, b, v);
 	ret = e->vfn ? e->vfn(v, e->arg) : 0;
 	json_object_put(v);
 	return ret;
@@ -209,7 +256,7 @@ static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, en
 
 	eng_take_carry(&j);
 	v = eng_verdict_base(e, b, cycle, j.violations ? PC_OUT_FAIL : outcome);
-	json_object_object_add(v, "counts", eng_counts_json(j.counts));
+	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
 	eng_add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);
 	if (j.unlisted)
@@ -284,12 +331,13 @@ void eng_describe_prev(json_object *f, const struct occ *prev)
 	}
 }
 
-json_object *eng_counts_json(const uint32_t *counts)
+json_object *eng_counts_json(const struct engine *e, const uint32_t *counts)
 {
 	json_object *o = json_object_new_object();
 
 	for (int i = 0; i < PC_NCLASSES; i++)
-		if (i != PC_CLS_UNCLASSIFIED || counts[i])	/* as verdicts before it existed read */
+		/* format 1 as verdicts before unclassified existed read */
+		if (i != PC_CLS_UNCLASSIFIED || counts[i] || e->format >= 2)
 			eng_add_int(o, pc_class_names[i], counts[i]);
 	return o;
 }
@@ -388,7 +436,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 	json_object_put(j.scratch);
 	v = eng_verdict_base(e, b, w->cycle, j.violations ? PC_OUT_FAIL : outcome);
 	verdict_work(v, w);
-	json_object_object_add(v, "counts", eng_counts_json(j.counts));
+	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
 	eng_add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);
 	if (j.unlisted)

@@ -165,9 +165,20 @@ int replay_dir(const char *dir, FILE *out, struct replay_result *r, char *err, s
 	 * a folder without a configuration gets the engine's defaults */
 	{
 		json_object *cfg = NULL;
+		json_object *fv = NULL;
 		char why[384];
+		int major, minor;
 
 		json_object_object_get_ex(campaign, "config", &cfg);
+		json_object_object_get_ex(campaign, "format", &fv);
+		/* the verdicts are recomputed in the folder's own format; a
+		 * newer major one is refused, saying so */
+		if (pc_format_read(fv, path, &major, &minor, err, errlen)) {
+			json_object_put(campaign);
+			engine_free(p.eng);
+			return -EINVAL;
+		}
+		engine_set_format(p.eng, major);
 		if (engine_configure(p.eng, cfg, why, sizeof(why))) {
 			snprintf(err, errlen, "%s: %s", path, why);
 			json_object_put(campaign);

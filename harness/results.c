@@ -508,3 +508,29 @@ int results_write_json(const char *dir, const char *name, json_object *obj, char
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 	return ret;
 }
+
+void results_host_id(char *buf, size_t len)
+{
+	char id[128] = "";
+	FILE *f = fopen("/etc/machine-id", "re");
+	size_t n = 0;
+
+	if (f) {
+		if (!fgets(id, sizeof(id), f))
+			id[0] = 0;
+		fclose(f);
+	}
+	id[strcspn(id, " \t\r\n")] = 0;
+	if (strlen(id) < 8 || strspn(id, "0123456789abcdef") != strlen(id)) {
+		if (gethostname(id, sizeof(id) - 1))
+			snprintf(id, sizeof(id), "unknown-host");
+		id[sizeof(id) - 1] = 0;
+	}
+	for (char *p = id; *p && n + 1 < len && n < 64; p++)
+		if (strchr("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-_.:", *p) && *p)
+			buf[n++] = *p;
+	if (!n && len > 1)
+		buf[n++] = '?';
+	if (len)
+		buf[n] = 0;
+}

@@ -75,6 +75,9 @@ void results_lock_probe(const char *dir, struct results_lock_info *li);
 void results_lock_describe(const struct results_lock_info *li, char *buf, size_t len);
 
 /* Write a small JSON file atomically (tmp + fsync + rename + fsync dir). */
+/* This host's id for results (verdict "host", campaign.json host.id):
+ * /etc/machine-id, else the hostname; letters, digits and -_.: only. */
+void results_host_id(char *buf, size_t len);
 int results_write_json(const char *dir, const char *name, json_object *obj, char *err, size_t errlen);
 
 #endif

@@ -3,9 +3,15 @@
  */
 #include "verdict.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include <json-c/json.h>
+
 #include "../common/record.h"
+#include "../common/util.h"
 
 const char *const pc_class_names[PC_NCLASSES] = {
 	"intact", "not_written", "lost_acked", "torn", "torn_sector",
@@ -17,7 +23,7 @@ const char *const pc_outcome_names[PC_NOUTCOMES] = { "PASS", "FAIL", "BOOT_FAIL"
 
 const char *const pc_ev_names[PC_NEV_KINDS] = {
 	"power_on", "boot_stage", "rx", "rx_bad", "rx_stray", "verify", "work", "cut", "boot_fail", "infra",
-	"final_boot_fail", "final_infra", "link_reject", "give_up", "run_end",
+	"final_boot_fail", "final_infra", "link_reject", "give_up", "run_end", "run_start",
 };
 
 int pc_ev_from_name(const char *s)
@@ -72,4 +78,88 @@ int pc_class_always_violation(enum pc_class c)
 {
 	return c != PC_CLS_INTACT && c != PC_CLS_NOT_WRITTEN && c != PC_CLS_TORN && c != PC_CLS_TORN_SECTOR &&
 	       c != PC_CLS_UNCLASSIFIED && c < PC_NCLASSES;
+}
+
+int pc_format_read(struct json_object *v, const char *what, int *major, int *minor, char *err, size_t errlen)
+{
+	const char *s;
+	char *end;
+	unsigned long ma, mi;
+
+	*major = 1;
+	*minor = 0;
+	if (!v)
+		return 0;
+	s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	errno = 0;
+	ma = strtoul(s, &end, 10);
+	if (end == s || *end != '.' || s[0] < '0' || s[0] > '9' || errno || ma < 1 || ma > 1000)
+		goto bad;
+	s = end + 1;
+	mi = strtoul(s, &end, 10);
+	if (end == s || *end || s[0] < '0' || s[0] > '9' || errno || mi > 1000)
+		goto bad;
+	if (ma > PC_FORMAT_MAJOR) {
+		snprintf(err, errlen, "%s: results format %lu.%lu is newer than this powercut reads (%d.x, "
+			 "powercut %s): read it with a newer powercut", what, ma, mi, PC_FORMAT_MAJOR, PC_VERSION);
+		return -EINVAL;
+	}
+	*major = (int)ma;
+	*minor = (int)mi;
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: \"format\": expected a version string \"MAJOR.MINOR\" such as \"%s\", got %s",
+		 what, PC_FORMAT, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+	return -EINVAL;
+}
+
+unsigned pc_lat_bucket(uint32_t us)
+{
+	unsigned e;
+
+	if (us > PC_LAT_MAX_US)
+		us = PC_LAT_MAX_US;
+	if (us < 16)
+		return us;
+	e = 31u - (unsigned)__builtin_clz(us);	/* 4..31 */
+	return 16u + (e - 4u) * 8u + ((us >> (e - 3u)) & 7u);
+}
+
+uint32_t pc_lat_lo(unsigned b)
+{
+	unsigned e;
+
+	if (b < 16)
+		return b;
+	if (b >= PC_LAT_BUCKETS)
+		b = PC_LAT_BUCKETS - 1;
+	e = (b - 16u) / 8u + 4u;
+	return (uint32_t)((8u + (b - 16u) % 8u) << (e - 3u));
+}
+
+uint32_t pc_lat_hi(unsigned b)
+{
+	if (b < 16)
+		return b;
+	if (b >= PC_LAT_BUCKETS - 1)
+		return UINT32_MAX;
+	return pc_lat_lo(b + 1) - 1;
+}
+
+uint32_t pc_lat_quantile(const uint64_t *hist, uint64_t n, double q, uint32_t max)
+{
+	uint64_t want, seen = 0;
+
+	if (!n)
+		return 0;
+	/* the smallest value with at least q*n at or below it */
+	want = (uint64_t)(q * (double)n + 0.999999);
+	if (want < 1)
+		want = 1;
+	for (unsigned b = 0; b < PC_LAT_BUCKETS; b++) {
+		seen += hist[b];
+		if (seen >= want)
+			return pc_lat_hi(b) < max ? pc_lat_hi(b) : max;
+	}
+	return max;
 }

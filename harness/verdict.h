@@ -8,6 +8,7 @@
 #ifndef PC_HARNESS_VERDICT_H
 #define PC_HARNESS_VERDICT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 /* Record/sector classes, in report order. */
@@ -58,6 +59,7 @@ enum pc_ev_kind {
 	PC_EV_LINK_REJECT,	/* what the authenticated link refused: never judged */
 	PC_EV_GIVE_UP,		/* the campaign gave the board up */
 	PC_EV_RUN_END,		/* a run ended: the cycles it planned, how it ended */
+	PC_EV_RUN_START,	/* a run started: wall clock and host (format 2) */
 	PC_NEV_KINDS
 };
 extern const char *const pc_ev_names[PC_NEV_KINDS];
@@ -81,5 +83,38 @@ void pc_policy_default(struct pc_policy *p, int mode);
 int pc_is_violation(enum pc_class c, int acked, const struct pc_policy *p);
 /* A class that is a violation whatever the policy and acknowledgement say. */
 int pc_class_always_violation(enum pc_class c);
+
+/*
+ * The results format (docs/results.md): "format": "MAJOR.MINOR" in
+ * campaign.json and in every verdict. A minor version adds fields; a major
+ * one changes what a field means. Readers read every older format and refuse
+ * a newer major one, saying so. Folders from before the format was written
+ * down are 1.0: their verdicts have no "format", "time", "host" or latency,
+ * and a BOOT_FAIL or INFRA_ERROR may lack mode, counts and violations.
+ */
+#define PC_FORMAT_MAJOR	2
+#define PC_FORMAT_MINOR	0
+#define PC_FORMAT	"2.0"
+/* Read a "format" value (v NULL: absent, 1.0). 0, or -EINVAL with err saying
+ * what is wrong: not "M.N", or a major version newer than PC_FORMAT_MAJOR
+ * (what: the file, for the message). */
+struct json_object;
+int pc_format_read(struct json_object *v, const char *what, int *major, int *minor, char *err, size_t errlen);
+
+/*
+ * Write latency (SUBMIT to ACK, microseconds) in log buckets: one per value
+ * below 16, then 8 per power of two (at most 12.5% wide). Verdicts carry a
+ * cycle's histogram as [[lower bound, count], ...] so that a report merges
+ * cycles exactly and reads percentiles to a bucket.
+ */
+#define PC_LAT_BUCKETS	240u
+#define PC_LAT_MAX_US	3600000000u	/* an hour: PC_PROTO_MAX_LAT_US */
+unsigned pc_lat_bucket(uint32_t us);
+/* The bucket's lowest and highest value. */
+uint32_t pc_lat_lo(unsigned bucket);
+uint32_t pc_lat_hi(unsigned bucket);
+/* The value below which a share q (0..1) of the n counted fall, as the
+ * highest value of its bucket (capped at max); 0 when n is 0. */
+uint32_t pc_lat_quantile(const uint64_t *hist, uint64_t n, double q, uint32_t max);
 
 #endif

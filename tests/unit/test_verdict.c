@@ -1,0 +1,130 @@
+/*
+ * test_verdict.c - the results format version and the latency buckets
+ * (harness/verdict.h), and the ACK latencies of the protocol.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "../../common/proto.h"
+#include "../../harness/verdict.h"
+#include "suites.h"
+
+static int fmt(const char *json, int *ma, int *mi, char *err, size_t len)
+{
+	json_object *v = json ? json_tokener_parse(json) : NULL;
+	int rc = pc_format_read(v, "campaign.json", ma, mi, err, len);
+
+	json_object_put(v);
+	return rc;
+}
+
+static void test_format(void)
+{
+	char err[256];
+	int ma, mi;
+
+	CU_ASSERT_EQUAL(fmt(NULL, &ma, &mi, err, sizeof(err)), 0);	/* absent: the first format */
+	CU_ASSERT_EQUAL(ma, 1);
+	CU_ASSERT_EQUAL(mi, 0);
+	CU_ASSERT_EQUAL(fmt("\"2.0\"", &ma, &mi, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(ma, 2);
+	CU_ASSERT_EQUAL(fmt("\"2.7\"", &ma, &mi, err, sizeof(err)), 0);	/* a newer minor: read */
+	CU_ASSERT_EQUAL(mi, 7);
+	CU_ASSERT_EQUAL(fmt("\"3.0\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "campaign.json: results format 3.0 is newer than this powercut reads (2.x"));
+	CU_ASSERT_EQUAL(fmt("\"99999999999999999999.0\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "expected a version string"));
+	CU_ASSERT_EQUAL(fmt("2", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(fmt("\"2\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(fmt("\"2.\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(fmt("\"-2.0\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(fmt("\"0.9\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(fmt("\" 2.0\"", &ma, &mi, err, sizeof(err)), -EINVAL);
+}
+
+static void test_lat_buckets(void)
+{
+	/* contiguous, increasing, each value in its own bucket's range */
+	CU_ASSERT_EQUAL(pc_lat_lo(0), 0);
+	for (unsigned b = 1; b < PC_LAT_BUCKETS; b++)
+		CU_ASSERT_EQUAL(pc_lat_lo(b), pc_lat_hi(b - 1) + 1);
+	for (uint64_t v = 0; v <= PC_LAT_MAX_US; v = v < 100 ? v + 1 : v + v / 7) {
+		unsigned b = pc_lat_bucket((uint32_t)v);
+
+		CU_ASSERT_FATAL(b < PC_LAT_BUCKETS);
+		CU_ASSERT(pc_lat_lo(b) <= v && v <= pc_lat_hi(b));
+		/* at most 12.5% wide */
+		CU_ASSERT((uint64_t)(pc_lat_hi(b) - pc_lat_lo(b)) * 8 <= (uint64_t)pc_lat_lo(b) + 8);
+	}
+	CU_ASSERT(pc_lat_bucket(PC_LAT_MAX_US) < PC_LAT_BUCKETS);
+	CU_ASSERT(pc_lat_bucket(UINT32_MAX) == pc_lat_bucket(PC_LAT_MAX_US));
+}
+
+static void test_lat_quantile(void)
+{
+	uint64_t h[PC_LAT_BUCKETS] = { 0 };
+
+	CU_ASSERT_EQUAL(pc_lat_quantile(h, 0, 0.5, 100), 0);
+	/* 99 at 10 us, 1 at 5000 us: p50 10, p99 10, p100 the max */
+	h[pc_lat_bucket(10)] = 99;
+	h[pc_lat_bucket(5000)] = 1;
+	CU_ASSERT_EQUAL(pc_lat_quantile(h, 100, 0.5, 5000), 10);
+	CU_ASSERT_EQUAL(pc_lat_quantile(h, 100, 0.99, 5000), 10);
+	CU_ASSERT_EQUAL(pc_lat_quantile(h, 100, 1.0, 5000), 5000);	/* capped at the true max */
+	h[pc_lat_bucket(10)] = 98;
+	h[pc_lat_bucket(5000)] = 2;
+	CU_ASSERT_EQUAL(pc_lat_quantile(h, 100, 0.99, 6000), pc_lat_hi(pc_lat_bucket(5000)));
+}
+
+static int parse(const char *line, struct pc_msg *m, char *err, size_t len)
+{
+	return pc_msg_parse(line, strlen(line), m, err, len);
+}
+
+static void test_ack_latency(void)
+{
+	static const uint32_t us[3] = { 17, 250, 3600000000u };
+	struct pc_msg m;
+	char err[256], line[512];
+	json_object *o = pc_msg_ack(5, 3, us);
+
+	snprintf(line, sizeof(line), "%s", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	CU_ASSERT_EQUAL_FATAL(parse(line, &m, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(m.type, PC_MSG_ACK);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m.u.range.us);
+	CU_ASSERT_EQUAL(m.u.range.us[0], 17);
+	CU_ASSERT_EQUAL(m.u.range.us[2], 3600000000u);
+	pc_msg_clear(&m);
+	/* a plain ACK has none */
+	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"ack\",\"v\":1,\"first\":1,\"n\":2}", &m, err, sizeof(err)), 0);
+	CU_ASSERT_PTR_NULL(m.u.range.us);
+	pc_msg_clear(&m);
+	/* hostile: the wrong count, a value past an hour, a negative, not an array */
+	CU_ASSERT_EQUAL(parse("{\"type\":\"ack\",\"v\":1,\"first\":1,\"n\":2,\"us\":[1]}", &m, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "1 latencies for a range of 2 records"));
+	CU_ASSERT_EQUAL(parse("{\"type\":\"ack\",\"v\":1,\"first\":1,\"n\":1,\"us\":[3600000001]}", &m, err, sizeof(err)),
+			-EINVAL);
+	CU_ASSERT_EQUAL(parse("{\"type\":\"ack\",\"v\":1,\"first\":1,\"n\":1,\"us\":[-1]}", &m, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(parse("{\"type\":\"ack\",\"v\":1,\"first\":1,\"n\":1,\"us\":7}", &m, err, sizeof(err)), -EINVAL);
+	/* more records than an ACK may carry latencies for */
+	CU_ASSERT_PTR_NULL(json_object_object_get_ex(o = pc_msg_ack(1, PC_PROTO_MAX_LAT_N + 1, us), "us", NULL) ? o : NULL);
+	json_object_put(o);
+}
+
+int suite_verdict(void)
+{
+	CU_pSuite s = CU_add_suite("verdict", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "results format version", test_format) ||
+	    !CU_add_test(s, "latency buckets", test_lat_buckets) ||
+	    !CU_add_test(s, "latency quantiles", test_lat_quantile) ||
+	    !CU_add_test(s, "ACK latencies", test_ack_latency))
+		return -1;
+	return 0;
+}
