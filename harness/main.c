@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 #include "../relay/relay.h"
@@ -24,7 +25,7 @@ static const char usage_text[] =
 	"        run (or resume) a power-cut campaign; default results folder results/<campaign>/\n"
 	"  replay RESULTS_DIR\n"
 	"        recompute every verdict from events.jsonl; exit 1 on any difference\n"
-	"  report [--json] RESULTS_DIR...\n"
+	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
 	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
 	"  status RESULTS_DIR\n"
 	"        whether a run holds the folder, and how far the campaign got (works while it runs)\n"
@@ -138,29 +139,82 @@ static int cmd_replay(int argc, char **argv)
 }
 
 /* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
+static const char report_usage[] =
+	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"\n"
+	"The per-device report of one or more results folders (or verdicts.jsonl files): one\n"
+	"PASS / FAIL / BOOT_FAIL / INCOMPLETE line per device, then per part and unit the test\n"
+	"conditions, outcomes and violations per write mode, speed, latency and the cost of\n"
+	"each durability mode against none. Folders from several hosts and nights merge; a\n"
+	"cycle given twice (the same folder, or a copy) counts once.\n"
+	"\n"
+	"  -f, --format F   text (default), md (Markdown), html (one self-contained page with\n"
+	"                   charts), json (the names of verdicts.jsonl), junit (JUnit XML: a\n"
+	"                   testsuite per device, a testcase per mode), csv (a row per cycle)\n"
+	"      --json       the same as --format json\n"
+	"  -o, --output F   write to file F (replaced only once the report is complete)\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Exit status: 0 every device PASS; 1 a device FAILed (a FAIL or BOOT_FAIL cycle); 3 a\n"
+	"device is INCOMPLETE (a board given up, too many INFRA_ERROR cycles, cycles left, a run\n"
+	"still going or killed) and none failed; 2 the report could not be made.\n";
+
  * failed), 2 when the report cannot be made */
 static int cmd_report(int argc, char **argv)
 {
 	struct report_opts o = { 0 };
-	char err[1024] = "";
-	int json = 0, first = 1, result;
+	static const struct option lo[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *outpath = NULL;
+	char err[1024] = "", tmp[PATH_MAX];
+	FILE *out = stdout;
+	int c, result, fmt;
 
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs("usage: powercut report [--json] RESULTS_DIR...\n", stdout);
-		return 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if ((fmt = report_format_from_name(optarg)) < 0) {
+				pc_err("--format '%s': expected text, md, html, json, junit or csv", optarg);
+				return 2;
+			}
+			o.format = (enum report_format)fmt;
+			break;
+		case 'j': o.format = REPORT_FMT_JSON; break;
+		case 'o': outpath = optarg; break;
+		case 'h': fputs(report_usage, stdout); return 0;
+		default: fputs(report_usage, stderr); return 2;
+		}
 	}
-	if (argc > 1 && !strcmp(argv[1], "--json")) {
-		json = 1;
-		first = 2;
-	}
-	if (argc <= first) {
-		fputs("usage: powercut report [--json] RESULTS_DIR...\n", stderr);
+	if (optind >= argc) {
+		pc_err("report: no results folder given (see powercut report --help)");
 		return 2;
 	}
-	o.json = json;
-	if (report_run((const char *const *)argv + first, argc - first, stdout, &o, &result, err, sizeof(err))) {
+	if (outpath) {
+		/* the whole report or nothing: written beside, renamed when complete */
+		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", outpath, (long)getpid()) >= (int)sizeof(tmp) ||
+		    !(out = fopen(tmp, "we"))) {
+			pc_err("%s: cannot write: %s", outpath, strerror(errno));
+			return 2;
+		}
+	}
+	if (report_run((const char *const *)argv + optind, argc - optind, out, &o, &result, err, sizeof(err))) {
 		pc_err("%s", err);
 		return 2;
+		if (outpath) {
+			fclose(out);
+			unlink(tmp);
+		}
+		return 2;
+	}
+	if (outpath && (fclose(out) != 0 || rename(tmp, outpath) != 0)) {
+		pc_err("%s: cannot write: %s", outpath, strerror(errno));
+		unlink(tmp);
 	}
 	return result;
 }

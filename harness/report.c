@@ -1,11 +1,15 @@
 /*
- * report.c - the per-device report: verdicts.jsonl in, a table (or JSON) out.
+ * report.c - the per-device report: verdicts.jsonl in, struct rep out
+ * (report_model.h), then one of the writers (report_text.c: text and
+ * Markdown, report_json.c, report_csv.c: CSV and JUnit, report_html.c).
  *
  * Cycles are grouped by device identity (verdict.device.id), not by board:
  * the report is about parts, and the same part may sit in different boards
- * or labs, whose results directories merge here. Every file is read and
- * checked before anything is printed, so a damaged file never yields half a
- * report that looks whole.
+ * or labs, whose results directories merge here. A cycle is counted once
+ * however often it is given: verdicts are de-duplicated on (host id,
+ * campaign and its start, board, cycle), and the same folder given twice is
+ * read once. Every file is read and checked before anything is printed, so a
+ * damaged file never yields half a report that looks whole.
  *
  * A device is INCOMPLETE, never PASS, when the campaign judged too little:
  * a board of it was given up (give_up events), a board has fewer verdicts
@@ -14,121 +18,31 @@
  * were INFRA_ERROR than campaign.json's incomplete_infra_share allows. FAIL
  * and BOOT_FAIL still win: a proven violation stays one.
  */
-#include "report.h"
+#include "report_model.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
 #include "../common/record.h"
 #include "../common/util.h"
 #include "config.h"
-#include "verdict.h"
 #include "results.h"
 
-#define REP_WIDTH 100
-
 /* Cycle outcomes and record classes: DESIGN section 6 (a contract), named in
- * verdict.h; these are the report's JSON keys for the outcomes. */
-static const char *const outcome_keys[PC_NOUTCOMES] = { "pass", "fail", "boot_fail", "infra_error" };
-#define NCLASS PC_NCLASSES
-
-/* A device-level finding the engine counts as collateral but the report
- * names on its own: writes the device refused (docs/verdicts.md). */
-#define REFUSED_NAME "write_refused"
-
-struct strlist {
-	char **v;
-	unsigned n;
-};
-
-struct rep_ran {
-	char name[32];
-	unsigned long n;
-};
-
-struct rep_mode {
-	char name[32];			/* "" when the cycle wrote nothing (boot fail, infra) */
-	unsigned long out[PC_NOUTCOMES];
-	unsigned long viol[NCLASS];	/* violations per class */
-	unsigned long found[NCLASS];	/* findings per class, violation or not */
-	unsigned long violations;	/* sum of verdict.violations */
-	unsigned long refused;		/* writes the device refused (counted apart from collateral) */
-	unsigned long inflight;		/* cycles whose cut caught unacknowledged writes in flight */
-	double rate_sum;
-	unsigned long rate_n;
-	struct rep_ran ran[8];		/* cycles whose mode_run differed from mode */
-	unsigned nran;
-};
-
-enum { ID_NAME, ID_MANFID, ID_CID, ID_FUA, ID_WCACHE, ID_KERNEL, ID_N };
-static const char *const id_keys[ID_N] = { "name", "manfid", "cid", "fua", "write_cache", "kernel" };
-
-struct rep_field {
-	json_object *v;		/* latest value seen (a reference), NULL if never */
-	int varies;
-};
-
-/* One reason why a device is INCOMPLETE. */
-struct rep_why {
-	char *text;		/* in full, for the device's section */
-	char *brief;		/* short, for the summary line */
-	json_object *j;		/* for --json */
-};
-
-struct rep_dev {
-	char *id;		/* verdict.device.id, or NULL: unknown (only boot fails seen) */
-	char *key;		/* grouping key */
-	struct strlist boards, campaigns;
-	struct rep_field ident[ID_N];
-	struct rep_mode *modes;
-	unsigned nmodes;
-	struct rep_why *why;	/* empty: complete */
-	unsigned nwhy;
-	double limit;		/* incomplete_infra_share (the strictest of its folders) */
-};
-
-/* One results folder, and what its companions say. */
-struct rep_dir {
-	const char *arg;		/* as given */
-	char *base;			/* the folder; NULL for a verdicts file not named verdicts.jsonl */
-	int has_campaign;		/* campaign.json was there */
-	unsigned long cfg_cycles;	/* its config.cycles (0: not recorded) */
-	double limit;			/* its config.incomplete_infra_share, or the default */
-	unsigned long max_cycle;	/* the highest cycle with a verdict, any board */
-};
-
-/* One board of one folder: is its part of the campaign complete? */
-struct rep_board {
-	unsigned dir;
-	char *name;
-	int dev;			/* index of the device it held last; -1: no verdict */
-	unsigned long verdicts;
-	int given_up;			/* a give_up event that no later run_end superseded */
-	unsigned long gu_cycle;
-	char *gu_reason;
-	int has_plan;			/* a run_end event said how many cycles its run planned */
-	unsigned long plan;
-};
-
-struct rep {
-	struct rep_dev *devs;
-	unsigned ndevs;
-	struct rep_dir *dirs;
-	unsigned ndirs;
-	struct rep_board *boards;
-	unsigned nboards;
-	unsigned cur;			/* the folder being read */
-	int own_run;			/* the caller is the run holding the folder */
-	unsigned long torn_lines;
-	char *err;
-	size_t errlen;
-};
+ * verdict.h. */
+const char *const rep_id_keys[ID_N] = { "name", "manfid", "cid", "fua", "write_cache", "kernel", "fwrev",
+					"serial", "type", "agent" };
+const char *const rep_cond_keys[COND_N] = { "record_size", "region_bytes", "records_per_cycle", "modes",
+					    "pattern", "flush_every", "queue_depth", "cut", "off_ms", "policy",
+					    "ext_csd" };
 
 /* Lines of one file still waiting for their device (no device.id on them). */
 struct rep_pending {
@@ -140,6 +54,13 @@ struct rep_pending {
 struct rep_boardmap {
 	struct { char *board, *id; } *v;
 	unsigned n;
+};
+
+/* The de-duplication set: keys by FNV-1a hash, open addressing. */
+struct rep_seen {
+	char **k;
+	uint64_t *h;
+	size_t cap, n;
 };
 
 static int strlist_find(const struct strlist *l, const char *s)
@@ -214,6 +135,17 @@ struct verdict {
 	uint64_t cycle;			/* 0 when the line has none */
 	int has_rate;
 	double rate;
+	double mib;			/* < 0: none */
+	int64_t time_ms;		/* -1: none */
+	const char *host;		/* NULL: none */
+	uint64_t planned, acked;
+	json_object *agent;
+	/* latency_us: the cycle's figures and histogram (buckets of verdict.h) */
+	uint64_t lat_n, lat_p50, lat_p99, lat_max;
+	uint64_t lat_hist[PC_LAT_BUCKETS];
+	/* torn findings by the sector their new data ends at */
+	unsigned long tears[REP_TEAR_SECTORS];
+	unsigned long ntears;
 };
 
 static int opt_string(struct rep *r, const char *file, unsigned long line, json_object *o,
@@ -273,6 +205,18 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 		vio = jget(e, "violation");
 		if (vio && !json_object_is_type(vio, json_type_boolean))
 			return rep_fail(r, file, line, "findings[%zu].violation: expected true or false", i);
+		if ((!strcmp(json_object_get_string(cls), "torn") || !strcmp(json_object_get_string(cls), "torn_sector")) &&
+		    jget(e, "boundary")) {
+			uint64_t at = 0;
+			char what[64];
+			int rc;
+
+			snprintf(what, sizeof(what), "findings[%zu].boundary", i);
+			if ((rc = opt_count(r, file, line, jget(e, "boundary"), what, &at)))
+				return rc;
+			vd->tears[at < REP_TEAR_SECTORS ? at : REP_TEAR_SECTORS - 1]++;
+			vd->ntears++;
+		}
 		if (!vio || !json_object_get_boolean(vio))
 			continue;
 		if (!strcmp(json_object_get_string(cls), "collateral") && jget(e, "what") &&
@@ -294,6 +238,110 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 			if (strcmp(json_object_get_string(cls), pc_class_names[c]) == 0)
 				vd->fviol[c]++;
 	}
+	return 0;
+}
+
+/* A verdict in a newer major format than this report reads is refused. */
+static int verdict_format(struct rep *r, const char *file, unsigned long line, json_object *v)
+{
+	char why[256];
+	int ma, mi;
+
+	if (pc_format_read(jget(v, "format"), "verdict", &ma, &mi, why, sizeof(why)))
+		return rep_fail(r, file, line, "%s", why);
+	return 0;
+}
+
+/* "time": RFC 3339 UTC, "2026-11-30T16:40:17.773Z" (milliseconds optional). */
+static int verdict_time(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
+{
+	const char *s;
+	struct tm tm;
+	int ms = 0, n = 0, rc;
+	time_t t;
+
+	vd->time_ms = -1;
+	if ((rc = opt_string(r, file, line, v, "time", "time", &s)) || !s)
+		return rc;
+	memset(&tm, 0, sizeof(tm));
+	if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
+		   &tm.tm_sec, &n) != 6 || n != 19)
+		goto bad;
+	if (s[n] == '.') {
+		int k = 0;
+
+		while (s[n + 1 + k] >= '0' && s[n + 1 + k] <= '9' && k < 9) {
+			if (k < 3)
+				ms = ms * 10 + (s[n + 1 + k] - '0');
+			k++;
+		}
+		if (!k)
+			goto bad;
+		for (int z = k; z < 3; z++)
+			ms *= 10;
+		n += 1 + k;
+	}
+	if (strcmp(s + n, "Z") || tm.tm_year < 1970 || tm.tm_year > 9999 || tm.tm_mon < 1 || tm.tm_mon > 12 ||
+	    tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60)
+		goto bad;
+	tm.tm_year -= 1900;
+	tm.tm_mon -= 1;
+	t = timegm(&tm);
+	if (t < 0)
+		goto bad;
+	vd->time_ms = (int64_t)t * 1000 + ms;
+	return 0;
+bad:
+	return rep_fail(r, file, line, "time: expected an RFC 3339 UTC time such as 2026-11-30T16:40:17.773Z, got "
+			"\"%.40s\"", s);
+}
+
+/* "latency_us": {n, p50, p99, max, hist: [[lower bound, count], ...]}; the
+ * histogram's counts add up to n, each bound is a bucket's (verdict.h). */
+static int verdict_latency(struct rep *r, const char *file, unsigned long line, json_object *o,
+			   struct verdict *vd)
+{
+	json_object *h;
+	uint64_t sum = 0;
+	size_t n;
+	int rc;
+
+	if (!o || json_object_is_type(o, json_type_null))
+		return 0;
+	if (!json_object_is_type(o, json_type_object))
+		return rep_fail(r, file, line, "latency_us: expected an object");
+	if ((rc = opt_count(r, file, line, jget(o, "n"), "latency_us.n", &vd->lat_n)) ||
+	    (rc = opt_count(r, file, line, jget(o, "p50"), "latency_us.p50", &vd->lat_p50)) ||
+	    (rc = opt_count(r, file, line, jget(o, "p99"), "latency_us.p99", &vd->lat_p99)) ||
+	    (rc = opt_count(r, file, line, jget(o, "max"), "latency_us.max", &vd->lat_max)))
+		return rc;
+	if (vd->lat_n > UINT32_MAX || vd->lat_max > PC_LAT_MAX_US || vd->lat_p50 > vd->lat_max ||
+	    vd->lat_p99 > vd->lat_max)
+		return rep_fail(r, file, line, "latency_us: n at most 2^32, p50 <= max, p99 <= max <= %u", PC_LAT_MAX_US);
+	h = jget(o, "hist");
+	if (!h || !json_object_is_type(h, json_type_array) || (n = json_object_array_length(h)) > PC_LAT_BUCKETS)
+		return rep_fail(r, file, line, "latency_us.hist: expected an array of at most %u [bound, count] pairs",
+				PC_LAT_BUCKETS);
+	for (size_t i = 0; i < n; i++) {
+		json_object *pair = json_object_array_get_idx(h, i);
+		uint64_t lo = 0, c = 0;
+		char what[64];
+
+		snprintf(what, sizeof(what), "latency_us.hist[%zu]", i);
+		if (!json_object_is_type(pair, json_type_array) || json_object_array_length(pair) != 2)
+			return rep_fail(r, file, line, "%s: expected a [bound, count] pair", what);
+		if ((rc = opt_count(r, file, line, json_object_array_get_idx(pair, 0), what, &lo)) ||
+		    (rc = opt_count(r, file, line, json_object_array_get_idx(pair, 1), what, &c)))
+			return rc;
+		if (lo > PC_LAT_MAX_US || pc_lat_lo(pc_lat_bucket((uint32_t)lo)) != lo || c > UINT32_MAX)
+			return rep_fail(r, file, line, "%s: %llu is not a bucket's lower bound", what,
+					(unsigned long long)lo);
+		vd->lat_hist[pc_lat_bucket((uint32_t)lo)] += c;
+		sum += c;
+	}
+	if (sum != vd->lat_n)
+		return rep_fail(r, file, line, "latency_us: the histogram counts %llu, n says %llu",
+				(unsigned long long)sum, (unsigned long long)vd->lat_n);
 	return 0;
 }
 
@@ -374,8 +422,28 @@ static int verdict_parse(struct rep *r, const char *file, unsigned long line, js
 		if (!json_object_is_type(o, json_type_double) && !json_object_is_type(o, json_type_int))
 			return rep_fail(r, file, line, "rate.records_per_s: expected a number");
 		vd->rate = json_object_get_double(o);
+		if (!(vd->rate >= 0 && vd->rate < 1e12))
+			return rep_fail(r, file, line, "rate.records_per_s: expected a number from 0 to 10^12");
 		vd->has_rate = 1;
 	}
+	vd->mib = -1.0;
+	o = jget(jget(v, "rate"), "mib_per_s");
+	if (o && !json_object_is_type(o, json_type_null)) {
+		if ((!json_object_is_type(o, json_type_double) && !json_object_is_type(o, json_type_int)) ||
+		    !(json_object_get_double(o) >= 0 && json_object_get_double(o) < 1e12))
+			return rep_fail(r, file, line, "rate.mib_per_s: expected a number from 0 to 10^12");
+		vd->mib = json_object_get_double(o);
+	}
+	if ((rc = opt_count(r, file, line, jget(jget(v, "records"), "planned"), "records.planned", &vd->planned)) ||
+	    (rc = opt_count(r, file, line, jget(jget(v, "records"), "acked"), "records.acked", &vd->acked)))
+		return rc;
+	vd->agent = jget(v, "agent");
+	if ((rc = check_scalar(r, file, line, vd->agent, "agent")) ||
+	    (rc = verdict_format(r, file, line, v)) ||
+	    (rc = verdict_time(r, file, line, v, vd)) ||
+	    (rc = opt_string(r, file, line, v, "host", "host", &vd->host)) ||
+	    (rc = verdict_latency(r, file, line, jget(v, "latency_us"), vd)))
+		return rc;
 	return 0;
 }
 
@@ -400,6 +468,7 @@ static struct rep_dev *rep_dev_get(struct rep *r, const char *id, const char *bo
 	d->key = strdup(key);
 	d->id = id ? strdup(id) : NULL;
 	d->limit = -1.0;
+	d->first_ms = d->last_ms = -1;
 	r->ndevs++;
 	if (!d->key || (id && !d->id))
 		return NULL;
@@ -427,7 +496,7 @@ static void field_set(struct rep_field *f, json_object *v)
 {
 	if (!v || json_object_is_type(v, json_type_null))
 		return;
-	if (f->v && strcmp(json_object_get_string(f->v), json_object_get_string(v)) != 0)
+	if (f->v && !json_object_equal(f->v, v))
 		f->varies = 1;
 	json_object_put(f->v);
 	f->v = json_object_get(v);	/* keep the newest: a kernel upgrade shows as the latest */
@@ -435,10 +504,12 @@ static void field_set(struct rep_field *f, json_object *v)
 
 static struct rep_board *rep_board_get(struct rep *r, unsigned dir, const char *name)
 {
+	const char *key = r->dirs[dir].camp_key;
 	struct rep_board *b;
 
+	/* a board of one campaign, whichever copy of its folder said so */
 	for (unsigned i = 0; i < r->nboards; i++)
-		if (r->boards[i].dir == dir && strcmp(r->boards[i].name, name) == 0)
+		if (strcmp(r->boards[i].name, name) == 0 && strcmp(r->dirs[r->boards[i].dir].camp_key, key) == 0)
 			return &r->boards[i];
 	b = realloc(r->boards, (r->nboards + 1) * sizeof(*b));
 	if (!b)
@@ -454,33 +525,247 @@ static struct rep_board *rep_board_get(struct rep *r, unsigned dir, const char *
 	return b;
 }
 
+/* ---- de-duplication ---- */
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 0x100000001b3ull;
+	return h;
+}
+
+/* 1 when key was there, 0 when added, -ENOMEM. */
+static int seen_add(struct rep *r, const char *key)
+{
+	struct rep_seen *st = r->seen;
+	uint64_t h = fnv1a(key);
+	size_t i;
+
+	if (!st) {
+		if (!(st = calloc(1, sizeof(*st))))
+			return -ENOMEM;
+		r->seen = st;
+	}
+	if ((st->n + 1) * 2 > st->cap) {
+		size_t cap = st->cap ? st->cap * 2 : 1024;
+		char **k = calloc(cap, sizeof(*k));
+		uint64_t *hh = calloc(cap, sizeof(*hh));
+
+		if (!k || !hh) {
+			free(k);
+			free(hh);
+			return -ENOMEM;
+		}
+		for (size_t j = 0; j < st->cap; j++)
+			if (st->k[j]) {
+				for (i = st->h[j] & (cap - 1); k[i]; i = (i + 1) & (cap - 1))
+					;
+				k[i] = st->k[j];
+				hh[i] = st->h[j];
+			}
+		free(st->k);
+		free(st->h);
+		st->k = k;
+		st->h = hh;
+		st->cap = cap;
+	}
+	for (i = h & (st->cap - 1); st->k[i]; i = (i + 1) & (st->cap - 1))
+		if (st->h[i] == h && !strcmp(st->k[i], key))
+			return 1;
+	if (!(st->k[i] = strdup(key)))
+		return -ENOMEM;
+	st->h[i] = h;
+	st->n++;
+	return 0;
+}
+
+static void seen_free(struct rep *r)
+{
+	struct rep_seen *st = r->seen;
+
+	if (!st)
+		return;
+	for (size_t i = 0; i < st->cap; i++)
+		free(st->k[i]);
+	free(st->k);
+	free(st->h);
+	free(st);
+	r->seen = NULL;
+}
+
+/* ---- accumulating ---- */
+
+static void lat_add(struct rep_lat *l, const struct verdict *vd)
+{
+	for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
+		l->hist[k] += vd->lat_hist[k];
+	l->n += vd->lat_n;
+	if (vd->lat_max > l->max)
+		l->max = (uint32_t)vd->lat_max;
+}
+
+/* "lost_acked=3 torn=1" of one verdict */
+static void verdict_viol_text(const struct verdict *vd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int c = 0; c < NCLASS && n < len; c++) {
+		uint64_t k = pc_class_always_violation((enum pc_class)c) && vd->counts[c] > vd->fviol[c] ?
+			vd->counts[c] : vd->fviol[c];
+
+		if (c == PC_CLS_COLLATERAL)
+			k = k > vd->refused ? k - vd->refused : 0;
+		if (k)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s=%llu", n ? " " : "", pc_class_names[c],
+					      (unsigned long long)k);
+	}
+	if (vd->refused && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s=%llu", n ? " " : "", REFUSED_NAME,
+				      (unsigned long long)vd->refused);
+	if (!n)
+		snprintf(buf, len, "%llu violation%s", (unsigned long long)vd->violations,
+			 vd->violations == 1 ? "" : "s");
+}
+
+/* The board's configuration (campaign.json) as test conditions of its device. */
+static void cond_set(struct rep_dev *d, const struct rep_board *bd, const struct verdict *vd)
+{
+	json_object *c = bd->cfg, *dev = jget(c, "device");
+
+	field_set(&d->cond[COND_EXT_CSD], jget(vd->device, "ext_csd"));
+	if (!c)
+		return;
+	field_set(&d->cond[COND_RECORD_SIZE], jget(dev, "record_size"));
+	field_set(&d->cond[COND_REGION], jget(dev, "size"));
+	field_set(&d->cond[COND_RECORDS], jget(c, "records_per_cycle"));
+	field_set(&d->cond[COND_MODES], jget(c, "modes"));
+	field_set(&d->cond[COND_PATTERN], jget(c, "pattern"));
+	field_set(&d->cond[COND_FLUSH_EVERY], jget(c, "flush_every"));
+	field_set(&d->cond[COND_QD], jget(c, "queue_depth"));
+	field_set(&d->cond[COND_CUT], jget(c, "cut"));
+	field_set(&d->cond[COND_OFF_MS], jget(c, "off_ms"));
+	{
+		/* the policy of the modes the board ran, not of every mode */
+		json_object *pol = jget(c, "policy"), *modes = jget(c, "modes"), *mine;
+
+		if (!pol || !json_object_is_type(pol, json_type_object) || !modes ||
+		    !json_object_is_type(modes, json_type_array)) {
+			field_set(&d->cond[COND_POLICY], pol);
+			return;
+		}
+		mine = json_object_new_object();
+		for (size_t i = 0; mine && i < json_object_array_length(modes); i++) {
+			json_object *mn = json_object_array_get_idx(modes, i), *pm;
+
+			if (json_object_is_type(mn, json_type_string) &&
+			    (pm = jget(pol, json_object_get_string(mn))))
+				json_object_object_add(mine, json_object_get_string(mn), json_object_get(pm));
+		}
+		field_set(&d->cond[COND_POLICY], mine);
+		json_object_put(mine);
+	}
+}
+
+static int cycle_row(struct rep *r, const struct verdict *vd, unsigned board, unsigned dev)
+{
+	struct rep_cycle *c;
+
+	if (r->ncycles == r->cap_cycles) {
+		size_t cap = r->cap_cycles ? r->cap_cycles * 2 : 256;
+
+		c = realloc(r->cycles, cap * sizeof(*c));
+		if (!c)
+			return -ENOMEM;
+		r->cycles = c;
+		r->cap_cycles = cap;
+	}
+	c = &r->cycles[r->ncycles++];
+	memset(c, 0, sizeof(*c));
+	c->board = board;
+	c->dev = dev;
+	c->cycle = (unsigned long)vd->cycle;
+	c->time_ms = vd->time_ms;
+	c->out = (signed char)vd->out;
+	c->mode = (signed char)(vd->mode ? pc_mode_from_name(vd->mode) : -1);
+	for (int k = 0; k < NCLASS; k++)
+		c->counts[k] = vd->counts[k] > UINT32_MAX ? UINT32_MAX : (uint32_t)vd->counts[k];
+	c->violations = vd->violations > UINT32_MAX ? UINT32_MAX : (uint32_t)vd->violations;
+	c->planned = vd->planned > UINT32_MAX ? UINT32_MAX : (uint32_t)vd->planned;
+	c->acked = vd->acked > UINT32_MAX ? UINT32_MAX : (uint32_t)vd->acked;
+	c->rate = vd->has_rate ? vd->rate : -1.0;
+	c->mib = vd->mib;
+	c->lat_n = (uint32_t)vd->lat_n;
+	c->lat_p50 = (uint32_t)vd->lat_p50;
+	c->lat_p99 = (uint32_t)vd->lat_p99;
+	c->lat_max = (uint32_t)vd->lat_max;
+	return 0;
+}
+
 static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 {
-	struct rep_dev *d = rep_dev_get(r, id, vd->board);
+	struct rep_dir *dd = &r->dirs[r->cur];
+	struct rep_dev *d;
 	struct rep_board *bd;
 	struct rep_mode *m;
+	char key[512];
+	int rc;
 
+	/* a cycle counted once, however many copies of its folder were given */
+	snprintf(key, sizeof(key), "%s\x1f%s\x1f%s\x1f%llu", vd->host ? vd->host : "", dd->camp_key, vd->board,
+		 (unsigned long long)vd->cycle);
+	if ((rc = seen_add(r, key)) < 0)
+		return rc;
+	if (rc) {
+		r->duplicates++;
+		return 0;
+	}
+	d = rep_dev_get(r, id, vd->board);
 	if (!d || !(bd = rep_board_get(r, r->cur, vd->board)))
 		return -ENOMEM;
 	bd->dev = (int)(d - r->devs);
 	bd->verdicts++;
-	if (vd->cycle > r->dirs[r->cur].max_cycle)
-		r->dirs[r->cur].max_cycle = vd->cycle;
+	if (vd->cycle > dd->max_cycle)
+		dd->max_cycle = vd->cycle;
 	if (strlist_add(&d->boards, vd->board) ||
 	    (vd->campaign && strlist_add(&d->campaigns, vd->campaign)) ||
 	    !(m = rep_mode_get(d, vd->mode ? vd->mode : "")))
 		return -ENOMEM;
+	if (cycle_row(r, vd, (unsigned)(bd - r->boards), (unsigned)(d - r->devs)))
+		return -ENOMEM;
+	d->ncycles++;
 	field_set(&d->ident[ID_NAME], jget(vd->device, "name"));
 	field_set(&d->ident[ID_MANFID], jget(vd->device, "manfid"));
 	field_set(&d->ident[ID_CID], jget(vd->device, "cid"));
 	field_set(&d->ident[ID_FUA], jget(vd->queue, "fua"));
 	field_set(&d->ident[ID_WCACHE], jget(vd->queue, "write_cache"));
 	field_set(&d->ident[ID_KERNEL], vd->kernel);
+	field_set(&d->ident[ID_FWREV], jget(vd->device, "fwrev"));
+	field_set(&d->ident[ID_SERIAL], jget(vd->device, "serial"));
+	field_set(&d->ident[ID_TYPE], jget(vd->device, "type"));
+	field_set(&d->ident[ID_AGENT], vd->agent);
+	cond_set(d, bd, vd);
+	if (vd->time_ms >= 0) {
+		if (d->first_ms < 0 || vd->time_ms < d->first_ms)
+			d->first_ms = vd->time_ms;
+		if (vd->time_ms > d->last_ms)
+			d->last_ms = vd->time_ms;
+	}
+	if ((vd->host && strlist_add(&d->hosts, vd->host)) ||
+	    (dd->host && strlist_add(&d->hosts, dd->host)) ||
+	    (dd->version && strlist_add(&d->versions, dd->version)))
+		return -ENOMEM;
 	m->out[vd->out]++;
 	m->violations += vd->violations;
+	if (vd->planned)
+		m->worked++;
 	/* the cut landed mid-write: something submitted never (fully) landed */
 	if (vd->counts[PC_CLS_NOT_WRITTEN] + vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
 		m->inflight++;
+	if (vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
+		m->torn_cycles++;
 	for (int c = 0; c < NCLASS; c++) {
 		/* counts.collateral includes the refused writes: they are shown apart */
 		uint64_t cnt = c == PC_CLS_COLLATERAL ? (vd->counts[c] > vd->refused ? vd->counts[c] - vd->refused : 0)
@@ -494,6 +779,23 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 	if (vd->has_rate && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
 		m->rate_sum += vd->rate;
 		m->rate_n++;
+	}
+	if (vd->mib >= 0 && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
+		m->mib_sum += vd->mib;
+		m->mib_n++;
+	}
+	lat_add(&m->lat, vd);
+	for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
+		m->tears[k] += vd->tears[k];
+	m->tears_n += vd->ntears;
+	if (bd->record_sectors > m->record_sectors)
+		m->record_sectors = bd->record_sectors;
+	if (vd->out == PC_OUT_FAIL && m->nfirst_fail < REP_FIRST_FAILS) {
+		struct rep_fail_ref *f = &m->first_fail[m->nfirst_fail++];
+
+		f->board = (unsigned)(bd - r->boards);
+		f->cycle = (unsigned long)vd->cycle;
+		verdict_viol_text(vd, f->what, sizeof(f->what));
 	}
 	if (vd->mode && vd->mode_run && strcmp(vd->mode, vd->mode_run) != 0) {
 		unsigned i;
@@ -699,11 +1001,30 @@ out:
 
 /* ---- what a folder's companions say: campaign.json, events.jsonl ---- */
 
-/* campaign.json: the cycles planned, the boards, the INFRA_ERROR limit. */
+/* A string of campaign.json, checked: printable, at most 255 bytes. */
+static int camp_str(struct rep *r, const char *path, json_object *v, const char *what, char **out)
+{
+	const char *s;
+
+	if (!v || json_object_is_type(v, json_type_null))
+		return 0;
+	if (!json_object_is_type(v, json_type_string) || strlen(s = json_object_get_string(v)) > 255)
+		return rep_fail(r, path, 0, "%s: expected a string of at most 255 bytes", what);
+	for (const char *p = s; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return rep_fail(r, path, 0, "%s: a control character", what);
+	if (!(*out = strdup(s)))
+		return rep_fail(r, path, 0, "out of memory");
+	return 0;
+}
+
+/* campaign.json: its format, the campaign's identity (host, name, start),
+ * the cycles planned, the boards and their configuration, the INFRA_ERROR
+ * limit. Read before the verdicts: it says how to read them. */
 static int rep_campaign(struct rep *r, struct rep_dir *dd)
 {
 	json_object *doc, *cfg, *v, *boards;
-	char *path = NULL;
+	char *path = NULL, *name = NULL, why[512];
 	struct stat st;
 	uint64_t n;
 	int rc = 0;
@@ -716,11 +1037,25 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 		free(path);	/* none: a verdicts file from elsewhere, or a folder from long ago */
 		return rc;
 	}
+	if (st.st_size > 64 << 20) {
+		rc = rep_fail(r, path, 0, "%lld bytes: larger than a campaign.json can be (64 MiB)",
+			      (long long)st.st_size);
+		free(path);
+		return rc;
+	}
 	doc = json_object_from_file(path);
 	if (!doc) {
 		rc = rep_fail(r, path, 0, "cannot read it as JSON: %s", json_util_get_last_err());
 		free(path);
 		return rc;
+	}
+	if (!json_object_is_type(doc, json_type_object)) {
+		rc = rep_fail(r, path, 0, "expected a JSON object");
+		goto out;
+	}
+	if (pc_format_read(jget(doc, "format"), path, &dd->format_major, &dd->format_minor, why, sizeof(why))) {
+		rc = rep_fail(r, path, 0, "%s", why + strlen(path) + 2);
+		goto out;
 	}
 	cfg = jget(doc, "config");
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
@@ -728,10 +1063,27 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 		goto out;
 	}
 	dd->has_campaign = 1;
+	dd->campaign = json_object_get(doc);
+	if ((v = jget(doc, "started")) && (rc = opt_count(r, path, 0, v, "started", &n)) == 0)
+		dd->started = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+	if (rc ||
+	    (rc = camp_str(r, path, jget(jget(doc, "host"), "id"), "host.id", &dd->host)) ||
+	    (!dd->host && (rc = camp_str(r, path, jget(jget(doc, "host"), "hostname"), "host.hostname", &dd->host))) ||
+	    (rc = camp_str(r, path, jget(jget(doc, "host"), "powercut"), "host.powercut", &dd->version)) ||
+	    (rc = camp_str(r, path, jget(doc, "campaign"), "campaign", &name)))
+		goto out;
+	/* the campaign: copies of its folder (from a sync, a backup) merge */
+	free(dd->camp_key);
+	if (asprintf(&dd->camp_key, "%s|%s|%lld", dd->host ? dd->host : "", name ? name : "",
+		     (long long)dd->started) < 0) {
+		dd->camp_key = NULL;
+		rc = rep_fail(r, path, 0, "out of memory");
+		goto out;
+	}
 	if ((v = jget(cfg, "cycles"))) {
 		if ((rc = opt_count(r, path, 0, v, "config.cycles", &n)))
 			goto out;
-		dd->cfg_cycles = (unsigned long)n;
+		dd->cfg_cycles = n > CFG_MAX_CYCLES ? CFG_MAX_CYCLES : (unsigned long)n;
 	}
 	if ((v = jget(cfg, "incomplete_infra_share"))) {
 		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
@@ -744,16 +1096,25 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 	}
 	boards = jget(cfg, "boards");
 	if (boards && json_object_is_type(boards, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(boards); i++) {
-			json_object *name = jget(json_object_array_get_idx(boards, i), "name");
+		for (size_t i = 0; i < json_object_array_length(boards) && i < CFG_MAX_BOARDS; i++) {
+			json_object *bo = json_object_array_get_idx(boards, i), *bn = jget(bo, "name");
+			struct rep_board *b;
+			uint64_t rs = 0;
 
-			if (name && json_object_is_type(name, json_type_string) &&
-			    !rep_board_get(r, (unsigned)(dd - r->dirs), json_object_get_string(name))) {
+			if (!bn || !json_object_is_type(bn, json_type_string))
+				continue;
+			if (!(b = rep_board_get(r, (unsigned)(dd - r->dirs), json_object_get_string(bn)))) {
 				rc = rep_fail(r, path, 0, "out of memory");
 				goto out;
 			}
+			b->cfg = bo;
+			if (!opt_count(r, path, 0, jget(jget(bo, "device"), "record_size"), "record_size", &rs) &&
+			    rs <= PC_MAX_RECORD_SIZE)
+				b->record_sectors = (unsigned)(rs / PC_SECTOR);
+			r->err[0] = 0;
 		}
 out:
+	free(name);
 	json_object_put(doc);
 	free(path);
 	return rc;
@@ -863,6 +1224,7 @@ static int rep_events(struct rep *r, unsigned di)
  * companions only when the file is the folder's verdicts.jsonl). */
 static int rep_folder(struct rep *r, const char *arg)
 {
+	char real[PATH_MAX];
 	struct rep_dir *dd;
 	struct stat st;
 	int rc;
@@ -874,8 +1236,22 @@ static int rep_folder(struct rep *r, const char *arg)
 	dd = &r->dirs[r->ndirs];
 	memset(dd, 0, sizeof(*dd));
 	dd->arg = arg;
+	dd->dup_of = -1;
+	dd->format_major = 1;
 	dd->limit = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
 	r->cur = r->ndirs++;
+	/* the same folder (or file) given twice is read once */
+	if (!realpath(arg, real))
+		snprintf(real, sizeof(real), "%s", arg);
+	for (unsigned i = 0; i + 1 < r->ndirs; i++)
+		if (r->dirs[i].real && !strcmp(r->dirs[i].real, real)) {
+			dd->dup_of = (int)i;
+			return 0;
+		}
+	if (!(dd->real = strdup(real)) || asprintf(&dd->camp_key, "path:%s", real) < 0) {
+		dd->camp_key = NULL;
+		return rep_fail(r, arg, 0, "out of memory");
+	}
 	if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
 		const char *slash = strrchr(arg, '/'), *name = slash ? slash + 1 : arg;
 
@@ -886,16 +1262,31 @@ static int rep_folder(struct rep *r, const char *arg)
 	} else if (!(dd->base = strdup(arg))) {
 		return rep_fail(r, arg, 0, "out of memory");
 	}
+	/* campaign.json first: the format and the campaign's identity (a copy
+	 * of a folder given before is the same campaign; its key replaces the
+	 * path one, and the path stays for spotting the same folder again) */
+	if (dd->base) {
+		char *pathkey = dd->camp_key;
+
+		dd->camp_key = NULL;
+		rc = rep_campaign(r, dd);
+		if (!dd->camp_key)
+			dd->camp_key = pathkey;
+		else
+			free(pathkey);
+		if (rc)
+			return rc;
+	}
 	if ((rc = rep_read(r, arg)))
 		return rc;
-	if (dd->base && ((rc = rep_campaign(r, dd)) || (rc = rep_events(r, r->cur))))
+	if (dd->base && (rc = rep_events(r, r->cur)))
 		return rc;
 	return 0;
 }
 
 /* ---- totals and results ---- */
 
-static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
+void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t)
 {
 	memset(t, 0, sizeof(*t));
 	pc_strlcpy(t->name, "total", sizeof(t->name));
@@ -911,12 +1302,28 @@ static void mode_sum(const struct rep_dev *d, struct rep_mode *t)
 		t->violations += m->violations;
 		t->refused += m->refused;
 		t->inflight += m->inflight;
+		t->worked += m->worked;
+		t->torn_cycles += m->torn_cycles;
 		t->rate_sum += m->rate_sum;
 		t->rate_n += m->rate_n;
+		t->mib_sum += m->mib_sum;
+		t->mib_n += m->mib_n;
+		for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
+			t->lat.hist[k] += m->lat.hist[k];
+		t->lat.n += m->lat.n;
+		if (m->lat.max > t->lat.max)
+			t->lat.max = m->lat.max;
+		for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
+			t->tears[k] += m->tears[k];
+		t->tears_n += m->tears_n;
+		if (m->record_sectors > t->record_sectors)
+			t->record_sectors = m->record_sectors;
+		for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
+			t->first_fail[t->nfirst_fail++] = m->first_fail[k];
 	}
 }
 
-static unsigned long mode_cycles(const struct rep_mode *m)
+unsigned long rep_mode_cycles(const struct rep_mode *m)
 {
 	return m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL] + m->out[PC_OUT_BOOT_FAIL] + m->out[PC_OUT_INFRA_ERROR];
 }
@@ -928,7 +1335,7 @@ static unsigned long mode_cycles(const struct rep_mode *m)
  * lab's fault, never the device's, but too much of it leaves nothing to hand
  * anyone.
  */
-static const char *dev_result(const struct rep_dev *d, const struct rep_mode *t)
+const char *rep_dev_result(const struct rep_dev *d, const struct rep_mode *t)
 {
 	if (t->out[PC_OUT_FAIL])
 		return "FAIL";
@@ -1097,8 +1504,8 @@ static int finish_share(struct rep_dev *d)
 	char b1[32], b2[32], brief[128];
 	json_object *j;
 
-	mode_sum(d, &t);
-	cycles = mode_cycles(&t);
+	rep_mode_sum(d, &t);
+	cycles = rep_mode_cycles(&t);
 	infra = t.out[PC_OUT_INFRA_ERROR];
 	if (d->limit < 0)
 		d->limit = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
@@ -1149,7 +1556,7 @@ static int rep_finish(struct rep *r)
 
 /* The worst device's: what `powercut report` and `run` exit with. Nothing
  * at all to report is nothing judged. */
-static int rep_result(struct rep *r)
+int rep_result(const struct rep *r)
 {
 	int res = r->ndevs ? REPORT_PASS : REPORT_INCOMPLETE;
 
@@ -1157,8 +1564,8 @@ static int rep_result(struct rep *r)
 		struct rep_mode t;
 		int c;
 
-		mode_sum(&r->devs[i], &t);
-		c = result_code(dev_result(&r->devs[i], &t));
+		rep_mode_sum(&r->devs[i], &t);
+		c = result_code(rep_dev_result(&r->devs[i], &t));
 		if (c == REPORT_FAIL || (c == REPORT_INCOMPLETE && res == REPORT_PASS))
 			res = c;
 	}
@@ -1185,7 +1592,7 @@ static int mode_cmp(const void *a, const void *b)
 }
 
 /* "lost_acked=3 torn=1", or "-" */
-static void viol_text(const struct rep_mode *m, char *buf, size_t len)
+void rep_viol_text(const struct rep_mode *m, char *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -1203,247 +1610,148 @@ static void viol_text(const struct rep_mode *m, char *buf, size_t len)
 	}
 }
 
-/* ---- table ---- */
 
-static const char *field_text(const struct rep_field *f, char *buf, size_t len)
+const char *rep_field_text(const struct rep_field *f, char *buf, size_t len)
 {
 	if (!f->v)
 		return "-";
-	snprintf(buf, len, "%s%s", json_object_get_string(f->v), f->varies ? " (varies)" : "");
+	snprintf(buf, len, "%s%s", json_object_is_type(f->v, json_type_object) || json_object_is_type(f->v, json_type_array) ?
+		 json_object_to_json_string_ext(f->v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) :
+		 json_object_get_string(f->v), f->varies ? " (varies)" : "");
 	return buf;
 }
 
-static void print_list(FILE *out, const struct strlist *l)
+double rep_rate(const struct rep_mode *m)
 {
-	for (unsigned i = 0; i < l->n; i++)
-		fprintf(out, "%s%s", i ? ", " : "", l->v[i]);
+	return m->rate_n ? m->rate_sum / (double)m->rate_n : -1.0;
 }
 
-/* The violations column starts at column 63; wrap at word boundaries so the
- * table stays within REP_WIDTH columns. */
-static void print_wrapped(FILE *out, const char *text, int col)
+double rep_mib(const struct rep_mode *m)
 {
-	const char *p = text;
-	int at = col;
-
-	while (*p) {
-		size_t w = strcspn(p, " ");
-
-		if (at > col && at + 1 + (int)w > REP_WIDTH) {
-			fprintf(out, "\n%*s", col, "");
-			at = col;
-		} else if (at > col) {
-			fputc(' ', out);
-			at++;
-		}
-		fprintf(out, "%.*s", (int)w, p);
-		at += (int)w;
-		p += w;
-		p += strspn(p, " ");
-	}
-	fputc('\n', out);
+	return m->mib_n ? m->mib_sum / (double)m->mib_n : -1.0;
 }
 
-static void print_row(FILE *out, const struct rep_mode *m, const char *label)
+uint32_t rep_lat_q(const struct rep_mode *m, double q)
 {
-	char rate[32], viol[512];
-
-	if (m->rate_n)
-		snprintf(rate, sizeof(rate), "%.1f", m->rate_sum / (double)m->rate_n);
-	else
-		snprintf(rate, sizeof(rate), "-");
-	viol_text(m, viol, sizeof(viol));
-	fprintf(out, "  %-10s%8lu%6lu%6lu%11lu%7lu%10lu%11s  ", label, mode_cycles(m), m->out[PC_OUT_PASS],
-		m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight, rate);
-	print_wrapped(out, viol, 73);
+	return pc_lat_quantile(m->lat.hist, m->lat.n, q, m->lat.max);
 }
 
-/* "5 cycles, 1 BOOT_FAIL; violations lost_acked=3" */
-static void print_detail(FILE *out, const struct rep_mode *t)
+const struct rep_mode *rep_find_mode(const struct rep_dev *d, const char *name)
 {
-	char viol[512];
-
-	fprintf(out, "%lu cycle%s", mode_cycles(t), mode_cycles(t) == 1 ? "" : "s");
-	for (int o = PC_OUT_FAIL; o < PC_NOUTCOMES; o++)
-		if (t->out[o])
-			fprintf(out, ", %lu %s", t->out[o], pc_outcome_names[o]);
-	viol_text(t, viol, sizeof(viol));
-	if (strcmp(viol, "-") != 0)
-		fprintf(out, "; violations %s", viol);
-	/* damage whose bytes never reached the host: shown, never guessed */
-	if (t->found[PC_CLS_UNCLASSIFIED] > t->viol[PC_CLS_UNCLASSIFIED])
-		fprintf(out, "; %lu unclassified (bytes not received)",
-			t->found[PC_CLS_UNCLASSIFIED] - t->viol[PC_CLS_UNCLASSIFIED]);
-}
-
-static void print_device(FILE *out, struct rep_dev *d)
-{
-	char b[4][160];
-	struct rep_mode t;
-
-	fprintf(out, "device %s (%s ", d->id ? d->id : "unknown", d->boards.n > 1 ? "boards" : "board");
-	print_list(out, &d->boards);
-	fprintf(out, "; %s%s manfid %s; queue fua=%s write_cache=%s)\n",
-		d->ident[ID_NAME].v ? "" : "name ", field_text(&d->ident[ID_NAME], b[0], sizeof(b[0])),
-		field_text(&d->ident[ID_MANFID], b[1], sizeof(b[1])),
-		field_text(&d->ident[ID_FUA], b[2], sizeof(b[2])),
-		field_text(&d->ident[ID_WCACHE], b[3], sizeof(b[3])));
-	fprintf(out, "  cid %s; kernel %s\n", field_text(&d->ident[ID_CID], b[0], sizeof(b[0])),
-		field_text(&d->ident[ID_KERNEL], b[1], sizeof(b[1])));
-	if (!d->id)
-		fprintf(out, "  (no agent ever reported this device's identity: only boot failures were seen)\n");
-	fprintf(out, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  in-flight  records/s  violations\n");
-	if (d->nmodes)	/* none: a board without verdicts */
-		qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
 	for (unsigned i = 0; i < d->nmodes; i++)
-		print_row(out, &d->modes[i], d->modes[i].name[0] ? d->modes[i].name : "-");
-	mode_sum(d, &t);
-	if (d->nmodes > 1)
-		print_row(out, &t, "total");
-	for (unsigned i = 0; i < d->nmodes; i++)
-		for (unsigned k = 0; k < d->modes[i].nran; k++)
-			fprintf(out, "  note: %s ran as %s in %lu cycle%s (see queue fua / write_cache)\n",
-				d->modes[i].name, d->modes[i].ran[k].name, d->modes[i].ran[k].n,
-				d->modes[i].ran[k].n == 1 ? "" : "s");
-	fprintf(out, "  result: %s (", dev_result(d, &t));
-	print_detail(out, &t);
-	fprintf(out, ")\n");
-	/* also under a FAIL: the evidence was incomplete, whatever it proved */
-	for (unsigned k = 0; k < d->nwhy; k++) {
-		fprintf(out, "  incomplete: ");
-		print_wrapped(out, d->why[k].text, 14);
-	}
-	fprintf(out, "\n");
+		if (!strcmp(d->modes[i].name, name))
+			return &d->modes[i];
+	return NULL;
 }
 
-static void print_table(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
+double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m)
 {
-	struct rep_mode t;
+	const struct rep_mode *none = rep_find_mode(d, "none");
+	double a, b;
 
-	fprintf(out, "powercut report: %u device%s from ", r->ndevs, r->ndevs == 1 ? "" : "s");
-	for (int i = 0; i < ndirs; i++)
-		fprintf(out, "%s%s", i ? ", " : "", dirs[i]);
-	fprintf(out, "\n");
-	if (r->torn_lines)
-		fprintf(out, "(%lu torn last line%s ignored)\n", r->torn_lines, r->torn_lines == 1 ? "" : "s");
-	fprintf(out, "\n");
-	for (unsigned i = 0; i < r->ndevs; i++)
-		print_device(out, &r->devs[i]);
-	fprintf(out, "summary\n");
-	if (!r->ndevs)
-		fprintf(out, "  no verdicts yet\n");
+	if (!none || none == m)
+		return -1.0;
+	a = rep_rate(none);
+	b = rep_rate(m);
+	return a > 0 && b > 0 ? a / b : -1.0;
+}
+
+const char *rep_time_text(int64_t ms, char *buf, size_t len)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms < 0 || !gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec);
+	return buf;
+}
+
+static const struct rep *sort_r;
+
+static int cycle_cmp(const void *a, const void *b)
+{
+	const struct rep_cycle *x = a, *y = b;
+	int c;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	if (x->board != y->board && (c = strcmp(sort_r->boards[x->board].name, sort_r->boards[y->board].name)))
+		return c;
+	if (x->board != y->board)
+		return x->board < y->board ? -1 : 1;
+	return x->cycle < y->cycle ? -1 : x->cycle > y->cycle;
+}
+
+void rep_sort_cycles(struct rep *r)
+{
+	sort_r = r;
+	if (r->ncycles)
+		qsort(r->cycles, r->ncycles, sizeof(*r->cycles), cycle_cmp);
+	sort_r = NULL;
+}
+
+/* A part: manufacturer, product name, firmware revision. */
+static int dev_part(struct rep_dev *d)
+{
+	char b[3][128];
+
+	free(d->part);
+	return asprintf(&d->part, "%s %s %s", rep_field_text(&d->ident[ID_MANFID], b[0], sizeof(b[0])),
+			rep_field_text(&d->ident[ID_NAME], b[1], sizeof(b[1])),
+			rep_field_text(&d->ident[ID_FWREV], b[2], sizeof(b[2]))) < 0 ? -ENOMEM : 0;
+}
+
+static int dev_cmp(const void *a, const void *b)
+{
+	const struct rep_dev *x = a, *y = b;
+	int c = strcmp(x->part, y->part);
+
+	if (c)
+		return c;
+	/* units known by id first, in id order; then the boards never identified */
+	if (!x->id || !y->id)
+		return x->id ? -1 : y->id ? 1 : strcmp(x->key, y->key);
+	return strcmp(x->id, y->id);
+}
+
+/* Modes in DESIGN order, devices grouped by part (the indices of boards and
+ * cycle rows follow them), cycles by device, board and cycle. */
+static int rep_order(struct rep *r)
+{
+	unsigned *map;
+
 	for (unsigned i = 0; i < r->ndevs; i++) {
-		const struct rep_dev *d = &r->devs[i];
+		struct rep_dev *d = &r->devs[i];
 
-		mode_sum(d, &t);
-		fprintf(out, "  %-9s %s (", dev_result(d, &t), d->id ? d->id : "unknown device");
-		print_list(out, &d->boards);
-		fprintf(out, "): ");
-		print_detail(out, &t);
-		/* why, when that is the result (under a FAIL, the device's section says) */
-		for (unsigned k = 0; !strcmp(dev_result(d, &t), "INCOMPLETE") && k < d->nwhy; k++)
-			fprintf(out, "%s%s", k ? "; " : "; incomplete: ", d->why[k].brief);
-		fprintf(out, "\n");
+		if (d->nmodes)
+			qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
+		if (dev_part(d))
+			return -ENOMEM;
+		d->ncycles = i;		/* its old index, for the map below; recounted after */
 	}
-}
-
-/* ---- JSON ---- */
-
-static json_object *class_obj(const unsigned long *v, unsigned long refused)
-{
-	json_object *o = json_object_new_object();
-
-	for (int c = 0; c < NCLASS; c++)
-		if (v[c])
-			json_object_object_add(o, pc_class_names[c], json_object_new_int64((int64_t)v[c]));
-	if (refused)
-		json_object_object_add(o, REFUSED_NAME, json_object_new_int64((int64_t)refused));
-	return o;
-}
-
-static void mode_json(json_object *o, const struct rep_mode *m)
-{
-	json_object_object_add(o, "cycles", json_object_new_int64((int64_t)mode_cycles(m)));
-	for (int k = 0; k < PC_NOUTCOMES; k++)
-		json_object_object_add(o, outcome_keys[k], json_object_new_int64((int64_t)m->out[k]));
-	json_object_object_add(o, "violations", class_obj(m->viol, m->refused));
-	json_object_object_add(o, "violation_total", json_object_new_int64((int64_t)m->violations));
-	json_object_object_add(o, "cuts_in_flight", json_object_new_int64((int64_t)m->inflight));
-	json_object_object_add(o, "findings", class_obj(m->found, m->refused));
-	json_object_object_add(o, "records_per_s",
-			       m->rate_n ? json_object_new_double(m->rate_sum / (double)m->rate_n) : NULL);
-}
-
-static json_object *strlist_json(const struct strlist *l)
-{
-	json_object *a = json_object_new_array();
-
-	for (unsigned i = 0; i < l->n; i++)
-		json_object_array_add(a, json_object_new_string(l->v[i]));
-	return a;
-}
-
-static json_object *device_json(struct rep_dev *d)
-{
-	json_object *o = json_object_new_object(), *id = json_object_new_object(), *modes, *why;
-	struct rep_mode t;
-
-	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
-	json_object_object_add(o, "boards", strlist_json(&d->boards));
-	json_object_object_add(o, "campaigns", strlist_json(&d->campaigns));
-	for (int k = 0; k < ID_N; k++)
-		json_object_object_add(id, id_keys[k], json_object_get(d->ident[k].v));
-	json_object_object_add(o, "identity", id);
-	mode_sum(d, &t);
-	json_object_object_add(o, "result", json_object_new_string(dev_result(d, &t)));
-	why = json_object_new_array();
-	for (unsigned k = 0; k < d->nwhy; k++)
-		json_object_array_add(why, json_object_get(d->why[k].j));
-	json_object_object_add(o, "incomplete", why);
-	json_object_object_add(o, "infra_share", mode_cycles(&t) ? json_object_new_double(
-		(double)t.out[PC_OUT_INFRA_ERROR] / (double)mode_cycles(&t)) : NULL);
-	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
-	mode_json(o, &t);
-	modes = json_object_new_array();
-	json_object_object_add(o, "modes", modes);
-	if (d->nmodes)	/* none: a board without verdicts */
-		qsort(d->modes, d->nmodes, sizeof(*d->modes), mode_cmp);
-	for (unsigned i = 0; i < d->nmodes; i++) {
-		json_object *mo = json_object_new_object(), *ran = json_object_new_object();
-		const struct rep_mode *m = &d->modes[i];
-
-		json_object_object_add(mo, "mode", m->name[0] ? json_object_new_string(m->name) : NULL);
-		mode_json(mo, m);
-		for (unsigned k = 0; k < m->nran; k++)
-			json_object_object_add(ran, m->ran[k].name, json_object_new_int64((int64_t)m->ran[k].n));
-		json_object_object_add(mo, "ran_as", ran);
-		json_object_array_add(modes, mo);
-	}
-	return o;
-}
-
-static int print_json(struct rep *r, FILE *out, const char *const *dirs, int ndirs)
-{
-	json_object *doc = json_object_new_object(), *a = json_object_new_array(), *devs;
-
-	if (!doc || !a) {
-		json_object_put(doc);
-		json_object_put(a);
+	if (!r->ndevs)
+		return 0;
+	qsort(r->devs, r->ndevs, sizeof(*r->devs), dev_cmp);
+	map = calloc(r->ndevs, sizeof(*map));
+	if (!map)
 		return -ENOMEM;
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		map[r->devs[i].ncycles] = i;
+		r->devs[i].ncycles = 0;
 	}
-	for (int i = 0; i < ndirs; i++)
-		json_object_array_add(a, json_object_new_string(dirs[i]));
-	json_object_object_add(doc, "results", a);
-	json_object_object_add(doc, "result", json_object_new_string(
-		rep_result(r) == REPORT_PASS ? "PASS" : rep_result(r) == REPORT_FAIL ? "FAIL" : "INCOMPLETE"));
-	json_object_object_add(doc, "torn_lines_ignored", json_object_new_int64((int64_t)r->torn_lines));
-	devs = json_object_new_array();
-	json_object_object_add(doc, "devices", devs);
-	for (unsigned i = 0; i < r->ndevs; i++)
-		json_object_array_add(devs, device_json(&r->devs[i]));
-	fprintf(out, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
-							    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(doc);
+	for (unsigned i = 0; i < r->nboards; i++)
+		if (r->boards[i].dev >= 0)
+			r->boards[i].dev = (int)map[r->boards[i].dev];
+	for (size_t i = 0; i < r->ncycles; i++) {
+		r->cycles[i].dev = map[r->cycles[i].dev];
+		r->devs[r->cycles[i].dev].ncycles++;
+	}
+	free(map);
+	rep_sort_cycles(r);
 	return 0;
 }
 
@@ -1454,10 +1762,15 @@ static void rep_free(struct rep *r)
 
 		free(d->id);
 		free(d->key);
+		free(d->part);
 		strlist_free(&d->boards);
 		strlist_free(&d->campaigns);
+		strlist_free(&d->hosts);
+		strlist_free(&d->versions);
 		for (int k = 0; k < ID_N; k++)
 			json_object_put(d->ident[k].v);
+		for (int k = 0; k < COND_N; k++)
+			json_object_put(d->cond[k].v);
 		free(d->modes);
 		for (unsigned k = 0; k < d->nwhy; k++) {
 			free(d->why[k].text);
@@ -1467,20 +1780,29 @@ static void rep_free(struct rep *r)
 		free(d->why);
 	}
 	free(r->devs);
-	for (unsigned i = 0; i < r->ndirs; i++)
-		free(r->dirs[i].base);
-	free(r->dirs);
 	for (unsigned i = 0; i < r->nboards; i++) {
 		free(r->boards[i].name);
 		free(r->boards[i].gu_reason);
 	}
 	free(r->boards);
+	for (unsigned i = 0; i < r->ndirs; i++) {
+		free(r->dirs[i].base);
+		free(r->dirs[i].real);
+		free(r->dirs[i].camp_key);
+		free(r->dirs[i].host);
+		free(r->dirs[i].version);
+		json_object_put(r->dirs[i].campaign);
+	}
+	free(r->dirs);
+	free(r->cycles);
+	seen_free(r);
 }
 
 int report_run(const char *const *dirs, int ndirs, FILE *out, const struct report_opts *o, int *result,
 	       char *err, size_t errlen)
 {
 	struct rep r = { .err = err, .errlen = errlen, .own_run = o && o->own_run };
+	enum report_format fmt = !o ? REPORT_FMT_TEXT : o->json ? REPORT_FMT_JSON : o->format;
 	int rc = 0;
 
 	if (errlen)
@@ -1493,16 +1815,20 @@ int report_run(const char *const *dirs, int ndirs, FILE *out, const struct repor
 	}
 	for (int i = 0; i < ndirs && !rc; i++)
 		rc = rep_folder(&r, dirs[i]);
-	if (!rc && (rc = rep_finish(&r)))
+	if (!rc && ((rc = rep_finish(&r)) || (rc = rep_order(&r))))
 		snprintf(err, errlen, "report: out of memory");
 	if (!rc && out) {
-		if (o && o->json)
-			rc = print_json(&r, out, dirs, ndirs);
-		else
-			print_table(&r, out, dirs, ndirs);
-		if (rc)
+		switch (fmt) {
+		case REPORT_FMT_JSON: rc = report_json(&r, out, dirs, ndirs); break;
+		case REPORT_FMT_MD: rc = report_md(&r, out, dirs, ndirs); break;
+		case REPORT_FMT_HTML: rc = report_html(&r, out, dirs, ndirs); break;
+		case REPORT_FMT_CSV: rc = report_csv(&r, out); break;
+		case REPORT_FMT_JUNIT: rc = report_junit(&r, out); break;
+		default: rc = report_text(&r, out, dirs, ndirs); break;
+		}
+		if (rc == -ENOMEM)
 			snprintf(err, errlen, "report: out of memory");
-		else if (fflush(out) != 0 || ferror(out)) {
+		else if (rc || fflush(out) != 0 || ferror(out)) {
 			rc = -EIO;
 			snprintf(err, errlen, "report: cannot write the report: %s", strerror(errno));
 		}
@@ -1518,4 +1844,16 @@ int report_print(const char *const *dirs, int ndirs, FILE *out, int json, char *
 	struct report_opts o = { .json = json };
 
 	return report_run(dirs, ndirs, out, &o, NULL, err, errlen);
+}
+
+int report_format_from_name(const char *s)
+{
+	static const char *const names[] = { "text", "md", "html", "json", "junit", "csv" };
+
+	for (int i = 0; i < (int)PC_ARRAY_SIZE(names); i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	if (!strcmp(s, "markdown"))
+		return REPORT_FMT_MD;
+	return -1;
 }

@@ -28,8 +28,21 @@ enum report_result {
 	REPORT_INCOMPLETE = 3,	/* some device INCOMPLETE, none FAIL or BOOT_FAIL */
 };
 
+/* What the report is written as (powercut report --format). */
+enum report_format {
+	REPORT_FMT_TEXT,	/* the table, for a terminal */
+	REPORT_FMT_MD,		/* Markdown, for a ticket */
+	REPORT_FMT_HTML,	/* one self-contained page with charts, for a supplier */
+	REPORT_FMT_JSON,	/* one document, the names of verdicts.jsonl */
+	REPORT_FMT_JUNIT,	/* JUnit XML: a testsuite per device, a testcase per mode */
+	REPORT_FMT_CSV,		/* a row per cycle */
+};
+/* The format named s ("text", "md", ...), or -1. */
+int report_format_from_name(const char *s);
+
 struct report_opts {
-	int json;		/* one JSON document instead of the table */
+	int json;		/* one JSON document instead of the table (format json) */
+	enum report_format format;
 	int own_run;		/* the caller is the run that holds the folder's lock (it is
 				 * done with its cycles): its lock is not "still running" */
 };

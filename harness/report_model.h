@@ -119,6 +119,7 @@ struct rep_dev {
 /* One results folder, and what its companions say. */
 struct rep_dir {
 	const char *arg;		/* as given */
+	char *real;			/* its real path (the same folder given twice is read once) */
 	char *base;			/* the folder; NULL for a verdicts file not named verdicts.jsonl */
 	char *camp_key;			/* host id, campaign, start: copies of one campaign merge */
 	int dup_of;			/* the same folder given before (its index), or -1 */
@@ -129,6 +130,8 @@ struct rep_dir {
 	unsigned long max_cycle;	/* the highest cycle with a verdict, any board */
 	json_object *campaign;		/* campaign.json (a reference), or NULL */
 	int64_t started;		/* campaign.json "started" (s), 0 unknown */
+	char *host;			/* campaign.json host.id, else host.hostname, or NULL */
+	char *version;			/* campaign.json host.powercut, or NULL */
 };
 
 /* One board of one campaign: is its part of the campaign complete? */
@@ -142,6 +145,8 @@ struct rep_board {
 	char *gu_reason;
 	int has_plan;			/* a run_end event said how many cycles its run planned */
 	unsigned long plan;
+	json_object *cfg;		/* its campaign.json configuration (borrowed), or NULL */
+	unsigned record_sectors;	/* its record size in sectors, 0 unknown */
 };
 
 /* One judged cycle (a verdict line), for the CSV and the charts. */
@@ -203,6 +208,10 @@ double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m);
 const char *rep_time_text(int64_t ms, char *buf, size_t len);
 /* Order the cycle rows by device, board, cycle. */
 void rep_sort_cycles(struct rep *r);
+
+/* XML text or attribute value, escaped, with only what XML 1.0 allows
+ * (control characters and invalid UTF-8 become '?'). */
+void rep_xml(FILE *out, const char *s);
 
 /* the writers: 0, or -errno (out of memory, or writing failed) */
 int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);

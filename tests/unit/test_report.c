@@ -137,7 +137,7 @@ static json_object *mode(json_object *dev, const char *name)
 	return NULL;
 }
 
-/* An integer at a dotted path ("violations.lost_acked"); -1 if absent. */
+/* An integer at a dotted path ("violations_by_class.lost_acked"); -1 if absent. */
 static long long num(json_object *o, const char *path)
 {
 	char buf[128], *save = NULL;
@@ -160,7 +160,8 @@ static double rate(json_object *m)
 {
 	json_object *v;
 
-	return m && json_object_object_get_ex(m, "records_per_s", &v) && v ? json_object_get_double(v) : -1.0;
+	return m && json_object_object_get_ex(m, "rate", &m) && json_object_object_get_ex(m, "records_per_s", &v) && v ?
+		json_object_get_double(v) : -1.0;
 }
 
 static void test_one_dir_json(void)
@@ -181,24 +182,24 @@ static void test_one_dir_json(void)
 	CU_ASSERT_PTR_NOT_NULL_FATAL(a);
 	CU_ASSERT_STRING_EQUAL(str(a, "result"), "BOOT_FAIL");
 	CU_ASSERT_EQUAL(num(a, "cycles"), 5);
-	CU_ASSERT_EQUAL(num(a, "pass"), 3);
-	CU_ASSERT_EQUAL(num(a, "fail"), 0);
-	CU_ASSERT_EQUAL(num(a, "boot_fail"), 1);
-	CU_ASSERT_EQUAL(num(a, "infra_error"), 1);
-	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "identity"), "manfid"), "0x0000fe");
-	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "identity"), "write_cache"), "write back");
-	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "identity"), "cid"), "fe01aa");
+	CU_ASSERT_EQUAL(num(a, "verdicts.PASS"), 3);
+	CU_ASSERT_EQUAL(num(a, "verdicts.FAIL"), 0);
+	CU_ASSERT_EQUAL(num(a, "verdicts.BOOT_FAIL"), 1);
+	CU_ASSERT_EQUAL(num(a, "verdicts.INFRA_ERROR"), 1);
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "device"), "manfid"), "0x0000fe");
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "queue"), "write_cache"), "write back");
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(a, "device"), "cid"), "fe01aa");
 	m = mode(a, "fua");
 	CU_ASSERT_EQUAL(num(m, "cycles"), 2);
-	CU_ASSERT_EQUAL(num(m, "pass"), 2);
+	CU_ASSERT_EQUAL(num(m, "verdicts.PASS"), 2);
 	CU_ASSERT_DOUBLE_EQUAL(rate(m), 1500.0, 1e-9);
 	m = mode(a, "flush");
-	CU_ASSERT_EQUAL(num(m, "pass"), 1);
+	CU_ASSERT_EQUAL(num(m, "verdicts.PASS"), 1);
 	CU_ASSERT_DOUBLE_EQUAL(rate(m), 3000.5, 1e-9);
 	/* boot and infra cycles wrote nothing: no mode */
 	m = mode(a, NULL);
-	CU_ASSERT_EQUAL(num(m, "boot_fail"), 1);
-	CU_ASSERT_EQUAL(num(m, "infra_error"), 1);
+	CU_ASSERT_EQUAL(num(m, "verdicts.BOOT_FAIL"), 1);
+	CU_ASSERT_EQUAL(num(m, "verdicts.INFRA_ERROR"), 1);
 	CU_ASSERT_EQUAL(rate(m), -1.0);
 
 	/* 1 INFRA_ERROR in 5 cycles is over the default 10%, but BOOT_FAIL stays */
@@ -212,18 +213,18 @@ static void test_one_dir_json(void)
 	CU_ASSERT_STRING_EQUAL(str(b, "result"), "FAIL");
 	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(b, "incomplete")), 0);
 	CU_ASSERT_EQUAL(num(b, "cycles"), 3);
-	CU_ASSERT_EQUAL(num(b, "fail"), 2);
+	CU_ASSERT_EQUAL(num(b, "verdicts.FAIL"), 2);
 	m = mode(b, "flush");
-	CU_ASSERT_EQUAL(num(m, "fail"), 2);
-	CU_ASSERT_EQUAL(num(m, "violations.lost_acked"), 7);
+	CU_ASSERT_EQUAL(num(m, "verdicts.FAIL"), 2);
+	CU_ASSERT_EQUAL(num(m, "violations_by_class.lost_acked"), 7);
 	/* only the acked tear was a violation; the other one is a finding */
-	CU_ASSERT_EQUAL(num(m, "violations.torn"), 1);
-	CU_ASSERT_EQUAL(num(m, "findings.torn"), 2);
-	CU_ASSERT_EQUAL(num(m, "violations.intact"), -1);
-	CU_ASSERT_EQUAL(num(m, "violation_total"), 8);
+	CU_ASSERT_EQUAL(num(m, "violations_by_class.torn"), 1);
+	CU_ASSERT_EQUAL(num(m, "counts.torn"), 2);
+	CU_ASSERT_EQUAL(num(m, "violations_by_class.intact"), -1);
+	CU_ASSERT_EQUAL(num(m, "violations"), 8);
 	CU_ASSERT_DOUBLE_EQUAL(rate(m), 6000.0, 1e-9);
 	m = mode(b, "fua");
-	CU_ASSERT_EQUAL(num(m, "pass"), 1);
+	CU_ASSERT_EQUAL(num(m, "verdicts.PASS"), 1);
 	CU_ASSERT_EQUAL(num(m, "ran_as.fua+flush"), 1);
 	json_object_put(doc);
 	free(text);
@@ -279,9 +280,9 @@ static void test_merge(void)
 	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(doc, "devices")), 4);
 	b = device(doc, "mmc:PCSIM:bbbb");
 	CU_ASSERT_EQUAL(num(b, "cycles"), 4);
-	CU_ASSERT_EQUAL(num(b, "pass"), 2);
-	CU_ASSERT_EQUAL(num(b, "fail"), 2);
-	CU_ASSERT_EQUAL(num(mode(b, "flush"), "pass"), 1);
+	CU_ASSERT_EQUAL(num(b, "verdicts.PASS"), 2);
+	CU_ASSERT_EQUAL(num(b, "verdicts.FAIL"), 2);
+	CU_ASSERT_EQUAL(num(mode(b, "flush"), "verdicts.PASS"), 1);
 	CU_ASSERT_EQUAL(num(mode(b, "flush"), "cycles"), 3);
 	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(b, "boards")), 2);
 	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(b, "campaigns")), 2);
@@ -290,7 +291,7 @@ static void test_merge(void)
 	/* infrastructure trouble never counts against a device, nor for it */
 	z = device(doc, "mmc:ZZ:1");
 	CU_ASSERT_STRING_EQUAL(str(z, "result"), "INCOMPLETE");
-	CU_ASSERT_EQUAL(num(z, "infra_error"), 1);
+	CU_ASSERT_EQUAL(num(z, "verdicts.INFRA_ERROR"), 1);
 	CU_ASSERT_STRING_EQUAL(str(json_object_array_get_idx(json_object_object_get(z, "incomplete"), 0), "why"),
 			       "infra_share");
 	/* a board whose device never said who it is */
@@ -394,12 +395,12 @@ static void test_write_refused(void)
 	doc = json_tokener_parse(out);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
 	m = mode(device(doc, "mmc:PCSIM:aaaa"), "fua");
-	CU_ASSERT_EQUAL(num(m, "fail"), 1);
-	CU_ASSERT_EQUAL(num(m, "violations.write_refused"), 3);
-	CU_ASSERT_EQUAL(num(m, "violations.collateral"), 1);
-	CU_ASSERT_EQUAL(num(m, "findings.write_refused"), 3);
-	CU_ASSERT_EQUAL(num(m, "findings.collateral"), 1);
-	CU_ASSERT_EQUAL(num(m, "violation_total"), 4);
+	CU_ASSERT_EQUAL(num(m, "verdicts.FAIL"), 1);
+	CU_ASSERT_EQUAL(num(m, "violations_by_class.write_refused"), 3);
+	CU_ASSERT_EQUAL(num(m, "violations_by_class.collateral"), 1);
+	CU_ASSERT_EQUAL(num(m, "counts.write_refused"), 3);
+	CU_ASSERT_EQUAL(num(m, "counts.collateral"), 1);
+	CU_ASSERT_EQUAL(num(m, "violations"), 4);
 	json_object_put(doc);
 	free(out);
 	out = NULL;
