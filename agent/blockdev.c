@@ -744,6 +744,10 @@ int blockdev_probe_foreign(const char *path, uint64_t off, uint64_t len, char *w
 #define EXT_CSD_REV		192
 #define EXT_CSD_REL_WR_SEC_C	222
 #define EXT_CSD_CACHE_SIZE	249	/* 4 bytes, least significant first */
+#define EXT_CSD_FW_VERSION	254	/* 8 bytes */
+#define EXT_CSD_PRE_EOL_INFO	267
+#define EXT_CSD_LIFE_TIME_A	268
+#define EXT_CSD_LIFE_TIME_B	269
 
 int blockdev_ext_csd_parse(const uint8_t *raw, size_t len, struct blockdev_ext_csd *out)
 {
@@ -756,6 +760,10 @@ int blockdev_ext_csd_parse(const uint8_t *raw, size_t len, struct blockdev_ext_c
 	out->rel_wr_sec_c = raw[EXT_CSD_REL_WR_SEC_C];
 	out->cache_size = (uint32_t)raw[EXT_CSD_CACHE_SIZE] | (uint32_t)raw[EXT_CSD_CACHE_SIZE + 1] << 8 |
 			  (uint32_t)raw[EXT_CSD_CACHE_SIZE + 2] << 16 | (uint32_t)raw[EXT_CSD_CACHE_SIZE + 3] << 24;
+	memcpy(out->fw_version, raw + EXT_CSD_FW_VERSION, sizeof(out->fw_version));
+	out->pre_eol = raw[EXT_CSD_PRE_EOL_INFO];
+	out->life_a = raw[EXT_CSD_LIFE_TIME_A];
+	out->life_b = raw[EXT_CSD_LIFE_TIME_B];
 	return 0;
 }
 
@@ -804,6 +812,19 @@ json_object *blockdev_ext_csd_json(const struct blockdev_ext_csd *x, const char 
 	json_object_object_add(o, "rel_wr_sec_c", json_object_new_int(x->rel_wr_sec_c));
 	json_object_object_add(o, "cache_ctrl", json_object_new_int(x->cache_ctrl));
 	json_object_object_add(o, "cache_size", json_object_new_int64(x->cache_size));
+	{
+		/* firmware as hex in the card's byte order (as the kernel's sysfs
+		 * fwrev shows it: vendors store text or a number), and wear: what a
+		 * supplier is asked about first */
+		char fw[2 * sizeof(x->fw_version) + 1];
+
+		for (size_t i = 0; i < sizeof(x->fw_version); i++)
+			snprintf(fw + 2 * i, 3, "%02x", x->fw_version[i]);
+		json_object_object_add(o, "fw_version", json_object_new_string(fw));
+	}
+	json_object_object_add(o, "pre_eol_info", json_object_new_int(x->pre_eol));
+	json_object_object_add(o, "life_time_a", json_object_new_int(x->life_a));
+	json_object_object_add(o, "life_time_b", json_object_new_int(x->life_b));
 	/* the two bits the FUA debate is about, spelled out */
 	json_object_object_add(o, "en_rel_wr", json_object_new_boolean(!!(x->wr_rel_param & 0x04)));
 	json_object_object_add(o, "cache_on", json_object_new_boolean(!!(x->cache_ctrl & 0x01)));

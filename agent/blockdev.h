@@ -100,6 +100,9 @@ struct blockdev_ext_csd {
 	uint8_t rev;		/* [192] EXT_CSD_REV */
 	uint8_t rel_wr_sec_c;	/* [222] reliable write sector count */
 	uint32_t cache_size;	/* [249..252] little-endian, raw JEDEC units */
+	uint8_t fw_version[8];	/* [254..261] FIRMWARE_VERSION, as the card stores it */
+	uint8_t pre_eol;	/* [267] PRE_EOL_INFO: 1 normal, 2 warning (80% of reserved blocks), 3 urgent */
+	uint8_t life_a, life_b;	/* [268], [269] DEVICE_LIFE_TIME_EST_TYP_A/B: 1 = 0-10% used ... 11 = exceeded */
 };
 
 /* Pure: pick the fields out of a raw EXT_CSD. -EINVAL when len < 512. */

@@ -690,6 +690,10 @@ static void test_ext_csd(void)
 	raw[250] = 0x56;
 	raw[251] = 0x34;
 	raw[252] = 0x12;
+	memcpy(raw + 254, "\x01\x02\x03\x04\x05\x06\x07\x08", 8);
+	raw[267] = 2;
+	raw[268] = 3;
+	raw[269] = 11;
 
 	CU_ASSERT_EQUAL(blockdev_ext_csd_parse(raw, sizeof(raw) - 1, &x), -EINVAL);
 	CU_ASSERT_FATAL(blockdev_ext_csd_parse(raw, sizeof(raw), &x) == 0);
@@ -710,6 +714,11 @@ static void test_ext_csd(void)
 	CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(o, "cache_size")), 0x12345678);
 	CU_ASSERT_EQUAL(json_object_get_boolean(json_object_object_get(o, "en_rel_wr")), 1);
 	CU_ASSERT_EQUAL(json_object_get_boolean(json_object_object_get(o, "available")), 1);
+	/* firmware and wear (life time estimates, pre-EOL) */
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(o, "fw_version")), "0102030405060708");
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(o, "pre_eol_info")), 2);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(o, "life_time_a")), 3);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(o, "life_time_b")), 11);
 	json_object_put(o);
 
 	/* debugfs text: 1024 hex digits and a newline */
