@@ -359,6 +359,10 @@ static json_object *identity(struct region *r, const struct writer_io *io)
 	json_object_object_add(o, "crc32c", json_object_new_string(pc_crc32c_impl_name()));
 	if (r->dev.ops->identity)
 		r->dev.ops->identity(&r->dev, dev);
+	/* the device as the agent was told it (--device): the host checks it
+	 * against the board's configuration (device.path) before any write */
+	if (r->spec[0])
+		json_object_object_add(dev, "spec", json_object_new_string(r->spec));
 	/* queue facts travel at the top level: every verdict records them */
 	if (json_object_object_get_ex(dev, "queue", &q)) {
 		json_object_get(q);

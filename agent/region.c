@@ -37,6 +37,7 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 
 	memset(r, 0, sizeof(*r));
 	r->dev.fd = -1;
+	pc_strlcpy(r->spec, o->spec ? o->spec : "", sizeof(r->spec));
 	if (ops == &dev_posix_ops) {
 		ret = blockdev_resolve(path, r->path, sizeof(r->path), err, errlen);
 		if (ret)

@@ -35,6 +35,7 @@ struct region_opts {
 struct region {
 	struct dev dev;
 	char path[4096];	/* resolved device path */
+	char spec[512];		/* what the agent was told (--device), for the HELLO */
 	uint64_t off;		/* region start on the device, bytes */
 	struct pc_geom g;
 	int sb_ok[2];		/* which superblock copies are valid (A, B) */

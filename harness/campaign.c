@@ -392,6 +392,17 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		return;
 	}
 	if (engine_board_refused(b->c->eng, b->cfg->name)) {
+	{
+		/* the device the agent opened is the one the configuration names,
+		 * before anything is written to it */
+		char why[1024];
+
+		if (config_device_check(b->cfg, raw, why, sizeof(why))) {
+			ev_reason(b, PC_EV_INFRA, "%s", why);
+			give_up(b, why);
+			return;
+		}
+	}
 		/* a region beyond the board's configuration: nothing of this boot is judged */
 		camp_infra(b, "%s", engine_board_refused(b->c->eng, b->cfg->name));
 		return;

@@ -408,6 +408,11 @@ static const char *const sim_keys[] = {
 	"backend", "record_size", "max_region_bytes", "size", "profile", "program_us", "cache_sectors", "seed",
 	"rate", "cut_after_sectors", NULL,
 };
+/* What the board's agent must say in its HELLO, when the device section
+ * names it (config_device_check): any backend. "path" is posix only. */
+static const char *const ident_keys[] = {
+	"cid", "serial", "model", "manfid", "name", "vendor", "fwrev", NULL,
+};
 
 /* A byte count under device.KEY: an integer, or a string with a K/M/G suffix
  * (example shows one in the error). path receives the key's path. */
@@ -475,7 +480,13 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	int rc;
 
 	json_object_object_foreach(d, key, val) {
-		(void)val;
+		if (in_list(key, ident_keys)) {
+			if (!json_object_is_type(val, json_type_string) || !json_object_get_string(val)[0])
+				return cfg_fail(x, bpath(x, path, sizeof(path), "device", key),
+						"expected the string the board's HELLO must say, got %s", jtype(val));
+			put(out, key, json_object_get(val));
+			continue;
+		}
 		if (!in_list(key, sim_keys))
 			return cfg_unknown_key(x, bsec(x, path, sizeof(path), "device", key), key, sim_keys,
 					       strcmp(key, "path") == 0 ? " (\"path\" is for backend \"posix\")" : NULL);
@@ -1328,4 +1339,78 @@ void config_free(struct campaign_cfg *c)
 	json_object_put(c->root);
 	free(c->boards);
 	memset(c, 0, sizeof(*c));
+}
+
+/* "/dev/disk/by-partlabel/x" and "PARTLABEL=x" name the same device: the
+ * spec form of both (by-partuuid, by-label, by-uuid alike), else s itself. */
+static const char *spec_form(const char *s, char *buf, size_t len)
+{
+	static const char *const by[][2] = {
+		{ "/dev/disk/by-partlabel/", "PARTLABEL=" }, { "/dev/disk/by-partuuid/", "PARTUUID=" },
+		{ "/dev/disk/by-label/", "LABEL=" }, { "/dev/disk/by-uuid/", "UUID=" },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(by); i++)
+		if (!strncmp(s, by[i][0], strlen(by[i][0]))) {
+			snprintf(buf, len, "%s%s", by[i][1], s + strlen(by[i][0]));
+			return buf;
+		}
+	return s;
+}
+
+static const char *hello_str(json_object *o, const char *key)
+{
+	json_object *v = jget(o, key);
+
+	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+int config_device_check(const struct board_cfg *b, json_object *hello, char *why, size_t len)
+{
+	json_object *dev = jget(hello, "device"), *v;
+	const char *backend = hello_str(hello, "backend"), *want;
+	char w[PATH_MAX + 32], h[PATH_MAX + 32];
+
+	if (backend && strcmp(backend, b->backend)) {
+		snprintf(why, len, "the agent opened a %s device but the configuration says device.backend \"%s\"",
+			 backend, b->backend);
+		return 1;
+	}
+	for (size_t i = 0; ident_keys[i]; i++) {
+		const char *got;
+
+		if (!(v = jget(b->device, ident_keys[i])) || !json_object_is_type(v, json_type_string))
+			continue;
+		want = json_object_get_string(v);
+		got = hello_str(dev, ident_keys[i]);
+		if (!got) {
+			snprintf(why, len, "the configuration says device.%s \"%.100s\" but the agent's HELLO names no %s "
+				 "(the device it opened: %.200s)", ident_keys[i], want, ident_keys[i],
+				 hello_str(dev, "path") ? hello_str(dev, "path") : "?");
+			return 1;
+		}
+		if (strcasecmp(want, got)) {
+			snprintf(why, len, "the agent opened a device whose %s is \"%.100s\" but the configuration says "
+				 "device.%s \"%.100s\" (the device it opened: %.200s): the wrong card, or the wrong "
+				 "board's configuration", ident_keys[i], got, ident_keys[i], want,
+				 hello_str(dev, "path") ? hello_str(dev, "path") : "?");
+			return 1;
+		}
+	}
+	if (!strcmp(b->backend, "posix") && (v = jget(b->device, "path")) && json_object_is_type(v, json_type_string)) {
+		/* what the agent was told (--device), the node it opened, the region's path */
+		const char *seen[3] = { hello_str(dev, "spec"), hello_str(dev, "path"),
+					hello_str(jget(hello, "region"), "path") };
+
+		want = spec_form(json_object_get_string(v), w, sizeof(w));
+		for (size_t i = 0; i < PC_ARRAY_SIZE(seen); i++)
+			if (seen[i] && !strcmp(spec_form(seen[i], h, sizeof(h)), want))
+				return 0;
+		snprintf(why, len, "the configuration says device.path \"%.200s\" but the agent opened %.200s (told "
+			 "--device %.200s): start the agent with --device %.200s, or fix the configuration",
+			 json_object_get_string(v), seen[1] ? seen[1] : seen[2] ? seen[2] : "?",
+			 seen[0] ? seen[0] : "?", json_object_get_string(v));
+		return 1;
+	}
+	return 0;
 }

@@ -93,5 +93,15 @@ int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errl
 int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen);
 /* Accepts a zeroed or freed config. */
 void config_free(struct campaign_cfg *c);
+/*
+ * Is the device a board's agent opened (its HELLO) the one the board's
+ * device section names? The backend must match; each of device.cid, serial,
+ * model, manfid, name, vendor, fwrev given must equal what the HELLO's
+ * device says (case aside); a posix device.path must be what the agent was
+ * told (--device), the node it opened or its region's path
+ * (/dev/disk/by-partlabel/x and PARTLABEL=x are the same). 1 with why set on
+ * a mismatch, else 0.
+ */
+int config_device_check(const struct board_cfg *b, json_object *hello, char *why, size_t len);
 
 #endif

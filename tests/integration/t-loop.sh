@@ -11,7 +11,7 @@ label="pc-loop-$$"
 truncate -s 24M "$T/disk.img"
 printf 'label: gpt\nsize=8M, name="%s"\n' "$label" | sfdisk -q "$T/disk.img" > /dev/null
 dev=$(losetup -f --show "$T/disk.img") || skip "no loop device"
-trap 'losetup -d "$dev" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'losetup -d "$dev" 2>/dev/null; [ -n "${PC_KEEP:-}" ] || rm -rf "$T"' EXIT
 partx -a "$dev" 2>/dev/null || true
 for _ in $(seq 50); do [ -b "${dev}p1" ] && break; sleep 0.1; done
 check "the partition appears (${dev}p1)" [ -b "${dev}p1" ]
@@ -43,4 +43,19 @@ check "cuts landed mid-write ($inflight cycles)" [ "$inflight" -gt 0 ]
 check "the verdicts name the loop device" grep -q '"type":"loop"' "$T/r/verdicts.jsonl"
 check "every byte outside the region is unchanged" [ "$(outside)" = "$before" ]
 check "replay reproduces every verdict" "$PC" replay "$T/r"
+
+# the board's configuration names another device than the agent opened: the
+# board is given up at its first HELLO, before anything is written
+sed -e 's/"path": "PARTLABEL=[^"]*"/"path": "\/dev\/disk\/by-partlabel\/not-this-one"/' -e 's/"cycles": [0-9]*/"cycles": 3/' \
+	"$T/c.json" > "$T/wrong.json"
+before=$(outside); sum=$(sha256sum < "${dev}p1")
+"$PC" run "$T/wrong.json" --results "$T/w" --quiet --no-report > "$T/wout" 2>&1
+rc=$?
+check "a device.path the agent did not open: the board is given up (exit 3, was $rc)" [ $rc -eq 3 ]
+check "  ... saying which device it opened and which the configuration names" \
+	grep -q 'device.path \\"/dev/disk/by-partlabel/not-this-one\\" but the agent opened' "$T/w/events.jsonl"
+check "  ... before any work was sent" [ "$(grep -c '"ev":"work"' "$T/w/events.jsonl")" -eq 0 ]
+check "  ... and nothing on the device changed" [ "$(sha256sum < "${dev}p1")" = "$sum" ] && [ "$(outside)" = "$before" ]
+"$PC" report "$T/w" > "$T/wrep" 2>&1
+check "  ... the report says INCOMPLETE, given up" grep -q "INCOMPLETE.*given up" "$T/wrep"
 finish

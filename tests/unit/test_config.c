@@ -445,6 +445,59 @@ static void test_parse_u64(void)
 	}
 }
 
+static int dev_check(struct campaign_cfg *c, unsigned board, const char *hello, char *why, size_t len)
+{
+	json_object *h = json_tokener_parse(J(hello));
+	int rc;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+	why[0] = 0;
+	rc = config_device_check(&c->boards[board], h, why, len);
+	json_object_put(h);
+	return rc;
+}
+
+static void test_device_check(void)
+{
+	struct campaign_cfg c = { 0 };
+	char err[512], why[1024];
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC("{'name':'s','relay':{'driver':'sim'},'device':{'cid':'FE50AA'}},"
+		"{'name':'p','relay':{'driver':'sim'},'device':{'backend':'posix','path':'/dev/disk/by-partlabel/pc',"
+		"'serial':'0x1234','part':'an informative string'}},"
+		"{'name':'q','relay':{'driver':'sim'},'device':{'backend':'posix','path':'/dev/mmcblk0p3'}}")),
+		"dev.json", &c, err, sizeof(err)), 0);
+	/* sim: the cid, case aside; a HELLO without one, or another, is refused */
+	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'sim','device':{'cid':'fe50aa'}}", why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'sim','device':{'cid':'fe50ab','path':'m.img'}}", why,
+				  sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "whose cid is \"fe50ab\" but the configuration says device.cid \"FE50AA\""));
+	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'sim','device':{}}", why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "names no cid"));
+	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'posix','device':{'cid':'fe50aa'}}", why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "opened a posix device but the configuration says device.backend \"sim\""));
+	/* posix: the path as told (PARTLABEL= and by-partlabel are one), the serial */
+	CU_ASSERT_EQUAL(dev_check(&c, 1, "{'backend':'posix','device':{'spec':'PARTLABEL=pc','path':'/dev/mmcblk0p3',"
+				  "'serial':'0x1234'}}", why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(dev_check(&c, 1, "{'backend':'posix','device':{'spec':'/dev/mmcblk0p3','path':'/dev/mmcblk0p3',"
+				  "'serial':'0x1234'}}", why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "device.path \"/dev/disk/by-partlabel/pc\" but the agent opened /dev/mmcblk0p3"));
+	CU_ASSERT_EQUAL(dev_check(&c, 1, "{'backend':'posix','device':{'spec':'PARTLABEL=pc','serial':'0x9'}}", why,
+				  sizeof(why)), 1);
+	CU_ASSERT_EQUAL(dev_check(&c, 2, "{'backend':'posix','device':{'spec':'PARTLABEL=x','path':'/dev/mmcblk0p3'}}",
+				  why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(dev_check(&c, 2, "{'backend':'posix','device':{'spec':'PARTLABEL=x'},'region':{'path':"
+				  "'/dev/mmcblk0p3'}}", why, sizeof(why)), 0);
+	CU_ASSERT_EQUAL(dev_check(&c, 2, "{'backend':'posix','device':{'spec':'PARTLABEL=x','path':'/dev/mmcblk1p3'}}",
+				  why, sizeof(why)), 1);
+	config_free(&c);
+	/* the expected identity is a non-empty string */
+	CU_ASSERT_EQUAL(config_parse(J(DOC("{'name':'s','relay':{'driver':'sim'},'device':{'cid':''}}")), "dev.json", &c,
+				     err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "boards[0].device.cid: expected the string the board's HELLO must say"));
+	config_free(&c);
+}
+
 int suite_config(void)
 {
 	CU_pSuite s = CU_add_suite("config", NULL, NULL);
@@ -459,7 +512,8 @@ int suite_config(void)
 	    !CU_add_test(s, "files: missing, directory, empty, ok", test_load_files) ||
 	    !CU_add_test(s, "configs/*.json load", test_shipped_configs) ||
 	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64) ||
-	    !CU_add_test(s, "integers past 2^64 - 1 in a configuration", test_big_int))
+	    !CU_add_test(s, "integers past 2^64 - 1 in a configuration", test_big_int) ||
+	    !CU_add_test(s, "the device a HELLO names against device.*", test_device_check))
 		return -1;
 	return 0;
 }
