@@ -146,7 +146,9 @@ demo: deps
 	@rm -rf results/sim-quick
 	$(B)/powercut run configs/sim-quick.json --agent $(B)/powercut-agent; rc=$$?; \
 		if [ $$rc -le 1 ]; then echo "demo: results in results/sim-quick/ (verdicts.jsonl, events.jsonl, console/)"; \
-		else exit $$rc; fi
+		else exit $$rc; fi; \
+		$(B)/powercut report --format html -o results/sim-quick/report.html results/sim-quick >/dev/null; \
+		[ $$? -le 1 ] && echo "demo: the same report as one HTML page: results/sim-quick/report.html"; true
 
 # The speed cost of each durability mode, side by side with fio.
 bench: all

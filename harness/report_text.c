@@ -134,9 +134,24 @@ static void print_conditions(FILE *out, const struct rep_dev *d)
 		fprintf(out, "  conditions: ");
 		print_wrapped(out, line, 14);
 	}
-	if (d->cond[COND_POLICY].v) {
-		fprintf(out, "  policy: ");
-		print_wrapped(out, rep_field_text(&d->cond[COND_POLICY], b, sizeof(b)), 10);
+	if (d->cond[COND_POLICY].v && json_object_is_type(d->cond[COND_POLICY].v, json_type_object)) {
+		/* "fua(torn=allowed torn_sector=violation) flush(...)": wraps between words */
+		n = 0;
+		json_object_object_foreach(d->cond[COND_POLICY].v, mode, pol) {
+			size_t k = 0;
+
+			n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, "%s%s(", n ? " " : "", mode);
+			if (json_object_is_type(pol, json_type_object)) {
+				json_object_object_foreach(pol, cls, what)
+					n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, "%s%s=%s",
+							      k++ ? " " : "", cls, json_object_get_string(what));
+			}
+			n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, ")");
+			if (n >= sizeof(line))
+				break;
+		}
+		fprintf(out, "  policy%s: ", d->cond[COND_POLICY].varies ? " (varies; the latest)" : "");
+		print_wrapped(out, line, 10);
 	}
 	if (d->cond[COND_EXT_CSD].v) {
 		fprintf(out, "  ext_csd: ");
