@@ -23,8 +23,8 @@ static const char usage_text[] =
 	"\n"
 	"  run CONFIG [--results DIR] [--cycles N] [--agent PATH] [--quiet] [--no-report]\n"
 	"        run (or resume) a power-cut campaign; default results folder results/<campaign>/\n"
-	"  replay RESULTS_DIR\n"
-	"        recompute every verdict from events.jsonl; exit 1 on any difference\n"
+	"  replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
+	"        recompute every verdict from events.jsonl; exit 1 on any difference, 2 on errors\n"
 	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
 	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
 	"  status RESULTS_DIR\n"
@@ -118,24 +118,50 @@ static int cmd_check(int argc, char **argv)
 	return 0;
 }
 
+static const char replay_usage[] =
+	"usage: powercut replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
+	"\n"
+	"Recomputes every verdict of each results folder from its events.jsonl with this\n"
+	"powercut's engine and compares them with its verdicts.jsonl. A board's first\n"
+	"differing verdict is shown field by field (- recorded, + recomputed).\n"
+	"\n"
+	"  --junit FILE  write the comparison as JUnit XML: a testsuite per folder, a\n"
+	"                testcase per board, its first difference as the failure\n"
+	"  --report      print each folder's per-device report as this powercut judges it\n"
+	"  --quiet       print nothing for a folder whose every verdict matches\n"
+	"\n"
+	"Exit status: 0 every verdict of every folder matches, 1 some verdict differs, is\n"
+	"missing or extra, 2 an error (a folder that cannot be replayed, a report that\n"
+	"cannot be made, a JUnit file that cannot be written, a bad option).\n";
+
+/* 0 every verdict matches, 1 a difference, 2 an error (replay_main()) */
 static int cmd_replay(int argc, char **argv)
 {
-	struct replay_result r;
-	char err[1024] = "";
-	int ret;
+	static const struct option lo[] = {
+		{ "junit", required_argument, NULL, 'j' },
+		{ "report", no_argument, NULL, 'r' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct replay_cli o = { 0 };
+	int c;
 
-	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs("usage: powercut replay RESULTS_DIR\n", argc == 2 ? stdout : stderr);
-		return argc == 2 ? 0 : 2;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "j:rqh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': o.junit = optarg; break;
+		case 'r': o.report = 1; break;
+		case 'q': o.quiet = 1; break;
+		case 'h': fputs(replay_usage, stdout); return 0;
+		default: return 2;
+		}
 	}
-	ret = replay_dir(argv[1], stdout, &r, err, sizeof(err));
-	if (ret) {
-		pc_err("%s", err);
+	if (optind >= argc) {
+		pc_err("replay takes one or more results folders (see powercut replay --help)");
 		return 2;
 	}
-	printf("replay %s: %u verdicts recomputed, %u match, %u differ, %u missing, %u extra\n", argv[1],
-	       r.recomputed, r.matched, r.differ, r.missing, r.extra);
-	return r.differ || r.missing || r.extra ? 1 : 0;
+	return replay_main((const char *const *)argv + optind, argc - optind, stdout, &o);
 }
 
 /* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
