@@ -11,7 +11,10 @@
  *              jbd2 pattern); ACK data and commit when the commit completes
  *   none       plain writes, never acknowledged
  *
- * SUBMIT always goes out before the writes it names are issued.
+ * SUBMIT always goes out before the writes it names are issued. When the
+ * work asks (its "announce"), an IO message goes out right before each cache
+ * flush and each FUA write is issued, after the SUBMIT that names its
+ * records: a cut plan "at a flush" or "at a FUA write" is carried out on it.
  */
 #include "writer.h"
 
@@ -148,6 +151,14 @@ static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t
 			    (uint32_t)(now - s->sub_us[k]);
 	}
 	return s->emit(pc_msg_ack(first, (uint32_t)n, all ? s->lat : NULL), s->arg);
+}
+
+/* IO: the flush or FUA write about to be issued, when the work asked for it. */
+static int announce(struct ws *s, unsigned op, uint64_t seq)
+{
+	if (!(s->w->announce & op))
+		return 0;
+	return s->emit(pc_msg_io(op, seq), s->arg);
 }
 
 static uint16_t rec_flags(const struct ws *s, uint16_t extra)
@@ -287,6 +298,8 @@ static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
 	uint64_t off;
 	int ret, bi;
 
+	if ((wflags & DEV_W_DSYNC) && (ret = announce(s, PC_IO_FUA, seq)))
+		return ret;
 	if (!s->io->aio) {
 		uint8_t *buf = build(s, 0, seq, extra, &slot);
 
@@ -379,6 +392,8 @@ static int run_sync_dsync(struct ws *s)
 		ret = send_range(s, PC_MSG_SUBMIT, seq, 1);
 		if (!ret)
 			ret = region_slot_offset(s->r, slot, &off);
+		if (!ret)
+			ret = announce(s, PC_IO_FUA, seq);
 		if (!ret) {
 			ret = s->r->dev.ops->write(&s->r->dev, off, buf, s->r->g.record_size, DEV_W_DSYNC);
 			if (ret == -ERANGE)
@@ -442,6 +457,8 @@ static int run_groups(struct ws *s, int journal)
 		if (!ret)
 			ret = drain(s);
 		s->ndone = 0;
+		if (!ret)
+			ret = announce(s, PC_IO_FLUSH, seq + data - 1);
 		if (!ret) {
 			ret = s->r->dev.ops->flush(&s->r->dev);
 			if (ret)	/* reported against the last record it was to make durable */

@@ -780,6 +780,68 @@ static int parse_same(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
+const char *pc_io_op_name(unsigned op)
+{
+	return op == PC_IO_FLUSH ? "flush" : op == PC_IO_FUA ? "fua" : "?";
+}
+
+unsigned pc_io_op_from_name(const char *s)
+{
+	return !s ? 0 : !strcmp(s, "flush") ? PC_IO_FLUSH : !strcmp(s, "fua") ? PC_IO_FUA : 0;
+}
+
+static int get_io_op(struct vctx *c, json_object *v, const char *key, unsigned *op)
+{
+	char q[36];	/* 32 characters, "...", NUL */
+	const char *s;
+
+	if (!v || !json_object_is_type(v, json_type_string))
+		return verr(c, "field \"%s\": expected \"flush\" or \"fua\", got %s", key, jtype(v));
+	s = json_object_get_string(v);
+	*op = strlen(s) == (size_t)json_object_get_string_len(v) ? pc_io_op_from_name(s) : 0;
+	if (!*op)
+		return verr(c, "field \"%s\": unknown I/O \"%s\" (expected flush or fua)", key, quote(s, q, sizeof(q)));
+	return 0;
+}
+
+/* IO: the agent is about to issue a cache flush or a FUA write. */
+static int parse_io(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, "op", &v))
+		return verr(c, "field \"op\" is missing (expected \"flush\" or \"fua\")");
+	if (get_io_op(c, v, "op", &m->u.io.op) ||
+	    get_int(c, o, "", "seq", 1, UINT64_MAX, &m->u.io.seq))
+		return -EINVAL;
+	return 0;
+}
+
+/* WORK's optional "announce": ["flush"], ["fua"] or both, each once. */
+static int parse_announce(struct vctx *c, json_object *o, unsigned *bits)
+{
+	json_object *arr;
+	size_t n;
+
+	*bits = 0;
+	if (!json_object_object_get_ex(o, "announce", NULL))
+		return 0;
+	if (get_array(c, o, "announce", 1, 2, &arr, &n))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char key[32];
+		unsigned op;
+
+		snprintf(key, sizeof(key), "announce[%zu]", i);
+		if (get_io_op(c, json_object_array_get_idx(arr, i), key, &op))
+			return -EINVAL;
+		if (*bits & op)
+			return verr(c, "field \"%s\": \"%s\" given twice", key, pc_io_op_name(op));
+		*bits |= op;
+	}
+	return 0;
+}
+
 static int parse_work(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	struct pc_work *w = &m->u.work;
@@ -793,7 +855,8 @@ static int parse_work(struct vctx *c, json_object *o, struct pc_msg *m)
 	    get_record_size(c, o, "", &w->record_size) ||
 	    get_u32(c, o, "", "flush_every", 1, UINT32_MAX, &w->flush_every) ||
 	    get_u32(c, o, "", "qd", 1, 32, &w->qd) ||
-	    get_int(c, o, "", "seed", 0, UINT64_MAX, &w->seed))
+	    get_int(c, o, "", "seed", 0, UINT64_MAX, &w->seed) ||
+	    parse_announce(c, o, &w->announce))
 		return -EINVAL;
 	return 0;
 }
@@ -818,6 +881,7 @@ static const struct {
 	[PC_MSG_AUTH]		= { "auth", parse_auth },
 	[PC_MSG_KNOWN]		= { "known", parse_known },
 	[PC_MSG_SAME]		= { "same", parse_same },
+	[PC_MSG_IO]		= { "io", parse_io },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)
@@ -1079,6 +1143,28 @@ json_object *pc_msg_work(const struct pc_work *w)
 	add(o, "flush_every", jint(w->flush_every));
 	add(o, "qd", jint(w->qd));
 	add(o, "seed", jint(w->seed));
+	if (w->announce & PC_IO_ALL) {
+		json_object *a = json_object_new_array();
+
+		for (unsigned op = PC_IO_FLUSH; a && op <= PC_IO_FUA; op <<= 1)
+			if (w->announce & op)
+				json_object_array_add(a, json_object_new_string(pc_io_op_name(op)));
+		add(o, "announce", a);
+	}
+	return o;
+}
+
+json_object *pc_msg_io(unsigned op, uint64_t seq)
+{
+	json_object *o;
+
+	if ((op != PC_IO_FLUSH && op != PC_IO_FUA) || !seq)
+		return NULL;
+	o = pc_msg_new(PC_MSG_IO);
+	if (o) {
+		add(o, "op", json_object_new_string(pc_io_op_name(op)));
+		add(o, "seq", jint(seq));
+	}
 	return o;
 }
 

@@ -40,10 +40,24 @@ enum pc_msg_type {
 	PC_MSG_AUTH,		/* agent: the proof that it holds the campaign's key */
 	PC_MSG_KNOWN,		/* host: damaged sectors and slots it already holds (before VERIFY) */
 	PC_MSG_SAME,		/* agent: damaged slots exactly as the host holds them (a scan line) */
+	PC_MSG_IO,		/* agent: about to issue a cache flush or a FUA write (when the work asks) */
 	PC_MSG_TYPE_MAX,
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t);
+
+/*
+ * The I/O the agent announces (IO messages) when the work's "announce" asks:
+ * bits, so a work may ask for both. A cut plan "at a flush" or "at a FUA
+ * write" is carried out on these announcements.
+ */
+#define PC_IO_FLUSH	1u	/* a cache flush (fdatasync: REQ_OP_FLUSH, eMMC FLUSH_CACHE) */
+#define PC_IO_FUA	2u	/* a FUA write (RWF_DSYNC: REQ_FUA, eMMC reliable write) */
+#define PC_IO_ALL	(PC_IO_FLUSH | PC_IO_FUA)
+/* "flush", "fua" (one bit), or "?" */
+const char *pc_io_op_name(unsigned op);
+/* The bit of "flush" or "fua"; 0 for anything else. */
+unsigned pc_io_op_from_name(const char *s);
 
 /* One run of whole records in position order (see record.h):
  * positions [pos, pos+n) hold seqs seq, seq+1, ... (or all gen-0 if seq == 0),
@@ -135,6 +149,7 @@ struct pc_work {
 	uint32_t flush_every;
 	uint32_t qd;
 	uint64_t seed;
+	unsigned announce;	/* PC_IO_* bits: the agent sends an IO message before each such I/O */
 };
 
 /* A parsed, validated message. obj holds the whole JSON object (for HELLO and
@@ -167,6 +182,10 @@ struct pc_msg {
 			uint32_t nslots;
 		} known;
 		struct { uint32_t *slots; uint32_t n; } same;	/* SAME (malloc'd) */
+		struct {					/* IO */
+			unsigned op;	/* PC_IO_FLUSH or PC_IO_FUA */
+			uint64_t seq;	/* fua: the record written; flush: the last record it covers */
+		} io;
 	} u;
 };
 
@@ -193,6 +212,8 @@ json_object *pc_msg_range(enum pc_msg_type t, uint64_t first, uint32_t n);
  * each <= PC_PROTO_MAX_LAT_US); us NULL gives a plain ACK. */
 json_object *pc_msg_ack(uint64_t first, uint32_t n, const uint32_t *us);
 json_object *pc_msg_work(const struct pc_work *w);
+/* IO: op is PC_IO_FLUSH or PC_IO_FUA, seq >= 1. */
+json_object *pc_msg_io(unsigned op, uint64_t seq);
 json_object *pc_msg_verify(int pattern, int full);
 /* A partial scan: only the positions in ranges (1..PC_PROTO_MAX_RANGES). */
 json_object *pc_msg_verify_ranges(int pattern, const struct pc_posrange *ranges, uint32_t n);

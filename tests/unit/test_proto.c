@@ -71,6 +71,7 @@ static const char *const base_fixed[PC_MSG_TYPE_MAX] = {
 		"\"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\"}",
 	[PC_MSG_KNOWN] = "{\"type\":\"known\",\"v\":1,\"sectors\":\"BwAAAAMAeFY0EgkAAAAAAAEAAAA=\"}",
 	[PC_MSG_SAME] = "{\"type\":\"same\",\"v\":1,\"slots\":[0,7,4294967294]}",
+	[PC_MSG_IO] = "{\"type\":\"io\",\"v\":1,\"op\":\"fua\",\"seq\":18446744073709551615}",
 	[PC_MSG_WORK] = "{\"type\":\"work\",\"v\":1,\"cycle\":4294967295,\"first\":1000,\"n\":64,"
 		"\"mode\":\"journal\",\"pattern\":\"random\",\"record_size\":1048576,\"flush_every\":8,"
 		"\"qd\":32,\"seed\":18446744073709551615}",
@@ -149,6 +150,14 @@ static void test_valid_decoded(void)
 	CU_ASSERT_EQUAL(m.u.work.flush_every, 8);
 	CU_ASSERT_EQUAL(m.u.work.qd, 32);
 	CU_ASSERT_EQUAL(m.u.work.seed, UINT64_MAX);
+	pc_msg_clear(&m);
+
+	CU_ASSERT_EQUAL(m.u.work.announce, 0);
+	pc_msg_clear(&m);
+
+	m = parse_ok(PC_MSG_IO);
+	CU_ASSERT_EQUAL(m.u.io.op, PC_IO_FUA);
+	CU_ASSERT_EQUAL(m.u.io.seq, UINT64_MAX);
 	pc_msg_clear(&m);
 
 	m = parse_ok(PC_MSG_VERIFY);
@@ -420,6 +429,26 @@ static const struct mcase mcases[] = {
 	{ PC_MSG_WORK, "seed", "-1", "work: field \"seed\": expected an integer >= 0, got -1" },
 	{ PC_MSG_WORK, "seed", "1e3", "work: field \"seed\": expected an integer >= 0, got double" },
 	{ PC_MSG_WORK, "seed", "0", NULL },
+	{ PC_MSG_WORK, "announce", "[\"fua\",\"flush\"]", NULL },
+	{ PC_MSG_WORK, "announce", "[\"flush\"]", NULL },
+	{ PC_MSG_WORK, "announce", "[]", "work: field \"announce\": expected an array of 1..2 elements, got 0" },
+	{ PC_MSG_WORK, "announce", "[\"fua\",\"flush\",\"fua\"]",
+	  "work: field \"announce\": expected an array of 1..2 elements, got 3" },
+	{ PC_MSG_WORK, "announce", "\"flush\"", "work: field \"announce\": expected an array of 1..2 elements, got string" },
+	{ PC_MSG_WORK, "announce", "[\"flush\",\"flush\"]", "work: field \"announce[1]\": \"flush\" given twice" },
+	{ PC_MSG_WORK, "announce", "[\"sync\"]", "work: field \"announce[0]\": unknown I/O \"sync\" (expected flush or fua)" },
+	{ PC_MSG_WORK, "announce", "[1]", "work: field \"announce[0]\": expected \"flush\" or \"fua\", got int" },
+
+	/* io */
+	{ PC_MSG_IO, "op", DEL, "io: field \"op\" is missing (expected \"flush\" or \"fua\")" },
+	{ PC_MSG_IO, "op", "\"FUA\"", "io: field \"op\": unknown I/O \"FUA\" (expected flush or fua)" },
+	{ PC_MSG_IO, "op", "null", "io: field \"op\": expected \"flush\" or \"fua\", got null" },
+	{ PC_MSG_IO, "op", "\"flush\"", NULL },
+	{ PC_MSG_IO, "seq", "0", "io: field \"seq\": expected an integer >= 1, got 0" },
+	{ PC_MSG_IO, "seq", "-5", "io: field \"seq\": expected an integer >= 1, got -5" },
+	{ PC_MSG_IO, "seq", "1.5", "io: field \"seq\": expected an integer >= 1, got double" },
+	{ PC_MSG_IO, "seq", DEL, "io: field \"seq\" is missing (expected an integer >= 1)" },
+	{ PC_MSG_IO, "seq", "1", NULL },
 };
 
 /* Apply one change to a parsed copy of a valid line; returns the new line. */
@@ -682,6 +711,47 @@ static void test_build_range(void)
 		CU_ASSERT_EQUAL(m.type, c[i].t);
 		CU_ASSERT_EQUAL(m.u.range.first, c[i].first);
 		CU_ASSERT_EQUAL(m.u.range.n, c[i].n);
+		pc_msg_clear(&m);
+	}
+}
+
+static void test_build_io(void)
+{
+	static const struct { unsigned op; uint64_t seq; } c[] = {
+		{ PC_IO_FLUSH, 1 }, { PC_IO_FUA, 17 }, { PC_IO_FUA, (uint64_t)INT64_MAX + 5 }, { PC_IO_FLUSH, UINT64_MAX },
+	};
+	struct pc_work w = { .cycle = 3, .first = 9, .n = 4, .mode = PC_MODE_JOURNAL, .pattern = PC_PAT_SEQUENTIAL,
+			     .record_size = 4096, .flush_every = 2, .qd = 1, .seed = 5 };
+	struct pc_msg m;
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(c); i++) {
+		if (roundtrip(pc_msg_io(c[i].op, c[i].seq), &m))
+			continue;
+		CU_ASSERT_EQUAL(m.type, PC_MSG_IO);
+		CU_ASSERT_EQUAL(m.u.io.op, c[i].op);
+		CU_ASSERT_EQUAL(m.u.io.seq, c[i].seq);
+		pc_msg_clear(&m);
+	}
+	/* nothing else is an announcement */
+	CU_ASSERT_PTR_NULL(pc_msg_io(0, 1));
+	CU_ASSERT_PTR_NULL(pc_msg_io(PC_IO_ALL, 1));
+	CU_ASSERT_PTR_NULL(pc_msg_io(PC_IO_FUA, 0));
+	CU_ASSERT_STRING_EQUAL(pc_io_op_name(PC_IO_FLUSH), "flush");
+	CU_ASSERT_STRING_EQUAL(pc_io_op_name(PC_IO_FUA), "fua");
+	CU_ASSERT_STRING_EQUAL(pc_io_op_name(PC_IO_ALL), "?");
+	CU_ASSERT_EQUAL(pc_io_op_from_name("fua"), PC_IO_FUA);
+	CU_ASSERT_EQUAL(pc_io_op_from_name("Flush"), 0);
+	CU_ASSERT_EQUAL(pc_io_op_from_name(NULL), 0);
+	/* a work asks for them, or not (no field at all: what an older host sends) */
+	for (unsigned a = 0; a <= PC_IO_ALL; a++) {
+		json_object *o;
+
+		w.announce = a;
+		o = pc_msg_work(&w);
+		CU_ASSERT_EQUAL(json_object_object_get_ex(o, "announce", NULL), a != 0);
+		if (roundtrip(o, &m))
+			continue;
+		CU_ASSERT_EQUAL(m.u.work.announce, a);
 		pc_msg_clear(&m);
 	}
 }
@@ -1265,6 +1335,7 @@ int suite_proto(void)
 		{ "random garbage never crashes", test_random_garbage },
 		{ "build submit/ack", test_build_range },
 		{ "build work/verify", test_build_work_verify },
+		{ "build io, work announce", test_build_io },
 		{ "build runs", test_build_runs },
 		{ "build slot", test_build_slot },
 		{ "build error/hello, type names", test_build_error_hello },
