@@ -53,7 +53,7 @@ enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
 	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
 	O_SIMRATE, O_SIMCUT, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
-	O_KEY, O_FRESHBOOT, O_FORCE, O_CONFIRMDEV,
+	O_KEY, O_FRESHBOOT, O_FORCE, O_CONFIRMDEV, O_SIMCUTAT,
 };
 
 static const struct option long_opts[] = {
@@ -83,6 +83,7 @@ static const struct option long_opts[] = {
 	{ "sim-seed", required_argument, NULL, O_SIMSEED },
 	{ "sim-rate", required_argument, NULL, O_SIMRATE },
 	{ "sim-cut-after", required_argument, NULL, O_SIMCUT },
+	{ "sim-cut-at", required_argument, NULL, O_SIMCUTAT },
 	{ "verbose", no_argument, NULL, O_VERBOSE },	/* debug messages on stderr */
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "records", required_argument, NULL, O_RECORDS },
@@ -114,6 +115,9 @@ static const char usage_text[] =
 	"  --sim-cache-sectors N   sim: volatile cache size in sectors (default 256)\n"
 	"  --sim-seed N, --sim-rate R   sim: randomness for fault profiles\n"
 	"  --sim-cut-after N       sim: cut the power (SIGKILL the board) after N sectors programmed\n"
+	"  --sim-cut-at OP:N[:US]  sim: cut the power at the start of the Nth cache flush (OP flush) or\n"
+	"                          inside the Nth FUA write (OP fua) of this boot, US microseconds of\n"
+	"                          program time into it (default 0)\n"
 	"  -v, --verbose           debug messages (what the host asks, scan statistics) on stderr\n"
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
@@ -168,6 +172,35 @@ static int parse_seed(const char *s, uint64_t *out)
 	if (errno || end == s || *end)
 		return -EINVAL;
 	*out = v;
+	return 0;
+}
+
+/* --sim-cut-at flush:N[:US] or fua:N[:US]: the sim's exact cut (emmc.h). */
+static int parse_sim_cut_at(const char *arg, struct sim_opts *so)
+{
+	char buf[64], *p, *q;
+	uint64_t n, us = 0;
+
+	if (strlen(arg) >= sizeof(buf))
+		return -EINVAL;
+	pc_strlcpy(buf, arg, sizeof(buf));
+	p = strchr(buf, ':');
+	if (!p)
+		return -EINVAL;
+	*p++ = 0;
+	q = strchr(p, ':');
+	if (q)
+		*q++ = 0;
+	if (pc_parse_u64(p, 0, &n) || n < 1 || n > UINT32_MAX || (q && (pc_parse_u64(q, 0, &us) || us > 1000000)))
+		return -EINVAL;
+	if (!strcmp(buf, "flush"))
+		so->cut_op = SIM_CUT_FLUSH;
+	else if (!strcmp(buf, "fua"))
+		so->cut_op = SIM_CUT_FUA;
+	else
+		return -EINVAL;
+	so->cut_nth = (uint32_t)n;
+	so->cut_delay_us = (uint32_t)us;
 	return 0;
 }
 
@@ -284,6 +317,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FLUSHEVERY:
 			if (pc_parse_u64(optarg, 0, &o->flush_every) || !o->flush_every)
 				return bad_arg("--flush-every", optarg, "expected a count >= 1");
+			break;
+		case O_SIMCUTAT:
+			if (parse_sim_cut_at(optarg, &o->ro.sim))
+				return bad_arg("--sim-cut-at", optarg, "expected flush:N[:US] or fua:N[:US], "
+					       "N 1..4294967295, US 0..1000000");
 			break;
 		case O_SIMCUT:
 			if (pc_parse_u64(optarg, 0, &o->ro.sim.cut_after))

@@ -34,6 +34,10 @@ struct relay_ops {
 	int (*off)(struct relay *r);
 	int (*get)(struct relay *r);
 	void (*close)(struct relay *r);
+	/* The board can cut its own power exactly where relay.cut says (the
+	 * sim: its emulated card SIGKILLs the board at the planned flush or FUA
+	 * write), so the harness waits for that cut instead of making it. */
+	int exact_cut;
 };
 
 struct relay {
@@ -42,6 +46,10 @@ struct relay {
 	/* Where the board's console output of this power-on goes (set by the
 	 * harness before on(); drivers that own the board's stdout use it). */
 	char console[PATH_MAX];
+	/* The exact cut of this power-on, for a driver with exact_cut: "flush:N:US"
+	 * or "fua:N:US" (the Nth cache flush or FUA write of the boot, US
+	 * microseconds into it); empty: none. Set by the harness before on(). */
+	char cut[48];
 	char err[512];
 	void *priv;
 };

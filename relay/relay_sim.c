@@ -458,7 +458,8 @@ static int sim_on(struct relay *r)
 	char *argv[] = { p->agent, "run", "--device", dev, "--sim-profile", p->profile,
 			 "--sim-program-us", pus, "--sim-cache-sectors", cache, "--sim-seed", seed,
 			 "--sim-rate", rate, "--connect", p->connect, "--board", r->board,
-			 "--boot-delay-ms", delay, "--key", p->key, "--fresh-boot-id", NULL, NULL, NULL };
+			 "--boot-delay-ms", delay, "--key", p->key, "--fresh-boot-id", NULL, NULL, NULL, NULL, NULL };
+	size_t n = 0;
 	int fd, rc;
 
 	rc = sim_get(r);
@@ -474,14 +475,19 @@ static int sim_on(struct relay *r)
 	snprintf(seed, sizeof(seed), "%" PRIu64, p->seed);
 	sim_fmt_double(rate, sizeof(rate), p->rate);
 	snprintf(delay, sizeof(delay), "%d", p->boot_delay_ms);
+	while (argv[n])
+		n++;
 	if (p->cut_after) {
 		/* the deterministic cut point: the sim cuts itself */
-		size_t n = 0;
-		while (argv[n])
-			n++;
 		snprintf(cut, sizeof(cut), "%" PRIu64, p->cut_after);
-		argv[n] = "--sim-cut-after";
-		argv[n + 1] = cut;
+		argv[n++] = "--sim-cut-after";
+		argv[n++] = cut;
+	}
+	if (r->cut[0]) {
+		/* the cut plan's flush or FUA write of this power-on: the sim cuts
+		 * itself there, exactly */
+		argv[n++] = "--sim-cut-at";
+		argv[n++] = r->cut;
 	}
 	if (r->console[0])
 		fd = open(r->console, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -527,4 +533,5 @@ const struct relay_ops relay_sim_ops = {
 	.off = sim_off,
 	.get = sim_get,
 	.close = sim_close,
+	.exact_cut = 1,
 };

@@ -214,6 +214,15 @@ struct sim_emmc {
 	size_t ring_len;
 	uint64_t cut_after;	/* deterministic cut point (0: none) */
 	uint64_t programmed;	/* record sectors programmed this session */
+	/* the exact cut (sim_opts.cut_op): the planned operation, and once it
+	 * started with a delay, the sectors it may still program */
+	unsigned cut_op;
+	uint32_t cut_nth, cut_delay_us;
+	uint32_t cut_seen;		/* flushes or FUA writes so far this session */
+	int cut_armed;			/* the nth flush runs: cut after cut_left more sectors */
+	uint64_t cut_left, cut_prog;
+	struct sim_truth_ent *cut_ents;	/* what was cached when the flush started */
+	size_t cut_nents;
 };
 
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
@@ -926,6 +935,11 @@ int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, si
 	e->program_us = o->program_us ? o->program_us : SIM_DEF_PROGRAM_US;
 	e->chunk_us = e->program_us / SIM_CHUNKS ? e->program_us / SIM_CHUNKS : 1;
 	e->cut_after = o->cut_after;
+	if ((o->cut_op == SIM_CUT_FLUSH || o->cut_op == SIM_CUT_FUA) && o->cut_nth) {
+		e->cut_op = o->cut_op;
+		e->cut_nth = o->cut_nth;
+		e->cut_delay_us = o->cut_delay_us;
+	}
 	e->cache_sectors = o->cache_sectors ? o->cache_sectors : SIM_DEF_CACHE_SECTORS;
 	e->seed = o->seed;
 	e->rate = o->rate;
@@ -975,6 +989,7 @@ void sim_emmc_close(struct sim_emmc *e)
 		sim_ent_free(x);
 	}
 	sim_truth_close(e->truth);
+	free(e->cut_ents);
 	if (e->ring)
 		munmap(e->ring, e->ring_len);
 	if (e->st)
@@ -995,6 +1010,38 @@ uint64_t sim_emmc_sectors(const struct sim_emmc *e)
 uint32_t sim_emmc_session(const struct sim_emmc *e)
 {
 	return e->session;
+}
+
+uint32_t sim_cut_fua_sectors(uint64_t seed, uint32_t session, uint32_t nth, uint32_t n)
+{
+	if (n < 2)
+		return 0;
+	return 1 + (uint32_t)(pc_mix64(pc_mix64(seed ^ 0x637574u) + ((uint64_t)session << 32 | nth)) % (n - 1));
+}
+
+/* The power goes: SIGKILL of the board's process group. Never returns. */
+static void __attribute__((noreturn)) sim_kill_board(void)
+{
+	kill(0, SIGKILL);
+	for (;;)
+		pause();
+}
+
+/*
+ * The exact cut of a flush (cut_op SIM_CUT_FLUSH) lands now: cut_prog
+ * sectors of the destage made it. Logged (one write()) before the kill.
+ */
+static void __attribute__((noreturn)) sim_cut_flush_now(struct sim_emmc *e)
+{
+	static const struct sim_truth_ent none[1];
+	struct sim_truth_kv kv[] = {
+		{ "nth", e->cut_nth }, { "delay_us", e->cut_delay_us }, { "programmed", e->cut_prog },
+	};
+
+	/* entries: [] when nothing was cached */
+	sim_truth_cut(e->truth, "cut_flush", kv, PC_ARRAY_SIZE(kv), e->cut_ents ? e->cut_ents : none,
+		      e->cut_nents, "none");
+	sim_kill_board();
 }
 
 /*
@@ -1018,9 +1065,14 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 		/* the deterministic cut point: exactly cut_after sectors made it */
 		struct sim_truth_kv kv[] = { { "after", e->cut_after }, { "lba", lba } };
 		sim_truth_fault(e->truth, e->session, "cut_point", kv, 2, "none", 0);
-		kill(0, SIGKILL);
-		for (;;)
-			pause();
+		sim_kill_board();
+	}
+	if (e->cut_armed) {
+		/* the planned flush has run its delay */
+		if (!e->cut_left)
+			sim_cut_flush_now(e);
+		e->cut_left--;
+		e->cut_prog++;
 	}
 	st->sect_lba = lba;
 	st->sect_seq = pc_get64(data + PC_OFF_SEQ);
@@ -1273,12 +1325,68 @@ static int sim_misdirect(struct sim_emmc *e, uint64_t lba, uint64_t land, const 
 	return ret ? ret : sim_program_run(e, land, buf, nsect, NULL, 1);
 }
 
+/*
+ * The nth flush starts: what is cached is what it was to make durable. No
+ * delay (or nothing to program): the cut comes before any sector is
+ * programmed. Else it comes after delay_us of program time.
+ */
+static void sim_cut_flush_start(struct sim_emmc *e)
+{
+	uint64_t d = e->cut_delay_us / e->program_us;
+	size_t n = 0;
+
+	for (const struct sim_ent *x = e->head; x; x = x->next)
+		n++;
+	free(e->cut_ents);
+	e->cut_ents = n ? calloc(n, sizeof(*e->cut_ents)) : NULL;
+	e->cut_nents = 0;
+	for (const struct sim_ent *x = e->head; e->cut_ents && x; x = x->next)
+		e->cut_ents[e->cut_nents++] = sim_truth_of(x);
+	e->cut_prog = 0;
+	if (!d || !e->head)
+		sim_cut_flush_now(e);
+	e->cut_armed = 1;
+	e->cut_left = d;
+}
+
+/*
+ * The exact cut of a FUA write (cut_op SIM_CUT_FUA): the first k of its
+ * sectors are programmed (seeded, or delay_us of program time; none on a
+ * card that ignores FUA, which would only have cached it), then the power
+ * goes, the write never completing.
+ */
+static void __attribute__((noreturn)) sim_cut_fua(struct sim_emmc *e, uint64_t lba, const uint8_t *buf,
+						   uint32_t nsect)
+{
+	uint64_t k = e->cut_delay_us ? e->cut_delay_us / e->program_us :
+		     sim_cut_fua_sectors(e->seed, e->session, e->cut_nth, nsect);
+	int raw = pc_get32(buf + PC_OFF_MAGIC) != PC_REC_MAGIC;
+	struct sim_truth_kv kv[] = {
+		{ "nth", e->cut_nth }, { "delay_us", e->cut_delay_us }, { "lba", lba }, { "n", nsect },
+		{ "seq", raw ? 0 : pc_get64(buf + PC_OFF_SEQ) }, { "programmed", 0 },
+	};
+
+	if (k > nsect)
+		k = nsect;
+	if (e->profile & SIM_P_FUA_IGNORED)
+		k = 0;
+	sim_supersede(e, lba, nsect);
+	if (k && sim_program_run(e, lba, buf, (uint32_t)k, NULL, 0))
+		k = 0;	/* an I/O error of the media file: say nothing made it */
+	kv[5].v = k;
+	sim_truth_cut(e->truth, "cut_fua", kv, PC_ARRAY_SIZE(kv), NULL, 0,
+		      !k ? "not_written" : k < nsect ? "torn" : "intact");
+	sim_kill_board();
+}
+
 int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, unsigned wflags)
 {
 	int fua = (wflags & SIM_W_FUA) != 0;
 
 	if (nsect == 0 || lba >= e->sectors || nsect > e->sectors - lba)
 		return -EINVAL;
+	if (fua && e->cut_op == SIM_CUT_FUA && ++e->cut_seen == e->cut_nth)
+		sim_cut_fua(e, lba, buf, nsect);
 	if ((e->profile & SIM_P_MISDIRECT) && sim_chance(e)) {
 		uint64_t land;
 
@@ -1345,7 +1453,7 @@ int sim_emmc_host_reset(struct sim_emmc *e)
 	return e->head ? sim_destage_all(e) : 0;
 }
 
-int sim_emmc_flush(struct sim_emmc *e)
+static int sim_flush_do(struct sim_emmc *e)
 {
 	/* no-cache: only the tail of an early-acked reliable write is ever cached */
 	if ((e->profile & SIM_P_NO_CACHE) && !e->head)
@@ -1353,4 +1461,18 @@ int sim_emmc_flush(struct sim_emmc *e)
 	if (e->profile & SIM_P_LYING_FLUSH)
 		return sim_flush_lie(e);
 	return sim_destage_all(e);
+}
+
+int sim_emmc_flush(struct sim_emmc *e)
+{
+	int ret;
+
+	if (e->cut_op == SIM_CUT_FLUSH && ++e->cut_seen == e->cut_nth)
+		sim_cut_flush_start(e);
+	ret = sim_flush_do(e);
+	/* the planned flush finished before its delay ran out: its completion
+	 * never reaches the host */
+	if (e->cut_armed)
+		sim_cut_flush_now(e);
+	return ret;
 }

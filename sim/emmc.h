@@ -50,7 +50,24 @@ struct sim_opts {
 	double rate;		/* probability knob for profiles that use one (0..1) */
 	uint64_t cut_after;	/* a deterministic cut: after this many sectors programmed in a
 				 * power session, the board's process group is SIGKILLed (0: never) */
+	/*
+	 * An exact cut at the nth cache flush or FUA write of the power session
+	 * (a campaign's cut plan "flush" or "fua"): the board's process group is
+	 * SIGKILLed at the start of the flush, before it programs a sector, or
+	 * inside the FUA write, after a seeded number of its sectors (1..n-1).
+	 * cut_delay_us moves the cut that far into the operation, counted in
+	 * program time: delay_us / program_us sectors programmed first.
+	 */
+	unsigned cut_op;	/* SIM_CUT_FLUSH or SIM_CUT_FUA; 0: none */
+	uint32_t cut_nth;	/* 1..: which one of the session (0: none) */
+	uint32_t cut_delay_us;
 };
+
+#define SIM_CUT_FLUSH	1u
+#define SIM_CUT_FUA	2u
+/* How many sectors of an n-sector FUA write an exact cut without a delay lets
+ * through: seeded by (seed, session, nth), 1..n-1 (0 for one sector). */
+uint32_t sim_cut_fua_sectors(uint64_t seed, uint32_t session, uint32_t nth, uint32_t n);
 
 /* Create a zero-filled media file of size bytes (refuses to replace one). */
 int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen);

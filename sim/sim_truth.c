@@ -159,6 +159,29 @@ static void truth_ent_add(json_object *o, const struct sim_truth_ent *e)
 		json_object_object_add(o, "seq", json_object_new_uint64(e->seq));
 }
 
+int sim_truth_cut(struct sim_truth *t, const char *ev, const struct sim_truth_kv *kv, size_t nkv,
+		  const struct sim_truth_ent *ents, size_t nents, const char *expect)
+{
+	json_object *o = truth_line(ev, t->session);
+
+	for (size_t i = 0; i < nkv; i++)
+		json_object_object_add(o, kv[i].key, json_object_new_uint64(kv[i].v));
+	if (ents) {
+		json_object *arr = json_object_new_array();
+
+		for (size_t i = 0; i < nents; i++) {
+			json_object *e = json_object_new_object();
+
+			truth_ent_add(e, &ents[i]);
+			json_object_array_add(arr, e);
+		}
+		json_object_object_add(o, "entries", arr);
+	}
+	if (expect)
+		json_object_object_add(o, "expect", json_object_new_string(expect));
+	return truth_append(t, o, 0);
+}
+
 int sim_truth_flush_lie(struct sim_truth *t, const struct sim_truth_ent *ents, size_t n)
 {
 	json_object *o = truth_line("flush_lie", t->session);

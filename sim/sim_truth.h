@@ -58,6 +58,13 @@ uint32_t sim_truth_session(const struct sim_truth *t);
  */
 int sim_truth_fault(struct sim_truth *t, uint32_t session, const char *ev,
 		    const struct sim_truth_kv *kv, size_t nkv, const char *expect, int once);
+/*
+ * Log an exact cut (a cut plan's flush or FUA write), {"ev":ev,"session":S,
+ * kv...,"entries":[...] (when ents is not NULL),"expect":expect}, with one
+ * write(): the caller kills the board right after.
+ */
+int sim_truth_cut(struct sim_truth *t, const char *ev, const struct sim_truth_kv *kv, size_t nkv,
+		  const struct sim_truth_ent *ents, size_t nents, const char *expect);
 /* Log (and fdatasync) a flush that destaged nothing, listing what it left cached. */
 int sim_truth_flush_lie(struct sim_truth *t, const struct sim_truth_ent *ents, size_t n);
 /* Log (and fdatasync) a FUA write about to be cached instead of programmed. */

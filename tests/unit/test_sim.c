@@ -757,6 +757,198 @@ static int cut_after(unsigned profile, uint32_t program_us, uint32_t slot, uint6
 	return WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL ? 0 : -1;
 }
 
+/*
+ * A board whose card has an exact cut planned (cut_op, nth, delay_us), in a
+ * process group of its own (the cut kills the group): records seq 1..8 into
+ * slots 0..7, FUA writes (fua) or plain ones with a flush after every two.
+ */
+static void __attribute__((noreturn)) exact_child(unsigned op, uint32_t nth, uint32_t delay_us, int fua)
+{
+	uint8_t rec[REC_SIZE];
+	struct sim_emmc *e = NULL;
+	struct sim_opts o = { .media = media, .program_us = 100, .seed = 7, .cut_op = op, .cut_nth = nth,
+			      .cut_delay_us = delay_us };
+
+	if (setpgid(0, 0) || sim_emmc_open(&o, &e, err, sizeof(err)) != 0)
+		_exit(3);
+	for (uint32_t seq = 1; seq <= 8; seq++) {
+		record(rec, seq - 1, seq);
+		if (sim_emmc_write(e, pc_slot_lba(&geom, seq - 1), rec, SPR, fua ? SIM_W_FUA : 0))
+			_exit(4);
+		if (!fua && seq % 2 == 0 && sim_emmc_flush(e))
+			_exit(5);
+	}
+	sim_emmc_close(e);
+	_exit(0);
+}
+
+/* 0 if the board was killed (the cut), 1 if it finished, -1 otherwise. */
+static int run_exact(unsigned op, uint32_t nth, uint32_t delay_us, int fua)
+{
+	int status;
+	pid_t pid = fork();
+
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		exact_child(op, nth, delay_us, fua);
+	CU_ASSERT_EQUAL_FATAL(waitpid(pid, &status, 0), pid);
+	if (WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 1 : -1;
+}
+
+/* Slot slot holds its first k sectors of record seq, the rest gen-0. */
+static int slot_holds(uint32_t slot, uint64_t seq, uint32_t k)
+{
+	uint8_t rec[REC_SIZE], old[PC_SECTOR];
+	uint64_t lba = pc_slot_lba(&geom, slot);
+
+	record(rec, slot, seq);
+	if (k && !media_equals(lba, rec, k))
+		return 0;
+	for (uint32_t i = k; i < SPR; i++) {
+		gen0_sector(lba + i, old);
+		if (!media_equals(lba + i, old, 1))
+			return 0;
+	}
+	return 1;
+}
+
+static void test_exact_cut_flush(void)
+{
+	json_object *lines, *o, *ents;
+	int bad, n;
+
+	/* the 2nd flush: records 3 and 4 are cached, none of them programmed */
+	media_new("sim-cutflush");
+	media_prepare();
+	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FLUSH, 2, 0, 0), 0);
+	CU_ASSERT_TRUE(slot_holds(0, 1, SPR));
+	CU_ASSERT_TRUE(slot_holds(1, 2, SPR));
+	CU_ASSERT_TRUE(slot_holds(2, 3, 0));
+	CU_ASSERT_TRUE(slot_holds(3, 4, 0));
+	lines = truth_lines(&bad);
+	CU_ASSERT_EQUAL(bad, 0);
+	o = truth_find(lines, "cut_flush", 0, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(u64_of(o, "session"), 1);
+	CU_ASSERT_EQUAL(u64_of(o, "nth"), 2);
+	CU_ASSERT_EQUAL(u64_of(o, "delay_us"), 0);
+	CU_ASSERT_EQUAL(u64_of(o, "programmed"), 0);
+	CU_ASSERT_STRING_EQUAL(str_of(o, "expect"), "none");
+	CU_ASSERT_FATAL(json_object_object_get_ex(o, "entries", &ents));
+	CU_ASSERT_EQUAL_FATAL(json_object_array_length(ents), 2);
+	CU_ASSERT_EQUAL(u64_of(json_object_array_get_idx(ents, 0), "seq"), 3);
+	CU_ASSERT_EQUAL(u64_of(json_object_array_get_idx(ents, 0), "lba"), pc_slot_lba(&geom, 2));
+	CU_ASSERT_EQUAL(u64_of(json_object_array_get_idx(ents, 1), "seq"), 4);
+	CU_ASSERT_EQUAL(u64_of(json_object_array_get_idx(ents, 1), "n"), SPR);
+	json_object_put(lines);
+
+	/* 1 ms into the 3rd flush at 100 us a sector: record 5 whole, 2 sectors of 6 */
+	media_new("sim-cutflush-delay");
+	media_prepare();
+	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FLUSH, 3, 1000, 0), 0);
+	CU_ASSERT_TRUE(slot_holds(3, 4, SPR));
+	CU_ASSERT_TRUE(slot_holds(4, 5, SPR));
+	CU_ASSERT_TRUE(slot_holds(5, 6, 2));
+	lines = truth_lines(&bad);
+	o = truth_find(lines, "cut_flush", 0, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(u64_of(o, "nth"), 3);
+	CU_ASSERT_EQUAL(u64_of(o, "delay_us"), 1000);
+	CU_ASSERT_EQUAL(u64_of(o, "programmed"), 10);
+	json_object_put(lines);
+
+	/* a delay longer than the flush: it completes, and the power goes before it says so */
+	media_new("sim-cutflush-long");
+	media_prepare();
+	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FLUSH, 1, 100000, 0), 0);
+	CU_ASSERT_TRUE(slot_holds(1, 2, SPR));
+	CU_ASSERT_TRUE(slot_holds(2, 3, 0));
+	lines = truth_lines(&bad);
+	o = truth_find(lines, "cut_flush", 0, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(u64_of(o, "programmed"), 2 * SPR);
+	json_object_put(lines);
+
+	/* a flush that never comes: no cut */
+	media_new("sim-cutflush-none");
+	media_prepare();
+	CU_ASSERT_EQUAL(run_exact(SIM_CUT_FLUSH, 5, 0, 0), 1);
+	lines = truth_lines(&bad);
+	truth_find(lines, "cut_flush", 0, &n);
+	CU_ASSERT_EQUAL(n, 0);
+	json_object_put(lines);
+}
+
+static void test_exact_cut_fua(void)
+{
+	uint32_t k = sim_cut_fua_sectors(7, 1, 3, SPR);
+	json_object *lines, *o;
+	int bad, n;
+
+	/* seeded, inside the write: 1..n-1 sectors, and the same every time */
+	CU_ASSERT_TRUE(k >= 1 && k < SPR);
+	CU_ASSERT_EQUAL(sim_cut_fua_sectors(7, 1, 3, SPR), k);
+	CU_ASSERT_EQUAL(sim_cut_fua_sectors(7, 1, 3, 1), 0);
+	for (uint32_t i = 1; i < 200; i++) {
+		uint32_t x = sim_cut_fua_sectors(i, i % 5, i, 2);
+
+		CU_ASSERT_EQUAL(x, 1);
+		x = sim_cut_fua_sectors(i, i % 5, i, 64);
+		CU_ASSERT_TRUE(x >= 1 && x <= 63);
+	}
+	media_new("sim-cutfua");
+	media_prepare();
+	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FUA, 3, 0, 1), 0);
+	CU_ASSERT_TRUE(slot_holds(0, 1, SPR));
+	CU_ASSERT_TRUE(slot_holds(1, 2, SPR));
+	CU_ASSERT_TRUE(slot_holds(2, 3, k));
+	CU_ASSERT_TRUE(slot_holds(3, 4, 0));
+	lines = truth_lines(&bad);
+	CU_ASSERT_EQUAL(bad, 0);
+	o = truth_find(lines, "cut_fua", 0, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(u64_of(o, "session"), 1);
+	CU_ASSERT_EQUAL(u64_of(o, "nth"), 3);
+	CU_ASSERT_EQUAL(u64_of(o, "lba"), pc_slot_lba(&geom, 2));
+	CU_ASSERT_EQUAL(u64_of(o, "n"), SPR);
+	CU_ASSERT_EQUAL(u64_of(o, "seq"), 3);
+	CU_ASSERT_EQUAL(u64_of(o, "programmed"), k);
+	CU_ASSERT_STRING_EQUAL(str_of(o, "expect"), "torn");
+	json_object_put(lines);
+
+	/* 300 us into the 5th at 100 us a sector: 3 sectors */
+	media_new("sim-cutfua-delay");
+	media_prepare();
+	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FUA, 5, 300, 1), 0);
+	CU_ASSERT_TRUE(slot_holds(3, 4, SPR));
+	CU_ASSERT_TRUE(slot_holds(4, 5, 3));
+	lines = truth_lines(&bad);
+	o = truth_find(lines, "cut_fua", 0, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(u64_of(o, "programmed"), 3);
+	CU_ASSERT_EQUAL(u64_of(o, "delay_us"), 300);
+	json_object_put(lines);
+
+	/* a delay past the whole write: programmed, never completed */
+	media_new("sim-cutfua-long");
+	media_prepare();
+	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FUA, 1, 5000, 1), 0);
+	CU_ASSERT_TRUE(slot_holds(0, 1, SPR));
+	lines = truth_lines(&bad);
+	o = truth_find(lines, "cut_fua", 0, &n);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(u64_of(o, "programmed"), SPR);
+	CU_ASSERT_STRING_EQUAL(str_of(o, "expect"), "intact");
+	json_object_put(lines);
+
+	/* flushes are not FUA writes, and a plain write is not either */
+	media_new("sim-cutfua-none");
+	media_prepare();
+	CU_ASSERT_EQUAL(run_exact(SIM_CUT_FUA, 1, 0, 0), 1);
+}
+
 static void test_subsector_tear(void)
 {
 	uint8_t rec[REC_SIZE], old[PC_SECTOR], got[PC_SECTOR];
@@ -1291,6 +1483,8 @@ int suite_sim(void)
 		{ "no-cache programs at once", test_no_cache },
 		{ "torn truth log line", test_torn_log },
 		{ "SIGKILL never tears a sector", test_kill },
+		{ "exact cut at the start of the nth flush", test_exact_cut_flush },
+		{ "exact cut inside the nth FUA write", test_exact_cut_fua },
 		{ "subsector-tear: a cut leaves part of a sector new", test_subsector_tear },
 		{ "paired-page: a cut damages the pair page", test_paired_page },
 		{ "tearing-relwr: early ack, cut, torn_acked", test_tearing_relwr },
