@@ -164,7 +164,6 @@ static int cmd_replay(int argc, char **argv)
 	return replay_main((const char *const *)argv + optind, argc - optind, stdout, &o);
 }
 
-/* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
 static const char report_usage[] =
 	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
 	"\n"
@@ -185,6 +184,7 @@ static const char report_usage[] =
 	"device is INCOMPLETE (a board given up, too many INFRA_ERROR cycles, cycles left, a run\n"
 	"still going or killed) and none failed; 2 the report could not be made.\n";
 
+/* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
  * failed), 2 when the report cannot be made */
 static int cmd_report(int argc, char **argv)
 {
@@ -231,7 +231,6 @@ static int cmd_report(int argc, char **argv)
 	}
 	if (report_run((const char *const *)argv + optind, argc - optind, out, &o, &result, err, sizeof(err))) {
 		pc_err("%s", err);
-		return 2;
 		if (outpath) {
 			fclose(out);
 			unlink(tmp);
@@ -241,6 +240,7 @@ static int cmd_report(int argc, char **argv)
 	if (outpath && (fclose(out) != 0 || rename(tmp, outpath) != 0)) {
 		pc_err("%s: cannot write: %s", outpath, strerror(errno));
 		unlink(tmp);
+		return 2;
 	}
 	return result;
 }
