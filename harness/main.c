@@ -17,6 +17,7 @@
 #include "replay.h"
 #include "report.h"
 #include "results.h"
+#include "status.h"
 
 static const char usage_text[] =
 	"usage: powercut COMMAND [OPTIONS]\n"
@@ -27,8 +28,8 @@ static const char usage_text[] =
 	"        recompute every verdict from events.jsonl; exit 1 on any difference, 2 on errors\n"
 	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
 	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
-	"  status RESULTS_DIR\n"
-	"        whether a run holds the folder, and how far the campaign got (works while it runs)\n"
+	"  status [--json] RESULTS_DIR\n"
+	"        whether a run holds the folder and, per board, its cycle, state, counts, last FAIL, ETA\n"
 	"  check-config CONFIG\n"
 	"        validate a configuration: prints \"configuration OK\" or the error\n"
 	"  relay CONFIG BOARD on|off|cycle|get\n"
@@ -245,41 +246,9 @@ static int cmd_report(int argc, char **argv)
 	return result;
 }
 
-static int count_line(json_object *o, unsigned lineno, void *arg)
-{
-	(*(unsigned *)arg)++;
-	return 0;
-}
-
 static int cmd_status(int argc, char **argv)
 {
-	char path[PATH_MAX + 32], err[1024] = "", desc[768];
-	struct results_lock_info li;
-	unsigned nv = 0, ne = 0;
-	int torn;
-	const char *dirs[1];
-
-	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-		fputs("usage: powercut status RESULTS_DIR\n", argc == 2 ? stdout : stderr);
-		return argc == 2 ? 0 : 2;
-	}
-	/* first, so that a folder too damaged to count still says whether a run is at it */
-	results_lock_probe(argv[1], &li);
-	results_lock_describe(&li, desc, sizeof(desc));
-	printf("%s: %s\n", argv[1], desc);
-	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
-	if (results_each_line(path, count_line, &ne, &torn, err, sizeof(err))) {
-		pc_err("%s", err);
-		return 1;
-	}
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", argv[1]);
-	if (results_each_line(path, count_line, &nv, &torn, err, sizeof(err))) {
-		pc_err("%s", err);
-		return 1;
-	}
-	printf("%s: %u events, %u verdicts\n", argv[1], ne, nv);
-	dirs[0] = argv[1];
-	return report_print(dirs, 1, stdout, 0, err, sizeof(err)) ? 1 : 0;
+	return status_main(argc, argv);
 }
 
 static int cmd_relay(int argc, char **argv)

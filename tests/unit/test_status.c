@@ -1,0 +1,221 @@
+/*
+ * test_status.c - the pure parts of `powercut status`: the line scanner
+ * (top-level members without building JSON, on whole, cut and hostile
+ * lines), integer and string values, the board states from events, h:mm.
+ */
+#include "suites.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../harness/status.h"
+#include "../../harness/verdict.h"
+
+static const char *const ev_keys[] = { "t", "board", "cycle", "ev", "msg" };
+
+static int span_is(const struct status_span *s, enum status_vtype type, const char *text)
+{
+	return s->type == type && s->n == strlen(text) && !memcmp(s->p, text, s->n);
+}
+
+static void test_scan_members(void)
+{
+	const char *l = "{\"t\":2105,\"board\":\"honest-1\",\"cycle\":1,\"ev\":\"rx\",\"msg\":{\"type\":\"hello\","
+			"\"x\":[1,{\"t\":9}],\"s\":\"}]\\\"{\"},\"extra\":null}";
+	struct status_span v[5], m[1];
+	static const char *const mk[] = { "type" };
+	uint64_t u;
+
+	CU_ASSERT_EQUAL(status_scan(l, strlen(l), 0, ev_keys, 5, v), 0);
+	CU_ASSERT(span_is(&v[0], ST_V_NUMBER, "2105"));
+	CU_ASSERT(span_is(&v[1], ST_V_STRING, "honest-1"));
+	CU_ASSERT(span_is(&v[3], ST_V_STRING, "rx"));
+	CU_ASSERT_EQUAL(v[4].type, ST_V_OBJECT);
+	/* the nested "t" is not the top-level one */
+	CU_ASSERT(!status_span_u64(&v[0], UINT64_MAX, &u) && u == 2105);
+	CU_ASSERT_EQUAL(status_scan(v[4].p, v[4].n, 0, mk, 1, m), 0);
+	CU_ASSERT(span_is(&m[0], ST_V_STRING, "hello"));
+	/* absent keys, whitespace, an empty object */
+	CU_ASSERT_EQUAL(status_scan(" { \"a\" : true , \"b\":false }\r", 27, 0, ev_keys, 5, v), 0);
+	CU_ASSERT_EQUAL(v[0].type, ST_V_ABSENT);
+	CU_ASSERT_EQUAL(status_scan("{}", 2, 0, ev_keys, 5, v), 0);
+	/* a key twice: the last one, as json-c takes it */
+	CU_ASSERT_EQUAL(status_scan("{\"t\":1,\"t\":2}", 13, 0, ev_keys, 1, v), 0);
+	CU_ASSERT(span_is(&v[0], ST_V_NUMBER, "2"));
+}
+
+static void test_scan_bad(void)
+{
+	static const char *const bad[] = {
+		"", "garbage line", "[1,2]", "\"s\"", "{\"t\":1", "{\"t\":1,}", "{\"t\" 1}", "{t:1}", "{\"t\":1}x",
+		"{\"t\":tru}", "{\"t\":-}", "{\"t\":\"a\nb\"}", "{\"t\":1}}", "{\"a\":{\"b\":1}", "{\"t\":nul}",
+	};
+	struct status_span v[5];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		CU_ASSERT_EQUAL(status_scan(bad[i], strlen(bad[i]), 0, ev_keys, 5, v), -1);
+	/* an embedded NUL is not a number character */
+	CU_ASSERT_EQUAL(status_scan("{\"t\":1\0}", 8, 0, ev_keys, 5, v), -1);
+}
+
+static void test_scan_partial(void)
+{
+	const char *l = "{\"t\":7,\"board\":\"b1\",\"cycle\":3,\"ev\":\"rx\",\"msg\":{\"type\":\"runs\",\"runs\":[[1,2],[3";
+	struct status_span v[5];
+
+	/* a line cut at 1 MB: what came before the cut is there */
+	CU_ASSERT_EQUAL(status_scan(l, strlen(l), 1, ev_keys, 5, v), 1);
+	CU_ASSERT(span_is(&v[1], ST_V_STRING, "b1"));
+	CU_ASSERT(span_is(&v[2], ST_V_NUMBER, "3"));
+	CU_ASSERT_EQUAL(v[4].type, ST_V_ABSENT);
+	CU_ASSERT_EQUAL(status_scan(l, strlen(l), 0, ev_keys, 5, v), -1);
+	/* cut inside a number, a literal, a string, after a key */
+	CU_ASSERT_EQUAL(status_scan("{\"t\":12", 7, 1, ev_keys, 5, v), 1);
+	CU_ASSERT_EQUAL(v[0].type, ST_V_ABSENT);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":tr", 7, 1, ev_keys, 5, v), 1);
+	CU_ASSERT_EQUAL(status_scan("{\"board\":\"b\\", 12, 1, ev_keys, 5, v), 1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\"", 4, 1, ev_keys, 5, v), 1);
+	/* malformed before the cut is still malformed */
+	CU_ASSERT_EQUAL(status_scan("{\"t\":x", 6, 1, ev_keys, 5, v), -1);
+}
+
+static void test_scan_deep(void)
+{
+	size_t depth = 1000000, n = depth * 2 + 16;
+	char *l = malloc(n);
+	struct status_span v[5];
+	size_t k = 0;
+
+	CU_ASSERT_FATAL(l != NULL);
+	k += (size_t)sprintf(l, "{\"msg\":");
+	memset(l + k, '[', depth);
+	k += depth;
+	memset(l + k, ']', depth);
+	k += depth;
+	k += (size_t)sprintf(l + k, ",\"t\":5}");
+	/* a million levels: skipped by counting, no recursion */
+	CU_ASSERT_EQUAL(status_scan(l, k, 0, ev_keys, 5, v), 0);
+	CU_ASSERT(span_is(&v[0], ST_V_NUMBER, "5"));
+	CU_ASSERT_EQUAL(v[4].type, ST_V_ARRAY);
+	free(l);
+}
+
+static void test_array(void)
+{
+	const char *l = "{\"findings\":[ {\"class\":\"lost_acked\",\"violation\":true} , 7 ,\"x\",[] ]}";
+	static const char *const k[] = { "findings" };
+	struct status_span v[1], el, bad = { ST_V_ARRAY, "[1,,2]", 6 }, empty = { ST_V_ARRAY, "[ ]", 3 };
+	size_t pos = 0;
+	int n = 0;
+
+	CU_ASSERT_EQUAL(status_scan(l, strlen(l), 0, k, 1, v), 0);
+	CU_ASSERT_EQUAL(v[0].type, ST_V_ARRAY);
+	while (status_array_next(&v[0], &pos, &el) == 1)
+		n++;
+	CU_ASSERT_EQUAL(n, 4);
+	pos = 0;
+	CU_ASSERT_EQUAL(status_array_next(&v[0], &pos, &el), 1);
+	CU_ASSERT_EQUAL(el.type, ST_V_OBJECT);
+	pos = 0;
+	CU_ASSERT_EQUAL(status_array_next(&empty, &pos, &el), 0);
+	pos = 0;
+	CU_ASSERT_EQUAL(status_array_next(&bad, &pos, &el), 1);
+	CU_ASSERT_EQUAL(status_array_next(&bad, &pos, &el), -1);
+}
+
+static void test_values(void)
+{
+	struct status_span s = { ST_V_NUMBER, "18446744073709551615", 20 };
+	uint64_t u;
+	char buf[16];
+
+	CU_ASSERT(!status_span_u64(&s, UINT64_MAX, &u) && u == UINT64_MAX);
+	s = (struct status_span){ ST_V_NUMBER, "18446744073709551616", 20 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, UINT64_MAX, &u), -1);
+	s = (struct status_span){ ST_V_NUMBER, "99999999999999999999999", 23 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, UINT64_MAX, &u), -1);
+	s = (struct status_span){ ST_V_NUMBER, "101", 3 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
+	CU_ASSERT(!status_span_u64(&s, 101, &u) && u == 101);
+	s = (struct status_span){ ST_V_NUMBER, "-1", 2 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
+	s = (struct status_span){ ST_V_NUMBER, "1e3", 3 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100000, &u), -1);
+	s = (struct status_span){ ST_V_STRING, "12", 2 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
+	CU_ASSERT(!status_span_str(&s, buf, sizeof(buf)) && !strcmp(buf, "12"));
+	s = (struct status_span){ ST_V_STRING, "a\\u001b", 7 };
+	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -1);
+	s = (struct status_span){ ST_V_STRING, "\x1b[2J", 4 };
+	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -1);
+	s = (struct status_span){ ST_V_STRING, "0123456789abcdef", 16 };
+	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -1);
+}
+
+static void test_states(void)
+{
+	CU_ASSERT_EQUAL(status_next_state(ST_UNKNOWN, PC_EV_POWER_ON, NULL, NULL), ST_BOOTING);
+	CU_ASSERT_EQUAL(status_next_state(ST_BOOTING, PC_EV_RX, "hello", NULL), ST_VERIFYING);
+	CU_ASSERT_EQUAL(status_next_state(ST_BOOTING, PC_EV_VERIFY, NULL, NULL), ST_VERIFYING);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_RX, "scan_end", NULL), ST_VERIFYING);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_WORK, NULL, NULL), ST_WRITING);
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RX, "ack", NULL), ST_WRITING);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_RX, "submit", NULL), ST_WRITING);
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_CUT, NULL, NULL), ST_OFF);
+	CU_ASSERT_EQUAL(status_next_state(ST_BOOTING, PC_EV_BOOT_FAIL, NULL, NULL), ST_OFF);
+	CU_ASSERT_EQUAL(status_next_state(ST_BOOTING, PC_EV_INFRA, NULL, NULL), ST_OFF);
+	CU_ASSERT_EQUAL(status_next_state(ST_OFF, PC_EV_GIVE_UP, NULL, NULL), ST_GIVEN_UP);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_FINAL_INFRA, NULL, NULL), ST_DONE);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_RUN_END, NULL, "finished"), ST_DONE);
+	CU_ASSERT_EQUAL(status_next_state(ST_GIVEN_UP, PC_EV_RUN_END, NULL, "given_up"), ST_GIVEN_UP);
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RUN_END, NULL, "interrupted"), ST_OFF);
+	/* what says nothing of the state leaves it */
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RX, "error", NULL), ST_WRITING);
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RX, NULL, NULL), ST_WRITING);
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RX_STRAY, NULL, NULL), ST_WRITING);
+	CU_ASSERT_EQUAL(status_next_state(ST_BOOTING, PC_EV_LINK_REJECT, NULL, NULL), ST_BOOTING);
+	CU_ASSERT_EQUAL(status_next_state(ST_OFF, -1, NULL, NULL), ST_OFF);
+	CU_ASSERT_EQUAL(status_next_state(ST_OFF, PC_EV_RUN_END, NULL, "what"), ST_OFF);
+	CU_ASSERT_STRING_EQUAL(status_bstate_names[ST_GIVEN_UP], "given up");
+	CU_ASSERT_STRING_EQUAL(status_bstate_keys[ST_GIVEN_UP], "given_up");
+}
+
+static void test_hmm(void)
+{
+	char b[32];
+
+	status_hmm(-1, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "-");
+	status_hmm(0, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:00");
+	status_hmm(1, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:01");
+	status_hmm(60, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:01");
+	status_hmm(61, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "0:02");
+	status_hmm(3600 * 10 + 59 * 60, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "10:59");
+	status_hmm(1e300, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "1000000:00");
+	status_hmm(0.0 / 0.0, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "-");
+}
+
+int suite_status(void)
+{
+	CU_pSuite s = CU_add_suite("status", NULL, NULL);
+
+	if (!s || !CU_add_test(s, "scanner: top-level members", test_scan_members) ||
+	    !CU_add_test(s, "scanner: malformed lines", test_scan_bad) ||
+	    !CU_add_test(s, "scanner: lines cut short", test_scan_partial) ||
+	    !CU_add_test(s, "scanner: deep nesting", test_scan_deep) ||
+	    !CU_add_test(s, "arrays", test_array) ||
+	    !CU_add_test(s, "integers and strings", test_values) ||
+	    !CU_add_test(s, "board states from events", test_states) ||
+	    !CU_add_test(s, "h:mm", test_hmm))
+		return -1;
+	return 0;
+}
