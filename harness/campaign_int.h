@@ -75,6 +75,16 @@ struct bctx {
 	uint64_t cut_at;	/* CUT_RANDOM: absolute ms */
 	uint32_t cut_acks;	/* CUT_ACKS: cut once this many are acked */
 	uint32_t acks;
+	/* CUT_FLUSH, CUT_FUA: the cut comes at the agent's cut_nth announcement
+	 * (IO message) of the plan's I/O, cut_delay_us after it arrived; on a
+	 * board that cuts itself there (exact: the sim), the harness waits */
+	uint32_t cut_nth;	/* 0: not an I/O plan */
+	uint32_t io_seen;	/* announcements of the plan's I/O so far in this work */
+	int io_fired;		/* the cut_nth arrived: */
+	uint64_t io_seq;	/* ... the seq it named */
+	uint64_t t_io_us;	/* ... when (monotonic us) */
+	uint64_t cut_due_us;	/* a delayed cut's instant (monotonic us; 0: none) */
+	int exact;
 	int done_seen;
 	unsigned consecutive_infra;
 	char given_up[512];
@@ -145,7 +155,10 @@ void camp_pending_read(struct camp *c, struct pending *p);
 void camp_accept_all(struct camp *c);
 
 /* campaign_plan.c */
+void camp_plan_power_on(struct bctx *b);
 void camp_start_work(struct bctx *b);
+void camp_on_io(struct bctx *b, const struct pc_msg *m);
+void camp_cut_due(struct bctx *b);
 void camp_cut(struct bctx *b, const char *why);
 json_object *camp_verify_request(struct bctx *b);
 int camp_send_known(struct bctx *b);

@@ -39,14 +39,41 @@ static uint64_t plan_rand(struct bctx *b, uint64_t salt)
 	return pc_mix64(b->c->cfg->seed ^ pc_mix64(((uint64_t)b->idx << 40) ^ ((uint64_t)b->cycle << 8) ^ salt));
 }
 
+static int io_plan(const struct bctx *b)
+{
+	return b->cfg->cut == CUT_FLUSH || b->cfg->cut == CUT_FUA;
+}
+
+/* The cycle's draw in the plan's range: the instant, the acks or the nth I/O. */
+static uint32_t plan_pick(struct bctx *b)
+{
+	uint32_t span = b->cfg->cut_max - b->cfg->cut_min + 1;
+
+	return b->cfg->cut_min + (uint32_t)(plan_rand(b, 1) % span);
+}
+
+/*
+ * Before a power-on: a board whose relay can cut exactly (the sim) is told
+ * the cycle's planned flush or FUA write, so it cuts itself right there,
+ * the same every time the campaign runs. The final verification writes
+ * nothing: no cut.
+ */
+void camp_plan_power_on(struct bctx *b)
+{
+	b->relay.cut[0] = 0;
+	if (!io_plan(b) || !b->relay.ops || !b->relay.ops->exact_cut || b->cycle > b->c->cycles ||
+	    camp_is_sysrq(b))
+		return;
+	snprintf(b->relay.cut, sizeof(b->relay.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
+		 plan_pick(b), b->cfg->cut_delay_us);
+}
+
 void camp_start_work(struct bctx *b)
 {
 	struct camp *c = b->c;
 	struct engine_board_state es;
 	struct pc_work w = { 0 };
 	json_object *msg, *ev;
-	uint32_t span = b->cfg->cut_max - b->cfg->cut_min + 1;
-	uint64_t r = plan_rand(b, 1);
 
 	engine_board_state(c->eng, b->cfg->name, &es);
 	w.cycle = b->cycle;
@@ -58,6 +85,8 @@ void camp_start_work(struct bctx *b)
 	w.flush_every = b->cfg->flush_every;
 	w.qd = b->cfg->queue_depth;
 	w.seed = plan_rand(b, 2) & INT64_MAX;
+	/* the agent announces the plan's I/O only when asked: other runs are not slowed */
+	w.announce = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
 	msg = pc_msg_work(&w);
 	ev = camp_ev_new(b, PC_EV_WORK);
 	json_object_object_add(ev, "work", json_object_get(msg));
@@ -78,10 +107,20 @@ void camp_start_work(struct bctx *b)
 	b->t_work = pc_now_ms();
 	b->cut_at = UINT64_MAX;
 	b->cut_acks = UINT32_MAX;
+	b->cut_nth = 0;
+	b->io_seen = 0;
+	b->io_fired = 0;
+	b->io_seq = 0;
+	b->t_io_us = 0;
+	b->cut_due_us = 0;
+	/* the relay was told at power-on: the board cuts itself at the nth */
+	b->exact = io_plan(b) && b->relay.cut[0];
 	if (b->cfg->cut == CUT_RANDOM)
-		b->cut_at = b->t_work + b->cfg->cut_min + r % span;
+		b->cut_at = b->t_work + plan_pick(b);
+	else if (b->cfg->cut == CUT_ACKS)
+		b->cut_acks = plan_pick(b);
 	else
-		b->cut_acks = b->cfg->cut_min + (uint32_t)(r % span);
+		b->cut_nth = plan_pick(b);
 	if (camp_send_msg(b, msg)) {
 		json_object_put(msg);
 		camp_infra(b, "sending the work failed: %s", strerror(errno));
@@ -91,15 +130,81 @@ void camp_start_work(struct bctx *b)
 	camp_set_state(b, B_WRITING, b->cfg->work_timeout_ms);
 }
 
+/*
+ * An announcement (IO) while writing: at the plan's nth flush or FUA write
+ * the cut comes, at once or cut_delay_us later. A board that cuts itself
+ * there (the sim) has already done so, or is about to: the harness only
+ * notes it and waits for its link to drop.
+ */
+void camp_on_io(struct bctx *b, const struct pc_msg *m)
+{
+	unsigned want = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
+
+	if (!b->cut_nth || b->io_fired || m->u.io.op != want || ++b->io_seen < b->cut_nth)
+		return;
+	b->io_fired = 1;
+	b->io_seq = m->u.io.seq;
+	b->t_io_us = pc_now_us();
+	if (b->exact)
+		return;
+	if (!b->cfg->cut_delay_us) {
+		camp_cut(b, config_cut_name(b->cfg->cut));
+		return;
+	}
+	/* the poll loop wakes at the millisecond; camp_cut_due waits out the rest */
+	b->cut_due_us = b->t_io_us + b->cfg->cut_delay_us;
+	b->cut_at = b->cut_due_us / 1000;
+}
+
+/* The cut's instant (cut_at) came: a random instant, or a delayed I/O plan. */
+void camp_cut_due(struct bctx *b)
+{
+	uint64_t now;
+
+	if (!b->cut_due_us) {
+		camp_cut(b, "random instant");
+		return;
+	}
+	now = pc_now_us();
+	if (now < b->cut_due_us && b->cut_due_us - now <= 1000)
+		pc_sleep_us((uint32_t)(b->cut_due_us - now));
+	camp_cut(b, config_cut_name(b->cfg->cut));
+}
+
 /* The power is off (or the board is crashing): record it and drain the link. */
-static void cut_done(struct bctx *b, uint64_t now, const char *why, const char *how)
+static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *why, const char *how)
 {
 	json_object *ev = camp_ev_new(b, PC_EV_CUT);
+	int exact = 0;
 
-	json_object_object_add(ev, "plan", json_object_new_string(b->cfg->cut == CUT_RANDOM ? "random" : "acks"));
+	/* the sim cut itself at the planned I/O: its link dropped */
+	if (b->exact && b->io_fired && !strcmp(why, "link lost")) {
+		why = "sim exact";
+		exact = 1;
+	}
+	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->cfg->cut)));
 	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
 	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
 	json_object_object_add(ev, "trigger", json_object_new_string(why));
+	if (b->cut_nth) {
+		json_object_object_add(ev, "nth", json_object_new_int64(b->cut_nth));
+		json_object_object_add(ev, "delay_us", json_object_new_int64(b->cfg->cut_delay_us));
+	}
+	if (b->io_fired) {
+		/* the announcement the plan fired on, and how late the power went
+		 * against it: from its arrival (and the delay) to the relay's off
+		 * returning (the read-back after it is not counted) */
+		json_object *io = json_object_new_object();
+		uint64_t due = b->t_io_us + b->cfg->cut_delay_us;
+
+		json_object_object_add(io, "op", json_object_new_string(config_cut_name(b->cfg->cut)));
+		json_object_object_add(io, "seq", json_object_new_uint64(b->io_seq));
+		json_object_object_add(ev, "io", io);
+		if (exact)
+			json_object_object_add(ev, "late_us", json_object_new_int64(0));
+		else if (!strcmp(why, config_cut_name(b->cfg->cut)))
+			json_object_object_add(ev, "late_us", json_object_new_int64(t_off > due ? (int64_t)(t_off - due) : 0));
+	}
 	if (how)
 		json_object_object_add(ev, "how", json_object_new_string(how));
 	camp_ev_log(b, ev);
@@ -108,7 +213,7 @@ static void cut_done(struct bctx *b, uint64_t now, const char *why, const char *
 
 void camp_cut(struct bctx *b, const char *why)
 {
-	uint64_t now = pc_now_ms();
+	uint64_t now = pc_now_ms(), t_off;
 
 	if (camp_is_sysrq(b)) {
 		/* not a power cut: the agent reboots the board without syncing,
@@ -121,7 +226,7 @@ void camp_cut(struct bctx *b, const char *why)
 			camp_infra(b, "sending the crash request failed: %s", strerror(-ret));
 			return;
 		}
-		cut_done(b, now, why, "sysrq crash (device keeps power)");
+		cut_done(b, now, pc_now_us(), why, "sysrq crash (device keeps power)");
 		return;
 	}
 	/* the relay first: the instant matters, the bookkeeping can wait */
@@ -129,6 +234,7 @@ void camp_cut(struct bctx *b, const char *why)
 		camp_infra(b, "relay off failed at the cut: %s", b->relay.err);
 		return;
 	}
+	t_off = pc_now_us();
 	/* a relay that can say so must confirm the power is off: a cut that did
 	 * not happen would make every verdict after it a lie */
 	for (int i = 0; relay_get(&b->relay) == 1; i++) {
@@ -139,7 +245,7 @@ void camp_cut(struct bctx *b, const char *why)
 		}
 		pc_sleep_us(20000);
 	}
-	cut_done(b, now, why, NULL);
+	cut_done(b, now, t_off, why, NULL);
 }
 
 /*

@@ -32,6 +32,7 @@
 #define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
 #define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
 #define CFG_MAX_ACKS		10000000u
+#define CFG_MAX_DELAY_US	1000000u	/* cut.delay_us: a second after the flush or FUA write starts */
 
 struct cfg_ctx {
 	const char *file;
@@ -697,63 +698,143 @@ static int cfg_pair(struct cfg_ctx *x, json_object *v, const char *sub, uint32_t
 	return 0;
 }
 
+/* The cut plans' names, by enum cut_plan. */
+static const char *const cut_names[] = { "random", "acks", "flush", "fua", NULL };
+
+const char *config_cut_name(enum cut_plan p)
+{
+	return (unsigned)p < PC_ARRAY_SIZE(cut_names) ? cut_names[p] : "?";
+}
+
+/*
+ * How many of plan's I/Os a cycle of mode issues (and so announces): cache
+ * flushes (flush: one per flush_every records; journal: one per group of
+ * flush_every data records and their commit) or FUA writes (fua, fua+flush:
+ * every record; journal: each group's commit record). 0: none.
+ */
+uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t flush_every)
+{
+	uint64_t g = (uint64_t)flush_every + (mode == PC_MODE_JOURNAL);
+
+	if (p == CUT_FLUSH && (mode == PC_MODE_FLUSH || mode == PC_MODE_JOURNAL))
+		return (uint32_t)((records + g - 1) / g);
+	if (p == CUT_FUA && (mode == PC_MODE_FUA || mode == PC_MODE_FUA_FLUSH))
+		return records;
+	if (p == CUT_FUA && mode == PC_MODE_JOURNAL)	/* a group of one record has no commit */
+		return (uint32_t)(records / g + (records % g > 1));
+	return 0;
+}
+
+/*
+ * "cut": {"at": "random", "window_ms": [min, max]}, {"at": "acks", "acks":
+ * [min, max]}, or {"at": "flush" | "fua", "nth": [min, max], "delay_us": D}.
+ */
 static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
 	static const char *const random_keys[] = { "at", "window_ms", NULL };
 	static const char *const acks_keys[] = { "at", "acks", NULL };
+	static const char *const io_keys[] = { "at", "nth", "delay_us", NULL };
+	static const char *const *const keys_of[] = { random_keys, acks_keys, io_keys, io_keys };
+	static const char *const hint_of[] = { " (only with \"at\": \"random\")", " (only with \"at\": \"acks\")",
+					       " (only with \"at\": \"flush\" or \"fua\")" };
 	json_object *c = bval(x, "cut"), *v, *oc, *pair;
 	const char *at = "random";
 	char path[160];
-	int rc;
+	uint32_t ops = UINT32_MAX;
+	int rc, worst = -1;
 
 	b->cut = CUT_RANDOM;
 	b->cut_min = 5;
 	b->cut_max = 60;
+	b->cut_delay_us = 0;
 	if (c) {
 		if (!json_object_is_type(c, json_type_object))
 			return cfg_fail(x, bpath(x, path, sizeof(path), "cut", NULL),
-					"expected {\"at\": \"random\", \"window_ms\": [min, max]} or "
-					"{\"at\": \"acks\", \"acks\": [min, max]}, got %s", jtype(c));
+					"expected {\"at\": \"random\", \"window_ms\": [min, max]}, "
+					"{\"at\": \"acks\", \"acks\": [min, max]} or "
+					"{\"at\": \"flush\" or \"fua\", \"nth\": [min, max], \"delay_us\": D}, got %s",
+					jtype(c));
 		if ((v = jget(c, "at")) && (rc = cfg_str(x, v, bpath(x, path, sizeof(path), "cut", "at"), &at)))
 			return rc;
-		if (strcmp(at, "random") == 0) {
-			b->cut = CUT_RANDOM;
-		} else if (strcmp(at, "acks") == 0) {
-			b->cut = CUT_ACKS;
-			b->cut_min = 1;
-			b->cut_max = b->records_per_cycle;
-		} else {
-			return cfg_fail(x, path, "unknown cut plan '%s' (known: random acks)", at);
+		for (b->cut = CUT_RANDOM; b->cut <= CUT_FUA && strcmp(at, cut_names[b->cut]); b->cut++)
+			;
+		if (b->cut > CUT_FUA) {
+			const char *near = closest(at, cut_names);
+
+			return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "at"),
+					"unknown cut plan '%s'%s%s%s (known: random acks flush fua)", at,
+					near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
 		}
 		json_object_object_foreach(c, key, val) {
-			const char *const *keys = b->cut == CUT_RANDOM ? random_keys : acks_keys;
+			const char *hint = NULL;
 
 			(void)val;
-			if (!in_list(key, keys))
-				return cfg_unknown_key(x, bsec(x, path, sizeof(path), "cut", key), key, keys,
-						       in_list(key, b->cut == CUT_RANDOM ? acks_keys : random_keys) ?
-						       (b->cut == CUT_RANDOM ? " (only with \"at\": \"acks\")" :
-						        " (only with \"at\": \"random\")") : NULL);
+			if (in_list(key, keys_of[b->cut]))
+				continue;
+			for (int k = 0; k < 3 && !hint; k++)
+				if (in_list(key, keys_of[k]))
+					hint = hint_of[k];
+			return cfg_unknown_key(x, bsec(x, path, sizeof(path), "cut", key), key, keys_of[b->cut], hint);
 		}
-		if (b->cut == CUT_RANDOM && (v = jget(c, "window_ms")) &&
+	}
+	if (b->cut == CUT_ACKS) {
+		b->cut_min = 1;
+		b->cut_max = b->records_per_cycle;
+		if ((v = jget(c, "acks")) && (rc = cfg_pair(x, v, "acks", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
+			return rc;
+	} else if (b->cut == CUT_RANDOM) {
+		if (c && (v = jget(c, "window_ms")) &&
 		    (rc = cfg_pair(x, v, "window_ms", 0, CFG_MAX_MS, &b->cut_min, &b->cut_max)))
 			return rc;
-		if (b->cut == CUT_ACKS && (v = jget(c, "acks")) &&
-		    (rc = cfg_pair(x, v, "acks", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
+		/* The work timeout would fire first: the planned cut could never happen. */
+		if (b->cut_max > b->work_timeout_ms)
+			return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "window_ms"),
+					"the window ends at %" PRIu32 " ms, after work_timeout_ms (%" PRIu32
+					"): narrow the window or raise work_timeout_ms", b->cut_max, b->work_timeout_ms);
+	} else {
+		/* every mode of the board must issue the I/O, and as often as nth may ask */
+		const char *what = b->cut == CUT_FLUSH ? "cache flushes" : "FUA writes";
+
+		for (unsigned i = 0; i < b->nmodes; i++) {
+			uint32_t n = config_cut_ops(b->cut, b->modes[i], b->records_per_cycle, b->flush_every);
+
+			if (!n)
+				return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "at"),
+						"mode %s issues no %s: the plan \"%s\" needs modes that do (%s)",
+						pc_mode_name((enum pc_mode)b->modes[i]), what, at,
+						b->cut == CUT_FLUSH ? "flush, journal" : "fua, fua+flush, journal");
+			if (n < ops) {
+				ops = n;
+				worst = b->modes[i];
+			}
+		}
+		b->cut_min = 1;
+		b->cut_max = ops;
+		if ((v = jget(c, "nth")) && (rc = cfg_pair(x, v, "nth", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
 			return rc;
+		if (b->cut_max > ops)
+			return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "nth"),
+					"%" PRIu32 " is more than the %" PRIu32 " %s a cycle of mode %s issues "
+					"(records_per_cycle %" PRIu32 ", flush_every %" PRIu32 "): lower nth", b->cut_max,
+					ops, what, pc_mode_name((enum pc_mode)worst), b->records_per_cycle, b->flush_every);
+		if ((v = jget(c, "delay_us")) &&
+		    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), "cut", "delay_us"), 0, CFG_MAX_DELAY_US,
+				  &b->cut_delay_us)))
+			return rc;
+		if (b->cut_delay_us / 1000 >= b->work_timeout_ms)
+			return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "delay_us"),
+					"%" PRIu32 " us is not within work_timeout_ms (%" PRIu32 ")", b->cut_delay_us,
+					b->work_timeout_ms);
 	}
-	/* The work timeout would fire first: the planned cut could never happen. */
-	if (b->cut == CUT_RANDOM && b->cut_max > b->work_timeout_ms)
-		return cfg_fail(x, bpath(x, path, sizeof(path), "cut", "window_ms"),
-				"the window ends at %" PRIu32 " ms, after work_timeout_ms (%" PRIu32
-				"): narrow the window or raise work_timeout_ms", b->cut_max, b->work_timeout_ms);
 	oc = json_object_new_object();
 	pair = json_object_new_array();
 	put(out, "cut", oc);
-	put(oc, "at", json_object_new_string(b->cut == CUT_RANDOM ? "random" : "acks"));
-	put(oc, b->cut == CUT_RANDOM ? "window_ms" : "acks", pair);
+	put(oc, "at", json_object_new_string(cut_names[b->cut]));
+	put(oc, b->cut == CUT_RANDOM ? "window_ms" : b->cut == CUT_ACKS ? "acks" : "nth", pair);
 	json_object_array_add(pair, json_object_new_int64(b->cut_min));
 	json_object_array_add(pair, json_object_new_int64(b->cut_max));
+	if (b->cut == CUT_FLUSH || b->cut == CUT_FUA)
+		put(oc, "delay_us", json_object_new_int64(b->cut_delay_us));
 	return 0;
 }
 

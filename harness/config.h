@@ -32,6 +32,8 @@
 enum cut_plan {
 	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
 	CUT_ACKS,	/* after a random number in [cut_min, cut_max] of acked records */
+	CUT_FLUSH,	/* at the nth cache flush the agent announces, n random in [cut_min, cut_max] */
+	CUT_FUA,	/* at the nth FUA write the agent announces, likewise */
 };
 
 struct board_cfg {
@@ -50,6 +52,7 @@ struct board_cfg {
 	uint32_t queue_depth;		/* 1..32 */
 	enum cut_plan cut;
 	uint32_t cut_min, cut_max;
+	uint32_t cut_delay_us;		/* CUT_FLUSH, CUT_FUA: how long after the announcement */
 	uint32_t boot_timeout_ms;	/* power on -> HELLO */
 	uint32_t boot_retries;		/* power cycles before BOOT_FAIL */
 	uint32_t verify_timeout_ms;	/* VERIFY -> scan_end */
@@ -93,6 +96,11 @@ int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errl
 int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen);
 /* Accepts a zeroed or freed config. */
 void config_free(struct campaign_cfg *c);
+/* "random", "acks", "flush", "fua". */
+const char *config_cut_name(enum cut_plan p);
+/* How many cache flushes (CUT_FLUSH) or FUA writes (CUT_FUA) a cycle of mode
+ * issues with records and flush_every: what the agent announces. 0: none. */
+uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t flush_every);
 /*
  * Is the device a board's agent opened (its HELLO) the one the board's
  * device section names? The backend must match; each of device.cid, serial,

@@ -118,6 +118,51 @@ static void test_full_values(void)
 }
 
 /* incomplete_infra_share: a share 0..1, kept in campaign.json as written */
+static void test_cut_io_plans(void)
+{
+	struct campaign_cfg c;
+	char err[512];
+	json_object *cut, *v;
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC(
+		"{'name':'f','relay':{'driver':'sim'},'modes':['flush','journal'],'records_per_cycle':40,'flush_every':4,"
+		"'cut':{'at':'flush'}},"
+		"{'name':'u','relay':{'driver':'sim'},'modes':['fua','fua+flush','journal'],'records_per_cycle':40,"
+		"'flush_every':3,'cut':{'at':'fua','nth':[2,9],'delay_us':250}}")), "io.json", &c, err, sizeof(err)), 0);
+	/* the default range: every flush the fewest-flushing mode issues (journal: 40 in groups of 5) */
+	CU_ASSERT_EQUAL(c.boards[0].cut, CUT_FLUSH);
+	CU_ASSERT_EQUAL(c.boards[0].cut_min, 1);
+	CU_ASSERT_EQUAL(c.boards[0].cut_max, 8);
+	CU_ASSERT_EQUAL(c.boards[0].cut_delay_us, 0);
+	CU_ASSERT_EQUAL(c.boards[1].cut, CUT_FUA);
+	CU_ASSERT_EQUAL(c.boards[1].cut_min, 2);
+	CU_ASSERT_EQUAL(c.boards[1].cut_max, 9);
+	CU_ASSERT_EQUAL(c.boards[1].cut_delay_us, 250);
+	/* resolved: what campaign.json says */
+	cut = json_object_object_get(json_object_array_get_idx(json_object_object_get(c.root, "boards"), 1), "cut");
+	CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(cut, JSON_C_TO_STRING_PLAIN),
+			       "{\"at\":\"fua\",\"nth\":[2,9],\"delay_us\":250}");
+	CU_ASSERT_PTR_NOT_NULL(v = json_object_object_get(cut, "nth"));
+	config_free(&c);
+	CU_ASSERT_STRING_EQUAL(config_cut_name(CUT_RANDOM), "random");
+	CU_ASSERT_STRING_EQUAL(config_cut_name(CUT_FUA), "fua");
+	/* what a cycle issues, by mode */
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FLUSH, PC_MODE_FLUSH, 40, 4), 10);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FLUSH, PC_MODE_FLUSH, 41, 4), 11);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FLUSH, PC_MODE_JOURNAL, 41, 4), 9);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FLUSH, PC_MODE_FUA_FLUSH, 41, 4), 0);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_FUA, 41, 4), 41);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_FUA_FLUSH, 41, 4), 41);
+	/* journal: a commit per group of flush_every + 1, none for a group of one */
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_JOURNAL, 41, 4), 8);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_JOURNAL, 42, 4), 9);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_JOURNAL, 1, 4), 0);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_FLUSH, 41, 4), 0);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FUA, PC_MODE_RELWR, 41, 4), 0);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_FLUSH, PC_MODE_JOURNAL, 1048576, 1048576), 1);
+	CU_ASSERT_EQUAL(config_cut_ops(CUT_RANDOM, PC_MODE_FLUSH, 40, 4), 0);
+}
+
 static void test_infra_share(void)
 {
 	static const struct { const char *doc; double want; const char *text; } ok[] = {
@@ -289,8 +334,44 @@ static const struct bad_case bad_cases[] = {
 	  "1023 exceeds the 1022 slots" },
 	{ "pattern", DOC("{'name':'b','relay':{'driver':'sim'},'pattern':'zigzag'}"),
 	  "boards[0].pattern: unknown pattern 'zigzag' (known: sequential random)" },
-	{ "cut plan", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'flush'}}"),
-	  "boards[0].cut.at: unknown cut plan 'flush' (known: random acks)" },
+	{ "cut plan", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'flash'}}"),
+	  "boards[0].cut.at: unknown cut plan 'flash' (did you mean 'flush'?) (known: random acks flush fua)" },
+	{ "cut plan, nothing close", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'whenever'}}"),
+	  "boards[0].cut.at: unknown cut plan 'whenever' (known: random acks flush fua)" },
+	{ "flush plan: window_ms", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['flush'],"
+	  "'cut':{'at':'flush','window_ms':[1,2]}}"),
+	  "boards[0].cut: unknown key 'window_ms' (only with \"at\": \"random\")" },
+	{ "fua plan: acks", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','acks':[1,2]}}"),
+	  "boards[0].cut: unknown key 'acks' (only with \"at\": \"acks\")" },
+	{ "fua plan: a misspelt key", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','delay_ms':1}}"),
+	  "boards[0].cut: unknown key 'delay_ms' (did you mean 'delay_us'?)" },
+	{ "random plan: nth", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'nth':[1,2]}}"),
+	  "boards[0].cut: unknown key 'nth' (only with \"at\": \"flush\" or \"fua\")" },
+	{ "flush plan, a mode that never flushes", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['flush','fua'],"
+	  "'cut':{'at':'flush'}}"),
+	  "boards[0].cut.at: mode fua issues no cache flushes: the plan \"flush\" needs modes that do (flush, journal)" },
+	{ "fua plan, default modes", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'fua'}}"),
+	  "boards[0].cut.at: mode flush issues no FUA writes: the plan \"fua\" needs modes that do (fua, fua+flush, journal)" },
+	{ "fua plan, relwr", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['relwr'],'cut':{'at':'fua'}}"),
+	  "boards[0].cut.at: mode relwr issues no FUA writes" },
+	{ "flush nth past the flushes of a cycle", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['flush','journal'],"
+	  "'records_per_cycle':40,'flush_every':4,'cut':{'at':'flush','nth':[2,9]}}"),
+	  "boards[0].cut.nth: 9 is more than the 8 cache flushes a cycle of mode journal issues "
+	  "(records_per_cycle 40, flush_every 4): lower nth" },
+	{ "fua nth past the commits of a journal cycle", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['journal'],"
+	  "'records_per_cycle':11,'flush_every':4,'cut':{'at':'fua','nth':[1,3]}}"),
+	  "boards[0].cut.nth: 3 is more than the 2 FUA writes a cycle of mode journal issues" },
+	{ "nth zero", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','nth':[0,3]}}"),
+	  "boards[0].cut.nth[0]: 0 is out of range 1..10000000" },
+	{ "nth reversed", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','nth':[5,3]}}"),
+	  "boards[0].cut.nth: min 5 is above max 3" },
+	{ "nth shape", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','nth':3}}"),
+	  "boards[0].cut.nth: expected [min, max], got int" },
+	{ "delay_us too long", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','delay_us':1000001}}"),
+	  "boards[0].cut.delay_us: 1000001 is out of range 0..1000000" },
+	{ "delay_us past the work timeout", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'work_timeout_ms':100,"
+	  "'cut':{'at':'fua','delay_us':200000}}"),
+	  "boards[0].cut.delay_us: 200000 us is not within work_timeout_ms (100)" },
 	{ "cut window reversed", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'random','window_ms':[60,5]}}"),
 	  "boards[0].cut.window_ms: min 60 is above max 5" },
 	{ "cut window shape", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'window_ms':[1]}}"),
@@ -506,6 +587,7 @@ int suite_config(void)
 	    !CU_add_test(s, "minimal document, all defaults", test_minimal) ||
 	    !CU_add_test(s, "every key set", test_full_values) ||
 	    !CU_add_test(s, "incomplete_infra_share", test_infra_share) ||
+	    !CU_add_test(s, "cut plans at a flush and at a FUA write", test_cut_io_plans) ||
 	    !CU_add_test(s, "defaults merge into boards", test_defaults) ||
 	    !CU_add_test(s, "resolved document reloads", test_roundtrip) ||
 	    !CU_add_test(s, "bad documents: exact messages", test_bad) ||
