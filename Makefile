@@ -246,20 +246,26 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 # the agent over its serial console.
 #   make vm-deps    install tools/debian-packages-vm.txt (qemu-system-x86, ...)
 #   make vm-image   build/vm/: Debian kernel, initramfs (busybox, MMC modules,
-#                   the static agent), SD card image with a prepared region
+#                   the static agent), SD card image with a prepared region;
+#                   initrd-fua.img, the same with the SCSI and NVMe drivers
+#                   (tools/board/mkfua) for the FUA board
 #   make vm-run     configs/vm-sd.json: a campaign on the virtual board, its
 #                   cable started and stopped around it (results/vm-sd/)
-#   make vm-check   vm-deps, vm-image, then tests/integration/t-vm.sh, which
-#                   may not skip (PC_VM_REQUIRE=1)
+#   make vm-run-fua configs/vm-fua.json: the FUA boards, a SCSI disk (vm2) and
+#                   an NVMe namespace (vm3), their cables around it
+#   make vm-check   vm-deps, vm-image, then tests/integration/t-vm.sh and
+#                   t-vm-fua.sh, which may not skip (PC_VM_REQUIRE=1)
 VM_DIR    := build/vm
 VM_STATIC := build/static
-.PHONY: vm-deps vm-image vm-run vm-check
+VM_TESTS  := t-vm t-vm-fua
+.PHONY: vm-deps vm-image vm-run vm-run-fua vm-check
 vm-deps:
 	@tools/board/install-deps
 
 vm-image: $(B)/tools/ptypair
 	@$(MAKE) --no-print-directory STATIC=1 B=$(VM_STATIC) agent
 	tools/mkboard --out $(VM_DIR) --agent $(VM_STATIC)/powercut-agent
+	tools/board/mkfua --out $(VM_DIR)
 
 vm-run: all vm-image
 	@test -e $(VM_DIR)/sd-vm1.img || cp $(VM_DIR)/sd.img $(VM_DIR)/sd-vm1.img
@@ -267,10 +273,22 @@ vm-run: all vm-image
 	$(B)/powercut run configs/vm-sd.json --agent $(B)/powercut-agent; rc=$$?; \
 		tools/board/cable stop $(VM_DIR)/cable-vm1; exit $$rc
 
+vm-run-fua: all vm-image
+	@for b in vm2 vm3; do test -e $(VM_DIR)/disk-$$b.img || cp $(VM_DIR)/sd.img $(VM_DIR)/disk-$$b.img; done
+	tools/board/cable start $(VM_DIR)/cable-vm2
+	tools/board/cable start $(VM_DIR)/cable-vm3
+	$(B)/powercut run configs/vm-fua.json --agent $(B)/powercut-agent; rc=$$?; \
+		tools/board/cable stop $(VM_DIR)/cable-vm2; tools/board/cable stop $(VM_DIR)/cable-vm3; exit $$rc
+
+# every test runs, a failure of the first does not hide the second's
 vm-check: vm-deps
 	@$(MAKE) --no-print-directory all vm-image
 	@mkdir -p build/test-tmp
-	PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} bash tests/integration/t-vm.sh
+	@rc=0; for t in $(VM_TESTS); do \
+		echo "== $$t"; \
+		PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} \
+			bash tests/integration/$$t.sh || { echo "vm-check: $$t FAILED"; rc=1; }; \
+	done; exit $$rc
 # ---- end virtual board --------------------------------------------------------
 
 # ---- fuzzing (libFuzzer) ----------------------------------------------------

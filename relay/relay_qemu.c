@@ -18,6 +18,18 @@
  * stderr (<state_dir>/qemu.log) instead of the harness waiting for a boot
  * timeout and blaming the device with a BOOT_FAIL.
  *
+ * The disk is the SD card (sdhci-pci + sd-card: the MMC stack, no volatile
+ * cache, no FUA), or, for the FUA board, a SCSI disk (virtio-scsi + scsi-hd,
+ * write-cache=on, dpofua=on: the sd driver, which UFS parts go through too)
+ * or an NVMe namespace: both advertise a volatile write cache and FUA, so a
+ * "fua" write leaves the guest as a real FUA command. Those two carry a
+ * serial of the board's own (relay.serial, else the board name); QEMU's SD
+ * card has a fixed CID that no option changes.
+ *
+ * accel auto asks QEMU, once per process, whether KVM works (a /dev/kvm that
+ * opens proves nothing: KVM can still abort QEMU at its first vCPU) and
+ * falls back to TCG, saying so once.
+ *
  * Like the sim relay: QEMU leads its own process group, we reap only our own
  * pid, install no signal handlers and bound every wait. And like the sim
  * relay, QEMU must not outlive the harness (relay_group.h): it dies with it
@@ -48,6 +60,11 @@
 #define QEMU_DEFAULT	"qemu-system-x86_64"
 #define QEMU_MAX_EXTRA	64
 #define QEMU_QMP_LINE	4096
+#define QEMU_SERIAL_MAX	20	/* NVMe's serial number field; scsi-hd takes 36 */
+#define QEMU_PROBE_MS	10000	/* the KVM probe: QEMU up and answering */
+#define QEMU_PROBE_RUN_MS 200	/* ...and its vCPU still running this long after */
+
+enum qemu_disk { QEMU_DISK_SD, QEMU_DISK_SCSI, QEMU_DISK_NVME };
 
 struct qemu_priv {
 	char qemu[PATH_MAX];		/* resolved binary */
@@ -57,7 +74,10 @@ struct qemu_priv {
 	char append[1024];
 	char keyhex[72];	/* the campaign's key (auth.h), for the guest's agent */
 	char accel[8];			/* "kvm" or "tcg", resolved at open */
+	char accel_why[512];		/* how auto chose it, for qemu.log */
 	char cache[16];
+	char serial[QEMU_SERIAL_MAX + 1];	/* the SCSI or NVMe disk's; "" for the SD card */
+	enum qemu_disk disk;
 	char **extra;
 	size_t nextra;
 	int memory_mb, timeout_ms;
@@ -68,10 +88,12 @@ static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *sta
 
 static const char *const qemu_keys[] = {
 	"driver", "kernel", "initrd", "drive", "console", "append", "memory_mb", "extra_args",
-	"qemu", "accel", "cache", "timeout_ms",
+	"qemu", "accel", "cache", "timeout_ms", "disk", "serial",
 };
 
 static const char *const qemu_accels[] = { "auto", "kvm", "tcg" };
+/* in enum qemu_disk order */
+static const char *const qemu_disks[] = { "sd", "scsi", "nvme" };
 /* Modes where a write the guest saw complete is in the file (or the host's
  * page cache, which outlives QEMU): never one that buffers in QEMU. */
 static const char *const qemu_caches[] = { "none", "directsync", "writethrough", "writeback" };
@@ -117,6 +139,33 @@ bad:
 	return -EINVAL;
 }
 
+/* The disk's serial: 1 to 20 printable ASCII characters, not for the SD card. */
+static int qemu_check_serial(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v;
+	const char *s;
+	size_t n;
+
+	if (!cfg || !json_object_object_get_ex(cfg, "serial", &v))
+		return 0;
+	s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	n = strlen(s);
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] > '~')
+			n = 0;
+	if (n == 0 || n > QEMU_SERIAL_MAX) {
+		snprintf(err, errlen, "serial: expected 1 to %d printable ASCII characters without blanks (the "
+			 "disk's serial number), got %s", QEMU_SERIAL_MAX, relay_json_text(v));
+		return -EINVAL;
+	}
+	if (strcmp(relay_cfg_str(cfg, "disk", "sd"), "sd") == 0) {
+		snprintf(err, errlen, "serial: QEMU's SD card has a fixed CID (serial 0xdeadbeef) that no option "
+			 "changes; a serial is for \"disk\": \"scsi\" or \"nvme\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int qemu_check(json_object *cfg, char *err, size_t errlen)
 {
 	int rc;
@@ -129,8 +178,8 @@ static int qemu_check(json_object *cfg, char *err, size_t errlen)
 		rc = relay_check_string(cfg, "initrd", 1, "the board's initramfs, e.g. build/vm/initrd.img", err,
 					errlen);
 	if (!rc)
-		rc = relay_check_string(cfg, "drive", 1, "the SD card image, e.g. a copy of build/vm/sd.img", err,
-					errlen);
+		rc = relay_check_string(cfg, "drive", 1, "the disk image (the SD card, or the SCSI or NVMe disk), "
+					"e.g. a copy of build/vm/sd.img", err, errlen);
 	if (!rc)
 		rc = relay_check_string(cfg, "console", 1, "the board end of the serial cable: a tty such as the "
 					"second pty of build/tools/ptypair", err, errlen);
@@ -148,6 +197,10 @@ static int qemu_check(json_object *cfg, char *err, size_t errlen)
 		rc = qemu_check_enum(cfg, "cache", qemu_caches, PC_ARRAY_SIZE(qemu_caches), err, errlen);
 	if (!rc)
 		rc = qemu_check_extra(cfg, err, errlen);
+	if (!rc)
+		rc = qemu_check_enum(cfg, "disk", qemu_disks, PC_ARRAY_SIZE(qemu_disks), err, errlen);
+	if (!rc)
+		rc = qemu_check_serial(cfg, err, errlen);
 	return rc;
 }
 
@@ -213,7 +266,7 @@ static int qemu_check_files(struct relay *r, struct qemu_priv *p)
 		return -ENOENT;
 	}
 	/* QEMU's sd-card refuses other sizes, but only after a few hundred ms */
-	if (S_ISREG(st.st_mode) && (st.st_size <= 0 || (st.st_size & (st.st_size - 1)))) {
+	if (p->disk == QEMU_DISK_SD && S_ISREG(st.st_mode) && (st.st_size <= 0 || (st.st_size & (st.st_size - 1)))) {
 		relay_errf(r, "drive %s: %" PRId64 " bytes; QEMU's SD card must be a power of two in size "
 			   "(tools/mkboard --sd-size)", p->drive, (int64_t)st.st_size);
 		return -EINVAL;
@@ -245,17 +298,354 @@ static int qemu_copy(struct relay *r, char *dst, size_t len, json_object *cfg, c
 
 static char *qemu_opt_escape(const char *s);
 
+/* ---- QEMU's monitor (QMP), one JSON object a line ---- */
+
+struct qmp_reader {
+	char buf[QEMU_QMP_LINE];
+	size_t len;
+};
+
+/*
+ * The next object QEMU's monitor sent, by deadline (pc_now_ms()): 0 with *o
+ * (the caller puts it), -ETIMEDOUT, -EPIPE when QEMU closed it (exited), or
+ * -errno. A line that is not JSON, or longer than any answer we wait for, is
+ * skipped.
+ */
+static int qmp_next(int fd, struct qmp_reader *rd, uint64_t deadline, json_object **o)
+{
+	for (;;) {
+		char *nl = memchr(rd->buf, '\n', rd->len);
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int ms;
+
+		if (nl) {
+			*nl = 0;
+			*o = json_tokener_parse(rd->buf);
+			rd->len -= (size_t)(nl + 1 - rd->buf);
+			memmove(rd->buf, nl + 1, rd->len);
+			if (*o)
+				return 0;
+			continue;
+		}
+		if (rd->len == sizeof(rd->buf) - 1)
+			rd->len = 0;
+		ms = relay_ms_left(deadline);
+		if (ms == 0)
+			return -ETIMEDOUT;
+		if (poll(&pfd, 1, ms) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (!pfd.revents)
+			continue;
+		n = read(fd, rd->buf + rd->len, sizeof(rd->buf) - 1 - rd->len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return -EPIPE;
+		rd->len += (size_t)n;
+	}
+}
+
+static int qmp_send(int fd, const char *cmd)
+{
+	return pc_write_all(fd, cmd, strlen(cmd));
+}
+
+/* ---- does KVM work here? ---- */
+
+/*
+ * Once per process (and QEMU binary): a machine with -accel kvm -cpu host
+ * and no disk or kernel must come up, answer its monitor, and still be
+ * running its firmware QEMU_PROBE_RUN_MS later. Whether /dev/kvm opens says
+ * nothing about that: on some hosts it opens and QEMU then aborts creating
+ * the first vCPU ("kvm_buf_set_msrs: Assertion ... failed"), and the board
+ * would die at every power-on. So /dev/kvm is never looked at: QEMU is.
+ */
+struct qemu_kvm_probe {
+	char qemu[PATH_MAX];	/* the binary it was run with; "" = not yet */
+	int works;
+	int said;		/* the fallback was said (once per process) */
+	char why[400];		/* what QEMU did, for the messages */
+	uint64_t ms;		/* how long the probe took */
+};
+
+static struct qemu_kvm_probe qemu_kvm;
+
+/* The last non-empty line of what QEMU wrote, from the pipe it wrote to. */
+static void qemu_probe_output(int fd, char *line, size_t len)
+{
+	char tail[2048];
+	size_t have = 0;
+	ssize_t n;
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	for (;;) {
+		if (have == sizeof(tail) - 1) {
+			memmove(tail, tail + sizeof(tail) / 2, have - sizeof(tail) / 2);
+			have -= sizeof(tail) / 2;
+		}
+		n = read(fd, tail + have, sizeof(tail) - 1 - have);
+		if (n <= 0)
+			break;
+		have += (size_t)n;
+	}
+	tail[have] = 0;
+	relay_last_line(tail, line, len);
+}
+
+static void qemu_probe_kvm(const char *qemu, struct qemu_kvm_probe *kp)
+{
+	char fdarg[64], out_line[240], gerr[256], *status = NULL;
+	int qmp[2] = { -1, -1 }, out[2] = { -1, -1 }, devnull = -1, rc, wstatus = 0, stage = 0;
+	uint64_t start = pc_now_ms(), deadline = start + QEMU_PROBE_MS, run_until = deadline;
+	struct qmp_reader *rd = NULL;
+	struct relay_gate gate;
+	pid_t pid = -1;
+
+	memset(kp, 0, sizeof(*kp));
+	pc_strlcpy(kp->qemu, qemu, sizeof(kp->qemu));
+	relay_gate_init(&gate);
+	rd = calloc(1, sizeof(*rd));
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (!rd || devnull < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0 ||
+	    pipe2(out, O_CLOEXEC) < 0 || relay_gate_open(&gate) < 0) {
+		snprintf(kp->why, sizeof(kp->why), "could not set up the probe: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(fdarg, sizeof(fdarg), "socket,id=pcprobe,fd=%d", qmp[1]);
+	{
+		/* the board's machine (pc), its CPU model, no disk, no kernel:
+		 * the firmware runs, in a vCPU KVM has to create and run */
+		char *const argv[] = { (char *)qemu, "-accel", "kvm", "-cpu", "host", "-nodefaults",
+				       "-display", "none", "-no-reboot", "-m", "64", "-chardev", fdarg,
+				       "-mon", "chardev=pcprobe,mode=control", NULL };
+		sigset_t none;
+
+		pid = fork();
+		if (pid < 0) {
+			snprintf(kp->why, sizeof(kp->why), "fork: %s", strerror(errno));
+			goto out;
+		}
+		if (pid == 0) {
+			relay_gate_child(&gate);
+			if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out[1], STDOUT_FILENO) < 0 ||
+			    dup2(out[1], STDERR_FILENO) < 0)
+				_exit(127);
+			signal(SIGPIPE, SIG_DFL);
+			sigemptyset(&none);
+			sigprocmask(SIG_SETMASK, &none, NULL);
+			close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+			if (fcntl(qmp[1], F_SETFD, 0) < 0)
+				_exit(127);
+			execv(argv[0], argv);
+			if (write(STDERR_FILENO, "exec failed\n", 12) < 0)
+				_exit(127);
+			_exit(127);
+		}
+	}
+	close(out[1]);
+	out[1] = -1;
+	close(qmp[1]);
+	qmp[1] = -1;
+	/* no record in a results folder: it lives a fraction of a second, and
+	 * dies with us (PR_SET_PDEATHSIG) */
+	if (relay_gate_release(&gate, pid, NULL, "QEMU", gerr, sizeof(gerr)) < 0) {
+		relay_reap(pid, NULL, RELAY_REAP_MS);
+		pid = -1;
+		snprintf(kp->why, sizeof(kp->why), "could not start the probe: %s", gerr);
+		goto out;
+	}
+	/* greeting, capabilities, a while running, then query-status */
+	for (rc = 0; rc == 0 && !status;) {
+		json_object *o = NULL, *ret, *st;
+
+		rc = qmp_next(qmp[0], rd, stage == 2 && run_until < deadline ? run_until : deadline, &o);
+		if (rc == -ETIMEDOUT && stage == 2 && pc_now_ms() < deadline) {
+			stage = 3;
+			rc = qmp_send(qmp[0], "{\"execute\": \"query-status\"}\n");
+			continue;
+		}
+		if (rc < 0)
+			break;
+		if (stage == 0 && json_object_object_get_ex(o, "QMP", NULL)) {
+			stage = 1;
+			rc = qmp_send(qmp[0], "{\"execute\": \"qmp_capabilities\"}\n");
+		} else if (json_object_object_get_ex(o, "error", NULL)) {
+			snprintf(kp->why, sizeof(kp->why), "its monitor answered %.200s", relay_json_text(o));
+			rc = -EPROTO;
+		} else if (stage == 1 && json_object_object_get_ex(o, "return", NULL)) {
+			stage = 2;
+			run_until = pc_now_ms() + QEMU_PROBE_RUN_MS;
+		} else if (stage == 3 && json_object_object_get_ex(o, "return", &ret) &&
+			   json_object_object_get_ex(ret, "status", &st)) {
+			status = strdup(json_object_get_string(st));
+			if (!status)
+				rc = -ENOMEM;
+		}
+		json_object_put(o);
+	}
+	kp->works = status && strcmp(status, "running") == 0;
+	/* the answer is in: the machine goes, whatever it was doing */
+	kill(-pid, SIGKILL);
+	if (relay_reap(pid, &wstatus, RELAY_REAP_MS) < 0)
+		wstatus = -1;
+	pid = -1;
+	qemu_probe_output(out[0], out_line, sizeof(out_line));
+	if (kp->works)
+		snprintf(kp->why, sizeof(kp->why), "a machine with -accel kvm -cpu host ran");
+	else if (status)
+		snprintf(kp->why, sizeof(kp->why), "a machine with -accel kvm -cpu host stopped (status %s)%s%s",
+			 status, out_line[0] ? ": " : "", out_line);
+	else if (rc == -EPIPE && wstatus != -1 && (WIFEXITED(wstatus) || WIFSIGNALED(wstatus)))
+		snprintf(kp->why, sizeof(kp->why), "QEMU with -accel kvm -cpu host exited at start (%s %d%s): %s",
+			 WIFEXITED(wstatus) ? "status" : "signal",
+			 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : WTERMSIG(wstatus),
+			 WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGABRT ? ", aborted" : "",
+			 out_line[0] ? out_line : "(no output)");
+	else if (rc == -ETIMEDOUT)
+		snprintf(kp->why, sizeof(kp->why), "QEMU with -accel kvm -cpu host did not answer within %d ms%s%s",
+			 QEMU_PROBE_MS, out_line[0] ? ": " : "", out_line);
+	else if (!kp->why[0])
+		snprintf(kp->why, sizeof(kp->why), "talking to QEMU with -accel kvm: %s%s%s", strerror(-rc),
+			 out_line[0] ? ": " : "", out_line);
+out:
+	if (pid > 0) {
+		kill(-pid, SIGKILL);
+		relay_reap(pid, NULL, RELAY_REAP_MS);
+	}
+	kp->ms = pc_now_ms() - start;
+	free(status);
+	free(rd);
+	for (int i = 0; i < 2; i++) {
+		if (qmp[i] >= 0)
+			close(qmp[i]);
+		if (out[i] >= 0)
+			close(out[i]);
+	}
+	if (devnull >= 0)
+		close(devnull);
+	relay_gate_close(&gate);
+}
+
+/*
+ * accel auto or kvm: "kvm" or "tcg" into p->accel, how it was decided into
+ * p->accel_why. auto falls back to TCG and says so once per process; kvm
+ * that does not work is an error now, not a QEMU dying at every power-on.
+ */
+static int qemu_resolve_accel(struct relay *r, struct qemu_priv *p, const char *accel)
+{
+	struct qemu_kvm_probe *kp = &qemu_kvm;
+
+	if (strcmp(accel, "tcg") == 0) {
+		pc_strlcpy(p->accel, "tcg", sizeof(p->accel));
+		snprintf(p->accel_why, sizeof(p->accel_why), "tcg (relay.accel \"tcg\")");
+		return 0;
+	}
+	if (strcmp(kp->qemu, p->qemu) != 0)
+		qemu_probe_kvm(p->qemu, kp);
+	if (kp->works) {
+		pc_strlcpy(p->accel, "kvm", sizeof(p->accel));
+		snprintf(p->accel_why, sizeof(p->accel_why), "kvm (relay.accel \"%s\"; KVM probe: %s, %" PRIu64
+			 " ms)", accel, kp->why, kp->ms);
+		return 0;
+	}
+	if (strcmp(accel, "kvm") == 0) {
+		relay_errf(r, "accel \"kvm\": KVM does not work here: %s; give \"accel\": \"auto\" (falls back to "
+			   "TCG) or \"tcg\"", kp->why);
+		return -ENODEV;
+	}
+	pc_strlcpy(p->accel, "tcg", sizeof(p->accel));
+	snprintf(p->accel_why, sizeof(p->accel_why), "tcg (relay.accel \"auto\": KVM does not work here; KVM probe: "
+		 "%s, %" PRIu64 " ms)", kp->why, kp->ms);
+	if (!kp->said) {
+		kp->said = 1;
+		pc_warn("relay qemu: KVM does not work here (%s); the virtual boards run under software emulation "
+			"(TCG)", kp->why);
+	}
+	return 0;
+}
+
+/* The SCSI or NVMe disk's serial: relay.serial, else the board name (20
+ * characters at most, NVMe's field: a longer name keeps its first 11 and a
+ * hash of the whole). */
+static void qemu_serial(struct qemu_priv *p, json_object *cfg, const char *board)
+{
+	size_t n = strlen(board);
+	uint32_t h = 2166136261u;
+
+	if (p->disk == QEMU_DISK_SD) {
+		p->serial[0] = 0;
+		return;
+	}
+	if (cfg && json_object_object_get_ex(cfg, "serial", NULL)) {
+		pc_strlcpy(p->serial, relay_cfg_str(cfg, "serial", ""), sizeof(p->serial));
+		return;
+	}
+	if (n <= QEMU_SERIAL_MAX) {
+		pc_strlcpy(p->serial, board, sizeof(p->serial));
+		return;
+	}
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)board[i]) * 16777619u;
+	snprintf(p->serial, sizeof(p->serial), "%.11s-%08" PRIx32, board, h);
+}
+
+/*
+ * QEMU's SD card has one CID for every card (sd_set_cid(): serial 0xdeadbeef;
+ * no property sets it, and the guest's CMD0 resets it), so the verdicts of
+ * two SD boards name the same device. Said once per process.
+ */
+static void qemu_note_sd(const char *board)
+{
+	static char first[64];
+	static int said;
+
+	if (!first[0]) {
+		pc_strlcpy(first, board, sizeof(first));
+		return;
+	}
+	if (said || strcmp(first, board) == 0)
+		return;
+	said = 1;
+	pc_warn("relay qemu: boards %s and %s both have QEMU's SD card, whose CID is the same for every card: "
+		"their verdicts name one device, and the report merges them; give the others \"disk\": \"scsi\" "
+		"or \"nvme\" (a serial of their own)", first, board);
+}
+
+/* A line in qemu.log outside any power-on: what open decided. */
+static void qemu_log_note(const struct qemu_priv *p, const char *board)
+{
+	char line[sizeof(p->accel_why) + sizeof(p->serial) + 160];
+	int fd, n;
+
+	if (!p->log[0] || (fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+		return;
+	n = snprintf(line, sizeof(line), "--- board %s opened at %" PRIu64 " ms (CLOCK_MONOTONIC): accel %s; disk %s%s%s\n",
+		     board, pc_now_ms(), p->accel_why, qemu_disks[p->disk], p->serial[0] ? ", serial " : "",
+		     p->serial);
+	if (n > 0 && pc_write_all(fd, line, strlen(line))) {
+		/* a log line lost is no reason to stop */
+	}
+	close(fd);
+}
+
 static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct qemu_priv *p = calloc(1, sizeof(*p));
-	const char *accel;
 	json_object *v;
-	int rc, fd;
+	int rc;
 
 	if (!p) {
 		relay_errf(r, "out of memory");
 		return -ENOMEM;
 	}
+	for (size_t i = 0; i < PC_ARRAY_SIZE(qemu_disks); i++)
+		if (strcmp(relay_cfg_str(cfg, "disk", "sd"), qemu_disks[i]) == 0)
+			p->disk = (enum qemu_disk)i;
+	qemu_serial(p, cfg, r->board);
 	p->memory_mb = (int)relay_cfg_int(cfg, "memory_mb", 256);
 	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", 10000);
 	if ((rc = qemu_copy(r, p->kernel, sizeof(p->kernel), cfg, "kernel", "")) ||
@@ -298,16 +688,11 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 	rc = qemu_find_binary(r, p, relay_cfg_str(cfg, "qemu", QEMU_DEFAULT));
 	if (rc < 0)
 		goto fail;
-	/* KVM when this host can, else TCG: CI machines rarely have /dev/kvm */
-	accel = relay_cfg_str(cfg, "accel", "auto");
-	if (strcmp(accel, "auto") == 0) {
-		fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-		accel = fd >= 0 ? "kvm" : "tcg";
-		if (fd >= 0)
-			close(fd);
-	}
-	pc_strlcpy(p->accel, accel, sizeof(p->accel));
 	rc = qemu_check_files(r, p);
+	if (rc < 0)
+		goto fail;
+	/* KVM when it works here, else TCG (what CI machines have) */
+	rc = qemu_resolve_accel(r, p, relay_cfg_str(cfg, "accel", "auto"));
 	if (rc < 0)
 		goto fail;
 	if (ctx && ctx->state_dir) {
@@ -351,7 +736,10 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 			if (note[0])
 				pc_warn("board %s: relay qemu: %s", r->board, note);
 		}
+		qemu_log_note(p, r->board);
 	}
+	if (p->disk == QEMU_DISK_SD)
+		qemu_note_sd(r->board);
 	r->priv = p;
 	return 0;
 fail:
@@ -383,7 +771,7 @@ static char *qemu_opt_escape(const char *s)
 /* The whole command line; the strings it allocates are in strs[], freed by qemu_argv_free(). */
 struct qemu_argv {
 	char *argv[48 + QEMU_MAX_EXTRA];
-	char *strs[8];
+	char *strs[12];
 	size_t nstrs;
 };
 
@@ -484,7 +872,9 @@ static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *sta
 static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, struct qemu_argv *a)
 {
 	char *drive = qemu_opt_escape(p->drive), *tty = qemu_opt_escape(p->console);
-	char *mem, *append, *sdopt, *ttyopt, *qmpopt;
+	char *serial = qemu_opt_escape(p->serial);
+	char *mem, *append, *sdopt, *ttyopt, *qmpopt, *devopt = NULL;
+	const char *id = p->disk == QEMU_DISK_SD ? "sd" : "disk";
 	size_t n = 0;
 
 	memset(a, 0, sizeof(*a));
@@ -492,21 +882,34 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 		a->strs[a->nstrs++] = drive;
 	if (tty)
 		a->strs[a->nstrs++] = tty;
+	if (serial)
+		a->strs[a->nstrs++] = serial;
 	mem = qemu_argv_fmt(a, "%d", p->memory_mb);
 	/* panic=-1 with -no-reboot: a guest that panics powers itself off, which
-	 * get() then reports, rather than rebooting behind the harness's back */
-	append = qemu_argv_fmt(a, "console=ttyS0,115200 panic=-1 pc.board=%s%s%s", r->board,
-			       p->append[0] ? " " : "", p->append);
-	sdopt = drive ? qemu_argv_fmt(a, "id=sd,if=none,format=raw,cache=%s,file=%s", p->cache, drive) : NULL;
+	 * get() then reports, rather than rebooting behind the harness's back.
+	 * pc.disk tells the board's init which driver to load and which
+	 * partition to wait for; pc.accel puts the accelerator in the console
+	 * log of every power-on (the kernel prints its command line). */
+	append = qemu_argv_fmt(a, "console=ttyS0,115200 panic=-1 pc.board=%s pc.disk=%s pc.accel=%s%s%s", r->board,
+			       qemu_disks[p->disk], p->accel, p->append[0] ? " " : "", p->append);
+	sdopt = drive ? qemu_argv_fmt(a, "id=%s,if=none,format=raw,cache=%s,file=%s", id, p->cache, drive) : NULL;
 	ttyopt = tty ? qemu_argv_fmt(a, "serial,id=pcser,path=%s", tty) : NULL;
 	qmpopt = qemu_argv_fmt(a, "socket,id=pcqmp,fd=%d", qmp_fd);
-	if (!drive || !tty || !mem || !append || !sdopt || !ttyopt || !qmpopt) {
+	/* the FUA board's disks: a volatile write cache the guest is told
+	 * about, and FUA (scsi-hd says DPOFUA only when asked to) */
+	if (p->disk == QEMU_DISK_SCSI && serial)
+		devopt = qemu_argv_fmt(a, "scsi-hd,bus=pcscsi.0,drive=disk,serial=%s,write-cache=on,dpofua=on", serial);
+	else if (p->disk == QEMU_DISK_NVME && serial)
+		devopt = qemu_argv_fmt(a, "nvme,drive=disk,serial=%s,write-cache=on", serial);
+	else if (p->disk == QEMU_DISK_SD)
+		devopt = qemu_argv_fmt(a, "sd-card,drive=sd");
+	if (!drive || !tty || !serial || !mem || !append || !sdopt || !ttyopt || !qmpopt || !devopt) {
 		qemu_argv_free(a);
 		relay_errf(r, "out of memory");
 		return -ENOMEM;
 	}
 	a->argv[n++] = p->qemu;
-	/* no default NIC, VGA, floppy or CD: a board with an SD card and a UART */
+	/* no default NIC, VGA, floppy or CD: a board with a disk and a UART */
 	a->argv[n++] = "-nodefaults";
 	a->argv[n++] = "-nographic";
 	a->argv[n++] = "-no-reboot";
@@ -532,10 +935,13 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	a->argv[n++] = qmpopt;
 	a->argv[n++] = "-mon";
 	a->argv[n++] = "chardev=pcqmp,mode=control";
+	if (p->disk != QEMU_DISK_NVME) {
+		/* the card's or the disk's host controller */
+		a->argv[n++] = "-device";
+		a->argv[n++] = p->disk == QEMU_DISK_SD ? "sdhci-pci" : "virtio-scsi-pci,id=pcscsi";
+	}
 	a->argv[n++] = "-device";
-	a->argv[n++] = "sdhci-pci";
-	a->argv[n++] = "-device";
-	a->argv[n++] = "sd-card,drive=sd";
+	a->argv[n++] = devopt;
 	a->argv[n++] = "-drive";
 	a->argv[n++] = sdopt;
 	for (size_t i = 0; i < p->nextra; i++)
@@ -626,12 +1032,6 @@ static int qemu_cut(struct relay *r, struct qemu_priv *p)
 	return rc;
 }
 
-/* Send one QMP command; the socket is fresh and the lines short. */
-static int qemu_qmp_send(int fd, const char *cmd)
-{
-	return pc_write_all(fd, cmd, strlen(cmd));
-}
-
 /*
  * Wait for QEMU to run the machine: the greeting (sent early, from the
  * monitor's own thread), then the answer to query-status (sent from the
@@ -640,62 +1040,37 @@ static int qemu_qmp_send(int fd, const char *cmd)
  */
 static int qemu_qmp_wait(struct relay *r, struct qemu_priv *p, int fd, uint64_t deadline)
 {
-	char buf[QEMU_QMP_LINE];
-	size_t len = 0;
+	struct qmp_reader *rd = calloc(1, sizeof(*rd));
 	int stage = 0;	/* 0 greeting, 1 capabilities answer, 2 status answer */
+	int rc = 0;
 
-	for (;;) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		char *nl;
-		ssize_t n;
-		int ms = relay_ms_left(deadline);
+	if (!rd)
+		return -ENOMEM;
+	while (rc == 0) {
+		json_object *o = NULL;
 
-		if (ms == 0)
-			return -ETIMEDOUT;
-		if (poll(&pfd, 1, ms) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (!pfd.revents)
-			continue;
-		n = read(fd, buf + len, sizeof(buf) - 1 - len);
-		if (n < 0 && (errno == EINTR || errno == EAGAIN))
-			continue;
-		if (n <= 0)
-			return -EPIPE;
-		len += (size_t)n;
-		buf[len] = 0;
-		while ((nl = strchr(buf, '\n')) != NULL) {
-			json_object *o, *ret;
-			int rc = 0;
-
-			*nl = 0;
-			o = json_tokener_parse(buf);
-			if (o && stage == 0 && json_object_object_get_ex(o, "QMP", NULL)) {
-				stage = 1;
-				rc = qemu_qmp_send(fd, "{\"execute\": \"qmp_capabilities\"}\n");
-			} else if (o && json_object_object_get_ex(o, "error", NULL)) {
-				relay_errf(r, "QEMU's monitor answered %.200s; see %s", buf,
-					   p->log[0] ? p->log : "(no log)");
-				rc = -EPROTO;
-			} else if (o && json_object_object_get_ex(o, "return", &ret) && stage == 1) {
-				stage = 2;
-				rc = qemu_qmp_send(fd, "{\"execute\": \"query-status\"}\n");
-			} else if (o && json_object_object_get_ex(o, "return", &ret) && stage == 2) {
-				json_object_put(o);
-				return 0;
-			}
-			/* anything else is an event: keep reading */
+		rc = qmp_next(fd, rd, deadline, &o);
+		if (rc < 0)
+			break;
+		if (stage == 0 && json_object_object_get_ex(o, "QMP", NULL)) {
+			stage = 1;
+			rc = qmp_send(fd, "{\"execute\": \"qmp_capabilities\"}\n");
+		} else if (json_object_object_get_ex(o, "error", NULL)) {
+			relay_errf(r, "QEMU's monitor answered %.200s; see %s", relay_json_text(o),
+				   p->log[0] ? p->log : "(no log)");
+			rc = -EPROTO;
+		} else if (stage == 1 && json_object_object_get_ex(o, "return", NULL)) {
+			stage = 2;
+			rc = qmp_send(fd, "{\"execute\": \"query-status\"}\n");
+		} else if (stage == 2 && json_object_object_get_ex(o, "return", NULL)) {
 			json_object_put(o);
-			if (rc < 0)
-				return rc;
-			len -= (size_t)(nl + 1 - buf);
-			memmove(buf, nl + 1, len + 1);
+			break;
 		}
-		if (len == sizeof(buf) - 1)
-			len = 0;	/* a line longer than any answer we wait for: drop it */
+		/* anything else is an event: keep reading */
+		json_object_put(o);
 	}
+	free(rd);
+	return rc;
 }
 
 /* fork+exec QEMU in its own group; 0 with p->pid set, or -errno with r->err. */
