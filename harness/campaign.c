@@ -44,6 +44,7 @@
 #include "../common/util.h"
 #include "../relay/relay.h"
 #include "engine.h"
+#include "progress.h"
 #include "report.h"
 #include "results.h"
 
@@ -252,7 +253,6 @@ static void power_on(struct bctx *b)
 		json_object_object_add(ev, "mode", json_object_new_string(
 			pc_mode_name(b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes])));
 	camp_ev_log(b, ev);
-	camp_plan_power_on(b);
 	if (relay_on(&b->relay)) {
 		camp_infra(b, "relay on failed: %s", b->relay.err);
 		return;
@@ -344,8 +344,6 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 			b->acks += m->u.range.n;
 			if (b->acks >= b->cut_acks)
 				camp_cut(b, "acks");
-		} else if (m->type == PC_MSG_IO) {
-			camp_on_io(b, m);
 		} else if (m->type == PC_MSG_DONE) {
 			b->done_seen = 1;
 			/* nothing more will happen: cut now rather than wait for the instant */
@@ -435,7 +433,7 @@ static void board_timer(struct bctx *b)
 	uint64_t now = pc_now_ms();
 
 	if (b->st == B_WRITING && now >= b->cut_at) {
-		camp_cut_due(b);
+		camp_cut(b, "random instant");
 		return;
 	}
 	if (now < b->deadline)
@@ -466,35 +464,29 @@ static void board_timer(struct bctx *b)
 
 static void progress(struct camp *c, int force)
 {
+	static struct progress_board pb[CFG_MAX_BOARDS];
 	uint64_t now = pc_now_ms();
-	char line[1024];
-	size_t l = 0;
-	unsigned done = 0, total = 0;
 	double elapsed = (double)(now - c->t0) / 1000.0;
-	unsigned run = 0;
+	unsigned n = c->nb < CFG_MAX_BOARDS ? c->nb : CFG_MAX_BOARDS;
 
-	if (c->o->quiet || (!force && now - c->last_progress < 2000))
+	if (c->o->quiet)
+		return;
+	progress_fail_flush(force);
+	if (!force && now - c->last_progress < progress_interval_ms())
 		return;
 	c->last_progress = now;
-	for (unsigned i = 0; i < c->nb; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		struct bctx *b = &c->b[i];
 		unsigned d = b->cycle > c->cycles ? c->cycles : b->cycle - 1;
-		done += d;
-		total += c->cycles;
-		run += b->cycles_run;
-		l += (size_t)snprintf(line + l, sizeof(line) - l, "%s%s %u/%u PASS %u FAIL %u%s%s",
-				      i ? " | " : "", b->cfg->name, d, c->cycles, b->n_pass, b->n_fail,
-				      b->n_boot ? " BOOT_FAIL" : "", b->given_up[0] ? " (given up)" : "");
-		if (l >= sizeof(line))
-			break;
+
+		/* each board's ETA from its own pace in this run: boards run side by side */
+		pb[i] = (struct progress_board){
+			.name = b->cfg->name, .done = d, .cycles = c->cycles, .pass = b->n_pass, .fail = b->n_fail,
+			.boot = b->n_boot, .infra = b->n_infra, .given_up = b->given_up[0] != 0,
+			.eta_s = b->cycles_run ? elapsed / b->cycles_run * (c->cycles - d) : -1,
+		};
 	}
-	if (run && done < total) {
-		double per = elapsed / run * c->nb;
-		unsigned left = (unsigned)(per * (total - done) / c->nb);
-		fprintf(stderr, "[%6.1fs] %s | ETA %u:%02u\n", elapsed, line, left / 60, left % 60);
-	} else {
-		fprintf(stderr, "[%6.1fs] %s\n", elapsed, line);
-	}
+	progress_show(pb, n, elapsed, force);
 }
 
 static void find_agent(struct camp *c)

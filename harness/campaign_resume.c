@@ -31,6 +31,7 @@
 #include "../common/util.h"
 #include "../relay/relay.h"
 #include "engine.h"
+#include "progress.h"
 #include "report.h"
 #include "results.h"
 
@@ -108,7 +109,8 @@ int camp_on_verdict(json_object *v, void *arg)
 						snprintf(what + l, sizeof(what) - l, " %s=%d", k, json_object_get_int(val));
 				}
 			}
-			pc_info("%s cycle %" PRId64 ": FAIL%s", board, json_object_get_int64(o), what);
+			/* the first of a board in full, the next ones summarised */
+			progress_fail(board, (uint64_t)json_object_get_int64(o), what);
 		}
 	}
 	return 0;

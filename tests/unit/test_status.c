@@ -1,7 +1,8 @@
 /*
- * test_status.c - the pure parts of `powercut status`: the line scanner
- * (top-level members without building JSON, on whole, cut and hostile
- * lines), integer and string values, the board states from events, h:mm.
+ * test_status.c - the pure parts of `powercut status` and of the run's
+ * progress: the line scanner (top-level members without building JSON, on
+ * whole, cut and hostile lines), integer and string values, the board
+ * states from events, h:mm, a board's progress line.
  */
 #include "suites.h"
 
@@ -10,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../harness/progress.h"
 #include "../../harness/status.h"
 #include "../../harness/verdict.h"
 
@@ -204,6 +206,30 @@ static void test_hmm(void)
 	CU_ASSERT_STRING_EQUAL(b, "-");
 }
 
+static void test_progress_line(void)
+{
+	struct progress_board pb = { .name = "lying-1", .done = 26, .cycles = 120, .pass = 13, .fail = 12, .eta_s = 130 };
+	char b[128];
+
+	progress_board_line(&pb, 0, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "lying-1 26/120 PASS 13 FAIL 12 ETA 0:03");
+	pb.boot = 1;
+	pb.infra = 2;
+	pb.eta_s = -1;
+	progress_board_line(&pb, 9, b, sizeof(b));
+	CU_ASSERT_STRING_EQUAL(b, "lying-1   26/120 PASS 13 FAIL 12 BOOT_FAIL 1 INFRA_ERROR 2 ETA -");
+	pb.given_up = 1;
+	progress_board_line(&pb, 0, b, sizeof(b));
+	CU_ASSERT(strstr(b, "given up") != NULL);
+	pb.given_up = 0;
+	pb.done = 120;
+	progress_board_line(&pb, 0, b, sizeof(b));
+	CU_ASSERT(strstr(b, " done") != NULL);
+	/* a short buffer: cut, terminated, its length */
+	CU_ASSERT_EQUAL(progress_board_line(&pb, 0, b, 8), 7u);
+	CU_ASSERT_STRING_EQUAL(b, "lying-1");
+}
+
 int suite_status(void)
 {
 	CU_pSuite s = CU_add_suite("status", NULL, NULL);
@@ -215,7 +241,8 @@ int suite_status(void)
 	    !CU_add_test(s, "arrays", test_array) ||
 	    !CU_add_test(s, "integers and strings", test_values) ||
 	    !CU_add_test(s, "board states from events", test_states) ||
-	    !CU_add_test(s, "h:mm", test_hmm))
+	    !CU_add_test(s, "h:mm", test_hmm) ||
+	    !CU_add_test(s, "a board's progress line", test_progress_line))
 		return -1;
 	return 0;
 }
