@@ -253,6 +253,7 @@ static void power_on(struct bctx *b)
 		json_object_object_add(ev, "mode", json_object_new_string(
 			pc_mode_name(b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes])));
 	camp_ev_log(b, ev);
+	camp_plan_power_on(b);
 	if (relay_on(&b->relay)) {
 		camp_infra(b, "relay on failed: %s", b->relay.err);
 		return;
@@ -344,6 +345,8 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 			b->acks += m->u.range.n;
 			if (b->acks >= b->cut_acks)
 				camp_cut(b, "acks");
+		} else if (m->type == PC_MSG_IO) {
+			camp_on_io(b, m);
 		} else if (m->type == PC_MSG_DONE) {
 			b->done_seen = 1;
 			/* nothing more will happen: cut now rather than wait for the instant */
@@ -433,7 +436,7 @@ static void board_timer(struct bctx *b)
 	uint64_t now = pc_now_ms();
 
 	if (b->st == B_WRITING && now >= b->cut_at) {
-		camp_cut(b, "random instant");
+		camp_cut_due(b);
 		return;
 	}
 	if (now < b->deadline)
