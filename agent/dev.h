@@ -31,6 +31,8 @@ struct dev_io {
 	int result;		/* 0 or -errno, set on reap */
 };
 
+struct audit_counts;
+
 struct dev_ops {
 	const char *name;	/* "posix", "sim" */
 	int (*open)(struct dev *d, int for_write);
@@ -55,6 +57,9 @@ struct dev_ops {
 	/* The host is about to reboot without syncing while the device keeps
 	 * power (optional: a real device needs nothing done). */
 	int (*host_reset)(struct dev *d);
+	/* The requests the device received, counted by the backend itself
+	 * (audit.h; the sim), or NULL: the kernel's tracefs is asked instead. */
+	struct audit_counts *(*audit)(struct dev *d);
 };
 
 struct dev_opts {

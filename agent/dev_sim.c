@@ -19,6 +19,7 @@
 #include "../common/proto.h"
 #include "../common/record.h"
 #include "../common/util.h"
+#include "audit.h"
 #include "blockdev.h"
 
 #define SIM_QD_MAX	32u
@@ -31,6 +32,10 @@ struct dev_sim {
 	unsigned qd;			/* 0 until aio_setup */
 	struct dev_io *done[SIM_QD_MAX];	/* completed, not yet reaped: a ring */
 	unsigned first, ndone;
+	/* what the device received, named as the kernel's block_rq_issue
+	 * names requests: WS a write (direct I/O is sync), WFS a FUA write, FF a
+	 * cache flush, N a raw MMC command (relwr) */
+	struct audit_counts aud;
 };
 
 static int sim_open(struct dev *d, int for_write)
@@ -134,12 +139,14 @@ static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, u
 
 	if (ret)
 		return ret;
+	audit_count(&s->aud, (wflags & DEV_W_DSYNC) ? "WFS" : "WS");
 	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
 	if (ret)
 		return sim_fail(d, "write", off, ret);
 	/* A synchronous RWF_DSYNC write on a block device is a FUA write that the
 	 * kernel follows with a cache flush (generic_write_sync): so is this one. */
 	if (wflags & DEV_W_DSYNC) {
+		audit_count(&s->aud, "FF");
 		ret = sim_emmc_flush(s->e);
 		if (ret)
 			return sim_fail(d, "flush after write", off, ret);
@@ -157,6 +164,7 @@ static int sim_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, i
 
 	if (ret)
 		return ret;
+	audit_count(&s->aud, "N");
 	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, reliable ? SIM_W_FUA : 0);
 	return ret ? sim_fail(d, "relwr", off, ret) : 0;
 }
@@ -171,8 +179,10 @@ static int sim_host_reset(struct dev *d)
 static int sim_flush(struct dev *d)
 {
 	struct dev_sim *s = d->priv;
-	int ret = sim_emmc_flush(s->e);
+	int ret;
 
+	audit_count(&s->aud, "FF");
+	ret = sim_emmc_flush(s->e);
 	if (ret)
 		snprintf(d->err, sizeof(d->err), "sim media %s: flush failed: %s", d->o.path, strerror(-ret));
 	return ret;
@@ -211,6 +221,7 @@ static int sim_aio_submit(struct dev *d, struct dev_io *io)
 	if (ret)
 		return ret;
 	/* like io_uring, a failed write is reported by its completion */
+	audit_count(&s->aud, (io->wflags & DEV_W_DSYNC) ? "WFS" : "WS");
 	io->result = sim_emmc_write(s->e, io->off / PC_SECTOR, io->buf, n,
 				    (io->wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
 	if (io->result)
@@ -218,6 +229,13 @@ static int sim_aio_submit(struct dev *d, struct dev_io *io)
 	s->done[(s->first + s->ndone) % SIM_QD_MAX] = io;
 	s->ndone++;
 	return 0;
+}
+
+static struct audit_counts *sim_audit(struct dev *d)
+{
+	struct dev_sim *s = d->priv;
+
+	return s ? &s->aud : NULL;
 }
 
 /* Every submitted write has completed already: min can always be met or is moot. */
@@ -314,6 +332,7 @@ const struct dev_ops dev_sim_ops = {
 	.read = sim_read,
 	.write = sim_write,
 	.flush = sim_flush,
+	.audit = sim_audit,
 	.relwr = sim_relwr,
 	.host_reset = sim_host_reset,
 	.aio_setup = sim_aio_setup,

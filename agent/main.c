@@ -22,6 +22,7 @@
 #include "../common/crc32c.h"
 #include "../common/proto.h"
 #include "../common/util.h"
+#include "audit.h"
 #include "link.h"
 #include "region.h"
 #include "writer.h"
@@ -354,6 +355,58 @@ static int emit_link(json_object *msg, void *arg)
 	return link_send(arg, msg);
 }
 
+/*
+ * What reached the device (audit.h): one per agent process, opened with the
+ * region. While the work runs, the writer's SUBMIT and ACK lines are
+ * followed by an AUDIT line with the counts so far, at most every 8 lines
+ * or 50 ms and only when they changed: the host holds what was issued up to
+ * the cut, whenever it comes.
+ */
+static struct audit g_audit;
+
+struct audited {
+	struct link *l;
+	unsigned since;
+	uint64_t last_ms, last_total;
+};
+
+static uint64_t audit_total(void)
+{
+	const struct audit_counts *c = g_audit.sim ? g_audit.sim : &g_audit.c;
+	uint64_t t = c->other;
+
+	for (unsigned i = 0; i < c->n; i++)
+		t += c->k[i].count;
+	return t;
+}
+
+static int audit_send(struct audited *a, int force)
+{
+	json_object *m;
+	uint64_t now = pc_now_ms(), total;
+
+	if (!g_audit.on || (!force && ++a->since < 8 && now - a->last_ms < 50))
+		return 0;
+	audit_poll(&g_audit);
+	total = audit_total();
+	a->since = 0;
+	a->last_ms = now;
+	if (total == a->last_total && !force)
+		return 0;
+	a->last_total = total;
+	m = pc_msg_new(PC_MSG_AUDIT);
+	json_object_object_add(m, "audit", audit_json(&g_audit));
+	return link_send(a->l, m);
+}
+
+static int emit_audited(json_object *msg, void *arg)
+{
+	struct audited *a = arg;
+	int ret = link_send(a->l, msg);
+
+	return ret ? ret : audit_send(a, 0);
+}
+
 static int emit_stdout(json_object *msg, void *arg)
 {
 	char buf[PC_PROTO_MAX_LINE + 2];
@@ -501,6 +554,15 @@ static json_object *hello_msg(struct region *r, const struct region *sb, const s
 			json_object_object_add(m, k, json_object_get(v));
 		json_object_put(id);
 		json_object_object_add(m, "superblock", region_sb_state(r));
+		/* whether what reaches the device can be seen, and how (never guessed) */
+		if (g_audit.on) {
+			json_object *a = json_object_new_object();
+
+			json_object_object_add(a, "src", json_object_new_string(g_audit.src));
+			json_object_object_add(m, "audit", a);
+		} else {
+			json_object_object_add(m, "audit", audit_json(&g_audit));
+		}
 	} else {
 		json_object *q = json_object_new_object();
 
@@ -651,12 +713,20 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 					 st.slots, st.anomalies, st.raw_sent, st.known, st.ms);
 			}
 			break;
-		case PC_MSG_WORK:
+		case PC_MSG_WORK: {
+			struct audited aud = { .l = l, .last_ms = pc_now_ms() };
+
 			err[0] = 0;
 			memset(&res, 0, sizeof(res));
-			ret = writer_run(r, io, &m.u.work, emit_link, l, &res, err, sizeof(err));
+			audit_reset(&g_audit);
+			/* the audit is on: the host knows from the start (a cut before
+			 * the first request leaves an empty count, not none) */
+			audit_send(&aud, 1);
+			ret = writer_run(r, io, &m.u.work, emit_audited, &aud, &res, err, sizeof(err));
+			audit_poll(&g_audit);
 			if (ret == 0) {
 				json_object *d = pc_msg_new(PC_MSG_DONE);
+				json_object_object_add(d, "audit", audit_json(&g_audit));
 				json_object_object_add(d, "records", json_object_new_int64((int64_t)res.records));
 				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
 				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
@@ -675,9 +745,11 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 				link_send(l, e);
 			} else {
 				pc_err("%s", err);
+				audit_send(&aud, 1);
 				link_send(l, pc_msg_error("%s", err));
 			}
 			break;
+		}
 		default:
 			link_send(l, pc_msg_error("agent does not accept '%s' messages", pc_msg_type_name(m.type)));
 			ret = -EINVAL;
@@ -737,6 +809,7 @@ static int cmd_run(struct opts *o)
 	} else {
 		have_region = 1;
 		writer_probe(&r, &io);
+		audit_open(&g_audit, &r);
 	}
 	/* reach the host and authenticate; start over when the host drops the
 	 * link before it has spoken (a full queue, a restart) */
@@ -779,6 +852,7 @@ out:
 	explicit_bzero(&key, sizeof(key));
 	free(region_err);
 	link_close(&l);
+	audit_close(&g_audit);
 	if (have_region)
 		region_close(&r);
 	return rc;

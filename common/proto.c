@@ -584,6 +584,45 @@ static int parse_range(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
+/* An audit object (proto.h), under key of o. */
+static int check_audit(struct vctx *c, json_object *o, const char *key)
+{
+	json_object *a, *rq, *v;
+	const char *s;
+
+	if (get_obj(c, o, key, &a))
+		return -EINVAL;
+	if (json_object_object_get_ex(a, "unavailable", &v)) {
+		if (get_str(c, a, "audit.", "unavailable", &s))
+			return -EINVAL;
+		if (strlen(s) > 400 || json_object_object_length(a) != 1)
+			return verr(c, "field \"%s\": \"unavailable\" alone, a reason of at most 400 bytes", key);
+		return 0;
+	}
+	if (get_str(c, a, "audit.", "src", &s))
+		return -EINVAL;
+	if (!s[0] || strlen(s) > 15 || strspn(s, "abcdefghijklmnopqrstuvwxyz") != strlen(s))
+		return verr(c, "field \"%s.src\": expected 1 to 15 small letters", key);
+	if (get_obj(c, a, "rq", &rq))
+		return -EINVAL;
+	if (json_object_object_length(rq) > PC_PROTO_AUDIT_KINDS)
+		return verr(c, "field \"%s.rq\": more than %d kinds of request", key, PC_PROTO_AUDIT_KINDS);
+	json_object_object_foreach(rq, k, n) {
+		uint64_t x;
+
+		if (strcmp(k, "other") && (!k[0] || strlen(k) > 9 || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(k)))
+			return verr(c, "field \"%s.rq\": \"%.20s\" is not a request kind (1 to 9 capital letters)", key, k);
+		if (want_int(c, 1, n, "audit.rq.", k, 0, PC_PROTO_AUDIT_MAX, &x))
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int parse_audit(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	return check_audit(c, o, "audit");
+}
+
 static int parse_done(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	uint64_t ms;
@@ -594,6 +633,8 @@ static int parse_done(struct vctx *c, json_object *o, struct pc_msg *m)
 	    get_int(c, o, "", "ms", 0, UINT64_MAX, &ms) ||
 	    get_str(c, o, "", "io", &io) ||
 	    get_mode(c, o, "mode", &mode))
+		return -EINVAL;
+	if (json_object_object_get_ex(o, "audit", NULL) && check_audit(c, o, "audit"))
 		return -EINVAL;
 	return 0;
 }
@@ -882,6 +923,7 @@ static const struct {
 	[PC_MSG_KNOWN]		= { "known", parse_known },
 	[PC_MSG_SAME]		= { "same", parse_same },
 	[PC_MSG_IO]		= { "io", parse_io },
+	[PC_MSG_AUDIT]		= { "audit", parse_audit },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)

@@ -41,10 +41,21 @@ enum pc_msg_type {
 	PC_MSG_KNOWN,		/* host: damaged sectors and slots it already holds (before VERIFY) */
 	PC_MSG_SAME,		/* agent: damaged slots exactly as the host holds them (a scan line) */
 	PC_MSG_IO,		/* agent: about to issue a cache flush or a FUA write (when the work asks) */
+	PC_MSG_AUDIT,		/* agent: the block requests the work issued so far (audit) */
 	PC_MSG_TYPE_MAX,
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t);
+
+/*
+ * The io audit (AUDIT messages, and DONE's "audit"): either
+ * {"unavailable": "why"} or {"src": "tracefs"|"sim", "rq": {"WS": 60, ...}},
+ * the block requests the work issued so far by the kernel's rwbs name (1 to
+ * 9 capital letters, or "other"), at most PC_PROTO_AUDIT_KINDS of them, each
+ * count at most 2^40.
+ */
+#define PC_PROTO_AUDIT_KINDS	17
+#define PC_PROTO_AUDIT_MAX	(1ull << 40)
 
 /*
  * The I/O the agent announces (IO messages) when the work's "announce" asks:

@@ -365,7 +365,7 @@ fail:
 static const char *const board_keys[] = {
 	"name", "relay", "device", "pattern", "modes", "records_per_cycle", "flush_every",
 	"queue_depth", "cut", "boot_timeout_ms", "boot_retries", "verify_timeout_ms",
-	"work_timeout_ms", "off_ms", "verify", "policy", "link", NULL,
+	"work_timeout_ms", "off_ms", "verify", "policy", "link", "audit", NULL,
 };
 
 static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
@@ -1069,6 +1069,21 @@ static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	}
 	b->pattern = pc_pattern_from_name(pat);
 	put(out, "pattern", json_object_new_string(pat));
+	/* the io audit: "auto" (use it where the board can see its requests) or
+	 * "require" (a cycle whose requests could not be seen, or were not what
+	 * its mode promises, is an INFRA_ERROR). Kept in the resolved
+	 * configuration only when given: older campaigns resume unchanged. */
+	if ((v = bval(x, "audit"))) {
+		const char *a;
+
+		bpath(x, path, sizeof(path), "audit", NULL);
+		if ((rc = cfg_str(x, v, path, &a)))
+			return rc;
+		if (strcmp(a, "auto") && strcmp(a, "require"))
+			return cfg_fail(x, path, "'%s': expected \"auto\" or \"require\"", a);
+		b->audit_require = !strcmp(a, "require");
+		put(out, "audit", json_object_new_string(a));
+	}
 	if ((rc = cfg_modes(x, b, out)))
 		return rc;
 	for (size_t i = 0; i < PC_ARRAY_SIZE(board_u32); i++) {

@@ -69,6 +69,7 @@ struct board_cfg {
 	int link_serial;
 	char serial_device[PATH_MAX];	/* link.device */
 	uint32_t serial_baud;		/* link.baud */
+	int audit_require;		/* audit "require": requests not seen, or not the mode's, are INFRA_ERROR */
 	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
 	unsigned nboot_patterns;
 };

@@ -90,6 +90,7 @@ void eng_wcycle_free(struct wcycle *w)
 	if (!w)
 		return;
 	free(w->lat);
+	json_object_put(w->audit);
 	free(w->sub);
 	free(w->ack);
 	json_object_put(w->cut);
@@ -262,6 +263,13 @@ int engine_configure(struct engine *e, json_object *config, char *err, size_t er
 		b->lim_record_size = rs;
 		b->lim_region_bytes = maxb;
 		b->lim_records = maxrec;
+		{
+			json_object *a;
+
+			b->audit_require = json_object_object_get_ex(json_object_array_get_idx(arr, i), "audit", &a) &&
+					   json_object_is_type(a, json_type_string) &&
+					   !strcmp(json_object_get_string(a), "require");
+		}
 	}
 	e->configured = 1;
 	return 0;
@@ -487,6 +495,20 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		if (b->scanning)
 			ret = eng_scan_done(e, b);
 		break;
+	case PC_MSG_AUDIT:
+	case PC_MSG_DONE: {
+		/* the block requests the work issued so far, as the agent saw them
+		 * (validated by the parser); the latest stands */
+		json_object *a;
+
+		if (b->w && e->format >= 2 && json_object_object_get_ex(m.obj, "audit", &a)) {
+			json_object_put(b->w->audit);
+			b->w->audit = json_object_get(a);
+		}
+		if (b->w && m.type == PC_MSG_DONE)
+			b->w->done = 1;
+		break;
+	}
 	case PC_MSG_SUBMIT:
 	case PC_MSG_ACK:
 		if (b->w) {

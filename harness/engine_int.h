@@ -84,6 +84,10 @@ struct wcycle {
 	 * at most n, allocated with the first */
 	uint32_t *lat;
 	uint32_t nlat;
+	/* what reached the device so far (the latest AUDIT or DONE audit, a
+	 * reference; format 2), or NULL */
+	json_object *audit;
+	int done;		/* the agent said DONE: the work ran to its end */
 };
 
 struct board {
@@ -144,6 +148,7 @@ struct board {
 	uint32_t carry_unlisted;	/* carried findings counted but not listed */
 	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
 	int planned_mode;	/* the mode the boot in progress is to write (power_on), or -1 */
+	int audit_require;	/* the board's "audit": "require" (engine_configure) */
 	uint64_t next_seq;
 	unsigned verdicts;
 	int scan_ok;		/* the last scan was complete and judged */
@@ -227,6 +232,8 @@ void eng_flush_nw(struct judge *j);
 json_object *eng_finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode);
 void eng_add_int(json_object *o, const char *k, int64_t v);
 void eng_describe_prev(json_object *f, const struct occ *prev);
+void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w);
+void eng_audit_require(const struct engine *e, const struct board *b, struct wcycle *w);
 json_object *eng_counts_json(const struct engine *e, const uint32_t *counts);
 void eng_add_refused(struct judge *j, const struct wcycle *w);
 int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outcome, const char *reason,

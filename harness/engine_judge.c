@@ -502,6 +502,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 	free(j.hot);
 	json_object_put(j.scratch);
 
+	eng_audit_require(e, b, w);
 	v = eng_verdict_base(e, b, w->cycle,
 			 j.violations ? PC_OUT_FAIL : w->infra[0] ? PC_OUT_INFRA_ERROR : PC_OUT_PASS);
 	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
@@ -529,6 +530,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 		eng_add_int(rec, "acked", w->nack);
 		json_object_object_add(v, "records", rec);
 	}
+	eng_add_audit(e, b, v, w);
 	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
 	eng_add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);

@@ -389,6 +389,80 @@ void eng_add_refused(struct judge *j, const struct wcycle *w)
 	}
 }
 
+/*
+ * Format 2: what reached the device during the cycle's work (docs/io-audit.md):
+ * the agent's counts of block requests by kind, or why it could not see
+ * them (its HELLO said so). Nothing when the agent said nothing (an older
+ * agent): never guessed.
+ */
+/* The audit's request counts (rq) as sums by what they did; 0 when it has none. */
+static int audit_sums(const struct wcycle *w, uint64_t sums[PC_NRQ])
+{
+	json_object *rq;
+
+	memset(sums, 0, PC_NRQ * sizeof(*sums));
+	if (!w || !w->audit || !json_object_object_get_ex(w->audit, "rq", &rq))
+		return 0;
+	json_object_object_foreach(rq, k, n)
+		pc_rq_add(k, json_object_get_uint64(n), sums);
+	return 1;
+}
+
+void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w)
+{
+	uint64_t sums[PC_NRQ];
+	json_object *a;
+	char became[160];
+
+	if (e->format < 2)
+		return;
+	if (w && w->audit) {
+		json_object_object_add(v, "io_audit", json_object_get(w->audit));
+		/* the mode asked for one thing and the device got another: said */
+		if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done)) {
+			char note[256];
+
+			snprintf(note, sizeof(note), "%s: %s", pc_mode_name(w->mode_run),
+				 pc_io_became(w->mode_run, sums, w->done, became, sizeof(became)));
+			json_object_object_add(v, "io_note", json_object_new_string(note));
+		}
+		return;
+	}
+	if (b->hello && json_object_object_get_ex(b->hello, "audit", &a) &&
+	    json_object_object_get_ex(a, "unavailable", NULL))
+		json_object_object_add(v, "io_audit", json_object_get(a));
+}
+
+/*
+ * "audit": "require": a cycle whose requests could not be seen, or were not
+ * what its mode promises, did not run the test that was asked for: its
+ * verdict is INFRA_ERROR (unless a violation proves more).
+ */
+void eng_audit_require(const struct engine *e, const struct board *b, struct wcycle *w)
+{
+	uint64_t sums[PC_NRQ];
+	json_object *a;
+	char became[160];
+
+	if (!b->audit_require || e->format < 2 || w->infra[0])
+		return;
+	if (!w->audit) {
+		snprintf(w->infra, sizeof(w->infra), "audit \"require\": the agent reported no io audit%s%.300s",
+			 b->hello && json_object_object_get_ex(b->hello, "audit", &a) ? ": " : "",
+			 b->hello && json_object_object_get_ex(b->hello, "audit", &a) ?
+			 eng_jstr(a, "unavailable", "") : "");
+		return;
+	}
+	if (json_object_object_get_ex(w->audit, "unavailable", &a)) {
+		snprintf(w->infra, sizeof(w->infra), "audit \"require\": the io audit is unavailable: %.300s",
+			 json_object_get_string(a));
+		return;
+	}
+	if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done))
+		snprintf(w->infra, sizeof(w->infra), "audit \"require\": mode %s was asked for, but %s",
+			 pc_mode_name(w->mode_run), pc_io_became(w->mode_run, sums, w->done, became, sizeof(became)));
+}
+
 /* The parts of a verdict about the cycle's work, whether or not it was judged. */
 static void verdict_work(json_object *v, const struct wcycle *w)
 {
@@ -436,6 +510,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 	json_object_put(j.scratch);
 	v = eng_verdict_base(e, b, w->cycle, j.violations ? PC_OUT_FAIL : outcome);
 	verdict_work(v, w);
+	eng_add_audit(e, b, v, w);
 	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
 	eng_add_int(v, "violations", j.violations);
 	json_object_object_add(v, "findings", j.findings);

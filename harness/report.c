@@ -146,6 +146,11 @@ struct verdict {
 	/* torn findings by the sector their new data ends at */
 	unsigned long tears[REP_TEAR_SECTORS];
 	unsigned long ntears;
+	/* io_audit: 1 audited (rq summed), -1 unavailable (why), 0 none */
+	int audit;
+	uint64_t rq[PC_NRQ];
+	const char *audit_why;
+	int io_note;
 };
 
 static int opt_string(struct rep *r, const char *file, unsigned long line, json_object *o,
@@ -345,6 +350,40 @@ static int verdict_latency(struct rep *r, const char *file, unsigned long line, 
 	return 0;
 }
 
+/* "io_audit": {"unavailable": why} or {"src": ..., "rq": {kind: count, ...}}. */
+static int verdict_audit(struct rep *r, const char *file, unsigned long line, json_object *o, struct verdict *vd)
+{
+	json_object *rq;
+	int rc;
+
+	if (!o || json_object_is_type(o, json_type_null))
+		return 0;
+	if (!json_object_is_type(o, json_type_object))
+		return rep_fail(r, file, line, "io_audit: expected an object");
+	if (jget(o, "unavailable")) {
+		if ((rc = opt_string(r, file, line, o, "unavailable", "io_audit.unavailable", &vd->audit_why)))
+			return rc;
+		vd->audit = -1;
+		return 0;
+	}
+	rq = jget(o, "rq");
+	if (!rq || !json_object_is_type(rq, json_type_object) || json_object_object_length(rq) > 32)
+		return rep_fail(r, file, line, "io_audit.rq: expected an object of at most 32 request kinds");
+	json_object_object_foreach(rq, k, n) {
+		uint64_t c = 0;
+
+		if (strlen(k) > 9 || (strcmp(k, "other") && strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(k)) || !k[0])
+			return rep_fail(r, file, line, "io_audit.rq: \"%.20s\" is not a request kind", k);
+		if ((rc = opt_count(r, file, line, n, "io_audit.rq", &c)))
+			return rc;
+		if (c > (1ull << 40))
+			return rep_fail(r, file, line, "io_audit.rq.%s: more than 2^40 requests", k);
+		pc_rq_add(k, c, vd->rq);
+	}
+	vd->audit = 1;
+	return 0;
+}
+
 static int verdict_parse(struct rep *r, const char *file, unsigned long line, json_object *v,
 			 struct verdict *vd)
 {
@@ -442,8 +481,10 @@ static int verdict_parse(struct rep *r, const char *file, unsigned long line, js
 	    (rc = verdict_format(r, file, line, v)) ||
 	    (rc = verdict_time(r, file, line, v, vd)) ||
 	    (rc = opt_string(r, file, line, v, "host", "host", &vd->host)) ||
-	    (rc = verdict_latency(r, file, line, jget(v, "latency_us"), vd)))
+	    (rc = verdict_latency(r, file, line, jget(v, "latency_us"), vd)) ||
+	    (rc = verdict_audit(r, file, line, jget(v, "io_audit"), vd)))
 		return rc;
+	vd->io_note = jget(v, "io_note") != NULL;
 	return 0;
 }
 
@@ -790,6 +831,15 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 	m->tears_n += vd->ntears;
 	if (bd->record_sectors > m->record_sectors)
 		m->record_sectors = bd->record_sectors;
+	if (vd->audit > 0) {
+		for (int k = 0; k < PC_NRQ; k++)
+			m->rq[k] += vd->rq[k];
+		m->audited++;
+	} else if (vd->audit < 0) {
+		m->audit_unavailable++;
+		pc_strlcpy(m->audit_why, vd->audit_why ? vd->audit_why : "", sizeof(m->audit_why));
+	}
+	m->io_notes += (unsigned long)vd->io_note;
 	if (vd->out == PC_OUT_FAIL && m->nfirst_fail < REP_FIRST_FAILS) {
 		struct rep_fail_ref *f = &m->first_fail[m->nfirst_fail++];
 
@@ -1320,6 +1370,11 @@ void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t)
 			t->record_sectors = m->record_sectors;
 		for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
 			t->first_fail[t->nfirst_fail++] = m->first_fail[k];
+		for (int k = 0; k < PC_NRQ; k++)
+			t->rq[k] += m->rq[k];
+		t->audited += m->audited;
+		t->audit_unavailable += m->audit_unavailable;
+		t->io_notes += m->io_notes;
 	}
 }
 
@@ -1619,6 +1674,15 @@ const char *rep_field_text(const struct rep_field *f, char *buf, size_t len)
 		 json_object_to_json_string_ext(f->v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) :
 		 json_object_get_string(f->v), f->varies ? " (varies)" : "");
 	return buf;
+}
+
+const char *rep_io_became(const struct rep_mode *m, char *buf, size_t len)
+{
+	int mode = pc_mode_from_name(m->name);
+
+	if (!m->audited)
+		return NULL;
+	return pc_io_became(mode, m->rq, 1, buf, len);
 }
 
 double rep_rate(const struct rep_mode *m)

@@ -85,6 +85,22 @@ static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_
 		json_object_object_add(t, "at_sector", at);
 		json_object_object_add(o, "tears", t);
 	}
+	{
+		/* what reached the device (verdicts' io_audit) */
+		json_object *io = json_object_new_object(), *rq = json_object_new_object();
+		static const char *const rq_names[PC_NRQ] = { "write", "fua", "flush", "other" };
+		char became[160];
+
+		json_object_object_add(io, "cycles", jint(m->audited));
+		json_object_object_add(io, "unavailable", jint(m->audit_unavailable));
+		for (int k = 0; k < PC_NRQ; k++)
+			json_object_object_add(rq, rq_names[k], jint(m->rq[k]));
+		json_object_object_add(io, "rq", rq);
+		json_object_object_add(io, "became", rep_io_became(m, became, sizeof(became)) ?
+				       json_object_new_string(became) : NULL);
+		json_object_object_add(io, "not_the_mode_cycles", jint(m->io_notes));
+		json_object_object_add(o, "io_audit", io);
+	}
 	ff = json_object_new_array();
 	for (unsigned k = 0; k < m->nfirst_fail; k++) {
 		json_object *f = json_object_new_object();

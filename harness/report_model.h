@@ -75,6 +75,12 @@ struct rep_mode {
 	unsigned nran;
 	struct rep_fail_ref first_fail[REP_FIRST_FAILS];
 	unsigned nfirst_fail;
+	/* what reached the device (verdicts' io_audit): requests by what they
+	 * did, the cycles audited, those that could not be, those whose
+	 * requests were not what the mode promises (io_note) */
+	uint64_t rq[PC_NRQ];
+	unsigned long audited, audit_unavailable, io_notes;
+	char audit_why[160];		/* why unavailable (the latest) */
 };
 
 enum { ID_NAME, ID_MANFID, ID_CID, ID_FUA, ID_WCACHE, ID_KERNEL, ID_FWREV, ID_SERIAL, ID_TYPE, ID_AGENT, ID_N };
@@ -201,6 +207,9 @@ double rep_mib(const struct rep_mode *m);
 uint32_t rep_lat_q(const struct rep_mode *m, double q);
 /* The mode named name of d, or NULL. */
 const struct rep_mode *rep_find_mode(const struct rep_dev *d, const char *name);
+/* What the mode became on the way to the device (pc_io_became), or NULL
+ * when no cycle of it was audited. */
+const char *rep_io_became(const struct rep_mode *m, char *buf, size_t len);
 /* The cost of a mode against "none" on the same device: none's records/s
  * over this mode's (2.5 means 2.5 times slower); < 0 when either is unknown. */
 double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m);

@@ -165,7 +165,8 @@ static void print_speed(FILE *out, const struct rep_dev *d)
 	int any = 0;
 
 	for (unsigned i = 0; i < d->nmodes; i++)
-		any |= d->modes[i].rate_n || d->modes[i].lat.n || d->modes[i].tears_n;
+		any |= d->modes[i].rate_n || d->modes[i].lat.n || d->modes[i].tears_n || d->modes[i].audited ||
+		       d->modes[i].audit_unavailable;
 	if (!any)
 		return;
 	fprintf(out, "  mode        records/s     MiB/s   lat p50   lat p99   lat max  vs none  torn cycles\n");
@@ -207,6 +208,28 @@ static void print_speed(FILE *out, const struct rep_dev *d)
 	}
 	fprintf(out, "  (latency: SUBMIT to ACK as the agent measured it; vs none: how many times slower than\n"
 		"  mode none on this device)\n");
+	/* what each mode became on the way to the device */
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		char became[160], line[512];
+
+		if (!m->name[0] || (!m->audited && !m->audit_unavailable))
+			continue;
+		if (m->audited) {
+			char notes[64] = "";
+
+			if (m->io_notes)
+				snprintf(notes, sizeof(notes), ", %lu not what the mode promises", m->io_notes);
+			snprintf(line, sizeof(line), "%s -> %s (%llu writes, %llu FUA writes, %llu flushes; %lu cycles "
+				 "audited%s)", m->name, rep_io_became(m, became, sizeof(became)),
+				 (unsigned long long)m->rq[PC_RQ_WRITE], (unsigned long long)m->rq[PC_RQ_FUA],
+				 (unsigned long long)m->rq[PC_RQ_FLUSH], m->audited, notes);
+		}
+		else
+			snprintf(line, sizeof(line), "%s -> not seen: %s", m->name, m->audit_why);
+		fprintf(out, "  io: ");
+		print_wrapped(out, line, 6);
+	}
 }
 
 static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d)
@@ -404,8 +427,8 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 			fputc('\n', out);
 		}
 		fprintf(out, "\n| mode | cycles | PASS | FAIL | BOOT_FAIL | INFRA_ERROR | cuts in flight | records/s | "
-			"MiB/s | latency p50 / p99 / max (us) | vs none | violations |\n"
-			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|\n");
+			"MiB/s | latency p50 / p99 / max (us) | vs none | reached the device | violations |\n"
+			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n");
 		for (unsigned k = 0; k < d->nmodes; k++) {
 			const struct rep_mode *m = &d->modes[k];
 			double c = rep_cost_vs_none(d, m);
@@ -431,6 +454,13 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 				fprintf(out, "%.2fx | ", c);
 			else
 				fputs("- | ", out);
+			{
+				char became[160];
+
+				md(out, rep_io_became(m, became, sizeof(became)) ? became :
+				   m->audit_unavailable ? "not seen (audit unavailable)" : "-");
+				fputs(" | ", out);
+			}
 			md(out, viol);
 			fputs(" |\n", out);
 		}

@@ -163,3 +163,72 @@ uint32_t pc_lat_quantile(const uint64_t *hist, uint64_t n, double q, uint32_t ma
 	}
 	return max;
 }
+
+void pc_rq_add(const char *rwbs, uint64_t n, uint64_t sums[PC_NRQ])
+{
+	const char *op = rwbs;
+	int pre = 0;
+
+	/* blk_fill_rwbs(): an F first is a preflush, then the operation (W, R,
+	 * D, F flush, N driver), then F for FUA, then S, M, ... */
+	if (op[0] == 'F' && op[1] && strchr("WRDFN", op[1])) {
+		pre = 1;
+		op++;
+	}
+	if (pre)
+		sums[PC_RQ_FLUSH] += n;
+	switch (op[0]) {
+	case 'W':
+		sums[op[1] == 'F' ? PC_RQ_FUA : PC_RQ_WRITE] += n;
+		break;
+	case 'F':
+		if (!pre)
+			sums[PC_RQ_FLUSH] += n;
+		break;
+	default:
+		sums[PC_RQ_OTHER] += n;
+	}
+}
+
+int pc_io_mismatch(int mode, const uint64_t sums[PC_NRQ], int done)
+{
+	uint64_t w = sums[PC_RQ_WRITE] + sums[PC_RQ_FUA];
+
+	switch (mode) {
+	case PC_MODE_FUA:
+		return w > 0 && sums[PC_RQ_FUA] == 0;
+	case PC_MODE_FUA_FLUSH:
+	case PC_MODE_FLUSH:
+	case PC_MODE_JOURNAL:
+		return done && w > 0 && sums[PC_RQ_FLUSH] == 0;
+	default:
+		return 0;
+	}
+}
+
+const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, char *buf, size_t len)
+{
+	uint64_t w = sums[PC_RQ_WRITE], f = sums[PC_RQ_FUA], fl = sums[PC_RQ_FLUSH], o = sums[PC_RQ_OTHER];
+
+	if (!w && !f && !fl && !o)
+		snprintf(buf, len, "nothing reached the device");
+	else if (o && !w && !f)
+		snprintf(buf, len, "driver commands (raw MMC)%s", fl ? " and flushes" : "");
+	else if (mode == PC_MODE_FUA && f)
+		snprintf(buf, len, "FUA writes (native)%s", fl ? ", and flushes" : "");
+	else if (mode == PC_MODE_FUA && fl)
+		snprintf(buf, len, "writes + flushes: FUA emulated (the queue has no FUA)");
+	else if (mode == PC_MODE_FUA)
+		snprintf(buf, len, "plain writes: neither FUA nor a flush reached the device");
+	else if ((mode == PC_MODE_FLUSH || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL) && !fl)
+		snprintf(buf, len, "%s", done ? "no flush reached the device (a write-through queue drops them)" :
+			 "writes; cut before the first flush");
+	else if (mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL)
+		snprintf(buf, len, "writes and flushes, %s", f ? "FUA writes native" : "FUA emulated by flushes");
+	else if (mode == PC_MODE_FLUSH)
+		snprintf(buf, len, "writes and flushes");
+	else
+		snprintf(buf, len, "%s%s%s", w ? "plain writes" : "", f ? (w ? ", FUA writes" : "FUA writes") : "",
+			 fl ? ", flushes" : "");
+	return buf;
+}

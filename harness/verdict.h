@@ -117,4 +117,28 @@ uint32_t pc_lat_hi(unsigned bucket);
  * highest value of its bucket (capped at max); 0 when n is 0. */
 uint32_t pc_lat_quantile(const uint64_t *hist, uint64_t n, double q, uint32_t max);
 
+/*
+ * What reached the device (a verdict's io_audit, docs/io-audit.md): block
+ * requests by what they did, from the kernel's rwbs names ("WS" a write,
+ * "WFS" a FUA write, "FF" a cache flush, "FWS" a write with a flush before
+ * it, "N" a driver command such as a raw MMC write).
+ */
+enum pc_rq {
+	PC_RQ_WRITE,		/* writes without FUA */
+	PC_RQ_FUA,		/* FUA writes */
+	PC_RQ_FLUSH,		/* cache flushes (a flush request, or a write's preflush) */
+	PC_RQ_OTHER,		/* driver commands (raw MMC), discards, anything else */
+	PC_NRQ
+};
+/* Add n requests of kind rwbs to sums. */
+void pc_rq_add(const char *rwbs, uint64_t n, uint64_t sums[PC_NRQ]);
+/* What mode (enum pc_mode) became on the way to the device, in words
+ * ("FUA writes (native)", "writes + flushes: FUA emulated", ...); done: the
+ * work ran to its end (a flush mode cut before its first flush flushed
+ * nothing yet, and that is no surprise). Returns buf. */
+const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, char *buf, size_t len);
+/* 1 when what reached the device is not what mode promises: fua without a
+ * single FUA write, a flush mode whose finished work flushed nothing. */
+int pc_io_mismatch(int mode, const uint64_t sums[PC_NRQ], int done);
+
 #endif

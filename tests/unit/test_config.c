@@ -473,7 +473,7 @@ static void test_shipped_configs(void)
 			CU_ASSERT_EQUAL(c.nboards, 2);
 			CU_ASSERT_STRING_EQUAL(c.boards[0].name, "honest-1");
 			CU_ASSERT_STRING_EQUAL(c.boards[1].name, "lying-1");
-			CU_ASSERT_EQUAL(c.boards[1].nmodes, 2);
+			CU_ASSERT_EQUAL(c.boards[1].nmodes, 3);	/* fua, flush, none */
 		}
 		config_free(&c);
 	}

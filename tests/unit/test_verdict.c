@@ -10,6 +10,8 @@
 #include <json-c/json.h>
 
 #include "../../common/proto.h"
+#include "../../agent/audit.h"
+#include "../../common/record.h"
 #include "../../harness/verdict.h"
 #include "suites.h"
 
@@ -116,6 +118,80 @@ static void test_ack_latency(void)
 	json_object_put(o);
 }
 
+static void test_io_audit(void)
+{
+	uint64_t sums[PC_NRQ] = { 0 };
+	char b[160], rwbs[16], err[256];
+	unsigned kdev;
+	uint64_t sec;
+	struct pc_msg m;
+	static const char *const bad[] = {
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"ws\":1}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"WS\":-1}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"WS\":1099511627777}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"SIM\",\"rq\":{}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"unavailable\":\"x\",\"src\":\"sim\"}}",
+		"{\"type\":\"audit\",\"v\":1}",
+	};
+
+	/* the kernel's names: preflush, operation, FUA */
+	pc_rq_add("WS", 10, sums);
+	pc_rq_add("WFS", 3, sums);
+	pc_rq_add("FF", 2, sums);
+	pc_rq_add("FWS", 1, sums);
+	pc_rq_add("FWFS", 1, sums);
+	pc_rq_add("N", 4, sums);
+	CU_ASSERT_EQUAL(sums[PC_RQ_WRITE], 11);
+	CU_ASSERT_EQUAL(sums[PC_RQ_FUA], 4);
+	CU_ASSERT_EQUAL(sums[PC_RQ_FLUSH], 4);
+	CU_ASSERT_EQUAL(sums[PC_RQ_OTHER], 4);
+	/* what a mode became */
+	memset(sums, 0, sizeof(sums));
+	pc_rq_add("WS", 64, sums);
+	pc_rq_add("FF", 9, sums);
+	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, b, sizeof(b)),
+			       "writes + flushes: FUA emulated (the queue has no FUA)");
+	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FUA, sums, 0), 1);
+	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FLUSH, sums, 1), 0);
+	memset(sums, 0, sizeof(sums));
+	pc_rq_add("WS", 5, sums);
+	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FLUSH, sums, 0), 0);	/* cut before its first flush */
+	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FLUSH, sums, 1), 1);	/* a finished work that never flushed */
+	CU_ASSERT_PTR_NOT_NULL(strstr(pc_io_became(PC_MODE_FLUSH, sums, 1, b, sizeof(b)), "no flush reached"));
+	memset(sums, 0, sizeof(sums));
+	pc_rq_add("WFS", 64, sums);
+	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, b, sizeof(b)), "FUA writes (native)");
+	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FUA, sums, 1), 0);
+
+	/* trace_pipe lines */
+	CU_ASSERT_EQUAL(audit_parse_line("  powercut-agent-1234 [001] ..... 12.5: block_rq_issue: 7,0 WFS 4096 () 2056 + 8 "
+					 "none,0,0 [powercut-agent]", &kdev, rwbs, sizeof(rwbs), &sec), 0);
+	CU_ASSERT_EQUAL(kdev, 7u << 20);
+	CU_ASSERT_STRING_EQUAL(rwbs, "WFS");
+	CU_ASSERT_EQUAL(sec, 2056);
+	CU_ASSERT_EQUAL(audit_parse_line("kworker/0:1H-99 [000] ..... 1.0: block_rq_issue: 179,8 FF 0 () 0 + 0 none,0,0 "
+					 "[kworker/0:1H]", &kdev, rwbs, sizeof(rwbs), &sec), 0);
+	CU_ASSERT_EQUAL(kdev, 179u << 20 | 8);
+	CU_ASSERT_STRING_EQUAL(rwbs, "FF");
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_complete: 7,0 WS () 8 + 8 [0]", &kdev, rwbs, sizeof(rwbs), &sec), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 ws 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 99999,0 WS 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 WS 4096 (", &kdev, rwbs, sizeof(rwbs), &sec), -1);
+
+	/* the AUDIT message: counted kinds, or why not; anything else refused */
+	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"tracefs\",\"rq\":{\"WS\":3,"
+				    "\"FF\":1,\"other\":2}}}", &m, err, sizeof(err)), 0);
+	pc_msg_clear(&m);
+	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"audit\",\"v\":1,\"audit\":{\"unavailable\":\"no tracefs\"}}", &m, err,
+				    sizeof(err)), 0);
+	pc_msg_clear(&m);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		CU_ASSERT_EQUAL(parse(bad[i], &m, err, sizeof(err)), -EINVAL);
+		if (strstr(bad[i], "-1") == NULL)
+			CU_ASSERT(err[0] != 0);
+	}
+}
+
 int suite_verdict(void)
 {
 	CU_pSuite s = CU_add_suite("verdict", NULL, NULL);
@@ -124,7 +200,8 @@ int suite_verdict(void)
 	    !CU_add_test(s, "results format version", test_format) ||
 	    !CU_add_test(s, "latency buckets", test_lat_buckets) ||
 	    !CU_add_test(s, "latency quantiles", test_lat_quantile) ||
-	    !CU_add_test(s, "ACK latencies", test_ack_latency))
+	    !CU_add_test(s, "ACK latencies", test_ack_latency) ||
+	    !CU_add_test(s, "io audit: request kinds, what a mode became, trace lines, AUDIT", test_io_audit))
 		return -1;
 	return 0;
 }

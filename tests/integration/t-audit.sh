@@ -1,0 +1,88 @@
+#!/bin/bash
+# t-audit: what reached the device (docs/io-audit.md). On a loop device (a
+# queue with a write-back cache and no FUA) the agent's tracefs audit must
+# show what the kernel really issued: fua emulated by flushes (an io_note),
+# flushes where the mode flushes, none where it does not; audit "require"
+# turns a cycle whose mode did not reach the device as asked into
+# INFRA_ERROR; with tracefs out of reach the audit says unavailable and the
+# campaign runs. On the sim the device counts the requests itself.
+. "$(dirname "$0")/lib.sh"
+echo "t-audit: the io audit (tracefs on a loop device, and the sim)"
+command -v jq >/dev/null || skip "jq not installed"
+
+# --- the sim: the device's own counts ---
+"$PC" run configs/sim-quick.json --results "$T/sim" --cycles 9 --agent "$AGENT" --quiet --no-report >/dev/null 2>&1
+check "sim: every verdict says what reached the device (src sim)" \
+	test "$(jq -s 'map(select(.io_audit.src == "sim")) | length' "$T/sim/verdicts.jsonl")" = "$(grep -c . "$T/sim/verdicts.jsonl")"
+check "sim: fua cycles issued FUA writes and no flush, none cycles plain writes only" \
+	test "$(jq -s '[.[] | select(.mode_run == "fua" and ((.io_audit.rq.WFS // 0) > 0) and ((.io_audit.rq.FF // 0) == 0))] | length' "$T/sim/verdicts.jsonl")" -gt 0 -a \
+	     "$(jq -s '[.[] | select(.mode == "none" and ((.io_audit.rq.WFS // 0) + (.io_audit.rq.FF // 0)) > 0)] | length' "$T/sim/verdicts.jsonl")" = 0
+check "sim: the report says fua reached the device as FUA (native)" \
+	grep -q "io: fua -> FUA writes (native)" <("$PC" report "$T/sim" 2>/dev/null)
+
+# --- a loop device: the kernel's own account (tracefs) ---
+if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null || ! command -v sfdisk >/dev/null; then
+	skip_part "the loop-device part needs root, losetup and sfdisk"
+	finish
+fi
+label="pc-audit-$$"
+truncate -s 16M "$T/disk.img"
+printf 'label: gpt\nsize=8M, name="%s"\n' "$label" | sfdisk -q "$T/disk.img" >/dev/null
+dev=$(losetup -f --show "$T/disk.img") || { skip_part "no loop device"; finish; }
+trap 'losetup -d "$dev" 2>/dev/null; rm -rf "$T"' EXIT
+partx -a "$dev" 2>/dev/null || true
+for _ in $(seq 50); do [ -b "${dev}p1" ] && break; sleep 0.1; done
+"$AGENT" prepare --device "PARTLABEL=$label" --record-size 4096 --yes >/dev/null 2>&1
+write_get "$T/get.sh"
+# $1 results, $2 extra board keys, $3 a wrapper before the agent (hides tracefs)
+campaign() {
+	cat > "$T/c.json" <<JSON
+{ "campaign": "audit", "cycles": 9, "seed": 5, "listen": "127.0.0.1:0",
+  "boards": [ { "name": "a1", "device": { "backend": "posix", "record_size": 4096, "path": "PARTLABEL=$label" },
+    "relay": { "driver": "command",
+      "on": "setsid $3 $PWD/$AGENT run --fresh-boot-id --device PARTLABEL=$label --connect \$PC_CONNECT --board a1 >> $T/a1.log 2>&1 & echo \$! > $T/a1.pid",
+      "off": "p=\$(cat $T/a1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
+      "get": "sh $T/get.sh $T/a1.pid" },
+    "modes": ["fua", "flush", "none"], "records_per_cycle": 64, "queue_depth": 4, "flush_every": 8,
+    "cut": { "at": "random", "window_ms": [2000, 3000] }, "work_timeout_ms": 4000, "boot_timeout_ms": 5000,
+    "off_ms": 2 $2 } ] }
+JSON
+	"$PC" run "$T/c.json" --results "$1" --quiet --no-report >"$1.out" 2>&1
+}
+campaign "$T/l" "" ""
+rc=$?
+check "loop: the campaign passes (exit 0, was $rc)" test $rc -eq 0
+v=$T/l/verdicts.jsonl
+check "loop: the agent read the kernel's tracefs (src tracefs)" \
+	test "$(jq -s 'map(select(.io_audit.src == "tracefs")) | length' "$v")" = 9
+check "loop: fua became writes + flushes (no FUA on a loop queue), said in io_note" \
+	test "$(jq -s '[.[] | select(.mode_run == "fua" and .io_audit.rq.WS == 64 and (.io_audit.rq.WFS // 0) == 0 and .io_audit.rq.FF > 0 and (.io_note | test("FUA emulated")))] | length' "$v")" = 3
+check "loop: flush cycles flushed (64 writes, 8 groups), none cycles never did" \
+	test "$(jq -s '[.[] | select(.mode == "flush" and .io_audit.rq.WS == 64 and .io_audit.rq.FF >= 8)] | length' "$v")" = 3 -a \
+	     "$(jq -s '[.[] | select(.mode == "none" and .io_audit.rq.WS == 64 and (.io_audit.rq.FF // 0) == 0)] | length' "$v")" = 3
+"$PC" report "$T/l" >"$T/l.rep" 2>&1
+check "loop: the report says what fua became" grep -q "io: fua -> writes + flushes: FUA emulated" "$T/l.rep"
+check "loop: replay reproduces the verdicts" "$PC" replay "$T/l"
+
+# audit "require": fua was not FUA, so those cycles did not test what was asked
+campaign "$T/q" ', "audit": "require"' ""
+check "require: the fua cycles are INFRA_ERROR, naming what reached the device" \
+	test "$(jq -s '[.[] | select(.mode == "fua" and .verdict == "INFRA_ERROR" and (.reason | test("audit \"require\": mode fua was asked for, but writes \\+ flushes")))] | length' "$T/q/verdicts.jsonl")" = 3
+check "require: the flush and none cycles PASS" \
+	test "$(jq -s '[.[] | select(.mode != "fua" and .verdict == "PASS")] | length' "$T/q/verdicts.jsonl")" = 6
+
+# tracefs out of reach (a read-only, empty tmpfs over it in the agent's own
+# mount namespace): the audit says so, and the campaign runs
+if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
+	printf '#!/bin/sh\nmount -t tmpfs -o ro none /sys/kernel/tracing && exec "$@"\n' > "$T/hide.sh"
+	campaign "$T/u" "" "unshare -m sh $T/hide.sh"
+	rc=$?
+	check "no tracefs: the campaign still passes (exit 0, was $rc)" test $rc -eq 0
+	check "no tracefs: every verdict says the audit is unavailable, and why" \
+		test "$(jq -s 'map(select(.io_audit.unavailable | test("trace instance|tracefs"))) | length' "$T/u/verdicts.jsonl")" = 9
+	"$PC" report "$T/u" >"$T/u.rep" 2>&1
+	check "no tracefs: the report says not seen" grep -q "io: fua -> not seen" "$T/u.rep"
+else
+	skip_part "unshare -m is not permitted here: the no-tracefs case was not run"
+fi
+finish
