@@ -3,7 +3,7 @@
 #   make              host controller and agent in build/
 #   make check        unit + integration tests, built with ASan/UBSan (build/san/)
 #   make demo         a power-cut campaign on two sim boards, then the per-device report
-#   make install      PREFIX=/usr/local DESTDIR=
+#   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
 #   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
 #
 # Missing Debian build dependencies are installed by tools/install-deps
@@ -163,12 +163,23 @@ fixtures: $(B)/tools/mkfixtures
 fault-matrix: all $(B)/tools/faultmatrix
 	PC_BIN=$(B) bench/fault-matrix
 
+# The systemd units: the host's campaign daemon (powercut@NAME: configuration
+# /etc/powercut/NAME.json, results /var/lib/powercut/results/NAME) and the
+# board's agent, their ExecStart pointed at $(PREFIX)/bin.
+SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
+UNITS      := systemd/powercut@.service agent/powercut-agent.service
+
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/powercut/configs
+		$(DESTDIR)$(PREFIX)/share/powercut/configs $(DESTDIR)$(SYSTEMDDIR)
 	install -m 0755 $(B)/powercut $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/powercut/configs/
+	for u in $(UNITS); do \
+		sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $$u > $(DESTDIR)$(SYSTEMDDIR)/$${u##*/}.tmp && \
+		chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$${u##*/}.tmp && \
+		mv $(DESTDIR)$(SYSTEMDDIR)/$${u##*/}.tmp $(DESTDIR)$(SYSTEMDDIR)/$${u##*/} || exit 1; \
+	done
 
 clean:
 	rm -rf build
