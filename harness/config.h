@@ -104,7 +104,7 @@ const char *config_cut_name(enum cut_plan p);
 uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t flush_every);
 /*
  * Is the device a board's agent opened (its HELLO) the one the board's
- * device section names? The backend must match; each of device.cid, serial,
+ * device section names? Each of device.cid, serial,
  * model, manfid, name, vendor, fwrev given must equal what the HELLO's
  * device says (case aside); a posix device.path must be what the agent was
  * told (--device), the node it opened or its region's path

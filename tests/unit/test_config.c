@@ -555,8 +555,8 @@ static void test_device_check(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "whose cid is \"fe50ab\" but the configuration says device.cid \"FE50AA\""));
 	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'sim','device':{}}", why, sizeof(why)), 1);
 	CU_ASSERT_PTR_NOT_NULL(strstr(why, "names no cid"));
-	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'posix','device':{'cid':'fe50aa'}}", why, sizeof(why)), 1);
-	CU_ASSERT_PTR_NOT_NULL(strstr(why, "opened a posix device but the configuration says device.backend \"sim\""));
+	/* the backend is not compared (a test rig's emulated card on a posix board) */
+	CU_ASSERT_EQUAL(dev_check(&c, 0, "{'backend':'posix','device':{'cid':'fe50aa'}}", why, sizeof(why)), 0);
 	/* posix: the path as told (PARTLABEL= and by-partlabel are one), the serial */
 	CU_ASSERT_EQUAL(dev_check(&c, 1, "{'backend':'posix','device':{'spec':'PARTLABEL=pc','path':'/dev/mmcblk0p3',"
 				  "'serial':'0x1234'}}", why, sizeof(why)), 0);
