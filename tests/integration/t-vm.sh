@@ -6,6 +6,10 @@
 # transferring (the qemu relay). Then the card is tampered with between two
 # cycles and the damage must be reported as collateral, in the right slot.
 #
+# accel "auto" probes KVM once and falls back to TCG where it does not work
+# (no /dev/kvm here): what it chose is in qemu.log and the console logs.
+# t-vm-fua.sh runs the FUA board, several boards at once and a broken KVM.
+#
 # Takes 2 to 4 minutes under software emulation, so `make check` skips it:
 # `make vm-check` runs it (PC_VM_REQUIRE=1: a skip is a failure there), and
 # PC_VM=1 runs it from tests/integration/run-all.
@@ -122,6 +126,24 @@ check "boot stages were timed on every power-on" \
 check "no agent line was garbled by kernel output" [ "$(jq -s '[.[] | select(.ev == "rx_bad")] | length' "$E")" -eq 0 ]
 check "replay reproduces every verdict" "$PC" replay "$T/r"
 check "every byte of the card outside the region is unchanged (GPT intact)" [ "$(outside "$T/sd.img")" = "$before" ]
+# accel "auto" with this host's QEMU: KVM if a probe machine ran under it,
+# else TCG, said once and recorded (t-vm-fua.sh fakes a broken KVM)
+acc=$(sed -n 's/^--- board vm1 opened at .*: accel \([a-z]*\) (relay.accel "auto".*/\1/p' "$T/r/boards/vm1/qemu.log" | head -1)
+check "qemu.log records the accelerator auto chose (${acc:-none}) and why" [ "$acc" = kvm -o "$acc" = tcg ]
+if [ "$acc" = tcg ]; then
+	check "...TCG: the harness said once that KVM does not work here" \
+		[ "$(grep -c 'relay qemu: KVM does not work here (.*); the virtual boards run under software emulation (TCG)' "$T/out")" -eq 1 ]
+else
+	check "...KVM: nothing said about it" [ "$(grep -c 'KVM does not work' "$T/out")" -eq 0 ]
+fi
+if [ ! -e /dev/kvm ]; then
+	check "...no /dev/kvm here: TCG, quoting QEMU's reason" \
+		grep -q 'accel tcg (relay.accel "auto": KVM does not work here; KVM probe: QEMU with -accel kvm -cpu host exited at start (status 1): .*kvm' "$T/r/boards/vm1/qemu.log"
+fi
+check "...every power-on ran it" \
+	[ "$(grep '^--- power on' "$T/r/boards/vm1/qemu.log" | grep -vc -- "-accel $acc ")" -eq 0 ]
+check "...and the console log says so" \
+	grep -q "pc-init: board vm1, disk sd, accelerator $acc" "$T/r/console/vm1/cycle-1.log"
 
 # how long one cycle takes: power-on to power-on, and where the time goes
 jq -s -r '
