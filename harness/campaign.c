@@ -395,7 +395,6 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		give_up(b, why);
 		return;
 	}
-	if (engine_board_refused(b->c->eng, b->cfg->name)) {
 	{
 		/* the device the agent opened is the one the configuration names,
 		 * before anything is written to it */
@@ -407,6 +406,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 			return;
 		}
 	}
+	if (engine_board_refused(b->c->eng, b->cfg->name)) {
 		/* a region beyond the board's configuration: nothing of this boot is judged */
 		camp_infra(b, "%s", engine_board_refused(b->c->eng, b->cfg->name));
 		return;
