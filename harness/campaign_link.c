@@ -32,6 +32,7 @@
 #include "../common/util.h"
 #include "../relay/relay.h"
 #include "engine.h"
+#include "netserial.h"
 #include "report.h"
 #include "results.h"
 
@@ -79,6 +80,48 @@ void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *p
 	json_object_put(ev);
 }
 
+/*
+ * Consoles exported over the network (link.device "tcp://", "telnet://",
+ * "rfc2217://"; netserial.h), by board. The board's state knows only the
+ * descriptor it polls (sfd); the link behind it lives here. An entry whose
+ * board no longer polls its descriptor is stale (a campaign that ended):
+ * it goes at the board's next open, or with the process.
+ */
+struct netlink {
+	const struct bctx *b;
+	struct netserial *ns;
+	struct netlink *next;
+};
+static struct netlink *netlinks;
+
+static struct netserial *net_of(const struct bctx *b)
+{
+	if (!b || !b->cfg->link_serial || b->sfd < 0)
+		return NULL;
+	for (struct netlink *l = netlinks; l; l = l->next)
+		if (l->b == b && netserial_fd(l->ns) == b->sfd)
+			return l->ns;
+	return NULL;
+}
+
+/* Write to a board's link or a pending connection: the console's own way
+ * when it is a network console. 0 or -errno (errno set too). */
+static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
+{
+	struct netserial *ns = b && fd == b->sfd ? net_of(b) : NULL;
+	char why[512];
+	int rc;
+
+	if (!ns)
+		return pc_write_all(fd, buf, len);
+	rc = netserial_write(ns, buf, len, why, sizeof(why));
+	if (rc) {
+		pc_warn("board %s: %s", b->cfg->name, why);
+		errno = -rc;
+	}
+	return rc;
+}
+
 static void hs_clear(struct handshake *h)
 {
 	free(h->hello);
@@ -86,7 +129,8 @@ static void hs_clear(struct handshake *h)
 }
 
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
-static int hs_start(struct handshake *h, const char *text, size_t len, json_object *hello, int fd, int marker)
+static int hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
+		    int marker)
 {
 	char buf[256];
 	json_object *v, *m;
@@ -118,7 +162,7 @@ static int hs_start(struct handshake *h, const char *text, size_t len, json_obje
 	json_object_put(m);
 	if (n < 0)
 		return n;
-	return pc_write_all(fd, buf, off + (size_t)n);
+	return link_write(b, fd, buf, off + (size_t)n);
 }
 
 /* Does the proof in an auth message answer this handshake? */
@@ -193,7 +237,7 @@ int camp_send_msg(struct bctx *b, json_object *msg)
 		return n;
 	buf[off + (size_t)n] = '\n';
 	/* host lines are short: they fit a fresh socket's or tty's buffer */
-	return pc_write_all(b->fd, buf, off + (size_t)n + 1);
+	return link_write(b, b->fd, buf, off + (size_t)n + 1);
 }
 
 void camp_close_link(struct bctx *b)
@@ -205,6 +249,48 @@ void camp_close_link(struct bctx *b)
 	memset(&b->s, 0, sizeof(b->s));
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
 		hs_clear(&b->shs[i]);
+	/* a power-on (the only call while the board is off): a network
+	 * console that broke reconnects now, one that is up is probed, and
+	 * whether it stays up from here on decides whether this boot was seen */
+	if (b->st == B_OFF_WAIT && net_of(b))
+		netserial_mark(net_of(b));
+}
+
+/* A network console: a quarter of the boot timeout (at most 5 s) for a
+ * connection or an answer, so that a broken link is known before the
+ * board is blamed for a silent boot. */
+static int net_open(struct bctx *b, char *err, size_t errlen)
+{
+	uint32_t t = b->cfg->boot_timeout_ms / 4;
+	struct netlink **pp = &netlinks, *l;
+	char why[512];
+
+	while ((l = *pp)) {
+		if (l->b == b) {
+			*pp = l->next;
+			netserial_close(l->ns, 0);	/* its descriptor went with its campaign */
+			free(l);
+		} else {
+			pp = &l->next;
+		}
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(err, errlen, "board %s: out of memory", b->cfg->name);
+		return -ENOMEM;
+	}
+	l->ns = netserial_open(b->cfg->serial_device, b->cfg->serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
+			       sizeof(why));
+	if (!l->ns) {
+		snprintf(err, errlen, "board %s: %s", b->cfg->name, why);
+		free(l);
+		return -EIO;
+	}
+	l->b = b;
+	l->next = netlinks;
+	netlinks = l;
+	b->sfd = netserial_fd(l->ns);
+	return 0;
 }
 
 /* Raw 8N1 at the configured rate, no flow control, no echo. */
@@ -217,8 +303,11 @@ int camp_serial_open(struct bctx *b, char *err, size_t errlen)
 	};
 	struct termios t;
 	speed_t sp = B115200;
-	int fd = open(b->cfg->serial_device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	int fd;
 
+	if (netserial_is_url(b->cfg->serial_device))
+		return net_open(b, err, errlen);
+	fd = open(b->cfg->serial_device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		snprintf(err, errlen, "board %s: cannot open its serial console %s: %s", b->cfg->name,
 			 b->cfg->serial_device, strerror(errno));
@@ -405,7 +494,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 				if (b->shs[i].since < b->shs[slot].since)
 					slot = i;
 			}
-			if (hs_start(&b->shs[slot], mk, len, m.obj, b->sfd, 1))
+			if (hs_start(b, &b->shs[slot], mk, len, m.obj, b->sfd, 1))
 				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
 		}
 	} else if (m.type == PC_MSG_AUTH) {
@@ -431,14 +520,49 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 	pc_msg_clear(&m);
 }
 
+/* A network console broke: the cycle it broke in cannot be trusted. */
+static void net_down(struct bctx *b, const char *why)
+{
+	if (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING)
+		camp_infra(b, "%s", why);
+	else if (b->st != B_DONE)
+		pc_warn("board %s: %s; reconnecting", b->cfg->name, why);
+}
+
+/* It is back: a boot it did not see from its power-on is not judged (its
+ * output, and the agent's hello, may have gone by). */
+static void net_up(struct bctx *b, struct netserial *ns)
+{
+	pc_info("board %s: console %s connected again", b->cfg->name, netserial_url(ns));
+	if (b->st == B_WAIT_HELLO && !netserial_up_since_mark(ns))
+		camp_infra(b, "console %s: the link was down when the board was powered on (it came back %" PRIu64
+			   " ms later); what the board printed before, its agent's hello among it, may be lost",
+			   netserial_url(ns), pc_now_ms() - b->t_power);
+}
+
 void camp_serial_read(struct bctx *b)
 {
-	char data[4096], line[PC_PROTO_MAX_LINE + 2];
-	ssize_t n = read(b->sfd, data, sizeof(data));
+	char data[4096], line[PC_PROTO_MAX_LINE + 2], why[512];
+	struct netserial *ns = net_of(b);
+	ssize_t n;
 	size_t off = 0, len;
+	int fl = 0;
 
-	if (n <= 0)
+	if (ns) {
+		size_t got;
+
+		fl = netserial_poll(ns, data, sizeof(data), &got, why, sizeof(why));
+		if (fl & NS_UP)
+			net_up(b, ns);
+		n = (ssize_t)got;
+	} else {
+		n = read(b->sfd, data, sizeof(data));
+	}
+	if (n <= 0) {
+		if (fl & NS_DOWN)
+			net_down(b, why);
 		return;
+	}
 	if (b->cfd >= 0 && pc_write_all(b->cfd, data, (size_t)n))
 		pc_warn("board %s: console log: %s", b->cfg->name, strerror(errno));
 	while (off < (size_t)n) {
@@ -461,6 +585,8 @@ void camp_serial_read(struct bctx *b)
 			serial_line(b, mk + strlen(PC_PROTO_MARKER), len);
 		}
 	}
+	if (fl & NS_DOWN)
+		net_down(b, why);	/* after what came before the break */
 }
 
 void camp_pending_close(struct pending *p)
@@ -514,7 +640,7 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 				    camp_bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
 			goto drop;
 		}
-		if (hs_start(&p->hs, line, len, m.obj, p->fd, 0)) {
+		if (hs_start(NULL, &p->hs, line, len, m.obj, p->fd, 0)) {
 			camp_link_reject(c, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
 			goto drop;
 		}

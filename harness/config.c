@@ -27,6 +27,7 @@
 #include "../common/util.h"
 #include "../relay/relay.h"
 #include "../sim/emmc.h"
+#include "netserial.h"
 
 #define CFG_MAX_FILE		(16u << 20)
 #define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
@@ -843,7 +844,9 @@ static const uint32_t bauds[] = { 9600, 19200, 38400, 57600, 115200, 230400, 460
 /*
  * "link": {"type": "tcp"} (the default: the agent connects to "listen"), or
  * {"type": "serial", "device": "/dev/ttyUSB0", "baud": 115200,
- *  "boot_patterns": ["U-Boot", "Starting kernel", "Linux version"]}
+ *  "boot_patterns": ["U-Boot", "Starting kernel", "Linux version"]}; the
+ * device may be a console exported over the network: "tcp://HOST:PORT",
+ * "telnet://HOST:PORT", "rfc2217://HOST:PORT" (netserial.h).
  */
 static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
@@ -884,6 +887,16 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 			return rc;
 		if (strlen(dev) >= sizeof(b->serial_device))
 			return cfg_fail(x, path, "path too long");
+		if (netserial_is_url(dev)) {
+			char host[256], serv[8], why[160];
+			enum ns_proto proto;
+
+			if (netserial_parse(dev, &proto, host, sizeof(host), serv, sizeof(serv), why, sizeof(why)))
+				return cfg_fail(x, path, "'%s': %s", dev, why);
+		} else if (strstr(dev, "://")) {
+			return cfg_fail(x, path, "'%s': expected a tty path, or tcp://HOST:PORT, telnet://HOST:PORT or "
+					"rfc2217://HOST:PORT", dev);
+		}
 		pc_strlcpy(b->serial_device, dev, sizeof(b->serial_device));
 		if ((v = jget(l, "baud"))) {
 			size_t i;
