@@ -1,19 +1,33 @@
 /*
- * relay_pdudaemon.c - switch an outlet through a PDUDaemon's HTTP listener.
+ * relay_pdudaemon.c - switch an outlet through a PDUDaemon's listener.
  *
- * PDUDaemon (the daemon LAVA uses) fronts most lab PDUs and answers
+ * PDUDaemon (the daemon LAVA uses) fronts most lab PDUs. Its HTTP listener
+ * ("listener": "http") answers
  *   GET /power/control/on?hostname=PDU&port=N     (and /off)
- * with 200 "OK - accepted request" once the request is queued, or 500
- * "Invalid request: ..." when it cannot be. It has no state query, so get
- * is -ENOTSUP. Plain sockets, no libcurl: one short request per operation.
+ * with 200 "OK - accepted request", or 500 "Invalid request" (an unknown
+ * PDU, a missing argument; the reason is only in the daemon's log), or 500
+ * "Server got itself in trouble" (an exception: Debian 12's 0.0.8 turns the
+ * port into an integer, so a named outlet fails there). Its TCP listener
+ * (the daemon's default when the configuration names none; url tcp://)
+ * takes one line "PDU PORT on|off" per connection and answers "ack" or
+ * "nack" (or the text of an exception), then closes.
+ *
+ * Either way the answer comes once the PDU's driver has run, not when the
+ * request was queued: since pdudaemon 0.0.8 (asyncio, no more request
+ * database) each request is awaited, on one worker thread per PDU, so
+ * requests to one PDU run one after the other and a cut waits behind
+ * whatever else that PDU is doing. A driver that fails is retried (5 times,
+ * 5 s apart by default); Debian 12's version then answers 200 all the same
+ * (later ones 500): with the default timeout_ms the harness gives up first.
+ * It has no state query, so get is -ENOTSUP. Plain sockets, no libcurl:
+ * one short request per operation.
  *
  * Every step - name resolution, connect, send, receive - shares one deadline
  * of timeout_ms: resolution goes through getaddrinfo_a() so a dead DNS server
  * cannot stall the harness, and the socket is non-blocking under poll().
  *
- * The daemon queues requests and switches asynchronously, so the 200 comes
- * before the outlet moves: the cut instant is less precise than a direct
- * relay's (keep the campaign's off_ms generous).
+ * docs/lab.md has what this does to the cut instant, measured against the
+ * real daemon (tests/integration/t-pdudaemon.sh).
  */
 #include "relay_priv.h"
 
@@ -28,6 +42,7 @@
 #include <unistd.h>
 
 #define PDU_DEFAULT_URL	"http://localhost:16421"
+#define PDU_DEFAULT_PORT	16421	/* tcp:// without a port: pdudaemon's own default */
 #define PDU_RESP_MAX	4096	/* the status line and a short body is all we need */
 
 struct pdu_priv {
@@ -37,23 +52,33 @@ struct pdu_priv {
 	char prefix[256];	/* path before /power/control, without the trailing '/' */
 	char url[512];
 	char query[512];	/* "hostname=...&port=..." already %-encoded */
+	int tcp;		/* tcp://: the TCP listener */
+	char pdu[256];		/* tcp: the PDU's name */
+	char outlet[32];	/* tcp: the outlet */
 	int timeout_ms;
 };
 
 static const char *const pdu_keys[] = { "driver", "url", "hostname", "port", "timeout_ms" };
 
-/* http://HOST[:PORT][/PATH]; HOST may be [v6]. 0 or -EINVAL with why. */
+/* http://HOST[:PORT][/PATH] or tcp://HOST[:PORT]; HOST may be [v6]. 0 or
+ * -EINVAL with why. */
 static int pdu_parse_url(const char *url, struct pdu_priv *p, char *why, size_t whylen)
 {
 	const char *h, *end, *colon, *path;
 	size_t hlen;
 	long port = 80;
 
-	if (strncmp(url, "http://", 7) != 0) {
-		snprintf(why, whylen, "expected http://HOST[:PORT] (https is not supported)");
+	if (strncmp(url, "tcp://", 6) == 0) {
+		p->tcp = 1;
+		port = PDU_DEFAULT_PORT;
+		h = url + 6;
+	} else if (strncmp(url, "http://", 7) == 0) {
+		h = url + 7;
+	} else {
+		snprintf(why, whylen, "expected http://HOST[:PORT] (the HTTP listener) or tcp://HOST[:PORT] (the TCP "
+			 "listener); https is not supported");
 		return -EINVAL;
 	}
-	h = url + 7;
 	path = strchr(h, '/');
 	end = path ? path : h + strlen(h);
 	if (*h == '[') {
@@ -89,7 +114,11 @@ static int pdu_parse_url(const char *url, struct pdu_priv *p, char *why, size_t 
 	}
 	snprintf(p->service, sizeof(p->service), "%ld", port);
 	snprintf(p->hostport, sizeof(p->hostport), "%.*s", (int)(end - h), h);
-	if (path) {
+	if (path && p->tcp && strcmp(path, "/")) {
+		snprintf(why, whylen, "tcp:// takes no path");
+		return -EINVAL;
+	}
+	if (path && !p->tcp) {
 		size_t n = strlen(path);
 
 		while (n && path[n - 1] == '/')
@@ -134,6 +163,12 @@ static int pdu_check(json_object *cfg, char *err, size_t errlen)
 		snprintf(err, errlen, "url: %s, got \"%s\"", why, relay_cfg_str(cfg, "url", ""));
 		return -EINVAL;
 	}
+	if (p.tcp && (strpbrk(relay_cfg_str(cfg, "hostname", ""), " \t\r\n") ||
+		      strlen(relay_cfg_str(cfg, "hostname", "")) >= sizeof(p.pdu))) {
+		snprintf(err, errlen, "hostname: pdudaemon's TCP listener splits its request at spaces, got \"%s\"",
+			 relay_cfg_str(cfg, "hostname", ""));
+		return -EINVAL;
+	}
 	if (!json_object_object_get_ex(cfg, "port", &v)) {
 		snprintf(err, errlen, "port: missing; give the outlet number on the PDU");
 		return -EINVAL;
@@ -142,6 +177,12 @@ static int pdu_check(json_object *cfg, char *err, size_t errlen)
 		return relay_check_int(cfg, "port", 0, 65535, err, errlen);
 	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
 		snprintf(err, errlen, "port: expected the outlet number (or name, a string), got %s", relay_json_text(v));
+		return -EINVAL;
+	}
+	if (p.tcp) {
+		/* the TCP listener splits its line at spaces and takes int(port) */
+		snprintf(err, errlen, "port: pdudaemon's TCP listener takes an outlet number, got %s (use an http:// url "
+			 "for named outlets)", relay_json_text(v));
 		return -EINVAL;
 	}
 	return 0;
@@ -198,6 +239,8 @@ static int pdu_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 		n += 6;
 	}
 	pdu_encode(p->query, sizeof(p->query), &n, port);
+	pc_strlcpy(p->pdu, relay_cfg_str(cfg, "hostname", ""), sizeof(p->pdu));
+	pc_strlcpy(p->outlet, port, sizeof(p->outlet));
 	r->priv = p;
 	return 0;
 }
@@ -358,7 +401,32 @@ static int pdu_recv(int fd, char *buf, size_t len, uint64_t deadline)
 	}
 }
 
-/* One GET of /power/control/<action>; 0 on a 2xx answer. */
+/* The TCP listener's answer: "ack", "nack", or the text of an exception. */
+static int pdu_tcp_answer(struct relay *r, struct pdu_priv *p, const char *action, const char *resp)
+{
+	char said[160];
+
+	relay_last_line(resp, said, sizeof(said));
+	for (char *c = said; *c; c++)
+		if ((unsigned char)*c < 0x20 || (unsigned char)*c >= 0x7f)
+			*c = '?';	/* its text goes into our messages */
+	if (!strcmp(said, "ack"))
+		return 0;
+	if (!said[0])
+		relay_errf(r, "'%s' request to pdudaemon at %s: it closed without an answer; is relay.url pdudaemon's "
+			   "TCP listener?", action, p->hostport);
+	else if (!strcmp(said, "nack"))
+		relay_errf(r, "pdudaemon at %s refused '%s' for PDU %s outlet %s (nack); check relay.hostname and "
+			   "relay.port against the pdudaemon configuration (its log says why)", p->hostport, action,
+			   p->pdu, p->outlet);
+	else
+		relay_errf(r, "pdudaemon at %s failed '%s' for PDU %s outlet %s: \"%s\"", p->hostport, action, p->pdu,
+			   p->outlet, said);
+	return -EIO;
+}
+
+/* One GET of /power/control/<action> (tcp: one request line); 0 on a 2xx
+ * answer (tcp: "ack"). */
 static int pdu_request(struct relay *r, const char *action)
 {
 	struct pdu_priv *p = r->priv;
@@ -368,9 +436,13 @@ static int pdu_request(struct relay *r, const char *action)
 	int fd, rc, code = 0, len;
 	char *eol, *b;
 
-	len = snprintf(req, sizeof(req),
-		       "GET %s/power/control/%s?%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: powercut/" PC_VERSION
-		       "\r\nAccept: */*\r\nConnection: close\r\n\r\n", p->prefix, action, p->query, p->hostport);
+	if (p->tcp)
+		len = snprintf(req, sizeof(req), "%s %s %s", p->pdu, p->outlet, action);
+	else
+		len = snprintf(req, sizeof(req),
+			       "GET %s/power/control/%s?%s HTTP/1.1\r\nHost: %s\r\nUser-Agent: powercut/" PC_VERSION
+			       "\r\nAccept: */*\r\nConnection: close\r\n\r\n", p->prefix, action, p->query,
+			       p->hostport);
 	rc = pdu_resolve(r, p, deadline, &ai);
 	if (rc < 0)
 		return rc;
@@ -391,6 +463,8 @@ static int pdu_request(struct relay *r, const char *action)
 		relay_errf(r, "'%s' request to pdudaemon at %s: %s", action, p->hostport, strerror(-rc));
 		return rc;
 	}
+	if (p->tcp)
+		return pdu_tcp_answer(r, p, action, resp);
 	eol = strstr(resp, "\r\n");
 	pc_strlcpy(status, resp, eol && (size_t)(eol - resp) < sizeof(status) ? (size_t)(eol - resp) + 1 : sizeof(status));
 	if (sscanf(resp, "HTTP/%*d.%*d %d", &code) != 1) {
