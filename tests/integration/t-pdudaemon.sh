@@ -26,11 +26,22 @@ PY=$(command -v /usr/bin/python3 || command -v python3) || skip "python3 is not 
 
 pids=""
 cleanup() {
-	for p in $pids; do kill "$p" 2> /dev/null; done
+	# the boards, and the hanging PDU command, first: pdudaemon lets a
+	# running PDU command end before it stops
 	for f in "$T"/*.pid "$T"/hang.sleep; do
 		[ -s "$f" ] && kill -KILL -- "-$(cat "$f" 2> /dev/null)" 2> /dev/null
 		[ -s "$f" ] && kill -KILL "$(cat "$f" 2> /dev/null)" 2> /dev/null
 	done
+	for p in $pids; do kill "$p" 2> /dev/null; done
+	# the daemons stop on SIGTERM:
+	# bounded, then SIGKILL, so that none outlives the test
+	for _ in $(seq 50); do
+		alive=""
+		for p in $pids; do kill -0 "$p" 2> /dev/null && alive=1; done
+		[ -n "$alive" ] || break
+		sleep 0.1
+	done
+	for p in $pids; do kill -KILL "$p" 2> /dev/null; done
 	rm -rf "$T"
 }
 trap cleanup EXIT
