@@ -185,7 +185,7 @@ static const char *bsec(struct cfg_ctx *x, char *buf, size_t len, const char *se
 	return buf;
 }
 
-static int valid_name(const char *s)
+int config_valid_name(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -242,7 +242,7 @@ static int cfg_name(struct cfg_ctx *x, json_object *v, const char *path, char *o
 
 	if (rc)
 		return rc;
-	if (!valid_name(s))
+	if (!config_valid_name(s))
 		return cfg_fail(x, path, "'%s' is not a valid name: use 1 to 63 of A-Z a-z 0-9 _ . -", s);
 	pc_strlcpy(out, s, len);
 	return 0;

@@ -95,6 +95,8 @@ struct campaign_cfg {
 int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errlen);
 /* Same, from a string already in memory (name is used in messages). */
 int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen);
+/* A campaign or board name: 1 to 63 of [A-Za-z0-9_.-]. */
+int config_valid_name(const char *s);
 /* Accepts a zeroed or freed config. */
 void config_free(struct campaign_cfg *c);
 /* "random", "acks", "flush", "fua". */

@@ -530,19 +530,6 @@ static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 	return fd;
 }
 
-static int valid_name(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > 63)
-		return 0;
-	for (; *s; s++)
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') ||
-		      *s == '_' || *s == '.' || *s == '-'))
-			return 0;
-	return 1;
-}
-
 /* campaign.json: the campaign's name, its cycles and its boards. */
 static int read_campaign(struct st_ctx *x)
 {
@@ -590,7 +577,7 @@ static int read_campaign(struct st_ctx *x)
 		goto out;
 	}
 	if (!json_object_object_get_ex(cfg, "campaign", &v) || !json_object_is_type(v, json_type_string) ||
-	    !valid_name(json_object_get_string(v))) {
+	    !config_valid_name(json_object_get_string(v))) {
 		fail(x, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
 		goto out;
 	}
@@ -616,7 +603,7 @@ static int read_campaign(struct st_ctx *x)
 		json_object *bo = json_object_array_get_idx(boards, i);
 
 		if (!json_object_is_type(bo, json_type_object) || !json_object_object_get_ex(bo, "name", &v) ||
-		    !json_object_is_type(v, json_type_string) || !valid_name(json_object_get_string(v))) {
+		    !json_object_is_type(v, json_type_string) || !config_valid_name(json_object_get_string(v))) {
 			fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
 			     x->path, i);
 			goto out;
