@@ -25,6 +25,7 @@
  * what it is before the board is blamed for a silent boot.
  */
 #include "netserial.h"
+#include "../relay/relay.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -756,70 +757,21 @@ int netserial_fd(const struct netserial *ns)
 	return ns->ep;
 }
 
-/* getaddrinfo_a within the deadline: a dead DNS server must not stall the start. */
-struct ns_lookup {
-	struct gaicb cb;
-	struct addrinfo hints;
-	char host[256], service[8];
-};
-
+/* Within the deadline: a dead DNS server must not stall the start. */
 static int resolve(struct netserial *ns, uint64_t deadline, char *err, size_t errlen)
 {
-	struct ns_lookup *l = calloc(1, sizeof(*l));
-	struct gaicb *list[1];
-	struct addrinfo *ai;
-	int rc;
+	struct addrinfo *res, *ai;
+	int rc = relay_resolve(ns->host, ns->service, deadline, ns->timeout_ms, &res, err, errlen);
 
-	if (!l) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	pc_strlcpy(l->host, ns->host, sizeof(l->host));
-	pc_strlcpy(l->service, ns->service, sizeof(l->service));
-	l->hints.ai_family = AF_UNSPEC;
-	l->hints.ai_socktype = SOCK_STREAM;
-	l->cb.ar_name = l->host;
-	l->cb.ar_service = l->service;
-	l->cb.ar_request = &l->hints;
-	list[0] = &l->cb;
-	rc = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
-	if (rc) {
-		snprintf(err, errlen, "resolving %s: %s", ns->host, gai_strerror(rc));
-		free(l);
-		return -EIO;
-	}
-	for (;;) {
-		uint64_t now = pc_now_ms();
-		uint64_t left = deadline > now ? deadline - now : 0;
-		struct timespec ts = { .tv_sec = (time_t)(left / 1000), .tv_nsec = (long)(left % 1000) * 1000000 };
-
-		rc = gai_suspend((const struct gaicb *const *)list, 1, &ts);
-		if (rc == EAI_INTR && left > 0)
-			continue;
-		break;
-	}
-	rc = gai_error(&l->cb);
-	if (rc == EAI_INPROGRESS) {
-		/* a lookup that cannot be cancelled is still read by glibc's
-		 * thread: leak it rather than free it under the thread */
-		if (gai_cancel(&l->cb) == EAI_CANCELED)
-			free(l);
-		snprintf(err, errlen, "resolving %s timed out after %u ms", ns->host, ns->timeout_ms);
-		return -ETIMEDOUT;
-	}
-	if (rc) {
-		snprintf(err, errlen, "cannot resolve %s: %s", ns->host, gai_strerror(rc));
-		free(l);
-		return -EHOSTUNREACH;
-	}
-	for (ai = l->cb.ar_result; ai && ns->naddr < NS_ADDRS; ai = ai->ai_next) {
+	if (rc)
+		return rc;
+	for (ai = res; ai && ns->naddr < NS_ADDRS; ai = ai->ai_next) {
 		if (ai->ai_addrlen > sizeof(ns->addr[0]))
 			continue;
 		memcpy(&ns->addr[ns->naddr], ai->ai_addr, ai->ai_addrlen);
 		ns->addrlen[ns->naddr++] = ai->ai_addrlen;
 	}
-	freeaddrinfo(l->cb.ar_result);
-	free(l);
+	freeaddrinfo(res);
 	if (!ns->naddr) {
 		snprintf(err, errlen, "%s has no usable address", ns->host);
 		return -EHOSTUNREACH;

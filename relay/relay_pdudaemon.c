@@ -245,67 +245,16 @@ static int pdu_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	return 0;
 }
 
-/* A lookup and everything it points at, in one block: see pdu_resolve. */
-struct pdu_lookup {
-	struct gaicb cb;
-	struct addrinfo hints;
-	char host[256], service[8];
-};
-
 /* Resolve host within the deadline; the list is freed by the caller. */
 static int pdu_resolve(struct relay *r, struct pdu_priv *p, uint64_t deadline, struct addrinfo **res)
 {
-	struct pdu_lookup *l = calloc(1, sizeof(*l));
-	struct gaicb *list[1];
-	struct timespec ts;
-	int rc, left;
+	char err[400];
+	int rc = relay_resolve(p->host, p->service, deadline, (uint32_t)p->timeout_ms, res, err, sizeof(err));
 
-	if (!l) {
-		relay_errf(r, "out of memory");
-		return -ENOMEM;
-	}
-	pc_strlcpy(l->host, p->host, sizeof(l->host));
-	pc_strlcpy(l->service, p->service, sizeof(l->service));
-	l->hints.ai_family = AF_UNSPEC;
-	l->hints.ai_socktype = SOCK_STREAM;
-	l->cb.ar_name = l->host;
-	l->cb.ar_service = l->service;
-	l->cb.ar_request = &l->hints;
-	list[0] = &l->cb;
-	rc = getaddrinfo_a(GAI_NOWAIT, list, 1, NULL);
-	if (rc != 0) {
-		relay_errf(r, "resolving %s: %s", p->host, gai_strerror(rc));
-		free(l);
-		return -EIO;
-	}
-	for (;;) {
-		left = relay_ms_left(deadline);
-		ts.tv_sec = left / 1000;
-		ts.tv_nsec = (long)(left % 1000) * 1000000;
-		rc = gai_suspend((const struct gaicb *const *)list, 1, &ts);
-		if (rc == EAI_INTR && left > 0)
-			continue;
-		break;
-	}
-	rc = gai_error(&l->cb);
-	if (rc == EAI_INPROGRESS) {
-		/* If it cannot be cancelled, glibc's resolver thread still
-		 * reads the block: leak it rather than free it under the
-		 * thread (a resolver gives up within seconds anyway). */
-		if (gai_cancel(&l->cb) == EAI_CANCELED)
-			free(l);
-		relay_errf(r, "resolving %s timed out after %d ms; check DNS, or give an address in relay.url",
-			   p->host, p->timeout_ms);
-		return -ETIMEDOUT;
-	}
-	if (rc != 0) {
-		relay_errf(r, "cannot resolve %s: %s; check relay.url", p->host, gai_strerror(rc));
-		free(l);
-		return -EHOSTUNREACH;
-	}
-	*res = l->cb.ar_result;
-	free(l);
-	return 0;
+	if (rc)
+		relay_errf(r, "%s%s", err, rc == -ETIMEDOUT ? "; check DNS, or give an address in relay.url" :
+			   rc == -EHOSTUNREACH ? "; check relay.url" : "");
+	return rc;
 }
 
 /* Non-blocking connect to the first address that answers, within the deadline. */
