@@ -12,8 +12,10 @@
  */
 #include "audit.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,13 +30,14 @@
 #include "dev.h"
 #include "region.h"
 
-void audit_count(struct audit_counts *c, const char *rwbs)
+void audit_count(struct audit_counts *c, const char *rwbs, uint64_t sectors)
 {
 	unsigned i;
 
 	for (i = 0; i < c->n; i++)
 		if (!strcmp(c->k[i].rwbs, rwbs)) {
 			c->k[i].count++;
+			c->k[i].sectors += sectors;
 			return;
 		}
 	if (c->n == AUDIT_KINDS || strlen(rwbs) >= sizeof(c->k[0].rwbs)) {
@@ -42,10 +45,12 @@ void audit_count(struct audit_counts *c, const char *rwbs)
 		return;
 	}
 	pc_strlcpy(c->k[c->n].rwbs, rwbs, sizeof(c->k[0].rwbs));
+	c->k[c->n].sectors = sectors;
 	c->k[c->n++].count = 1;
 }
 
-int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_len, uint64_t *sector)
+int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_len, uint64_t *sector,
+		     unsigned *nsect_out)
 {
 	const char *p = strstr(line, "block_rq_issue: ");
 	unsigned ma, mi, bytes, nsect;
@@ -64,11 +69,12 @@ int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_l
 	p = strchr(p, ')');
 	if (!p || sscanf(p + 1, " %llu + %u", &sec, &nsect) != 2)
 		return -1;
-	if (ma >= 1u << 12 || mi >= 1u << 20 || !flags[0] || strspn(flags, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(flags))
+	if (ma >= 1u << 12 || mi >= 1u << 20 || nsect > 1u << 24 || !flags[0] || strspn(flags, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(flags))
 		return -1;
 	*kdev = ma << 20 | mi;
 	pc_strlcpy(rwbs, flags, rwbs_len);
 	*sector = sec;
+	*nsect_out = nsect;
 	return 0;
 }
 
@@ -118,6 +124,67 @@ static int tracefs_dir(char *dir, size_t len, char *why, size_t wlen)
 	return 0;
 }
 
+/*
+ * An agent killed at a cut never removes its instance: it stays, enabled,
+ * with a 1 MiB buffer per CPU, for as long as the kernel runs (on a real
+ * board, until the power goes; on the sim and loop devices, for ever: 2,000
+ * leaked instances held 5 GB here). Remove those of agents that are gone.
+ * The kernel refuses (EBUSY) to remove an instance whose trace_pipe is open,
+ * so a live agent's instance stays even if its pid is not ours to see.
+ */
+/* A dead agent: no such process, or a zombie its parent has not reaped yet
+ * (its files are closed: a killed agent is one until the reaper runs). */
+static int pid_gone(long pid)
+{
+	char p[64], buf[512], *rp;
+	ssize_t n;
+	int fd;
+
+	snprintf(p, sizeof(p), "/proc/%ld/stat", pid);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT || (kill((pid_t)pid, 0) != 0 && errno == ESRCH);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');
+	return rp && (rp[1] == ' ') && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+static void sweep_stale(const char *base)
+{
+	char dir[PATH_MAX], p[PATH_MAX + 300];
+	struct dirent *e;
+	unsigned seen = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s/instances", base);
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)) && seen++ < 100000) {
+		const char *t;
+		char *end;
+		long pid;
+
+		if (strncmp(e->d_name, "powercut-agent-", 15))
+			continue;
+		t = e->d_name + 15;
+		errno = 0;
+		pid = strtol(t, &end, 10);
+		if (errno || end == t || *end || pid <= 0 || pid > 1L << 30)
+			continue;
+		if (pid != (long)getpid() && !pid_gone(pid))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (rmdir(p) != 0 && errno != EBUSY && errno != ENOENT)
+			pc_info("io audit: cannot remove a stale trace instance %s: %s", p, strerror(errno));
+	}
+	closedir(d);
+}
+
 static void tracefs_open(struct audit *a, struct region *r)
 {
 	char base[PATH_MAX], disk[PATH_MAX], part[PATH_MAX], text[64];
@@ -152,8 +219,11 @@ static void tracefs_open(struct audit *a, struct region *r)
 	a->hi = a->lo + r->g.region_bytes / 512;
 	if (tracefs_dir(base, sizeof(base), a->why, sizeof(a->why)))
 		return;
+	sweep_stale(base);
 	snprintf(a->inst, sizeof(a->inst), "%s/instances/powercut-agent-%ld", base, (long)getpid());
-	if (mkdir(a->inst, 0700) != 0 && errno != EEXIST) {
+	/* never an old one (a dead agent's of the same pid): its buffer would
+	 * hold another run's requests */
+	if (mkdir(a->inst, 0700) != 0) {
 		snprintf(a->why, sizeof(a->why), "cannot make a trace instance %s: %s", a->inst, strerror(errno));
 		a->inst[0] = 0;
 		return;
@@ -193,11 +263,11 @@ void audit_open(struct audit *a, struct region *r)
 static void take_line(struct audit *a, const char *line)
 {
 	char rwbs[16];
-	unsigned kdev;
+	unsigned kdev, nsect;
 	uint64_t sector;
 
 	a->lines++;
-	if (audit_parse_line(line, &kdev, rwbs, sizeof(rwbs), &sector) || kdev != a->kdev || strchr(rwbs, 'R')) {
+	if (audit_parse_line(line, &kdev, rwbs, sizeof(rwbs), &sector, &nsect) || kdev != a->kdev || strchr(rwbs, 'R')) {
 		a->ignored++;
 		return;
 	}
@@ -206,7 +276,7 @@ static void take_line(struct audit *a, const char *line)
 		a->ignored++;
 		return;
 	}
-	audit_count(&a->c, rwbs);
+	audit_count(&a->c, rwbs, nsect);
 }
 
 void audit_poll(struct audit *a)
@@ -233,7 +303,14 @@ void audit_poll(struct audit *a)
 
 void audit_reset(struct audit *a)
 {
+	char why[64];
+
+	/* the work starts: what came before (the scan, others' requests still
+	 * unread) is emptied from the buffer rather than read through */
+	if (a->inst[0] && a->fd >= 0)
+		put(a->inst, "trace", "", why, sizeof(why));
 	audit_poll(a);
+	a->plen = 0;
 	memset(&a->c, 0, sizeof(a->c));
 	if (a->sim)
 		memset(a->sim, 0, sizeof(*a->sim));
@@ -241,7 +318,7 @@ void audit_reset(struct audit *a)
 
 json_object *audit_json(const struct audit *a)
 {
-	json_object *o = json_object_new_object(), *rq;
+	json_object *o = json_object_new_object(), *rq, *sec = NULL;
 	const struct audit_counts *c = a->sim ? a->sim : &a->c;
 
 	if (!a->on) {
@@ -249,12 +326,20 @@ json_object *audit_json(const struct audit *a)
 		return o;
 	}
 	rq = json_object_new_object();
-	for (unsigned i = 0; i < c->n; i++)
+	for (unsigned i = 0; i < c->n; i++) {
 		json_object_object_add(rq, c->k[i].rwbs, json_object_new_int64((int64_t)c->k[i].count));
+		if (!c->k[i].sectors)
+			continue;
+		if (!sec)
+			sec = json_object_new_object();
+		json_object_object_add(sec, c->k[i].rwbs, json_object_new_int64((int64_t)c->k[i].sectors));
+	}
 	if (c->other)
 		json_object_object_add(rq, "other", json_object_new_int64((int64_t)c->other));
 	json_object_object_add(o, "src", json_object_new_string(a->src));
 	json_object_object_add(o, "rq", rq);
+	if (sec)
+		json_object_object_add(o, "sectors", sec);
 	return o;
 }
 

@@ -25,6 +25,7 @@ struct audit_counts {
 	struct {
 		char rwbs[10];
 		uint64_t count;
+		uint64_t sectors;	/* 512-byte sectors they carried */
 	} k[AUDIT_KINDS];
 	uint64_t other;
 };
@@ -49,8 +50,11 @@ struct audit {
 	struct audit_counts *sim;
 };
 
-/* Count one request of kind rwbs (as the kernel prints it). */
-void audit_count(struct audit_counts *c, const char *rwbs);
+/* Count one request of kind rwbs (as the kernel prints it) carrying
+ * sectors 512-byte sectors. Requests are counted as the device got them:
+ * the block layer may merge adjacent plain writes into one, so a mode's
+ * bytes are the sectors, not the count times the record size. */
+void audit_count(struct audit_counts *c, const char *rwbs, uint64_t sectors);
 
 /* Set up the audit of r's device: tracefs (mounted, or mounted here), or
  * the sim device's own counts. Never fails: a->on says whether it counts,
@@ -60,12 +64,15 @@ void audit_open(struct audit *a, struct region *r);
 void audit_reset(struct audit *a);
 /* Read what the kernel reported so far (non-blocking). */
 void audit_poll(struct audit *a);
-/* {"src": "tracefs", "rq": {"WS": 60, "FF": 8}} or {"unavailable": "why"}. */
+/* {"src": "tracefs", "rq": {"WS": 60, "FF": 8}, "sectors": {"WS": 512}}
+ * (sectors only for kinds that carried data) or {"unavailable": "why"}. */
 json_object *audit_json(const struct audit *a);
 void audit_close(struct audit *a);
 
 /* One line of trace_pipe: 0 and the request's dev (kernel encoding),
- * rwbs and first sector (-1 when the line is not a block_rq_issue event). */
-int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_len, uint64_t *sector);
+ * rwbs, first sector and sectors (-1 when the line is not a
+ * block_rq_issue event). */
+int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_len, uint64_t *sector,
+		     unsigned *nsect);
 
 #endif

@@ -139,14 +139,14 @@ static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, u
 
 	if (ret)
 		return ret;
-	audit_count(&s->aud, (wflags & DEV_W_DSYNC) ? "WFS" : "WS");
+	audit_count(&s->aud, (wflags & DEV_W_DSYNC) ? "WFS" : "WS", n);
 	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
 	if (ret)
 		return sim_fail(d, "write", off, ret);
 	/* A synchronous RWF_DSYNC write on a block device is a FUA write that the
 	 * kernel follows with a cache flush (generic_write_sync): so is this one. */
 	if (wflags & DEV_W_DSYNC) {
-		audit_count(&s->aud, "FF");
+		audit_count(&s->aud, "FF", 0);
 		ret = sim_emmc_flush(s->e);
 		if (ret)
 			return sim_fail(d, "flush after write", off, ret);
@@ -164,7 +164,7 @@ static int sim_relwr(struct dev *d, uint64_t off, const void *buf, size_t len, i
 
 	if (ret)
 		return ret;
-	audit_count(&s->aud, "N");
+	audit_count(&s->aud, "N", n);
 	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, reliable ? SIM_W_FUA : 0);
 	return ret ? sim_fail(d, "relwr", off, ret) : 0;
 }
@@ -181,7 +181,7 @@ static int sim_flush(struct dev *d)
 	struct dev_sim *s = d->priv;
 	int ret;
 
-	audit_count(&s->aud, "FF");
+	audit_count(&s->aud, "FF", 0);
 	ret = sim_emmc_flush(s->e);
 	if (ret)
 		snprintf(d->err, sizeof(d->err), "sim media %s: flush failed: %s", d->o.path, strerror(-ret));
@@ -221,7 +221,7 @@ static int sim_aio_submit(struct dev *d, struct dev_io *io)
 	if (ret)
 		return ret;
 	/* like io_uring, a failed write is reported by its completion */
-	audit_count(&s->aud, (io->wflags & DEV_W_DSYNC) ? "WFS" : "WS");
+	audit_count(&s->aud, (io->wflags & DEV_W_DSYNC) ? "WFS" : "WS", n);
 	io->result = sim_emmc_write(s->e, io->off / PC_SECTOR, io->buf, n,
 				    (io->wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
 	if (io->result)

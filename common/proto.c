@@ -584,11 +584,33 @@ static int parse_range(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
+/* rq or sectors of an audit: request kinds (or "other", in rq) and counts. */
+static int check_rq_kinds(struct vctx *c, const char *key, const char *what, json_object *o, int other)
+{
+	char pre[32];
+
+	if (json_object_object_length(o) > PC_PROTO_AUDIT_KINDS)
+		return verr(c, "field \"%s.%s\": more than %d kinds of request", key, what, PC_PROTO_AUDIT_KINDS);
+	snprintf(pre, sizeof(pre), "audit.%s.", what);
+	json_object_object_foreach(o, k, n) {
+		uint64_t x;
+
+		if ((!other || strcmp(k, "other")) &&
+		    (!k[0] || strlen(k) > 9 || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(k)))
+			return verr(c, "field \"%s.%s\": \"%.20s\" is not a request kind (1 to 9 capital letters)",
+				    key, what, k);
+		if (want_int(c, 1, n, pre, k, 0, PC_PROTO_AUDIT_MAX, &x))
+			return -EINVAL;
+	}
+	return 0;
+}
+
 /* An audit object (proto.h), under key of o. */
 static int check_audit(struct vctx *c, json_object *o, const char *key)
 {
 	json_object *a, *rq, *v;
 	const char *s;
+	int has_sec;
 
 	if (get_obj(c, o, key, &a))
 		return -EINVAL;
@@ -603,18 +625,22 @@ static int check_audit(struct vctx *c, json_object *o, const char *key)
 		return -EINVAL;
 	if (!s[0] || strlen(s) > 15 || strspn(s, "abcdefghijklmnopqrstuvwxyz") != strlen(s))
 		return verr(c, "field \"%s.src\": expected 1 to 15 small letters", key);
-	if (get_obj(c, a, "rq", &rq))
+	if (get_obj(c, a, "rq", &rq) || check_rq_kinds(c, key, "rq", rq, 1))
 		return -EINVAL;
-	if (json_object_object_length(rq) > PC_PROTO_AUDIT_KINDS)
-		return verr(c, "field \"%s.rq\": more than %d kinds of request", key, PC_PROTO_AUDIT_KINDS);
-	json_object_object_foreach(rq, k, n) {
-		uint64_t x;
-
-		if (strcmp(k, "other") && (!k[0] || strlen(k) > 9 || strspn(k, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(k)))
-			return verr(c, "field \"%s.rq\": \"%.20s\" is not a request kind (1 to 9 capital letters)", key, k);
-		if (want_int(c, 1, n, "audit.rq.", k, 0, PC_PROTO_AUDIT_MAX, &x))
+	/* sectors by kind: optional; only kinds that were counted */
+	has_sec = json_object_object_get_ex(a, "sectors", NULL);
+	if (has_sec) {
+		if (get_obj(c, a, "sectors", &v) || check_rq_kinds(c, key, "sectors", v, 0))
 			return -EINVAL;
+		json_object_object_foreach(v, k, n) {
+			(void)n;
+			if (!json_object_object_get_ex(rq, k, NULL))
+				return verr(c, "field \"%s.sectors\": \"%.20s\" was not counted in rq", key, k);
+		}
 	}
+	/* nothing else rides along into the verdict */
+	if (json_object_object_length(a) != 2 + has_sec)
+		return verr(c, "field \"%s\": only \"src\", \"rq\" and \"sectors\"", key);
 	return 0;
 }
 

@@ -49,10 +49,12 @@ const char *pc_msg_type_name(enum pc_msg_type t);
 
 /*
  * The io audit (AUDIT messages, and DONE's "audit"): either
- * {"unavailable": "why"} or {"src": "tracefs"|"sim", "rq": {"WS": 60, ...}},
- * the block requests the work issued so far by the kernel's rwbs name (1 to
- * 9 capital letters, or "other"), at most PC_PROTO_AUDIT_KINDS of them, each
- * count at most 2^40.
+ * {"unavailable": "why"} or {"src": "tracefs"|"sim", "rq": {"WS": 60, ...},
+ * "sectors": {"WS": 512}}: the block requests the work issued so far by the
+ * kernel's rwbs name (1 to 9 capital letters, or "other"), at most
+ * PC_PROTO_AUDIT_KINDS of them, each count at most 2^40; and, optionally,
+ * the 512-byte sectors of the kinds that carried data (only kinds in rq).
+ * Nothing else.
  */
 #define PC_PROTO_AUDIT_KINDS	17
 #define PC_PROTO_AUDIT_MAX	(1ull << 40)

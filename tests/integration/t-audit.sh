@@ -51,17 +51,38 @@ campaign() {
 JSON
 	"$PC" run "$T/c.json" --results "$1" --quiet --no-report >"$1.out" 2>&1
 }
+# an agent killed at a cut leaves its trace instance behind; the next
+# agent removes those of dead agents (here: one planted for a dead pid, its
+# event enabled on this disk, as a killed agent leaves it)
+tr=$(awk '$3 == "tracefs" {print $2; exit}' /proc/self/mounts)
+tr=${tr:-/sys/kernel/tracing}
+dead=$(sh -c 'echo $$')
+stale=""
+if [ -d "$tr/instances" ] && mkdir "$tr/instances/powercut-agent-$dead" 2>/dev/null; then
+	stale=$tr/instances/powercut-agent-$dead
+	echo "dev == $(( $(stat -c '0x%t' "$dev") << 20 | $(stat -c '0x%T' "$dev") ))" \
+		> "$stale/events/block/block_rq_issue/filter" 2>/dev/null
+	echo 1 > "$stale/events/block/block_rq_issue/enable" 2>/dev/null
+fi
 campaign "$T/l" "" ""
 rc=$?
+if [ -n "$stale" ]; then
+	left=$(ls -d "$tr"/instances/powercut-agent-* 2>/dev/null | wc -l)
+	check "loop: dead agents' trace instances are removed (planted one gone, $left left)" \
+		test ! -e "$stale" -a "$left" -le 1
+fi
 check "loop: the campaign passes (exit 0, was $rc)" test $rc -eq 0
 v=$T/l/verdicts.jsonl
 check "loop: the agent read the kernel's tracefs (src tracefs)" \
 	test "$(jq -s 'map(select(.io_audit.src == "tracefs")) | length' "$v")" = 9
 check "loop: fua became writes + flushes (no FUA on a loop queue), said in io_note" \
-	test "$(jq -s '[.[] | select(.mode_run == "fua" and .io_audit.rq.WS == 64 and (.io_audit.rq.WFS // 0) == 0 and .io_audit.rq.FF > 0 and (.io_note | test("FUA emulated")))] | length' "$v")" = 3
-check "loop: flush cycles flushed (64 writes, 8 groups), none cycles never did" \
-	test "$(jq -s '[.[] | select(.mode == "flush" and .io_audit.rq.WS == 64 and .io_audit.rq.FF >= 8)] | length' "$v")" = 3 -a \
-	     "$(jq -s '[.[] | select(.mode == "none" and .io_audit.rq.WS == 64 and (.io_audit.rq.FF // 0) == 0)] | length' "$v")" = 3
+	test "$(jq -s '[.[] | select(.mode_run == "fua" and .io_audit.sectors.WS == 512 and (.io_audit.rq.WFS // 0) == 0 and .io_audit.rq.FF > 0 and (.io_note | test("FUA emulated")))] | length' "$v")" = 3
+# the block layer may merge adjacent plain writes (it did on a loaded CI
+# machine): the records' bytes are the sectors, not the request count
+check "loop: flush cycles flushed (64 records' 512 sectors, 8 groups), none cycles never did" \
+	test "$(jq -s '[.[] | select(.mode == "flush" and .io_audit.sectors.WS == 512 and .io_audit.rq.FF >= 8)] | length' "$v")" = 3 -a \
+	     "$(jq -s '[.[] | select(.mode == "none" and .io_audit.sectors.WS == 512 and (.io_audit.rq.FF // 0) == 0)] | length' "$v")" = 3 ||
+	jq -c '{cycle, mode, verdict, io_audit}' "$v" | sed 's/^/    /'
 "$PC" report "$T/l" >"$T/l.rep" 2>&1
 check "loop: the report says what fua became" grep -q "io: fua -> writes + flushes: FUA emulated" "$T/l.rep"
 check "loop: replay reproduces the verdicts" "$PC" replay "$T/l"

@@ -122,7 +122,7 @@ static void test_io_audit(void)
 {
 	uint64_t sums[PC_NRQ] = { 0 };
 	char b[160], rwbs[16], err[256];
-	unsigned kdev;
+	unsigned kdev, nsect;
 	uint64_t sec;
 	struct pc_msg m;
 	static const char *const bad[] = {
@@ -132,6 +132,12 @@ static void test_io_audit(void)
 		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"SIM\",\"rq\":{}}}",
 		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"unavailable\":\"x\",\"src\":\"sim\"}}",
 		"{\"type\":\"audit\",\"v\":1}",
+		/* sectors only of kinds counted, of no flush's "other"; nothing else rides along */
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"WS\":1},\"sectors\":{\"WFS\":8}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"other\":1},\"sectors\":{\"other\":8}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"WS\":1},\"sectors\":{\"WS\":-8}}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"WS\":1},\"sectors\":[8]}}",
+		"{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"sim\",\"rq\":{\"WS\":1},\"note\":\"x\"}}",
 	};
 
 	/* the kernel's names: preflush, operation, FUA */
@@ -165,22 +171,26 @@ static void test_io_audit(void)
 
 	/* trace_pipe lines */
 	CU_ASSERT_EQUAL(audit_parse_line("  powercut-agent-1234 [001] ..... 12.5: block_rq_issue: 7,0 WFS 4096 () 2056 + 8 "
-					 "none,0,0 [powercut-agent]", &kdev, rwbs, sizeof(rwbs), &sec), 0);
+					 "none,0,0 [powercut-agent]", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), 0);
 	CU_ASSERT_EQUAL(kdev, 7u << 20);
 	CU_ASSERT_STRING_EQUAL(rwbs, "WFS");
 	CU_ASSERT_EQUAL(sec, 2056);
+	CU_ASSERT_EQUAL(nsect, 8);
 	CU_ASSERT_EQUAL(audit_parse_line("kworker/0:1H-99 [000] ..... 1.0: block_rq_issue: 179,8 FF 0 () 0 + 0 none,0,0 "
-					 "[kworker/0:1H]", &kdev, rwbs, sizeof(rwbs), &sec), 0);
+					 "[kworker/0:1H]", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), 0);
 	CU_ASSERT_EQUAL(kdev, 179u << 20 | 8);
 	CU_ASSERT_STRING_EQUAL(rwbs, "FF");
-	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_complete: 7,0 WS () 8 + 8 [0]", &kdev, rwbs, sizeof(rwbs), &sec), -1);
-	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 ws 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec), -1);
-	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 99999,0 WS 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec), -1);
-	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 WS 4096 (", &kdev, rwbs, sizeof(rwbs), &sec), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_complete: 7,0 WS () 8 + 8 [0]", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 ws 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 99999,0 WS 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), -1);
+	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 WS 4096 (", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), -1);
 
 	/* the AUDIT message: counted kinds, or why not; anything else refused */
 	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"tracefs\",\"rq\":{\"WS\":3,"
 				    "\"FF\":1,\"other\":2}}}", &m, err, sizeof(err)), 0);
+	pc_msg_clear(&m);
+	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"tracefs\",\"rq\":{\"WS\":3,"
+				    "\"FF\":1},\"sectors\":{\"WS\":24}}}", &m, err, sizeof(err)), 0);
 	pc_msg_clear(&m);
 	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"audit\",\"v\":1,\"audit\":{\"unavailable\":\"no tracefs\"}}", &m, err,
 				    sizeof(err)), 0);
