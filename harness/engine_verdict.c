@@ -408,6 +408,19 @@ static int audit_sums(const struct wcycle *w, uint64_t sums[PC_NRQ])
 	return 1;
 }
 
+/* What the board's HELLO said of the queue (fua, write_cache): part of the
+ * events, so replay reads the same. */
+static void board_queue(const struct board *b, struct pc_queue *q)
+{
+	json_object *qo = NULL, *fua = NULL, *wc = NULL;
+
+	if (b->hello && json_object_object_get_ex(b->hello, "queue", &qo) && qo) {
+		json_object_object_get_ex(qo, "fua", &fua);
+		json_object_object_get_ex(qo, "write_cache", &wc);
+	}
+	pc_queue_read(fua, wc, q);
+}
+
 void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w)
 {
 	uint64_t sums[PC_NRQ];
@@ -421,9 +434,11 @@ void eng_add_audit(const struct engine *e, const struct board *b, json_object *v
 		/* the mode asked for one thing and the device got another: said */
 		if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done)) {
 			char note[256];
+			struct pc_queue q;
 
+			board_queue(b, &q);
 			snprintf(note, sizeof(note), "%s: %s", pc_mode_name(w->mode_run),
-				 pc_io_became(w->mode_run, sums, w->done, became, sizeof(became)));
+				 pc_io_became(w->mode_run, sums, w->done, &q, became, sizeof(became)));
 			json_object_object_add(v, "io_note", json_object_new_string(note));
 		}
 		return;
@@ -458,9 +473,13 @@ void eng_audit_require(const struct engine *e, const struct board *b, struct wcy
 			 json_object_get_string(a));
 		return;
 	}
-	if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done))
+	if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done)) {
+		struct pc_queue q;
+
+		board_queue(b, &q);
 		snprintf(w->infra, sizeof(w->infra), "audit \"require\": mode %s was asked for, but %s",
-			 pc_mode_name(w->mode_run), pc_io_became(w->mode_run, sums, w->done, became, sizeof(became)));
+			 pc_mode_name(w->mode_run), pc_io_became(w->mode_run, sums, w->done, &q, became, sizeof(became)));
+	}
 }
 
 /* The parts of a verdict about the cycle's work, whether or not it was judged. */

@@ -1676,13 +1676,17 @@ const char *rep_field_text(const struct rep_field *f, char *buf, size_t len)
 	return buf;
 }
 
-const char *rep_io_became(const struct rep_mode *m, char *buf, size_t len)
+const char *rep_io_became(const struct rep_dev *d, const struct rep_mode *m, char *buf, size_t len)
 {
 	int mode = pc_mode_from_name(m->name);
+	struct pc_queue q;
 
 	if (!m->audited)
 		return NULL;
-	return pc_io_became(mode, m->rq, 1, buf, len);
+	/* the queue as the device's verdicts said it, unless it varied */
+	pc_queue_read(d && !d->ident[ID_FUA].varies ? d->ident[ID_FUA].v : NULL,
+		      d && !d->ident[ID_WCACHE].varies ? d->ident[ID_WCACHE].v : NULL, &q);
+	return pc_io_became(mode, m->rq, 1, &q, buf, len);
 }
 
 double rep_rate(const struct rep_mode *m)

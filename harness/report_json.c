@@ -96,7 +96,7 @@ static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_
 		for (int k = 0; k < PC_NRQ; k++)
 			json_object_object_add(rq, rq_names[k], jint(m->rq[k]));
 		json_object_object_add(io, "rq", rq);
-		json_object_object_add(io, "became", rep_io_became(m, became, sizeof(became)) ?
+		json_object_object_add(io, "became", rep_io_became(d, m, became, sizeof(became)) ?
 				       json_object_new_string(became) : NULL);
 		json_object_object_add(io, "not_the_mode_cycles", jint(m->io_notes));
 		json_object_object_add(o, "io_audit", io);

@@ -209,7 +209,7 @@ uint32_t rep_lat_q(const struct rep_mode *m, double q);
 const struct rep_mode *rep_find_mode(const struct rep_dev *d, const char *name);
 /* What the mode became on the way to the device (pc_io_became), or NULL
  * when no cycle of it was audited. */
-const char *rep_io_became(const struct rep_mode *m, char *buf, size_t len);
+const char *rep_io_became(const struct rep_dev *d, const struct rep_mode *m, char *buf, size_t len);
 /* The cost of a mode against "none" on the same device: none's records/s
  * over this mode's (2.5 means 2.5 times slower); < 0 when either is unknown. */
 double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m);

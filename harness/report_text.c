@@ -221,7 +221,7 @@ static void print_speed(FILE *out, const struct rep_dev *d)
 			if (m->io_notes)
 				snprintf(notes, sizeof(notes), ", %lu not what the mode promises", m->io_notes);
 			snprintf(line, sizeof(line), "%s -> %s (%llu writes, %llu FUA writes, %llu flushes; %lu cycles "
-				 "audited%s)", m->name, rep_io_became(m, became, sizeof(became)),
+				 "audited%s)", m->name, rep_io_became(d, m, became, sizeof(became)),
 				 (unsigned long long)m->rq[PC_RQ_WRITE], (unsigned long long)m->rq[PC_RQ_FUA],
 				 (unsigned long long)m->rq[PC_RQ_FLUSH], m->audited, notes);
 		}
@@ -457,7 +457,7 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 			{
 				char became[160];
 
-				md(out, rep_io_became(m, became, sizeof(became)) ? became :
+				md(out, rep_io_became(d, m, became, sizeof(became)) ? became :
 				   m->audit_unavailable ? "not seen (audit unavailable)" : "-");
 				fputs(" | ", out);
 			}

@@ -206,9 +206,26 @@ int pc_io_mismatch(int mode, const uint64_t sums[PC_NRQ], int done)
 	}
 }
 
-const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, char *buf, size_t len)
+void pc_queue_read(struct json_object *fua, struct json_object *write_cache, struct pc_queue *q)
+{
+	const char *wc;
+
+	q->fua = q->write_through = -1;
+	if (fua && (json_object_is_type(fua, json_type_int) || json_object_is_type(fua, json_type_boolean)))
+		q->fua = json_object_get_int(fua) != 0;
+	wc = write_cache && json_object_is_type(write_cache, json_type_string) ? json_object_get_string(write_cache) : "";
+	if (!strcmp(wc, "write through"))
+		q->write_through = 1;
+	else if (!strcmp(wc, "write back"))
+		q->write_through = 0;
+}
+
+const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, const struct pc_queue *q,
+			 char *buf, size_t len)
 {
 	uint64_t w = sums[PC_RQ_WRITE], f = sums[PC_RQ_FUA], fl = sums[PC_RQ_FLUSH], o = sums[PC_RQ_OTHER];
+	int wt = q ? q->write_through : -1, qfua = q ? q->fua : -1;
+	int asks_flush = mode == PC_MODE_FLUSH || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL;
 
 	if (!w && !f && !fl && !o)
 		snprintf(buf, len, "nothing reached the device");
@@ -217,12 +234,20 @@ const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, char *
 	else if (mode == PC_MODE_FUA && f)
 		snprintf(buf, len, "FUA writes (native)%s", fl ? ", and flushes" : "");
 	else if (mode == PC_MODE_FUA && fl)
-		snprintf(buf, len, "writes + flushes: FUA emulated (the queue has no FUA)");
+		snprintf(buf, len, "writes + flushes: FUA emulated %s", qfua == 1 ?
+			 "(although the queue says it has FUA)" : "(the queue has no FUA)");
+	else if (wt == 1 && !f && !fl && (mode == PC_MODE_FUA || (asks_flush && done)))
+		/* the kernel drops FUA and flushes on a queue without a cache
+		 * (submit_bio_noacct()): by design, not a fault */
+		snprintf(buf, len, "plain writes: %s dropped (write-through queue: no cache to flush)",
+			 mode == PC_MODE_FLUSH ? "flushes" : "FUA and flushes");
 	else if (mode == PC_MODE_FUA)
-		snprintf(buf, len, "plain writes: neither FUA nor a flush reached the device");
-	else if ((mode == PC_MODE_FLUSH || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL) && !fl)
-		snprintf(buf, len, "%s", done ? "no flush reached the device (a write-through queue drops them)" :
-			 "writes; cut before the first flush");
+		snprintf(buf, len, "plain writes: neither FUA nor a flush reached the device%s",
+			 wt == 0 ? " (the queue has a write-back cache)" : "");
+	else if (asks_flush && !fl)
+		snprintf(buf, len, "%s", !done ? "writes; cut before the first flush" :
+			 wt == 0 ? "no flush reached the device (the queue has a write-back cache)" :
+			 "no flush reached the device (a write-through queue drops them)");
 	else if (mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL)
 		snprintf(buf, len, "writes and flushes, %s", f ? "FUA writes native" : "FUA emulated by flushes");
 	else if (mode == PC_MODE_FLUSH)

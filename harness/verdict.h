@@ -132,11 +132,24 @@ enum pc_rq {
 };
 /* Add n requests of kind rwbs to sums. */
 void pc_rq_add(const char *rwbs, uint64_t n, uint64_t sums[PC_NRQ]);
+/* What the agent's HELLO said of the device's queue ("queue": {"fua": 0|1,
+ * "write_cache": "write back"|"write through"}): 1, 0, or -1 unknown. */
+struct pc_queue {
+	int fua;		/* the queue takes FUA writes */
+	int write_through;	/* the queue claims no volatile cache: the kernel drops FUA and flushes */
+};
+struct json_object;
+/* The facts from a queue's fua and write_cache values (either NULL, null,
+ * or anything else: unknown). */
+void pc_queue_read(struct json_object *fua, struct json_object *write_cache, struct pc_queue *q);
 /* What mode (enum pc_mode) became on the way to the device, in words
  * ("FUA writes (native)", "writes + flushes: FUA emulated", ...); done: the
  * work ran to its end (a flush mode cut before its first flush flushed
- * nothing yet, and that is no surprise). Returns buf. */
-const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, char *buf, size_t len);
+ * nothing yet, and that is no surprise); q: what the queue claims (NULL:
+ * unknown), so that a write-through queue, which drops FUA and flushes by
+ * design, is named as the cause. Returns buf. */
+const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, const struct pc_queue *q,
+			 char *buf, size_t len);
 /* 1 when what reached the device is not what mode promises: fua without a
  * single FUA write, a flush mode whose finished work flushed nothing. */
 int pc_io_mismatch(int mode, const uint64_t sums[PC_NRQ], int done);

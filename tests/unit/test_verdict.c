@@ -155,7 +155,7 @@ static void test_io_audit(void)
 	memset(sums, 0, sizeof(sums));
 	pc_rq_add("WS", 64, sums);
 	pc_rq_add("FF", 9, sums);
-	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, b, sizeof(b)),
+	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, NULL, b, sizeof(b)),
 			       "writes + flushes: FUA emulated (the queue has no FUA)");
 	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FUA, sums, 0), 1);
 	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FLUSH, sums, 1), 0);
@@ -163,11 +163,73 @@ static void test_io_audit(void)
 	pc_rq_add("WS", 5, sums);
 	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FLUSH, sums, 0), 0);	/* cut before its first flush */
 	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FLUSH, sums, 1), 1);	/* a finished work that never flushed */
-	CU_ASSERT_PTR_NOT_NULL(strstr(pc_io_became(PC_MODE_FLUSH, sums, 1, b, sizeof(b)), "no flush reached"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(pc_io_became(PC_MODE_FLUSH, sums, 1, NULL, b, sizeof(b)), "no flush reached"));
 	memset(sums, 0, sizeof(sums));
 	pc_rq_add("WFS", 64, sums);
-	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, b, sizeof(b)), "FUA writes (native)");
+	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, NULL, b, sizeof(b)), "FUA writes (native)");
 	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FUA, sums, 1), 0);
+
+	/* the queue as HELLO said it */
+	{
+		json_object *one = json_object_new_int(1), *zero = json_object_new_int(0), *str = json_object_new_string("1");
+		json_object *wt = json_object_new_string("write through"), *wb = json_object_new_string("write back");
+		json_object *unk = json_object_new_string("unknown");
+		struct pc_queue q, sd = { 0, 1 }, nofua = { 0, 0 }, fuaq = { 1, 0 };
+
+		pc_queue_read(zero, wt, &q);
+		CU_ASSERT(q.fua == 0 && q.write_through == 1);
+		pc_queue_read(one, wb, &q);
+		CU_ASSERT(q.fua == 1 && q.write_through == 0);
+		pc_queue_read(str, unk, &q);	/* not a number, not a known cache: unknown */
+		CU_ASSERT(q.fua == -1 && q.write_through == -1);
+		pc_queue_read(NULL, NULL, &q);
+		CU_ASSERT(q.fua == -1 && q.write_through == -1);
+		json_object_put(one);
+		json_object_put(zero);
+		json_object_put(str);
+		json_object_put(wt);
+		json_object_put(wb);
+		json_object_put(unk);
+
+		/* a write-through queue (QEMU's SD card: fua 0, "write through"):
+		 * the kernel drops FUA and flushes by design, and says so */
+		memset(sums, 0, sizeof(sums));
+		pc_rq_add("WS", 64, sums);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &sd, b, sizeof(b)),
+				       "plain writes: FUA and flushes dropped (write-through queue: no cache to flush)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 0, &sd, b, sizeof(b)),
+				       "plain writes: FUA and flushes dropped (write-through queue: no cache to flush)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FLUSH, sums, 1, &sd, b, sizeof(b)),
+				       "plain writes: flushes dropped (write-through queue: no cache to flush)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA_FLUSH, sums, 1, &sd, b, sizeof(b)),
+				       "plain writes: FUA and flushes dropped (write-through queue: no cache to flush)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FLUSH, sums, 0, &sd, b, sizeof(b)),
+				       "writes; cut before the first flush");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_NONE, sums, 1, &sd, b, sizeof(b)), "plain writes");
+		/* still not what the mode promises: the FUA test did not run */
+		CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FUA, sums, 1), 1);
+		/* the same requests on a queue that has a cache: a fault, said */
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &nofua, b, sizeof(b)),
+				       "plain writes: neither FUA nor a flush reached the device (the queue has a "
+				       "write-back cache)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FLUSH, sums, 1, &nofua, b, sizeof(b)),
+				       "no flush reached the device (the queue has a write-back cache)");
+		/* unknown queue: the wording of before */
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, NULL, b, sizeof(b)),
+				       "plain writes: neither FUA nor a flush reached the device");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FLUSH, sums, 1, NULL, b, sizeof(b)),
+				       "no flush reached the device (a write-through queue drops them)");
+		/* FUA emulated: as the queue says, or against what it says */
+		pc_rq_add("FF", 64, sums);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &nofua, b, sizeof(b)),
+				       "writes + flushes: FUA emulated (the queue has no FUA)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &fuaq, b, sizeof(b)),
+				       "writes + flushes: FUA emulated (although the queue says it has FUA)");
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FLUSH, sums, 1, &sd, b, sizeof(b)), "writes and flushes");
+		memset(sums, 0, sizeof(sums));
+		pc_rq_add("WFS", 64, sums);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &fuaq, b, sizeof(b)), "FUA writes (native)");
+	}
 
 	/* trace_pipe lines */
 	CU_ASSERT_EQUAL(audit_parse_line("  powercut-agent-1234 [001] ..... 12.5: block_rq_issue: 7,0 WFS 4096 () 2056 + 8 "
