@@ -21,6 +21,16 @@ check "sim: fua cycles issued FUA writes and no flush, none cycles plain writes 
 	     "$(jq -s '[.[] | select(.mode == "none" and ((.io_audit.rq.WFS // 0) + (.io_audit.rq.FF // 0)) > 0)] | length' "$T/sim/verdicts.jsonl")" = 0
 check "sim: the report says fua reached the device as FUA (native)" \
 	grep -q "io: fua -> FUA writes (native)" <("$PC" report "$T/sim" 2>/dev/null)
+# the mode benchmark prints the same io_audit object
+"$AGENT" prepare --device "sim:$T/w.img" --size 4M --record-size 4096 --yes >/dev/null 2>&1
+for m in fua flush none; do
+	"$AGENT" write --device "sim:$T/w.img" --mode $m --records 64 --qd 4 --yes 2>/dev/null > "$T/w-$m.json"
+done
+check "sim: powercut-agent write prints io_audit: fua 64 WFS, flush 64 WS + 8 FF, none 64 WS" \
+	test "$(jq -c .io_audit "$T/w-fua.json")" = '{"src":"sim","rq":{"WFS":64},"sectors":{"WFS":512}}' -a \
+	     "$(jq -c .io_audit "$T/w-flush.json")" = '{"src":"sim","rq":{"WS":64,"FF":8},"sectors":{"WS":512}}' -a \
+	     "$(jq -c .io_audit "$T/w-none.json")" = '{"src":"sim","rq":{"WS":64},"sectors":{"WS":512}}' ||
+	cat "$T"/w-*.json | sed 's/^/    /'
 
 # --- a loop device: the kernel's own account (tracefs) ---
 if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null || ! command -v sfdisk >/dev/null; then
@@ -107,5 +117,23 @@ if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
 	check "no tracefs: the report says not seen" grep -q "io: fua -> not seen" "$T/u.rep"
 else
 	skip_part "unshare -m is not permitted here: the no-tracefs case was not run"
+fi
+
+# the mode benchmark on the loop device (after the campaigns: it overwrites
+# their records): the same io_audit as a verdict's, from tracefs
+for m in fua flush none; do
+	"$AGENT" write --device "PARTLABEL=$label" --mode $m --records 64 --qd 4 --yes 2>/dev/null > "$T/lw-$m.json"
+done
+check "loop: powercut-agent write's io_audit: fua writes + flushes, flush >= 8 flushes, none no flush" \
+	test "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and (.rq.WFS // 0) == 0 and .rq.FF > 0) | 1' "$T/lw-fua.json")" = 1 -a \
+	     "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and .rq.FF >= 8) | 1' "$T/lw-flush.json")" = 1 -a \
+	     "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and (.rq.FF // 0) == 0) | 1' "$T/lw-none.json")" = 1 ||
+	cat "$T"/lw-*.json | sed 's/^/    /'
+if [ -e "$T/hide.sh" ]; then
+	unshare -m sh "$T/hide.sh" "$AGENT" write --device "PARTLABEL=$label" --mode fua --records 8 --yes \
+		2>/dev/null > "$T/lw-u.json"
+	check "no tracefs: powercut-agent write says the audit is unavailable, and still writes" \
+		test "$(jq 'select(.records == 8 and (.io_audit.unavailable | test("trace instance|tracefs"))) | 1' "$T/lw-u.json")" = 1 ||
+		sed 's/^/    /' "$T/lw-u.json"
 fi
 finish
