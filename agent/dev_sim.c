@@ -131,6 +131,29 @@ static int sim_read(struct dev *d, uint64_t off, void *buf, size_t len)
 	return ret ? sim_fail(d, "read", off, ret) : 0;
 }
 
+/*
+ * A write as the block layer sends it: a FUA write (DEV_W_DSYNC) goes to the
+ * card as one, unless the queue has no FUA (profile no-fua): then blk-flush
+ * emulates it, a plain write followed by a cache flush, and the write
+ * completes when the flush has.
+ */
+static int sim_block_write(struct dev *d, struct dev_sim *s, uint64_t off, const void *buf, uint32_t n,
+			   unsigned wflags)
+{
+	int ret;
+
+	if (!(wflags & DEV_W_DSYNC) || !(d->o.sim.profile & SIM_P_NO_FUA)) {
+		audit_count(&s->aud, (wflags & DEV_W_DSYNC) ? "WFS" : "WS", n);
+		return sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
+	}
+	audit_count(&s->aud, "WS", n);
+	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, 0);
+	if (ret)
+		return ret;
+	audit_count(&s->aud, "FF", 0);
+	return sim_emmc_flush(s->e);
+}
+
 static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, unsigned wflags)
 {
 	struct dev_sim *s = d->priv;
@@ -139,8 +162,7 @@ static int sim_write(struct dev *d, uint64_t off, const void *buf, size_t len, u
 
 	if (ret)
 		return ret;
-	audit_count(&s->aud, (wflags & DEV_W_DSYNC) ? "WFS" : "WS", n);
-	ret = sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
+	ret = sim_block_write(d, s, off, buf, n, wflags);
 	if (ret)
 		return sim_fail(d, "write", off, ret);
 	/* A synchronous RWF_DSYNC write on a block device is a FUA write that the
@@ -221,9 +243,7 @@ static int sim_aio_submit(struct dev *d, struct dev_io *io)
 	if (ret)
 		return ret;
 	/* like io_uring, a failed write is reported by its completion */
-	audit_count(&s->aud, (io->wflags & DEV_W_DSYNC) ? "WFS" : "WS", n);
-	io->result = sim_emmc_write(s->e, io->off / PC_SECTOR, io->buf, n,
-				    (io->wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
+	io->result = sim_block_write(d, s, io->off, io->buf, n, io->wflags);
 	if (io->result)
 		sim_fail(d, "write", io->off, io->result);
 	s->done[(s->first + s->ndone) % SIM_QD_MAX] = io;
@@ -319,7 +339,7 @@ static void sim_identity(struct dev *d, json_object *obj)
 	json_object_object_add(f, "rate", pc_json_double(d->o.sim.rate));
 	json_object_object_add(f, "seed", json_object_new_uint64(d->o.sim.seed));
 	json_object_object_add(obj, "faults", f);
-	json_object_object_add(q, "fua", json_object_new_int(1));
+	json_object_object_add(q, "fua", json_object_new_int((d->o.sim.profile & SIM_P_NO_FUA) ? 0 : 1));
 	json_object_object_add(q, "write_cache", json_object_new_string(
 		(d->o.sim.profile & SIM_P_NO_CACHE) ? "write through" : "write back"));
 	json_object_object_add(obj, "queue", q);

@@ -37,7 +37,7 @@
 
 #define SIM_DEF_PROGRAM_US	20u
 #define SIM_DEF_CACHE_SECTORS	256u
-#define SIM_ALL_PROFILES	((SIM_P_BRICK << 1) - 1)
+#define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
 #define SIM_RANDOM_PROFILES	(SIM_P_TEARING_RELWR | SIM_P_PAIRED_PAGE | SIM_P_MISDIRECT | \
 				 SIM_P_BITROT | SIM_P_STALE | SIM_P_BRICK)
@@ -75,6 +75,7 @@ static const struct {
 	{ "bitrot", SIM_P_BITROT },
 	{ "stale", SIM_P_STALE },
 	{ "brick", SIM_P_BRICK },
+	{ "no-fua", SIM_P_NO_FUA },
 };
 
 /* Power-on steps already taken in the session done_session names. */

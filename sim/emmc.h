@@ -35,6 +35,11 @@ struct sim_emmc;
 #define SIM_P_BITROT		(1u << 7)	/* bits flip at rest (at power-on) */
 #define SIM_P_STALE		(1u << 8)	/* an overwritten record comes back (at power-on) */
 #define SIM_P_BRICK		(1u << 9)	/* the device dies (at power-on) */
+/* Not the card's: the host's queue has no FUA (an SD card, an eMMC whose host
+ * disabled it): the agent's sim backend reports queue fua 0 and sends a FUA
+ * write as the block layer would, a plain write and then a cache flush; the
+ * card never sees a reliable write (agent/dev_sim.c). */
+#define SIM_P_NO_FUA		(1u << 10)
 
 /* Parse "honest", "lying-flush", "a+b"...; 0 or -EINVAL (err names the bad part). */
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen);

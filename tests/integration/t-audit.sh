@@ -21,6 +21,24 @@ check "sim: fua cycles issued FUA writes and no flush, none cycles plain writes 
 	     "$(jq -s '[.[] | select(.mode == "none" and ((.io_audit.rq.WFS // 0) + (.io_audit.rq.FF // 0)) > 0)] | length' "$T/sim/verdicts.jsonl")" = 0
 check "sim: the report says fua reached the device as FUA (native)" \
 	grep -q "io: fua -> FUA writes (native)" <("$PC" report "$T/sim" 2>/dev/null)
+# a queue without FUA (sim profile no-fua: what the block layer does for an
+# SD card or an eMMC whose host disabled FUA): HELLO says queue fua 0, and
+# every FUA write reaches the card as a write and a flush
+jq '.boards = [{"name": "nofua-1", "device": {"profile": "no-fua"}}]' configs/sim-quick.json > "$T/nofua.json"
+"$PC" run "$T/nofua.json" --results "$T/nf" --cycles 9 --agent "$AGENT" --quiet --no-report >/dev/null 2>&1
+check "sim no-fua: the verdicts say queue fua 0" \
+	test "$(jq -s 'map(select(.queue.fua == 0)) | length' "$T/nf/verdicts.jsonl")" = 9
+check "sim no-fua: fua cycles that wrote: writes + flushes, no FUA write, io_note 'FUA emulated'" \
+	test "$(jq -s '[.[] | select(.mode_run == "fua" and .records.submitted > 0)] | length' "$T/nf/verdicts.jsonl")" -gt 0 -a \
+	     "$(jq -s '[.[] | select(.mode_run == "fua" and .records.submitted > 0 and ((.io_audit.rq.WFS // 0) > 0 or (.io_audit.rq.WS // 0) == 0 or
+		(.io_audit.rq.FF // 0) < (.io_audit.rq.WS // 0) or ((.io_note // "") | test("fua: writes \\+ flushes: FUA emulated \\(the queue has no FUA\\)") | not)))] | length' \
+		"$T/nf/verdicts.jsonl")" = 0 ||
+	jq -c '{cycle, mode_run, verdict, io_audit, io_note}' "$T/nf/verdicts.jsonl" | sed 's/^/    /'
+check "sim no-fua: the honest card keeps what was emulated (no FAIL)" \
+	test "$(jq -s 'map(select(.verdict == "FAIL")) | length' "$T/nf/verdicts.jsonl")" = 0
+check "sim no-fua: the report says fua was emulated" \
+	grep -q "io: fua -> writes + flushes: FUA emulated (the queue has no FUA)" <("$PC" report "$T/nf" 2>/dev/null)
+check "sim no-fua: replay reproduces the verdicts" "$PC" replay "$T/nf"
 # the mode benchmark prints the same io_audit object
 "$AGENT" prepare --device "sim:$T/w.img" --size 4M --record-size 4096 --yes >/dev/null 2>&1
 for m in fua flush none; do
@@ -31,6 +49,10 @@ check "sim: powercut-agent write prints io_audit: fua 64 WFS, flush 64 WS + 8 FF
 	     "$(jq -c .io_audit "$T/w-flush.json")" = '{"src":"sim","rq":{"WS":64,"FF":8},"sectors":{"WS":512}}' -a \
 	     "$(jq -c .io_audit "$T/w-none.json")" = '{"src":"sim","rq":{"WS":64},"sectors":{"WS":512}}' ||
 	cat "$T"/w-*.json | sed 's/^/    /'
+"$AGENT" write --device "sim:$T/w.img" --sim-profile no-fua --mode fua --records 64 --qd 4 --yes 2>/dev/null > "$T/w-nofua.json"
+check "sim no-fua: powercut-agent write: fua became 64 WS + 64 FF" \
+	test "$(jq -c .io_audit "$T/w-nofua.json")" = '{"src":"sim","rq":{"WS":64,"FF":64},"sectors":{"WS":512}}' ||
+	sed 's/^/    /' "$T/w-nofua.json"
 
 # --- a loop device: the kernel's own account (tracefs) ---
 if [ "$(id -u)" != 0 ] || ! command -v losetup >/dev/null || ! command -v sfdisk >/dev/null; then

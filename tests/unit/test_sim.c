@@ -19,6 +19,7 @@
 
 #include <json-c/json.h>
 
+#include "../../agent/audit.h"
 #include "../../agent/dev.h"
 #include "../../common/record.h"
 #include "../../common/util.h"
@@ -224,6 +225,7 @@ static void test_profile_parse(void)
 		{ "stale+bitrot+misdirect+subsector-tear+tearing-relwr",
 		  SIM_P_STALE | SIM_P_BITROT | SIM_P_MISDIRECT | SIM_P_SUBSECTOR_TEAR | SIM_P_TEARING_RELWR,
 		  "tearing-relwr+subsector-tear+misdirect+bitrot+stale" },
+		{ "no-fua+lying-flush", SIM_P_NO_FUA | SIM_P_LYING_FLUSH, "lying-flush+no-fua" },
 	};
 	static const struct { const char *s; const char *want; } bad[] = {
 		{ "bogus", "unknown sim profile 'bogus'" },
@@ -253,7 +255,7 @@ static void test_profile_parse(void)
 	/* the unknown-name message lists every valid name */
 	sim_profile_parse("nope", &(unsigned){ 0 }, err, sizeof(err));
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "valid: honest, lying-flush, no-cache, fua-ignored, "
-				      "tearing-relwr, subsector-tear, paired-page, misdirect, bitrot, stale, brick"));
+				      "tearing-relwr, subsector-tear, paired-page, misdirect, bitrot, stale, brick, no-fua"));
 }
 
 static void test_create(void)
@@ -269,7 +271,7 @@ static void test_create(void)
 static void test_bad_opts(void)
 {
 	static const struct { unsigned profile; double rate; const char *want; } bad[] = {
-		{ SIM_P_BRICK << 1, 0, "sim profile bits 0x400 are unknown" },
+		{ SIM_P_NO_FUA << 1, 0, "sim profile bits 0x800 are unknown" },
 		{ SIM_P_BITROT, 1.5, "fault rate 1.5 is outside 0..1" },
 		{ SIM_P_BITROT, -0.1, "fault rate -0.1 is outside 0..1" },
 		{ SIM_P_HONEST, NAN, "is outside 0..1" },
@@ -1467,6 +1469,71 @@ static void test_dev_sim(void)
 	free(got);
 }
 
+/* How many requests of kind rwbs the sim device counted. */
+static uint64_t aud_n(const struct audit_counts *c, const char *rwbs)
+{
+	for (unsigned i = 0; i < c->n; i++)
+		if (!strcmp(c->k[i].rwbs, rwbs))
+			return c->k[i].count;
+	return 0;
+}
+
+/* no-fua: a queue without FUA, as the block layer treats it: a FUA write
+ * reaches the card as a plain write and a cache flush (counted WS + FF),
+ * and HELLO says queue fua 0 */
+static void test_dev_sim_no_fua(void)
+{
+	uint8_t *buf = aligned_alloc(4096, 2 * REC_SIZE);
+	struct dev d = { .ops = &dev_sim_ops };
+	struct dev_io io, *done[2];
+	const struct audit_counts *c;
+	json_object *id, *q, *v;
+
+	media_new("sim-dev-nofua");
+	d.o.path = media;
+	d.o.sim.profile = SIM_P_NO_FUA;
+	CU_ASSERT_EQUAL_FATAL(d.ops->open(&d, 1), 0);
+	c = d.ops->audit(&d);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+	/* synchronous: the emulated FUA write (WS + FF), then the kernel's
+	 * flush after a DSYNC write (FF) */
+	record(buf, 0, 1);
+	CU_ASSERT_EQUAL(d.ops->write(&d, pc_slot_lba(&geom, 0) * PC_SECTOR, buf, REC_SIZE, DEV_W_DSYNC), 0);
+	CU_ASSERT_TRUE(media_equals(pc_slot_lba(&geom, 0), buf, SPR));
+	CU_ASSERT_EQUAL(aud_n(c, "WS"), 1);
+	CU_ASSERT_EQUAL(aud_n(c, "FF"), 2);
+	CU_ASSERT_EQUAL(aud_n(c, "WFS"), 0);
+	/* asynchronous: WS + FF, complete once the flush is, on the media */
+	CU_ASSERT_EQUAL(d.ops->aio_setup(&d, 2), 0);
+	record(buf + REC_SIZE, 1, 2);
+	io = (struct dev_io){ .off = pc_slot_lba(&geom, 1) * PC_SECTOR, .buf = buf + REC_SIZE, .len = REC_SIZE,
+			      .wflags = DEV_W_DSYNC, .tag = 2, .result = 1 };
+	CU_ASSERT_EQUAL(d.ops->aio_submit(&d, &io), 0);
+	CU_ASSERT_EQUAL(d.ops->aio_reap(&d, done, 2, 1), 1);
+	CU_ASSERT_EQUAL(io.result, 0);
+	CU_ASSERT_TRUE(media_equals(pc_slot_lba(&geom, 1), buf + REC_SIZE, SPR));
+	CU_ASSERT_EQUAL(aud_n(c, "WS"), 2);
+	CU_ASSERT_EQUAL(aud_n(c, "FF"), 3);
+	CU_ASSERT_EQUAL(aud_n(c, "WFS"), 0);
+	/* a plain write stays one, in the cache */
+	CU_ASSERT_EQUAL(d.ops->write(&d, pc_slot_lba(&geom, 2) * PC_SECTOR, buf, REC_SIZE, 0), 0);
+	CU_ASSERT_TRUE(media_is_zero(pc_slot_lba(&geom, 2), SPR));
+	CU_ASSERT_EQUAL(aud_n(c, "WS"), 3);
+	CU_ASSERT_EQUAL(aud_n(c, "FF"), 3);
+	id = json_object_new_object();
+	d.ops->identity(&d, id);
+	CU_ASSERT_TRUE(json_object_object_get_ex(id, "profile", &v));
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "no-fua");
+	CU_ASSERT_TRUE(json_object_object_get_ex(id, "queue", &q));
+	CU_ASSERT_TRUE(json_object_object_get_ex(q, "fua", &v));
+	CU_ASSERT_EQUAL(json_object_get_int(v), 0);
+	CU_ASSERT_TRUE(json_object_object_get_ex(q, "write_cache", &v));
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "write back");
+	json_object_put(id);
+	d.ops->close(&d);
+	free(buf);
+}
+
 int suite_sim(void)
 {
 	static const struct { const char *name; void (*fn)(void); } tests[] = {
@@ -1493,6 +1560,7 @@ int suite_sim(void)
 		{ "stale: an old record comes back", test_stale },
 		{ "brick: the device dies for good", test_brick },
 		{ "dev sim backend", test_dev_sim },
+		{ "dev sim backend: no-fua emulates FUA with a flush", test_dev_sim_no_fua },
 	};
 	CU_pSuite s = CU_add_suite("sim", NULL, NULL);
 
