@@ -48,7 +48,7 @@
 #include "report.h"
 #include "results.h"
 
-const char *const camp_bstate_names[] = { "off", "booting", "verifying", "writing", "cut", "done" };
+const char *const camp_bstate_names[] = { "off", "booting", "verifying", "writing", "cut", "done", "cutting" };
 
 static volatile sig_atomic_t stop_flag;
 
@@ -123,12 +123,18 @@ int camp_is_sysrq(const struct bctx *b)
 	return b->relay.ops && !strcmp(b->relay.ops->name, "sysrq");
 }
 
-static void power_off(struct bctx *b)
+/* Asked of the relay's worker, never waited for: it switches in order, so a
+ * power-on asked after this comes after it (and off_ms after it). */
+void camp_power_off(struct bctx *b)
 {
+	int ret;
+
 	if (camp_is_sysrq(b))
 		return;
-	if (relay_off(&b->relay))
-		pc_warn("board %s: %s", b->cfg->name, b->relay.err);
+	ret = relay_worker_send(&b->rw, RELAY_OP_OFF, 0, NULL, NULL, NULL);
+	if (ret)
+		pc_warn("board %s: cannot ask its relay worker to switch off: %s (the worker is restarted)",
+			b->cfg->name, strerror(-ret));
 }
 
 static void give_up(struct bctx *b, const char *why)
@@ -141,7 +147,7 @@ static void give_up(struct bctx *b, const char *why)
 	 * (the engine takes it as informational) */
 	json_object_object_add(ev, "reason", json_object_new_string(why));
 	camp_ev_log(b, ev);
-	power_off(b);
+	camp_power_off(b);
 	camp_close_link(b);
 	camp_set_state(b, B_DONE, UINT64_MAX);
 }
@@ -174,7 +180,7 @@ void camp_infra(struct bctx *b, const char *fmt, ...)
 	if (b->cycle > b->c->cycles) {
 		/* the final verification: there is no cycle of its own to blame,
 		 * so retry it, then give the last cycle's writes the verdict */
-		power_off(b);
+		camp_power_off(b);
 		camp_close_link(b);
 		if (++b->attempt <= b->cfg->boot_retries) {
 			camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
@@ -185,7 +191,7 @@ void camp_infra(struct bctx *b, const char *fmt, ...)
 		return;
 	}
 	ev_reason(b, PC_EV_INFRA, "%s", buf);
-	power_off(b);
+	camp_power_off(b);
 	camp_close_link(b);
 	if (++b->consecutive_infra >= MAX_CONSECUTIVE_INFRA) {
 		char why[1200];
@@ -254,18 +260,106 @@ static void power_on(struct bctx *b)
 			pc_mode_name(b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes])));
 	camp_ev_log(b, ev);
 	camp_plan_power_on(b);
-	if (relay_on(&b->relay)) {
-		camp_infra(b, "relay on failed: %s", b->relay.err);
+	{
+		/* the worker switches on when the board has been off off_ms */
+		int ret = relay_worker_send(&b->rw, RELAY_OP_ON, b->cfg->off_ms, b->relay.console, b->relay.cut,
+					    &b->on_seq);
+		if (ret) {
+			camp_infra(b, "relay on could not be asked of the relay's worker: %s", strerror(-ret));
+			return;
+		}
+	}
+	/* the boot's clock starts when the relay says the power is on
+	 * (relay_answer); until then a slow relay has its own deadline */
+	camp_set_state(b, B_WAIT_HELLO, (uint64_t)b->cfg->boot_timeout_ms + b->rw.hang_ms);
+}
+
+/* The relay worker died, answered nonsense or hung: the board's trouble
+ * alone. A new worker takes over; the cycle it was in is an INFRA_ERROR. */
+static void relay_failed(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void relay_failed(struct bctx *b, const char *fmt, ...)
+{
+	char why[600];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	relay_worker_kill(&b->rw);
+	b->rw.restarts++;
+	ret = relay_worker_start(&b->rw, b->cfg->relay_driver, b->cfg->relay, &b->rctx, b->rw.hang_ms);
+	if (ret) {
+		char gu[800];
+		snprintf(gu, sizeof(gu), "the relay worker %s, and a new one could not start: %s", why, strerror(-ret));
+		give_up(b, gu);
 		return;
 	}
-	camp_set_state(b, B_WAIT_HELLO, b->cfg->boot_timeout_ms);
+	b->on_seq = 0;
+	/* whatever the old one left undone: the board is switched off first */
+	relay_worker_send(&b->rw, RELAY_OP_OFF, 0, NULL, NULL, NULL);
+	if (b->st == B_DONE || b->st == B_OFF_WAIT || b->st == B_DRAIN) {
+		pc_warn("board %s: the relay worker %s; a new one is started", b->cfg->name, why);
+		return;
+	}
+	camp_infra(b, "the relay worker %s (a new one is started)", why);
+}
+
+/* An answer from the relay's worker. */
+static void relay_answer(struct bctx *b, const struct relay_rep *rep)
+{
+	switch (rep->op) {
+	case 0:
+		/* a new worker opened the relay (or could not) */
+		if (rep->ret < 0)
+			relay_failed(b, "could not open the relay again: %s", rep->err);
+		break;
+	case RELAY_OP_ON:
+		if (rep->seq != b->on_seq)
+			break;	/* a power-on given up already */
+		b->on_seq = 0;
+		if (rep->ret < 0) {
+			if (b->st == B_WAIT_HELLO)
+				camp_infra(b, "relay on failed: %s", rep->err);
+			else
+				pc_warn("board %s: relay on failed: %s", b->cfg->name, rep->err);
+			break;
+		}
+		b->t_power = rep->t_switch_us / 1000;
+		if (b->st == B_WAIT_HELLO)
+			b->deadline = b->t_power + b->cfg->boot_timeout_ms;
+		break;
+	case RELAY_OP_CUT:
+		if (b->st == B_CUTTING && rep->seq == b->cut_seq)
+			camp_cut_switched(b, rep);
+		break;
+	case RELAY_OP_OFF:
+		if (rep->ret < 0)
+			pc_warn("board %s: %s", b->cfg->name, rep->err);
+		break;
+	default:
+		break;
+	}
+}
+
+static void relay_readable(struct bctx *b)
+{
+	struct relay_rep rep;
+	int ret;
+
+	while ((ret = relay_worker_read(&b->rw, &rep)) == 1)
+		relay_answer(b, &rep);
+	if (ret == -EPIPE)
+		relay_failed(b, "died");
+	else if (ret == -EPROTO)
+		relay_failed(b, "answered with a malformed reply");
 }
 
 static void boot_timeout(struct bctx *b)
 {
 	struct camp *c = b->c;
 
-	power_off(b);
+	camp_power_off(b);
 	camp_close_link(b);
 	if (++b->attempt <= b->cfg->boot_retries) {
 		pc_warn("board %s cycle %u: no HELLO within %u ms; power-cycling (retry %u of %u)", b->cfg->name,
@@ -293,7 +387,7 @@ static void boot_timeout(struct bctx *b)
 
 static void final_verified(struct bctx *b)
 {
-	power_off(b);
+	camp_power_off(b);
 	camp_close_link(b);
 	results_sync(&b->c->res);
 	camp_set_state(b, B_DONE, UINT64_MAX);
@@ -310,7 +404,7 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 	if (m->type == PC_MSG_ERROR) {
 		json_object *t;
 		json_object_object_get_ex(raw, "msg", &t);
-		if (b->st == B_DRAIN && !camp_is_sysrq(b))
+		if ((b->st == B_DRAIN || b->st == B_CUTTING) && !camp_is_sysrq(b))
 			return;	/* what a dying agent said after the cut */
 		if (b->st == B_WRITING && json_object_object_get_ex(raw, "write_error", NULL)) {
 			/* the device refused a write: a finding about the device (the
@@ -516,13 +610,32 @@ static void find_agent(struct camp *c)
 	pc_strlcpy(c->agent, "powercut-agent", sizeof(c->agent));
 }
 
+/*
+ * How long one relay request may take before its worker counts as hung:
+ * twice the driver's own timeout (relay.timeout_ms where it has one, else
+ * 10 s) plus the off time a power-on may wait out, plus 2 s.
+ */
+static uint32_t relay_hang_ms(const struct board_cfg *cfg)
+{
+	json_object *v;
+	uint64_t t = 10000;
+
+	if (cfg->relay && json_object_object_get_ex(cfg->relay, "timeout_ms", &v) &&
+	    json_object_is_type(v, json_type_int) && json_object_get_int64(v) > 0)
+		t = (uint64_t)json_object_get_int64(v);
+	t = 2 * t + cfg->off_ms + 2000;
+	return t > UINT32_MAX ? UINT32_MAX : (uint32_t)t;
+}
+
 static int open_boards(struct camp *c, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < c->nb; i++) {
 		struct bctx *b = &c->b[i];
 		char state[PATH_MAX + 64], cons[PATH_MAX + 64];
-		struct relay_ctx ctx;
+		const struct relay_ops *ops;
 		struct engine_board_state es;
+		struct relay_rep rep;
+		int ret;
 
 		b->c = c;
 		b->cfg = &c->cfg->boards[i];
@@ -536,15 +649,32 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		snprintf(cons, sizeof(cons), "%s/console/%s", c->res.dir, b->cfg->name);
 		pc_mkdir_p(state, 0755);
 		pc_mkdir_p(cons, 0755);
-		ctx = (struct relay_ctx){
+		pc_strlcpy(b->rstate, state, sizeof(b->rstate));
+		b->rctx = (struct relay_ctx){
 			.board = b->cfg->name, .connect = c->connect, .agent_path = c->agent,
-			.state_dir = state, .device = b->cfg->device, .key_path = c->key_path,
+			.state_dir = b->rstate, .device = b->cfg->device, .key_path = c->key_path,
 		};
-		if (relay_open(&b->relay, b->cfg->relay_driver, b->cfg->relay, &ctx, err, errlen))
+		/* opened here once, so a mistake is said now and probes run once,
+		 * then closed: the board's worker opens it for itself */
+		if (relay_open(&b->relay, b->cfg->relay_driver, b->cfg->relay, &b->rctx, err, errlen))
 			return -EIO;
+		ops = b->relay.ops;
+		relay_close(&b->relay);
+		b->relay.ops = ops;	/* its name and abilities; never switched through */
+		ret = relay_worker_start(&b->rw, b->cfg->relay_driver, b->cfg->relay, &b->rctx, relay_hang_ms(b->cfg));
+		if (ret) {
+			snprintf(err, errlen, "board %s: cannot start its relay worker: %s", b->cfg->name, strerror(-ret));
+			return -EIO;
+		}
 		b->relay_open = 1;
+		ret = relay_worker_wait(&b->rw, b->rw.hang_ms, &rep);
+		if (ret < 0 || rep.ret < 0) {
+			snprintf(err, errlen, "board %s: its relay worker could not open the relay: %s", b->cfg->name,
+				 ret < 0 ? strerror(-ret) : rep.err);
+			return -EIO;
+		}
 		/* start with the power off: the first power-on is a clean boot */
-		power_off(b);
+		camp_power_off(b);
 		engine_board_state(c->eng, b->cfg->name, &es);
 		b->cycle = (es.last_work_cycle > es.last_verdict_cycle ? es.last_work_cycle : es.last_verdict_cycle) + 1;
 		if (es.last_cycle > c->cycles && !es.pending)
@@ -571,15 +701,20 @@ static int all_done(const struct camp *c)
 
 static void loop(struct camp *c)
 {
-	struct pollfd pfd[1 + MAX_PENDING + 256];
-	void *who[1 + MAX_PENDING + 256];
+	struct pollfd pfd[1 + MAX_PENDING + 256 + CFG_MAX_BOARDS];
+	void *who[1 + MAX_PENDING + 256 + CFG_MAX_BOARDS];
+	int is_relay[1 + MAX_PENDING + 256 + CFG_MAX_BOARDS];
 
 	while (!all_done(c) && !stop_flag && !c->fatal) {
 		uint64_t now = pc_now_ms(), next = now + 1000;
 		int n = 0, timeout, ret;
 
 		for (unsigned i = 0; i < c->nb; i++) {
+			if (relay_worker_hung(&c->b[i].rw, now))
+				relay_failed(&c->b[i], "did not answer within %u ms (the driver hangs)", c->b[i].rw.hang_ms);
 			board_timer(&c->b[i]);
+			if (c->b[i].rw.outstanding && c->b[i].rw.deadline_ms < next)
+				next = c->b[i].rw.deadline_ms;
 			if (c->b[i].st == B_WRITING && c->b[i].cut_at < next)
 				next = c->b[i].cut_at;
 			if (c->b[i].deadline < next)
@@ -591,8 +726,15 @@ static void loop(struct camp *c)
 					    "no %s within %u ms", c->pend[i].b ? "proof" : "hello", HELLO_WAIT_MS);
 				camp_pending_close(&c->pend[i]);
 			}
+		memset(is_relay, 0, sizeof(is_relay));
 		pfd[n] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
 		who[n++] = NULL;
+		for (unsigned i = 0; i < c->nb; i++)
+			if (c->b[i].rw.fd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = c->b[i].rw.fd, .events = POLLIN };
+				is_relay[n] = 1;
+				who[n++] = &c->b[i];
+			}
 		for (unsigned i = 0; i < MAX_PENDING; i++)
 			if (c->pend[i].fd >= 0) {
 				pfd[n] = (struct pollfd){ .fd = c->pend[i].fd, .events = POLLIN };
@@ -617,6 +759,11 @@ static void loop(struct camp *c)
 				continue;
 			if (i == 0)
 				camp_accept_all(c);
+			else if (is_relay[i]) {
+				struct bctx *b = who[i];
+				if (b->rw.fd == pfd[i].fd)
+					relay_readable(b);
+			}
 			else if ((char *)who[i] >= (char *)c->pend && (char *)who[i] < (char *)(c->pend + MAX_PENDING)) {
 				if (((struct pending *)who[i])->fd >= 0)
 					camp_pending_read(c, who[i]);
@@ -741,8 +888,14 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	for (unsigned i = 0; i < c.nb; i++) {
 		fails += c.b[i].n_fail + c.b[i].n_boot;
 		if (c.b[i].st != B_DONE || stop_flag)
-			power_off(&c.b[i]);
+			camp_power_off(&c.b[i]);
 	}
+	/* every switch asked for is done before the run is said to end */
+	for (unsigned i = 0; i < c.nb; i++)
+		if (c.b[i].relay_open) {
+			relay_worker_stop(&c.b[i].rw, c.b[i].rw.hang_ms);
+			c.b[i].relay_open = 0;
+		}
 	/* Each board's plan and how this run left it, so that the report can
 	 * tell a campaign that ran its cycles from one that stopped short
 	 * (--cycles may change the plan from run to run). The cycle is the last
@@ -792,7 +945,7 @@ out:
 		if (c.b[i].cfd >= 0)
 			close(c.b[i].cfd);
 		if (c.b[i].relay_open)
-			relay_close(&c.b[i].relay);
+			relay_worker_stop(&c.b[i].rw, 5000);
 	}
 	for (unsigned i = 0; i < MAX_PENDING; i++)
 		camp_pending_close(&c.pend[i]);

@@ -14,6 +14,7 @@
 #include "../common/auth.h"
 #include "../common/proto.h"
 #include "../relay/relay.h"
+#include "../relay/relay_worker.h"
 #include "campaign.h"
 #include "engine.h"
 #include "results.h"
@@ -42,7 +43,9 @@ struct handshake {
 	uint64_t since;
 };
 
-enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE };
+/* B_CUTTING: the cut is asked of the relay's worker, its answer (the
+ * instant the power went) not yet in */
+enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE, B_CUTTING };
 
 struct camp;
 
@@ -50,8 +53,16 @@ struct bctx {
 	struct camp *c;
 	struct board_cfg *cfg;
 	unsigned idx;
-	struct relay relay;
+	struct relay relay;	/* opened once to check it; the worker has its own */
 	int relay_open;
+	struct relay_worker rw;	/* the relay's process (relay_worker.h) */
+	struct relay_ctx rctx;	/* what a new worker opens the relay with */
+	char rstate[PATH_MAX];	/* rctx.state_dir */
+	uint32_t on_seq;	/* this power-on's ON request (0: answered) */
+	uint32_t cut_seq;	/* the cut's request, in B_CUTTING */
+	const char *cut_why;	/* ... what called for it */
+	uint64_t cut_now_ms;	/* ... when it was decided */
+	uint64_t cut_req_us;
 	enum bstate st;
 	unsigned cycle;
 	unsigned attempt;
@@ -135,6 +146,7 @@ json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind);
 int camp_ev_log(struct bctx *b, json_object *ev);
 void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
 int camp_is_sysrq(const struct bctx *b);
+void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw);
@@ -160,6 +172,7 @@ void camp_start_work(struct bctx *b);
 void camp_on_io(struct bctx *b, const struct pc_msg *m);
 void camp_cut_due(struct bctx *b);
 void camp_cut(struct bctx *b, const char *why);
+void camp_cut_switched(struct bctx *b, const struct relay_rep *rep);
 json_object *camp_verify_request(struct bctx *b);
 int camp_send_known(struct bctx *b);
 

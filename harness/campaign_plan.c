@@ -183,7 +183,18 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 		exact = 1;
 	}
 	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->cfg->cut)));
+	/* when the harness decided to cut, since the work was sent */
 	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+	if (!how && !exact) {
+		/* how long the relay took, from that decision to the driver
+		 * reporting the switch: the power went at at_ms + relay_us */
+		json_object_object_add(ev, "relay_us", json_object_new_int64(
+			t_off > b->cut_req_us ? (int64_t)(t_off - b->cut_req_us) : 0));
+		/* a random instant: how late against it */
+		if (!strcmp(why, "random instant") && b->cut_at != UINT64_MAX && !b->io_fired)
+			json_object_object_add(ev, "late_us", json_object_new_int64(
+				t_off > b->cut_at * 1000 ? (int64_t)(t_off - b->cut_at * 1000) : 0));
+	}
 	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
 	json_object_object_add(ev, "trigger", json_object_new_string(why));
 	if (b->cut_nth) {
@@ -213,14 +224,15 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 
 void camp_cut(struct bctx *b, const char *why)
 {
-	uint64_t now = pc_now_ms(), t_off;
+	uint64_t now = pc_now_ms();
+	int ret;
 
 	if (camp_is_sysrq(b)) {
 		/* not a power cut: the agent reboots the board without syncing,
 		 * and the device keeps its power */
 		json_object *m = pc_msg_new(PC_MSG_CRASH);
-		int ret = camp_send_msg(b, m);
 
+		ret = camp_send_msg(b, m);
 		json_object_put(m);
 		if (ret) {
 			camp_infra(b, "sending the crash request failed: %s", strerror(-ret));
@@ -229,23 +241,31 @@ void camp_cut(struct bctx *b, const char *why)
 		cut_done(b, now, pc_now_us(), why, "sysrq crash (device keeps power)");
 		return;
 	}
-	/* the relay first: the instant matters, the bookkeeping can wait */
-	if (relay_off(&b->relay)) {
-		camp_infra(b, "relay off failed at the cut: %s", b->relay.err);
+	/* the relay's worker switches off and reads back (up to 200 ms) that
+	 * the power is off; the loop goes on (the other boards' cuts, this
+	 * board's last lines) and takes its answer in camp_cut_switched */
+	b->cut_why = why;
+	b->cut_now_ms = now;
+	b->cut_req_us = pc_now_us();
+	ret = relay_worker_send(&b->rw, RELAY_OP_CUT, 0, NULL, NULL, &b->cut_seq);
+	if (ret) {
+		camp_infra(b, "the cut could not be asked of the relay's worker: %s", strerror(-ret));
 		return;
 	}
-	t_off = pc_now_us();
-	/* a relay that can say so must confirm the power is off: a cut that did
-	 * not happen would make every verdict after it a lie */
-	for (int i = 0; relay_get(&b->relay) == 1; i++) {
-		/* a kill is delivered, not done, when kill() returns: allow a moment */
-		if (i == 10) {
-			camp_infra(b, "the relay still reports power on 200 ms after the cut");
-			return;
-		}
-		pc_sleep_us(20000);
+	camp_set_state(b, B_CUTTING, UINT64_MAX);
+}
+
+/* The relay's worker switched the power off for the cut (or could not). */
+void camp_cut_switched(struct bctx *b, const struct relay_rep *rep)
+{
+	if (rep->ret < 0) {
+		camp_infra(b, "relay off failed at the cut: %s", rep->err);
+		return;
 	}
-	cut_done(b, now, t_off, why, NULL);
+	cut_done(b, b->cut_now_ms, rep->t_switch_us, b->cut_why, NULL);
+	/* the agent's link dropped while the relay switched: nothing to drain */
+	if (b->st == B_DRAIN && b->fd < 0 && !b->cfg->link_serial)
+		camp_next_cycle(b);
 }
 
 /*

@@ -49,10 +49,11 @@ struct sim_priv {
 	uint64_t record_size, program_us, cache_sectors, cut_after;
 	double rate;
 	int boot_delay_ms, timeout_ms;
+	int switch_ms;		/* a slow relay: each on and off takes this long first */
 	pid_t pid;		/* the agent, leader of its process group; 0 when off */
 };
 
-static const char *const sim_keys[] = { "driver", "boot_delay_ms", "timeout_ms" };
+static const char *const sim_keys[] = { "driver", "boot_delay_ms", "timeout_ms", "switch_ms" };
 
 static int sim_check(json_object *cfg, char *err, size_t errlen)
 {
@@ -63,6 +64,8 @@ static int sim_check(json_object *cfg, char *err, size_t errlen)
 		rc = relay_check_int(cfg, "boot_delay_ms", 0, RELAY_MS_MAX, err, errlen);
 	if (!rc)
 		rc = relay_check_int(cfg, "timeout_ms", 1, RELAY_MS_MAX, err, errlen);
+	if (!rc)
+		rc = relay_check_int(cfg, "switch_ms", 0, 60000, err, errlen);
 	return rc;
 }
 
@@ -365,6 +368,8 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 		p->timeout_ms = (int)json_object_get_int64(v);
 	if (cfg && json_object_object_get_ex(cfg, "boot_delay_ms", &v))
 		p->boot_delay_ms = (int)json_object_get_int64(v);
+	if (cfg && json_object_object_get_ex(cfg, "switch_ms", &v))
+		p->switch_ms = (int)json_object_get_int64(v);
 	rc = sim_read_device(r, p, ctx->device);
 	if (rc < 0)
 		goto fail;
@@ -462,6 +467,8 @@ static int sim_on(struct relay *r)
 	size_t n = 0;
 	int fd, rc;
 
+	if (p->switch_ms)
+		pc_sleep_us((uint64_t)p->switch_ms * 1000);
 	rc = sim_get(r);
 	if (rc < 0)
 		return rc;
@@ -508,6 +515,9 @@ static int sim_off(struct relay *r)
 {
 	struct sim_priv *p = r->priv;
 
+	/* a slow relay is slow whether or not the board is on */
+	if (p->switch_ms)
+		pc_sleep_us((uint64_t)p->switch_ms * 1000);
 	if (!p->pid)
 		return 0;
 	return sim_cut(r, p);

@@ -15,9 +15,10 @@
 # TCP listener; a slow PDU (300 ms a command, like a telnet or SNMP PDU);
 # two campaigns sharing that slow PDU at once, where each cut waits behind
 # the other board's requests in the daemon's one worker per PDU; and two
-# boards of one campaign on it, where the harness's loop waits for each
-# relay call, so cuts are decided late (at_ms against the plan, which is
-# recomputed from the seed as campaign_plan.c draws it). docs/lab.md has the
+# boards of one campaign on it, whose relays run in workers of their own
+# (relay/relay_worker.h), so every cut is still decided on plan (at_ms
+# against the plan, which is recomputed from the seed as campaign_plan.c
+# draws it) while the daemon queues the two boards' requests. docs/lab.md has the
 # figures; PC_PDU_FIGURES=FILE appends them there.
 . "$(dirname "$0")/lib.sh"
 
@@ -142,9 +143,10 @@ wait $r1 $r2
 check "two campaigns sharing the slow PDU: 12 cycles pass on one" passed shared1 12
 check "...and on the other" passed shared2 12
 
-# one harness, two boards on the slow PDU: the harness's loop waits for each
-# relay call, so a board's cut may be decided late, behind the other board's
-# power-on or off: the cut event's at_ms drifts from the plan
+# one harness, two boards on the slow PDU: the loop never waits on a relay
+# (each board's runs in its worker), so every cut is decided on plan; the
+# daemon's one worker per PDU still queues one board's cut behind the
+# other's power-on or off
 lport=$(free_port)
 echo "p1 127.0.0.1:$lport" > "$T/outlet-7"
 echo "p2 127.0.0.1:$lport" > "$T/outlet-8"
@@ -239,9 +241,14 @@ sed 's/^/  /' "$T/figures"
 fig() { jq -r ".$2 | floor" "$T/fig-$1.json"; }
 check "every cut was matched to its outlet switching" \
 	[ "$(cat "$T"/fig-*.json | jq -s '[.[] | .cuts] | add')" -eq $((20 + 20 + 10 + 10 + 12 + 12 + 10 + 10)) ]
-# (the loop may wake a few ms late on a loaded machine: 8 ms seen under ASan)
-check "alone on its harness, a board's cut is decided on plan" [ "$(jq .late_max "$T/late-http.json")" -lt 50 ]
-check "two boards in one harness on a slow PDU: some cuts were decided late" [ "$(jq .late5 "$T/late-pair.json")" -ge 1 ]
+# A loop that waited on a relay would decide a cut a whole PDU command (300
+# ms) late; the loop itself may wake late on a loaded machine (8 ms seen
+# under ASan, up to 100 ms with two virtual boards running beside): under
+# 200 ms is on plan
+check "alone on its harness, a board's cut is decided on plan (worst $(jq .late_max "$T/late-http.json") ms)" \
+	[ "$(jq .late_max "$T/late-http.json")" -lt 200 ]
+check "two boards in one harness on a slow PDU: every cut is decided on plan, the loop waits on no relay (worst $(jq .late_max "$T/late-pair.json") ms)" \
+	[ "$(jq .late_max "$T/late-pair.json")" -lt 200 ]
 check "a slow PDU switches 300 ms after the decision, or later" [ "$(fig slow median)" -ge 300 ]
 check "on a shared PDU some cuts were queued behind the other board's requests" \
 	[ $(( $(fig shared1 queued) + $(fig shared2 queued) )) -ge 1 ]

@@ -12,11 +12,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "../../common/util.h"
 #include "../../relay/relay.h"
+#include "../../relay/relay_worker.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 
@@ -138,7 +140,7 @@ static void test_check(void)
 		{ &relay_sim_ops, "{}", 0, NULL },
 		{ &relay_sim_ops, "{\"driver\":\"sim\",\"boot_delay_ms\":0,\"timeout_ms\":5000}", 0, NULL },
 		{ &relay_sim_ops, "{\"driver\":\"sim\",\"bot_delay_ms\":5}", -EINVAL,
-		  "unknown key 'bot_delay_ms' (valid: driver, boot_delay_ms, timeout_ms)" },
+		  "unknown key 'bot_delay_ms' (valid: driver, boot_delay_ms, timeout_ms, switch_ms)" },
 		{ &relay_sim_ops, "{\"boot_delay_ms\":\"5\"}", -EINVAL,
 		  "boot_delay_ms: expected an integer from 0 to 3600000, got \"5\"" },
 		{ &relay_sim_ops, "{\"boot_delay_ms\":-1}", -EINVAL, "boot_delay_ms: expected an integer" },
@@ -238,6 +240,94 @@ static void test_command_switch(void)
 	CU_ASSERT_EQUAL(relay_get(&r), -ENOTSUP);
 	CU_ASSERT(HAS(r.err, "board cmd-1: relay command: no 'get' command configured"));
 	relay_close(&r);
+}
+
+/* A command relay in a worker: requests in order, the switch instant, the
+ * off time kept before an on, malformed replies and a dead worker. */
+static void test_worker(void)
+{
+	const char *dir = pc_test_tmpdir("relay-worker");
+	char on[PATH_MAX * 2], off[PATH_MAX * 2], get[PATH_MAX * 2], state[PATH_MAX], *text;
+	json_object *cfg = json_object_new_object();
+	struct relay_ctx ctx = { .board = "w-1" };
+	struct relay_worker w;
+	struct relay_rep rep;
+	uint32_t s1 = 0, s2 = 0, s3 = 0;
+	uint64_t t_off;
+	int sv[2];
+
+	strf(state, sizeof(state), "%s/state", dir);
+	strf(on, sizeof(on), "echo on >> '%s'", state);
+	strf(off, sizeof(off), "echo off >> '%s'", state);
+	strf(get, sizeof(get), "tail -n 1 '%s'", state);
+	json_object_object_add(cfg, "driver", json_object_new_string("command"));
+	json_object_object_add(cfg, "on", json_object_new_string(on));
+	json_object_object_add(cfg, "off", json_object_new_string(off));
+	json_object_object_add(cfg, "get", json_object_new_string(get));
+	CU_ASSERT_EQUAL_FATAL(relay_worker_start(&w, "command", cfg, &ctx, 10000), 0);
+	/* the open's answer */
+	CU_ASSERT_EQUAL_FATAL(relay_worker_wait(&w, 10000, &rep), 1);
+	CU_ASSERT_EQUAL(rep.op, 0);
+	CU_ASSERT_EQUAL(rep.ret, 0);
+	/* three requests at once: answered in order, the on 100 ms after the off */
+	CU_ASSERT_EQUAL(relay_worker_send(&w, RELAY_OP_OFF, 0, NULL, NULL, &s1), 0);
+	CU_ASSERT_EQUAL(relay_worker_send(&w, RELAY_OP_ON, 100, NULL, NULL, &s2), 0);
+	CU_ASSERT_EQUAL(relay_worker_send(&w, RELAY_OP_CUT, 0, NULL, NULL, &s3), 0);
+	CU_ASSERT_EQUAL(w.outstanding, 3);
+	CU_ASSERT_EQUAL_FATAL(relay_worker_wait(&w, 10000, &rep), 1);
+	CU_ASSERT(rep.op == RELAY_OP_OFF && rep.seq == s1 && rep.ret == 0);
+	t_off = rep.t_switch_us;
+	CU_ASSERT(rep.t_start_us <= rep.t_switch_us && rep.t_switch_us <= rep.t_end_us);
+	CU_ASSERT_EQUAL_FATAL(relay_worker_wait(&w, 10000, &rep), 1);
+	CU_ASSERT(rep.op == RELAY_OP_ON && rep.seq == s2 && rep.ret == 0);
+	CU_ASSERT(rep.t_switch_us >= t_off + 100000);
+	CU_ASSERT_EQUAL_FATAL(relay_worker_wait(&w, 10000, &rep), 1);
+	/* the cut: off, and read back off */
+	CU_ASSERT(rep.op == RELAY_OP_CUT && rep.seq == s3 && rep.ret == 0);
+	CU_ASSERT_EQUAL(w.outstanding, 0);
+	CU_ASSERT_FALSE(relay_worker_hung(&w, pc_now_ms() + 1000000));
+	text = slurp(state);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+	CU_ASSERT_STRING_EQUAL(text, "off\non\noff\n");
+	free(text);
+	/* nothing to read: 0, not an error */
+	CU_ASSERT_EQUAL(relay_worker_read(&w, &rep), 0);
+	/* a request outstanding past its deadline is a hang */
+	CU_ASSERT_EQUAL(relay_worker_send(&w, RELAY_OP_GET, 0, NULL, NULL, NULL), 0);
+	CU_ASSERT(relay_worker_hung(&w, pc_now_ms() + 20000));
+	CU_ASSERT_EQUAL_FATAL(relay_worker_wait(&w, 10000, &rep), 1);
+	CU_ASSERT(rep.op == RELAY_OP_GET && rep.ret == 0);
+	/* the worker dies: -EPIPE */
+	kill(w.pid, SIGKILL);
+	CU_ASSERT_EQUAL(relay_worker_wait(&w, 10000, &rep), -EPIPE);
+	relay_worker_kill(&w);
+	CU_ASSERT_EQUAL(w.pid, 0);
+	CU_ASSERT_EQUAL(relay_worker_send(&w, RELAY_OP_ON, 0, NULL, NULL, NULL), -EPIPE);
+
+	/* what is not a whole, well-formed reply to what was asked: -EPROTO */
+	for (int k = 0; k < 4; k++) {
+		struct relay_rep bad;
+
+		CU_ASSERT_EQUAL_FATAL(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+		memset(&w, 0, sizeof(w));
+		w.fd = sv[0];
+		w.seq = 1;
+		w.outstanding = 1;
+		memset(&bad, 0, sizeof(bad));
+		bad.magic = RELAY_WORKER_MAGIC;
+		bad.size = sizeof(bad);
+		bad.seq = k == 2 ? 7 : 1;	/* a seq never sent */
+		if (k == 1)
+			bad.magic = 0;
+		CU_ASSERT_EQUAL(send(sv[1], &bad, k == 0 ? sizeof(bad) - 1 : k == 3 ? sizeof(bad) : sizeof(bad), 0),
+				(ssize_t)(k == 0 ? sizeof(bad) - 1 : sizeof(bad)));
+		if (k == 3)
+			w.outstanding = 0;	/* nothing was asked */
+		CU_ASSERT_EQUAL(relay_worker_read(&w, &rep), -EPROTO);
+		close(sv[0]);
+		close(sv[1]);
+	}
+	json_object_put(cfg);
 }
 
 static void test_command_get_parse(void)
@@ -576,6 +666,7 @@ int suite_relay(void)
 	    !CU_add_test(s, "check", test_check) ||
 	    !CU_add_test(s, "command switch", test_command_switch) ||
 	    !CU_add_test(s, "command get parse", test_command_get_parse) ||
+	    !CU_add_test(s, "relay worker", test_worker) ||
 	    !CU_add_test(s, "command failure", test_command_fail) ||
 	    !CU_add_test(s, "command timeout", test_command_timeout) ||
 	    !CU_add_test(s, "sim power", test_sim_power) ||
