@@ -43,8 +43,18 @@ skip() {
 QEMU=$(command -v qemu-system-x86_64) ||
 	skip "qemu-system-x86_64 is not installed ('make vm-deps' installs qemu-system-x86)"
 [ -x "$TOOLS/ptypair" ] || skip "$TOOLS/ptypair is not built"
-if [ ! -e "$VM/kernel" ] || [ ! -e "$VM/initrd-fua.img" ] || [ ! -e "$VM/sd.img" ]; then
-	echo "  building the board image (make vm-image)"
+# The boards boot the agent inside the initramfs: an image built before the
+# agent last changed would test an old agent, so it is rebuilt then too
+# (make's own dependencies rebuild the static agent when its sources changed).
+stale=""
+if [ "$VM" = build/vm ] && [ -e "$VM/initrd.img" ]; then
+	make --no-print-directory STATIC=1 B=build/static agent > "$T/static.log" 2>&1 ||
+		skip "the static agent does not build: $(tail -1 "$T/static.log")"
+	[ build/static/powercut-agent -nt "$VM/initrd.img" ] || [ "$VM/initrd.img" -nt "$VM/initrd-fua.img" ] &&
+		stale=" (the agent changed since it was built)"
+fi
+if [ ! -e "$VM/kernel" ] || [ ! -e "$VM/initrd-fua.img" ] || [ ! -e "$VM/sd.img" ] || [ -n "$stale" ]; then
+	echo "  building the board image (make vm-image)$stale"
 	make --no-print-directory vm-image > "$T/vm-image.log" 2>&1 ||
 		skip "make vm-image failed (are Debian's kernel packages reachable?): $(tail -1 "$T/vm-image.log")"
 fi
@@ -196,6 +206,54 @@ check "vm2: QEMU received WRITEs with FUA in the fua cycles ($fua_w), none witho
 	[ "$fua_w" -gt 0 -a "$fua_bad" -eq 0 ]
 check "vm2: ...and SYNCHRONIZE CACHE in the flush cycles ($flush_s), no FUA WRITE there" \
 	[ "$flush_s" -gt 0 -a "$flush_bad" -eq 0 ]
+
+# What reached each disk, as the guest kernel issued it (the agent's tracefs
+# audit, docs/io-audit.md). A cycle "wrote" when its audit counted a write
+# (a cut can come before the first AUDIT line after the first writes).
+audit_sum() { # BOARD MODE: "cycles-that-wrote WFS WS FF cycles-with-FF cycles-with-a-note"
+	jq -s -r --arg b "$1" --arg m "$2" '
+		[.[] | select(.board == $b and .mode_run == $m and .io_audit.src == "tracefs") |
+		 {fua: (.io_audit.rq.WFS // 0), ws: (.io_audit.rq.WS // 0), ff: (.io_audit.rq.FF // 0), note: .io_note} |
+		 select(.fua + .ws > 0)] |
+		"\(length) \(map(.fua) | add // 0) \(map(.ws) | add // 0) \(map(.ff) | add // 0) " +
+		"\(map(select(.ff > 0)) | length) \(map(select(.note != null)) | length)"' "$V"
+}
+check "every verdict of the three boards carries a tracefs io_audit" \
+	[ "$(jq -s 'map(select(.io_audit.src == "tracefs")) | length' "$V")" -eq "$(jq -s 'map(select(.records.submitted > 0)) | length' "$V")" ]
+for b in $BOARDS; do
+	for m in fua flush; do
+		read -r nw wfs ws ff nff nnote <<< "$(audit_sum $b $m)"
+		echo "  $b $m: $nw cycles wrote: WFS $wfs, WS $ws, FF $ff (flushes in $nff cycles), io_note in $nnote"
+		eval "A_${b}_${m}=\"$nw $wfs $ws $ff $nff $nnote\""
+	done
+done
+for b in vm2 vm3; do
+	read -r nw wfs ws ff nff nnote <<< "$(eval echo \$A_${b}_fua)"
+	check "$b: the fua cycles that wrote ($nw) sent FUA writes ($wfs WFS) in each, no plain write ($ws WS), no io_note ($nnote)" \
+		[ "$nw" -gt 0 -a "$(jq -s '[.[] | select(.board == "'$b'" and .mode_run == "fua" and (.io_audit.rq.WS // 0) + (.io_audit.rq.WFS // 0) > 0 and (.io_audit.rq.WFS // 0) == 0)] | length' "$V")" -eq 0 -a "$ws" -eq 0 -a "$nnote" -eq 0 ]
+	read -r nw wfs ws ff nff nnote <<< "$(eval echo \$A_${b}_flush)"
+	check "$b: the flush cycles that wrote ($nw) sent plain writes ($ws WS), no FUA write ($wfs), and flushes ($ff FF in $nff cycles)" \
+		[ "$nw" -gt 0 -a "$ws" -gt 0 -a "$wfs" -eq 0 -a "$nff" -gt 0 ]
+done
+read -r nw wfs ws ff nff nnote <<< "$A_vm1_fua"
+check "vm1: the SD card's fua cycles that wrote ($nw) sent plain writes only ($ws WS, $wfs WFS, $ff FF): FUA dropped" \
+	[ "$nw" -gt 0 -a "$wfs" -eq 0 -a "$ff" -eq 0 -a "$ws" -gt 0 ]
+check "vm1: ...and their io_note names the write-through queue" \
+	[ "$(jq -s '[.[] | select(.board == "vm1" and .mode_run == "fua" and (.io_audit.rq.WS // 0) > 0 and
+		((.io_note // "") | test("^fua: plain writes: FUA and flushes dropped \\(write-through queue: no cache to flush\\)$") | not))] | length' "$V")" -eq 0 -a "$nnote" -eq "$nw" ]
+read -r nw wfs ws ff nff nnote <<< "$A_vm1_flush"
+check "vm1: the flush cycles sent no flush ($ff FF in $nw cycles that wrote)" [ "$nw" -gt 0 -a "$ff" -eq 0 ]
+# the report states, per device and mode, what the mode became
+"$PC" report "$T/r" > "$T/report.txt" 2>&1
+grep "io: " "$T/report.txt" | sed 's/^ */  report: /'
+check "report: fua became FUA writes (native) on the SCSI and NVMe disks" \
+	[ "$(grep -c "io: fua -> FUA writes (native) " "$T/report.txt")" -eq 2 ]
+check "report: flush became writes and flushes on the SCSI and NVMe disks" \
+	[ "$(grep -c "io: flush -> writes and flushes " "$T/report.txt")" -eq 2 ]
+check "report: on the SD card fua became plain writes, FUA and flushes dropped by the write-through queue" \
+	grep -q "io: fua -> plain writes: FUA and flushes dropped (write-through queue: no cache to flush) " "$T/report.txt"
+check "report: ...and flush plain writes, flushes dropped" \
+	grep -q "io: flush -> plain writes: flushes dropped (write-through queue: no cache to flush) " "$T/report.txt"
 
 # three boards, three devices
 ids=$(jq -r '"\(.board) \(.device.id)"' "$V" | sort -u)
