@@ -190,6 +190,8 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 		 * reporting the switch: the power went at at_ms + relay_us */
 		json_object_object_add(ev, "relay_us", json_object_new_int64(
 			t_off > b->cut_req_us ? (int64_t)(t_off - b->cut_req_us) : 0));
+		/* the cut's instant: when the driver reported the switch */
+		json_object_object_add(ev, "power_off_ms", json_object_new_int64((int64_t)(t_off / 1000 - b->t_work)));
 		/* a random instant: how late against it */
 		if (!strcmp(why, "random instant") && b->cut_at != UINT64_MAX && !b->io_fired)
 			json_object_object_add(ev, "late_us", json_object_new_int64(

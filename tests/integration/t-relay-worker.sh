@@ -37,8 +37,8 @@ check "every cut says how long its relay took (relay_us)" \
 	[ "$(jq -s '[.[] | select(.ev == "cut" and (.relay_us | type) != "number")] | length' "$E")" -eq 0 ]
 check "every random-instant cut says how late it was (late_us)" \
 	[ "$(jq -s '[.[] | select(.ev == "cut" and .trigger == "random instant" and (.late_us | type) != "number")] | length' "$E")" -eq 0 ]
-check "the verdicts carry them (cut.relay_us)" \
-	[ "$(jq -s '[.[] | select(.cut and (.cut.relay_us | type) == "number")] | length' "$T/s/verdicts.jsonl")" -ge 4 ]
+check "the verdicts carry them (cut.relay_us), and the instant the power went (cut.power_off_ms >= at_ms)" \
+	[ "$(jq -s '[.[] | select(.cut and (.cut.relay_us | type) == "number" and .cut.power_off_ms >= .cut.at_ms)] | length' "$T/s/verdicts.jsonl")" -ge 4 ]
 check "the slow relay took its 2 s at every cut" \
 	[ "$(jq -s '[.[] | select(.ev == "cut" and .board == "slow" and .relay_us < 2000000)] | length' "$E")" -eq 0 ]
 # while the slow relay switched the slow board on (from its power_on to its
