@@ -78,6 +78,7 @@ struct qemu_priv {
 	char cache[16];
 	char serial[QEMU_SERIAL_MAX + 1];	/* the SCSI or NVMe disk's; "" for the SD card */
 	enum qemu_disk disk;
+	int fua;			/* the SCSI disk says DPOFUA (relay.fua, default true) */
 	char **extra;
 	size_t nextra;
 	int memory_mb, timeout_ms;
@@ -88,7 +89,7 @@ static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *sta
 
 static const char *const qemu_keys[] = {
 	"driver", "kernel", "initrd", "drive", "console", "append", "memory_mb", "extra_args",
-	"qemu", "accel", "cache", "timeout_ms", "disk", "serial",
+	"qemu", "accel", "cache", "timeout_ms", "disk", "serial", "fua",
 };
 
 static const char *const qemu_accels[] = { "auto", "kvm", "tcg" };
@@ -201,6 +202,16 @@ static int qemu_check(json_object *cfg, char *err, size_t errlen)
 		rc = qemu_check_enum(cfg, "disk", qemu_disks, PC_ARRAY_SIZE(qemu_disks), err, errlen);
 	if (!rc)
 		rc = qemu_check_serial(cfg, err, errlen);
+	if (!rc)
+		rc = relay_check_bool(cfg, "fua", err, errlen);
+	/* only scsi-hd has a switch (dpofua); Linux's NVMe driver always takes FUA
+	 * and the SD card never does */
+	if (!rc && cfg && json_object_object_get_ex(cfg, "fua", NULL) &&
+	    strcmp(relay_cfg_str(cfg, "disk", "sd"), "scsi") != 0) {
+		snprintf(err, errlen, "fua: only the SCSI disk (\"disk\": \"scsi\") can be told not to take FUA "
+			 "(scsi-hd's dpofua); the SD card never does, an NVMe namespace always does");
+		rc = -EINVAL;
+	}
 	return rc;
 }
 
@@ -646,6 +657,7 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 		if (strcmp(relay_cfg_str(cfg, "disk", "sd"), qemu_disks[i]) == 0)
 			p->disk = (enum qemu_disk)i;
 	qemu_serial(p, cfg, r->board);
+	p->fua = relay_cfg_bool(cfg, "fua", 1);
 	p->memory_mb = (int)relay_cfg_int(cfg, "memory_mb", 256);
 	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", 10000);
 	if ((rc = qemu_copy(r, p->kernel, sizeof(p->kernel), cfg, "kernel", "")) ||
@@ -896,9 +908,12 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	ttyopt = tty ? qemu_argv_fmt(a, "serial,id=pcser,path=%s", tty) : NULL;
 	qmpopt = qemu_argv_fmt(a, "socket,id=pcqmp,fd=%d", qmp_fd);
 	/* the FUA board's disks: a volatile write cache the guest is told
-	 * about, and FUA (scsi-hd says DPOFUA only when asked to) */
+	 * about, and FUA (scsi-hd says DPOFUA only when asked to; with relay.fua
+	 * false it does not, and the guest's block layer emulates FUA with
+	 * flushes) */
 	if (p->disk == QEMU_DISK_SCSI && serial)
-		devopt = qemu_argv_fmt(a, "scsi-hd,bus=pcscsi.0,drive=disk,serial=%s,write-cache=on,dpofua=on", serial);
+		devopt = qemu_argv_fmt(a, "scsi-hd,bus=pcscsi.0,drive=disk,serial=%s,write-cache=on,dpofua=%s", serial,
+				       p->fua ? "on" : "off");
 	else if (p->disk == QEMU_DISK_NVME && serial)
 		devopt = qemu_argv_fmt(a, "nvme,drive=disk,serial=%s,write-cache=on", serial);
 	else if (p->disk == QEMU_DISK_SD)
