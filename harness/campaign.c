@@ -287,6 +287,12 @@ static void relay_failed(struct bctx *b, const char *fmt, ...)
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
 	relay_worker_kill(&b->rw);
+	if (b->st == B_DONE) {
+		/* a board given up (or finished) needs no relay any more: a
+		 * worker hung in its last off is not started again and again */
+		pc_warn("board %s: the relay worker %s; the board is done, no new one is started", b->cfg->name, why);
+		return;
+	}
 	b->rw.restarts++;
 	ret = relay_worker_start(&b->rw, b->cfg->relay_driver, b->cfg->relay, &b->rctx, b->rw.hang_ms);
 	if (ret) {
@@ -298,7 +304,7 @@ static void relay_failed(struct bctx *b, const char *fmt, ...)
 	b->on_seq = 0;
 	/* whatever the old one left undone: the board is switched off first */
 	relay_worker_send(&b->rw, RELAY_OP_OFF, 0, NULL, NULL, NULL);
-	if (b->st == B_DONE || b->st == B_OFF_WAIT || b->st == B_DRAIN) {
+	if (b->st == B_OFF_WAIT || b->st == B_DRAIN) {
 		pc_warn("board %s: the relay worker %s; a new one is started", b->cfg->name, why);
 		return;
 	}
