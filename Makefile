@@ -154,6 +154,7 @@ demo: deps
 bench: all
 	bench/modes-vs-fio
 	bench/replay-rate
+	bench/harness
 
 # Regenerate the crafted region images of tests/fixtures/ (they are committed).
 fixtures: $(B)/tools/mkfixtures
