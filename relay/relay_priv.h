@@ -14,13 +14,16 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "../common/util.h"
 
@@ -162,12 +165,38 @@ static inline int relay_ms_left(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-/* waitpid() on our own child, polling, for at most ms; 0, -ETIMEDOUT or -errno. */
+/* waitpid() on our own child for at most ms; 0, -ETIMEDOUT or -errno.
+ * Woken the moment it exits where the kernel has pidfds (5.3): a cut's
+ * instant is when the board's process is gone, not the next poll after;
+ * else polling, 0.5 ms at first. */
 static inline int relay_reap(pid_t pid, int *status, uint64_t ms)
 {
 	uint64_t deadline = pc_now_ms() + ms;
 	uint64_t sleep_us = 500;
+#ifdef SYS_pidfd_open
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 
+	while (pfd >= 0) {
+		struct pollfd p = { .fd = pfd, .events = POLLIN };
+		pid_t w = waitpid(pid, status, WNOHANG);
+		int left;
+
+		if (w == pid || (w < 0 && errno != EINTR)) {
+			int e = w == pid ? 0 : -errno;
+			close(pfd);
+			return e;
+		}
+		left = relay_ms_left(deadline);
+		if (!left) {
+			close(pfd);
+			return -ETIMEDOUT;
+		}
+		if (poll(&p, 1, left) < 0 && errno != EINTR) {
+			close(pfd);
+			break;	/* then as without pidfds */
+		}
+	}
+#endif
 	for (;;) {
 		pid_t w = waitpid(pid, status, WNOHANG);
 

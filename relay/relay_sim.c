@@ -30,11 +30,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/util.h"
 
+/* the sim board's agent runs at this niceness (see sim_on) */
+#define SIM_AGENT_NICE	10
 
 struct sim_priv {
 	char media[PATH_MAX];
@@ -172,6 +175,11 @@ static int sim_spawn(struct relay *r, struct sim_priv *p, char *const argv[], in
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/* Keep the harness's sockets out of the board (ep[1] is CLOEXEC already). */
 		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+		/* A real board has a CPU of its own; the sim board shares the
+		 * host's with the harness, and yields it first (nice 10), so a
+		 * cut is not late because sixteen boards were busy writing
+		 * (sim_cut gives it back to the dying agent). */
+		(void)setpriority(PRIO_PROCESS, 0, SIM_AGENT_NICE);	/* not fatal if refused */
 		execv(argv[0], argv);
 		child_errno = errno;
 		if (write(ep[1], &child_errno, sizeof(child_errno)) < 0)
@@ -434,7 +442,12 @@ fail:
 /* Cut: SIGKILL the whole group, then reap the leader. 0 or -ETIMEDOUT. */
 static int sim_cut(struct relay *r, struct sim_priv *p)
 {
-	int rc = relay_kill_group(r, &p->pid, "agent", "");
+	int rc;
+
+	/* the dying board gets its CPU back (where we may give it: root),
+	 * so that it is gone as soon as a real board's power would be */
+	(void)setpriority(PRIO_PGRP, (id_t)p->pid, 0);
+	rc = relay_kill_group(r, &p->pid, "agent", "");
 
 	if (rc == 0)
 		relay_group_forget(p->pgid);
