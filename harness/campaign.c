@@ -2,7 +2,8 @@
  * campaign.c - the campaign daemon: the poll() loop and each board's state
  * machine.
  *
- * One process, one poll() loop, every board concurrently. Each board goes
+ * One poll() loop, every board concurrently; each board's relay switches in a
+ * worker process of its own (relay/relay_worker.h), never in the loop. Each board goes
  * round: power on -> wait for HELLO (boot timeout, retries) -> VERIFY (the
  * engine judges the last cycle's writes from the scan) -> WORK -> cut at the
  * planned instant -> drain what was already on the wire -> off time -> next.
