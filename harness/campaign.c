@@ -3,10 +3,11 @@
  * machine.
  *
  * One poll() loop, every board concurrently; each board's relay switches in a
- * worker process of its own (relay/relay_worker.h), never in the loop. Each board goes
- * round: power on -> wait for HELLO (boot timeout, retries) -> VERIFY (the
- * engine judges the last cycle's writes from the scan) -> WORK -> cut at the
- * planned instant -> drain what was already on the wire -> off time -> next.
+ * worker process of its own (relay/relay_worker.h), never in the loop. Each
+ * board goes round: power on -> wait for HELLO (boot timeout, retries) ->
+ * VERIFY (the engine judges the last cycle's writes from the scan) -> WORK ->
+ * cut at the planned instant -> drain what was already on the wire -> off
+ * time -> next.
  * Every event is appended to events.jsonl and fed to the engine; verdicts are
  * appended to verdicts.jsonl with fsync. A killed harness resumes where its
  * records end, with no verdict lost or written twice. The other parts:
