@@ -240,11 +240,12 @@ static void power_on(struct bctx *b)
 	snprintf(b->relay.console, sizeof(b->relay.console), "%s/console/%s/cycle-%u.log", c->res.dir,
 		 b->cfg->name, b->cycle);
 	b->t_power = pc_now_ms();
-	if (b->cfg->link_serial) {
+	if (b->cfg->link_serial || b->cfg->console_capture) {
 		/* a line the last cut broke off is noise: the new boot starts afresh,
 		 * and so does the authentication */
 		memset(&b->slb, 0, sizeof(b->slb));
-		camp_close_link(b);
+		if (b->cfg->link_serial)
+			camp_close_link(b);
 		/* the harness captures the console itself, from the serial line */
 		if (b->cfd >= 0)
 			close(b->cfd);
@@ -651,7 +652,7 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		b->fd = -1;
 		b->sfd = -1;
 		b->cfd = -1;
-		if (b->cfg->link_serial && camp_serial_open(b, err, errlen))
+		if ((b->cfg->link_serial || b->cfg->console_capture) && camp_serial_open(b, err, errlen))
 			return -EIO;
 		snprintf(state, sizeof(state), "%s/boards/%s", c->res.dir, b->cfg->name);
 		snprintf(cons, sizeof(cons), "%s/console/%s", c->res.dir, b->cfg->name);
@@ -709,9 +710,11 @@ static int all_done(const struct camp *c)
 
 static void loop(struct camp *c)
 {
-	struct pollfd pfd[1 + MAX_PENDING + 256 + CFG_MAX_BOARDS];
-	void *who[1 + MAX_PENDING + 256 + CFG_MAX_BOARDS];
-	int is_relay[1 + MAX_PENDING + 256 + CFG_MAX_BOARDS];
+	/* the listener, pending connections, and per board its relay worker,
+	 * its console and its tcp link */
+	struct pollfd pfd[1 + MAX_PENDING + 3 * CFG_MAX_BOARDS];
+	void *who[1 + MAX_PENDING + 3 * CFG_MAX_BOARDS];
+	int is_relay[1 + MAX_PENDING + 3 * CFG_MAX_BOARDS];
 
 	while (!all_done(c) && !stop_flag && !c->fatal) {
 		uint64_t now = pc_now_ms(), next = now + 1000;
@@ -748,12 +751,18 @@ static void loop(struct camp *c)
 				pfd[n] = (struct pollfd){ .fd = c->pend[i].fd, .events = POLLIN };
 				who[n++] = &c->pend[i];
 			}
-		for (unsigned i = 0; i < c->nb && n < (int)PC_ARRAY_SIZE(pfd); i++)
-			if (c->b[i].fd >= 0 || c->b[i].sfd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].sfd >= 0 ? c->b[i].sfd : c->b[i].fd,
-							  .events = POLLIN };
+		for (unsigned i = 0; i < c->nb; i++) {
+			/* the serial console (the link, or a tcp link's captured
+			 * console), and a tcp link */
+			if (c->b[i].sfd >= 0) {
+				pfd[n] = (struct pollfd){ .fd = c->b[i].sfd, .events = POLLIN };
 				who[n++] = &c->b[i];
 			}
+			if (c->b[i].fd >= 0 && c->b[i].fd != c->b[i].sfd) {
+				pfd[n] = (struct pollfd){ .fd = c->b[i].fd, .events = POLLIN };
+				who[n++] = &c->b[i];
+			}
+		}
 		now = pc_now_ms();
 		timeout = next > now ? (int)(next - now) : 0;
 		ret = poll(pfd, (nfds_t)n, timeout);

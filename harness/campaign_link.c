@@ -96,7 +96,7 @@ static struct netlink *netlinks;
 
 static struct netserial *net_of(const struct bctx *b)
 {
-	if (!b || !b->cfg->link_serial || b->sfd < 0)
+	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->sfd < 0)
 		return NULL;
 	for (struct netlink *l = netlinks; l; l = l->next)
 		if (l->b == b && netserial_fd(l->ns) == b->sfd)
@@ -523,7 +523,8 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 /* A network console broke: the cycle it broke in cannot be trusted. */
 static void net_down(struct bctx *b, const char *why)
 {
-	if (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING)
+	/* a tcp link's captured console: the cycle lost part of its log, not its link */
+	if (b->cfg->link_serial && (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING))
 		camp_infra(b, "%s", why);
 	else if (b->st != B_DONE)
 		pc_warn("board %s: %s; reconnecting", b->cfg->name, why);
@@ -534,7 +535,7 @@ static void net_down(struct bctx *b, const char *why)
 static void net_up(struct bctx *b, struct netserial *ns)
 {
 	pc_info("board %s: console %s connected again", b->cfg->name, netserial_url(ns));
-	if (b->st == B_WAIT_HELLO && !netserial_up_since_mark(ns))
+	if (b->cfg->link_serial && b->st == B_WAIT_HELLO && !netserial_up_since_mark(ns))
 		camp_infra(b, "console %s: the link was down when the board was powered on (it came back %" PRIu64
 			   " ms later); what the board printed before, its agent's hello among it, may be lost",
 			   netserial_url(ns), pc_now_ms() - b->t_power);
@@ -575,7 +576,9 @@ void camp_serial_read(struct bctx *b)
 			if (r == PC_LINE_TOO_LONG)
 				continue;	/* noise: a long kernel line, or garbage */
 			line[len] = 0;
-			mk = memchr(line, '@', len) ? strstr(line, PC_PROTO_MARKER) : NULL;
+			/* a tcp link's captured console carries no protocol: all of it
+			 * is the board's output (what times the boot) */
+			mk = b->cfg->link_serial && memchr(line, '@', len) ? strstr(line, PC_PROTO_MARKER) : NULL;
 			if (!mk) {
 				serial_noise(b, line);
 				continue;

@@ -846,11 +846,14 @@ static const uint32_t bauds[] = { 9600, 19200, 38400, 57600, 115200, 230400, 460
  * {"type": "serial", "device": "/dev/ttyUSB0", "baud": 115200,
  *  "boot_patterns": ["U-Boot", "Starting kernel", "Linux version"]}; the
  * device may be a console exported over the network: "tcp://HOST:PORT",
- * "telnet://HOST:PORT", "rfc2217://HOST:PORT" (netserial.h).
+ * "telnet://HOST:PORT", "rfc2217://HOST:PORT" (netserial.h). A tcp link may
+ * name the board's console too ("console", with "baud" and "boot_patterns"):
+ * it is captured into the cycle's console log and times the boot, and never
+ * carries the protocol.
  */
 static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
-	static const char *const tcp_keys[] = { "type", NULL };
+	static const char *const tcp_keys[] = { "type", "console", "baud", "boot_patterns", NULL };
 	static const char *const serial_keys[] = { "type", "device", "baud", "boot_patterns", NULL };
 	json_object *l = bval(x, "link"), *v, *ol, *arr;
 	const char *type = "tcp", *dev;
@@ -858,6 +861,7 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	int rc;
 
 	b->link_serial = 0;
+	b->console_capture = 0;
 	b->serial_baud = 115200;
 	b->nboot_patterns = 0;
 	if (l) {
@@ -878,12 +882,19 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 						       b->link_serial ? serial_keys : tcp_keys, NULL);
 		}
 	}
-	if (b->link_serial) {
-		v = jget(l, "device");
+	if (!b->link_serial && l && !jget(l, "console") && (jget(l, "baud") || jget(l, "boot_patterns")))
+		return cfg_fail(x, bpath(x, path, sizeof(path), "link", NULL),
+				"'baud' and 'boot_patterns' on a tcp link are for its 'console': name it (the board's "
+				"serial console to capture, e.g. /dev/ttyUSB0 or tcp://HOST:PORT)");
+	b->console_capture = !b->link_serial && l && jget(l, "console");
+	if (b->link_serial || b->console_capture) {
+		const char *dkey = b->link_serial ? "device" : "console";
+
+		v = jget(l, dkey);
 		if (!v)
 			return cfg_fail(x, bpath(x, path, sizeof(path), "link", NULL),
 					"missing 'device' (the board's serial console, e.g. /dev/ttyUSB0)");
-		if ((rc = cfg_str(x, v, bpath(x, path, sizeof(path), "link", "device"), &dev)))
+		if ((rc = cfg_str(x, v, bpath(x, path, sizeof(path), "link", dkey), &dev)))
 			return rc;
 		if (strlen(dev) >= sizeof(b->serial_device))
 			return cfg_fail(x, path, "path too long");
@@ -925,8 +936,8 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	}
 	ol = json_object_new_object();
 	put(ol, "type", json_object_new_string(b->link_serial ? "serial" : "tcp"));
-	if (b->link_serial) {
-		put(ol, "device", json_object_new_string(b->serial_device));
+	if (b->link_serial || b->console_capture) {
+		put(ol, b->link_serial ? "device" : "console", json_object_new_string(b->serial_device));
 		put(ol, "baud", json_object_new_int64(b->serial_baud));
 		arr = json_object_new_array();
 		for (unsigned i = 0; i < b->nboot_patterns; i++)

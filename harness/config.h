@@ -67,7 +67,8 @@ struct board_cfg {
 	uint8_t unclassified_violation[PC_MODE_MAX];	/* a record whose damage could not be classified */
 	/* the link: TCP (the agent connects to "listen"), or the board's serial console */
 	int link_serial;
-	char serial_device[PATH_MAX];	/* link.device */
+	int console_capture;		/* a tcp link with link.console: the console is captured, not spoken */
+	char serial_device[PATH_MAX];	/* link.device (serial), link.console (tcp) */
 	uint32_t serial_baud;		/* link.baud */
 	int audit_require;		/* audit "require": requests not seen, or not the mode's, are INFRA_ERROR */
 	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
