@@ -64,3 +64,13 @@ s=$(ps -o stat= -p "$(cat "$1" 2>/dev/null)" 2>/dev/null)
 case "$s" in ""|Z*) echo off ;; *) echo on ;; esac
 SH
 }
+
+# A pty pair as the board's serial cable (tools/ptypair): sets host_end (the
+# harness's end), board_end and cable (its pid, killed on exit).
+cable_start() {
+	"$TOOLS/ptypair" "$T/ptys" & cable=$!
+	trap 'kill $cable 2>/dev/null; rm -rf "$T"' EXIT
+	for _ in $(seq 50); do [ -s "$T/ptys" ] && break; sleep 0.1; done
+	host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
+	check "a pty pair stands in for the serial cable" [ -c "$host_end" ] && [ -c "$board_end" ]
+}

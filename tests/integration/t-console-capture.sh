@@ -7,11 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 echo "t-console-capture: a tcp link with the board's console captured"
 
-"$TOOLS/ptypair" "$T/ptys" & cable=$!
-trap 'kill $cable 2>/dev/null; rm -rf "$T"' EXIT
-for _ in $(seq 50); do [ -s "$T/ptys" ] && break; sleep 0.1; done
-host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
-check "a pty pair stands in for the serial cable" [ -c "$host_end" ] && [ -c "$board_end" ]
+cable_start
 check "prepare the board's emulated eMMC" "$AGENT" prepare --device "sim:$T/m.img" --size 1M --yes
 
 cat > "$T/board.sh" <<SH
