@@ -74,3 +74,17 @@ cable_start() {
 	host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
 	check "a pty pair stands in for the serial cable" [ -c "$host_end" ] && [ -c "$board_end" ]
 }
+
+# Stop the daemons a test started (pids): SIGTERM, at most 5 s for them to
+# go, then SIGKILL, so that none outlives the test.
+stop_daemons() {
+	local p alive
+	for p in "$@"; do kill "$p" 2> /dev/null; done
+	for _ in $(seq 50); do
+		alive=""
+		for p in "$@"; do kill -0 "$p" 2> /dev/null && alive=1; done
+		[ -n "$alive" ] || break
+		sleep 0.1
+	done
+	for p in "$@"; do kill -KILL "$p" 2> /dev/null; done
+}

@@ -33,16 +33,8 @@ cleanup() {
 		[ -s "$f" ] && kill -KILL -- "-$(cat "$f" 2> /dev/null)" 2> /dev/null
 		[ -s "$f" ] && kill -KILL "$(cat "$f" 2> /dev/null)" 2> /dev/null
 	done
-	for p in $pids; do kill "$p" 2> /dev/null; done
-	# the daemons stop on SIGTERM:
-	# bounded, then SIGKILL, so that none outlives the test
-	for _ in $(seq 50); do
-		alive=""
-		for p in $pids; do kill -0 "$p" 2> /dev/null && alive=1; done
-		[ -n "$alive" ] || break
-		sleep 0.1
-	done
-	for p in $pids; do kill -KILL "$p" 2> /dev/null; done
+	# shellcheck disable=SC2086
+	stop_daemons $pids
 	rm -rf "$T"
 }
 trap cleanup EXIT

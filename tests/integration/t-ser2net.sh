@@ -16,16 +16,8 @@ PY=$(command -v /usr/bin/python3 || command -v python3) || skip "python3 is not 
 
 pids=""
 cleanup() {
-	for p in $pids; do kill "$p" 2> /dev/null; done
-	# the daemons stop on SIGTERM (pdudaemon lets a running PDU command end):
-	# bounded, then SIGKILL, so that none outlives the test
-	for _ in $(seq 50); do
-		alive=""
-		for p in $pids; do kill -0 "$p" 2> /dev/null && alive=1; done
-		[ -n "$alive" ] || break
-		sleep 0.1
-	done
-	for p in $pids; do kill -KILL "$p" 2> /dev/null; done
+	# shellcheck disable=SC2086
+	stop_daemons $pids
 	for f in "$T"/*.boardpid; do
 		[ -s "$f" ] && kill -KILL -- "-$(cat "$f" 2> /dev/null)" 2> /dev/null
 	done
