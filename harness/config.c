@@ -896,6 +896,9 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 					"missing 'device' (the board's serial console, e.g. /dev/ttyUSB0)");
 		if ((rc = cfg_str(x, v, bpath(x, path, sizeof(path), "link", dkey), &dev)))
 			return rc;
+		if (!dev[0])
+			return cfg_fail(x, path, "empty: name the board's serial console, e.g. /dev/ttyUSB0 or "
+					"tcp://HOST:PORT");
 		if (strlen(dev) >= sizeof(b->serial_device))
 			return cfg_fail(x, path, "path too long");
 		if (netserial_is_url(dev)) {

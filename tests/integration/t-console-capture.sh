@@ -56,4 +56,7 @@ expect_fail "baud on a tcp link without a console is refused, saying why" \
 cfg '{ "type": "tcp", "console": "ftp://x:1" }' > "$T/bad2.json"
 expect_fail "a console URL of another scheme is refused" "boards[0].link.console: 'ftp://x:1': unknown scheme 'ftp'" \
 	"$PC" check-config "$T/bad2.json"
+cfg '{ "type": "tcp", "console": "" }' > "$T/bad3.json"
+expect_fail "an empty console is refused" "boards[0].link.console: empty: name the board's serial console" \
+	"$PC" check-config "$T/bad3.json"
 finish
