@@ -33,7 +33,7 @@ static const char css[] =
 	"h4{font-size:13px;margin:18px 0 6px;text-transform:uppercase;letter-spacing:.05em;color:#555}\n"
 	"table{border-collapse:collapse;margin:4px 0 10px}\n"
 	"th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:top;overflow-wrap:anywhere}\n"
-	"th{background:#f2f2f2;font-weight:600}\n"
+	"th{background:#f2f2f2;font-weight:600;white-space:nowrap}\n"
 	"td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}\n"
 	"td.bad{color:#d62728;font-weight:bold}\n"
 	"tr.total td{font-weight:bold;background:#f7f7f7}\n"
