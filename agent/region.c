@@ -646,8 +646,20 @@ static void scan_read(struct scan *s)
 				uint32_t cnt = n * spr - b < ALIGN / PC_SECTOR ? n * spr - b : ALIGN / PC_SECTOR;
 				int e = r->dev.ops->read(&r->dev, off + (uint64_t)b * PC_SECTOR,
 							 buf + (size_t)b * PC_SECTOR, (size_t)cnt * PC_SECTOR);
-				for (uint32_t k = 0; e && k < cnt; k++)
-					rerr[b + k] = e;
+
+				/* ...then one sector at a time, where the device reads 512 bytes
+				 * (a 4Kn device refuses: the whole block is named) */
+				for (uint32_t k = 0; e && k < cnt; k++) {
+					int e1 = r->dev.ops->read(&r->dev, off + (uint64_t)(b + k) * PC_SECTOR,
+								  buf + (size_t)(b + k) * PC_SECTOR, PC_SECTOR);
+
+					if (e1 == -EINVAL) {
+						for (uint32_t j = 0; j < cnt; j++)
+							rerr[b + j] = e;
+						break;
+					}
+					rerr[b + k] = e1;
+				}
 			}
 		}
 		for (uint32_t i = 0; i < n && !s->ret; i++)
