@@ -266,10 +266,10 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #   make vm-run-fua configs/vm-fua.json: the FUA boards, a SCSI disk (vm2) and
 #                   an NVMe namespace (vm3), their cables around it
 #   make vm-check   vm-deps, vm-image, then tests/integration/t-vm.sh and
-#                   t-vm-fua.sh, which may not skip (PC_VM_REQUIRE=1)
+#                   t-vm-fua.sh and t-vm-cache.sh, which may not skip (PC_VM_REQUIRE=1)
 VM_DIR    := build/vm
 VM_STATIC := build/static
-VM_TESTS  := t-vm t-vm-fua
+VM_TESTS  := t-vm t-vm-fua t-vm-cache
 .PHONY: vm-deps vm-image vm-run vm-run-fua vm-check
 vm-deps:
 	@tools/board/install-deps

@@ -38,6 +38,7 @@
  */
 #include "relay_priv.h"
 #include "relay_group.h"
+#include "vcache.h"
 
 #include "../common/auth.h"
 
@@ -63,6 +64,8 @@
 #define QEMU_SERIAL_MAX	20	/* NVMe's serial number field; scsi-hd takes 36 */
 #define QEMU_PROBE_MS	10000	/* the KVM probe: QEMU up and answering */
 #define QEMU_PROBE_RUN_MS 200	/* ...and its vCPU still running this long after */
+#define QEMU_MAX_ERRORS	8	/* blkdebug rules a board may have */
+#define QEMU_SECTOR_MAX	(1ULL << 40)	/* 512 TiB of 512-byte sectors: past any image */
 
 enum qemu_disk { QEMU_DISK_SD, QEMU_DISK_SCSI, QEMU_DISK_NVME };
 
@@ -83,13 +86,32 @@ struct qemu_priv {
 	size_t nextra;
 	int memory_mb, timeout_ms;
 	pid_t pid;			/* QEMU, leader of its process group; 0 when off */
+	/* -blockdev instead of -drive: a volatile cache (vcache.h) or injected
+	 * errors (QEMU's blkdebug), both kept in the state folder */
+	int blockdev;
+	int vc;				/* 1 with a volatile cache */
+	enum vc_profile vc_profile;
+	uint64_t vc_seed;
+	uint64_t power_on;		/* power-ons so far, kept in <state>/power-ons */
+	char run_img[PATH_MAX];		/* QEMU's scratch copy of the drive */
+	char vc_log[PATH_MAX];		/* blklogwrites' log of this power-on */
+	char vc_pending[PATH_MAX];	/* "POWER_ON TRACE_OFFSET": a log not yet replayed onto the drive */
+	char vc_record[PATH_MAX];	/* what each rebuild kept and lost (vcache.jsonl) */
+	char power_ons[PATH_MAX];
+	char dbg_conf[PATH_MAX];	/* blkdebug's rules for this power-on */
+	struct qemu_err {
+		int write;		/* else read */
+		uint64_t sector, from, to;	/* power-ons from..to (to 0: on and on) */
+		int once;
+	} errs[QEMU_MAX_ERRORS];
+	size_t nerrs;
 };
 
 static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *state_dir);
 
 static const char *const qemu_keys[] = {
 	"driver", "kernel", "initrd", "drive", "console", "append", "memory_mb", "extra_args",
-	"qemu", "accel", "cache", "timeout_ms", "disk", "serial", "fua",
+	"qemu", "accel", "cache", "timeout_ms", "disk", "serial", "fua", "volatile_cache", "errors",
 };
 
 static const char *const qemu_accels[] = { "auto", "kvm", "tcg" };
@@ -167,6 +189,104 @@ static int qemu_check_serial(json_object *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+static const char *const qemu_vc_keys[] = { "profile", "seed" };
+static const char *const qemu_err_keys[] = { "op", "sector", "from_power_on", "to_power_on", "once" };
+static const char *const qemu_err_ops[] = { "read", "write" };
+
+/* "volatile_cache": {"profile": "honest" | "lying-flush" | "fua-ignored", "seed": N} */
+static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v, *prof = NULL;
+	int rc;
+
+	if (!cfg || !json_object_object_get_ex(cfg, "volatile_cache", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_object)) {
+		snprintf(err, errlen, "volatile_cache: expected an object such as {\"profile\": \"honest\", "
+			 "\"seed\": 1}, got %s", relay_json_text(v));
+		return -EINVAL;
+	}
+	rc = relay_check_keys(v, "qemu volatile_cache", qemu_vc_keys, PC_ARRAY_SIZE(qemu_vc_keys), err, errlen);
+	if (rc)
+		return rc;
+	if (!json_object_object_get_ex(v, "profile", &prof) || !json_object_is_type(prof, json_type_string) ||
+	    vc_profile_parse(json_object_get_string(prof)) < 0) {
+		snprintf(err, errlen, "volatile_cache.profile: expected \"honest\" (flushes and FUA honoured), "
+			 "\"lying-flush\" (flushes ignored) or \"fua-ignored\" (flushes and FUA ignored), got %s",
+			 prof ? relay_json_text(prof) : "nothing");
+		return -EINVAL;
+	}
+	rc = relay_check_int(v, "seed", 0, INT64_MAX, err, errlen);
+	if (rc)
+		return rc;
+	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands; the
+	 * SD card has no cache to lose, and QEMU's NVMe namespace's FUA is not
+	 * traced */
+	if (strcmp(relay_cfg_str(cfg, "disk", "sd"), "scsi") != 0) {
+		snprintf(err, errlen, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") has one: the SD "
+			 "card has no write cache, and which NVMe writes carried FUA cannot be traced");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* "errors": [{"op": "read" | "write", "sector": S, "from_power_on": N, "to_power_on": M, "once": B}] */
+static int qemu_check_errors(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v;
+	size_t n;
+	int rc;
+
+	if (!cfg || !json_object_object_get_ex(cfg, "errors", &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_array) || (n = json_object_array_length(v)) == 0 ||
+	    n > QEMU_MAX_ERRORS) {
+		snprintf(err, errlen, "errors: expected an array of 1 to %d rules such as {\"op\": \"read\", "
+			 "\"sector\": 2056, \"from_power_on\": 3}, got %s", QEMU_MAX_ERRORS, relay_json_text(v));
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		json_object *e = json_object_array_get_idx(v, i), *op, *f, *t;
+		char sub[sizeof(((struct relay *)0)->err)];
+
+		if (!json_object_is_type(e, json_type_object)) {
+			snprintf(err, errlen, "errors[%zu]: expected an object, got %s", i, relay_json_text(e));
+			return -EINVAL;
+		}
+		rc = relay_check_keys(e, "qemu errors[]", qemu_err_keys, PC_ARRAY_SIZE(qemu_err_keys), sub,
+				      sizeof(sub));
+		if (!rc)
+			rc = qemu_check_enum(e, "op", qemu_err_ops, PC_ARRAY_SIZE(qemu_err_ops), sub, sizeof(sub));
+		if (!rc && !json_object_object_get_ex(e, "op", &op)) {
+			snprintf(sub, sizeof(sub), "op: missing (\"read\" or \"write\")");
+			rc = -EINVAL;
+		}
+		if (!rc && !json_object_object_get_ex(e, "sector", NULL)) {
+			snprintf(sub, sizeof(sub), "sector: missing (the 512-byte sector of the disk that fails)");
+			rc = -EINVAL;
+		}
+		if (!rc)
+			rc = relay_check_int(e, "sector", 0, (int64_t)QEMU_SECTOR_MAX, sub, sizeof(sub));
+		if (!rc)
+			rc = relay_check_int(e, "from_power_on", 1, INT32_MAX, sub, sizeof(sub));
+		if (!rc)
+			rc = relay_check_int(e, "to_power_on", 1, INT32_MAX, sub, sizeof(sub));
+		if (!rc)
+			rc = relay_check_bool(e, "once", sub, sizeof(sub));
+		if (!rc && json_object_object_get_ex(e, "to_power_on", &t) &&
+		    json_object_get_int64(t) < (json_object_object_get_ex(e, "from_power_on", &f) ?
+						json_object_get_int64(f) : 1)) {
+			snprintf(sub, sizeof(sub), "to_power_on: before from_power_on");
+			rc = -EINVAL;
+		}
+		if (rc) {
+			snprintf(err, errlen, "errors[%zu].%s", i, sub);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static int qemu_check(json_object *cfg, char *err, size_t errlen)
 {
 	int rc;
@@ -212,6 +332,10 @@ static int qemu_check(json_object *cfg, char *err, size_t errlen)
 			 "(scsi-hd's dpofua); the SD card never does, an NVMe namespace always does");
 		rc = -EINVAL;
 	}
+	if (!rc)
+		rc = qemu_check_vc(cfg, err, errlen);
+	if (!rc)
+		rc = qemu_check_errors(cfg, err, errlen);
 	return rc;
 }
 
@@ -643,6 +767,15 @@ static void qemu_log_note(const struct qemu_priv *p, const char *board)
 	close(fd);
 }
 
+static int qemu_wants_blockdev(json_object *cfg)
+{
+	return cfg && (json_object_object_get_ex(cfg, "volatile_cache", NULL) ||
+		       json_object_object_get_ex(cfg, "errors", NULL));
+}
+
+static int qemu_blockdev_open(struct relay *r, struct qemu_priv *p, json_object *cfg, const char *state_dir);
+static char *qemu_drive_match(const struct qemu_priv *p);
+
 static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct qemu_priv *p = calloc(1, sizeof(*p));
@@ -722,23 +855,18 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 			rc = -ENAMETOOLONG;
 			goto fail;
 		}
+		rc = qemu_wants_blockdev(cfg) ? qemu_blockdev_open(r, p, cfg, ctx->state_dir) : 0;
+		if (rc < 0)
+			goto fail;
 		/* an earlier harness's QEMU would still be writing to the card */
 		{
-			char note[PATH_MAX * 3 + 256], gerr[sizeof(r->err)], *match;
-			char *drive = qemu_opt_escape(p->drive);
+			char note[PATH_MAX * 3 + 256], gerr[sizeof(r->err)], *match = qemu_drive_match(p);
 
-			/* the -drive option names the image as qemu_build_argv() wrote it */
-			size_t mlen = drive ? strlen(drive) + 8 : 0;
-
-			match = drive ? malloc(mlen) : NULL;
 			if (!match) {
-				free(drive);
 				relay_errf(r, "out of memory");
 				rc = -ENOMEM;
 				goto fail;
 			}
-			snprintf(match, mlen, "file=%s", drive);
-			free(drive);
 			rc = relay_group_kill_orphans(p->pgid, match, note, sizeof(note), gerr, sizeof(gerr));
 			free(match);
 			if (rc < 0) {
@@ -749,6 +877,11 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 				pc_warn("board %s: relay qemu: %s", r->board, note);
 		}
 		qemu_log_note(p, r->board);
+	} else if (cfg && (json_object_object_get_ex(cfg, "volatile_cache", NULL) ||
+			   json_object_object_get_ex(cfg, "errors", NULL))) {
+		relay_errf(r, "volatile_cache and errors need the board's state folder (a campaign's results)");
+		rc = -EINVAL;
+		goto fail;
 	}
 	if (p->disk == QEMU_DISK_SD)
 		qemu_note_sd(r->board);
@@ -881,6 +1014,277 @@ static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *sta
 	return 0;
 }
 
+/* ---- the disk below the guest: a volatile cache (vcache.h), injected errors ---- */
+
+static int qemu_state_path(struct relay *r, char *dst, size_t len, const char *dir, const char *name)
+{
+	if ((size_t)snprintf(dst, len, "%s/%s", dir, name) < len)
+		return 0;
+	relay_errf(r, "state folder %s: path too long", dir);
+	return -ENAMETOOLONG;
+}
+
+static int qemu_blockdev_open(struct relay *r, struct qemu_priv *p, json_object *cfg, const char *state_dir)
+{
+	json_object *v;
+	char buf[32];
+	int rc, fd;
+
+	p->blockdev = 1;
+	if ((rc = qemu_state_path(r, p->run_img, sizeof(p->run_img), state_dir, "vc-disk.img")) ||
+	    (rc = qemu_state_path(r, p->vc_log, sizeof(p->vc_log), state_dir, "vc-log")) ||
+	    (rc = qemu_state_path(r, p->vc_pending, sizeof(p->vc_pending), state_dir, "vc-pending")) ||
+	    (rc = qemu_state_path(r, p->vc_record, sizeof(p->vc_record), state_dir, "vcache.jsonl")) ||
+	    (rc = qemu_state_path(r, p->power_ons, sizeof(p->power_ons), state_dir, "power-ons")) ||
+	    (rc = qemu_state_path(r, p->dbg_conf, sizeof(p->dbg_conf), state_dir, "blkdebug.conf")))
+		return rc;
+	if (json_object_object_get_ex(cfg, "volatile_cache", &v)) {
+		p->vc = 1;
+		p->vc_profile = (enum vc_profile)vc_profile_parse(relay_cfg_str(v, "profile", "honest"));
+		p->vc_seed = (uint64_t)relay_cfg_int(v, "seed", 1);
+	}
+	if (json_object_object_get_ex(cfg, "errors", &v))
+		for (size_t i = 0; i < json_object_array_length(v) && i < QEMU_MAX_ERRORS; i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+			struct qemu_err *q = &p->errs[p->nerrs++];
+
+			q->write = strcmp(relay_cfg_str(e, "op", "read"), "write") == 0;
+			q->sector = (uint64_t)relay_cfg_int(e, "sector", 0);
+			q->from = (uint64_t)relay_cfg_int(e, "from_power_on", 1);
+			q->to = (uint64_t)relay_cfg_int(e, "to_power_on", 0);
+			q->once = relay_cfg_bool(e, "once", 0);
+		}
+	/* the power-ons of the runs before this one (a resumed campaign) */
+	fd = open(p->power_ons, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		ssize_t n = read(fd, buf, sizeof(buf) - 1);
+
+		close(fd);
+		buf[n > 0 ? n : 0] = 0;
+		buf[strcspn(buf, "\n")] = 0;
+		if (n > 0 && pc_parse_u64(buf, 0, &p->power_on) < 0) {
+			relay_errf(r, "%s: not a count of power-ons (\"%.20s\"); delete it to count from 0",
+				   p->power_ons, buf);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* What names this board's image on QEMU's command line, for relay_group_kill_orphans(). */
+static char *qemu_drive_match(const struct qemu_priv *p)
+{
+	char *m = NULL;
+
+	if (p->blockdev) {
+		/* -blockdev's JSON: "filename":"<path>" */
+		json_object *o = json_object_new_string(p->vc ? p->run_img : p->drive);
+		const char *js = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
+
+		if (js && asprintf(&m, "\"filename\":%s", js) < 0)
+			m = NULL;
+		json_object_put(o);
+	} else {
+		char *drive = qemu_opt_escape(p->drive);
+
+		/* the -drive option names the image as qemu_build_argv() wrote it */
+		if (drive && asprintf(&m, "file=%s", drive) < 0)
+			m = NULL;
+		free(drive);
+	}
+	return m;
+}
+
+/* The disk as -blockdev JSON: raw over [blkdebug over] [blklogwrites over] the image. */
+static char *qemu_blockdev_json(const struct qemu_priv *p, const char *node)
+{
+	int direct = strcmp(p->cache, "none") == 0 || strcmp(p->cache, "directsync") == 0;
+	json_object *top = json_object_new_object(), *img;
+	char *out = NULL;
+
+#define QEMU_FILE_NODE(path) ({ \
+	json_object *f_ = json_object_new_object(), *c_ = json_object_new_object(); \
+	json_object_object_add(f_, "driver", json_object_new_string("file")); \
+	json_object_object_add(f_, "filename", json_object_new_string(path)); \
+	json_object_object_add(c_, "direct", json_object_new_boolean(direct)); \
+	json_object_object_add(f_, "cache", c_); \
+	f_; })
+	if (p->vc) {
+		img = json_object_new_object();
+		json_object_object_add(img, "driver", json_object_new_string("blklogwrites"));
+		json_object_object_add(img, "file", QEMU_FILE_NODE(p->run_img));
+		json_object_object_add(img, "log", QEMU_FILE_NODE(p->vc_log));
+		json_object_object_add(img, "log-sector-size", json_object_new_int(512));
+	} else {
+		img = QEMU_FILE_NODE(p->drive);
+	}
+#undef QEMU_FILE_NODE
+	if (p->nerrs) {
+		json_object *d = json_object_new_object();
+
+		json_object_object_add(d, "driver", json_object_new_string("blkdebug"));
+		json_object_object_add(d, "config", json_object_new_string(p->dbg_conf));
+		json_object_object_add(d, "image", img);
+		img = d;
+	}
+	/* raw on top: it raises blkdebug's read_aio and write_aio events */
+	json_object_object_add(top, "driver", json_object_new_string("raw"));
+	json_object_object_add(top, "node-name", json_object_new_string(node));
+	json_object_object_add(top, "file", img);
+	out = strdup(json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(top);
+	return out;
+}
+
+/* Copy the drive to QEMU's scratch image (the cache is empty at power-on). */
+static int qemu_copy_image(struct relay *r, const char *src, const char *dst)
+{
+	int in = open(src, O_RDONLY | O_CLOEXEC), out = -1, rc = 0;
+	struct stat st;
+	off_t left;
+
+	if (in < 0 || fstat(in, &st) < 0) {
+		rc = -errno;
+		relay_errf(r, "drive %s: %s", src, strerror(-rc));
+		goto out;
+	}
+	out = open(dst, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (out < 0) {
+		rc = -errno;
+		relay_errf(r, "%s: %s", dst, strerror(-rc));
+		goto out;
+	}
+	for (left = st.st_size; left > 0;) {
+		ssize_t n = copy_file_range(in, NULL, out, NULL, (size_t)left, 0);
+
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			relay_errf(r, "copying %s to %s: %s", src, dst, n < 0 ? strerror(-rc) : "short copy");
+			goto out;
+		}
+		left -= n;
+	}
+out:
+	if (in >= 0)
+		close(in);
+	if (out >= 0)
+		close(out);
+	return rc;
+}
+
+/* blkdebug's rules for this power-on (QEMU 7.2's config file syntax). */
+static int qemu_write_dbg_conf(struct relay *r, const struct qemu_priv *p)
+{
+	FILE *f = fopen(p->dbg_conf, "we");
+	size_t active = 0;
+
+	if (!f) {
+		relay_errf(r, "%s: %s", p->dbg_conf, strerror(errno));
+		return -errno;
+	}
+	fprintf(f, "# powercut: the injected errors of power-on %" PRIu64 "\n", p->power_on);
+	for (size_t i = 0; i < p->nerrs; i++) {
+		const struct qemu_err *q = &p->errs[i];
+
+		if (p->power_on < q->from || (q->to && p->power_on > q->to))
+			continue;
+		active++;
+		fprintf(f, "[inject-error]\nevent = \"%s\"\nerrno = \"%d\"\nsector = \"%" PRIu64 "\"\nonce = \"%s\"\n",
+			q->write ? "write_aio" : "read_aio", EIO, q->sector, q->once ? "on" : "off");
+	}
+	if (active == 0)	/* blkdebug wants a rule: one on an event raw never raises */
+		fprintf(f, "[inject-error]\nevent = \"l1_update\"\nerrno = \"%d\"\n", EIO);
+	if (fclose(f)) {
+		relay_errf(r, "%s: %s", p->dbg_conf, strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Replay the pending log onto the drive (vcache.h), then forget it. */
+static int qemu_vc_replay(struct relay *r, struct qemu_priv *p)
+{
+	struct vc_params vp = { .log = p->vc_log, .trace = p->log[0] ? p->log : NULL, .media = p->drive,
+				.record = p->vc_record, .profile = p->vc_profile, .seed = p->vc_seed };
+	char buf[64], err[sizeof(r->err) - 64];
+	struct vc_stats st;
+	uint64_t off = 0;
+	ssize_t n;
+	int fd, rc;
+
+	fd = open(p->vc_pending, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	if (n <= 0 || sscanf(buf, "%" SCNu64 " %" SCNu64, &vp.power_on, &off) != 2) {
+		relay_errf(r, "%s: not \"POWER_ON TRACE_OFFSET\" (\"%.20s\"): the last power-on's writes cannot "
+			   "be replayed; delete it and the image %s is as the power-on before left it", p->vc_pending,
+			   buf, p->drive);
+		return -EINVAL;
+	}
+	vp.trace_off = (off_t)off;
+	rc = vc_rebuild(&vp, &st, err, sizeof(err));
+	if (rc) {
+		relay_errf(r, "volatile cache: %s", err);
+		return rc;
+	}
+	unlink(p->vc_pending);
+	return 0;
+}
+
+/* At power-on: the last power-on's log replayed, a fresh scratch image and log, the errors of this one. */
+static int qemu_disk_prepare(struct relay *r, struct qemu_priv *p)
+{
+	char buf[64];
+	struct stat st;
+	int fd, rc;
+
+	if (!p->blockdev)
+		return 0;
+	/* a harness that died between a cut and its replay left the log */
+	if (p->vc && (rc = qemu_vc_replay(r, p)) < 0)
+		return rc;
+	p->power_on++;
+	snprintf(buf, sizeof(buf), "%" PRIu64 "\n", p->power_on);
+	fd = open(p->power_ons, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || pc_write_all(fd, buf, strlen(buf))) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		relay_errf(r, "%s: %s", p->power_ons, strerror(-rc));
+		return rc;
+	}
+	close(fd);
+	if (p->nerrs && (rc = qemu_write_dbg_conf(r, p)) < 0)
+		return rc;
+	if (!p->vc)
+		return 0;
+	if ((rc = qemu_copy_image(r, p->drive, p->run_img)) < 0)
+		return rc;
+	fd = open(p->vc_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		rc = -errno;
+		relay_errf(r, "%s: %s", p->vc_log, strerror(-rc));
+		return rc;
+	}
+	close(fd);
+	/* QEMU's trace of this power-on starts past what its log holds now */
+	snprintf(buf, sizeof(buf), "%" PRIu64 " %" PRIu64 "\n", p->power_on,
+		 (uint64_t)(p->log[0] && stat(p->log, &st) == 0 ? st.st_size : 0));
+	fd = open(p->vc_pending, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || pc_write_all(fd, buf, strlen(buf)) || fsync(fd)) {
+		rc = -errno;
+		if (fd >= 0)
+			close(fd);
+		relay_errf(r, "%s: %s", p->vc_pending, strerror(-rc));
+		return rc;
+	}
+	close(fd);
+	return 0;
+}
+
 static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, struct qemu_argv *a)
 {
 	char *drive = qemu_opt_escape(p->drive), *tty = qemu_opt_escape(p->console);
@@ -904,7 +1308,18 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	 * log of every power-on (the kernel prints its command line). */
 	append = qemu_argv_fmt(a, "console=ttyS0,115200 panic=-1 pc.board=%s pc.disk=%s pc.accel=%s%s%s", r->board,
 			       qemu_disks[p->disk], p->accel, p->append[0] ? " " : "", p->append);
-	sdopt = drive ? qemu_argv_fmt(a, "id=%s,if=none,format=raw,cache=%s,file=%s", id, p->cache, drive) : NULL;
+	if (p->blockdev) {
+		sdopt = qemu_blockdev_json(p, id);
+		if (sdopt && a->nstrs < PC_ARRAY_SIZE(a->strs))
+			a->strs[a->nstrs++] = sdopt;
+		else {
+			free(sdopt);
+			sdopt = NULL;
+		}
+	} else {
+		sdopt = drive ? qemu_argv_fmt(a, "id=%s,if=none,format=raw,cache=%s,file=%s", id, p->cache, drive) :
+			NULL;
+	}
 	ttyopt = tty ? qemu_argv_fmt(a, "serial,id=pcser,path=%s", tty) : NULL;
 	qmpopt = qemu_argv_fmt(a, "socket,id=pcqmp,fd=%d", qmp_fd);
 	/* the FUA board's disks: a volatile write cache the guest is told
@@ -957,8 +1372,13 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	}
 	a->argv[n++] = "-device";
 	a->argv[n++] = devopt;
-	a->argv[n++] = "-drive";
+	a->argv[n++] = p->blockdev ? "-blockdev" : "-drive";
 	a->argv[n++] = sdopt;
+	if (p->vc) {
+		/* which WRITEs carried FUA: the SCSI commands, on QEMU's stderr (its log) */
+		a->argv[n++] = "-trace";
+		a->argv[n++] = "scsi_disk_new_request";
+	}
 	for (size_t i = 0; i < p->nextra; i++)
 		a->argv[n++] = p->extra[i];
 	a->argv[n] = NULL;
@@ -1044,6 +1464,9 @@ static int qemu_cut(struct relay *r, struct qemu_priv *p)
 	rc = relay_kill_group(r, &p->pid, "QEMU", hint);
 	if (rc == 0 && p->pgid[0])
 		relay_group_forget(p->pgid);
+	/* the power is off: what the cache held and had not written is lost now */
+	if (rc == 0 && p->vc)
+		rc = qemu_vc_replay(r, p);
 	return rc;
 }
 
@@ -1182,6 +1605,9 @@ static int qemu_on(struct relay *r)
 	}
 	/* the files may have gone since open (a cleaned build folder, a cable unplugged) */
 	rc = qemu_check_files(r, p);
+	if (rc < 0)
+		return rc;
+	rc = qemu_disk_prepare(r, p);
 	if (rc < 0)
 		return rc;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0) {

@@ -88,3 +88,41 @@ stop_daemons() {
 	done
 	for p in "$@"; do kill -KILL "$p" 2> /dev/null; done
 }
+
+# vm_setup WHAT: the virtual-board tests' start. Skips (exit 77) unless
+# PC_VM=1 or PC_VM_REQUIRE=1 (then a skip is a failure: make vm-check), or
+# when QEMU or ptypair is missing; builds the board image (make vm-image)
+# when it is missing or older than the static agent (an old image would test
+# an old agent: make's own dependencies rebuild the agent when its sources
+# changed). WHAT says how long the test takes, for the skip message. Sets VM
+# and sources $VM/sd.geometry (offset length record_size spr nslots partlabel).
+vm_skip() {
+	if [ "${PC_VM_REQUIRE:-0}" = 1 ]; then
+		bad "the virtual boards must run here (PC_VM_REQUIRE=1) but: $*"
+		finish
+	fi
+	echo "SKIP: $*"
+	exit 77	# run-all counts it as skipped, never as passed, and shows the reason
+}
+vm_setup() {
+	local stale=""
+	VM=${PC_VM_DIR:-build/vm}
+	[ "${PC_VM:-0}" = 1 ] || [ "${PC_VM_REQUIRE:-0}" = 1 ] ||
+		vm_skip "$1; run it with 'make vm-check' (or PC_VM=1)"
+	command -v qemu-system-x86_64 >/dev/null ||
+		vm_skip "qemu-system-x86_64 is not installed ('make vm-deps' installs qemu-system-x86)"
+	[ -x "$TOOLS/ptypair" ] || vm_skip "$TOOLS/ptypair is not built"
+	if [ "$VM" = build/vm ] && [ -e "$VM/initrd.img" ]; then
+		make --no-print-directory STATIC=1 B=build/static agent > "$T/static.log" 2>&1 ||
+			vm_skip "the static agent does not build: $(tail -1 "$T/static.log")"
+		{ [ build/static/powercut-agent -nt "$VM/initrd.img" ] || [ "$VM/initrd.img" -nt "$VM/initrd-fua.img" ]; } &&
+			stale=" (the agent changed since it was built)"
+	fi
+	if [ ! -e "$VM/kernel" ] || [ ! -e "$VM/initrd.img" ] || [ ! -e "$VM/initrd-fua.img" ] ||
+		[ ! -e "$VM/sd.img" ] || [ -n "$stale" ]; then
+		echo "  building the board image (make vm-image)$stale"
+		make --no-print-directory vm-image > "$T/vm-image.log" 2>&1 ||
+			vm_skip "make vm-image failed (are Debian's kernel packages reachable?): $(tail -1 "$T/vm-image.log")"
+	fi
+	. "$VM/sd.geometry"
+}

@@ -30,40 +30,10 @@
 passes=0
 ok() { echo "  ok: $*"; passes=$((passes + 1)); }
 
-VM=${PC_VM_DIR:-build/vm}
 CYCLES=${PC_VM_FUA_CYCLES:-4}
 BOARDS="vm1 vm2 vm3 vm4"
-
-skip() {
-	if [ "${PC_VM_REQUIRE:-0}" = 1 ]; then
-		bad "the virtual boards must run here (PC_VM_REQUIRE=1) but: $*"
-		finish
-	fi
-	echo "SKIP: $*"
-	exit 77
-}
-
-[ "${PC_VM:-0}" = 1 ] || [ "${PC_VM_REQUIRE:-0}" = 1 ] ||
-	skip "four virtual boards take 2-3 min under TCG; run it with 'make vm-check' (or PC_VM=1)"
-QEMU=$(command -v qemu-system-x86_64) ||
-	skip "qemu-system-x86_64 is not installed ('make vm-deps' installs qemu-system-x86)"
-[ -x "$TOOLS/ptypair" ] || skip "$TOOLS/ptypair is not built"
-# The boards boot the agent inside the initramfs: an image built before the
-# agent last changed would test an old agent, so it is rebuilt then too
-# (make's own dependencies rebuild the static agent when its sources changed).
-stale=""
-if [ "$VM" = build/vm ] && [ -e "$VM/initrd.img" ]; then
-	make --no-print-directory STATIC=1 B=build/static agent > "$T/static.log" 2>&1 ||
-		skip "the static agent does not build: $(tail -1 "$T/static.log")"
-	[ build/static/powercut-agent -nt "$VM/initrd.img" ] || [ "$VM/initrd.img" -nt "$VM/initrd-fua.img" ] &&
-		stale=" (the agent changed since it was built)"
-fi
-if [ ! -e "$VM/kernel" ] || [ ! -e "$VM/initrd-fua.img" ] || [ ! -e "$VM/sd.img" ] || [ -n "$stale" ]; then
-	echo "  building the board image (make vm-image)$stale"
-	make --no-print-directory vm-image > "$T/vm-image.log" 2>&1 ||
-		skip "make vm-image failed (are Debian's kernel packages reachable?): $(tail -1 "$T/vm-image.log")"
-fi
-. "$VM/sd.geometry"	# offset length record_size spr nslots partlabel
+vm_setup "four virtual boards take 2-3 min under TCG"
+QEMU=$(command -v qemu-system-x86_64)
 
 # a serial cable per board
 cables=""

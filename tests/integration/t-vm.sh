@@ -17,39 +17,9 @@
 passes=0
 ok() { echo "  ok: $*"; passes=$((passes + 1)); }
 
-VM=${PC_VM_DIR:-build/vm}
 CYCLES=${PC_VM_CYCLES:-20}
 MORE=3	# cycles after the tampering
-
-skip() {
-	if [ "${PC_VM_REQUIRE:-0}" = 1 ]; then
-		bad "the virtual board must run here (PC_VM_REQUIRE=1) but: $*"
-		finish
-	fi
-	echo "SKIP: $*"
-	exit 77	# run-all counts it as skipped, never as passed, and shows the reason
-}
-
-[ "${PC_VM:-0}" = 1 ] || [ "${PC_VM_REQUIRE:-0}" = 1 ] ||
-	skip "the virtual board takes 2-4 min under TCG; run it with 'make vm-check' (or PC_VM=1)"
-command -v qemu-system-x86_64 >/dev/null ||
-	skip "qemu-system-x86_64 is not installed ('make vm-deps' installs qemu-system-x86)"
-[ -x "$TOOLS/ptypair" ] || skip "$TOOLS/ptypair is not built"
-# The board boots the agent inside the initramfs: an image built before the
-# agent last changed would test an old agent, so it is rebuilt then too
-# (make's own dependencies rebuild the static agent when its sources changed).
-stale=""
-if [ "$VM" = build/vm ] && [ -e "$VM/initrd.img" ]; then
-	make --no-print-directory STATIC=1 B=build/static agent > "$T/static.log" 2>&1 ||
-		skip "the static agent does not build: $(tail -1 "$T/static.log")"
-	[ build/static/powercut-agent -nt "$VM/initrd.img" ] && stale=" (the agent changed since it was built)"
-fi
-if [ ! -e "$VM/kernel" ] || [ ! -e "$VM/initrd.img" ] || [ ! -e "$VM/sd.img" ] || [ -n "$stale" ]; then
-	echo "  building the board image (make vm-image)$stale"
-	make --no-print-directory vm-image > "$T/vm-image.log" 2>&1 ||
-		skip "make vm-image failed (are Debian's kernel packages reachable?): $(tail -1 "$T/vm-image.log")"
-fi
-. "$VM/sd.geometry"	# offset length record_size spr nslots partlabel
+vm_setup "the virtual board takes 2-4 min under TCG"
 kver=$(cat "$VM/kcache/kver" 2>/dev/null || sed -n 's/^kernel: .*), \([^;]*\);.*/\1/p' "$VM/board.txt")
 
 "$TOOLS/ptypair" "$T/ptys" & cable=$!

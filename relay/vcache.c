@@ -1,0 +1,484 @@
+/*
+ * vcache.c - rebuild the virtual board's disk at the cut from QEMU's
+ * blklogwrites log, as a device with a volatile write cache would leave it.
+ * See vcache.h.
+ */
+#include "vcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "../common/util.h"
+
+/* the dm-log-writes format, as QEMU's block/blklogwrites.c writes it */
+#define LOG_FLUSH_FLAG		(1u << 0)
+#define LOG_FUA_FLAG		(1u << 1)
+#define LOG_DISCARD_FLAG	(1u << 2)
+#define LOG_MARK_FLAG		(1u << 3)
+#define LOG_FLAG_MASK		0xfu
+#define WRITE_LOG_MAGIC		0x6a736677736872ULL
+#define WRITE_LOG_VERSION	1ULL
+
+#define VC_MAX_WRITE		(64u << 20)	/* bytes in one logged write */
+#define VC_TRACE_LINE		512
+
+static const char *const vc_profiles[] = VC_PROFILES;
+
+const char *vc_profile_name(enum vc_profile p)
+{
+	return (size_t)p < PC_ARRAY_SIZE(vc_profiles) ? vc_profiles[p] : "?";
+}
+
+int vc_profile_parse(const char *name)
+{
+	for (size_t i = 0; name && i < PC_ARRAY_SIZE(vc_profiles); i++)
+		if (strcmp(name, vc_profiles[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int vc_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static int vc_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static uint64_t le64(const unsigned char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+/* ---- the trace: which SCSI WRITEs carried FUA ---- */
+
+struct vc_cmd {
+	uint64_t lba, n;	/* in 512-byte blocks (scsi-hd's default logical block) */
+	uint64_t idx;		/* issue order */
+	int fua;
+};
+
+static int vc_cmd_cmp(const void *a, const void *b)
+{
+	const struct vc_cmd *x = a, *y = b;
+
+	if (x->lba != y->lba)
+		return x->lba < y->lba ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+/* "... scsi_disk_new_request Command: lun=0 tag=0x1 data= 0x2a 0x08 0x00 ..." */
+static int vc_trace_line(const char *line, struct vc_cmd *c)
+{
+	const char *s = strstr(line, "scsi_disk_new_request");
+	unsigned b[16];
+	int nb = 0;
+
+	if (!s || !(s = strstr(s, "data=")))
+		return 0;
+	s += 5;
+	while (nb < 16) {
+		char *end;
+		unsigned long v;
+
+		while (*s == ' ')
+			s++;
+		if (s[0] != '0' || (s[1] != 'x' && s[1] != 'X'))
+			break;
+		errno = 0;
+		v = strtoul(s, &end, 16);
+		if (errno || end == s + 2 || v > 0xff)
+			break;
+		b[nb++] = (unsigned)v;
+		s = end;
+	}
+	if (nb >= 10 && b[0] == 0x2a) {		/* WRITE(10) */
+		c->lba = (uint64_t)b[2] << 24 | b[3] << 16 | b[4] << 8 | b[5];
+		c->n = b[7] << 8 | b[8];
+	} else if (nb >= 16 && b[0] == 0x8a) {	/* WRITE(16) */
+		c->lba = 0;
+		for (int i = 2; i < 10; i++)
+			c->lba = c->lba << 8 | b[i];
+		c->n = (uint64_t)b[10] << 24 | b[11] << 16 | b[12] << 8 | b[13];
+	} else {
+		return 0;
+	}
+	c->fua = (b[1] & 0x08) != 0;
+	return 1;
+}
+
+static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t *nout, char *err, size_t errlen)
+{
+	char line[VC_TRACE_LINE];
+	struct vc_cmd *cmds = NULL;
+	size_t n = 0, cap = 0;
+	int skipping = 0;
+	FILE *f;
+
+	*out = NULL;
+	*nout = 0;
+	if (!vp->trace)
+		return 0;
+	f = fopen(vp->trace, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		return vc_fail(err, errlen, -errno, "trace %s: %s", vp->trace, strerror(errno));
+	}
+	if (fseeko(f, vp->trace_off, SEEK_SET) < 0) {
+		int e = errno;
+
+		fclose(f);
+		return vc_fail(err, errlen, -e, "trace %s: seek to %lld: %s", vp->trace, (long long)vp->trace_off,
+			       strerror(e));
+	}
+	while (fgets(line, sizeof(line), f)) {
+		size_t len = strlen(line);
+		int whole = len && line[len - 1] == '\n';
+		struct vc_cmd c;
+
+		/* a line longer than any trace line is not one: skip all of it */
+		if (skipping || !whole) {
+			skipping = !whole;
+			if (!whole && !feof(f))
+				continue;
+		}
+		if (!vc_trace_line(line, &c))
+			continue;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 1024;
+			struct vc_cmd *t;
+
+			if (ncap > VC_MAX_ENTRIES || !(t = realloc(cmds, ncap * sizeof(*t)))) {
+				free(cmds);
+				fclose(f);
+				return vc_fail(err, errlen, -E2BIG, "trace %s: more than %u SCSI writes in one "
+					       "power-on", vp->trace, VC_MAX_ENTRIES);
+			}
+			cmds = t;
+			cap = ncap;
+		}
+		c.idx = n;
+		cmds[n++] = c;
+	}
+	fclose(f);
+	qsort(cmds, n, sizeof(*cmds), vc_cmd_cmp);
+	*out = cmds;
+	*nout = n;
+	return 0;
+}
+
+/* The FUA bit of the last SCSI WRITE that started at or before lba and covers [lba, lba+n). */
+static int vc_is_fua(const struct vc_cmd *cmds, size_t ncmds, uint64_t lba, uint64_t n)
+{
+	size_t lo = 0, hi = ncmds;
+
+	while (lo < hi) {	/* the first command with cmds.lba > lba */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (cmds[mid].lba <= lba)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0)
+		return 0;
+	/* cmds[lo-1] is the latest issued with the greatest start <= lba */
+	return cmds[lo - 1].lba + cmds[lo - 1].n >= lba + n && cmds[lo - 1].fua;
+}
+
+/* ---- the log ---- */
+
+struct vc_entry {
+	uint64_t sector, nsect;	/* in the log's sector size */
+	off_t data;		/* where its data is in the log */
+	unsigned flags;
+	int fua;
+};
+
+static int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
+		       size_t errlen)
+{
+	unsigned char hdr[32];
+	struct vc_entry *e = NULL;
+	size_t n = 0, cap = 0;
+	struct stat st;
+	uint32_t ss = 512;
+	off_t off;
+
+	*out = NULL;
+	*nout = 0;
+	if (fstat(fd, &st) < 0)
+		return vc_fail(err, errlen, -errno, "log %s: %s", path, strerror(errno));
+	/* The superblock is rewritten only at a flush: it may be missing or
+	 * behind. Its sector size, when it has one, is the log's. */
+	if (st.st_size >= (off_t)sizeof(hdr) && pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
+	    le64(hdr) == WRITE_LOG_MAGIC) {
+		uint32_t s = (uint32_t)hdr[24] | (uint32_t)hdr[25] << 8 | (uint32_t)hdr[26] << 16 |
+			     (uint32_t)hdr[27] << 24;
+
+		if (le64(hdr + 8) != WRITE_LOG_VERSION)
+			return vc_fail(err, errlen, -EPROTO, "log %s: version %" PRIu64 ", not 1", path,
+				       le64(hdr + 8));
+		if (s < 512 || s > (1u << 20) || (s & (s - 1)))
+			return vc_fail(err, errlen, -EPROTO, "log %s: sector size %u", path, s);
+		ss = s;
+	}
+	*ssize = ss;
+	/* Entries follow one another; the log ends at the first sector that is
+	 * not a whole entry (zeros past the last one, or one cut short). */
+	for (off = ss; off + (off_t)ss <= st.st_size;) {
+		uint64_t sector, nsect, flags, bytes;
+
+		if (pread(fd, hdr, sizeof(hdr), off) != (ssize_t)sizeof(hdr))
+			break;
+		sector = le64(hdr);
+		nsect = le64(hdr + 8);
+		flags = le64(hdr + 16);
+		if ((flags & ~(uint64_t)LOG_FLAG_MASK) || (flags == 0 && nsect == 0))
+			break;
+		bytes = flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG) ? 0 : nsect * ss;
+		if (nsect > VC_MAX_WRITE / ss || (off_t)bytes > st.st_size - off - (off_t)ss)
+			break;
+		if (n == cap) {
+			size_t ncap = cap ? cap * 2 : 1024;
+			struct vc_entry *t;
+
+			if (ncap > VC_MAX_ENTRIES || !(t = realloc(e, ncap * sizeof(*t)))) {
+				free(e);
+				return vc_fail(err, errlen, -E2BIG, "log %s: more than %u entries", path,
+					       VC_MAX_ENTRIES);
+			}
+			e = t;
+			cap = ncap;
+		}
+		e[n++] = (struct vc_entry){ .sector = sector, .nsect = nsect, .data = off + (off_t)ss,
+					    .flags = (unsigned)flags };
+		off += (off_t)ss + (off_t)bytes;
+	}
+	*out = e;
+	*nout = n;
+	return 0;
+}
+
+/* ---- the rebuild ---- */
+
+enum vc_fate { VC_KEEP, VC_DROP, VC_TEAR };
+
+static int vc_apply(int lfd, int mfd, const struct vc_entry *w, uint32_t ss, off_t media_size, uint64_t tear_bits,
+		    unsigned char **buf, size_t *buflen, enum vc_fate fate, char *err, size_t errlen)
+{
+	size_t bytes = (size_t)w->nsect * ss;
+
+	if (w->sector > (uint64_t)media_size / ss || w->nsect > (uint64_t)media_size / ss - w->sector)
+		return vc_fail(err, errlen, -ERANGE, "the log writes sectors %" PRIu64 "+%" PRIu64
+			       " past the end of the image (%lld bytes)", w->sector, w->nsect,
+			       (long long)media_size);
+	if (bytes > *buflen) {
+		unsigned char *t = realloc(*buf, bytes);
+
+		if (!t)
+			return vc_fail(err, errlen, -ENOMEM, "out of memory");
+		*buf = t;
+		*buflen = bytes;
+	}
+	if (pread(lfd, *buf, bytes, w->data) != (ssize_t)bytes)
+		return vc_fail(err, errlen, -EIO, "cannot read a write's data from the log");
+	for (uint64_t i = 0; i < w->nsect;) {
+		uint64_t j = i;
+
+		/* a run of sectors kept: whole for VC_KEEP, by bit for VC_TEAR */
+		if (fate == VC_TEAR && !((tear_bits >> (i % 64)) & 1)) {
+			i++;
+			continue;
+		}
+		while (j < w->nsect && (fate == VC_KEEP || ((tear_bits >> (j % 64)) & 1)))
+			j++;
+		if (pc_pwrite_all(mfd, *buf + i * ss, (size_t)(j - i) * ss, (off_t)((w->sector + i) * ss)))
+			return vc_fail(err, errlen, -EIO, "cannot write the image: %s", strerror(errno));
+		i = j;
+	}
+	return 0;
+}
+
+static int vc_record(const struct vc_params *vp, const struct vc_stats *st, json_object *dropped,
+		     json_object *torn, char *err, size_t errlen)
+{
+	json_object *o = json_object_new_object();
+	const char *s;
+	int fd, rc = 0;
+
+	if (!o)
+		return vc_fail(err, errlen, -ENOMEM, "out of memory");
+	json_object_object_add(o, "power_on", json_object_new_uint64(vp->power_on));
+	json_object_object_add(o, "profile", json_object_new_string(vc_profile_name(vp->profile)));
+	json_object_object_add(o, "entries", json_object_new_uint64(st->entries));
+	json_object_object_add(o, "writes", json_object_new_uint64(st->writes));
+	json_object_object_add(o, "flushes", json_object_new_uint64(st->flushes));
+	json_object_object_add(o, "fua_writes", json_object_new_uint64(st->fua_writes));
+	json_object_object_add(o, "trace_writes", json_object_new_uint64(st->trace_writes));
+	json_object_object_add(o, "durable", json_object_new_uint64(st->durable));
+	json_object_object_add(o, "kept", json_object_new_uint64(st->kept));
+	json_object_object_add(o, "dropped", json_object_new_uint64(st->dropped));
+	json_object_object_add(o, "torn", json_object_new_uint64(st->torn));
+	/* each write not kept whole: [sector, sectors] and, torn, which sectors were */
+	json_object_object_add(o, "lost", json_object_get(dropped));
+	json_object_object_add(o, "tears", json_object_get(torn));
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	fd = open(vp->record, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (fd < 0 || pc_write_all(fd, s, strlen(s)) || pc_write_all(fd, "\n", 1) || fsync(fd))
+		rc = vc_fail(err, errlen, -EIO, "cannot append to %s: %s", vp->record, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	json_object_put(o);
+	return rc;
+}
+
+int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_t errlen)
+{
+	struct vc_entry *e = NULL;
+	struct vc_cmd *cmds = NULL;
+	size_t ne = 0, ncmds = 0, last_flush = 0, buflen = 0;
+	json_object *dropped = NULL, *torn = NULL;
+	unsigned char *buf = NULL;
+	int lfd = -1, mfd = -1, rc;
+	struct stat ms;
+	uint32_t ss = 512;
+
+	memset(st, 0, sizeof(*st));
+	lfd = open(vp->log, O_RDONLY | O_CLOEXEC);
+	if (lfd < 0) {
+		rc = vc_fail(err, errlen, -errno, "log %s: %s", vp->log, strerror(errno));
+		goto out;
+	}
+	rc = vc_log_read(lfd, vp->log, &ss, &e, &ne, err, errlen);
+	if (!rc)
+		rc = vc_trace_read(vp, &cmds, &ncmds, err, errlen);
+	if (rc)
+		goto out;
+	mfd = open(vp->media, O_WRONLY | O_CLOEXEC);
+	if (mfd < 0 || fstat(mfd, &ms) < 0) {
+		rc = vc_fail(err, errlen, -errno, "image %s: %s", vp->media, strerror(errno));
+		goto out;
+	}
+	st->entries = ne;
+	st->trace_writes = ncmds;
+	/* a completed flush makes every write logged before it durable */
+	for (size_t i = 0; i < ne; i++) {
+		if (e[i].flags & LOG_FLUSH_FLAG) {
+			st->flushes++;
+			last_flush = i + 1;
+		} else if (e[i].flags & LOG_DISCARD_FLAG) {
+			st->discards++;
+		} else if (!(e[i].flags & LOG_MARK_FLAG)) {
+			st->writes++;
+			e[i].fua = (e[i].flags & LOG_FUA_FLAG) ||
+				   vc_is_fua(cmds, ncmds, e[i].sector * (ss / 512), e[i].nsect * (ss / 512));
+			st->fua_writes += (uint64_t)e[i].fua;
+		}
+	}
+	dropped = json_object_new_array();
+	torn = json_object_new_array();
+	if (!dropped || !torn) {
+		rc = vc_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < ne; i++) {
+		const struct vc_entry *w = &e[i];
+		uint64_t r, bits = 0;
+		enum vc_fate fate;
+		int durable;
+
+		if (w->flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+			continue;
+		durable = vp->profile == VC_HONEST ? (i < last_flush || w->fua) :
+			  vp->profile == VC_LYING_FLUSH ? w->fua : 0;
+		r = splitmix64(vp->seed ^ splitmix64(vp->power_on) ^ splitmix64(i + 0x51ed270b27b6f9c1ULL));
+		/* what the cache had not written yet: 40% kept, 30% lost, 30% torn */
+		fate = durable || r % 10 < 4 ? VC_KEEP : r % 10 < 7 ? VC_DROP : VC_TEAR;
+		if (fate == VC_TEAR) {
+			bits = splitmix64(r);
+			/* a tear keeps some sectors and loses others */
+			if (w->nsect == 1)
+				fate = bits & 1 ? VC_KEEP : VC_DROP;
+			else if (w->nsect <= 64 && (bits & ((w->nsect == 64 ? 0 : 1ULL << w->nsect) - 1)) == 0)
+				bits |= 1;
+			else if (w->nsect <= 64 && (~bits & ((w->nsect == 64 ? 0 : 1ULL << w->nsect) - 1)) == 0)
+				bits &= ~1ULL;
+		}
+		st->durable += (uint64_t)durable;
+		if (fate == VC_KEEP)
+			st->kept++;
+		else if (fate == VC_DROP)
+			st->dropped++;
+		else
+			st->torn++;
+		if (fate != VC_KEEP && json_object_array_length(dropped) + json_object_array_length(torn) <
+					       VC_RECORD_MAX) {
+			json_object *a = json_object_new_array();
+
+			json_object_array_add(a, json_object_new_uint64(w->sector * (ss / 512)));
+			json_object_array_add(a, json_object_new_uint64(w->nsect * (ss / 512)));
+			if (fate == VC_TEAR) {
+				/* the sectors kept, '1', and lost, '0', in order (64 at most: the
+				 * pattern repeats past that) */
+				char mask[65];
+				uint64_t m = w->nsect < 64 ? w->nsect : 64;
+
+				for (uint64_t k = 0; k < m; k++)
+					mask[k] = (bits >> k & 1) ? '1' : '0';
+				mask[m] = 0;
+				json_object_array_add(a, json_object_new_string(mask));
+				json_object_array_add(torn, a);
+			} else {
+				json_object_array_add(dropped, a);
+			}
+		}
+		if (fate == VC_DROP)
+			continue;
+		rc = vc_apply(lfd, mfd, w, ss, ms.st_size, bits, &buf, &buflen, fate, err, errlen);
+		if (rc)
+			goto out;
+	}
+	if (fsync(mfd) < 0) {
+		rc = vc_fail(err, errlen, -errno, "fsync %s: %s", vp->media, strerror(errno));
+		goto out;
+	}
+	if (vp->record)
+		rc = vc_record(vp, st, dropped, torn, err, errlen);
+out:
+	json_object_put(dropped);
+	json_object_put(torn);
+	free(buf);
+	free(e);
+	free(cmds);
+	if (lfd >= 0)
+		close(lfd);
+	if (mfd >= 0)
+		close(mfd);
+	return rc;
+}

@@ -1,0 +1,337 @@
+/*
+ * test_vcache.c - the volatile cache's rebuild (relay/vcache.c) on logs made
+ * here in QEMU's blklogwrites format: what each profile keeps, tears drawn
+ * sector by sector and recorded as they were applied, the same result twice,
+ * and hostile logs (cut short, garbage, writes past the image) refused or
+ * ended cleanly.
+ */
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "../../common/util.h"
+#include "../../relay/vcache.h"
+#include "suites.h"
+
+#define SS		512
+#define MEDIA_SECT	256
+
+static char dir[PATH_MAX], logp[PATH_MAX], tracep[PATH_MAX], mediap[PATH_MAX], recp[PATH_MAX];
+
+static void put_le64(unsigned char *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+struct ent {
+	uint64_t sector, n, flags;
+	unsigned char fill;
+};
+
+/* A log: superblock (nr_entries as given), then the entries; data sector k of a write is fill + k. */
+static void write_log(const struct ent *e, size_t n, uint64_t sb_entries, size_t cut_bytes)
+{
+	unsigned char sec[SS];
+	int fd = open(logp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	off_t off = SS;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	memset(sec, 0, sizeof(sec));
+	put_le64(sec, 0x6a736677736872ULL);
+	put_le64(sec + 8, 1);
+	put_le64(sec + 16, sb_entries);
+	sec[24] = SS & 0xff;
+	sec[25] = SS >> 8;
+	CU_ASSERT(pwrite(fd, sec, SS, 0) == SS);
+	for (size_t i = 0; i < n; i++) {
+		memset(sec, 0, sizeof(sec));
+		put_le64(sec, e[i].sector);
+		put_le64(sec + 8, e[i].n);
+		put_le64(sec + 16, e[i].flags);
+		CU_ASSERT(pwrite(fd, sec, SS, off) == SS);
+		off += SS;
+		/* a flush has no data; nor has a crafted header claiming too much */
+		if ((e[i].flags & 1) || e[i].n > 64)
+			continue;
+		for (uint64_t k = 0; k < e[i].n; k++) {
+			memset(sec, e[i].fill + (int)k, sizeof(sec));
+			CU_ASSERT(pwrite(fd, sec, SS, off) == SS);
+			off += SS;
+		}
+	}
+	if (cut_bytes)
+		CU_ASSERT(ftruncate(fd, off - (off_t)cut_bytes) == 0);
+	close(fd);
+}
+
+static void write_media(void)
+{
+	unsigned char z[SS * MEDIA_SECT];
+	int fd = open(mediap, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	memset(z, 0xee, sizeof(z));
+	CU_ASSERT(fd >= 0 && write(fd, z, sizeof(z)) == (ssize_t)sizeof(z));
+	close(fd);
+}
+
+/* The first byte of each media sector. */
+static void read_media(unsigned char *first)
+{
+	unsigned char sec[SS];
+	int fd = open(mediap, O_RDONLY);
+
+	for (int i = 0; i < MEDIA_SECT; i++)
+		first[i] = pread(fd, sec, SS, (off_t)i * SS) == SS ? sec[0] : 0;
+	close(fd);
+}
+
+static struct vc_params params(enum vc_profile p, uint64_t seed)
+{
+	struct vc_params vp = { .log = logp, .trace = tracep, .media = mediap, .record = recp, .profile = p,
+				.seed = seed, .power_on = 3 };
+	return vp;
+}
+
+/* the log of one power-on: A before a flush, B a FUA write (by the trace), C..F after, G cut short */
+static const struct ent base_log[] = {
+	{ 8, 2, 0, 0x10 },	/* A */
+	{ 0, 0, 1, 0 },		/* flush */
+	{ 16, 1, 0, 0x20 },	/* B, FUA */
+	{ 24, 8, 0, 0x30 },	/* C */
+	{ 40, 8, 0, 0x40 },	/* D */
+	{ 56, 8, 0, 0x50 },	/* E */
+	{ 72, 8, 0, 0x60 },	/* F */
+};
+
+static void setup(void)
+{
+	FILE *f;
+
+	pc_strlcpy(dir, pc_test_tmpdir("vcache"), sizeof(dir));
+	snprintf(logp, sizeof(logp), "%s/log", dir);
+	snprintf(tracep, sizeof(tracep), "%s/qemu.log", dir);
+	snprintf(mediap, sizeof(mediap), "%s/media", dir);
+	snprintf(recp, sizeof(recp), "%s/vcache.jsonl", dir);
+	write_log(base_log, PC_ARRAY_SIZE(base_log), 1, 0);
+	write_media();
+	unlink(recp);
+	f = fopen(tracep, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	/* before the power-on: another power-on's FUA write of C's sectors, not this one's */
+	fprintf(f, "scsi_disk_new_request Command: lun=0 tag=0x1 data= 0x2a 0x08 0x00 0x00 0x00 0x18 0x00 0x00 0x08 0x00\n");
+	fprintf(f, "--- power on\n");
+	fprintf(f, "12@1.0:scsi_disk_new_request Command: lun=0 tag=0x2 data= 0x2a 0x00 0x00 0x00 0x00 0x08 0x00 0x00 0x02 0x00\n");
+	fprintf(f, "12@1.0:scsi_disk_new_request Command: lun=0 tag=0x3 data= 0x35 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00\n");
+	fprintf(f, "12@1.1:scsi_disk_new_request Command: lun=0 tag=0x4 data= 0x2a 0x08 0x00 0x00 0x00 0x10 0x00 0x00 0x01 0x00\n");
+	fprintf(f, "12@1.1:scsi_disk_new_request Command: lun=0 tag=0x5 data= 0x8a 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x18 0x00 0x00 0x00 0x08 0x00 0x00\n");
+	fprintf(f, "garbage data= 0x2a 0x08\n");
+	fclose(f);
+}
+
+static off_t power_on_offset(void)
+{
+	FILE *f = fopen(tracep, "r");
+	char line[512];
+	off_t off = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		off += (off_t)strlen(line);
+		if (strncmp(line, "--- power on", 12) == 0)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return off;
+}
+
+/* Each sector of a write is either all its new byte (kept) or the old 0xee (lost). */
+static void check_fates(const unsigned char *m, json_object *rec)
+{
+	json_object *lost, *tears;
+	int lost_sect[MEDIA_SECT] = { 0 };
+
+	CU_ASSERT_FATAL(json_object_object_get_ex(rec, "lost", &lost));
+	CU_ASSERT_FATAL(json_object_object_get_ex(rec, "tears", &tears));
+	for (size_t i = 0; i < json_object_array_length(lost); i++) {
+		json_object *w = json_object_array_get_idx(lost, i);
+		int64_t s = json_object_get_int64(json_object_array_get_idx(w, 0));
+
+		for (int64_t k = 0; k < json_object_get_int64(json_object_array_get_idx(w, 1)); k++)
+			lost_sect[s + k] = 1;
+	}
+	for (size_t i = 0; i < json_object_array_length(tears); i++) {
+		json_object *w = json_object_array_get_idx(tears, i);
+		int64_t s = json_object_get_int64(json_object_array_get_idx(w, 0));
+		const char *mask = json_object_get_string(json_object_array_get_idx(w, 2));
+
+		CU_ASSERT(strchr(mask, '0') && strchr(mask, '1'));	/* a tear keeps some, loses some */
+		for (int64_t k = 0; k < json_object_get_int64(json_object_array_get_idx(w, 1)); k++)
+			lost_sect[s + k] = mask[k] == '0';
+	}
+	for (size_t e = 0; e < PC_ARRAY_SIZE(base_log); e++) {
+		if (base_log[e].flags)
+			continue;
+		for (uint64_t k = 0; k < base_log[e].n; k++) {
+			uint64_t s = base_log[e].sector + k;
+
+			CU_ASSERT_EQUAL(m[s], lost_sect[s] ? 0xee : (unsigned char)(base_log[e].fill + k));
+		}
+	}
+}
+
+static json_object *last_record(void)
+{
+	char line[65536], last[65536] = "";
+	FILE *f = fopen(recp, "r");
+
+	while (f && fgets(line, sizeof(line), f))
+		memcpy(last, line, sizeof(last));
+	if (f)
+		fclose(f);
+	return json_tokener_parse(last);
+}
+
+static void test_profiles(void)
+{
+	const enum vc_profile profiles[] = { VC_HONEST, VC_LYING_FLUSH, VC_FUA_IGNORED };
+	unsigned lost_any = 0, torn_any = 0;
+
+	for (size_t p = 0; p < PC_ARRAY_SIZE(profiles); p++)
+		for (uint64_t seed = 1; seed <= 12; seed++) {
+			unsigned char m[MEDIA_SECT], m2[MEDIA_SECT];
+			struct vc_params vp;
+			struct vc_stats st;
+			char err[256] = "";
+			json_object *rec;
+
+			setup();
+			vp = params(profiles[p], seed);
+			vp.trace_off = power_on_offset();
+			CU_ASSERT_EQUAL_FATAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+			CU_ASSERT_EQUAL(st.entries, 7);
+			CU_ASSERT_EQUAL(st.writes, 6);
+			CU_ASSERT_EQUAL(st.flushes, 1);
+			CU_ASSERT_EQUAL(st.trace_writes, 3);	/* this power-on's: A, B, C */
+			CU_ASSERT_EQUAL(st.fua_writes, 1);	/* B: C's FUA WRITE was another power-on's */
+			CU_ASSERT_EQUAL(st.kept + st.dropped + st.torn, 6);
+			read_media(m);
+			if (profiles[p] == VC_HONEST) {
+				CU_ASSERT_EQUAL(st.durable, 2);
+				CU_ASSERT(m[8] == 0x10 && m[9] == 0x11);	/* A: flushed */
+				CU_ASSERT(m[16] == 0x20);			/* B: FUA */
+			} else if (profiles[p] == VC_LYING_FLUSH) {
+				CU_ASSERT_EQUAL(st.durable, 1);
+				CU_ASSERT(m[16] == 0x20);
+			} else {
+				CU_ASSERT_EQUAL(st.durable, 0);
+			}
+			CU_ASSERT(m[0] == 0xee && m[100] == 0xee);	/* nothing written outside the writes */
+			rec = last_record();
+			CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+			CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_object_get(rec, "profile")),
+					       vc_profile_name(profiles[p]));
+			CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(rec, "power_on")), 3);
+			check_fates(m, rec);
+			lost_any += st.dropped > 0;
+			torn_any += st.torn > 0;
+			json_object_put(rec);
+			/* the same log, seed and power-on: the same image (a replay after a crash) */
+			write_media();
+			CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+			read_media(m2);
+			CU_ASSERT_EQUAL(memcmp(m, m2, sizeof(m)), 0);
+		}
+	CU_ASSERT(lost_any > 0);
+	CU_ASSERT(torn_any > 0);
+}
+
+static void test_hostile(void)
+{
+	struct vc_params vp;
+	struct vc_stats st;
+	char err[256] = "";
+	unsigned char m[MEDIA_SECT];
+	struct ent past[] = { { 8, 2, 0, 0x10 }, { MEDIA_SECT - 1, 2, 0, 0x70 } };
+	struct ent bad_flags[] = { { 8, 2, 0, 0x10 }, { 16, 1, 0x100, 0x20 }, { 24, 1, 0, 0x30 } };
+	struct ent huge[] = { { 8, 1ULL << 40, 0, 0x10 } };
+
+	/* the last entry cut short: the log ends before it */
+	setup();
+	write_log(base_log, PC_ARRAY_SIZE(base_log), 0, 100);
+	vp = params(VC_HONEST, 1);
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.writes, 5);
+	/* no superblock at all (no flush yet): 512-byte sectors */
+	setup();
+	write_log(base_log, PC_ARRAY_SIZE(base_log), 0, 0);
+	{
+		int fd = open(logp, O_WRONLY);
+		unsigned char z[SS] = { 0 };
+
+		CU_ASSERT(pwrite(fd, z, SS, 0) == SS);
+		close(fd);
+	}
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.entries, 7);
+	/* a write past the image: refused, naming it */
+	setup();
+	write_log(past, PC_ARRAY_SIZE(past), 0, 0);
+	vp.profile = VC_HONEST;
+	{
+		/* make the second durable: a flush after it */
+		struct ent withflush[] = { past[0], past[1], { 0, 0, 1, 0 } };
+
+		write_log(withflush, PC_ARRAY_SIZE(withflush), 0, 0);
+	}
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), -ERANGE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "past the end of the image"));
+	/* unknown flags end the log; so does a size no write has */
+	setup();
+	write_log(bad_flags, PC_ARRAY_SIZE(bad_flags), 0, 0);
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.entries, 1);
+	setup();
+	write_log(huge, PC_ARRAY_SIZE(huge), 0, 0);
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.entries, 0);
+	read_media(m);
+	CU_ASSERT(m[8] == 0xee);
+	/* a wrong version is an error, not a guess */
+	setup();
+	{
+		int fd = open(logp, O_WRONLY);
+		unsigned char v = 2;
+
+		CU_ASSERT(pwrite(fd, &v, 1, 8) == 1);
+		close(fd);
+	}
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), -EPROTO);
+	/* no trace: nothing is known to be FUA */
+	setup();
+	vp.trace = NULL;
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.fua_writes, 0);
+	CU_ASSERT_EQUAL(vc_profile_parse("lying-flush"), VC_LYING_FLUSH);
+	CU_ASSERT_EQUAL(vc_profile_parse("lying"), -1);
+	CU_ASSERT_EQUAL(vc_profile_parse(NULL), -1);
+}
+
+int suite_vcache(void)
+{
+	CU_pSuite s = CU_add_suite("vcache", NULL, NULL);
+
+	if (!s ||
+	    !CU_add_test(s, "profiles, tears, the same image twice", test_profiles) ||
+	    !CU_add_test(s, "hostile logs", test_hostile))
+		return -1;
+	return 0;
+}
