@@ -256,6 +256,8 @@ static void power_on(struct bctx *b)
 	}
 	ev = camp_ev_new(b, PC_EV_POWER_ON);
 	json_object_object_add(ev, "attempt", json_object_new_int(b->attempt + 1));
+	/* this run's plan (--cycles may change it from run to run): status reads it */
+	json_object_object_add(ev, "cycles", json_object_new_int64(c->cycles));
 	/* the mode this boot's cycle is to write: a verdict of a cycle that
 	 * never wrote still says which mode it was (none at the final verification) */
 	if (b->cycle <= c->cycles)

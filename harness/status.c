@@ -11,7 +11,8 @@
  *   events.jsonl    its tail only: 8 MB, then 32, 128, 256 MB at most while
  *                   a configured board has no event in what was read. Each
  *                   line through the scanner (t, board, cycle, ev, msg.type,
- *                   run_end's cycles and end); the whole file is never parsed
+ *                   power_on's and run_end's cycles, run_end's end); the
+ *                   whole file is never parsed
  * A torn last line (no newline yet: a run is writing it) is never read.
  */
 #include "status.h"
@@ -373,6 +374,7 @@ struct st_evs {
 	unsigned cycle;		/* the highest cycle of its events */
 	unsigned work;		/* the highest cycle with a work event */
 	unsigned plan;		/* the cycles its last run_end planned (0: none) */
+	unsigned run_plan;	/* the cycles the run of its last power_on plans (0: not said) */
 	enum status_bstate state;
 	unsigned starts;	/* power-ons of a new cycle, with their time */
 	unsigned c0, c1;	/* the first and the last of them */
@@ -772,6 +774,8 @@ static int on_event(struct st_ctx *x, const char *line, size_t len, int trunc, o
 		e->work = (unsigned)cycle;
 	if (k == PC_EV_RUN_END && !status_span_u64(&v[6], CFG_MAX_CYCLES, &plan))
 		e->plan = (unsigned)plan;
+	if (k == PC_EV_POWER_ON && !status_span_u64(&v[6], CFG_MAX_CYCLES, &plan))
+		e->run_plan = (unsigned)plan;
 	e->state = status_next_state(e->state, k, rxtype[0] ? rxtype : NULL, end[0] ? end : NULL);
 	if (k == PC_EV_POWER_ON && have_t && (!e->starts || cycle != e->c1)) {
 		if (!e->starts++) {
@@ -841,10 +845,12 @@ static void derive(struct st_ctx *x, int running)
 		struct st_evs *e = &b->ev;
 		unsigned plan = x->cycles, left;
 
-		/* the plan: the configuration's, or the last run_end's, grown by
-		 * what was worked on or judged since (a run given --cycles records
-		 * its plan only when it ends) */
-		if (e->plan > plan)
+		/* the plan: the one the last power-on's run said (--cycles), else
+		 * the configuration's or the last run_end's (older runs said it only
+		 * when they ended), grown by what was worked on or judged since */
+		if (e->run_plan)
+			plan = e->run_plan;
+		else if (e->plan > plan)
 			plan = e->plan;
 		if (e->work > plan)
 			plan = e->work;

@@ -88,10 +88,12 @@ check "after kill -9, --json: run killed, not running" \
 
 # --- stopped (SIGINT, resumable) --------------------------------------------------------
 n=$(grep -c . "$R/verdicts.jsonl")
-"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report > "$T/run2.out" 2>&1 &
+"$PC" run "$T/c.json" --results "$R" --cycles 5000 --agent "$AGENT" --quiet --no-report > "$T/run2.out" 2>&1 &
 pid2=$!
 check "the resumed run judges more cycles" wait_for 300 sh -c "[ \$(grep -c . '$R/verdicts.jsonl') -ge $((n + 4)) ]"
 check "status names the resumed run" sh -c "'$PC' status '$R' | grep -qF 'running (pid $pid2 on $H'"
+check "...and its plan, given by --cycles 5000 (not the configuration's 100000)" \
+	sh -c "'$PC' status --json '$R' | jq -e '[.boards[].cycles == 5000] | all' > /dev/null"
 kill -INT $pid2
 wait $pid2
 "$PC" status "$R" > "$T/st" 2>&1
