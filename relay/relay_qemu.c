@@ -206,9 +206,18 @@ static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
 			 "\"seed\": 1}, got %s", relay_json_text(v));
 		return -EINVAL;
 	}
-	rc = relay_check_keys(v, "qemu volatile_cache", qemu_vc_keys, PC_ARRAY_SIZE(qemu_vc_keys), err, errlen);
-	if (rc)
-		return rc;
+	{
+		char sub[256];
+
+		rc = relay_check_keys(v, "qemu volatile_cache", qemu_vc_keys, PC_ARRAY_SIZE(qemu_vc_keys), sub,
+				      sizeof(sub));
+		if (!rc)
+			rc = relay_check_int(v, "seed", 0, INT64_MAX, sub, sizeof(sub));
+		if (rc) {
+			snprintf(err, errlen, "volatile_cache: %s", sub);
+			return rc;
+		}
+	}
 	if (!json_object_object_get_ex(v, "profile", &prof) || !json_object_is_type(prof, json_type_string) ||
 	    vc_profile_parse(json_object_get_string(prof)) < 0) {
 		snprintf(err, errlen, "volatile_cache.profile: expected \"honest\" (flushes and FUA honoured), "
@@ -216,9 +225,6 @@ static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
 			 prof ? relay_json_text(prof) : "nothing");
 		return -EINVAL;
 	}
-	rc = relay_check_int(v, "seed", 0, INT64_MAX, err, errlen);
-	if (rc)
-		return rc;
 	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands; the
 	 * SD card has no cache to lose, and QEMU's NVMe namespace's FUA is not
 	 * traced */
