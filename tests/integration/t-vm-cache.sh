@@ -15,6 +15,8 @@
 #                     emulates FUA with flushes, which this device ignores:
 #                     fua cycles FAIL as the rebuild says, and their verdicts'
 #                     io_note says FUA was emulated;
+#   The harness is killed (-9) once mid-campaign and resumed: the logs of
+#   the boards that were on are replayed at their next power-on.
 #   vc3  errors:      a read error on one sector of the region from the
 #                     second power-on on (the verdict that scan judges says
 #                     unreadable, at that sector), a write error on the
@@ -94,10 +96,25 @@ cfg "$T/bad7.json" '.boards[2].relay.errors = [range(9) | {"op": "read", "sector
 expect_fail "at most 8 rules" 'errors: expected an array of 1 to 8 rules' "$PC" check-config "$T/bad7.json"
 
 t0=$(date +%s)
+# The harness is killed (-9) mid-campaign, its QEMUs with it: a board that
+# was on leaves its log unreplayed (vc-pending); the resumed run replays it
+# before that board's next power-on, so what the cache lost at that cut is on
+# record and judged like any other cut (vcache-check below covers it).
+"$PC" run "$T/c.json" --results "$T/r" --quiet --no-report > "$T/out0" 2>&1 &
+pid=$!
+for _ in $(seq 600); do
+	[ "$(grep -c . "$T/r/verdicts.jsonl" 2>/dev/null || echo 0)" -ge 6 ] && break
+	sleep 0.5
+done
+kill -9 $pid
+wait $pid 2>/dev/null
+pending=$(ls "$T"/r/boards/vc[124]/vc-pending 2>/dev/null | wc -l)
+check "killed mid-campaign: the powered boards' logs were left to replay ($pending of 3 vc-pending)" [ "$pending" -ge 1 ]
 "$PC" run "$T/c.json" --results "$T/r" --quiet --no-report > "$T/out" 2>&1
 rc=$?
 wall=$(($(date +%s) - t0))
 V="$T/r/verdicts.jsonl"
+check "the resumed run replayed them: no vc-pending left" [ "$(ls "$T"/r/boards/*/vc-pending 2>/dev/null | wc -l)" -eq 0 ]
 check "the campaign ends with a FAIL (exit 1: the lying board and the failing disk)" [ $rc -eq 1 ]
 [ $rc -eq 1 ] || { tail -5 "$T/out"; for b in $BOARDS; do tail -3 "$T/r/boards/$b/qemu.log"; done; }
 for b in $BOARDS; do
