@@ -160,26 +160,69 @@ void pc_sector_hdr_decode(const uint8_t in[PC_SECTOR], struct pc_sector_hdr *h)
 	h->lba = pc_get64(in + PC_OFF_LBA);
 }
 
-/* xorshift64* stream seeded from (seed, seq, lba): the payload generator. */
-static void payload_fill(uint8_t *p, size_t len, uint64_t seed, uint64_t seq, uint64_t lba)
+/* xorshift64* stream seeded from (seed, seq, lba): the payload generator.
+ * Each step's 64-bit output is stored little-endian, whatever the host. */
+static inline uint64_t payload_seed(uint64_t seed, uint64_t seq, uint64_t lba)
 {
 	uint64_t s = pc_mix64(seed ^ pc_mix64(seq ^ pc_mix64(lba + 0x5ec7)));
 
-	if (s == 0)
-		s = 1;
-	while (len) {
-		uint64_t v;
-		size_t n = len < 8 ? len : 8;
+	return s ? s : 1;
+}
 
-		s ^= s >> 12;
-		s ^= s << 25;
-		s ^= s >> 27;
-		v = s * 0x2545f4914f6cdd1dull;
-		for (size_t i = 0; i < n; i++)
-			p[i] = (uint8_t)(v >> (8 * i));
-		p += n;
-		len -= n;
+static inline uint64_t payload_next(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 0x2545f4914f6cdd1dull;
+}
+
+static inline uint64_t le64(uint64_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	return __builtin_bswap64(v);
+#else
+	return v;
+#endif
+}
+
+static void payload_fill(uint8_t *p, size_t len, uint64_t seed, uint64_t seq, uint64_t lba)
+{
+	uint64_t s = payload_seed(seed, seq, lba);
+
+	/* whole words with one store each: this runs for every sector built */
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t v = le64(payload_next(&s));
+
+		memcpy(p, &v, 8);
 	}
+	if (len) {
+		uint64_t v = payload_next(&s);
+
+		for (size_t i = 0; i < len; i++)
+			p[i] = (uint8_t)(v >> (8 * i));
+	}
+}
+
+/* Does p hold the payload payload_fill would write? Compared as it is
+ * generated (the scan runs this for every sector read). */
+static int payload_equal(const uint8_t *p, size_t len, uint64_t seed, uint64_t seq, uint64_t lba)
+{
+	uint64_t s = payload_seed(seed, seq, lba), diff = 0;
+
+	for (; len >= 8; p += 8, len -= 8) {
+		uint64_t w;
+
+		memcpy(&w, p, 8);
+		diff |= w ^ le64(payload_next(&s));
+	}
+	if (len) {
+		uint64_t v = payload_next(&s);
+
+		for (size_t i = 0; i < len; i++)
+			diff |= (uint8_t)(p[i] ^ (uint8_t)(v >> (8 * i)));
+	}
+	return diff == 0;
 }
 
 void pc_sector_build(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h, uint64_t seed)
@@ -221,8 +264,6 @@ void pc_record_build(uint8_t *out, const struct pc_geom *g, uint32_t slot,
 enum pc_sector_state pc_sector_check(const uint8_t in[PC_SECTOR], const struct pc_geom *g,
 				     struct pc_sector_hdr *h)
 {
-	uint8_t payload[PC_OFF_CRC - PC_OFF_PAYLOAD];
-
 	pc_sector_hdr_decode(in, h);
 	if (h->magic != PC_REC_MAGIC || h->version != PC_FORMAT_VERSION ||
 	    memcmp(h->region, g->uuid, 16) != 0)
@@ -231,8 +272,7 @@ enum pc_sector_state pc_sector_check(const uint8_t in[PC_SECTOR], const struct p
 		return PC_SECT_BAD;
 	if (h->cnt != pc_geom_spr(g) || h->idx >= h->cnt)
 		return PC_SECT_BAD;
-	payload_fill(payload, sizeof(payload), g->seed, h->seq, h->lba);
-	if (memcmp(payload, in + PC_OFF_PAYLOAD, sizeof(payload)) != 0)
+	if (!payload_equal(in + PC_OFF_PAYLOAD, PC_OFF_CRC - PC_OFF_PAYLOAD, g->seed, h->seq, h->lba))
 		return PC_SECT_BAD;
 	return PC_SECT_VALID;
 }
