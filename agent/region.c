@@ -501,8 +501,15 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 	struct pc_sect_report *sect;
 	struct pc_slot_report rep;
 	struct pc_sector_hdr h, first = { 0 };
-	int whole = 1;
+	int whole = 1, readable = 1;
 
+	for (uint32_t i = 0; i < spr && readable; i++)
+		readable = !rerr[i];
+	if (readable && pc_record_whole(rec, g, lba0, &first)) {
+		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
+		return;
+	}
+	/* not whole: the sector-by-sector look says what it is instead */
 	for (uint32_t i = 0; i < spr && whole; i++) {
 		if (rerr[i] || pc_sector_check(rec + (size_t)i * PC_SECTOR, g, &h) != PC_SECT_VALID ||
 		    h.lba != lba0 + i || h.idx != i) {

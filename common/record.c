@@ -225,6 +225,36 @@ static int payload_equal(const uint8_t *p, size_t len, uint64_t seed, uint64_t s
 	return diff == 0;
 }
 
+/* payload_equal for four sectors at once, p[k] with its own (seq, lba[k]):
+ * four independent generator chains. 1 when all four match. */
+static int payload_equal_x4(const uint8_t *const p[4], size_t len, uint64_t seed, uint64_t seq,
+			    const uint64_t lba[4])
+{
+	uint64_t s0 = payload_seed(seed, seq, lba[0]), s1 = payload_seed(seed, seq, lba[1]);
+	uint64_t s2 = payload_seed(seed, seq, lba[2]), s3 = payload_seed(seed, seq, lba[3]);
+	uint64_t diff = 0;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w0, w1, w2, w3;
+
+		memcpy(&w0, p[0] + i, 8);
+		memcpy(&w1, p[1] + i, 8);
+		memcpy(&w2, p[2] + i, 8);
+		memcpy(&w3, p[3] + i, 8);
+		diff |= (w0 ^ le64(payload_next(&s0))) | (w1 ^ le64(payload_next(&s1))) |
+			(w2 ^ le64(payload_next(&s2))) | (w3 ^ le64(payload_next(&s3)));
+	}
+	if (i < len) {
+		uint64_t v[4] = { payload_next(&s0), payload_next(&s1), payload_next(&s2), payload_next(&s3) };
+
+		for (int k = 0; k < 4; k++)
+			for (size_t j = i; j < len; j++)
+				diff |= (uint8_t)(p[k][j] ^ (uint8_t)(v[k] >> (8 * (j - i))));
+	}
+	return diff == 0;
+}
+
 void pc_sector_build(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h, uint64_t seed)
 {
 	pc_put32(out + PC_OFF_MAGIC, PC_REC_MAGIC);
@@ -275,6 +305,55 @@ enum pc_sector_state pc_sector_check(const uint8_t in[PC_SECTOR], const struct p
 	if (!payload_equal(in + PC_OFF_PAYLOAD, PC_OFF_CRC - PC_OFF_PAYLOAD, g->seed, h->seq, h->lba))
 		return PC_SECT_BAD;
 	return PC_SECT_VALID;
+}
+
+/* The header checks of pc_sector_check plus those of one whole record: sector
+ * idx of a record like first, written for lba. */
+static int whole_hdr_ok(const uint8_t *p, const struct pc_sector_hdr *first, uint32_t idx, uint64_t lba)
+{
+	struct pc_sector_hdr h;
+
+	pc_sector_hdr_decode(p, &h);
+	return h.magic == PC_REC_MAGIC && h.version == PC_FORMAT_VERSION && h.flags == first->flags &&
+	       !memcmp(h.region, first->region, 16) && h.seq == first->seq && h.cycle == first->cycle &&
+	       h.idx == idx && h.cnt == first->cnt && h.lba == lba;
+}
+
+int pc_record_whole(const uint8_t *rec, const struct pc_geom *g, uint64_t lba0, struct pc_sector_hdr *first)
+{
+	uint32_t spr = pc_geom_spr(g), i = 0;
+
+	pc_sector_hdr_decode(rec, first);
+	if (memcmp(first->region, g->uuid, 16) != 0 || first->cnt != spr)
+		return 0;
+	for (; i + 4 <= spr; i += 4) {
+		const uint8_t *p[4];
+		uint64_t lba[4];
+		uint32_t crc[4];
+
+		for (int k = 0; k < 4; k++) {
+			p[k] = rec + (size_t)(i + k) * PC_SECTOR;
+			lba[k] = lba0 + i + k;
+			if (!whole_hdr_ok(p[k], first, i + k, lba[k]))
+				return 0;
+		}
+		pc_crc32c_x4(p, PC_OFF_CRC, crc);
+		for (int k = 0; k < 4; k++)
+			if (pc_get32(p[k] + PC_OFF_CRC) != crc[k])
+				return 0;
+		const uint8_t *pl[4] = { p[0] + PC_OFF_PAYLOAD, p[1] + PC_OFF_PAYLOAD, p[2] + PC_OFF_PAYLOAD,
+					 p[3] + PC_OFF_PAYLOAD };
+		if (!payload_equal_x4(pl, PC_OFF_CRC - PC_OFF_PAYLOAD, g->seed, first->seq, lba))
+			return 0;
+	}
+	for (; i < spr; i++) {
+		const uint8_t *p = rec + (size_t)i * PC_SECTOR;
+		struct pc_sector_hdr h;
+
+		if (!whole_hdr_ok(p, first, i, lba0 + i) || pc_sector_check(p, g, &h) != PC_SECT_VALID)
+			return 0;
+	}
+	return 1;
 }
 
 /*
