@@ -255,7 +255,43 @@ static int payload_equal_x4(const uint8_t *const p[4], size_t len, uint64_t seed
 	return diff == 0;
 }
 
+static void sector_header(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h);
+
 void pc_sector_build(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h, uint64_t seed)
+{
+	sector_header(out, h);
+	payload_fill(out + PC_OFF_PAYLOAD, PC_OFF_CRC - PC_OFF_PAYLOAD, seed, h->seq, h->lba);
+	pc_put32(out + PC_OFF_CRC, pc_crc32c(0, out, PC_OFF_CRC));
+}
+
+/* payload_fill for four sectors at once, p[k] with its own lba[k]: four
+ * independent generator chains (a record's build is the writer's per-record
+ * work). Byte for byte what four payload_fill calls write. */
+static void payload_fill_x4(uint8_t *const p[4], size_t len, uint64_t seed, uint64_t seq, const uint64_t lba[4])
+{
+	uint64_t s0 = payload_seed(seed, seq, lba[0]), s1 = payload_seed(seed, seq, lba[1]);
+	uint64_t s2 = payload_seed(seed, seq, lba[2]), s3 = payload_seed(seed, seq, lba[3]);
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v0 = le64(payload_next(&s0)), v1 = le64(payload_next(&s1));
+		uint64_t v2 = le64(payload_next(&s2)), v3 = le64(payload_next(&s3));
+
+		memcpy(p[0] + i, &v0, 8);
+		memcpy(p[1] + i, &v1, 8);
+		memcpy(p[2] + i, &v2, 8);
+		memcpy(p[3] + i, &v3, 8);
+	}
+	if (i < len) {
+		uint64_t v[4] = { payload_next(&s0), payload_next(&s1), payload_next(&s2), payload_next(&s3) };
+
+		for (int k = 0; k < 4; k++)
+			for (size_t j = i; j < len; j++)
+				p[k][j] = (uint8_t)(v[k] >> (8 * (j - i)));
+	}
+}
+
+static void sector_header(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h)
 {
 	pc_put32(out + PC_OFF_MAGIC, PC_REC_MAGIC);
 	pc_put16(out + PC_OFF_VERSION, PC_FORMAT_VERSION);
@@ -266,8 +302,6 @@ void pc_sector_build(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h, uint
 	pc_put16(out + PC_OFF_IDX, h->idx);
 	pc_put16(out + PC_OFF_CNT, h->cnt);
 	pc_put64(out + PC_OFF_LBA, h->lba);
-	payload_fill(out + PC_OFF_PAYLOAD, PC_OFF_CRC - PC_OFF_PAYLOAD, seed, h->seq, h->lba);
-	pc_put32(out + PC_OFF_CRC, pc_crc32c(0, out, PC_OFF_CRC));
 }
 
 void pc_record_build(uint8_t *out, const struct pc_geom *g, uint32_t slot,
@@ -282,9 +316,31 @@ void pc_record_build(uint8_t *out, const struct pc_geom *g, uint32_t slot,
 		.cnt = (uint16_t)pc_geom_spr(g),
 	};
 	uint64_t lba = pc_slot_lba(g, slot);
+	uint32_t spr = pc_geom_spr(g), i = 0;
 
 	memcpy(h.region, g->uuid, 16);
-	for (uint32_t i = 0; i < pc_geom_spr(g); i++) {
+	/* four sectors at a time: the same bytes as pc_sector_build, sooner */
+	for (; i + 4 <= spr; i += 4) {
+		uint8_t *p[4], *pl[4];
+		const uint8_t *c[4];
+		uint64_t l[4];
+		uint32_t crc[4];
+
+		for (int k = 0; k < 4; k++) {
+			p[k] = out + (size_t)(i + k) * PC_SECTOR;
+			pl[k] = p[k] + PC_OFF_PAYLOAD;
+			c[k] = p[k];
+			l[k] = lba + i + k;
+			h.idx = (uint16_t)(i + k);
+			h.lba = l[k];
+			sector_header(p[k], &h);
+		}
+		payload_fill_x4(pl, PC_OFF_CRC - PC_OFF_PAYLOAD, g->seed, seq, l);
+		pc_crc32c_x4(c, PC_OFF_CRC, crc);
+		for (int k = 0; k < 4; k++)
+			pc_put32(p[k] + PC_OFF_CRC, crc[k]);
+	}
+	for (; i < spr; i++) {
 		h.idx = (uint16_t)i;
 		h.lba = lba + i;
 		pc_sector_build(out + (size_t)i * PC_SECTOR, &h, g->seed);

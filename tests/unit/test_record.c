@@ -311,6 +311,33 @@ static void test_payload_determinism(void)
 	CU_ASSERT_EQUAL(pc_get32(a + PC_OFF_CRC), pc_crc32c(0, a, PC_OFF_CRC));
 }
 
+/* pc_record_build (four sectors at a time) writes what pc_sector_build
+ * writes for each sector, for sizes leaving 0 to 3 sectors after the fours. */
+static void test_record_build_x4(void)
+{
+	static const uint32_t sizes[] = { 512, 1024, 1536, 2048, 4096, 8704, 65536 };
+	static uint8_t rec[65536], one[PC_SECTOR];
+
+	for (size_t z = 0; z < PC_ARRAY_SIZE(sizes); z++) {
+		struct pc_geom g;
+		uint32_t spr = sizes[z] / PC_SECTOR;
+		struct pc_sector_hdr h = { .flags = PC_MODE_FUA | PC_FL_RANDOM, .seq = 123456789012ull,
+					   .cycle = 77, .cnt = (uint16_t)spr };
+		unsigned differ = 0;
+
+		geom(&g, 8 * MIB, sizes[z], 0xfeedfacecafebeefull);
+		memcpy(h.region, g.uuid, 16);
+		pc_record_build(rec, &g, 3, h.seq, h.cycle, h.flags);
+		for (uint32_t i = 0; i < spr; i++) {
+			h.idx = (uint16_t)i;
+			h.lba = pc_slot_lba(&g, 3) + i;
+			pc_sector_build(one, &h, g.seed);
+			differ += memcmp(one, rec + (size_t)i * PC_SECTOR, PC_SECTOR) != 0;
+		}
+		CU_ASSERT_EQUAL(differ, 0);
+	}
+}
+
 /* The scan's definition of one whole record, sector by sector. */
 static int whole_ref(const uint8_t *rec, const struct pc_geom *g, uint64_t lba0, struct pc_sector_hdr *first)
 {
@@ -570,6 +597,7 @@ int suite_record(void)
 		{ "misdirected sector keeps its LBA", test_sector_misdirected },
 		{ "payload determinism", test_payload_determinism },
 		{ "whole-record fast path agrees with the sector checks", test_record_whole },
+		{ "a record built four sectors at a time is built sector by sector", test_record_build_x4 },
 		{ "slot permutation is a bijection", test_slot_mapping },
 		{ "seeds give different permutations", test_slot_seeds_differ },
 		{ "seq to slot wraps", test_slot_of_seq },
