@@ -70,9 +70,16 @@ struct ws {
 
 void writer_probe(struct region *r, struct writer_io *io)
 {
+	size_t len = (size_t)NBUF * r->g.record_size;
 	int ret;
 
 	memset(io, 0, sizeof(*io));
+	if (len && posix_memalign((void **)&io->bufs, 4096, len) == 0) {
+		memset(io->bufs, 0, len);	/* every page faulted in now, not mid-cycle */
+		io->buflen = len;
+	} else {
+		io->bufs = NULL;
+	}
 	if (!r->dev.ops->aio_setup) {
 		snprintf(io->why, sizeof(io->why), "backend %s has no asynchronous path", r->dev.ops->name);
 		return;
@@ -83,6 +90,13 @@ void writer_probe(struct region *r, struct writer_io *io)
 		return;
 	}
 	snprintf(io->why, sizeof(io->why), "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
+}
+
+void writer_release(struct writer_io *io)
+{
+	free(io->bufs);
+	io->bufs = NULL;
+	io->buflen = 0;
 }
 
 int writer_effective_mode(const struct writer_io *io, int mode)
@@ -517,7 +531,7 @@ static int run_groups(struct ws *s, int journal)
 	return ret;
 }
 
-int writer_run(struct region *r, const struct writer_io *io, const struct pc_work *w,
+int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen)
 {
 	struct ws s = {
@@ -541,7 +555,9 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 			 r->g.nslots);
 		return -EINVAL;
 	}
-	if (posix_memalign((void **)&s.bufs, 4096, (size_t)NBUF * r->g.record_size)) {
+	if (io->bufs && io->buflen >= (size_t)NBUF * r->g.record_size) {
+		s.bufs = io->bufs;
+	} else if (posix_memalign((void **)&s.bufs, 4096, (size_t)NBUF * r->g.record_size)) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
@@ -590,7 +606,13 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 	/* Completions that can no longer be waited for may still read these
 	 * buffers: leak them rather than let the next allocation change what
 	 * the device receives. */
-	if (!s.broken)
+	if (s.bufs == io->bufs) {
+		if (s.broken) {	/* never handed out again, never freed */
+			io->bufs = NULL;
+			io->buflen = 0;
+		}
+	} else if (!s.broken) {
 		free(s.bufs);
+	}
 	return ret;
 }
