@@ -30,6 +30,8 @@
 /* one buffer more than can be in flight: the next record is built in it
  * while the device works on the others */
 #define NBUF (MAXQD + 1)
+/* how much of the buffers writer_probe touches: QD 32 of 64 KiB records */
+#define PREFAULT ((size_t)4 << 20)
 
 #define LATRING 1024u
 
@@ -75,7 +77,9 @@ void writer_probe(struct region *r, struct writer_io *io)
 
 	memset(io, 0, sizeof(*io));
 	if (len && posix_memalign((void **)&io->bufs, 4096, len) == 0) {
-		memset(io->bufs, 0, len);	/* every page faulted in now, not mid-cycle */
+		/* faulted in now, not mid-cycle; past PREFAULT (large records at
+		 * a deep queue) only what a run touches, once per process */
+		memset(io->bufs, 0, len < PREFAULT ? len : PREFAULT);
 		io->buflen = len;
 	} else {
 		io->bufs = NULL;

@@ -14,10 +14,10 @@
 struct writer_io {
 	int aio;		/* 1 when the backend's async path (io_uring) works */
 	char why[256];		/* when it does not: why */
-	/* The write buffers (one more than the deepest queue), made and
-	 * touched once here, so that no cycle's writes wait for an allocation
-	 * or a first-touch page fault. NULL when memory was short: writer_run
-	 * then makes its own. */
+	/* The write buffers (one more than the deepest queue), made once
+	 * and their first 4 MiB touched, so that no cycle's writes wait for an
+	 * allocation or a first-touch page fault. NULL when memory was short:
+	 * writer_run then makes its own. */
 	uint8_t *bufs;
 	size_t buflen;
 };
