@@ -315,6 +315,25 @@ static int posix_aio_setup(struct dev *d, unsigned qd)
 	return 0;
 }
 
+/* Hand the prepared sqe for io to the kernel; it is then in flight. */
+static int posix_ring_submit(struct dev *d, struct posix_priv *p, struct io_uring_sqe *sqe, struct dev_io *io,
+			     const char *what)
+{
+	int ret;
+
+	io_uring_sqe_set_data(sqe, io);
+	io->result = 0;
+	do
+		ret = io_uring_submit(&p->ring);
+	while (ret == -EINTR);
+	if (ret < 0)
+		return posix_io_fail(d, what, io->off, io->len, ret);
+	if (ret == 0)
+		return posix_io_fail(d, what, io->off, io->len, -EIO);
+	p->inflight++;
+	return 0;
+}
+
 static int posix_aio_submit(struct dev *d, struct dev_io *io)
 {
 	struct posix_priv *p = d->priv;
@@ -339,17 +358,7 @@ static int posix_aio_submit(struct dev *d, struct dev_io *io)
 	io->dst = NULL;
 	if (io->wflags & DEV_W_DSYNC)
 		sqe->rw_flags = RWF_DSYNC;
-	io_uring_sqe_set_data(sqe, io);
-	io->result = 0;
-	do
-		ret = io_uring_submit(&p->ring);
-	while (ret == -EINTR);
-	if (ret < 0)
-		return posix_io_fail(d, "io_uring submit", io->off, io->len, ret);
-	if (ret == 0)
-		return posix_io_fail(d, "io_uring submit", io->off, io->len, -EIO);
-	p->inflight++;
-	return 0;
+	return posix_ring_submit(d, p, sqe, io, "io_uring submit");
 }
 
 /* The queue depth a scan's reads set up when no writer did (writer.c's). */
@@ -374,19 +383,9 @@ static int posix_aio_read(struct dev *d, struct dev_io *io)
 	if (!sqe)
 		return posix_fail(d, -EBUSY, "%s: io_uring submission queue full", d->o.path);
 	io_uring_prep_read(sqe, d->fd, io->dst, (unsigned)io->len, io->off);
-	io_uring_sqe_set_data(sqe, io);
 	io->buf = NULL;
 	io->wflags = 0;
-	io->result = 0;
-	do
-		ret = io_uring_submit(&p->ring);
-	while (ret == -EINTR);
-	if (ret < 0)
-		return posix_io_fail(d, "io_uring read submit", io->off, io->len, ret);
-	if (ret == 0)
-		return posix_io_fail(d, "io_uring read submit", io->off, io->len, -EIO);
-	p->inflight++;
-	return 0;
+	return posix_ring_submit(d, p, sqe, io, "io_uring read submit");
 }
 
 static int posix_aio_result(struct dev *d, struct dev_io *io, int res)
