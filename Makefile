@@ -64,11 +64,16 @@ HOST_PKGS  := json-c libsodium $(if $(GPIOD_VER),libgpiod)
 DEFS       := $(if $(HAVE_URING),-DPC_HAVE_URING=1) $(if $(HAVE_BLKID),-DPC_HAVE_BLKID=1) \
               $(if $(GPIOD_VER),-DPC_GPIOD_API=$(GPIOD_VER))
 PKG_STATIC := $(if $(STATIC),--static)
-ALL_CFLAGS  = $(OPT) $(BASE_CFLAGS) $(DEFS) $(shell $(PKG_CONFIG) --cflags $(sort $(AGENT_PKGS) $(HOST_PKGS)) 2>/dev/null) $(CFLAGS)
+ALL_CFLAGS  = $(OPT) $(BASE_CFLAGS) $(STATIC_CFLAGS) $(DEFS) $(shell $(PKG_CONFIG) --cflags $(sort $(AGENT_PKGS) $(HOST_PKGS)) 2>/dev/null) $(CFLAGS)
 AGENT_LIBS := $(shell $(PKG_CONFIG) $(PKG_STATIC) --libs $(AGENT_PKGS) 2>/dev/null)
 HOST_LIBS  := $(shell $(PKG_CONFIG) --libs $(HOST_PKGS) 2>/dev/null) -lm
 CUNIT_LIBS := $(shell $(PKG_CONFIG) --libs cunit 2>/dev/null)
-AGENT_LDFLAGS := $(if $(STATIC),-static)
+# A static agent is the one boards run: each function and object in a section
+# of its own, and the linker drops those nothing reaches (docs/performance.md
+# has what each step saves).
+STATIC_CFLAGS := $(if $(STATIC),-ffunction-sections -fdata-sections)
+comma := ,
+AGENT_LDFLAGS := $(if $(STATIC),-static -Wl$(comma)--gc-sections)
 
 COMMON_SRC  := $(sort $(wildcard common/*.c))
 SIM_SRC     := $(sort $(wildcard sim/*.c))
@@ -152,6 +157,7 @@ demo: deps
 
 # The speed cost of each durability mode, side by side with fio.
 bench: all
+	bench/scan-vs-fio
 	bench/modes-vs-fio
 	bench/replay-rate
 	bench/harness
@@ -207,9 +213,13 @@ cross-check: cross-deps
 		$(MAKE) --no-print-directory CROSS_COMPILE=$$t STATIC=1 agent cross-unit || exit 1; done
 	@for t in $(CROSS_TARGETS); do \
 		a=$$($(MAKE) -s --no-print-directory CROSS_COMPILE=$$t print-cross-b) && \
-		ls -l $$a/powercut-agent && $${t}size $$a/powercut-agent | tail -1 && \
 		$${t}strip -o $$a/powercut-agent.stripped $$a/powercut-agent && \
-		echo "stripped: $$(stat -c %s $$a/powercut-agent.stripped) bytes" || exit 1; done
+		$${t}size $$a/powercut-agent | tail -1 | { read -r tx da bs _; \
+		printf 'static agent %-8s %9s bytes stripped (%s with debug info; text %s, data %s, bss %s); limit 1572864 (1.5 MiB) for aarch64\n' \
+			"$${a##*/}:" "$$(stat -c %s $$a/powercut-agent.stripped)" "$$(stat -c %s $$a/powercut-agent)" $$tx $$da $$bs; } && \
+		{ [ "$${a##*/}" != aarch64 ] || [ $$(stat -c %s $$a/powercut-agent.stripped) -le 1572864 ] || \
+			{ echo "cross-check: the aarch64 agent is over 1.5 MiB"; exit 1; }; } \
+		|| exit 1; done
 	PC_BIN=build PC_CROSS_REQUIRE=1 bash tests/integration/t-cross.sh
 
 .PHONY: print-cross-b

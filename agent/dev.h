@@ -21,10 +21,11 @@
 
 struct dev;
 
-/* One asynchronous write, as handed to ->submit and returned by ->reap. */
+/* One asynchronous write (->aio_submit) or read (->aio_read), returned by ->reap. */
 struct dev_io {
 	uint64_t off;
-	const void *buf;
+	const void *buf;	/* what a write sends */
+	void *dst;		/* where a read puts what it got */
 	size_t len;
 	unsigned wflags;
 	uint64_t tag;		/* caller's (the seq) */
@@ -47,6 +48,11 @@ struct dev_ops {
 	 * say which mode it really runs. */
 	int (*aio_setup)(struct dev *d, unsigned qd);
 	int (*aio_submit)(struct dev *d, struct dev_io *io);
+	/* Asynchronous read of io->len bytes at io->off into io->dst, reaped
+	 * like a write (optional: NULL where reads are synchronous only). Sets
+	 * up the queue when nothing did yet; -ENOSYS without io_uring. A short
+	 * read completes with -EIO: the caller reads that range again itself. */
+	int (*aio_read)(struct dev *d, struct dev_io *io);
 	/* Wait for at least min completions; returns how many were stored in done[]. */
 	int (*aio_reap)(struct dev *d, struct dev_io **done, unsigned max, unsigned min);
 	/* Add identity facts (sysfs, EXT_CSD, queue/fua, ...) to obj. */

@@ -315,6 +315,25 @@ static int posix_aio_setup(struct dev *d, unsigned qd)
 	return 0;
 }
 
+/* Hand the prepared sqe for io to the kernel; it is then in flight. */
+static int posix_ring_submit(struct dev *d, struct posix_priv *p, struct io_uring_sqe *sqe, struct dev_io *io,
+			     const char *what)
+{
+	int ret;
+
+	io_uring_sqe_set_data(sqe, io);
+	io->result = 0;
+	do
+		ret = io_uring_submit(&p->ring);
+	while (ret == -EINTR);
+	if (ret < 0)
+		return posix_io_fail(d, what, io->off, io->len, ret);
+	if (ret == 0)
+		return posix_io_fail(d, what, io->off, io->len, -EIO);
+	p->inflight++;
+	return 0;
+}
+
 static int posix_aio_submit(struct dev *d, struct dev_io *io)
 {
 	struct posix_priv *p = d->priv;
@@ -336,19 +355,37 @@ static int posix_aio_submit(struct dev *d, struct dev_io *io)
 	if (!sqe)
 		return posix_fail(d, -EBUSY, "%s: io_uring submission queue full", d->o.path);
 	io_uring_prep_write(sqe, d->fd, io->buf, (unsigned)io->len, io->off);
+	io->dst = NULL;
 	if (io->wflags & DEV_W_DSYNC)
 		sqe->rw_flags = RWF_DSYNC;
-	io_uring_sqe_set_data(sqe, io);
-	io->result = 0;
-	do
-		ret = io_uring_submit(&p->ring);
-	while (ret == -EINTR);
-	if (ret < 0)
-		return posix_io_fail(d, "io_uring submit", io->off, io->len, ret);
-	if (ret == 0)
-		return posix_io_fail(d, "io_uring submit", io->off, io->len, -EIO);
-	p->inflight++;
-	return 0;
+	return posix_ring_submit(d, p, sqe, io, "io_uring submit");
+}
+
+/* The queue depth a scan's reads set up when no writer did (writer.c's). */
+#define POSIX_READ_QD 32
+
+static int posix_aio_read(struct dev *d, struct dev_io *io)
+{
+	struct posix_priv *p = d->priv;
+	struct io_uring_sqe *sqe;
+	int ret;
+
+	if (!p)
+		return posix_fail(d, -EBADF, "%s: aio_read on a closed device", d->o.path);
+	if (!p->ring_up && (ret = posix_aio_setup(d, POSIX_READ_QD)))
+		return ret;
+	if (io->len > UINT_MAX || !io->dst)
+		return posix_fail(d, -EINVAL, "%s: bad async read (%zu bytes)", d->o.path, io->len);
+	if (p->inflight >= p->qd)
+		return posix_fail(d, -EBUSY, "%s: %u requests in flight, queue depth %u: reap first", d->o.path,
+				  p->inflight, p->qd);
+	sqe = io_uring_get_sqe(&p->ring);
+	if (!sqe)
+		return posix_fail(d, -EBUSY, "%s: io_uring submission queue full", d->o.path);
+	io_uring_prep_read(sqe, d->fd, io->dst, (unsigned)io->len, io->off);
+	io->buf = NULL;
+	io->wflags = 0;
+	return posix_ring_submit(d, p, sqe, io, "io_uring read submit");
 }
 
 static int posix_aio_result(struct dev *d, struct dev_io *io, int res)
@@ -356,7 +393,8 @@ static int posix_aio_result(struct dev *d, struct dev_io *io, int res)
 	if (res >= 0 && (size_t)res != io->len)
 		res = -EIO;	/* a short O_DIRECT write: the rest never reached the device */
 	if (res < 0)
-		posix_io_fail(d, io->wflags ? "async dsync write" : "async write", io->off, io->len, res);
+		posix_io_fail(d, io->dst ? "async read" : io->wflags ? "async dsync write" : "async write",
+			      io->off, io->len, res);
 	return res < 0 ? res : 0;
 }
 
@@ -409,6 +447,11 @@ static int posix_aio_submit(struct dev *d, struct dev_io *io)
 	return posix_fail(d, -ENOSYS, "%s: built without liburing", d->o.path);
 }
 
+static int posix_aio_read(struct dev *d, struct dev_io *io)
+{
+	return posix_fail(d, -ENOSYS, "%s: built without liburing", d->o.path);
+}
+
 static int posix_aio_reap(struct dev *d, struct dev_io **done, unsigned max, unsigned min)
 {
 	return posix_fail(d, -ENOSYS, "%s: built without liburing", d->o.path);
@@ -444,6 +487,7 @@ const struct dev_ops dev_posix_ops = {
 	.relwr = posix_relwr,
 	.aio_setup = posix_aio_setup,
 	.aio_submit = posix_aio_submit,
+	.aio_read = posix_aio_read,
 	.aio_reap = posix_aio_reap,
 	.identity = posix_identity,
 };

@@ -768,7 +768,7 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 static int cmd_run(struct opts *o)
 {
 	struct region r;
-	struct writer_io io;
+	struct writer_io io = { 0 };
 	struct pc_auth_key key;
 	struct link l = { .fd = -1 };
 	char err[1024] = "";
@@ -857,6 +857,7 @@ out:
 	audit_close(&g_audit);
 	if (have_region)
 		region_close(&r);
+	writer_release(&io);	/* after the close: nothing is in flight any more */
 	return rc;
 }
 
@@ -888,7 +889,7 @@ static int emit_count(json_object *msg, void *arg)
 static int cmd_write(struct opts *o)
 {
 	struct region r;
-	struct writer_io io;
+	struct writer_io io = { 0 };
 	struct writer_result res;
 	struct counts cnt = { 0 };
 	struct pc_work w = { 0 };
@@ -942,6 +943,7 @@ static int cmd_write(struct opts *o)
 		}
 		audit_close(&aud);
 		region_close(&r);
+		writer_release(&io);
 		return 1;
 	}
 	out = json_object_new_object();
@@ -963,6 +965,7 @@ static int cmd_write(struct opts *o)
 	json_object_put(out);
 	audit_close(&aud);
 	region_close(&r);
+	writer_release(&io);
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,6 +19,26 @@
 
 #define ALIGN 4096
 #define SCAN_CHUNK (1u << 20)
+
+/*
+ * Zeroed, page-aligned memory with every page mapped in at once (one system
+ * call, MAP_POPULATE) rather than one page fault per page as the scan first
+ * touches it: in a virtual machine each fault is a trip to the hypervisor,
+ * and the scan's 2 MiB would be some 500 of them. Free with mem_unmap().
+ */
+static void *mem_map(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
+		       -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static void mem_unmap(void *p, size_t len)
+{
+	if (p)
+		munmap(p, len ? len : 1);
+}
 
 static void *abuf(size_t len)
 {
@@ -501,8 +522,15 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 	struct pc_sect_report *sect;
 	struct pc_slot_report rep;
 	struct pc_sector_hdr h, first = { 0 };
-	int whole = 1;
+	int whole = 1, readable = 1;
 
+	for (uint32_t i = 0; i < spr && readable; i++)
+		readable = !rerr[i];
+	if (readable && pc_record_whole(rec, g, lba0, &first)) {
+		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
+		return;
+	}
+	/* not whole: the sector-by-sector look says what it is instead */
 	for (uint32_t i = 0; i < spr && whole; i++) {
 		if (rerr[i] || pc_sector_check(rec + (size_t)i * PC_SECTOR, g, &h) != PC_SECT_VALID ||
 		    h.lba != lba0 + i || h.idx != i) {
@@ -610,48 +638,154 @@ static int wanted(const struct scan *s, uint32_t slot)
 	return !s->want || s->want[slot];
 }
 
-/* Read the wanted slots, consecutive ones together, at most SCAN_CHUNK at a time. */
+/*
+ * The scan's reads: up to SCAN_BUFS chunks of consecutive wanted slots, each
+ * at most SCAN_CHUNK bytes (one record when records are larger), kept in
+ * flight through the backend's aio_read while earlier chunks are checked.
+ * Where there is no aio_read (the sim), or it fails to start (no io_uring:
+ * ENOSYS, qemu-user), each chunk is read synchronously when its turn comes:
+ * the same bytes, the same order of checks and messages, only no overlap.
+ * SCAN_BUFS x SCAN_CHUNK is the scan's whole buffer memory (1 MiB).
+ */
+#define SCAN_BUFS 4
+#define SCAN_CHUNK_IO (SCAN_CHUNK / SCAN_BUFS)
+
+struct scan_chunk {
+	uint32_t slot, n;	/* n == 0: unused */
+	uint64_t off;
+	uint8_t *buf;
+	int submitted;		/* its read went out through aio_read */
+	int done;		/* and completed */
+	struct dev_io io;
+};
+
+struct scan_io {
+	struct scan *s;
+	struct scan_chunk c[SCAN_BUFS];
+	uint32_t per;		/* slots per chunk */
+	uint32_t next;		/* the next slot to consider */
+	unsigned head, queued;	/* oldest chunk, chunks taken */
+	unsigned inflight;	/* async reads not reaped yet */
+	int async;
+	int broken;		/* a wait failed: the kernel may still write the buffers */
+};
+
+/* The next run of consecutive wanted slots into chunk c; 0 when none is left. */
+static int scan_next_chunk(struct scan_io *x, struct scan_chunk *c)
+{
+	struct scan *s = x->s;
+	struct region *r = s->r;
+
+	while (x->next < r->g.nslots && !wanted(s, x->next))
+		x->next++;
+	if (x->next >= r->g.nslots)
+		return 0;
+	c->slot = x->next;
+	c->n = 0;
+	while (c->n < x->per && x->next < r->g.nslots && wanted(s, x->next)) {
+		c->n++;
+		x->next++;
+	}
+	region_slot_offset(r, c->slot, &c->off);
+	c->submitted = c->done = 0;
+	return 1;
+}
+
+static void scan_reap(struct scan_io *x, unsigned min)
+{
+	struct dev *d = &x->s->r->dev;
+	struct dev_io *done[SCAN_BUFS];
+	int n = d->ops->aio_reap(d, done, SCAN_BUFS, min);
+
+	if (n < 0 || (n == 0 && min)) {
+		x->broken = 1;
+		x->inflight = 0;
+		if (!x->s->ret)
+			x->s->ret = n < 0 ? n : -EIO;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		struct scan_chunk *c = &x->c[done[i]->tag];
+
+		c->done = 1;
+		x->inflight--;
+	}
+}
+
+/* Take chunks and start their reads until SCAN_BUFS are taken. */
+static void scan_fill(struct scan_io *x)
+{
+	struct dev *d = &x->s->r->dev;
+
+	while (x->queued < SCAN_BUFS && !x->s->ret) {
+		struct scan_chunk *c = &x->c[(x->head + x->queued) % SCAN_BUFS];
+
+		if (!scan_next_chunk(x, c))
+			return;
+		x->queued++;
+		if (!x->async)
+			continue;
+		c->io = (struct dev_io){ .off = c->off, .dst = c->buf, .len = (size_t)c->n * x->s->r->g.record_size,
+					 .tag = (uint64_t)(c - x->c) };
+		if (d->ops->aio_read(d, &c->io) == 0) {
+			c->submitted = 1;
+			x->inflight++;
+			continue;
+		}
+		/* no async reads here after all: this chunk and the rest are read
+		 * synchronously (what went out already completes as usual) */
+		pc_debug("scan: reading synchronously: %s", d->err);
+		x->async = 0;
+	}
+}
+
+/* Read the wanted slots and check each, in slot order. */
 static void scan_read(struct scan *s)
 {
 	struct region *r = s->r;
-	uint32_t spr = pc_geom_spr(&r->g), per = SCAN_CHUNK / r->g.record_size;
-	uint8_t *buf;
+	uint32_t spr = pc_geom_spr(&r->g);
+	struct scan_io x = { .s = s, .async = r->dev.ops->aio_read != NULL };
+	size_t chunk;
+	uint8_t *bufs;
 	int *rerr;
 
-	if (!per)
-		per = 1;
-	buf = abuf((size_t)per * r->g.record_size);
-	rerr = calloc((size_t)per * spr, sizeof(*rerr));
-	if (!buf || !rerr) {
+	x.per = SCAN_CHUNK_IO / r->g.record_size ? SCAN_CHUNK_IO / r->g.record_size : 1;
+	chunk = (size_t)x.per * r->g.record_size;
+	bufs = mem_map(SCAN_BUFS * chunk);
+	rerr = calloc((size_t)x.per * spr, sizeof(*rerr));
+	if (!bufs || !rerr) {
 		s->ret = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t slot = 0; slot < r->g.nslots && !s->ret;) {
-		uint32_t n = 0;
-		uint64_t off = 0;
-		int ret;
+	for (unsigned i = 0; i < SCAN_BUFS; i++)
+		x.c[i].buf = bufs + i * chunk;
+	for (scan_fill(&x); x.queued && !s->ret; scan_fill(&x)) {
+		struct scan_chunk *c = &x.c[x.head];
+		size_t len = (size_t)c->n * r->g.record_size;
+		int ret = 0;
 
-		if (!wanted(s, slot)) {
-			slot++;
-			continue;
+		if (c->submitted) {
+			while (!c->done && !s->ret)
+				scan_reap(&x, 1);
+			if (s->ret)
+				break;
+			ret = c->io.result;
+		} else {
+			ret = r->dev.ops->read(&r->dev, c->off, c->buf, len);
 		}
-		while (n < per && slot + n < r->g.nslots && wanted(s, slot + n))
-			n++;
-		region_slot_offset(r, slot, &off);
-		memset(rerr, 0, (size_t)per * spr * sizeof(*rerr));
-		ret = r->dev.ops->read(&r->dev, off, buf, (size_t)n * r->g.record_size);
+		memset(rerr, 0, (size_t)x.per * spr * sizeof(*rerr));
 		if (ret) {
 			/* find which sectors are unreadable, one 4 KiB block at a time */
-			for (uint32_t b = 0; b < n * spr; b += ALIGN / PC_SECTOR) {
-				uint32_t cnt = n * spr - b < ALIGN / PC_SECTOR ? n * spr - b : ALIGN / PC_SECTOR;
-				int e = r->dev.ops->read(&r->dev, off + (uint64_t)b * PC_SECTOR,
-							 buf + (size_t)b * PC_SECTOR, (size_t)cnt * PC_SECTOR);
+			for (uint32_t b = 0; b < c->n * spr; b += ALIGN / PC_SECTOR) {
+				uint32_t cnt = c->n * spr - b < ALIGN / PC_SECTOR ? c->n * spr - b : ALIGN / PC_SECTOR;
+				int e = r->dev.ops->read(&r->dev, c->off + (uint64_t)b * PC_SECTOR,
+							 c->buf + (size_t)b * PC_SECTOR, (size_t)cnt * PC_SECTOR);
 
 				/* ...then one sector at a time, where the device reads 512 bytes
 				 * (a 4Kn device refuses: the whole block is named) */
 				for (uint32_t k = 0; e && k < cnt; k++) {
-					int e1 = r->dev.ops->read(&r->dev, off + (uint64_t)(b + k) * PC_SECTOR,
-								  buf + (size_t)(b + k) * PC_SECTOR, PC_SECTOR);
+					int e1 = r->dev.ops->read(&r->dev, c->off + (uint64_t)(b + k) * PC_SECTOR,
+								  c->buf + (size_t)(b + k) * PC_SECTOR, PC_SECTOR);
 
 					if (e1 == -EINVAL) {
 						for (uint32_t j = 0; j < cnt; j++)
@@ -662,12 +796,18 @@ static void scan_read(struct scan *s)
 				}
 			}
 		}
-		for (uint32_t i = 0; i < n && !s->ret; i++)
-			scan_slot(s, slot + i, buf + (size_t)i * r->g.record_size, rerr + (size_t)i * spr);
-		slot += n;
+		for (uint32_t i = 0; i < c->n && !s->ret; i++)
+			scan_slot(s, c->slot + i, c->buf + (size_t)i * r->g.record_size, rerr + (size_t)i * spr);
+		c->n = 0;
+		x.head = (x.head + 1) % SCAN_BUFS;
+		x.queued--;
 	}
+	/* never free buffers the kernel may still be reading into */
+	while (x.inflight && !x.broken)
+		scan_reap(&x, x.inflight);
 out:
-	free(buf);
+	if (!x.broken)
+		mem_unmap(bufs, SCAN_BUFS * chunk);
 	free(rerr);
 }
 
@@ -744,7 +884,7 @@ int region_scan_known(struct region *r, int pattern, const struct pc_posrange *r
 			}
 		}
 	}
-	s.occ = calloc(r->g.nslots, sizeof(*s.occ));
+	s.occ = mem_map((size_t)r->g.nslots * sizeof(*s.occ));
 	if (!s.occ) {
 		free(s.want);
 		return -ENOMEM;
@@ -770,7 +910,7 @@ int region_scan_known(struct region *r, int pattern, const struct pc_posrange *r
 	json_object_object_add(m, "same", json_object_new_int64(st->same));
 	json_object_object_add(m, "ms", json_object_new_int64((int64_t)st->ms));
 	emit(&s, m);
-	free(s.occ);
+	mem_unmap(s.occ, (size_t)r->g.nslots * sizeof(*s.occ));
 	free(s.want);
 	return s.ret;
 }

@@ -27,6 +27,11 @@
 #include "../common/util.h"
 
 #define MAXQD 32
+/* one buffer more than can be in flight: the next record is built in it
+ * while the device works on the others */
+#define NBUF (MAXQD + 1)
+/* how much of the buffers writer_probe touches: QD 32 of 64 KiB records */
+#define PREFAULT ((size_t)4 << 20)
 
 #define LATRING 1024u
 
@@ -39,12 +44,18 @@ struct ws {
 	int mode;		/* effective */
 	unsigned qd;
 	uint8_t *bufs;
-	struct dev_io ios[MAXQD];
-	int free_[MAXQD];
+	struct dev_io ios[NBUF];
+	int free_[NBUF];
 	unsigned nfree;
 	unsigned inflight;
 	uint64_t done_seq[MAXQD];
 	unsigned ndone;
+	/* a record built ahead (pre_bi >= 0): seq pre_seq with extra flags
+	 * pre_extra, for slot pre_slot, in buffer pre_bi (not on the free list) */
+	int pre_bi;
+	uint64_t pre_seq;
+	uint16_t pre_extra;
+	uint32_t pre_slot;
 	char *err;
 	size_t errlen;
 	/* the write the device refused (the lowest seq, when several fail) */
@@ -61,9 +72,18 @@ struct ws {
 
 void writer_probe(struct region *r, struct writer_io *io)
 {
+	size_t len = (size_t)NBUF * r->g.record_size;
 	int ret;
 
 	memset(io, 0, sizeof(*io));
+	if (len && posix_memalign((void **)&io->bufs, 4096, len) == 0) {
+		/* faulted in now, not mid-cycle; past PREFAULT (large records at
+		 * a deep queue) only what a run touches, once per process */
+		memset(io->bufs, 0, len < PREFAULT ? len : PREFAULT);
+		io->buflen = len;
+	} else {
+		io->bufs = NULL;
+	}
 	if (!r->dev.ops->aio_setup) {
 		snprintf(io->why, sizeof(io->why), "backend %s has no asynchronous path", r->dev.ops->name);
 		return;
@@ -74,6 +94,13 @@ void writer_probe(struct region *r, struct writer_io *io)
 		return;
 	}
 	snprintf(io->why, sizeof(io->why), "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
+}
+
+void writer_release(struct writer_io *io)
+{
+	free(io->bufs);
+	io->bufs = NULL;
+	io->buflen = 0;
 }
 
 int writer_effective_mode(const struct writer_io *io, int mode)
@@ -250,7 +277,7 @@ static int reap(struct ws *s, unsigned min)
 		struct dev_io *io = done[i];
 		int bi = (int)(io - s->ios);
 
-		if (bi < 0 || bi >= MAXQD) {
+		if (bi < 0 || bi >= NBUF) {
 			s->broken = 1;
 			snprintf(s->err, s->errlen, "%s: a completion for a write this writer never issued", s->r->path);
 			return -EIO;
@@ -320,8 +347,14 @@ static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
 		if (ret)
 			return ret;
 	}
-	bi = s->free_[--s->nfree];
-	s->ios[bi].buf = build(s, bi, seq, extra, &slot);
+	if (s->pre_bi >= 0 && s->pre_seq == seq && s->pre_extra == extra) {
+		bi = s->pre_bi;
+		slot = s->pre_slot;
+		s->pre_bi = -1;
+	} else {
+		bi = s->free_[--s->nfree];
+		s->ios[bi].buf = build(s, bi, seq, extra, &slot);
+	}
 	ret = region_slot_offset(s->r, slot, &off);
 	if (ret)
 		return fail(s, ret, seq, "slot bounds check");
@@ -337,6 +370,25 @@ static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
 	}
 	s->inflight++;
 	return 0;
+}
+
+/*
+ * Build record seq (with extra flags) in a free buffer now, while writes are
+ * in flight, so that issuing it does not wait for its sectors: nothing is
+ * sent or written here, and issue() takes it only for that very seq and
+ * flags. Only on the async path (the synchronous one has nothing to overlap).
+ */
+static void build_ahead(struct ws *s, uint64_t seq, uint16_t extra)
+{
+	int bi;
+
+	if (!s->io->aio || s->pre_bi >= 0 || !s->nfree || seq >= s->w->first + s->w->n)
+		return;
+	bi = s->free_[--s->nfree];
+	s->ios[bi].buf = build(s, bi, seq, extra, &s->pre_slot);
+	s->pre_bi = bi;
+	s->pre_seq = seq;
+	s->pre_extra = extra;
 }
 
 /* Wait for everything in flight, failed or not; the first error stays. */
@@ -369,8 +421,10 @@ static int run_stream(struct ws *s, unsigned wflags, int acks)
 				ret = issue(s, next + i, wflags, 0);
 			next += k;
 		}
-		if (!ret && s->io->aio && (next == end || s->inflight >= s->qd))
+		if (!ret && s->io->aio && (next == end || s->inflight >= s->qd)) {
+			build_ahead(s, next, 0);
 			ret = reap(s, 1);
+		}
 		if (!ret && acks)
 			ret = ack_done(s);
 		s->ndone = 0;
@@ -454,6 +508,9 @@ static int run_groups(struct ws *s, int journal)
 		ret = send_range(s, PC_MSG_SUBMIT, seq, n);
 		for (uint64_t i = 0; i < data && !ret; i++)
 			ret = issue(s, seq + i, 0, 0);
+		/* the next group's first record, or this group's commit record */
+		if (!ret)
+			build_ahead(s, n > data ? seq + data : seq + n, n > data ? PC_FL_COMMIT : 0);
 		if (!ret)
 			ret = drain(s);
 		s->ndone = 0;
@@ -478,7 +535,7 @@ static int run_groups(struct ws *s, int journal)
 	return ret;
 }
 
-int writer_run(struct region *r, const struct writer_io *io, const struct pc_work *w,
+int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen)
 {
 	struct ws s = {
@@ -502,12 +559,15 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 			 r->g.nslots);
 		return -EINVAL;
 	}
-	if (posix_memalign((void **)&s.bufs, 4096, (size_t)MAXQD * r->g.record_size)) {
+	if (io->bufs && io->buflen >= (size_t)NBUF * r->g.record_size) {
+		s.bufs = io->bufs;
+	} else if (posix_memalign((void **)&s.bufs, 4096, (size_t)NBUF * r->g.record_size)) {
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (int i = 0; i < MAXQD; i++)
-		s.free_[s.nfree++] = MAXQD - 1 - i;
+	for (int i = 0; i < NBUF; i++)
+		s.free_[s.nfree++] = NBUF - 1 - i;
+	s.pre_bi = -1;
 	switch (s.mode) {
 	case PC_MODE_FUA:
 		ret = run_stream(&s, DEV_W_DSYNC, 1);
@@ -550,7 +610,13 @@ int writer_run(struct region *r, const struct writer_io *io, const struct pc_wor
 	/* Completions that can no longer be waited for may still read these
 	 * buffers: leak them rather than let the next allocation change what
 	 * the device receives. */
-	if (!s.broken)
+	if (s.bufs == io->bufs) {
+		if (s.broken) {	/* never handed out again, never freed */
+			io->bufs = NULL;
+			io->buflen = 0;
+		}
+	} else if (!s.broken) {
 		free(s.bufs);
+	}
 	return ret;
 }

@@ -14,10 +14,21 @@
 struct writer_io {
 	int aio;		/* 1 when the backend's async path (io_uring) works */
 	char why[256];		/* when it does not: why */
+	/* The write buffers (one more than the deepest queue), made once
+	 * and their first 4 MiB touched, so that no cycle's writes wait for an
+	 * allocation or a first-touch page fault. NULL when memory was short:
+	 * writer_run then makes its own. */
+	uint8_t *bufs;
+	size_t buflen;
 };
 
-/* Set up the async path once (queue depth 32). Never fails: records why not. */
+/*
+ * Set up the async path once (queue depth 32) and the write buffers for r's
+ * record size. Never fails: records why not. The buffers are io's: free them
+ * with writer_release() after region_close() (no write may be in flight).
+ */
 void writer_probe(struct region *r, struct writer_io *io);
+void writer_release(struct writer_io *io);
 
 /* What each mode really does on this device, for HELLO ("io"). */
 json_object *writer_describe(const struct region *r, const struct writer_io *io);
@@ -48,7 +59,7 @@ struct writer_result {
  * write still in flight (each completion is accounted for, none leaks), and
  * returns -write_errno with err naming the device, seq, LBA, errno and mode.
  */
-int writer_run(struct region *r, const struct writer_io *io, const struct pc_work *w,
+int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen);
 
 #endif

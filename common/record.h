@@ -144,6 +144,15 @@ enum pc_sector_state pc_sector_check(const uint8_t in[PC_SECTOR], const struct p
 				     struct pc_sector_hdr *h);
 
 /*
+ * Is rec (one record's spr sectors, read from the slot whose first LBA is
+ * lba0) one whole record? 1 exactly when every sector i is PC_SECT_VALID
+ * with lba lba0 + i and idx i, and the same seq, cycle and flags as sector
+ * 0, whose header is then in *first; else 0. The scan's fast path: four
+ * sectors' CRCs and payloads computed together.
+ */
+int pc_record_whole(const uint8_t *rec, const struct pc_geom *g, uint64_t lba0, struct pc_sector_hdr *first);
+
+/*
  * Slot mapping. Sequence numbers start at 1; seq 0 is the gen-0 occupant.
  * position(seq) = (seq - 1) % nslots; slot = position for the sequential ring,
  * or a seeded permutation of the position for the random pattern.

@@ -311,6 +311,125 @@ static void test_payload_determinism(void)
 	CU_ASSERT_EQUAL(pc_get32(a + PC_OFF_CRC), pc_crc32c(0, a, PC_OFF_CRC));
 }
 
+/* pc_record_build (four sectors at a time) writes what pc_sector_build
+ * writes for each sector, for sizes leaving 0 to 3 sectors after the fours. */
+static void test_record_build_x4(void)
+{
+	static const uint32_t sizes[] = { 512, 1024, 1536, 2048, 4096, 8704, 65536 };
+	static uint8_t rec[65536], one[PC_SECTOR];
+
+	for (size_t z = 0; z < PC_ARRAY_SIZE(sizes); z++) {
+		struct pc_geom g;
+		uint32_t spr = sizes[z] / PC_SECTOR;
+		struct pc_sector_hdr h = { .flags = PC_MODE_FUA | PC_FL_RANDOM, .seq = 123456789012ull,
+					   .cycle = 77, .cnt = (uint16_t)spr };
+		unsigned differ = 0;
+
+		geom(&g, 8 * MIB, sizes[z], 0xfeedfacecafebeefull);
+		memcpy(h.region, g.uuid, 16);
+		pc_record_build(rec, &g, 3, h.seq, h.cycle, h.flags);
+		for (uint32_t i = 0; i < spr; i++) {
+			h.idx = (uint16_t)i;
+			h.lba = pc_slot_lba(&g, 3) + i;
+			pc_sector_build(one, &h, g.seed);
+			differ += memcmp(one, rec + (size_t)i * PC_SECTOR, PC_SECTOR) != 0;
+		}
+		CU_ASSERT_EQUAL(differ, 0);
+	}
+}
+
+/* The scan's definition of one whole record, sector by sector. */
+static int whole_ref(const uint8_t *rec, const struct pc_geom *g, uint64_t lba0, struct pc_sector_hdr *first)
+{
+	struct pc_sector_hdr h;
+
+	for (uint32_t i = 0; i < pc_geom_spr(g); i++) {
+		if (pc_sector_check(rec + (size_t)i * PC_SECTOR, g, &h) != PC_SECT_VALID || h.lba != lba0 + i ||
+		    h.idx != i)
+			return 0;
+		if (i == 0)
+			*first = h;
+		else if (h.seq != first->seq || h.cycle != first->cycle || h.flags != first->flags)
+			return 0;
+	}
+	return 1;
+}
+
+static void whole_agree(const uint8_t *rec, const struct pc_geom *g, uint64_t lba0, int want)
+{
+	struct pc_sector_hdr a = { 0 }, b = { 0 };
+	int fast = pc_record_whole(rec, g, lba0, &a), ref = whole_ref(rec, g, lba0, &b);
+
+	CU_ASSERT_EQUAL(fast, ref);
+	CU_ASSERT_EQUAL(fast, want);
+	if (fast && ref)
+		CU_ASSERT(a.seq == b.seq && a.cycle == b.cycle && a.flags == b.flags);
+}
+
+/* pc_record_whole (four sectors at a time) says what the sector checks say,
+ * for record sizes that leave 0 to 3 sectors after the groups of four. */
+static void test_record_whole(void)
+{
+	static const uint32_t sizes[] = { 512, 1536, 2048, 4096, 8704 };
+	static uint8_t rec[8704], other[8704];
+
+	for (size_t z = 0; z < PC_ARRAY_SIZE(sizes); z++) {
+		struct pc_geom g;
+		uint32_t rs = sizes[z], spr = rs / PC_SECTOR;
+		uint64_t lba0;
+
+		geom(&g, MIB, rs, 11);
+		lba0 = pc_slot_lba(&g, 5);
+		pc_record_build(rec, &g, 5, 42, 7, PC_MODE_FUA);
+		whole_agree(rec, &g, lba0, 1);
+		whole_agree(rec, &g, lba0 + 1, 0);	/* read at another slot */
+		/* every bit of the first and the last sector, and bytes of the others */
+		for (uint32_t i = 0; i < spr; i++) {
+			for (uint32_t byte = 0; byte < PC_SECTOR; byte += (i == 0 || i == spr - 1) ? 1 : 37) {
+				for (int bit = 0; bit < 8; bit += (i == 0 || i == spr - 1) ? 1 : 3) {
+					rec[i * PC_SECTOR + byte] ^= (uint8_t)(1u << bit);
+					whole_agree(rec, &g, lba0, 0);
+					rec[i * PC_SECTOR + byte] ^= (uint8_t)(1u << bit);
+				}
+			}
+		}
+		whole_agree(rec, &g, lba0, 1);
+		/* one sector from the next seq, another cycle, other flags: each valid alone */
+		for (int k = 0; k < 3; k++) {
+			pc_record_build(other, &g, 5, k == 0 ? 43 : 42, k == 1 ? 8 : 7,
+					k == 2 ? PC_MODE_FLUSH : PC_MODE_FUA);
+			for (uint32_t i = 0; i < spr; i++) {
+				uint8_t save[PC_SECTOR];
+
+				memcpy(save, rec + i * PC_SECTOR, PC_SECTOR);
+				memcpy(rec + i * PC_SECTOR, other + i * PC_SECTOR, PC_SECTOR);
+				whole_agree(rec, &g, lba0, spr == 1);
+				memcpy(rec + i * PC_SECTOR, save, PC_SECTOR);
+			}
+		}
+		/* two sectors swapped */
+		if (spr > 1) {
+			memcpy(other, rec, rs);
+			memcpy(other, rec + (spr - 1) * PC_SECTOR, PC_SECTOR);
+			memcpy(other + (spr - 1) * PC_SECTOR, rec, PC_SECTOR);
+			whole_agree(other, &g, lba0, 0);
+		}
+		/* another region's or seed's record of the same slot */
+		{
+			struct pc_geom g2 = g;
+
+			g2.uuid[3] ^= 1;
+			whole_agree(rec, &g2, lba0, 0);
+			g2 = g;
+			g2.seed++;
+			whole_agree(rec, &g2, lba0, 0);
+		}
+		/* gen 0 */
+		pc_record_build(rec, &g, 5, 0, 0, 0);
+		whole_agree(rec, &g, lba0, 1);
+	}
+}
+
 /* ---- slot mapping ---- */
 
 static void check_perm(uint32_t n, uint64_t seed)
@@ -477,6 +596,8 @@ int suite_record(void)
 		{ "foreign region, seed, size are BAD", test_sector_foreign },
 		{ "misdirected sector keeps its LBA", test_sector_misdirected },
 		{ "payload determinism", test_payload_determinism },
+		{ "whole-record fast path agrees with the sector checks", test_record_whole },
+		{ "a record built four sectors at a time is built sector by sector", test_record_build_x4 },
 		{ "slot permutation is a bijection", test_slot_mapping },
 		{ "seeds give different permutations", test_slot_seeds_differ },
 		{ "seq to slot wraps", test_slot_of_seq },

@@ -130,6 +130,7 @@ static void test_sim_modes(void)
 	CU_ASSERT_EQUAL(region_scan(&r, PC_PAT_SEQUENTIAL, NULL, 0, count_slots, &bad, &st), 0);
 	CU_ASSERT_EQUAL(bad, 0);
 	region_close(&r);
+	writer_release(&io);
 }
 
 int suite_relwr(void)
