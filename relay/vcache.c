@@ -186,7 +186,8 @@ static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t
 		cmds[n++] = c;
 	}
 	fclose(f);
-	qsort(cmds, n, sizeof(*cmds), vc_cmd_cmp);
+	if (n)
+		qsort(cmds, n, sizeof(*cmds), vc_cmd_cmp);
 	*out = cmds;
 	*nout = n;
 	return 0;

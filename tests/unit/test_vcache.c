@@ -315,6 +315,17 @@ static void test_hostile(void)
 		close(fd);
 	}
 	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), -EPROTO);
+	/* an empty trace (a power-on with no SCSI command traced yet) */
+	setup();
+	{
+		FILE *f = fopen(tracep, "w");
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		fclose(f);
+	}
+	vp.trace_off = 0;
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(st.trace_writes, 0);
 	/* no trace: nothing is known to be FUA */
 	setup();
 	vp.trace = NULL;
