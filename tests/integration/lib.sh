@@ -46,11 +46,16 @@ finish() {
 	exit 0
 }
 
-# A free TCP port on loopback.
+# A free TCP port on loopback: one nothing listens on, below the kernel's
+# ephemeral range (a port within it can be handed to any outgoing
+# connection, an agent's or a relay's HTTP request, between this probe and
+# the bind that wants it).
 free_port() {
-	local p
+	local p lo
+	read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
+	[ "${lo:-0}" -gt 12000 ] || lo=32768
 	for _ in $(seq 50); do
-		p=$((20000 + RANDOM % 30000))
+		p=$((10000 + RANDOM % (lo - 10000)))
 		(exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
 	done
 	echo 0
