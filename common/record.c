@@ -10,6 +10,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 static const char *const mode_names[PC_MODE_MAX] = {
 	[PC_MODE_GEN0] = "gen0",
@@ -255,7 +258,7 @@ static int payload_equal_x4(const uint8_t *const p[4], size_t len, uint64_t seed
 	return diff == 0;
 }
 
-static void sector_header(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h);
+static void sector_header(uint8_t *out, const struct pc_sector_hdr *h);
 
 void pc_sector_build(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h, uint64_t seed)
 {
@@ -291,7 +294,8 @@ static void payload_fill_x4(uint8_t *const p[4], size_t len, uint64_t seed, uint
 	}
 }
 
-static void sector_header(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h)
+/* The 48 header bytes of a sector (out holds at least PC_OFF_PAYLOAD). */
+static void sector_header(uint8_t *out, const struct pc_sector_hdr *h)
 {
 	pc_put32(out + PC_OFF_MAGIC, PC_REC_MAGIC);
 	pc_put16(out + PC_OFF_VERSION, PC_FORMAT_VERSION);
@@ -303,6 +307,82 @@ static void sector_header(uint8_t out[PC_SECTOR], const struct pc_sector_hdr *h)
 	pc_put16(out + PC_OFF_CNT, h->cnt);
 	pc_put64(out + PC_OFF_LBA, h->lba);
 }
+
+#if defined(__x86_64__)
+#define PC_WORDS ((int)(PC_SECTOR / 8))
+#define PC_HDR_WORDS ((int)(PC_OFF_PAYLOAD / 8))
+_Static_assert(PC_OFF_PAYLOAD % 8 == 0 && PC_OFF_CRC == PC_SECTOR - 4 && PC_WORDS == 64,
+	       "record_build_stream assumes a 48-byte header, a 460-byte payload and the CRC last");
+
+/*
+ * pc_record_build for x86-64 with SSE4.2, four sectors at a time, each
+ * 8-byte word generated, folded into its sector's CRC32C and stored once
+ * with a non-temporal store. Why: the writer's buffers were read a moment
+ * ago by whoever took the last write out of them (the block layer, the loop
+ * device's worker, a DMA), often on the other CPU; ordinary stores must
+ * first take each cache line back from there (measured here: a 4 KiB build
+ * at 0.46 us alone, 1.3 us with a reader of the buffers on the other CPU).
+ * Streaming stores do not, and fusing the CRC into the generation reads
+ * nothing back. Byte for byte what the portable path writes (unit suite
+ * record). Ends with an sfence: the stores are visible before the buffer is
+ * handed to the kernel.
+ */
+__attribute__((target("sse4.2")))
+static void record_build_stream(uint8_t *out, struct pc_sector_hdr h, uint64_t lba, uint32_t spr, uint64_t seed)
+{
+	for (uint32_t i = 0; i < spr; i += 4) {
+		uint64_t hw[4][PC_HDR_WORDS];
+		long long *p0 = (long long *)(void *)(out + (size_t)i * PC_SECTOR);
+		long long *p1 = p0 + PC_WORDS, *p2 = p1 + PC_WORDS, *p3 = p2 + PC_WORDS;
+		uint64_t s0, s1, s2, s3, c0 = 0xffffffffu, c1 = c0, c2 = c0, c3 = c0;
+
+		for (int k = 0; k < 4; k++) {
+			h.idx = (uint16_t)(i + k);
+			h.lba = lba + i + k;
+			sector_header((uint8_t *)hw[k], &h);
+		}
+		s0 = payload_seed(seed, h.seq, lba + i);
+		s1 = payload_seed(seed, h.seq, lba + i + 1);
+		s2 = payload_seed(seed, h.seq, lba + i + 2);
+		s3 = payload_seed(seed, h.seq, lba + i + 3);
+		for (int w = 0; w < PC_HDR_WORDS; w++) {
+			c0 = _mm_crc32_u64(c0, hw[0][w]);
+			c1 = _mm_crc32_u64(c1, hw[1][w]);
+			c2 = _mm_crc32_u64(c2, hw[2][w]);
+			c3 = _mm_crc32_u64(c3, hw[3][w]);
+			_mm_stream_si64(p0 + w, (long long)hw[0][w]);
+			_mm_stream_si64(p1 + w, (long long)hw[1][w]);
+			_mm_stream_si64(p2 + w, (long long)hw[2][w]);
+			_mm_stream_si64(p3 + w, (long long)hw[3][w]);
+		}
+		for (int w = PC_HDR_WORDS; w < PC_WORDS - 1; w++) {
+			uint64_t v0 = payload_next(&s0), v1 = payload_next(&s1);
+			uint64_t v2 = payload_next(&s2), v3 = payload_next(&s3);
+
+			c0 = _mm_crc32_u64(c0, v0);
+			c1 = _mm_crc32_u64(c1, v1);
+			c2 = _mm_crc32_u64(c2, v2);
+			c3 = _mm_crc32_u64(c3, v3);
+			_mm_stream_si64(p0 + w, (long long)v0);
+			_mm_stream_si64(p1 + w, (long long)v1);
+			_mm_stream_si64(p2 + w, (long long)v2);
+			_mm_stream_si64(p3 + w, (long long)v3);
+		}
+		/* the payload's last 4 bytes, then the CRC of everything before them */
+#define LAST_WORD(pk, sk, ck) do { \
+			uint32_t lo_ = (uint32_t)payload_next(&(sk)); \
+			uint32_t crc_ = ~_mm_crc32_u32((uint32_t)(ck), lo_); \
+			_mm_stream_si64((pk) + PC_WORDS - 1, (long long)((uint64_t)crc_ << 32 | lo_)); \
+		} while (0)
+		LAST_WORD(p0, s0, c0);
+		LAST_WORD(p1, s1, c1);
+		LAST_WORD(p2, s2, c2);
+		LAST_WORD(p3, s3, c3);
+#undef LAST_WORD
+	}
+	_mm_sfence();
+}
+#endif
 
 void pc_record_build(uint8_t *out, const struct pc_geom *g, uint32_t slot,
 		     uint64_t seq, uint32_t cycle, uint16_t flags)
@@ -319,6 +399,12 @@ void pc_record_build(uint8_t *out, const struct pc_geom *g, uint32_t slot,
 	uint32_t spr = pc_geom_spr(g), i = 0;
 
 	memcpy(h.region, g->uuid, 16);
+#if defined(__x86_64__)
+	if (spr % 4 == 0 && !((uintptr_t)out & 7) && pc_crc32c_have_hw()) {
+		record_build_stream(out, h, lba, spr, g->seed);
+		return;
+	}
+#endif
 	/* four sectors at a time: the same bytes as pc_sector_build, sooner */
 	for (; i + 4 <= spr; i += 4) {
 		uint8_t *p[4], *pl[4];
