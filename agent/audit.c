@@ -185,9 +185,11 @@ static void sweep_stale(const char *base)
 	closedir(d);
 }
 
+static int raw_open(struct audit *a, const char *base, char *why, size_t wlen);
+
 static void tracefs_open(struct audit *a, struct region *r)
 {
-	char base[PATH_MAX], disk[PATH_MAX], part[PATH_MAX], text[64];
+	char base[PATH_MAX], disk[PATH_MAX], part[PATH_MAX], text[320];
 	struct stat st;
 	dev_t whole = 0;
 	uint64_t start = 0;
@@ -233,6 +235,17 @@ static void tracefs_open(struct audit *a, struct region *r)
 	    put(a->inst, "events/block/block_rq_issue/filter", text, a->why, sizeof(a->why)) ||
 	    put(a->inst, "events/block/block_rq_issue/enable", "1", a->why, sizeof(a->why)))
 		return;
+	/* PC_AUDIT_TEXT=1: the text reader, as on kernels whose raw layout the
+	 * agent does not read (t-audit runs it so) */
+	if (getenv("PC_AUDIT_TEXT") && !strcmp(getenv("PC_AUDIT_TEXT"), "1"))
+		snprintf(text, sizeof(text), "PC_AUDIT_TEXT=1");
+	else if (raw_open(a, base, text, sizeof(text)) == 0) {
+		a->raw_on = 1;
+		pc_strlcpy(a->src, "tracefs", sizeof(a->src));
+		a->on = 1;
+		return;
+	}
+	pc_debug("io audit: reading the text trace_pipe: %s", text);
 	snprintf(base, sizeof(base), "%s/trace_pipe", a->inst);
 	a->fd = open(base, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	if (a->fd < 0) {
@@ -260,14 +273,11 @@ void audit_open(struct audit *a, struct region *r)
 		pc_info("io audit unavailable: %s", a->why);
 }
 
-static void take_line(struct audit *a, const char *line)
+/* One request the kernel issued: counted when it is the work's. */
+static void take(struct audit *a, unsigned kdev, const char *rwbs, uint64_t sector, unsigned nsect)
 {
-	char rwbs[16];
-	unsigned kdev, nsect;
-	uint64_t sector;
-
 	a->lines++;
-	if (audit_parse_line(line, &kdev, rwbs, sizeof(rwbs), &sector, &nsect) || kdev != a->kdev || strchr(rwbs, 'R')) {
+	if (kdev != a->kdev || strchr(rwbs, 'R')) {
 		a->ignored++;
 		return;
 	}
@@ -279,12 +289,304 @@ static void take_line(struct audit *a, const char *line)
 	audit_count(&a->c, rwbs, nsect);
 }
 
+static void take_line(struct audit *a, const char *line)
+{
+	char rwbs[16];
+	unsigned kdev, nsect;
+	uint64_t sector;
+
+	/* "CPU:1 [LOST 120 EVENTS]": the buffer overflowed */
+	if (strstr(line, "[LOST ")) {
+		a->lost++;
+		return;
+	}
+	if (audit_parse_line(line, &kdev, rwbs, sizeof(rwbs), &sector, &nsect)) {
+		a->lines++;
+		a->ignored++;
+		return;
+	}
+	take(a, kdev, rwbs, sector, nsect);
+}
+
+/* ---- binary pages (per_cpu/cpuN/trace_pipe_raw) ---- */
+
+int audit_format_field(const char *text, const char *name, unsigned *off, unsigned *size)
+{
+	size_t nl = strlen(name);
+	const char *p = text;
+
+	/* "\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;" or
+	 * "\tfield:char rwbs[10];..." or "\tfield: local_t commit;..." */
+	while (p && (p = strstr(p, "field:"))) {
+		const char *semi = strchr(p, ';'), *e = semi;
+		unsigned o, z;
+
+		p += 6;
+		if (!semi)
+			return -1;
+		if (e > p && e[-1] == ']')	/* an array: the name ends before '[' */
+			while (e > p && *e != '[')
+				e--;
+		if ((size_t)(e - p) > nl && !memcmp(e - nl, name, nl) && (e[-(long)nl - 1] == ' ' ||
+		    e[-(long)nl - 1] == '\t' || e[-(long)nl - 1] == '*') &&
+		    sscanf(semi + 1, " offset:%u; size:%u;", &o, &z) == 2) {
+			if (o > 1u << 16 || z > 1u << 16)
+				return -1;
+			*off = o;
+			*size = z;
+			return 0;
+		}
+		p = semi + 1;
+	}
+	return -1;
+}
+
+int audit_raw_layout(struct audit_raw *r, const char *header_page, const char *event_format, unsigned id)
+{
+	unsigned z, dz, sz, nz, tz;
+
+	if (audit_format_field(header_page, "commit", &r->commit_off, &r->commit_size) ||
+	    audit_format_field(header_page, "data", &r->data_off, &z) ||
+	    (r->commit_size != 4 && r->commit_size != 8) || r->data_off < r->commit_off + r->commit_size ||
+	    audit_format_field(event_format, "common_type", &r->type_off, &tz) ||
+	    audit_format_field(event_format, "dev", &r->dev_off, &dz) ||
+	    audit_format_field(event_format, "sector", &r->sector_off, &sz) ||
+	    audit_format_field(event_format, "nr_sector", &r->nsect_off, &nz) ||
+	    audit_format_field(event_format, "rwbs", &r->rwbs_off, &r->rwbs_size))
+		return -1;
+	r->type_size = tz;
+	if ((tz != 2 && tz != 4) || dz != 4 || sz != 8 || nz != 4 || r->rwbs_size < 2 || r->rwbs_size > 16 ||
+	    id == 0 || id > 0xffff)
+		return -1;
+	r->id = id;
+	return 0;
+}
+
+static uint64_t rd(const uint8_t *p, unsigned size)
+{
+	uint64_t v64;
+	uint32_t v32;
+	uint16_t v16;
+
+	switch (size) {
+	case 2:
+		memcpy(&v16, p, 2);
+		return v16;
+	case 4:
+		memcpy(&v32, p, 4);
+		return v32;
+	default:
+		memcpy(&v64, p, 8);
+		return v64;
+	}
+}
+
+/* One event's data (len bytes): a block_rq_issue is taken, others skipped. */
+static int take_event(struct audit *a, const uint8_t *d, size_t len)
+{
+	const struct audit_raw *r = &a->raw;
+	char rwbs[17];
+
+	if (len < (size_t)r->type_off + r->type_size || rd(d + r->type_off, r->type_size) != r->id)
+		return 0;
+	if (len < (size_t)r->dev_off + 4 || len < (size_t)r->sector_off + 8 || len < (size_t)r->nsect_off + 4 ||
+	    len < (size_t)r->rwbs_off + r->rwbs_size)
+		return -1;
+	memcpy(rwbs, d + r->rwbs_off, r->rwbs_size);
+	rwbs[r->rwbs_size] = 0;
+	if (!rwbs[0] || strspn(rwbs, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(rwbs)) {
+		a->lines++;
+		a->ignored++;
+		return 0;
+	}
+	take(a, (unsigned)rd(d + r->dev_off, 4), rwbs, rd(d + r->sector_off, 8), (unsigned)rd(d + r->nsect_off, 4));
+	return 1;
+}
+
+/* The ring buffer's event types (kernel/trace/ring_buffer.c) */
+#define RB_PADDING 29
+#define RB_TIME_EXTEND 30
+#define RB_TIME_STAMP 31
+#define RB_MISSED_EVENTS (1ull << 31)
+#define RB_COMMIT_MASK ((1ull << 27) - 1)
+
+int audit_take_page(struct audit *a, const uint8_t *page, size_t n)
+{
+	const struct audit_raw *r = &a->raw;
+	uint64_t commit;
+	size_t p, end;
+	int taken = 0, k;
+
+	if (n < r->data_off)
+		return -1;
+	commit = rd(page + r->commit_off, r->commit_size);
+	if (commit & RB_MISSED_EVENTS)
+		a->lost++;
+	end = (size_t)(commit & RB_COMMIT_MASK);
+	if (end > n - r->data_off)
+		return -1;
+	page += r->data_off;
+	for (p = 0; p + 4 <= end;) {
+		uint32_t h = (uint32_t)rd(page + p, 4), type = h & 31, len;
+
+		if (type == RB_PADDING) {
+			if (!(h >> 5))		/* the rest of the page */
+				break;
+			if (p + 8 > end)
+				return -1;
+			len = (uint32_t)rd(page + p + 4, 4);
+			if (len > end - p - 4)
+				return -1;
+			p += 4 + (size_t)len;
+		} else if (type == RB_TIME_EXTEND || type == RB_TIME_STAMP) {
+			p += 8;
+		} else if (type == 0) {
+			if (p + 8 > end)
+				return -1;
+			len = (uint32_t)rd(page + p + 4, 4);
+			if (len < 4 || len - 4 > end - p - 8)
+				return -1;
+			if ((k = take_event(a, page + p + 8, len - 4)) < 0)
+				return -1;
+			taken += k;
+			p += 8 + (((size_t)len - 4 + 3) & ~(size_t)3);
+		} else {
+			len = type * 4;
+			if (len > end - p - 4)
+				return -1;
+			if ((k = take_event(a, page + p + 4, len)) < 0)
+				return -1;
+			taken += k;
+			p += 4 + (size_t)len;
+		}
+	}
+	return taken;
+}
+
+/* A small tracefs file, whole, NUL-terminated (0), or -1. */
+static int slurp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	size_t got = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	buf[got] = 0;
+	return got ? 0 : -1;
+}
+
+static void raw_close(struct audit_raw *r)
+{
+	for (unsigned i = 0; i < r->ncpu; i++)
+		if (r->fd[i] >= 0)
+			close(r->fd[i]);
+	r->ncpu = 0;
+	free(r->buf);
+	r->buf = NULL;
+}
+
+/* Open the instance's per-CPU binary buffers; 0, or -1 with why (the text
+ * trace_pipe is read instead). */
+static int raw_open(struct audit *a, const char *base, char *why, size_t wlen)
+{
+	struct audit_raw *r = &a->raw;
+	char hp[4096], fmt[8192], p[PATH_MAX + 64], idtext[32];
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned id;
+	DIR *d;
+	struct dirent *e;
+
+	snprintf(p, sizeof(p), "%s/events/header_page", base);
+	if (slurp(p, hp, sizeof(hp))) {
+		snprintf(why, wlen, "cannot read %s", p);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/events/block/block_rq_issue/format", a->inst);
+	if (slurp(p, fmt, sizeof(fmt))) {
+		snprintf(why, wlen, "cannot read %s", p);
+		return -1;
+	}
+	snprintf(p, sizeof(p), "%s/events/block/block_rq_issue/id", a->inst);
+	if (slurp(p, idtext, sizeof(idtext)) || sscanf(idtext, "%u", &id) != 1 ||
+	    audit_raw_layout(r, hp, fmt, id)) {
+		snprintf(why, wlen, "this kernel's raw trace layout is not one the agent reads");
+		return -1;
+	}
+	if (pg < 4096 || pg > 1 << 20 || !(r->buf = malloc((size_t)pg))) {
+		snprintf(why, wlen, "no page buffer");
+		return -1;
+	}
+	r->page = (size_t)pg;
+	snprintf(p, sizeof(p), "%s/per_cpu", a->inst);
+	d = opendir(p);
+	if (!d) {
+		snprintf(why, wlen, "%s: %s", p, strerror(errno));
+		raw_close(r);
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		char q[PATH_MAX + 128];
+		unsigned cpu;
+		char tail;
+
+		if (sscanf(e->d_name, "cpu%u%c", &cpu, &tail) != 1)
+			continue;
+		if (r->ncpu == AUDIT_MAX_CPUS) {
+			snprintf(why, wlen, "more than %d CPUs", AUDIT_MAX_CPUS);
+			closedir(d);
+			raw_close(r);
+			return -1;
+		}
+		snprintf(q, sizeof(q), "%s/%s/trace_pipe_raw", p, e->d_name);
+		r->fd[r->ncpu] = open(q, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (r->fd[r->ncpu] < 0) {
+			snprintf(why, wlen, "%s: %s", q, strerror(errno));
+			closedir(d);
+			raw_close(r);
+			return -1;
+		}
+		r->ncpu++;
+	}
+	closedir(d);
+	if (!r->ncpu) {
+		snprintf(why, wlen, "%s lists no CPU", p);
+		return -1;
+	}
+	return 0;
+}
+
+static void raw_poll(struct audit *a)
+{
+	struct audit_raw *r = &a->raw;
+
+	/* bounded: a few pages per CPU, the rest at the next poll */
+	for (unsigned c = 0; c < r->ncpu; c++)
+		for (int k = 0; k < 16; k++) {
+			ssize_t n = read(r->fd[c], r->buf, r->page);
+
+			if (n <= 0)
+				break;
+			if (audit_take_page(a, r->buf, (size_t)n) < 0)
+				a->lost++;	/* a page not understood: its requests are not counted */
+		}
+}
+
 void audit_poll(struct audit *a)
 {
 	char buf[8192];
 	ssize_t n;
 
-	if (!a->on || a->sim || a->fd < 0)
+	if (!a->on || a->sim)
+		return;
+	if (a->raw_on) {
+		raw_poll(a);
+		return;
+	}
+	if (a->fd < 0)
 		return;
 	/* bounded: a few reads, the rest at the next poll */
 	for (int k = 0; k < 64 && (n = read(a->fd, buf, sizeof(buf))) > 0; k++) {
@@ -307,10 +609,11 @@ void audit_reset(struct audit *a)
 
 	/* the work starts: what came before (the scan, others' requests still
 	 * unread) is emptied from the buffer rather than read through */
-	if (a->inst[0] && a->fd >= 0)
+	if (a->inst[0] && (a->fd >= 0 || a->raw_on))
 		put(a->inst, "trace", "", why, sizeof(why));
 	audit_poll(a);
 	a->plen = 0;
+	a->lost = 0;
 	memset(&a->c, 0, sizeof(a->c));
 	if (a->sim)
 		memset(a->sim, 0, sizeof(*a->sim));
@@ -323,6 +626,13 @@ json_object *audit_json(const struct audit *a)
 
 	if (!a->on) {
 		json_object_object_add(o, "unavailable", json_object_new_string(a->why));
+		return o;
+	}
+	if (a->lost) {
+		/* counts short of what reached the device would be a wrong audit */
+		json_object_object_add(o, "unavailable", json_object_new_string(
+			"the kernel's trace buffer lost block requests (it overflowed before the agent read it): "
+			"the counts would be short"));
 		return o;
 	}
 	rq = json_object_new_object();
@@ -350,6 +660,9 @@ void audit_close(struct audit *a)
 	if (a->fd >= 0)
 		close(a->fd);
 	a->fd = -1;
+	if (a->raw_on)
+		raw_close(&a->raw);
+	a->raw_on = 0;
 	if (a->inst[0]) {
 		put(a->inst, "events/block/block_rq_issue/enable", "0", why, sizeof(why));
 		rmdir(a->inst);

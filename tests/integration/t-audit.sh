@@ -151,6 +151,16 @@ check "loop: powercut-agent write's io_audit: fua writes + flushes, flush >= 8 f
 	     "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and .rq.FF >= 8) | 1' "$T/lw-flush.json")" = 1 -a \
 	     "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and (.rq.FF // 0) == 0) | 1' "$T/lw-none.json")" = 1 ||
 	cat "$T"/lw-*.json | sed 's/^/    /'
+# the text trace_pipe (kernels whose binary pages the agent does not read)
+# counts what the binary pages count
+for m in flush none; do
+	PC_AUDIT_TEXT=1 "$AGENT" write --device "PARTLABEL=$label" --mode $m --records 64 --qd 4 --yes 2>/dev/null \
+		> "$T/lt-$m.json"
+done
+check "loop: the text trace_pipe reader counts as the binary one (flush: 512 sectors, >= 8 flushes; none: no flush)" \
+	test "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and .rq.FF >= 8) | 1' "$T/lt-flush.json")" = 1 -a \
+	     "$(jq '.io_audit | select(.src == "tracefs" and .sectors.WS == 512 and (.rq.FF // 0) == 0) | 1' "$T/lt-none.json")" = 1 ||
+	cat "$T"/lt-*.json | sed 's/^/    /'
 if [ -e "$T/hide.sh" ]; then
 	unshare -m sh "$T/hide.sh" "$AGENT" write --device "PARTLABEL=$label" --mode fua --records 8 --yes \
 		2>/dev/null > "$T/lw-u.json"

@@ -264,6 +264,169 @@ static void test_io_audit(void)
 	}
 }
 
+/* ---- the audit's binary trace pages (trace_pipe_raw) ---- */
+
+/* This kernel's texts (6.18, x86-64), as tracefs gives them. */
+static const char raw_header_page[] =
+	"\tfield: u64 timestamp;\toffset:0;\tsize:8;\tsigned:0;\n"
+	"\tfield: local_t commit;\toffset:8;\tsize:8;\tsigned:1;\n"
+	"\tfield: int overwrite;\toffset:8;\tsize:1;\tsigned:1;\n"
+	"\tfield: char data;\toffset:16;\tsize:4080;\tsigned:0;\n";
+static const char raw_format[] =
+	"name: block_rq_issue\nID: 2104\nformat:\n"
+	"\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+	"\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+	"\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+	"\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n\n"
+	"\tfield:dev_t dev;\toffset:8;\tsize:4;\tsigned:0;\n"
+	"\tfield:sector_t sector;\toffset:16;\tsize:8;\tsigned:0;\n"
+	"\tfield:unsigned int nr_sector;\toffset:24;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned int bytes;\toffset:28;\tsize:4;\tsigned:0;\n"
+	"\tfield:unsigned short ioprio;\toffset:32;\tsize:2;\tsigned:0;\n"
+	"\tfield:char rwbs[10];\toffset:34;\tsize:10;\tsigned:0;\n"
+	"\tfield:char comm[16];\toffset:44;\tsize:16;\tsigned:0;\n"
+	"\tfield:__data_loc char[] cmd;\toffset:60;\tsize:4;\tsigned:0;\n\n"
+	"print fmt: \"%d,%d %s %u (%s) %llu + %u\", ...\n";
+
+/* Append one event (type_len form when small, array[0] form when big) of
+ * id with these fields; returns the new end. */
+static size_t raw_event(uint8_t *data, size_t at, unsigned id, unsigned dev, uint64_t sector, unsigned nsect,
+			const char *rwbs, int big)
+{
+	uint8_t ev[64] = { 0 };
+	uint16_t t = (uint16_t)id;
+	uint32_t h;
+
+	memcpy(ev, &t, 2);
+	memcpy(ev + 8, &dev, 4);
+	memcpy(ev + 16, &sector, 8);
+	memcpy(ev + 24, &nsect, 4);
+	memcpy(ev + 34, rwbs, strlen(rwbs));
+	if (big) {
+		uint32_t len = 64 + 4;
+
+		h = 0 | 5u << 5;
+		memcpy(data + at, &h, 4);
+		memcpy(data + at + 4, &len, 4);
+		memcpy(data + at + 8, ev, 64);
+		return at + 8 + 64;
+	}
+	h = 16 | 7u << 5;	/* 16 words */
+	memcpy(data + at, &h, 4);
+	memcpy(data + at + 4, ev, 64);
+	return at + 4 + 64;
+}
+
+static void test_audit_raw(void)
+{
+	static uint8_t page[4096];
+	struct audit a;
+	unsigned off, size, kdev = 7u << 20 | 3;
+	uint8_t *data = page + 16;
+	size_t at = 0;
+	uint64_t commit;
+	uint32_t h, len;
+	json_object *j, *rq, *v;
+
+	CU_ASSERT_EQUAL(audit_format_field(raw_format, "rwbs", &off, &size), 0);
+	CU_ASSERT_EQUAL(off, 34);
+	CU_ASSERT_EQUAL(size, 10);
+	CU_ASSERT_EQUAL(audit_format_field(raw_format, "sector", &off, &size), 0);
+	CU_ASSERT_EQUAL(off, 16);	/* not nr_sector's */
+	CU_ASSERT_EQUAL(audit_format_field(raw_format, "nr_sector", &off, &size), 0);
+	CU_ASSERT_EQUAL(off, 24);
+	CU_ASSERT_EQUAL(audit_format_field(raw_format, "secto", &off, &size), -1);
+	CU_ASSERT_EQUAL(audit_format_field(raw_header_page, "commit", &off, &size), 0);
+	CU_ASSERT_EQUAL(off, 8);
+	CU_ASSERT_EQUAL(size, 8);
+	CU_ASSERT_EQUAL(audit_format_field("field:int x;\toffset:99999999;\tsize:4;", "x", &off, &size), -1);
+
+	memset(&a, 0, sizeof(a));
+	CU_ASSERT_EQUAL_FATAL(audit_raw_layout(&a.raw, raw_header_page, raw_format, 2104), 0);
+	CU_ASSERT_EQUAL(a.raw.data_off, 16);
+	CU_ASSERT_EQUAL(a.raw.dev_off, 8);
+	CU_ASSERT_EQUAL(audit_raw_layout(&a.raw, raw_header_page, "field:int dev;\toffset:8;\tsize:4;", 2104), -1);
+	CU_ASSERT_EQUAL(audit_raw_layout(&a.raw, raw_header_page, raw_format, 0), -1);
+	CU_ASSERT_EQUAL_FATAL(audit_raw_layout(&a.raw, raw_header_page, raw_format, 2104), 0);
+	a.kdev = kdev;
+	a.lo = 2048;
+	a.hi = 4096;
+
+	/* a time extend, two writes of ours (one per event form), a flush,
+	 * a write outside the region, another disk's write, another event, a
+	 * discarded event (padding with a length), then the page's end */
+	h = 30;
+	memcpy(data + at, &h, 4);
+	at += 8;
+	at = raw_event(data, at, 2104, kdev, 2056, 8, "WFS", 0);
+	at = raw_event(data, at, 2104, kdev, 2064, 8, "WFS", 1);
+	at = raw_event(data, at, 2104, kdev, 0, 0, "FF", 0);
+	at = raw_event(data, at, 2104, kdev, 100, 8, "WS", 0);
+	at = raw_event(data, at, 2104, 8u << 20, 2056, 8, "WS", 0);
+	at = raw_event(data, at, 2105, kdev, 2056, 8, "WS", 0);
+	h = 29 | 1u << 5;
+	len = 12;
+	memcpy(data + at, &h, 4);
+	memcpy(data + at + 4, &len, 4);
+	at += 16;
+	at = raw_event(data, at, 2104, kdev, 2072, 8, "WS", 0);
+	h = 29;		/* the rest of the page */
+	memcpy(data + at, &h, 4);
+	commit = at + 4;
+	memcpy(page + 8, &commit, 8);
+	CU_ASSERT_EQUAL(audit_take_page(&a, page, sizeof(page)), 6);
+	CU_ASSERT_EQUAL(a.lost, 0);
+	CU_ASSERT_EQUAL(a.ignored, 2);
+	j = audit_json(&(struct audit){ .on = 1, .src = "tracefs", .c = a.c });
+	CU_ASSERT_FATAL(json_object_object_get_ex(j, "rq", &rq));
+	CU_ASSERT(json_object_object_get_ex(rq, "WFS", &v) && json_object_get_int(v) == 2);
+	CU_ASSERT(json_object_object_get_ex(rq, "FF", &v) && json_object_get_int(v) == 1);
+	CU_ASSERT(json_object_object_get_ex(rq, "WS", &v) && json_object_get_int(v) == 1);
+	json_object_put(j);
+
+	/* the kernel says it dropped events: the audit is then unavailable */
+	commit |= 1ull << 31;
+	memcpy(page + 8, &commit, 8);
+	CU_ASSERT_EQUAL(audit_take_page(&a, page, sizeof(page)), 6);
+	CU_ASSERT_EQUAL(a.lost, 1);
+	a.on = 1;
+	j = audit_json(&a);
+	CU_ASSERT(json_object_object_get_ex(j, "unavailable", NULL));
+	CU_ASSERT(!json_object_object_get_ex(j, "rq", NULL));
+	json_object_put(j);
+
+	/* malformed: a length past what was read, a truncated event */
+	commit = 5000;
+	memcpy(page + 8, &commit, 8);
+	CU_ASSERT_EQUAL(audit_take_page(&a, page, sizeof(page)), -1);
+	CU_ASSERT_EQUAL(audit_take_page(&a, page, 10), -1);
+	commit = 4 + 4 + 30;	/* the time extend, then half an event */
+	memcpy(page + 8, &commit, 8);
+	CU_ASSERT_EQUAL(audit_take_page(&a, page, sizeof(page)), -1);
+
+	/* crafted pages: never read outside the page (ASan), never more
+	 * events than fit */
+	{
+		uint64_t x = 0x9e3779b97f4a7c15ull;
+
+		for (int i = 0; i < 20000; i++) {
+			size_t n = 16 + (size_t)(x % 4080);
+			int r;
+
+			for (size_t k = 0; k < n; k++) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				page[k] = (uint8_t)(i & 1 ? x & 0x3f : x);
+			}
+			commit = x % (n - 16 + 8);
+			memcpy(page + 8, &commit, 8);
+			r = audit_take_page(&a, page, n);
+			CU_ASSERT(r >= -1 && r <= (int)(n / 8));
+		}
+	}
+}
+
 int suite_verdict(void)
 {
 	CU_pSuite s = CU_add_suite("verdict", NULL, NULL);
@@ -273,7 +436,8 @@ int suite_verdict(void)
 	    !CU_add_test(s, "latency buckets", test_lat_buckets) ||
 	    !CU_add_test(s, "latency quantiles", test_lat_quantile) ||
 	    !CU_add_test(s, "ACK latencies", test_ack_latency) ||
-	    !CU_add_test(s, "io audit: request kinds, what a mode became, trace lines, AUDIT", test_io_audit))
+	    !CU_add_test(s, "io audit: request kinds, what a mode became, trace lines, AUDIT", test_io_audit) ||
+	    !CU_add_test(s, "io audit: binary trace pages (trace_pipe_raw), crafted ones too", test_audit_raw))
 		return -1;
 	return 0;
 }
