@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
@@ -116,20 +117,56 @@ int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, 
 	return 0;
 }
 
-/* Serialise, tag (once the session is up), mark and write one message. */
-static int send_line(struct link *l, json_object *msg, char *text, size_t textcap, size_t *textlen)
-{
-	char buf[PC_PROTO_MAX_LINE + 16];
-	size_t off = 0;
-	int n;
+/* The gathered lines at most (a reap's ACKs and the next SUBMIT fit many times). */
+#define LINK_OUT ((size_t)64 << 10)
+#define LINE_ROOM (PC_PROTO_MAX_LINE + 16)
 
-	if (!msg)
-		return -ENOMEM;
+/* Tag (once the session is up), mark and write one line of JSON text (n
+ * bytes, no newline), or add it to the gathered lines when corked. */
+static int send_text(struct link *l, const char *json, size_t n)
+{
+	char tmp[LINE_ROOM], *buf = tmp;
+	size_t off = 0, cap = sizeof(tmp);
+	int ret;
+
+	if (l->cork && !l->out && !(l->out = malloc(LINK_OUT)))
+		l->cork = 0;	/* no memory for it: each line is written as it comes */
+	if (l->cork) {
+		if (LINK_OUT - l->olen < LINE_ROOM && (ret = link_flush(l)))
+			return ret;
+		buf = l->out + l->olen;
+		cap = LINK_OUT - l->olen;
+	}
 	if (l->marker) {
 		memcpy(buf, PC_PROTO_MARKER, strlen(PC_PROTO_MARKER));
 		off = strlen(PC_PROTO_MARKER);
 	}
-	n = pc_msg_line(msg, buf + off, sizeof(buf) - off);
+	if (n + off + 1 > cap)
+		return -E2BIG;
+	memmove(buf + off, json, n);
+	if (l->s.up) {
+		ret = pc_auth_seal(&l->s, buf + off, n, cap - off - 1);
+		if (ret < 0)
+			return ret;
+		n = (size_t)ret;
+	}
+	buf[off + n] = '\n';
+	if (l->cork) {
+		l->olen += off + n + 1;
+		return 0;
+	}
+	return pc_write_all(l->fd, buf, off + n + 1);
+}
+
+/* Serialise, tag (once the session is up), mark and write one message. */
+static int send_line(struct link *l, json_object *msg, char *text, size_t textcap, size_t *textlen)
+{
+	char buf[LINE_ROOM];
+	int n;
+
+	if (!msg)
+		return -ENOMEM;
+	n = pc_msg_line(msg, buf, sizeof(buf));
 	json_object_put(msg);
 	if (n < 0)
 		return n;
@@ -138,22 +175,47 @@ static int send_line(struct link *l, json_object *msg, char *text, size_t textca
 		/* the exact JSON text, for the proof that binds the hello */
 		if ((size_t)n >= textcap)
 			return -E2BIG;
-		memcpy(text, buf + off, (size_t)n);
+		memcpy(text, buf, (size_t)n);
 		text[n] = 0;
 		*textlen = (size_t)n;
 	}
-	if (l->s.up) {
-		n = pc_auth_seal(&l->s, buf + off, (size_t)n, sizeof(buf) - off - 1);
-		if (n < 0)
-			return n;
-	}
-	buf[off + (size_t)n] = '\n';
-	return pc_write_all(l->fd, buf, off + (size_t)n + 1);
+	return send_text(l, buf, (size_t)n);
 }
 
 int link_send(struct link *l, json_object *msg)
 {
 	return send_line(l, msg, NULL, 0, NULL);
+}
+
+int link_send_text(struct link *l, const char *line, size_t len)
+{
+	if (len && line[len - 1] == '\n')
+		len--;
+	return send_text(l, line, len);
+}
+
+void link_cork(struct link *l)
+{
+	l->cork = 1;
+}
+
+int link_flush(struct link *l)
+{
+	int ret;
+
+	if (!l->olen)
+		return 0;
+	ret = pc_write_all(l->fd, l->out, l->olen);
+	l->olen = 0;
+	return ret;
+}
+
+int link_uncork(struct link *l)
+{
+	int ret = link_flush(l);
+
+	l->cork = 0;
+	return ret;
 }
 
 /*
@@ -324,4 +386,8 @@ void link_close(struct link *l)
 	if (l->fd >= 0)
 		close(l->fd);
 	l->fd = -1;
+	free(l->out);
+	l->out = NULL;
+	l->olen = 0;
+	l->cork = 0;
 }

@@ -21,6 +21,11 @@ struct link {
 	struct pc_auth_session s;
 	int confirmed;		/* a host line verified: the host holds the key too */
 	unsigned dropped;	/* host lines dropped for a bad or missing tag */
+	/* corked (link_cork): lines are gathered here and written at once by
+	 * link_flush (the writer's lines of one reap: one write, not one each) */
+	int cork;
+	char *out;
+	size_t olen;
 };
 
 /* Connect to host:port, retrying until timeout_ms passes (the host may still
@@ -40,6 +45,16 @@ int link_handshake(struct link *l, const struct pc_auth_key *k, json_object *hel
 		   char *err, size_t errlen);
 /* Send one message (tagged once the session is up); takes ownership of msg. 0 or -errno. */
 int link_send(struct link *l, json_object *msg);
+/* Send one line of JSON text the caller built (pc_line_*; a trailing
+ * newline is dropped), as link_send would send its message. */
+int link_send_text(struct link *l, const char *line, size_t len);
+/* From link_cork on, lines are gathered (in memory allocated once) rather
+ * than written one by one; link_flush writes what was gathered in one
+ * write (0 or -errno), link_uncork flushes and stops gathering. A line
+ * sent while corked is on the link only once link_flush returned. */
+void link_cork(struct link *l);
+int link_flush(struct link *l);
+int link_uncork(struct link *l);
 /* Wait for the next valid message whose tag verifies: 0; -EPIPE when the host
  * closed the link; -EINVAL for an invalid line (err says why; the caller
  * decides). Lines with a bad or missing tag are dropped with a warning. */

@@ -39,8 +39,9 @@ struct ws {
 	struct region *r;
 	const struct writer_io *io;
 	const struct pc_work *w;
-	region_emit_fn emit;
-	void *arg;
+	const struct writer_sink *out;
+	unsigned held;		/* lines given to out since its last flush */
+	uint64_t acked;
 	int mode;		/* effective */
 	unsigned qd;
 	uint8_t *bufs;
@@ -150,8 +151,27 @@ json_object *writer_describe(const struct region *r, const struct writer_io *io)
  * the report's latency is: the time the device took to make it durable as
  * the mode promises, seen from the agent), when every stamp is still held.
  */
+/* One line to the sink; sent by the next out_flush at the latest. */
+static int out_line(struct ws *s, const char *buf, int n)
+{
+	if (n < 0)
+		return n;
+	s->held++;
+	return s->out->line(buf, (size_t)n, s->out->arg);
+}
+
+/* Everything given is on the link: before a write, a flush or a wait. */
+static int out_flush(struct ws *s)
+{
+	if (!s->held)
+		return 0;
+	s->held = 0;
+	return s->out->flush ? s->out->flush(s->out->arg) : 0;
+}
+
 static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t n)
 {
+	char line[PC_PROTO_MAX_LINE];
 	uint64_t now;
 	int all = 1;
 
@@ -163,10 +183,12 @@ static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t
 			s->sub_us[(first + i) % LATRING] = now;
 			s->sub_seq[(first + i) % LATRING] = first + i;
 		}
-		return s->emit(pc_msg_range(t, first, (uint32_t)n), s->arg);
+		return out_line(s, line, pc_line_range(line, sizeof(line), t, first, (uint32_t)n));
 	}
+	if (t == PC_MSG_ACK)
+		s->acked += n;
 	if (t != PC_MSG_ACK || n > PC_PROTO_MAX_LAT_N)
-		return s->emit(pc_msg_range(t, first, (uint32_t)n), s->arg);
+		return out_line(s, line, pc_line_range(line, sizeof(line), t, first, (uint32_t)n));
 	for (uint64_t i = 0; i < n && all; i++) {
 		uint64_t k = (first + i) % LATRING;
 
@@ -177,15 +199,19 @@ static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t
 		s->lat[i] = now - s->sub_us[k] > PC_PROTO_MAX_LAT_US ? PC_PROTO_MAX_LAT_US :
 			    (uint32_t)(now - s->sub_us[k]);
 	}
-	return s->emit(pc_msg_ack(first, (uint32_t)n, all ? s->lat : NULL), s->arg);
+	return out_line(s, line, pc_line_ack(line, sizeof(line), first, (uint32_t)n, all ? s->lat : NULL));
 }
 
-/* IO: the flush or FUA write about to be issued, when the work asked for it. */
+/* IO, right before the operation it announces: on the link at once. */
 static int announce(struct ws *s, unsigned op, uint64_t seq)
 {
+	char line[128];
+	int ret;
+
 	if (!(s->w->announce & op))
 		return 0;
-	return s->emit(pc_msg_io(op, seq), s->arg);
+	ret = out_line(s, line, pc_line_io(line, sizeof(line), op, seq));
+	return ret ? ret : out_flush(s);
 }
 
 static uint16_t rec_flags(const struct ws *s, uint16_t extra)
@@ -260,6 +286,8 @@ static int reap(struct ws *s, unsigned min)
 
 	if (!s->inflight)
 		return s->werr ? -s->werr : 0;
+	if (min && (n = out_flush(s)))
+		return n;
 	n = s->r->dev.ops->aio_reap(&s->r->dev, done, MAXQD, min);
 	if (n < 0) {
 		s->broken = 1;
@@ -326,6 +354,8 @@ static int issue(struct ws *s, uint64_t seq, unsigned wflags, uint16_t extra)
 	int ret, bi;
 
 	if ((wflags & DEV_W_DSYNC) && (ret = announce(s, PC_IO_FUA, seq)))
+		return ret;
+	if ((ret = out_flush(s)))
 		return ret;
 	if (!s->io->aio) {
 		uint8_t *buf = build(s, 0, seq, extra, &slot);
@@ -448,6 +478,8 @@ static int run_sync_dsync(struct ws *s)
 			ret = region_slot_offset(s->r, slot, &off);
 		if (!ret)
 			ret = announce(s, PC_IO_FUA, seq);
+		if (!ret)
+			ret = out_flush(s);
 		if (!ret) {
 			ret = s->r->dev.ops->write(&s->r->dev, off, buf, s->r->g.record_size, DEV_W_DSYNC);
 			if (ret == -ERANGE)
@@ -477,6 +509,8 @@ static int run_relwr(struct ws *s, int reliable)
 		ret = send_range(s, PC_MSG_SUBMIT, seq, 1);
 		if (!ret)
 			ret = region_slot_offset(s->r, slot, &off);
+		if (!ret)
+			ret = out_flush(s);
 		if (!ret) {
 			ret = s->r->dev.ops->relwr(&s->r->dev, off, buf, s->r->g.record_size, reliable);
 			/* not an MMC device, no CAP_SYS_RAWIO, or our own window: the
@@ -516,6 +550,8 @@ static int run_groups(struct ws *s, int journal)
 		s->ndone = 0;
 		if (!ret)
 			ret = announce(s, PC_IO_FLUSH, seq + data - 1);
+		if (!ret)
+			ret = out_flush(s);
 		if (!ret) {
 			ret = s->r->dev.ops->flush(&s->r->dev);
 			if (ret)	/* reported against the last record it was to make durable */
@@ -536,10 +572,10 @@ static int run_groups(struct ws *s, int journal)
 }
 
 int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
-	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen)
+	       const struct writer_sink *out, struct writer_result *res, char *err, size_t errlen)
 {
 	struct ws s = {
-		.r = r, .io = io, .w = w, .emit = emit, .arg = arg,
+		.r = r, .io = io, .w = w, .out = out,
 		.mode = writer_effective_mode(io, w->mode),
 		.qd = w->qd < 1 ? 1 : w->qd > MAXQD ? MAXQD : w->qd,
 		.err = err, .errlen = errlen,
@@ -594,6 +630,14 @@ int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	}
 	if (ret)
 		drain(&s);	/* never free buffers the kernel may still be reading */
+	/* the last ACKs (and whatever a failure left gathered) */
+	{
+		int f = out_flush(&s);
+
+		if (!ret)
+			ret = f;
+	}
+	res->acked = s.acked;
 	if (s.werr) {
 		/* whatever else went wrong while draining, the refused write is the news */
 		ret = -s.werr;

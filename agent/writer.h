@@ -39,6 +39,7 @@ int writer_effective_mode(const struct writer_io *io, int mode);
 
 struct writer_result {
 	uint64_t records;	/* records written (all n unless an error stopped it) */
+	uint64_t acked;		/* records ACKed */
 	uint64_t ms;
 	int mode_run;
 	/* a write the device refused (write_errno != 0): of all that failed,
@@ -54,12 +55,28 @@ struct writer_result {
 };
 
 /*
+ * Where the writer's messages go. line: one message as JSON text and a
+ * newline (built without allocation, pc_line_*: SUBMIT, ACK, IO). flush:
+ * called before each write, flush or completion wait, when lines were given
+ * since the last one; by its return every line given must be on the link
+ * (a SUBMIT before the writes it names, an IO before its operation, ACKs
+ * before the writer waits on the device), so a sink may gather the lines of
+ * one reap and write them at once. flush may be NULL (each line went out
+ * at once).
+ */
+struct writer_sink {
+	int (*line)(const char *text, size_t len, void *arg);
+	int (*flush)(void *arg);
+	void *arg;
+};
+
+/*
  * Run the work. 0, or -errno with err set (the caller reports it). When the
  * device refuses a write, the writer issues nothing more, waits for every
  * write still in flight (each completion is accounted for, none leaks), and
  * returns -write_errno with err naming the device, seq, LBA, errno and mode.
  */
 int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
-	       region_emit_fn emit, void *arg, struct writer_result *res, char *err, size_t errlen);
+	       const struct writer_sink *out, struct writer_result *res, char *err, size_t errlen);
 
 #endif

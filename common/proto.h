@@ -248,6 +248,16 @@ json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n);
 json_object *pc_msg_slot(const struct pc_slot_report *s);
 json_object *pc_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int pc_msg_line(json_object *msg, char *buf, size_t buflen);
+/*
+ * The writer's messages as pc_msg_line() would write them (the same bytes,
+ * newline and NUL included; unit suite proto compares), built without
+ * json-c or any allocation: SUBMIT and ACK ranges (pc_msg_range), an ACK
+ * with latencies (pc_msg_ack) and IO (pc_msg_io). The length with the
+ * newline, -E2BIG when buf is too small, -EINVAL for a bad IO.
+ */
+int pc_line_range(char *buf, size_t buflen, enum pc_msg_type t, uint64_t first, uint32_t n);
+int pc_line_ack(char *buf, size_t buflen, uint64_t first, uint32_t n, const uint32_t *us);
+int pc_line_io(char *buf, size_t buflen, unsigned op, uint64_t seq);
 
 /*
  * Line reader for a byte stream: feed bytes, take complete lines. A line

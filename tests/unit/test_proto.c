@@ -1322,6 +1322,76 @@ static void test_verify_range_limits(void)
 	}
 }
 
+/* The writer's lines without json-c are, byte for byte, what json-c writes. */
+static int same_line(json_object *msg, const char *b, int n)
+{
+	char ref[PC_PROTO_MAX_LINE + 2];
+	int r = pc_msg_line(msg, ref, sizeof(ref));
+
+	json_object_put(msg);
+	return r > 0 && r == n && !strcmp(ref, b);
+}
+
+static void test_writer_lines(void)
+{
+	static const uint64_t firsts[] = { 0, 1, 9, 10, 99, 100, 123456789, 4294967295ull, 4294967296ull,
+					   INT64_MAX, (uint64_t)INT64_MAX + 1, UINT64_MAX };
+	static const uint32_t ns[] = { 0, 1, 10, 32, 65535, 1048576, UINT32_MAX };
+	static uint32_t us[PC_PROTO_MAX_LAT_N];
+	char b[PC_PROTO_MAX_LINE + 2];
+	unsigned differ = 0, tried = 0;
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(firsts); i++)
+		for (size_t j = 0; j < PC_ARRAY_SIZE(ns); j++) {
+			differ += !same_line(pc_msg_range(PC_MSG_SUBMIT, firsts[i], ns[j]), b,
+					     pc_line_range(b, sizeof(b), PC_MSG_SUBMIT, firsts[i], ns[j]));
+			differ += !same_line(pc_msg_range(PC_MSG_ACK, firsts[i], ns[j]), b,
+					     pc_line_range(b, sizeof(b), PC_MSG_ACK, firsts[i], ns[j]));
+			differ += !same_line(pc_msg_ack(firsts[i], ns[j], NULL), b,
+					     pc_line_ack(b, sizeof(b), firsts[i], ns[j], NULL));
+			if (firsts[i])
+				for (unsigned op = PC_IO_FLUSH; op <= PC_IO_FUA; op <<= 1)
+					differ += !same_line(pc_msg_io(op, firsts[i]), b,
+							     pc_line_io(b, sizeof(b), op, firsts[i]));
+			tried++;
+		}
+	/* latencies: every count up to the limit, values up to and past the clamp */
+	for (uint32_t n = 1; n <= PC_PROTO_MAX_LAT_N; n++) {
+		for (uint32_t k = 0; k < n; k++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			us[k] = k % 7 == 3 ? UINT32_MAX : k % 5 == 1 ? PC_PROTO_MAX_LAT_US : (uint32_t)(x % (k < 50 ? 1000 : 4000000000u));
+		}
+		differ += !same_line(pc_msg_ack(x % 100000000, n, us), b, pc_line_ack(b, sizeof(b), x % 100000000, n, us));
+		tried++;
+	}
+	/* more than the limit: a plain ACK, as pc_msg_ack */
+	differ += !same_line(pc_msg_ack(5, PC_PROTO_MAX_LAT_N + 1, us), b,
+			     pc_line_ack(b, sizeof(b), 5, PC_PROTO_MAX_LAT_N + 1, us));
+	CU_ASSERT_EQUAL(differ, 0);
+	CU_ASSERT(tried > 300);
+	/* what parses back */
+	{
+		struct pc_msg m;
+		char err[256];
+		int n = pc_line_ack(b, sizeof(b), 77, 3, (const uint32_t[]){ 5, 6, 7 });
+
+		CU_ASSERT_FATAL(n > 0);
+		b[n - 1] = 0;
+		CU_ASSERT_EQUAL_FATAL(pc_msg_parse(b, (size_t)n - 1, &m, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(m.type, PC_MSG_ACK);
+		pc_msg_clear(&m);
+	}
+	/* too small a buffer, a bad IO */
+	CU_ASSERT_EQUAL(pc_line_range(b, 40, PC_MSG_SUBMIT, 1, 1), -E2BIG);
+	CU_ASSERT_EQUAL(pc_line_ack(b, 200, 1, 256, us), -E2BIG);
+	CU_ASSERT_EQUAL(pc_line_range(b, sizeof(b), PC_MSG_TYPE_MAX, 1, 1), -E2BIG);
+	CU_ASSERT_EQUAL(pc_line_io(b, sizeof(b), 3, 1), -EINVAL);
+	CU_ASSERT_EQUAL(pc_line_io(b, sizeof(b), PC_IO_FUA, 0), -EINVAL);
+}
+
 int suite_proto(void)
 {
 	static const struct {
@@ -1349,6 +1419,7 @@ int suite_proto(void)
 		{ "linebuf over-long lines", test_linebuf_overflow },
 		{ "base64", test_base64 },
 		{ "verify ranges: pos + n at the limits", test_verify_range_limits },
+		{ "the writer's lines without json-c are json-c's", test_writer_lines },
 	};
 	CU_pSuite s = CU_add_suite("proto", NULL, NULL);
 
