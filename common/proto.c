@@ -1476,6 +1476,15 @@ static size_t put_head(char *b, enum pc_msg_type t)
 	return put_u(b, at, PC_PROTO_VERSION);
 }
 
+/* "}\n" and the NUL; the length with the newline */
+static int put_end(char *b, size_t at)
+{
+	b[at++] = '}';
+	b[at++] = '\n';
+	b[at] = 0;
+	return (int)at;
+}
+
 /* a head, two 20-digit numbers and the tail fit in this */
 #define LINE_FIXED 96
 
@@ -1490,10 +1499,7 @@ int pc_line_range(char *buf, size_t buflen, enum pc_msg_type t, uint64_t first, 
 	at = put_u(buf, at, first);
 	at = put_s(buf, at, ",\"n\":");
 	at = put_u(buf, at, n);
-	buf[at++] = '}';
-	buf[at++] = '\n';
-	buf[at] = 0;
-	return (int)at;
+	return put_end(buf, at);
 }
 
 int pc_line_ack(char *buf, size_t buflen, uint64_t first, uint32_t n, const uint32_t *us)
@@ -1531,10 +1537,7 @@ int pc_line_io(char *buf, size_t buflen, unsigned op, uint64_t seq)
 	at = put_s(buf, at, pc_io_op_name(op));
 	at = put_s(buf, at, "\",\"seq\":");
 	at = put_u(buf, at, seq);
-	buf[at++] = '}';
-	buf[at++] = '\n';
-	buf[at] = 0;
-	return (int)at;
+	return put_end(buf, at);
 }
 
 int pc_msg_line(json_object *msg, char *buf, size_t buflen)

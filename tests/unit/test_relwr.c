@@ -102,6 +102,27 @@ static int count_slots(json_object *msg, void *arg)
 	return 0;
 }
 
+/* A 1 MiB sim region of 4 KiB records in a fresh directory, open for
+ * writing, and the writer's I/O for it (0, or -1 after a failed assertion). */
+static int sim_region(const char *name, struct region *r, struct writer_io *io)
+{
+	static char spec[600];
+	char err[512] = "";
+	struct region_opts o = { 0 };
+
+	snprintf(spec, sizeof(spec), "sim:%s/m.img", pc_test_tmpdir(name));
+	o.spec = spec;
+	o.sim.program_us = 1;
+	o.sim.cache_sectors = 64;
+	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 1, 1 << 20, 0, err, sizeof(err)), 0);
+	if (region_open(r, &o, 1, err, sizeof(err))) {
+		CU_FAIL("region_open of the sim region");
+		return -1;
+	}
+	writer_probe(r, io);
+	return 0;
+}
+
 /* A sink that counts lines and flushes: lines of one reap are gathered. */
 struct gather {
 	unsigned lines, flushes, held, max_held, acks, bad;
@@ -141,22 +162,14 @@ static int gather_flush(void *arg)
  * the next SUBMIT) flushed together, nothing left unflushed at the end */
 static void test_sink_gathers(void)
 {
-	const char *dir = pc_test_tmpdir("sink-sim");
-	char media[512], spec[600], err[512] = "";
-	struct region_opts o = { 0 };
+	char err[512] = "";
 	struct region r;
 	struct writer_io io;
 	struct writer_result res;
 	struct gather g = { 0 };
 
-	snprintf(media, sizeof(media), "%s/m.img", dir);
-	snprintf(spec, sizeof(spec), "sim:%s", media);
-	o.spec = spec;
-	o.sim.program_us = 1;
-	o.sim.cache_sectors = 64;
-	CU_ASSERT_EQUAL_FATAL(region_prepare(&o, 4096, 1, 1 << 20, 0, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(region_open(&r, &o, 1, err, sizeof(err)), 0);
-	writer_probe(&r, &io);
+	if (sim_region("sink-sim", &r, &io))
+		return;
 	struct pc_work w = { .cycle = 1, .first = 1, .n = 200, .mode = PC_MODE_FUA, .pattern = PC_PAT_SEQUENTIAL,
 			     .record_size = 4096, .flush_every = 8, .qd = 8, .seed = 1 };
 	CU_ASSERT_EQUAL(writer_run(&r, &io, &w, &(struct writer_sink){ gather_line, gather_flush, &g }, &res, err,
@@ -174,23 +187,15 @@ static void test_sink_gathers(void)
 /* relwr through the writer on the sim: acknowledged, whole; relwr-off: never acknowledged */
 static void test_sim_modes(void)
 {
-	const char *dir = pc_test_tmpdir("relwr-sim");
-	char media[512], spec[600], err[512] = "";
-	struct region_opts o = { 0 };
+	char err[512] = "";
 	struct region r;
 	struct writer_io io;
 	struct writer_result res;
 	struct scan_stats st;
 	unsigned acks = 0, bad = 0;
 
-	snprintf(media, sizeof(media), "%s/m.img", dir);
-	snprintf(spec, sizeof(spec), "sim:%s", media);
-	o.spec = spec;
-	o.sim.program_us = 1;
-	o.sim.cache_sectors = 64;
-	CU_ASSERT_EQUAL_FATAL(region_prepare(&o, 4096, 1, 1 << 20, 0, err, sizeof(err)), 0);
-	CU_ASSERT_EQUAL_FATAL(region_open(&r, &o, 1, err, sizeof(err)), 0);
-	writer_probe(&r, &io);
+	if (sim_region("relwr-sim", &r, &io))
+		return;
 	struct pc_work w = { .cycle = 1, .first = 1, .n = 20, .mode = PC_MODE_RELWR, .pattern = PC_PAT_SEQUENTIAL,
 			     .record_size = 4096, .flush_every = 8, .qd = 1, .seed = 1 };
 	CU_ASSERT_EQUAL(writer_run(&r, &io, &w, &(struct writer_sink){ count_line, NULL, &acks }, &res, err, sizeof(err)), 0);
