@@ -572,6 +572,8 @@ static void raw_poll(struct audit *a)
 				break;
 			if (audit_take_page(a, r->buf, (size_t)n) < 0)
 				a->lost++;	/* a page not understood: its requests are not counted */
+			if ((size_t)n < r->page)
+				break;	/* a partial page: this CPU's buffer is empty now */
 		}
 }
 

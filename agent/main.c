@@ -879,11 +879,15 @@ out:
 	return rc;
 }
 
-/* The writer's lines go nowhere; the audit is read as they come (the trace
- * buffer is finite). */
+/* The writer's lines go nowhere; the audit is read as they come, often
+ * enough that the kernel's buffer (1 MiB a CPU: some 14,000 requests) never
+ * fills: every 1,024 lines or 20 ms. Each read is a system call per CPU:
+ * reading every 8 lines cost the writer a tenth of its rate at QD 1 on a
+ * memory-backed loop device. */
 struct counts {
 	struct audit *audit;
 	unsigned lines;
+	uint64_t last_ms;
 };
 
 static int line_count(const char *text, size_t len, void *arg)
@@ -892,8 +896,12 @@ static int line_count(const char *text, size_t len, void *arg)
 
 	(void)text;
 	(void)len;
-	if (c->audit && ++c->lines % 8 == 0)
+	if (!c->audit)
+		return 0;
+	if (++c->lines % 1024 == 0 || (c->lines % 16 == 0 && pc_now_ms() - c->last_ms >= 20)) {
 		audit_poll(c->audit);
+		c->last_ms = pc_now_ms();
+	}
 	return 0;
 }
 
