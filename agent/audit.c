@@ -554,6 +554,7 @@ static int raw_open(struct audit *a, const char *base, char *why, size_t wlen)
 	closedir(d);
 	if (!r->ncpu) {
 		snprintf(why, wlen, "%s lists no CPU", p);
+		raw_close(r);
 		return -1;
 	}
 	return 0;

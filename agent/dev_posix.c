@@ -300,6 +300,17 @@ static int posix_flush(struct dev *d)
 }
 
 #ifdef PC_HAVE_URING
+/* the kernel's values, for liburing headers older than the flags */
+#ifndef IORING_SETUP_COOP_TASKRUN
+#define IORING_SETUP_COOP_TASKRUN (1U << 8)
+#endif
+#ifndef IORING_SETUP_SINGLE_ISSUER
+#define IORING_SETUP_SINGLE_ISSUER (1U << 12)
+#endif
+#ifndef IORING_SETUP_DEFER_TASKRUN
+#define IORING_SETUP_DEFER_TASKRUN (1U << 13)
+#endif
+
 /*
  * The ring as fio sets its own up: completions are run when the agent asks
  * for them (DEFER_TASKRUN: at io_uring_enter with GETEVENTS), never by
