@@ -145,12 +145,6 @@ json_object *writer_describe(const struct region *r, const struct writer_io *io)
 	return o;
 }
 
-/*
- * SUBMIT and ACK. A SUBMIT stamps its records' time; an ACK of at most
- * PC_PROTO_MAX_LAT_N records says how long each took from its SUBMIT (what
- * the report's latency is: the time the device took to make it durable as
- * the mode promises, seen from the agent), when every stamp is still held.
- */
 /* One line to the sink; sent by the next out_flush at the latest. */
 static int out_line(struct ws *s, const char *buf, int n)
 {
@@ -169,6 +163,12 @@ static int out_flush(struct ws *s)
 	return s->out->flush ? s->out->flush(s->out->arg) : 0;
 }
 
+/*
+ * SUBMIT and ACK. A SUBMIT stamps its records' time; an ACK of at most
+ * PC_PROTO_MAX_LAT_N records says how long each took from its SUBMIT (what
+ * the report's latency is: the time the device took to make it durable as
+ * the mode promises, seen from the agent), when every stamp is still held.
+ */
 static int send_range(struct ws *s, enum pc_msg_type t, uint64_t first, uint64_t n)
 {
 	char line[PC_PROTO_MAX_LINE];
