@@ -9,8 +9,12 @@ trap 'rm -rf "$T"' EXIT
 fails=0
 
 ok()   { echo "  ok: $*"; }
-bad()  { echo "  FAILED: $*"; fails=$((fails + 1)); }
-check() { # check "what" command...
+# bad returns 1, so that a check's status is its condition's: a caller may
+# branch on it (check ... || diagnose), and one that must not (check ... &&
+# more) is refused by tools/lint-tests, since what follows && would run
+# outside the check and its failure would be lost.
+bad()  { echo "  FAILED: $*"; fails=$((fails + 1)); return 1; }
+check() { # check "what" command...   (status: the command's, 0 or 1)
 	local what=$1; shift
 	if "$@"; then ok "$what"; else bad "$what"; fi
 }
