@@ -64,6 +64,45 @@ finish() {
 	exit 0
 }
 
+# Loop devices. A partition that partx (BLKPG) added outlives `losetup -d`:
+# the next image on that loop device, with another layout, then finds a
+# stale /dev/loopNp1 at the old offset, partx -a fails ("error adding
+# partition 1") and PARTLABEL finds nothing. loop_attach drops any stale
+# partition of the device it got before adding the image's own (a kernel
+# without the GPT parser scans nothing on -P); loop_detach drops them first.
+# loop_attach IMG [losetup options]: prints the device; its partition 1 (if
+# the image has one) exists when it returns 0.
+loop_attach() {
+	local img=$1 d; shift
+	d=$(losetup -f --show -P "$@" "$img") || return 1
+	partx -d "$d" > /dev/null 2>&1
+	if partx -s "$d" > /dev/null 2>&1; then
+		partx -a "$d" > /dev/null 2>&1
+		for _ in $(seq 100); do [ -b "${d}p1" ] && break; sleep 0.1; done
+	fi
+	echo "$d"
+}
+loop_detach() { # DEV...
+	local d
+	for d in "$@"; do
+		[ -n "$d" ] || continue
+		partx -d "$d" > /dev/null 2>&1
+		losetup -d "$d" 2> /dev/null
+	done
+	return 0
+}
+
+# sim_quick_caught: configs/sim-quick.json with its cut at 16..120
+# acknowledged records instead of a random 5..60 ms. A lying board is caught
+# only once a flush it lied about was acknowledged; on a loaded machine a
+# random instant can come before the first one in every cycle, and the
+# campaign then shows no FAIL at all. A cut after 16 ACKs (two flushes at
+# flush_every 8) catches it whatever the load. (none cycles never ACK: they
+# are cut when their work is done.)
+sim_quick_caught() {
+	jq '.defaults.cut = {"at": "acks", "acks": [16, 120]}' configs/sim-quick.json
+}
+
 # joined FILE: the text with its lines joined by single spaces (the report
 # wraps a long line, a long path breaks one: match a message in this)
 joined() { tr '\n' ' ' < "$1" | tr -s ' '; }

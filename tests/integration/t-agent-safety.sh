@@ -20,7 +20,8 @@ command -v mkfs.ext4 > /dev/null || { have_e2fs=0; skip_part "no mkfs.ext4 (pack
 loops="" mnt=""
 cleanup() {
 	[ -n "$mnt" ] && umount "$mnt" 2> /dev/null
-	for l in $loops; do losetup -d "$l" 2> /dev/null; done
+	# shellcheck disable=SC2086
+	loop_detach $loops
 	rm_T
 }
 trap 'pc_rc=$?; cleanup' EXIT
@@ -101,7 +102,7 @@ run_refused() { # NAME DEVICE-ARGS SUBSTRING FILE
 { "campaign": "$name", "cycles": 2, "listen": "127.0.0.1:0",
   "boards": [ { "name": "$name", "device": { "backend": "posix", "record_size": 4096 },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --fresh-boot-id $args --connect \$PC_CONNECT --board $name > $T/$name.log 2>&1 & echo \$! > $T/$name.pid",
+      "on": "setsid $PWD/$AGENT run --fresh-boot-id $args --connect \$PC_CONNECT --board $name >> $T/$name.log 2>&1 & echo \$! > $T/$name.pid",
       "off": "kill -KILL \$(cat $T/$name.pid 2>/dev/null) 2>/dev/null; true" },
     "modes": ["fua"], "queue_depth": 8, "records_per_cycle": 50,
     "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 10 } ] }
@@ -132,7 +133,7 @@ fi
 # itself writes nothing and every byte can be compared)
 cp "$T/ext4.img" "$T/mounted.img"
 s=$(sum "$T/mounted.img")
-if lo=$(losetup -f --show "$T/mounted.img" 2> "$T/lo.err"); then
+if lo=$(loop_attach "$T/mounted.img" 2> "$T/lo.err"); then
 	loops="$loops $lo"
 	mkdir -p "$T/mnt"
 	if mount -o ro,noload -t ext4 "$lo" "$T/mnt" 2> "$T/mount.err"; then
@@ -161,7 +162,7 @@ if lo=$(losetup -f --show "$T/mounted.img" 2> "$T/lo.err"); then
 		"$AGENT" prepare --device "$T/mounted.img" --force --confirm-device "$T/mounted.img" --yes
 	refused "the loop device itself: prepare sees the ext4" "$lo holds an ext4 filesystem" \
 		"$AGENT" prepare --device "$lo" --allow-whole-disk --yes
-	losetup -d "$lo"
+	loop_detach "$lo"
 	loops=""
 	check "...every byte of the image unchanged" [ "$(sum "$T/mounted.img")" = "$s" ]
 else
@@ -171,10 +172,8 @@ fi
 # a GPT disk with an ext4 partition
 truncate -s 24M "$T/gpt.img"
 printf 'label: gpt\nsize=8M, name="pc-safety-%s"\n' "$$" | sfdisk -q "$T/gpt.img" > /dev/null
-if lo=$(losetup -f --show -P "$T/gpt.img" 2> "$T/lo.err"); then
+if lo=$(loop_attach "$T/gpt.img" 2> "$T/lo.err"); then
 	loops="$lo"
-	partx -a "$lo" 2> /dev/null
-	for _ in $(seq 50); do [ -b "${lo}p1" ] && break; sleep 0.1; done
 	if [ -b "${lo}p1" ]; then
 		mkfs.ext4 -q -F -L pcpart "${lo}p1"
 		s=$(sum "$lo")
@@ -192,7 +191,7 @@ if lo=$(losetup -f --show -P "$T/gpt.img" 2> "$T/lo.err"); then
 	else
 		skip_part "the loop device's partition never appeared: the partition cases"
 	fi
-	losetup -d "$lo"
+	loop_detach "$lo"
 	loops=""
 else
 	skip_part "no loop device ($(cat "$T/lo.err")): the partition cases"

@@ -15,7 +15,8 @@ cat > "$T/c.json" <<JSON
   },
   "boards": [
     { "name": "honest-1", "device": { "profile": "honest" }, "modes": ["fua", "flush", "fua+flush", "journal", "none"] },
-    { "name": "lying-1", "device": { "profile": "lying-flush" }, "modes": ["flush"] },
+    { "name": "lying-1", "device": { "profile": "lying-flush" }, "modes": ["flush"],
+      "cut": { "at": "acks", "acks": [16, 120] } },
     { "name": "acks-1", "device": { "profile": "honest" }, "modes": ["fua"], "pattern": "random",
       "cut": { "at": "acks", "acks": [1, 120] } }
   ]

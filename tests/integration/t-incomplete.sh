@@ -26,7 +26,8 @@ campaign() { # name profile-of-the-sim-board modes
     "off_ms": 5 },
   "boards": [
     { "name": "simb", "relay": { "driver": "sim", "boot_delay_ms": 5 },
-      "device": { "backend": "sim", "size": "1M", "record_size": 4096, "profile": "$2" } },
+      "device": { "backend": "sim", "size": "1M", "record_size": 4096, "profile": "$2" },
+      "cut": { "at": "acks", "acks": [8, 20] } },
     { "name": "flaky", "device": { "backend": "posix", "record_size": 4096 },
       "relay": { "driver": "command", "on": "sh $T/on.sh",
         "off": "kill -KILL \$(cat $T/flaky.pid 2>/dev/null) 2>/dev/null; true" },

@@ -12,10 +12,8 @@ fi
 label="pc-loop-$$"
 truncate -s 24M "$T/disk.img"
 printf 'label: gpt\nsize=8M, name="%s"\n' "$label" | sfdisk -q "$T/disk.img" > /dev/null
-dev=$(losetup -f --show "$T/disk.img") || skip "no loop device"
-trap 'pc_rc=$?; losetup -d "$dev" 2>/dev/null; [ -n "${PC_KEEP:-}" ] || rm_T' EXIT
-partx -a "$dev" 2>/dev/null || true
-for _ in $(seq 50); do [ -b "${dev}p1" ] && break; sleep 0.1; done
+dev=$(loop_attach "$T/disk.img") || skip "no loop device"
+trap 'pc_rc=$?; loop_detach "$dev"; [ -n "${PC_KEEP:-}" ] || rm_T' EXIT
 check "the partition appears (${dev}p1)" [ -b "${dev}p1" ]
 # bytes outside the partition, and the partition table itself, must never change
 outside() { { head -c 1048576 "$dev"; tail -c +$((9 * 1048576 + 1)) "$dev"; } | sha256sum; }

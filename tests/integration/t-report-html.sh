@@ -11,7 +11,8 @@
 command -v python3 > /dev/null || skip "python3 not installed (tools/debian-packages.txt lists it)"
 T=$(cd "$T" && pwd)	# Chromium wants an absolute file:// URL
 
-"$PC" run configs/sim-quick.json --results "$T/r" --cycles 30 --agent "$AGENT" --quiet --no-report \
+sim_quick_caught > "$T/sq.json"
+"$PC" run "$T/sq.json" --results "$T/r" --cycles 30 --agent "$AGENT" --quiet --no-report \
 	> "$T/run.out" 2>&1; rc=$?
 check "a campaign with the lying board exits 1 (was $rc)" [ $rc -eq 1 ]
 "$PC" report --format html -o "$T/r.html" "$T/r" > "$T/rep.out" 2>&1; rc=$?

@@ -13,8 +13,10 @@ PATH=/usr/bin:$PATH
 
 A=$T/a; B=$T/b
 # folder A: an honest and a lying board (the lying one FAILs: run exits 1)
-"$PC" run configs/sim-quick.json --results "$A" --cycles 16 --agent "$AGENT" --quiet --no-report >"$T/a.log" 2>&1
-check "campaign A ran (exit 1: the lying board FAILed)" test $? -eq 1
+sim_quick_caught > "$T/sq.json"
+"$PC" run "$T/sq.json" --results "$A" --cycles 16 --agent "$AGENT" --quiet --no-report >"$T/a.log" 2>&1
+rc=$?
+check "campaign A ran (exit 1: the lying board FAILed; was $rc)" test $rc -eq 1
 # folder B: another campaign, two honest boards
 "$PC" run configs/sim-honest.json --results "$B" --cycles 6 --agent "$AGENT" --quiet --no-report >"$T/b.log" 2>&1
 check "campaign B ran (exit 0)" test $? -eq 0

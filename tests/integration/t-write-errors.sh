@@ -20,7 +20,7 @@ done
 
 loops=""
 cleanup() {
-	for l in $loops; do blockdev --setrw "$l" 2> /dev/null; losetup -d "$l" 2> /dev/null; done
+	for l in $loops; do blockdev --setrw "$l" 2> /dev/null; loop_detach "$l"; done
 	rm_T
 }
 trap 'pc_rc=$?; cleanup' EXIT
@@ -28,7 +28,7 @@ trap 'pc_rc=$?; cleanup' EXIT
 # 128 MiB of 512-byte records: far more than any mode writes in the time it
 # takes to make the device read-only, so the failure lands mid-run.
 truncate -s 128M "$T/disk.img"
-dev=$(losetup -f --show "$T/disk.img" 2> "$T/losetup.err") || skip "no loop device ($(cat "$T/losetup.err"))"
+dev=$(loop_attach "$T/disk.img" 2> "$T/losetup.err") || skip "no loop device ($(cat "$T/losetup.err"))"
 loops="$dev"
 check "prepare $dev" "$AGENT" prepare --device "$dev" --allow-whole-disk --record-size 512 --yes
 
@@ -114,9 +114,9 @@ expect_fail "relwr on a loop device: not an MMC device" "not an MMC device" \
 check "...and no write_error is claimed" sh -c "! timeout 5 '$AGENT' write --device '$dev' --allow-whole-disk --mode relwr-off --yes 2>/dev/null | grep -q write_error"
 
 # read-only before the agent starts: refused at open, distinctly
-losetup -d "$dev"
+loop_detach "$dev"
 loops=""
-rodev=$(losetup -r -f --show "$T/disk.img") || skip "no read-only loop device"
+rodev=$(loop_attach "$T/disk.img" -r) || skip "no read-only loop device"
 loops="$rodev"
 before=$(sha256sum < "$rodev")
 expect_fail "write on a losetup -r device: read-only (EROFS) at open" "$rodev is read-only (EROFS)" \

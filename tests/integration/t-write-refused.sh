@@ -22,13 +22,13 @@ dev=""
 watcher=""
 cleanup() {
 	[ -n "$watcher" ] && kill "$watcher" 2> /dev/null
-	[ -n "$dev" ] && { blockdev --setrw "$dev" 2> /dev/null; losetup -d "$dev" 2> /dev/null; }
+	[ -n "$dev" ] && { blockdev --setrw "$dev" 2> /dev/null; loop_detach "$dev"; }
 	rm_T
 }
 trap 'pc_rc=$?; cleanup' EXIT
 
 truncate -s 8M "$T/disk.img"
-dev=$(losetup -f --show "$T/disk.img" 2> "$T/losetup.err") || { dev=""; skip "no loop device ($(cat "$T/losetup.err"))"; }
+dev=$(loop_attach "$T/disk.img" 2> "$T/losetup.err") || { dev=""; skip "no loop device ($(cat "$T/losetup.err"))"; }
 check "prepare $dev" "$AGENT" prepare --device "$dev" --allow-whole-disk --record-size 4096 --yes
 write_get "$T/get.sh"
 cat > "$T/c.json" <<JSON
