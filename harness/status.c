@@ -5,15 +5,22 @@
  *
  * What is read, and how much:
  *   lock            results_lock_probe() (a shared flock held for an instant)
- *   campaign.json   at most 16 MB, parsed: the campaign, cycles, board names
+ *   campaign.json   at most 16 MB, in a buffer of its size, through the
+ *                   scanner: the campaign, cycles, board names (at most 256)
  *   verdicts.jsonl  every line, through the scanner (board, cycle, verdict);
- *                   each board's last FAIL line is read again for its classes
+ *                   each board's last FAIL line is read again for its classes.
+ *                   The file is read whole, however long (its lines are
+ *                   counted, never kept: time, not memory)
  *   events.jsonl    its tail only: 8 MB, then 32, 128, 256 MB at most while
  *                   a configured board has no event in what was read. Each
  *                   line through the scanner (t, board, cycle, ev, msg.type,
  *                   power_on's and run_end's cycles, run_end's end); the
  *                   whole file is never parsed
  * A torn last line (no newline yet: a run is writing it) is never read.
+ * The sizes are status_limits_default's; the buffers grow to them as lines
+ * need. Every number read is bounded before it counts or sizes anything
+ * (cycles by ENGINE_MAX_CYCLE and CFG_MAX_CYCLES, times by ENGINE_MAX_T, an
+ * ETA by a million hours, a file's mtime by ST_TIME_MAX).
  */
 #include "status.h"
 
@@ -51,6 +58,7 @@ const struct status_limits status_limits_default = {
 /* No ETA means anything past a million hours (and a double past INT64_MAX
  * must not be converted to an integer) */
 #define ST_ETA_MAX	(3600.0 * 1e6)
+#define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
 
 const char *const status_bstate_names[ST_NSTATES] = {
 	"unknown", "off", "booting", "verifying", "writing", "given up", "done",
@@ -484,14 +492,14 @@ static struct st_board *board_find(struct st_ctx *x, const struct status_span *v
 
 /* Make *buf hold n bytes: doubled from 4 KiB, never past limit (>= n), so
  * that a small folder costs little and a read past what the limits allow
- * is out of bounds. 0, or -1 out of memory. */
+ * is out of bounds. Never leaves *buf NULL. 0, or -1 out of memory. */
 static int grow(char **buf, size_t *cap, size_t n, size_t limit)
 {
 	size_t c = *cap ? *cap : 4096;
 	char *nb;
 
-	if (n <= *cap)
-		return 0;
+	if (n <= *cap && *buf)
+		return 0;	/* (an empty first line still gets a buffer: no memcpy to NULL) */
 	while (c < n)
 		c = c > limit / 2 ? limit : c * 2;
 	if (c > limit)
@@ -583,16 +591,21 @@ static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 	return fd;
 }
 
-/* campaign.json: the campaign's name, its cycles and its boards. */
+/* campaign.json: the campaign's name, its cycles and its boards, found by
+ * the scanner as in the .jsonl files. (json-c would build the whole document
+ * first: 850 MB for a campaign.json of 16 MB of empty arrays.) */
 static int read_campaign(struct st_ctx *x)
 {
+	static const char *const dkeys[] = { "config" };
+	static const char *const ckeys[] = { "campaign", "cycles", "boards" };
+	static const char *const bkeys[] = { "name" };
+	struct status_span cfg, c[3], el, name;
 	struct stat st;
-	json_object *doc = NULL, *cfg, *v, *boards;
-	enum json_tokener_error jerr;
 	char *buf;
-	size_t len = 0, cap;
+	size_t len = 0, cap, pos = 0;
+	uint64_t cycles;
 	ssize_t n;
-	int fd, ret = -1;
+	int fd, ret = -1, r = 0;
 
 	fd = open_file(x, "campaign.json", &st);
 	if (fd < 0)
@@ -618,58 +631,55 @@ static int read_campaign(struct st_ctx *x)
 		}
 		len += (size_t)n;
 	}
-	buf[len] = 0;
-	if (strlen(buf) != len) {
+	if (memchr(buf, 0, len)) {
 		fail(x, "%s: contains a NUL byte: not JSON", x->path);
 		goto out;
 	}
-	doc = json_tokener_parse_verbose(buf, &jerr);
-	if (!doc || !json_object_is_type(doc, json_type_object)) {
-		fail(x, "%s: not a JSON object%s%s", x->path, doc ? "" : ": ", doc ? "" : json_tokener_error_desc(jerr));
+	if (status_scan(buf, len, 0, dkeys, 1, &cfg)) {
+		fail(x, "%s: not a JSON object", x->path);
 		goto out;
 	}
-	if (!json_object_object_get_ex(doc, "config", &cfg) || !json_object_is_type(cfg, json_type_object)) {
+	if (cfg.type != ST_V_OBJECT || status_scan(cfg.p, cfg.n, 0, ckeys, 3, c)) {
 		fail(x, "%s: no \"config\" object", x->path);
 		goto out;
 	}
-	if (!json_object_object_get_ex(cfg, "campaign", &v) || !json_object_is_type(v, json_type_string) ||
-	    !config_valid_name(json_object_get_string(v))) {
+	if (status_span_str(&c[0], x->campaign, sizeof(x->campaign)) || !config_valid_name(x->campaign)) {
 		fail(x, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
 		goto out;
 	}
-	pc_strlcpy(x->campaign, json_object_get_string(v), sizeof(x->campaign));
-	if (!json_object_object_get_ex(cfg, "cycles", &v) || !json_object_is_type(v, json_type_int) ||
-	    json_object_get_int64(v) < 1 || json_object_get_int64(v) > CFG_MAX_CYCLES) {
+	if (status_span_u64(&c[1], CFG_MAX_CYCLES, &cycles) || !cycles) {
 		fail(x, "%s: config.cycles is not an integer 1..%u", x->path, CFG_MAX_CYCLES);
 		goto out;
 	}
-	x->cycles = (unsigned)json_object_get_int64(v);
-	if (!json_object_object_get_ex(cfg, "boards", &boards) || !json_object_is_type(boards, json_type_array) ||
-	    json_object_array_length(boards) < 1 || json_object_array_length(boards) > CFG_MAX_BOARDS) {
+	x->cycles = (unsigned)cycles;
+	/* count them (stopping past the most there may be), then read them */
+	while (c[2].type == ST_V_ARRAY && x->nb <= CFG_MAX_BOARDS && (r = status_array_next(&c[2], &pos, &el)) == 1)
+		x->nb++;
+	if (c[2].type != ST_V_ARRAY || r < 0 || x->nb < 1 || x->nb > CFG_MAX_BOARDS) {
+		x->nb = 0;
 		fail(x, "%s: config.boards is not an array of 1 to %u boards", x->path, CFG_MAX_BOARDS);
 		goto out;
 	}
-	x->nb = (unsigned)json_object_array_length(boards);
 	x->b = calloc(x->nb, sizeof(*x->b));
 	if (!x->b) {
+		x->nb = 0;
 		fail(x, "out of memory");
 		goto out;
 	}
+	pos = 0;
 	for (unsigned i = 0; i < x->nb; i++) {
-		json_object *bo = json_object_array_get_idx(boards, i);
-
-		if (!json_object_is_type(bo, json_type_object) || !json_object_object_get_ex(bo, "name", &v) ||
-		    !json_object_is_type(v, json_type_string) || !config_valid_name(json_object_get_string(v))) {
+		r = status_array_next(&c[2], &pos, &el);
+		assert(r == 1);
+		if (el.type != ST_V_OBJECT || status_scan(el.p, el.n, 0, bkeys, 1, &name) ||
+		    status_span_str(&name, x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name)) {
 			fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
 			     x->path, i);
 			goto out;
 		}
-		pc_strlcpy(x->b[i].name, json_object_get_string(v), sizeof(x->b[i].name));
 		x->b[i].cycle_ms = x->b[i].eta_s = -1;
 	}
 	ret = 0;
 out:
-	json_object_put(doc);
 	free(buf);
 	close(fd);
 	return ret;
@@ -861,7 +871,8 @@ static int read_events(struct st_ctx *x)
 	if (x->ev_fd < 0)
 		return -1;
 	x->ev_size = st.st_size;
-	x->ev_mtime = (int64_t)st.st_mtim.tv_sec;
+	/* (any time a file may be given: now minus it must not overflow) */
+	x->ev_mtime = st.st_mtim.tv_sec < 0 ? 0 : st.st_mtim.tv_sec > ST_TIME_MAX ? ST_TIME_MAX : st.st_mtim.tv_sec;
 	from = (uint64_t)x->ev_size > x->lim->tail_first ? x->ev_size - (off_t)x->lim->tail_first : 0;
 	x->win = calloc(x->nb, sizeof(*x->win));
 	if (!x->win)

@@ -341,6 +341,63 @@ static void test_run_limits(void)
 	CU_ASSERT_EQUAL(rc, 1);
 }
 
+/* status_run(text) on dir: its return, and its error in err */
+static int status_err(const char *dir, char *err, size_t len)
+{
+	FILE *f = fopen("/dev/null", "w");
+	int rc;
+
+	CU_ASSERT_FATAL(f != NULL);
+	rc = status_run(dir, 0, NULL, f, err, len);
+	fclose(f);
+	return rc;
+}
+
+static void test_run_campaign(void)
+{
+	const char *dir = pc_test_tmpdir("status-campaign");
+	char *c = malloc(65536), err[1024], *p;
+	json_object *doc;
+	int rc;
+
+	CU_ASSERT_FATAL(c != NULL);
+	put(dir, "events.jsonl", "");
+	put(dir, "verdicts.jsonl", "");
+	/* 256 boards, and what status does not read skipped unparsed */
+	p = c + sprintf(c, "{\"x\":[[[{}]],\"}\"],\"config\":{\"campaign\":\"c\",\"cycles\":9,\"boards\":[");
+	for (int i = 0; i < 256; i++)
+		p += sprintf(p, "%s{\"relay\":{\"a\":[1,2]},\"name\":\"b%d\"}", i ? "," : "", i);
+	strcpy(p, "]}}\n");
+	put(dir, "campaign.json", c);
+	doc = status_doc(dir, NULL, &rc);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 255, "board"), "b255");
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "cycles"), "9");
+	json_object_put(doc);
+	/* 257: refused */
+	strcpy(p, ",{\"name\":\"b256\"}]}}\n");
+	put(dir, "campaign.json", c);
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "campaign.json: config.boards is not an array of 1 to 256 boards") != NULL);
+	/* a name with an escape, no cycles, a cycles of 0, no boards, not an object */
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"cycles\":1,\"boards\":[{\"name\":\"\\u001b\"}]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.boards[0].name is not a board name") != NULL);
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"boards\":[{\"name\":\"b\"}]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.cycles is not an integer 1..") != NULL);
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"cycles\":0,\"boards\":[{\"name\":\"b\"}]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.cycles is not an integer 1..") != NULL);
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"cycles\":1,\"boards\":[]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.boards is not an array") != NULL);
+	put(dir, "campaign.json", "[{\"config\":{}}]");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "campaign.json: not a JSON object") != NULL);
+	free(c);
+}
+
 static void test_run_eta(void)
 {
 	const char *dir = pc_test_tmpdir("status-eta");
@@ -384,6 +441,7 @@ int suite_status(void)
 	    !CU_add_test(s, "h:mm", test_hmm) ||
 	    !CU_add_test(s, "a board's progress line", test_progress_line) ||
 	    !CU_add_test(s, "status_run: small limits, a tail that grows, a long line", test_run_limits) ||
+	    !CU_add_test(s, "status_run: campaign.json through the scanner", test_run_campaign) ||
 	    !CU_add_test(s, "status_run: a live run's ETA is bounded", test_run_eta))
 		return -1;
 	return 0;
