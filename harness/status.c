@@ -202,7 +202,7 @@ int status_scan(const char *s, size_t n, int partial, const char *const *keys, u
 		out[i] = (struct status_span){ ST_V_ABSENT, NULL, 0 };
 	p = skip_ws(s, e);
 	if (p >= e)
-		return -1;
+		return partial ? 1 : -1;	/* (cut in the whitespace before it) */
 	if (*p != '{')
 		return -1;
 	p = skip_ws(p + 1, e);

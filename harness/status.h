@@ -63,8 +63,9 @@ struct status_span {
  * top-level member named keys[i] (the last one, if a key repeats), or
  * ST_V_ABSENT. Nested values are skipped without recursion, whatever their
  * depth. Returns 0 for a whole object (whitespace around it allowed), 1 when
- * partial is set and the input ends inside the object (the members before
- * that point are filled in), -1 when it is not a JSON object.
+ * partial is set and the input ends inside the object or in the whitespace
+ * before it (the members before that point are filled in), -1 when it is not
+ * a JSON object.
  */
 int status_scan(const char *s, size_t n, int partial, const char *const *keys, unsigned nkeys,
 		struct status_span *out);

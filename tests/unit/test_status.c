@@ -93,6 +93,10 @@ static void test_scan_partial(void)
 	CU_ASSERT_EQUAL(status_scan("{\"t\":tr", 7, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(status_scan("{\"board\":\"b\\", 12, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(status_scan("{\"t\"", 4, 1, ev_keys, 5, v), 1);
+	/* cut in the whitespace before the object */
+	CU_ASSERT_EQUAL(status_scan("   ", 3, 1, ev_keys, 5, v), 1);
+	CU_ASSERT_EQUAL(v[0].type, ST_V_ABSENT);
+	CU_ASSERT_EQUAL(status_scan("   ", 3, 0, ev_keys, 5, v), -1);
 	/* cut right after a minus: the number may go on */
 	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 0, ev_keys, 5, v), -1);
