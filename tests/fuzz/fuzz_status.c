@@ -14,7 +14,7 @@
  *                      reads: a live run's folder, as `status` sees it
  *
  * A first line "#small" reads the folder with small limits (lines of 193
- * bytes, reads of 61, a tail of 512 bytes growing to 8 KiB) instead of
+ * bytes, reads of 61, a tail of 512 bytes growing 4x to at most 5000) instead of
  * status_limits_default, so that a few KB reach the long-line and
  * growing-tail paths that need megabytes otherwise.
  *
@@ -62,7 +62,7 @@ static const char default_campaign[] =
 	"\"boards\":[{\"name\":\"tear\"},{\"name\":\"mis\"},{\"name\":\"pp\"},{\"name\":\"honest-1\"},"
 	"{\"name\":\"lying-1\"},{\"name\":\"cfl\"},{\"name\":\"cfu\"}]}}\n";
 static const struct status_limits small_limits = {
-	.line_max = 193, .chunk = 61, .tail_first = 512, .tail_max = 8192, .campaign_max = 16u << 20,
+	.line_max = 193, .chunk = 61, .tail_first = 512, .tail_max = 5000, .campaign_max = 16u << 20,
 };
 
 static void cleanup(void)
@@ -353,10 +353,15 @@ static void check_lines(const char *s, size_t n)
 
 static void check_states(void)
 {
+	static const char *const rx[] = { NULL, "hello", "ack", "error" };
+	static const char *const ends[] = { NULL, "finished", "given_up", "interrupted", "other" };
+
 	for (int st = 0; st < ST_NSTATES; st++)
 		for (int ev = -1; ev <= PC_NEV_KINDS; ev++)
-			FUZZ_CHECK(status_next_state((enum status_bstate)st, ev, "hello", "finished") < ST_NSTATES,
-				   "status_next_state(%d, %d)", st, ev);
+			for (size_t i = 0; i < PC_ARRAY_SIZE(rx) * PC_ARRAY_SIZE(ends); i++)
+				FUZZ_CHECK(status_next_state((enum status_bstate)st, ev, rx[i % PC_ARRAY_SIZE(rx)],
+							     ends[i / PC_ARRAY_SIZE(rx)]) < ST_NSTATES,
+					   "status_next_state(%d, %d)", st, ev);
 }
 
 static int64_t jint(json_object *o, const char *key, int64_t absent)
