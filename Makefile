@@ -321,9 +321,10 @@ vm-check: vm-deps
 # ---- fuzzing (libFuzzer) ----------------------------------------------------
 # One libFuzzer target per kind of untrusted input, tests/fuzz/fuzz_<target>.c
 # (docs/fuzzing.md): proto (protocol lines), auth (tagged lines), config
-# (campaign files), events (events.jsonl through replay and resume), scan (the
-# agent's scan of a crafted region image), sector (superblock and sector
-# decoders).
+# (campaign files), events (events.jsonl through replay and resume), report and
+# status (a results folder through report_run; through status_run and status's
+# own scanner), scan (the agent's scan of a crafted region image), sector
+# (superblock and sector decoders).
 #   make fuzz          clang + libFuzzer + ASan/UBSan into build/fuzz/, then each
 #                      target for FUZZ_SECONDS on its corpus (FUZZ_TARGETS="proto
 #                      scan" picks some); new inputs go to build/fuzz/corpus/<t>/,

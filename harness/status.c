@@ -5,18 +5,26 @@
  *
  * What is read, and how much:
  *   lock            results_lock_probe() (a shared flock held for an instant)
- *   campaign.json   at most 16 MB, parsed: the campaign, cycles, board names
+ *   campaign.json   at most 16 MB, in a buffer of its size, through the
+ *                   scanner: the campaign, cycles, board names (at most 256)
  *   verdicts.jsonl  every line, through the scanner (board, cycle, verdict);
- *                   each board's last FAIL line is read again for its classes
+ *                   each board's last FAIL line is read again for its classes.
+ *                   The file is read whole, however long (its lines are
+ *                   counted, never kept: time, not memory)
  *   events.jsonl    its tail only: 8 MB, then 32, 128, 256 MB at most while
  *                   a configured board has no event in what was read. Each
  *                   line through the scanner (t, board, cycle, ev, msg.type,
  *                   power_on's and run_end's cycles, run_end's end); the
  *                   whole file is never parsed
  * A torn last line (no newline yet: a run is writing it) is never read.
+ * The sizes are status_limits_default's; the buffers grow to them as lines
+ * need. Every number read is bounded before it counts or sizes anything
+ * (cycles by ENGINE_MAX_CYCLE and CFG_MAX_CYCLES, times by ENGINE_MAX_T, an
+ * ETA by a million hours, a file's mtime by ST_TIME_MAX).
  */
 #include "status.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -39,11 +47,18 @@
 #include "results.h"
 #include "verdict.h"
 
-#define ST_LINE_MAX	(1u << 20)		/* a longer line is seen as its first MB */
-#define ST_CHUNK	(1u << 20)		/* one read */
-#define ST_TAIL_FIRST	((off_t)8 << 20)	/* events.jsonl: the tail read first, */
-#define ST_TAIL_MAX	((off_t)256 << 20)	/* growing 4x to at most this */
-#define ST_CAMPAIGN_MAX	(16u << 20)		/* campaign.json */
+const struct status_limits status_limits_default = {
+	.line_max = 1u << 20,		/* a longer line is seen as its first MB */
+	.chunk = 1u << 20,		/* one read */
+	.tail_first = 8u << 20,		/* events.jsonl: the tail read first, */
+	.tail_max = 256u << 20,		/* growing 4x to at most this */
+	.campaign_max = 16u << 20,	/* campaign.json */
+};
+
+/* No ETA means anything past a million hours (and a double past INT64_MAX
+ * must not be converted to an integer) */
+#define ST_ETA_MAX	(3600.0 * 1e6)
+#define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
 
 const char *const status_bstate_names[ST_NSTATES] = {
 	"unknown", "off", "booting", "verifying", "writing", "given up", "done",
@@ -94,6 +109,7 @@ static const char *skip_value(const char *p, const char *e, enum status_vtype *t
 		{ "true", ST_V_TRUE }, { "false", ST_V_FALSE }, { "null", ST_V_NULL },
 	};
 	const char *q;
+	int minus, digit;
 
 	if (p >= e) {
 		*st = 1;
@@ -116,8 +132,15 @@ static const char *skip_value(const char *p, const char *e, enum status_vtype *t
 			} else if (*q == '{' || *q == '[') {
 				depth++;
 			} else if (*q == '}' || *q == ']') {
-				if (--depth == 0)
-					return q + 1;
+				if (--depth > 0)
+					continue;
+				/* the outermost pair must match (the spans say so);
+				 * brackets inside are counted, not matched */
+				if (*q != (*p == '{' ? '}' : ']')) {
+					*st = -1;
+					return NULL;
+				}
+				return q + 1;
 			}
 		}
 		*st = 1;
@@ -143,12 +166,14 @@ static const char *skip_value(const char *p, const char *e, enum status_vtype *t
 		;
 	/* a number: an optional minus, then a digit (the rest is not checked:
 	 * status_span_u64() reads the values used) */
-	if (q == p || !((*p >= '0' && *p <= '9') || (*p == '-' && q - p > 1 && p[1] >= '0' && p[1] <= '9'))) {
-		*st = -1;
+	minus = *p == '-';
+	digit = q - p > minus && p[minus] >= '0' && p[minus] <= '9';
+	if (q == e && (digit || q - p == minus)) {
+		*st = 1;	/* the number may go on (a line cut after its minus, too) */
 		return NULL;
 	}
-	if (q == e) {
-		*st = 1;	/* the number may go on */
+	if (!digit) {
+		*st = -1;
 		return NULL;
 	}
 	*type = ST_V_NUMBER;
@@ -177,7 +202,7 @@ int status_scan(const char *s, size_t n, int partial, const char *const *keys, u
 		out[i] = (struct status_span){ ST_V_ABSENT, NULL, 0 };
 	p = skip_ws(s, e);
 	if (p >= e)
-		return -1;
+		return partial ? 1 : -1;	/* (cut in the whitespace before it) */
 	if (*p != '{')
 		return -1;
 	p = skip_ws(p + 1, e);
@@ -267,7 +292,8 @@ int status_span_u64(const struct status_span *v, uint64_t max, uint64_t *out)
 	for (size_t i = 0; i < v->n; i++) {
 		unsigned d = (unsigned)(v->p[i] - '0');
 
-		if (d > 9 || x > (max - d) / 10)
+		/* (d > max first: max - d must not wrap) */
+		if (d > 9 || d > max || x > (max - d) / 10)
 			return -1;
 		x = x * 10 + d;
 	}
@@ -342,8 +368,8 @@ void status_hmm(double seconds, char *buf, size_t len)
 		snprintf(buf, len, "-");
 		return;
 	}
-	if (seconds > 3600.0 * 1e6)	/* a million hours: no ETA means anything past it */
-		seconds = 3600.0 * 1e6;
+	if (seconds > ST_ETA_MAX)
+		seconds = ST_ETA_MAX;
 	m = (uint64_t)((seconds + 59.999) / 60.0);
 	snprintf(buf, len, "%" PRIu64 ":%02u", m / 60, (unsigned)(m % 60));
 }
@@ -384,10 +410,12 @@ struct st_evs {
 struct st_board {
 	char name[64];
 	/* verdicts.jsonl */
-	unsigned n[PC_NOUTCOMES];
+	uint64_t n[PC_NOUTCOMES];	/* (a count of lines: never past INT64_MAX) */
 	unsigned last_verdict;
 	unsigned fail_cycle;	/* the last FAIL's cycle, 0: none */
-	off_t fail_off;
+	off_t fail_off;		/* its line: where, how long (as read: at most line_max), cut */
+	size_t fail_len;
+	int fail_trunc;
 	struct st_evs ev;
 	/* derived */
 	unsigned plan, cycle;
@@ -400,12 +428,15 @@ struct st_board {
 
 struct st_ctx {
 	const char *dir;
+	const struct status_limits *lim;
+	FILE *out;
 	char path[PATH_MAX + 32];
 	char campaign[64];
 	unsigned cycles;
 	struct st_board *b;
 	unsigned nb;
-	char *line, *chunk;
+	char *line, *chunk;	/* grown as needed, up to lim->line_max and lim->chunk */
+	size_t line_cap, chunk_cap;
 	/* events.jsonl */
 	int ev_fd;
 	off_t ev_size, ev_from;
@@ -459,12 +490,34 @@ static struct st_board *board_find(struct st_ctx *x, const struct status_span *v
 	return NULL;
 }
 
+/* Make *buf hold n bytes: doubled from 4 KiB, never past limit (>= n), so
+ * that a small folder costs little and a read past what the limits allow
+ * is out of bounds. Never leaves *buf NULL. 0, or -1 out of memory. */
+static int grow(char **buf, size_t *cap, size_t n, size_t limit)
+{
+	size_t c = *cap ? *cap : 4096;
+	char *nb;
+
+	if (n <= *cap && *buf)
+		return 0;	/* (an empty first line still gets a buffer: no memcpy to NULL) */
+	while (c < n)
+		c = c > limit / 2 ? limit : c * 2;
+	if (c > limit)
+		c = limit;
+	nb = realloc(*buf, c);
+	if (!nb)
+		return -1;
+	*buf = nb;
+	*cap = c;
+	return 0;
+}
+
 typedef int (*line_fn)(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno);
 
 /*
  * Call fn for each whole line (one that ends in a newline before size) that
  * starts in [a, b), in order; lineno counts from the first such line. A line
- * longer than ST_LINE_MAX comes as its first ST_LINE_MAX bytes, trunc set.
+ * longer than lim->line_max comes as its first line_max bytes, trunc set.
  * What follows the last newline is a torn line a run is still writing.
  */
 static int each_line(struct st_ctx *x, int fd, off_t a, off_t b, off_t size, line_fn fn)
@@ -475,9 +528,13 @@ static int each_line(struct st_ctx *x, int fd, off_t a, off_t b, off_t size, lin
 	uint64_t lineno = 0;
 
 	while (pos < size && lstart < b) {
-		size_t want = size - pos < (off_t)ST_CHUNK ? (size_t)(size - pos) : ST_CHUNK;
-		ssize_t got = pread(fd, x->chunk, want, pos);
+		size_t want = (uint64_t)(size - pos) < x->lim->chunk ? (size_t)(size - pos) : x->lim->chunk;
+		ssize_t got;
 		const char *c, *ce;
+
+		if (grow(&x->chunk, &x->chunk_cap, want, x->lim->chunk))
+			return fail(x, "out of memory");
+		got = pread(fd, x->chunk, want, pos);
 
 		if (got < 0 && errno == EINTR)
 			continue;
@@ -490,10 +547,12 @@ static int each_line(struct st_ctx *x, int fd, off_t a, off_t b, off_t size, lin
 			size_t seg = (size_t)((nl ? nl : ce) - c);
 
 			if (!skip) {
-				if (seg > ST_LINE_MAX - llen) {
-					seg = ST_LINE_MAX - llen;
+				if (seg > x->lim->line_max - llen) {
+					seg = x->lim->line_max - llen;
 					trunc = 1;
 				}
+				if (grow(&x->line, &x->line_cap, llen + seg, x->lim->line_max))
+					return fail(x, "out of memory");
 				memcpy(x->line + llen, c, seg);
 				llen += seg;
 			}
@@ -532,30 +591,38 @@ static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 	return fd;
 }
 
-/* campaign.json: the campaign's name, its cycles and its boards. */
+/* campaign.json: the campaign's name, its cycles and its boards, found by
+ * the scanner as in the .jsonl files. (json-c would build the whole document
+ * first: 850 MB for a campaign.json of 16 MB of empty arrays.) */
 static int read_campaign(struct st_ctx *x)
 {
+	static const char *const dkeys[] = { "config" };
+	static const char *const ckeys[] = { "campaign", "cycles", "boards" };
+	static const char *const bkeys[] = { "name" };
+	struct status_span cfg, c[3], el, name;
 	struct stat st;
-	json_object *doc = NULL, *cfg, *v, *boards;
-	enum json_tokener_error jerr;
 	char *buf;
-	size_t len = 0;
+	size_t len = 0, cap, pos = 0;
+	uint64_t cycles;
 	ssize_t n;
-	int fd, ret = -1;
+	int fd, ret = -1, r = 0;
 
 	fd = open_file(x, "campaign.json", &st);
 	if (fd < 0)
 		return -1;
-	if (st.st_size > (off_t)ST_CAMPAIGN_MAX) {
+	if ((uint64_t)st.st_size > x->lim->campaign_max) {
 		close(fd);
 		return fail(x, "%s: %lld bytes is too large for a campaign.json", x->path, (long long)st.st_size);
 	}
-	buf = malloc(ST_CAMPAIGN_MAX + 1);
+	/* the size it has (campaign.json is replaced whole, by a rename, never
+	 * rewritten in place) */
+	cap = (size_t)st.st_size;
+	buf = malloc(cap + 1);
 	if (!buf) {
 		close(fd);
 		return fail(x, "out of memory");
 	}
-	while (len < ST_CAMPAIGN_MAX && (n = read(fd, buf + len, ST_CAMPAIGN_MAX - len)) != 0) {
+	while (len < cap && (n = read(fd, buf + len, cap - len)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
@@ -564,58 +631,55 @@ static int read_campaign(struct st_ctx *x)
 		}
 		len += (size_t)n;
 	}
-	buf[len] = 0;
-	if (strlen(buf) != len) {
+	if (memchr(buf, 0, len)) {
 		fail(x, "%s: contains a NUL byte: not JSON", x->path);
 		goto out;
 	}
-	doc = json_tokener_parse_verbose(buf, &jerr);
-	if (!doc || !json_object_is_type(doc, json_type_object)) {
-		fail(x, "%s: not a JSON object%s%s", x->path, doc ? "" : ": ", doc ? "" : json_tokener_error_desc(jerr));
+	if (status_scan(buf, len, 0, dkeys, 1, &cfg)) {
+		fail(x, "%s: not a JSON object", x->path);
 		goto out;
 	}
-	if (!json_object_object_get_ex(doc, "config", &cfg) || !json_object_is_type(cfg, json_type_object)) {
+	if (cfg.type != ST_V_OBJECT || status_scan(cfg.p, cfg.n, 0, ckeys, 3, c)) {
 		fail(x, "%s: no \"config\" object", x->path);
 		goto out;
 	}
-	if (!json_object_object_get_ex(cfg, "campaign", &v) || !json_object_is_type(v, json_type_string) ||
-	    !config_valid_name(json_object_get_string(v))) {
+	if (status_span_str(&c[0], x->campaign, sizeof(x->campaign)) || !config_valid_name(x->campaign)) {
 		fail(x, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
 		goto out;
 	}
-	pc_strlcpy(x->campaign, json_object_get_string(v), sizeof(x->campaign));
-	if (!json_object_object_get_ex(cfg, "cycles", &v) || !json_object_is_type(v, json_type_int) ||
-	    json_object_get_int64(v) < 1 || json_object_get_int64(v) > CFG_MAX_CYCLES) {
+	if (status_span_u64(&c[1], CFG_MAX_CYCLES, &cycles) || !cycles) {
 		fail(x, "%s: config.cycles is not an integer 1..%u", x->path, CFG_MAX_CYCLES);
 		goto out;
 	}
-	x->cycles = (unsigned)json_object_get_int64(v);
-	if (!json_object_object_get_ex(cfg, "boards", &boards) || !json_object_is_type(boards, json_type_array) ||
-	    json_object_array_length(boards) < 1 || json_object_array_length(boards) > CFG_MAX_BOARDS) {
+	x->cycles = (unsigned)cycles;
+	/* count them (stopping past the most there may be), then read them */
+	while (c[2].type == ST_V_ARRAY && x->nb <= CFG_MAX_BOARDS && (r = status_array_next(&c[2], &pos, &el)) == 1)
+		x->nb++;
+	if (c[2].type != ST_V_ARRAY || r < 0 || x->nb < 1 || x->nb > CFG_MAX_BOARDS) {
+		x->nb = 0;
 		fail(x, "%s: config.boards is not an array of 1 to %u boards", x->path, CFG_MAX_BOARDS);
 		goto out;
 	}
-	x->nb = (unsigned)json_object_array_length(boards);
 	x->b = calloc(x->nb, sizeof(*x->b));
 	if (!x->b) {
+		x->nb = 0;
 		fail(x, "out of memory");
 		goto out;
 	}
+	pos = 0;
 	for (unsigned i = 0; i < x->nb; i++) {
-		json_object *bo = json_object_array_get_idx(boards, i);
-
-		if (!json_object_is_type(bo, json_type_object) || !json_object_object_get_ex(bo, "name", &v) ||
-		    !json_object_is_type(v, json_type_string) || !config_valid_name(json_object_get_string(v))) {
+		r = status_array_next(&c[2], &pos, &el);
+		assert(r == 1);
+		if (el.type != ST_V_OBJECT || status_scan(el.p, el.n, 0, bkeys, 1, &name) ||
+		    status_span_str(&name, x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name)) {
 			fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
 			     x->path, i);
 			goto out;
 		}
-		pc_strlcpy(x->b[i].name, json_object_get_string(v), sizeof(x->b[i].name));
 		x->b[i].cycle_ms = x->b[i].eta_s = -1;
 	}
 	ret = 0;
 out:
-	json_object_put(doc);
 	free(buf);
 	close(fd);
 	return ret;
@@ -653,6 +717,8 @@ static int on_verdict(struct st_ctx *x, const char *line, size_t len, int trunc,
 	if (k == PC_OUT_FAIL && cycle >= b->fail_cycle) {
 		b->fail_cycle = (unsigned)cycle;
 		b->fail_off = off;
+		b->fail_len = len;
+		b->fail_trunc = trunc;
 	}
 	return 0;
 }
@@ -713,15 +779,14 @@ static int read_verdicts(struct st_ctx *x)
 	for (unsigned i = 0; !ret && i < x->nb; i++) {
 		struct st_board *b = &x->b[i];
 		ssize_t got;
-		const char *nl;
 
 		if (!b->fail_cycle)
 			continue;
-		got = pread(fd, x->line, ST_LINE_MAX, b->fail_off);
+		/* the line as it was read (x->line has held it: it is large enough) */
+		got = pread(fd, x->line, b->fail_len, b->fail_off);
 		if (got <= 0)
 			continue;
-		nl = memchr(x->line, '\n', (size_t)got);
-		fail_classes(b, x->line, nl ? (size_t)(nl - x->line) : (size_t)got, !nl);
+		fail_classes(b, x->line, (size_t)got, b->fail_trunc || (size_t)got < b->fail_len);
 	}
 	close(fd);
 	return ret;
@@ -806,8 +871,9 @@ static int read_events(struct st_ctx *x)
 	if (x->ev_fd < 0)
 		return -1;
 	x->ev_size = st.st_size;
-	x->ev_mtime = (int64_t)st.st_mtim.tv_sec;
-	from = x->ev_size > ST_TAIL_FIRST ? x->ev_size - ST_TAIL_FIRST : 0;
+	/* (any time a file may be given: now minus it must not overflow) */
+	x->ev_mtime = st.st_mtim.tv_sec < 0 ? 0 : st.st_mtim.tv_sec > ST_TIME_MAX ? ST_TIME_MAX : st.st_mtim.tv_sec;
+	from = (uint64_t)x->ev_size > x->lim->tail_first ? x->ev_size - (off_t)x->lim->tail_first : 0;
 	x->win = calloc(x->nb, sizeof(*x->win));
 	if (!x->win)
 		return fail(x, "out of memory");
@@ -816,11 +882,11 @@ static int read_events(struct st_ctx *x)
 		x->b[i].ev = x->win[i];
 	/* a board whose last event is older than the tail: read further back,
 	 * and take what the older part says of it (only of it) */
-	while (!ret && from > 0 && unseen(x) && x->ev_size - from < ST_TAIL_MAX) {
+	while (!ret && from > 0 && unseen(x) && (uint64_t)(x->ev_size - from) < x->lim->tail_max) {
 		off_t span = (x->ev_size - from) * 4, nfrom;
 
-		if (span > ST_TAIL_MAX)
-			span = ST_TAIL_MAX;
+		if ((uint64_t)span > x->lim->tail_max)
+			span = (off_t)x->lim->tail_max;
 		nfrom = x->ev_size - span > 0 ? x->ev_size - span : 0;
 		memset(x->win, 0, x->nb * sizeof(*x->win));
 		ret = each_line(x, x->ev_fd, nfrom, from, x->ev_size, on_event);
@@ -872,7 +938,7 @@ static void derive(struct st_ctx *x, int running)
 		if (b->state == ST_DONE)
 			b->eta_s = 0;
 		else if (running && b->state != ST_GIVEN_UP && b->cycle_ms >= 0)
-			b->eta_s = b->cycle_ms * left / 1000.0;
+			b->eta_s = b->cycle_ms * left / 1000.0 > ST_ETA_MAX ? ST_ETA_MAX : b->cycle_ms * left / 1000.0;
 	}
 }
 
@@ -930,48 +996,48 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 
 	local_time(li->started, t0, sizeof(t0));
 	local_time(li->ended, t1, sizeof(t1));
-	printf("campaign %s: ", x->campaign);
+	fprintf(x->out, "campaign %s: ", x->campaign);
 	switch (run) {
 	case RUN_RUNNING:
 		if (li->known)
-			printf("running (pid %ld on %s since %s)\n", li->pid, li->host, t0);
+			fprintf(x->out, "running (pid %ld on %s since %s)\n", li->pid, li->host, t0);
 		else
-			printf("running (a process holds the lock; its lock file names no pid)\n");
+			fprintf(x->out, "running (a process holds the lock; its lock file names no pid)\n");
 		break;
 	case RUN_KILLED:
 		if (alive == 0 && li->state == RESULTS_LOCK_HELD)
-			printf("not running: the last run was killed (pid %ld on %s, started %s, is gone; a process it "
+			fprintf(x->out, "not running: the last run was killed (pid %ld on %s, started %s, is gone; a process it "
 			       "started still holds the lock)\n", li->pid, li->host, t0);
 		else
-			printf("not running: the last run was killed (pid %ld on %s, started %s: it never closed the "
+			fprintf(x->out, "not running: the last run was killed (pid %ld on %s, started %s: it never closed the "
 			       "folder); the same powercut run command resumes it\n", li->pid, li->host, t0);
 		break;
 	case RUN_STOPPED:
-		printf("not running: the last run (pid %ld on %s) stopped with cycles left (ended %s); the same "
+		fprintf(x->out, "not running: the last run (pid %ld on %s) stopped with cycles left (ended %s); the same "
 		       "powercut run command resumes it\n", li->pid, li->host, t1);
 		break;
 	case RUN_FINISHED:
 		if (li->known && li->ended)
-			printf("finished: every board ran its cycles (the last run ended %s)\n", t1);
+			fprintf(x->out, "finished: every board ran its cycles (the last run ended %s)\n", t1);
 		else
-			printf("finished: every board ran its cycles\n");
+			fprintf(x->out, "finished: every board ran its cycles\n");
 		break;
 	case RUN_NOT_RUNNING:
-		printf("not running\n");
+		fprintf(x->out, "not running\n");
 		break;
 	default:
-		printf("unknown whether a run holds the folder: %s\n", li->err);
+		fprintf(x->out, "unknown whether a run holds the folder: %s\n", li->err);
 		break;
 	}
 	if (x->ev_size) {
 		local_time(x->ev_mtime, t0, sizeof(t0));
-		printf("last event appended %s (%" PRId64 " s ago); %s%" PRIu64 " events, %" PRIu64 " verdicts\n", t0,
+		fprintf(x->out, "last event appended %s (%" PRId64 " s ago); %s%" PRIu64 " events, %" PRIu64 " verdicts\n", t0,
 		       age > 0 ? age : 0, x->ev_from ? "about " : "",
 		       x->ev_from ? (uint64_t)((double)x->ev_lines * (double)x->ev_size / (double)(x->ev_size - x->ev_from))
 				  : x->ev_lines,
 		       x->v_lines);
 	} else {
-		printf("no event yet; 0 events, %" PRIu64 " verdicts\n", x->v_lines);
+		fprintf(x->out, "no event yet; 0 events, %" PRIu64 " verdicts\n", x->v_lines);
 	}
 	for (unsigned i = 0; i < x->nb; i++) {
 		int l = (int)strlen(x->b[i].name);
@@ -981,17 +1047,17 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		struct st_board *b = &x->b[i];
 
 		eta_text(b, eta, sizeof(eta));
-		printf("  %s:%*s cycle %u of %u, %s%s; ", b->name, w - (int)strlen(b->name), "", b->cycle, b->plan,
+		fprintf(x->out, "  %s:%*s cycle %u of %u, %s%s; ", b->name, w - (int)strlen(b->name), "", b->cycle, b->plan,
 		       status_bstate_names[b->state],
 		       run != RUN_RUNNING && b->state >= ST_BOOTING && b->state <= ST_WRITING ? " when the run stopped" : "");
 		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			printf("%s%s %u", k ? ", " : "", outcome_show[k], b->n[k]);
-		printf("; ETA %s", eta);
+			fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", outcome_show[k], b->n[k]);
+		fprintf(x->out, "; ETA %s", eta);
 		if (b->cycle_ms >= 0 && b->state != ST_DONE)
-			printf(" (%.1f s a cycle)", b->cycle_ms / 1000.0);
-		printf("\n");
+			fprintf(x->out, " (%.1f s a cycle)", b->cycle_ms / 1000.0);
+		fprintf(x->out, "\n");
 		if (b->fail_cycle)
-			printf("  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
+			fprintf(x->out, "  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
 			       b->fail_what[0] ? b->fail_what : "no violation class recorded",
 			       b->fail_time[0] ? ", at " : "", b->fail_time);
 	}
@@ -1048,7 +1114,7 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 		json_object_object_add(o, "cycles", json_object_new_int64(b->plan));
 		json_object_object_add(o, "state", json_object_new_string(status_bstate_keys[b->state]));
 		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			json_object_object_add(cnt, outcome_show[k], json_object_new_int64(b->n[k]));
+			json_object_object_add(cnt, outcome_show[k], json_object_new_int64((int64_t)b->n[k]));
 		json_object_object_add(o, "counts", cnt);
 		if (b->fail_cycle) {
 			json_object *lf = json_object_new_object(), *cls = json_object_new_object();
@@ -1071,7 +1137,7 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 		json_object_array_add(boards, o);
 	}
 	json_object_object_add(doc, "boards", boards);
-	printf("%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	fprintf(x->out, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(doc);
 }
 
@@ -1081,6 +1147,53 @@ static const char status_usage[] =
 	"  the cycle, the state, the verdict counts, the last FAIL and an ETA; works while\n"
 	"  the campaign runs. --json: the same as one JSON document (powercut(1))\n";
 
+int status_run(const char *dir, int json, const struct status_limits *lim, FILE *out, char *err, size_t errlen)
+{
+	struct st_ctx x = { .dir = dir, .lim = lim ? lim : &status_limits_default, .out = out, .ev_fd = -1 };
+	struct results_lock_info li;
+	char desc[768];
+	int ret = 1, alive;
+	enum st_run run;
+
+	assert(x.lim->line_max >= 1 && x.lim->chunk >= 1 && x.lim->tail_first >= 1 &&
+	       x.lim->tail_max >= x.lim->tail_first && x.lim->campaign_max >= 1);
+	err[0] = 0;
+	/* first, so that a folder too damaged to read still says whether a run is at it */
+	results_lock_probe(x.dir, &li);
+	alive = li.state == RESULTS_LOCK_HELD ? pid_alive(&li) : -1;
+	if (!json) {
+		if (alive == 0)
+			fprintf(out, "%s: not running: the lock is held, but the run it names (pid %ld on %s) is gone\n",
+				x.dir, li.pid, li.host);
+		else {
+			results_lock_describe(&li, desc, sizeof(desc));
+			fprintf(out, "%s: %s\n", x.dir, desc);
+		}
+		fflush(out);
+	}
+	if (read_campaign(&x) || read_verdicts(&x) || read_events(&x))
+		goto out;
+	run = run_state(&x, &li, alive);
+	derive(&x, run == RUN_RUNNING);
+	/* derive() knows the boards' states: a run that ended finished only if they are done */
+	run = run_state(&x, &li, alive);
+	if (json)
+		print_json(&x, &li, run, alive);
+	else
+		print_text(&x, &li, run, alive);
+	ret = 0;
+out:
+	if (ret)
+		pc_strlcpy(err, x.err, errlen);
+	if (x.ev_fd >= 0)
+		close(x.ev_fd);
+	free(x.win);
+	free(x.b);
+	free(x.line);
+	free(x.chunk);
+	return ret;
+}
+
 int status_main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1088,11 +1201,8 @@ int status_main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct st_ctx x = { .ev_fd = -1 };
-	struct results_lock_info li;
-	char desc[768];
-	int c, json = 0, ret = 1, alive;
-	enum st_run run;
+	char err[1024];
+	int c, json = 0, ret;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "jh", lo, NULL)) != -1) {
@@ -1107,45 +1217,9 @@ int status_main(int argc, char **argv)
 		fputs(status_usage, stderr);
 		return 2;
 	}
-	x.dir = argv[optind];
-	/* first, so that a folder too damaged to read still says whether a run is at it */
-	results_lock_probe(x.dir, &li);
-	alive = li.state == RESULTS_LOCK_HELD ? pid_alive(&li) : -1;
-	if (!json) {
-		if (alive == 0)
-			printf("%s: not running: the lock is held, but the run it names (pid %ld on %s) is gone\n", x.dir,
-			       li.pid, li.host);
-		else {
-			results_lock_describe(&li, desc, sizeof(desc));
-			printf("%s: %s\n", x.dir, desc);
-		}
-		fflush(stdout);
-	}
-	x.line = malloc(ST_LINE_MAX);
-	x.chunk = malloc(ST_CHUNK);
-	if (!x.line || !x.chunk) {
-		pc_err("out of memory");
-		goto out;
-	}
-	if (read_campaign(&x) || read_verdicts(&x) || read_events(&x)) {
-		pc_err("%s", x.err);
-		goto out;
-	}
-	run = run_state(&x, &li, alive);
-	derive(&x, run == RUN_RUNNING);
-	/* derive() knows the boards' states: a run that ended finished only if they are done */
-	run = run_state(&x, &li, alive);
-	if (json)
-		print_json(&x, &li, run, alive);
-	else
-		print_text(&x, &li, run, alive);
-	ret = 0;
-out:
-	if (x.ev_fd >= 0)
-		close(x.ev_fd);
-	free(x.win);
-	free(x.b);
-	free(x.line);
-	free(x.chunk);
+	ret = status_run(argv[optind], json, NULL, stdout, err, sizeof(err));
+	fflush(stdout);
+	if (ret)
+		pc_err("%s", err);
 	return ret;
 }

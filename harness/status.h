@@ -15,10 +15,30 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The subcommand: argv[0] is "status". Exit 0, 1 when a file cannot be
  * read or holds a malformed line, 2 on a usage error. */
 int status_main(int argc, char **argv);
+
+/* How much status reads; status_limits_default holds the sizes above. The
+ * unit tests and the fuzz target shrink them, so that small files reach the
+ * long-line and the growing-tail paths. */
+struct status_limits {
+	size_t line_max;	/* a longer line is seen as its first line_max bytes */
+	size_t chunk;		/* the bytes of one read */
+	uint64_t tail_first;	/* events.jsonl: the tail read first, */
+	uint64_t tail_max;	/* growing 4x to at most this */
+	uint64_t campaign_max;	/* campaign.json: larger is refused */
+};
+extern const struct status_limits status_limits_default;
+
+/* What status_main() runs after its options: probe the lock of the results
+ * folder dir, read it within lim (NULL: status_limits_default) and print the
+ * status to out, as text or (json) as one JSON document. 0, or 1 with err
+ * naming the file (and line) and what is wrong; the text form has printed its
+ * first line (the lock's) before. */
+int status_run(const char *dir, int json, const struct status_limits *lim, FILE *out, char *err, size_t errlen);
 
 /* A top-level member's value within a line: p points into the line. */
 enum status_vtype {
@@ -43,8 +63,9 @@ struct status_span {
  * top-level member named keys[i] (the last one, if a key repeats), or
  * ST_V_ABSENT. Nested values are skipped without recursion, whatever their
  * depth. Returns 0 for a whole object (whitespace around it allowed), 1 when
- * partial is set and the input ends inside the object (the members before
- * that point are filled in), -1 when it is not a JSON object.
+ * partial is set and the input ends inside the object or in the whitespace
+ * before it (the members before that point are filled in), -1 when it is not
+ * a JSON object.
  */
 int status_scan(const char *s, size_t n, int partial, const char *const *keys, unsigned nkeys,
 		struct status_span *out);

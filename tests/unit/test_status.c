@@ -2,14 +2,22 @@
  * test_status.c - the pure parts of `powercut status` and of the run's
  * progress: the line scanner (top-level members without building JSON, on
  * whole, cut and hostile lines), integer and string values, the board
- * states from events, h:mm, a board's progress line.
+ * states from events, h:mm, a board's progress line; status_run() on small
+ * folders read with small limits (the tail that grows, a long line) and a
+ * live run's ETA.
  */
 #include "suites.h"
 
+#include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
 
 #include "../../harness/progress.h"
 #include "../../harness/status.h"
@@ -58,6 +66,12 @@ static void test_scan_bad(void)
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		CU_ASSERT_EQUAL(status_scan(bad[i], strlen(bad[i]), 0, ev_keys, 5, v), -1);
+	/* a container closed by the other bracket is not one (a span goes from
+	 * '[' to ']'); brackets inside are counted, not matched */
+	CU_ASSERT_EQUAL(status_scan("{\"t\":[1}}", 9, 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":{\"a\":1]}", 13, 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":[{]]}", 10, 0, ev_keys, 5, v), 0);
+	CU_ASSERT_EQUAL(v[0].type, ST_V_ARRAY);
 	/* an embedded NUL is not a number character */
 	CU_ASSERT_EQUAL(status_scan("{\"t\":1\0}", 8, 0, ev_keys, 5, v), -1);
 }
@@ -79,6 +93,14 @@ static void test_scan_partial(void)
 	CU_ASSERT_EQUAL(status_scan("{\"t\":tr", 7, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(status_scan("{\"board\":\"b\\", 12, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(status_scan("{\"t\"", 4, 1, ev_keys, 5, v), 1);
+	/* cut in the whitespace before the object */
+	CU_ASSERT_EQUAL(status_scan("   ", 3, 1, ev_keys, 5, v), 1);
+	CU_ASSERT_EQUAL(v[0].type, ST_V_ABSENT);
+	CU_ASSERT_EQUAL(status_scan("   ", 3, 0, ev_keys, 5, v), -1);
+	/* cut right after a minus: the number may go on */
+	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 1, ev_keys, 5, v), 1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":-x", 7, 1, ev_keys, 5, v), -1);
 	/* malformed before the cut is still malformed */
 	CU_ASSERT_EQUAL(status_scan("{\"t\":x", 6, 1, ev_keys, 5, v), -1);
 }
@@ -141,6 +163,16 @@ static void test_values(void)
 	s = (struct status_span){ ST_V_NUMBER, "101", 3 };
 	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
 	CU_ASSERT(!status_span_u64(&s, 101, &u) && u == 101);
+	/* a max below a digit (max - digit must not wrap) */
+	s = (struct status_span){ ST_V_NUMBER, "7", 1 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, 5, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 0, &u), -1);
+	CU_ASSERT(!status_span_u64(&s, 7, &u) && u == 7);
+	s = (struct status_span){ ST_V_NUMBER, "15256", 5 };
+	CU_ASSERT_EQUAL(status_span_u64(&s, 0, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 9, &u), -1);
+	s = (struct status_span){ ST_V_NUMBER, "0", 1 };
+	CU_ASSERT(!status_span_u64(&s, 0, &u) && u == 0);
 	s = (struct status_span){ ST_V_NUMBER, "-1", 2 };
 	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
 	s = (struct status_span){ ST_V_NUMBER, "1e3", 3 };
@@ -230,6 +262,175 @@ static void test_progress_line(void)
 	CU_ASSERT_STRING_EQUAL(b, "lying-1");
 }
 
+/* ---- status_run() on a folder ---- */
+
+static void put(const char *dir, const char *name, const char *text)
+{
+	char p[PATH_MAX + 32];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	f = fopen(p, "w");
+	CU_ASSERT_FATAL(f != NULL);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* status_run(json) into a JSON document (to put), or NULL with *rc 1 */
+static json_object *status_doc(const char *dir, const struct status_limits *lim, int *rc)
+{
+	char *out = NULL, err[1024];
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	json_object *doc;
+
+	CU_ASSERT_FATAL(f != NULL);
+	*rc = status_run(dir, 1, lim, f, err, sizeof(err));
+	fclose(f);
+	doc = *rc ? NULL : json_tokener_parse(out);
+	free(out);
+	return doc;
+}
+
+/* boards[i].key as a string ("" if absent) */
+static const char *board_str(json_object *doc, size_t i, const char *key)
+{
+	json_object *bs, *v;
+
+	if (!doc || !json_object_object_get_ex(doc, "boards", &bs) || !json_object_object_get_ex(
+		    json_object_array_get_idx(bs, i), key, &v))
+		return "";
+	return json_object_get_string(v);
+}
+
+static const char campaign_b1_b2[] =
+	"{\"config\":{\"campaign\":\"c\",\"cycles\":4,\"boards\":[{\"name\":\"b1\"},{\"name\":\"b2\"}]}}";
+
+static void test_run_limits(void)
+{
+	const char *dir = pc_test_tmpdir("status-limits");
+	struct status_limits lim = { .line_max = 64, .chunk = 7, .tail_first = 256, .tail_max = 256,
+				     .campaign_max = 4096 };
+	char ev[8192], *p = ev;
+	json_object *doc, *v;
+	int rc;
+
+	/* b1 powered on once, long ago; then 60 lines of b2 (past any tail of 256 bytes) */
+	p += sprintf(p, "{\"t\":1,\"board\":\"b1\",\"cycle\":1,\"ev\":\"power_on\"}\n");
+	for (int i = 0; i < 60; i++)
+		p += sprintf(p, "{\"t\":%d,\"board\":\"b2\",\"cycle\":1,\"ev\":\"verify\"}\n", 10 + i);
+	put(dir, "events.jsonl", ev);
+	put(dir, "campaign.json", campaign_b1_b2);
+	/* a verdict line past line_max: seen as its first 64 bytes */
+	put(dir, "verdicts.jsonl", "{\"board\":\"b2\",\"cycle\":1,\"verdict\":\"FAIL\",\"pad\":\""
+				   "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}\n");
+	/* a tail that may not grow: b1's state is unknown */
+	doc = status_doc(dir, &lim, &rc);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "state"), "unknown");
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 1, "state"), "verifying");
+	CU_ASSERT(doc && json_object_object_get_ex(doc, "events_exact", &v) && !json_object_get_boolean(v));
+	CU_ASSERT(doc && json_object_object_get_ex(doc, "verdicts", &v) && json_object_get_int64(v) == 1);
+	json_object_put(doc);
+	/* one that grows (4x, to at most 4 KiB) finds b1's last event */
+	lim.tail_max = 4096;
+	doc = status_doc(dir, &lim, &rc);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "state"), "booting");
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "cycle"), "1");
+	json_object_put(doc);
+	/* a campaign.json past its limit is refused, naming it */
+	lim.campaign_max = 16;
+	CU_ASSERT_EQUAL(status_doc(dir, &lim, &rc), NULL);
+	CU_ASSERT_EQUAL(rc, 1);
+}
+
+/* status_run(text) on dir: its return, and its error in err */
+static int status_err(const char *dir, char *err, size_t len)
+{
+	FILE *f = fopen("/dev/null", "w");
+	int rc;
+
+	CU_ASSERT_FATAL(f != NULL);
+	rc = status_run(dir, 0, NULL, f, err, len);
+	fclose(f);
+	return rc;
+}
+
+static void test_run_campaign(void)
+{
+	const char *dir = pc_test_tmpdir("status-campaign");
+	char *c = malloc(65536), err[1024], *p;
+	json_object *doc;
+	int rc;
+
+	CU_ASSERT_FATAL(c != NULL);
+	put(dir, "events.jsonl", "");
+	put(dir, "verdicts.jsonl", "");
+	/* 256 boards, and what status does not read skipped unparsed */
+	p = c + sprintf(c, "{\"x\":[[[{}]],\"}\"],\"config\":{\"campaign\":\"c\",\"cycles\":9,\"boards\":[");
+	for (int i = 0; i < 256; i++)
+		p += sprintf(p, "%s{\"relay\":{\"a\":[1,2]},\"name\":\"b%d\"}", i ? "," : "", i);
+	strcpy(p, "]}}\n");
+	put(dir, "campaign.json", c);
+	doc = status_doc(dir, NULL, &rc);
+	CU_ASSERT_EQUAL(rc, 0);
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 255, "board"), "b255");
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "cycles"), "9");
+	json_object_put(doc);
+	/* 257: refused */
+	strcpy(p, ",{\"name\":\"b256\"}]}}\n");
+	put(dir, "campaign.json", c);
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "campaign.json: config.boards is not an array of 1 to 256 boards") != NULL);
+	/* a name with an escape, no cycles, a cycles of 0, no boards, not an object */
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"cycles\":1,\"boards\":[{\"name\":\"\\u001b\"}]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.boards[0].name is not a board name") != NULL);
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"boards\":[{\"name\":\"b\"}]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.cycles is not an integer 1..") != NULL);
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"cycles\":0,\"boards\":[{\"name\":\"b\"}]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.cycles is not an integer 1..") != NULL);
+	put(dir, "campaign.json", "{\"config\":{\"campaign\":\"c\",\"cycles\":1,\"boards\":[]}}");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "config.boards is not an array") != NULL);
+	put(dir, "campaign.json", "[{\"config\":{}}]");
+	CU_ASSERT_EQUAL(status_err(dir, err, sizeof(err)), 1);
+	CU_ASSERT(strstr(err, "campaign.json: not a JSON object") != NULL);
+	free(c);
+}
+
+static void test_run_eta(void)
+{
+	const char *dir = pc_test_tmpdir("status-eta");
+	char lock[512], host[256] = "", p[PATH_MAX + 32];
+	json_object *doc;
+	int fd, rc;
+
+	/* a live run (this process holds the lock, naming itself) whose
+	 * board's cycles take 2^62 ms, with 10^7 cycles to go */
+	put(dir, "events.jsonl",
+	    "{\"t\":0,\"board\":\"b1\",\"cycle\":1,\"ev\":\"power_on\",\"cycles\":10000000}\n"
+	    "{\"t\":4611686018427387903,\"board\":\"b1\",\"cycle\":2,\"ev\":\"power_on\",\"cycles\":10000000}\n");
+	put(dir, "campaign.json", campaign_b1_b2);
+	put(dir, "verdicts.jsonl", "");
+	gethostname(host, sizeof(host) - 1);
+	snprintf(lock, sizeof(lock), "{\"pid\":%ld,\"host\":\"%s\",\"started\":1}\n", (long)getpid(), host);
+	put(dir, "lock", lock);
+	snprintf(p, sizeof(p), "%s/lock", dir);
+	fd = open(p, O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_FATAL(fd >= 0 && flock(fd, LOCK_EX) == 0);
+	doc = status_doc(dir, NULL, &rc);
+	close(fd);
+	CU_ASSERT_EQUAL(rc, 0);
+	/* a million hours at most (it was INT64_MIN: a double past INT64_MAX converted) */
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "eta_s"), "3600000000");
+	CU_ASSERT_STRING_EQUAL(board_str(doc, 0, "eta"), "1000000:00");
+	json_object_put(doc);
+}
+
 int suite_status(void)
 {
 	CU_pSuite s = CU_add_suite("status", NULL, NULL);
@@ -242,7 +443,10 @@ int suite_status(void)
 	    !CU_add_test(s, "integers and strings", test_values) ||
 	    !CU_add_test(s, "board states from events", test_states) ||
 	    !CU_add_test(s, "h:mm", test_hmm) ||
-	    !CU_add_test(s, "a board's progress line", test_progress_line))
+	    !CU_add_test(s, "a board's progress line", test_progress_line) ||
+	    !CU_add_test(s, "status_run: small limits, a tail that grows, a long line", test_run_limits) ||
+	    !CU_add_test(s, "status_run: campaign.json through the scanner", test_run_campaign) ||
+	    !CU_add_test(s, "status_run: a live run's ETA is bounded", test_run_eta))
 		return -1;
 	return 0;
 }
