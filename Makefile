@@ -179,7 +179,8 @@ fault-matrix: all $(B)/tools/faultmatrix
 # (agent/powercut-agent.env; one already there is kept). For a board's root
 # file system, install the board's part alone, from a cross build:
 #   make install-agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1 DESTDIR=/mnt/rootfs PREFIX=/usr
-# (INITSCRIPT=S95powercut-agent names the init script for BusyBox's rcS).
+# INITDIR= (empty) leaves the init script out (a systemd board), SYSTEMDDIR= the
+# unit (a BusyBox board; INITSCRIPT=S95powercut-agent names it for its rcS).
 SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
 SYSCONFDIR ?= /etc
 INITDIR    ?= $(SYSCONFDIR)/init.d
@@ -201,13 +202,18 @@ install-host: $(B)/powercut
 	$(call install_sub,systemd/powercut@.service,$(DESTDIR)$(SYSTEMDDIR)/powercut@.service,0644)
 
 install-agent: $(B)/powercut-agent
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(SYSTEMDDIR) \
-		$(DESTDIR)$(INITDIR) $(DESTDIR)$(SYSCONFDIR)/default
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(SYSCONFDIR)/default
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/powercut
 	install -m 0755 $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/powercut-agent.1 $(DESTDIR)$(MAN1DIR)/
+ifneq ($(SYSTEMDDIR),)
+	install -d $(DESTDIR)$(SYSTEMDDIR)
 	$(call install_sub,agent/powercut-agent.service,$(DESTDIR)$(SYSTEMDDIR)/powercut-agent.service,0644)
+endif
+ifneq ($(INITDIR),)
+	install -d $(DESTDIR)$(INITDIR)
 	$(call install_sub,agent/powercut-agent.init,$(DESTDIR)$(INITDIR)/$(INITSCRIPT),0755)
+endif
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent ]; then \
 		echo "install-agent: kept $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent (the shipped example is agent/powercut-agent.env)"; \
 	else \
