@@ -117,6 +117,11 @@ for doc in $DOCS; do
 	script="$T/run.$(basename "$doc").sh"
 	{
 		echo 'cd "$W" || exit 99'
+		# the rehearsal claims PARTLABEL=powercut: another device with that
+		# label here (a leftover loop device, this machine's own disk) would
+		# make it ambiguous, and the agent would rightly refuse
+		! grep -q 'runs-here: root' "$ROOT/$doc" ||
+			echo 'o=$(blkid -t PARTLABEL=powercut -o device 2>/dev/null) && [ -n "$o" ] && { echo "$o"; exit 77; }'
 		echo 'pc_fail() { echo "  FAILED: $1 (exit $2, wanted $3): $4"; sed "s/^/    | /" "$5" | tail -15; exit 1; }'
 	} > "$script"
 	kind="" arg="" skipdoc=""
@@ -172,6 +177,10 @@ for doc in $DOCS; do
 	W="$W" T="$T/o.$(basename "$doc")" PATH="$BABS:$PATH" B="$BABS" OPT="$OPTS" \
 		flock -w 900 "${TMPDIR:-/tmp}/powercut-t-docs.lock" bash -c 'mkdir -p "$T"; . "$1"' sh "$script" > "$T/doc.out" 2>&1
 	rc=$?
+	if [ $rc -eq 77 ]; then
+		skip_part "$doc: a device here already carries PARTLABEL=powercut ($(tr '\n' ' ' < "$T/doc.out")): its runnable blocks were not run"
+		continue
+	fi
 	check "$doc: its $n runnable commands ran as written (exit $rc)" [ $rc -eq 0 ] || cat "$T/doc.out"
 done
 
