@@ -193,6 +193,17 @@ for f in "$ROOT"/configs/*.json; do
 		done
 done
 check "the configs' documented agent commands use known options and pass --key" [ ! -e "$T/cfgbad" ]
+# and their command relays' commands: the lab's tools, counted
+cfgcmds=0
+for f in "$ROOT"/configs/*.json; do
+	while IFS= read -r c; do
+		echo "  hardware (a relay's command): configs/${f##*/}: $c"
+		cfgcmds=$((cfgcmds + 1))
+	done < <(jq -r '[.defaults.relay?, .boards[]?.relay?] | .[] | select(.driver? == "command") | .on, .off, .get | strings' "$f")
+done
+hw=$((hw + cfgcmds))
 echo "  documented commands: $ran run here, $hw need hardware, $notrun not run (reasons above); $files files written from the docs"
-check "docs/bring-up.md has commands that ran here" [ "$ran" -gt 0 ]
+case " $DOCS " in
+*" docs/bring-up.md "*) check "the documents have commands that run here" [ "$ran" -gt 0 ] ;;
+esac
 finish
