@@ -137,6 +137,16 @@ check "  ... and prints its fingerprint, the key file's sha256sum" \
 	grep -q "fingerprint sha256 $(sha256sum < "$T/agent.key" | cut -d' ' -f1)" "$T/key.out"
 check "  ... never the key itself" sh -c '! grep -qf "$1" "$2"' sh "$T/agent.key" "$T/key.out"
 expect_fail "  ... and refuses to overwrite it without --force" "new --force" "$PC" key new "$T/agent.key"
+"$PC" key new "$T/other.key" > /dev/null 2>&1
+old_fp=$(sha256sum < "$T/other.key")
+"$PC" key new --force "$T/other.key" > "$T/force.out" 2>&1
+check "  ... --force replaces it: a new key, mode 0600, no file left beside" \
+	sh -c '[ "$(sha256sum < "$1")" != "$2" ] && [ "$(stat -c %a "$1")" = 600 ] && [ -z "$(ls "$3" | grep "other.key.new")" ]' \
+	sh "$T/other.key" "$old_fp" "$T"
+check "powercut key show prints the board copy's sha256sum" \
+	grep -q "fingerprint sha256 $(sha256sum < "$T/other.key" | cut -d' ' -f1)" <("$PC" key show "$T/other.key")
+chmod 644 "$T/other.key"
+expect_fail "  ... and refuses a key others may read, as the agent does" "chmod 600" "$PC" key show "$T/other.key"
 check "the board's emulated eMMC is prepared" "$AGENT" prepare --device "sim:$T/m.img" --size 1M --yes
 write_get "$T/get.sh"
 
