@@ -50,7 +50,8 @@ int pc_auth_key_load(const char *path, struct pc_auth_key *k, char *err, size_t 
 	if (fd < 0) {
 		e = errno;
 		snprintf(err, errlen, "key file %s: %s%s", path, strerror(e),
-			 e == ENOENT ? " (powercut run creates it in the results folder; copy it to the board)" : "");
+			 e == ENOENT ? " (the campaign's key_file, or the results folder's agent.key; powercut key new "
+				       "makes one; copy it here, mode 0600)" : "");
 		return -e;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
