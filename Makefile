@@ -89,7 +89,7 @@ objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC))
 HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
-.PHONY: all agent host check unit integration demo deps install clean fault-matrix fixtures bench
+.PHONY: all agent host check lint unit integration demo deps install clean fault-matrix fixtures bench
 all: $(B)/powercut $(B)/powercut-agent
 
 agent: $(B)/powercut-agent
@@ -132,12 +132,17 @@ san:
 check: deps
 	@$(MAKE) --no-print-directory san
 	@rm -f $(SAN)/unit.totals $(SAN)/integration.totals
-	@rc=0; $(MAKE) --no-print-directory -k unit integration fuzz-replay || rc=$$?; \
+	@rc=0; $(MAKE) --no-print-directory -k lint unit integration fuzz-replay || rc=$$?; \
 		echo "check: totals"; \
 		for p in unit integration; do \
 			cat $(SAN)/$$p.totals 2>/dev/null || { echo "$$p: no totals (its runner did not finish)"; rc=1; }; \
 		done; \
 		[ $$rc -eq 0 ] && echo "check: passed" || echo "check: FAILED"; exit $$rc
+
+# The shell tests' own rules (an assertion decides the test; no status
+# discarded) and shellcheck at --severity=warning: tools/lint-tests.
+lint:
+	tools/lint-tests
 
 unit:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PC_TOTALS=$(SAN)/unit.totals $(SAN)/test-unit

@@ -432,11 +432,12 @@ void eng_add_audit(const struct engine *e, const struct board *b, json_object *v
 	if (w && w->audit) {
 		json_object_object_add(v, "io_audit", json_object_get(w->audit));
 		/* the mode asked for one thing and the device got another: said */
-		if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done)) {
-			char note[256];
-			struct pc_queue q;
+		struct pc_queue q;
 
-			board_queue(b, &q);
+		board_queue(b, &q);
+		if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done, &q)) {
+			char note[256];
+
 			snprintf(note, sizeof(note), "%s: %s", pc_mode_name(w->mode_run),
 				 pc_io_became(w->mode_run, sums, w->done, &q, became, sizeof(became)));
 			json_object_object_add(v, "io_note", json_object_new_string(note));
@@ -458,6 +459,7 @@ void eng_audit_require(const struct engine *e, const struct board *b, struct wcy
 	uint64_t sums[PC_NRQ];
 	json_object *a;
 	char became[160];
+	struct pc_queue q;
 
 	if (!b->audit_require || e->format < 2 || w->infra[0])
 		return;
@@ -473,10 +475,8 @@ void eng_audit_require(const struct engine *e, const struct board *b, struct wcy
 			 json_object_get_string(a));
 		return;
 	}
-	if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done)) {
-		struct pc_queue q;
-
-		board_queue(b, &q);
+	board_queue(b, &q);
+	if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done, &q)) {
 		snprintf(w->infra, sizeof(w->infra), "audit \"require\": mode %s was asked for, but %s",
 			 pc_mode_name(w->mode_run), pc_io_became(w->mode_run, sums, w->done, &q, became, sizeof(became)));
 	}

@@ -151,7 +151,10 @@ void pc_queue_read(struct json_object *fua, struct json_object *write_cache, str
 const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, const struct pc_queue *q,
 			 char *buf, size_t len);
 /* 1 when what reached the device is not what mode promises: fua without a
- * single FUA write, a flush mode whose finished work flushed nothing. */
-int pc_io_mismatch(int mode, const uint64_t sums[PC_NRQ], int done);
+ * single FUA write (once a flush was seen, the work finished, or the queue
+ * is write-through: a cut between an emulated FUA's write and its flush
+ * proves nothing), a flush mode whose finished work flushed nothing. q may
+ * be NULL (unknown queue). */
+int pc_io_mismatch(int mode, const uint64_t sums[PC_NRQ], int done, const struct pc_queue *q);
 
 #endif

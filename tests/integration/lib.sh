@@ -1,12 +1,26 @@
 # lib.sh - shared helpers for the integration tests (sourced).
+# shellcheck shell=bash
 set -u
 BIN=${PC_BIN:-build}
+# shellcheck disable=SC2034  # PC and AGENT: for the tests that source this
 PC="$BIN/powercut"
+# shellcheck disable=SC2034
 AGENT="$BIN/powercut-agent"
 TOOLS="$BIN/tools"
 T=$(mktemp -d "${PC_TEST_TMP:-${TMPDIR:-/tmp}}/pc-it.XXXXXX")
-trap 'rm -rf "$T"' EXIT
 fails=0
+# A test that failed keeps its folder for reading (the path is printed);
+# one that passed or skipped removes it. Every EXIT trap starts with
+# pc_rc=$? and ends with rm_T.
+pc_rc=0
+rm_T() {
+	if [ "$fails" -gt 0 ] || { [ "$pc_rc" -ne 0 ] && [ "$pc_rc" -ne 77 ]; }; then
+		echo "  kept for reading: $T (the test failed: exit $pc_rc, $fails check(s) failed)"
+	else
+		rm -rf "$T"
+	fi
+}
+trap 'pc_rc=$?; rm_T' EXIT
 
 ok()   { echo "  ok: $*"; }
 # bad returns 1, so that a check's status is its condition's: a caller may
@@ -50,6 +64,17 @@ finish() {
 	exit 0
 }
 
+# joined FILE: the text with its lines joined by single spaces (the report
+# wraps a long line, a long path breaks one: match a message in this)
+joined() { tr '\n' ' ' < "$1" | tr -s ' '; }
+
+# rc_in RC N...: RC is one of the Ns (check "..." rc_in $rc 0 3)
+rc_in() {
+	local r=$1 x; shift
+	for x in "$@"; do [ "$r" = "$x" ] && return 0; done
+	return 1
+}
+
 # A free TCP port on loopback: one nothing listens on, below the kernel's
 # ephemeral range (a port within it can be handed to any outgoing
 # connection, an agent's or a relay's HTTP request, between this probe and
@@ -78,10 +103,11 @@ SH
 # harness's end), board_end and cable (its pid, killed on exit).
 cable_start() {
 	"$TOOLS/ptypair" "$T/ptys" & cable=$!
-	trap 'kill $cable 2>/dev/null; rm -rf "$T"' EXIT
+	trap 'pc_rc=$?; kill $cable 2>/dev/null; rm_T' EXIT
 	for _ in $(seq 50); do [ -s "$T/ptys" ] && break; sleep 0.1; done
 	host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
-	check "a pty pair stands in for the serial cable" [ -c "$host_end" ] && [ -c "$board_end" ]
+	check "a pty pair stands in for the serial cable (host end $host_end)" test -c "$host_end"
+	check "a pty pair stands in for the serial cable (board end $board_end)" test -c "$board_end"
 }
 
 # Stop the daemons a test started (pids): SIGTERM, at most 5 s for them to
@@ -133,5 +159,10 @@ vm_setup() {
 		make --no-print-directory vm-image > "$T/vm-image.log" 2>&1 ||
 			vm_skip "make vm-image failed (are Debian's kernel packages reachable?): $(tail -1 "$T/vm-image.log")"
 	fi
+	# the geometry make vm-image wrote (each must be set by it)
+	offset="" length="" record_size="" spr="" nslots="" partlabel=""
+	# shellcheck source=/dev/null
 	. "$VM/sd.geometry"
+	[ -n "$offset" ] && [ -n "$length" ] && [ -n "$record_size" ] && [ -n "$spr" ] && [ -n "$nslots" ] &&
+		[ -n "$partlabel" ] || vm_skip "$VM/sd.geometry lacks one of offset length record_size spr nslots partlabel (make vm-image)"
 }

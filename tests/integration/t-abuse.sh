@@ -1,3 +1,4 @@
+#!/bin/bash
 # The authenticated link under attack (issue 8, acceptance 1). A campaign with
 # deterministic cuts runs once undisturbed and once while rogue processes on
 # loopback copy the board's hello, replay a recorded session, squat 64
@@ -5,6 +6,7 @@
 # a serial console with a second writer. The honest board's verdicts must be
 # identical to the undisturbed run's, every rogue attempt must be on record in
 # events.jsonl (link_reject), and replay must agree.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 PEER="$TOOLS/pcpeer"
@@ -12,9 +14,9 @@ pids=""
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; done
 	pkill -KILL -f "$T/" 2>/dev/null
-	rm -rf "$T"
+	rm_T
 }
-trap cleanup EXIT
+trap 'pc_rc=$?; cleanup' EXIT
 write_get "$T/get.sh"
 verdicts() { jq -c '{cycle, verdict, records: {submitted: .records.submitted, acked: .records.acked}, counts, findings}' "$1/verdicts.jsonl" | sort; }
 
@@ -58,6 +60,7 @@ head -c 9000 /dev/zero | tr '\0' 'x' > "$T/long-line"
 "$PC" run "$T/attacked.json" --results "$T/rB" --quiet --no-report > "$T/B.out" 2>&1 & run=$!
 rogue() { # name steps...: repeat until the campaign ends
 	local name=$1; shift
+	echo "  rogue $name: $*"
 	( while kill -0 $run 2>/dev/null; do "$PEER" --connect "127.0.0.1:$pB" "$@" > /dev/null 2>&1; sleep 0.05; done ) &
 	pids="$pids $!"
 }
@@ -80,7 +83,8 @@ rc=$?
 for p in $pids; do kill "$p" 2>/dev/null; done
 check "the attacked run passes too (exit 0; was $rc)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || tail -5 "$T/B.out"
-check "10 verdicts each" [ "$(wc -l < "$T/rA/verdicts.jsonl")" -eq 10 ] && [ "$(wc -l < "$T/rB/verdicts.jsonl")" -eq 10 ]
+check "10 verdicts in the undisturbed run" [ "$(wc -l < "$T/rA/verdicts.jsonl")" -eq 10 ]
+check "10 verdicts in the run under attack" [ "$(wc -l < "$T/rB/verdicts.jsonl")" -eq 10 ]
 check "the honest board's verdicts are identical to the undisturbed run's" \
 	[ "$(verdicts "$T/rA")" = "$(verdicts "$T/rB")" ]
 [ "$(verdicts "$T/rA")" = "$(verdicts "$T/rB")" ] || diff <(verdicts "$T/rA") <(verdicts "$T/rB") | head -6

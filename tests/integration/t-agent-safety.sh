@@ -1,3 +1,4 @@
+#!/bin/bash
 # The agent writes only where it may (issue 8, acceptance point 2). Against
 # its own commands (prepare, write, scan, and run under a real harness): a
 # device without a powercut superblock, a foreign ext4 image (a file and a
@@ -10,6 +11,7 @@
 # The file cases need no privileges; the loop-device and mount cases need
 # root, losetup and mount: without them they are SKIPPED loudly and the
 # test exits 77 (run-all counts it as skipped, never as passed).
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 have_e2fs=1
@@ -19,9 +21,9 @@ loops="" mnt=""
 cleanup() {
 	[ -n "$mnt" ] && umount "$mnt" 2> /dev/null
 	for l in $loops; do losetup -d "$l" 2> /dev/null; done
-	rm -rf "$T"
+	rm_T
 }
-trap cleanup EXIT
+trap 'pc_rc=$?; cleanup' EXIT
 
 sum() { sha256sum < "$1" | cut -d' ' -f1; }
 # sha256 of everything outside [off, off + len) of a file or device

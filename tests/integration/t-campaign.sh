@@ -1,5 +1,7 @@
+#!/bin/bash
 # A sim campaign end to end: honest and lying-flush boards, verdicts against
 # the sim's ground truth, replay of every verdict.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON

@@ -1,9 +1,11 @@
+#!/bin/bash
 # A TCP agent link that also captures the board's serial console: the agent
 # speaks over TCP, the board's boot banner and the agent's own log go to a
 # pseudo-terminal pair (the serial cable), and the harness captures that
 # console into each cycle's console log and times the boot stages from it,
 # as on a serial link, without ever taking a protocol line from it (a line
 # there that looks like the agent's is the board's output, nothing more).
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 echo "t-console-capture: a tcp link with the board's console captured"
 

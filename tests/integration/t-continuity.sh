@@ -1,8 +1,10 @@
+#!/bin/bash
 # The region's continuity over a campaign (issue 9): a region replaced
 # between two runs (the medium lost and prepared again: a new UUID) and a
 # superblock copy rewritten by "the device" are device-level findings, each
 # in exactly one verdict, and the device's report is never PASS; the
 # campaign goes on against the new region only after the finding.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cfg() { # cfg NAME

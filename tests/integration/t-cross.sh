@@ -1,3 +1,4 @@
+#!/bin/bash
 # The cross-built agents (aarch64, armhf; static) under qemu-user: --version,
 # a prepared file region (posix backend, O_DIRECT), scan, info, the portable
 # unit suites (CRC32C with the ARMv8 CRC path on aarch64), and a short
@@ -7,6 +8,7 @@
 #
 # Skips (exit 77) when a cross toolchain, qemu or the target libraries are
 # missing, unless PC_CROSS_REQUIRE=1 (make cross-check), which installs them.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 require=${PC_CROSS_REQUIRE:-0}
@@ -41,7 +43,7 @@ is_static() { # binary: no program interpreter
 check_odirect() { # qemu opts agent file
 	local q=$1 o=$2 a=$3 f=$4
 	if ! command -v strace >/dev/null; then
-		echo "  skipped: O_DIRECT pass-through not checked (no strace)"
+		skip_part "O_DIRECT pass-through through $q not checked: strace is not installed (tools/debian-packages-cross.txt lists it)"
 		return
 	fi
 	# shellcheck disable=SC2086
@@ -70,7 +72,7 @@ run_target() { # name triplet- qemu qopts machine crc
 	a="build/$n/powercut-agent"
 	img="$T/$n.img"
 	echo " $n ($q $o)"
-	check "$n: static agent and unit runner build" build_target "$t" || return
+	if ! check "$n: static agent and unit runner build" build_target "$t"; then return; fi
 	check "$n: the agent is statically linked" is_static "$a"
 	# shellcheck disable=SC2086
 	v=$("$q" $o "$a" --version 2>&1)

@@ -1,6 +1,8 @@
+#!/bin/bash
 # The sim's deterministic cut point: the board loses power after exactly N
 # sectors programmed in each power session. Two runs of the same campaign give
 # the same verdicts, finding for finding: a cut that can be replayed.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON

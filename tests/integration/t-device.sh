@@ -1,7 +1,9 @@
+#!/bin/bash
 # Device-level outcomes: a superblock copy that goes bad and a device whose
 # identity changes -- each a finding in the next verdict, never a crash -- and
 # both copies gone: the agent refuses the region (no scan, no write; the host
 # never imposes the geometry it remembers), so the board is given up.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON

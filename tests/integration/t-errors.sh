@@ -1,5 +1,7 @@
+#!/bin/bash
 # Bad input gets a clear error naming what is wrong, and loses nothing:
 # malformed configurations, unprepared and foreign regions, garbage protocol lines.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # ---- configurations

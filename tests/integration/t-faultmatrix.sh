@@ -1,6 +1,8 @@
+#!/bin/bash
 # The fault matrix, shortened: every fault profile of the sim for a few dozen
 # cycles; every observable injected fault detected with the right class, and
 # no false finding on any board (bench/fault-matrix runs the full-size one).
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 PC_BIN=$BIN bench/fault-matrix 25 "$T/fm" > "$T/out" 2>&1
 rc=$?

@@ -1,8 +1,10 @@
+#!/bin/bash
 # The gpiod relay driver against the real libgpiod, through the gpiosim
 # LD_PRELOAD shim that plays the GPIO character device (and the hidrelay
 # driver through hidrawsim): libgpiod 1.x, the system's, always; libgpiod
 # 2.x from bookworm-backports when `make gpiod2` can fetch and build it
 # (apt only), else skipped with the reason.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # A make of our own, not a sub-make of `make check`'s jobserver.

@@ -1,3 +1,4 @@
+#!/bin/bash
 # Numbers from the link and from events.jsonl are hostile: a HELLO claiming a
 # region beyond the board's device.max_region_bytes is refused (INFRA_ERROR,
 # nothing scanned or written), and an events.jsonl holding a HELLO of 2^25
@@ -5,6 +6,7 @@
 # `powercut replay` nor a resumed `powercut run` (both once did: ~1 GB
 # allocated per such HELLO, a failed allocation dereferenced, a 32-bit size
 # wrapped into a heap overflow, the resumed clock overflowed).
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # ---- live: a real agent whose region is larger than its board allows

@@ -1,9 +1,11 @@
+#!/bin/bash
 # A campaign that judged too little is INCOMPLETE, never PASS (issue 9, item 4):
 # a board given up after infrastructure errors, too large a share of
 # INFRA_ERROR cycles (incomplete_infra_share, default 10%), cycles left to run,
 # a run still going or killed. The report says why; `report` and `run` exit 3
 # (0 all PASS, 1 any FAIL or BOOT_FAIL, which still wins, 2 errors). Results
 # folders from before give_up and run_end events still report.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # ---- (a) a board given up: its relay stops working after 4 power-ons -------
@@ -50,7 +52,8 @@ check "...in the summary too" grep -q "^  INCOMPLETE .*(flaky): 6 cycles, 3 INFR
 check "...the honest board still PASSes" grep -q "^  PASS      .*(simb): 8 cycles" "$T/a.rep"
 check "the report at the end of the run is the same report" diff <(grep -v "^powercut report" "$T/a.out") <(grep -v "^powercut report" "$T/a.rep")
 "$PC" report --json "$T/ra" > "$T/a.json"; rc=$?
-check "report --json exits 3 too, result INCOMPLETE (was $rc)" [ $rc -eq 3 ] && [ "$(jq -r .result "$T/a.json")" = INCOMPLETE ]
+check "report --json exits 3 too, result INCOMPLETE (was $rc)" [ $rc -eq 3 ]
+check "report --json: result INCOMPLETE" [ "$(jq -r .result "$T/a.json")" = INCOMPLETE ]
 check "...the reasons as objects" [ "$(jq -r '.devices[] | select(.boards == ["flaky"]) | [.result, (.incomplete | map(.why) | join(","))] | join(" ")' "$T/a.json")" = "INCOMPLETE given_up,infra_share" ]
 check "replay agrees with every verdict (give_up and run_end are only on record)" "$PC" replay "$T/ra"
 
@@ -79,11 +82,13 @@ craft() { # dir infra-cycles [share]
 }
 craft "$T/b15" 3
 "$PC" report "$T/b15" > "$T/b15.rep" 2>&1; rc=$?
-check "15% INFRA_ERROR (limit 10%): INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ] && grep -q "^  result: INCOMPLETE (20 cycles, 3 INFRA_ERROR)" "$T/b15.rep"
+check "15% INFRA_ERROR (limit 10%): INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ]
+check "15% INFRA_ERROR (limit 10%): INCOMPLETE: what the report says" grep -q "^  result: INCOMPLETE (20 cycles, 3 INFRA_ERROR)" "$T/b15.rep"
 check "...saying so" grep -q "^  incomplete: 15% of cycles INFRA_ERROR (3 of 20; limit 10%, incomplete_infra_share)" "$T/b15.rep"
 craft "$T/b05" 1
 "$PC" report "$T/b05" > "$T/b05.rep" 2>&1; rc=$?
-check "5% INFRA_ERROR: PASS, exit 0 (was $rc)" [ $rc -eq 0 ] && grep -q "^  result: PASS (20 cycles, 1 INFRA_ERROR)" "$T/b05.rep"
+check "5% INFRA_ERROR: PASS, exit 0 (was $rc)" [ $rc -eq 0 ]
+check "5% INFRA_ERROR: PASS: what the report says" grep -q "^  result: PASS (20 cycles, 1 INFRA_ERROR)" "$T/b05.rep"
 craft "$T/b15l" 3 0.2
 "$PC" report "$T/b15l" > /dev/null 2>&1; rc=$?
 check "15% with incomplete_infra_share 0.2 in campaign.json: PASS (was $rc)" [ $rc -eq 0 ]
@@ -96,7 +101,8 @@ expect_fail "a campaign.json whose limit is out of range is an error" "campaign.
 check "...exit 2 (was $rc)" [ $rc -eq 2 ]
 head -15 "$T/b05/verdicts.jsonl" > "$T/b05/v" && mv "$T/b05/v" "$T/b05/verdicts.jsonl"
 "$PC" report "$T/b05" > "$T/short.rep" 2>&1; rc=$?
-check "15 of the 20 configured cycles: INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ] && grep -q "^  incomplete: board b1 has verdicts for 15 of the 20 cycles planned" "$T/short.rep"
+check "15 of the 20 configured cycles: INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ]
+check "15 of the 20 configured cycles: INCOMPLETE: what the report says" grep -q "^  incomplete: board b1 has verdicts for 15 of the 20 cycles planned" "$T/short.rep"
 expect_fail "a missing folder is an error" "cannot read" "$PC" report "$T/nowhere"
 "$PC" report "$T/nowhere" > /dev/null 2>&1; rc=$?
 check "...exit 2 (was $rc)" [ $rc -eq 2 ]
@@ -116,18 +122,30 @@ check "...the flaky one is INCOMPLETE for its missing cycles and its INFRA_ERROR
 mkdir "$T/old2"
 grep '"board":"simb"' "$T/ra/verdicts.jsonl" > "$T/old2/verdicts.jsonl"
 "$PC" report "$T/old2" > "$T/old2.rep" 2>&1; rc=$?
-check "a folder holding only verdicts.jsonl of a good board: PASS, exit 0 (was $rc)" [ $rc -eq 0 ] && grep -q "^  result: PASS (8 cycles)" "$T/old2.rep"
+check "a folder holding only verdicts.jsonl of a good board: PASS, exit 0 (was $rc)" [ $rc -eq 0 ]
+check "a folder holding only verdicts.jsonl of a good board: PASS: what the report says" grep -q "^  result: PASS (8 cycles)" "$T/old2.rep"
 "$PC" report "$T/old2/verdicts.jsonl" "$T/b05z/verdicts.jsonl" > "$T/merge.rep" 2>&1; rc=$?
-check "two folders merge; the strict one's device is INCOMPLETE (exit 3; was $rc)" [ $rc -eq 3 ] && \
-	grep -q "^  incomplete: board b1 (in $T/b05z/verdicts.jsonl) has verdicts for 15 of the 20 cycles planned" "$T/merge.rep"
+check "two folders merge; the strict one's device is INCOMPLETE (exit 3; was $rc)" [ $rc -eq 3 ]
+check "two folders merge; the strict one's device is INCOMPLETE: its limit of 0% INFRA_ERROR, from its own campaign.json" \
+	grep -q "^  INCOMPLETE mmc:X:1 (b1): 20 cycles, 1 INFRA_ERROR; incomplete: 5% INFRA_ERROR (limit 0%)" "$T/merge.rep"
+check "two folders merge; the other device PASSes" grep -q "^  PASS      .*(simb): 8 cycles" "$T/merge.rep"
+# the truncated folder beside the good one: its missing cycles named with the file they came from
+"$PC" report "$T/old2/verdicts.jsonl" "$T/b05/verdicts.jsonl" > "$T/merge2.rep" 2>&1; rc=$?
+check "two folders merge; the short one is INCOMPLETE (exit 3; was $rc)" [ $rc -eq 3 ]
+check "two folders merge; the short one's missing cycles are named with its file" \
+	sh -c 'printf "%s" "$1" | grep -qF "incomplete: board b1 (in $2) has verdicts for 15 of the 20 cycles planned"' _ "$(joined "$T/merge2.rep")" "$T/b05/verdicts.jsonl"
 
 # ---- (e) a run still going, then killed --------------------------------------
 sed 's/"cycles": 8/"cycles": 100000/' "$T/given-up.json" | jq '.boards |= [.[0]]' > "$T/long.json"
 "$PC" run "$T/long.json" --results "$T/re" --agent "$AGENT" --quiet --no-report > /dev/null 2>&1 & run=$!
 for _ in $(seq 100); do [ "$(grep -c . "$T/re/verdicts.jsonl" 2>/dev/null)" -ge 3 ] 2>/dev/null && break; sleep 0.1; done
 "$PC" report "$T/re" > "$T/e1.rep" 2>&1; rc=$?
-check "a campaign still running: INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ] && grep -q "^  incomplete: the campaign is still running ($T/re: running, pid $run " "$T/e1.rep"
+check "a campaign still running: INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ]
+check "a campaign still running: the report says so, with the folder and the pid" \
+	sh -c 'printf "%s" "$1" | grep -qF "incomplete: the campaign is still running ($2: running, pid $3 "' _ "$(joined "$T/e1.rep")" "$T/re" "$run"
 kill -KILL $run; wait $run 2>/dev/null
 "$PC" report "$T/re" > "$T/e2.rep" 2>&1; rc=$?
-check "its run killed: INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ] && grep -q "^  incomplete: the last run was killed before it finished ($T/re: not running; last run pid $run " "$T/e2.rep"
+check "its run killed: INCOMPLETE, exit 3 (was $rc)" [ $rc -eq 3 ]
+check "its run killed: the report says so, with the folder and the pid" \
+	sh -c 'printf "%s" "$1" | grep -qF "incomplete: the last run was killed before it finished ($2: not running; last run pid $3 "' _ "$(joined "$T/e2.rep")" "$T/re" "$run"
 finish

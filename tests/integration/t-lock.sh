@@ -1,7 +1,9 @@
+#!/bin/bash
 # One campaign per results folder: a second `powercut run` on a folder in use
 # exits 2 naming the first's pid; `status` says whether a run is at it; a lock
 # left by a killed run is taken over; replay, report and status read a live
 # folder without the lock.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON
@@ -54,7 +56,9 @@ check "it started no board (no power-on in its output)" [ "$(grep -c . "$T/out2"
 check "the first run is still alive" kill -0 $pid1
 # read-only tools keep working on the live folder
 "$PC" report "$R" > "$T/rep" 2>&1
-check "report works on the live folder (exit $?)" grep -q "result:" "$T/rep"
+rc=$?
+check "report works on the live folder: exit 3, INCOMPLETE while it runs (was $rc)" [ $rc -eq 3 ]
+check "report works on the live folder: it prints a result" grep -q "result:" "$T/rep"
 "$PC" replay "$R" > "$T/rpl" 2>&1
 rc=$?
 check "replay runs on the live folder (exit $rc: 0 or 1)" [ $rc -le 1 ]
@@ -124,7 +128,9 @@ printf '{"pid":77,"host":"\\u001b[2Jx y","started":1}\n' > "$R/lock"
 "$PC" status "$R" > "$T/st2" 2>&1
 check "status prints a hostile host name without control characters" grep -qF "last run pid 77 on ?[2Jx?y (started" "$T/st2"
 "$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 84 > "$T/out5" 2>&1
-check "a run takes over a hostile lock file nobody holds (exit $?)" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 84 ]
+rc=$?
+check "a run takes over a hostile lock file nobody holds: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "a run takes over a hostile lock file nobody holds: 84 verdicts" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 84 ]
 check "the lock file then names that run, ended" jq -e '.pid > 1 and .ended >= .started' "$R/lock" > /dev/null
 
 # --- `relay` by hand on a board whose campaign runs: refused ------------------
@@ -146,5 +152,7 @@ check "the campaign went on" kill -0 $pid6
 kill -INT $pid6
 wait $pid6
 (cd "$T" && "$PCA" relay c.json b1 get) > "$T/relay2.out" 2>&1
-check "relay by hand once it stopped: works (exit $?)" grep -qx "off" "$T/relay2.out"
+rc=$?
+check "relay by hand once it stopped: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "relay by hand once it stopped: it says off" grep -qx "off" "$T/relay2.out"
 finish

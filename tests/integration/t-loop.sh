@@ -1,7 +1,9 @@
+#!/bin/bash
 # The real block-device path on a loop device (root): a GPT image with a
 # PARTLABEL partition, the region claimed through libblkid discovery, and a
 # 200-cycle campaign with the posix backend where each cut is SIGKILL of the
 # agent. Zero violations, and every byte outside the region unchanged.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 if [ "$(id -u)" != 0 ] || ! command -v losetup > /dev/null || ! command -v sfdisk > /dev/null; then
@@ -11,7 +13,7 @@ label="pc-loop-$$"
 truncate -s 24M "$T/disk.img"
 printf 'label: gpt\nsize=8M, name="%s"\n' "$label" | sfdisk -q "$T/disk.img" > /dev/null
 dev=$(losetup -f --show "$T/disk.img") || skip "no loop device"
-trap 'losetup -d "$dev" 2>/dev/null; [ -n "${PC_KEEP:-}" ] || rm -rf "$T"' EXIT
+trap 'pc_rc=$?; losetup -d "$dev" 2>/dev/null; [ -n "${PC_KEEP:-}" ] || rm_T' EXIT
 partx -a "$dev" 2>/dev/null || true
 for _ in $(seq 50); do [ -b "${dev}p1" ] && break; sleep 0.1; done
 check "the partition appears (${dev}p1)" [ -b "${dev}p1" ]
@@ -55,7 +57,8 @@ check "a device.path the agent did not open: the board is given up (exit 3, was 
 check "  ... saying which device it opened and which the configuration names" \
 	grep -q 'device.path \\"/dev/disk/by-partlabel/not-this-one\\" but the agent opened' "$T/w/events.jsonl"
 check "  ... before any work was sent" [ "$(grep -c '"ev":"work"' "$T/w/events.jsonl")" -eq 0 ]
-check "  ... and nothing on the device changed" [ "$(sha256sum < "${dev}p1")" = "$sum" ] && [ "$(outside)" = "$before" ]
+check "  ... and nothing in the region changed" [ "$(sha256sum < "${dev}p1")" = "$sum" ]
+check "  ... and nothing outside the region changed" [ "$(outside)" = "$before" ]
 "$PC" report "$T/w" > "$T/wrep" 2>&1
 check "  ... the report says INCOMPLETE, given up" grep -q "INCOMPLETE.*given up" "$T/wrep"
 finish

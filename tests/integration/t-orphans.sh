@@ -1,3 +1,4 @@
+#!/bin/bash
 # No orphan agents: a sim campaign on a fixed listen port, its harness
 # SIGKILLed 20 times at random moments and resumed each time, then run to the
 # end: no agent of the folder outlives its harness, every cycle has exactly one
@@ -6,6 +7,7 @@
 # reach it): a restarted harness kills it before any power-on, leaves an
 # unrelated process that got the same pid alone, and refuses to take a group
 # from a harness that still runs.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 PORT=$(free_port)

@@ -1,3 +1,4 @@
+#!/bin/bash
 # The pdudaemon relay driver against Debian's real pdudaemon: the daemon runs
 # in the foreground with its own configuration (a free port, this test's
 # folder), its PDUs are "localcmdline" PDUs whose on/off commands start and
@@ -20,6 +21,7 @@
 # against the plan, which is recomputed from the seed as campaign_plan.c
 # draws it) while the daemon queues the two boards' requests. docs/lab.md has the
 # figures; PC_PDU_FIGURES=FILE appends them there.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 command -v pdudaemon > /dev/null || skip "pdudaemon is not installed (apt-get install pdudaemon)"
@@ -35,9 +37,9 @@ cleanup() {
 	done
 	# shellcheck disable=SC2086
 	stop_daemons $pids
-	rm -rf "$T"
+	rm_T
 }
-trap cleanup EXIT
+trap 'pc_rc=$?; cleanup' EXIT
 
 # The PDU's outlets: outlet N powers the board named in $T/outlet-N, whose
 # agent connects to the harness address in that file. Every call logs when

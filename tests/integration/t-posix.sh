@@ -1,6 +1,8 @@
+#!/bin/bash
 # The real block-device path on a file: O_DIRECT, io_uring FUA writes,
 # pwritev2 RWF_DSYNC, fdatasync; each cut is SIGKILL of the agent through the
 # command relay. Zero violations, and no byte outside the region changes.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 head -c 8388608 /dev/urandom > "$T/disk.img"

@@ -1,9 +1,11 @@
+#!/bin/bash
 # Recorded runs replay with today's engine: every folder under
 # tests/recordings/ that holds campaign.json, events.jsonl and verdicts.jsonl
 # (found, not listed: a lab's own recording is picked up as soon as it is
 # committed) must give exactly its recorded verdicts. Then what replay says
 # when they do not: a tampered copy names the board, the cycle and the field,
 # --junit is XML a CI server reads, --report judges the recording afresh.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 R=tests/recordings
 passes=0
@@ -49,7 +51,9 @@ assert not root.findall(".//failure") and not root.findall(".//error")
 PY
 check "--junit: one testsuite per recording, a testcase per board, no failure" [ $? -eq 0 ]
 out=$("$PC" replay --quiet "${recs[@]}" 2>&1)
-check "--quiet says nothing when every verdict matches (exit $?)" [ -z "$out" ]
+rc=$?
+check "--quiet: exit 0 when every verdict matches (was $rc)" [ $rc -eq 0 ]
+check "--quiet says nothing when every verdict matches" [ -z "$out" ]
 
 # a tampered copy of a recording: one verdict's value changed
 # shows FILE FIELD RECORDED RECOMPUTED: the diff in FILE has those three lines
@@ -112,14 +116,17 @@ check "--junit: a testsuite per folder, the failures counted and named, the odd 
 # errors are not differences
 "$PC" replay "$R/sim-honest" "$T/no-such" > "$T/err.out" 2>&1
 rc=$?
-check "a folder that is not a recording: exit 2, the others still replayed (got $rc)" \
-	[ $rc -eq 2 ] && grep -q "^replay $R/sim-honest: 30 verdicts recomputed, 30 match" "$T/err.out"
+check "a folder that is not a recording: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "a folder that is not a recording: the others still replayed" \
+	grep -q "^replay $R/sim-honest: 30 verdicts recomputed, 30 match" "$T/err.out"
 expect_fail "a JUnit file that cannot be written is an error" "no-dir/x.xml" \
 	"$PC" replay --junit "$T/no-dir/x.xml" "$R/sim-honest"
 "$PC" replay --nonsense "$R/sim-honest" > /dev/null 2>&1
 check "an unknown option: exit 2" [ $? -eq 2 ]
 "$PC" replay "$R/sim-honest" --quiet > "$T/order.out" 2>&1
-check "options after the folders (exit $?)" [ ! -s "$T/order.out" ]
+rc=$?
+check "options after the folders: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "options after the folders: --quiet taken" [ ! -s "$T/order.out" ]
 "$PC" replay --help > "$T/help" 2>&1
 check "--help names the options and the exit codes" grep -q -- "--junit FILE.*--report.*--quiet" "$T/help"
 

@@ -1,3 +1,4 @@
+#!/bin/bash
 # Relays off the poll loop (relay/relay_worker.h): each board's relay runs
 # in a worker process of its own, so
 #   - a board whose relay takes 2 s to switch (sim relay switch_ms) does not
@@ -10,6 +11,7 @@
 #   - a worker killed mid-campaign is replaced: the campaign goes on, one
 #     verdict per cycle per board.
 # No wall-clock assertion beyond the slow relay's own sleep (a lower bound).
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 echo "t-relay-worker: relays in workers of their own"
 

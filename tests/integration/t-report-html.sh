@@ -1,9 +1,11 @@
+#!/bin/bash
 # The HTML report (issue 10): `powercut report --format html -o FILE` on a
 # short sim campaign (an honest board and a lying one) is one self-contained
 # page -- every chart well-formed SVG, the page balanced, no script, no
 # external resource, the board and device names of hostile results as text --
 # and it renders: headless Chromium draws it to a PNG of the window's size
 # with plenty of ink, the PASS green and the FAIL red among its colours.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 command -v python3 > /dev/null || skip "python3 not installed (tools/debian-packages.txt lists it)"

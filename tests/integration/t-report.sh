@@ -4,6 +4,7 @@
 # JSON by jq, the JUnit by python3's XML parser, the CSV by pandas; the jq
 # and pandas one-liners of docs/results.md run as written; exit codes 1 for
 # a FAIL, 2 for a newer format, and hostile verdicts refused with a line.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 echo "t-report: report formats, merging, de-duplication, docs one-liners"
 command -v jq >/dev/null || skip "jq not installed (tools/debian-packages.txt lists it)"

@@ -1,7 +1,9 @@
+#!/bin/bash
 # The harness's own records survive the harness being killed: SIGKILL it in the
 # middle of a campaign, tear the last line of both files, run the same command
 # again: the campaign completes with one verdict per cycle, none lost or
 # written twice, and replay agrees with every one.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON

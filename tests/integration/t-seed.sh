@@ -1,3 +1,4 @@
+#!/bin/bash
 # Seeds of 2^63 and above survive the whole path unchanged: config ->
 # campaign.json -> sim relay -> agent prepare --seed / --sim-seed -> superblock
 # -> HELLO -> events.jsonl -> engine (replay). They were read as signed 64-bit
@@ -7,6 +8,7 @@
 #
 # The seeds are compared as text (grep), never through jq: jq 1.6 reads
 # numbers as doubles and rounds 64-bit integers.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # all_eq WANT FILE PATTERN: every match of PATTERN's number in FILE is WANT, and there is at least one

@@ -1,7 +1,9 @@
+#!/bin/bash
 # The serial console link: a sim board whose agent talks over a pseudo-terminal
 # pair (a null-modem cable) that also carries boot and kernel log noise,
 # including noise glued in front of the agent's lines. 100 cycles, zero
 # violations, every cycle's console captured, boot stages timed.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cable_start

@@ -1,9 +1,11 @@
+#!/bin/bash
 # `powercut status` from a second shell: while a campaign runs (each board's
 # cycle n of N, its state, its counts, an ETA h:mm; the run's pid; --json),
 # after the run is killed (-9: "killed"), stopped (SIGINT: cycles left) and
 # finished; on folders with a garbage line, a huge number, a hostile board
 # name, a torn or very long line, a missing file (a clear error, never a
 # crash); and on an events.jsonl larger than the tail it reads.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON
@@ -117,7 +119,7 @@ check "a finished folder, --json" \
 damaged() {
 	local name=$1 what=$2 want=$3
 	shift 3
-	rm -rf "$T/$name"
+	rm -rf "${T:?}/$name"
 	cp -r "$F" "$T/$name"
 	(cd "$T/$name" && sh -c "$1")
 	"$PC" status "$T/$name" > "$T/$name.out" 2> "$T/$name.err"

@@ -1,7 +1,9 @@
+#!/bin/bash
 # The sysrq "cut": the agent reboots its board without syncing when the host
 # asks; the device keeps power. On a sim eMMC whose flush lies, a power cut
 # loses acknowledged data -- a sysrq crash does not, because the card keeps
 # its cache powered: a crash test, not a power cut.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 check "prepare the board's emulated eMMC (lying-flush)" "$AGENT" prepare --device "sim:$T/m.img" --size 1M --yes

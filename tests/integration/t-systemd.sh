@@ -1,9 +1,11 @@
+#!/bin/bash
 # The systemd units: `make install DESTDIR=... PREFIX=/usr` puts the host's
 # powercut@.service and the agent's powercut-agent.service in
 # $(PREFIX)/lib/systemd/system (or SYSTEMDDIR), their ExecStart pointed at
 # $(PREFIX)/bin; the campaign unit restarts on failure but takes exit 1 (a
 # FAIL) and 3 (INCOMPLETE) as the campaign's result; `systemd-analyze verify`
 # accepts both units, when it is installed.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

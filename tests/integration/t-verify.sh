@@ -1,7 +1,9 @@
+#!/bin/bash
 # Cold data: each cycle checks the slots the cut cycle wrote plus a seeded
 # sample of cold slots, and every full_every cycles the whole region. Damage
 # to a cold slot between two runs of a campaign is found and named
 # collateral; the policy of each cycle is recorded in its verdict.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 cat > "$T/c.json" <<JSON

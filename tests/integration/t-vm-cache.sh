@@ -1,3 +1,4 @@
+#!/bin/bash
 # Faults below a real kernel: virtual boards whose SCSI disk has a volatile
 # write cache that really loses data at the cut (relay.volatile_cache: QEMU's
 # blklogwrites log replayed onto the disk as the profile says, relay/vcache.c),
@@ -28,6 +29,7 @@
 # `make vm-check` runs it (PC_VM_REQUIRE=1: a skip is a failure there), and
 # PC_VM=1 runs it from tests/integration/run-all. bench/vm-cache runs the
 # long campaigns (200 cycles).
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 passes=0
 ok() { echo "  ok: $*"; passes=$((passes + 1)); }
@@ -41,7 +43,7 @@ RD=$(slot_sector 5 3)		# a sector in the middle of slot 5
 WR=$(slot_sector 300)		# the first record of cycle 2 (records_per_cycle 300)
 
 cables=""
-trap 'kill $cables 2>/dev/null; rm -rf "$T"' EXIT
+trap 'pc_rc=$?; kill $cables 2>/dev/null; rm_T' EXIT
 for b in $BOARDS; do
 	"$TOOLS/ptypair" "$T/ptys-$b" & cables="$cables $!"
 	cp "$VM/sd.img" "$T/disk-$b.img"

@@ -1,3 +1,4 @@
+#!/bin/bash
 # The FUA board, several virtual boards at once, and a host whose KVM is
 # broken.
 #
@@ -26,6 +27,7 @@
 # Takes 2-3 minutes under software emulation, so `make check` skips it:
 # `make vm-check` runs it (PC_VM_REQUIRE=1: a skip is a failure there), and
 # PC_VM=1 runs it from tests/integration/run-all.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 passes=0
 ok() { echo "  ok: $*"; passes=$((passes + 1)); }
@@ -37,7 +39,7 @@ QEMU=$(command -v qemu-system-x86_64)
 
 # a serial cable per board
 cables=""
-trap 'kill $cables 2>/dev/null; rm -rf "$T"' EXIT
+trap 'pc_rc=$?; kill $cables 2>/dev/null; rm_T' EXIT
 for b in $BOARDS; do
 	"$TOOLS/ptypair" "$T/ptys-$b" & cables="$cables $!"
 done
@@ -203,28 +205,29 @@ audit_sum() { # BOARD MODE: "cycles-that-wrote WFS WS FF cycles-with-FF cycles-w
 }
 check "every verdict that wrote carries a tracefs io_audit" \
 	[ "$(jq -s 'map(select(.records.submitted > 0 and .io_audit.src == "tracefs")) | length' "$V")" -eq "$(jq -s 'map(select(.records.submitted > 0)) | length' "$V")" ]
+declare -A A=()	# "board.mode": the audit_sum line
 for b in $BOARDS; do
 	for m in fua flush; do
 		read -r nw wfs ws ff nff nnote <<< "$(audit_sum $b $m)"
 		echo "  $b $m: $nw cycles wrote: WFS $wfs, WS $ws, FF $ff (flushes in $nff cycles), io_note in $nnote"
-		eval "A_${b}_${m}=\"$nw $wfs $ws $ff $nff $nnote\""
+		A[$b.$m]="$nw $wfs $ws $ff $nff $nnote"
 	done
 done
 for b in vm2 vm3; do
-	read -r nw wfs ws ff nff nnote <<< "$(eval echo \$A_${b}_fua)"
+	read -r nw wfs ws ff nff nnote <<< "${A[$b.fua]}"
 	check "$b: the fua cycles that wrote ($nw) sent FUA writes ($wfs WFS) in each, no plain write ($ws WS), no io_note ($nnote)" \
 		[ "$nw" -gt 0 -a "$(jq -s '[.[] | select(.board == "'$b'" and .mode_run == "fua" and (.io_audit.rq.WS // 0) + (.io_audit.rq.WFS // 0) > 0 and (.io_audit.rq.WFS // 0) == 0)] | length' "$V")" -eq 0 -a "$ws" -eq 0 -a "$nnote" -eq 0 ]
-	read -r nw wfs ws ff nff nnote <<< "$(eval echo \$A_${b}_flush)"
+	read -r nw wfs ws ff nff nnote <<< "${A[$b.flush]}"
 	check "$b: the flush cycles that wrote ($nw) sent plain writes ($ws WS), no FUA write ($wfs), and flushes ($ff FF in $nff cycles)" \
 		[ "$nw" -gt 0 -a "$ws" -gt 0 -a "$wfs" -eq 0 -a "$nff" -gt 0 ]
 done
-read -r nw wfs ws ff nff nnote <<< "$A_vm1_fua"
+read -r nw wfs ws ff nff nnote <<< "${A[vm1.fua]}"
 check "vm1: the SD card's fua cycles that wrote ($nw) sent plain writes only ($ws WS, $wfs WFS, $ff FF): FUA dropped" \
 	[ "$nw" -gt 0 -a "$wfs" -eq 0 -a "$ff" -eq 0 -a "$ws" -gt 0 ]
 check "vm1: ...and their io_note names the write-through queue" \
 	[ "$(jq -s '[.[] | select(.board == "vm1" and .mode_run == "fua" and (.io_audit.rq.WS // 0) > 0 and
 		((.io_note // "") | test("^fua: plain writes: FUA and flushes dropped \\(write-through queue: no cache to flush\\)$") | not))] | length' "$V")" -eq 0 -a "$nnote" -eq "$nw" ]
-read -r nw wfs ws ff nff nnote <<< "$A_vm4_fua"
+read -r nw wfs ws ff nff nnote <<< "${A[vm4.fua]}"
 # (the block layer's post-flushes of writes in flight coalesce: fewer
 # flushes than writes; a cycle cut between a write and its post-flush may
 # show the write alone)
@@ -233,7 +236,7 @@ check "vm4: without FUA on a write-back disk the fua cycles that wrote ($nw) sen
 check "vm4: ...and the io_note of those with flushes says FUA was emulated" \
 	[ "$(jq -s '[.[] | select(.board == "vm4" and .mode_run == "fua" and (.io_audit.rq.WS // 0) > 0 and
 		(.io_audit.rq.FF // 0) > 0 and .io_note == "fua: writes + flushes: FUA emulated (the queue has no FUA)")] | length' "$V")" -eq "$nff" ]
-read -r nw wfs ws ff nff nnote <<< "$A_vm1_flush"
+read -r nw wfs ws ff nff nnote <<< "${A[vm1.flush]}"
 check "vm1: the flush cycles sent no flush ($ff FF in $nw cycles that wrote)" [ "$nw" -gt 0 -a "$ff" -eq 0 ]
 # the report states, per device and mode, what the mode became
 "$PC" report "$T/r" > "$T/report.txt" 2>&1

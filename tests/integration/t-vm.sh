@@ -1,3 +1,4 @@
+#!/bin/bash
 # The virtual board: QEMU running Debian's kernel with its real MMC stack
 # (sdhci-pci, mmc_core, mmc_block) on an SD card image, the agent started by
 # the board's init and finding its region by PARTLABEL through libblkid,
@@ -13,6 +14,7 @@
 # Takes 2 to 4 minutes under software emulation, so `make check` skips it:
 # `make vm-check` runs it (PC_VM_REQUIRE=1: a skip is a failure there), and
 # PC_VM=1 runs it from tests/integration/run-all.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 passes=0
 ok() { echo "  ok: $*"; passes=$((passes + 1)); }
@@ -23,10 +25,11 @@ vm_setup "the virtual board takes 2-4 min under TCG"
 kver=$(cat "$VM/kcache/kver" 2>/dev/null || sed -n 's/^kernel: .*), \([^;]*\);.*/\1/p' "$VM/board.txt")
 
 "$TOOLS/ptypair" "$T/ptys" & cable=$!
-trap 'kill $cable 2>/dev/null; rm -rf "$T"' EXIT
+trap 'pc_rc=$?; kill $cable 2>/dev/null; rm_T' EXIT
 for _ in $(seq 50); do [ -s "$T/ptys" ] && break; sleep 0.1; done
 host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
-check "a pty pair stands in for the serial cable" [ -c "$host_end" ] && [ -c "$board_end" ]
+check "a pty pair stands in for the serial cable (host end $host_end)" test -c "$host_end"
+check "a pty pair stands in for the serial cable (board end $board_end)" test -c "$board_end"
 
 # a fresh card for this test: the template's GPT and prepared region
 cp "$VM/sd.img" "$T/sd.img"

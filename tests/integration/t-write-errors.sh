@@ -1,3 +1,4 @@
+#!/bin/bash
 # A device that refuses writes is a finding, never a hang (issue 8): a loop
 # device made read-only (blockdev --setro) after the agent opened it fails
 # every later write with EPERM. In every mode at queue depth 1, 4 and 32,
@@ -8,6 +9,7 @@
 #
 # Without root, losetup or blockdev this test cannot run: it says SKIP and
 # exits 77, which run-all counts as skipped, not passed.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # skip (lib.sh): prints "SKIP: why" and exits 77
@@ -19,9 +21,9 @@ done
 loops=""
 cleanup() {
 	for l in $loops; do blockdev --setrw "$l" 2> /dev/null; losetup -d "$l" 2> /dev/null; done
-	rm -rf "$T"
+	rm_T
 }
-trap cleanup EXIT
+trap 'pc_rc=$?; cleanup' EXIT
 
 # 128 MiB of 512-byte records: far more than any mode writes in the time it
 # takes to make the device read-only, so the failure lands mid-run.
@@ -50,7 +52,7 @@ one() {
 	for _ in $(seq 500); do
 		apid=$(pgrep -P "$sub" -f powercut-agent | head -1)
 		# the agent has the device open: its writes are under way
-		[ -n "$apid" ] && ls -l "/proc/$apid/fd" 2> /dev/null | grep -q " $dev\$" && break
+		[ -n "$apid" ] && [ -n "$(find "/proc/$apid/fd" -lname "$dev" 2> /dev/null)" ] && break
 		kill -0 "$sub" 2> /dev/null || break
 		sleep 0.01
 	done
@@ -90,7 +92,8 @@ one() {
 	check "$name: the message names device, LBA, errno and mode" \
 		grep -q "$dev: the device refused .*seq $seq, LBA $lba .*mode $mode, queue depth $qd: .*(errno [0-9]*)" "$T/err"
 	check "$name: the JSON names the mode" [ "$(jq -r '.write_error.mode' "$T/out")" = "$mode" ]
-	check "$name: the LBA lies in the region's slots" [ "$lba" -ge 8 ] && [ "$lba" -lt $((128 * 2048 - 8)) ]
+	check "$name: the LBA lies in the region's slots (>= 8: $lba)" [ "$lba" -ge 8 ]
+	check "$name: the LBA lies in the region's slots (< $((128 * 2048 - 8)): $lba)" [ "$lba" -lt $((128 * 2048 - 8)) ]
 	if [ "$op" != "cache flush" ]; then
 		# the refused write never landed: its sector holds no record of that seq
 		got=$(od -A n -t u8 -j $((lba * 512 + 24)) -N 8 "$dev" | tr -d ' ')

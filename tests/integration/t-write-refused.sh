@@ -1,3 +1,4 @@
+#!/bin/bash
 # A write the device refused, end to end (DESIGN section 6: a device-level
 # finding belongs to the verdict of the cycle that saw it). A posix board on a
 # loop device; while cycle 3 writes, the device goes read-only (blockdev
@@ -9,6 +10,7 @@
 #
 # Without root, losetup or blockdev this test cannot run: it says SKIP and
 # exits 77, which run-all counts as skipped, not passed.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 # skip (lib.sh): prints "SKIP: why" and exits 77
@@ -21,9 +23,9 @@ watcher=""
 cleanup() {
 	[ -n "$watcher" ] && kill "$watcher" 2> /dev/null
 	[ -n "$dev" ] && { blockdev --setrw "$dev" 2> /dev/null; losetup -d "$dev" 2> /dev/null; }
-	rm -rf "$T"
+	rm_T
 }
-trap cleanup EXIT
+trap 'pc_rc=$?; cleanup' EXIT
 
 truncate -s 8M "$T/disk.img"
 dev=$(losetup -f --show "$T/disk.img" 2> "$T/losetup.err") || { dev=""; skip "no loop device ($(cat "$T/losetup.err"))"; }
