@@ -1,3 +1,4 @@
+#!/bin/bash
 # The board's start-up files as shipped (docs/target.md): `make install-agent`
 # into a scratch root file system; its /etc/default/powercut-agent read by
 # systemd's own parser and by the shell, which must agree; the unit checked by
@@ -13,6 +14,7 @@
 # comments, whitespace); it also expands $VAR, which the shipped file must not
 # contain (checked). ExecStart's ${VAR} and $VAR are expanded here by the
 # rules of systemd.service(5), "Command lines".
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)

@@ -1,3 +1,4 @@
+#!/bin/bash
 # The documented commands work as written. Every shell block of README.md,
 # docs/bring-up.md, docs/target.md, docs/lab.md and the man pages' examples
 # carries a mark saying whether it can run here, and this test runs those
@@ -18,6 +19,7 @@
 # those that call powercut or powercut-agent are held against the binary's
 # --help (every --option must be one it knows), and every `powercut-agent
 # run` anywhere, the configs' notes included, must pass --key.
+# shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -110,7 +112,11 @@ mkdir -p "$W"
 # the examples name configs/ as in the source tree (installed: share/powercut/configs)
 ln -s "$ROOT/configs" "$W/configs"
 # the rehearsal's loop device goes with the test, whatever happens to it
-trap 'for d in $(losetup -n -O NAME -j "$W/emmc.img" 2>/dev/null); do losetup -d "$d"; done; rm -rf "$T"' EXIT
+detach_loops() {
+	local d
+	for d in $(losetup -n -O NAME -j "$W/emmc.img" 2>/dev/null); do losetup -d "$d"; done
+}
+trap 'pc_rc=$?; detach_loops; rm_T' EXIT
 ran=0 hw=0 notrun=0 files=0
 for doc in $DOCS; do
 	extract "$ROOT/$doc" > "$T/blocks"
@@ -150,7 +156,7 @@ for doc in $DOCS; do
 				n=$((n + 1)); ran=$((ran + 1))
 				want=0
 				if [[ $cmd =~ \#\ *exits\ +([0-9]+)[^$'\n']*$ ]]; then want=${BASH_REMATCH[1]}; fi
-				optcheck "$where" "$cmd" || true
+				optcheck "$where" "$cmd"
 				if [ "$arg" = "source tree" ]; then
 					printf '( cd %q && {\n%s\n} ) > "$T/out.%d" 2>&1 < /dev/null\n' "$ROOT" "$cmd" "$n" >> "$script"
 				else
@@ -160,7 +166,7 @@ for doc in $DOCS; do
 			hardware | not-run)
 				[ "$kind" = hardware ] && hw=$((hw + 1)) || notrun=$((notrun + 1))
 				echo "  $kind ($arg): $where: $(printf '%s' "$cmd" | head -1)"
-				optcheck "$where" "$cmd" || true ;;
+				optcheck "$where" "$cmd" ;;
 			esac ;;
 		esac
 	done < <(extract "$ROOT/$doc" | awk -F'\t' '
@@ -181,7 +187,9 @@ for doc in $DOCS; do
 		skip_part "$doc: a device here already carries PARTLABEL=powercut ($(tr '\n' ' ' < "$T/doc.out")): its runnable blocks were not run"
 		continue
 	fi
-	check "$doc: its $n runnable commands ran as written (exit $rc)" [ $rc -eq 0 ] || cat "$T/doc.out"
+	if ! check "$doc: its $n runnable commands ran as written (exit $rc)" [ $rc -eq 0 ]; then
+		cat "$T/doc.out"
+	fi
 done
 
 # the configs: the commands their notes document
@@ -189,7 +197,7 @@ for f in "$ROOT"/configs/*.json; do
 	jq -r '.. | strings | select(test("powercut-agent run"))' "$f" | sed 's/.*\(powercut-agent run\)/\1/' |
 		while IFS= read -r c; do
 			echo "  hardware (a board's agent): configs/${f##*/}: $c"
-			optcheck "configs/${f##*/}" "$c" || echo bad >> "$T/cfgbad"
+			if ! optcheck "configs/${f##*/}" "$c"; then echo bad >> "$T/cfgbad"; fi
 		done
 done
 check "the configs' documented agent commands use known options and pass --key" [ ! -e "$T/cfgbad" ]
