@@ -4,6 +4,7 @@
 #   make check        unit + integration tests, built with ASan/UBSan (build/san/)
 #   make demo         a power-cut campaign on two sim boards, then the per-device report
 #   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
+#   make install-agent the board's files only (a cross agent into a root file system)
 #   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
 #
 # Missing Debian build dependencies are installed by tools/install-deps
@@ -175,23 +176,55 @@ fixtures: $(B)/tools/mkfixtures
 fault-matrix: all $(B)/tools/faultmatrix
 	PC_BIN=$(B) bench/fault-matrix
 
-# The systemd units: the host's campaign daemon (powercut@NAME: configuration
-# /etc/powercut/NAME.json, results /var/lib/powercut/results/NAME) and the
-# board's agent, their ExecStart pointed at $(PREFIX)/bin.
+# What `make install` puts where. The host's part: powercut, its man page, the
+# example configurations and the campaign daemon's unit (powercut@NAME:
+# configuration /etc/powercut/NAME.json, results /var/lib/powercut/results/NAME).
+# The board's part: powercut-agent, its man page, its unit and init script
+# (their paths pointed at $(PREFIX)/bin) and /etc/default/powercut-agent
+# (agent/powercut-agent.env; one already there is kept). For a board's root
+# file system, install the board's part alone, from a cross build:
+#   make install-agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1 DESTDIR=/mnt/rootfs PREFIX=/usr
+# INITDIR= (empty) leaves the init script out (a systemd board), SYSTEMDDIR= the
+# unit (a BusyBox board; INITSCRIPT=S95powercut-agent names it for its rcS).
 SYSTEMDDIR ?= $(PREFIX)/lib/systemd/system
-UNITS      := systemd/powercut@.service agent/powercut-agent.service
+SYSCONFDIR ?= /etc
+INITDIR    ?= $(SYSCONFDIR)/init.d
+INITSCRIPT ?= powercut-agent
+MAN1DIR    := $(PREFIX)/share/man/man1
+# a unit or script with its /usr/bin/powercut paths pointed at $(PREFIX)/bin,
+# written beside and renamed: $(call install_sub,SRC,DEST,MODE)
+install_sub = sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $(1) > $(2).tmp && chmod $(3) $(2).tmp && mv $(2).tmp $(2)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+.PHONY: install-host install-agent
+install: install-host install-agent
+
+install-host: $(B)/powercut
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) \
 		$(DESTDIR)$(PREFIX)/share/powercut/configs $(DESTDIR)$(SYSTEMDDIR)
-	install -m 0755 $(B)/powercut $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 0755 $(B)/powercut $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/man/powercut.1 $(DESTDIR)$(MAN1DIR)/
 	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/powercut/configs/
-	for u in $(UNITS); do \
-		sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $$u > $(DESTDIR)$(SYSTEMDDIR)/$${u##*/}.tmp && \
-		chmod 0644 $(DESTDIR)$(SYSTEMDDIR)/$${u##*/}.tmp && \
-		mv $(DESTDIR)$(SYSTEMDDIR)/$${u##*/}.tmp $(DESTDIR)$(SYSTEMDDIR)/$${u##*/} || exit 1; \
-	done
+	$(call install_sub,systemd/powercut@.service,$(DESTDIR)$(SYSTEMDDIR)/powercut@.service,0644)
+
+install-agent: $(B)/powercut-agent
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(SYSCONFDIR)/default
+	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/powercut
+	install -m 0755 $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 docs/man/powercut-agent.1 $(DESTDIR)$(MAN1DIR)/
+ifneq ($(SYSTEMDDIR),)
+	install -d $(DESTDIR)$(SYSTEMDDIR)
+	$(call install_sub,agent/powercut-agent.service,$(DESTDIR)$(SYSTEMDDIR)/powercut-agent.service,0644)
+endif
+ifneq ($(INITDIR),)
+	install -d $(DESTDIR)$(INITDIR)
+	$(call install_sub,agent/powercut-agent.init,$(DESTDIR)$(INITDIR)/$(INITSCRIPT),0755)
+endif
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent ]; then \
+		echo "install-agent: kept $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent (the shipped example is agent/powercut-agent.env)"; \
+	else \
+		echo "install -m 0644 agent/powercut-agent.env $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent"; \
+		install -m 0644 agent/powercut-agent.env $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent; \
+	fi
 
 clean:
 	rm -rf build
@@ -373,4 +406,4 @@ $(B)/fuzz/replay-%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay_main
 	$(CC) $(ALL_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
 # ---- end fuzzing --------------------------------------------------------------
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -name '*.d' -type f 2>/dev/null)

@@ -50,7 +50,8 @@ int pc_auth_key_load(const char *path, struct pc_auth_key *k, char *err, size_t 
 	if (fd < 0) {
 		e = errno;
 		snprintf(err, errlen, "key file %s: %s%s", path, strerror(e),
-			 e == ENOENT ? " (powercut run creates it in the results folder; copy it to the board)" : "");
+			 e == ENOENT ? " (the campaign's key_file, or the results folder's agent.key; powercut key new "
+				       "makes one; copy it here, mode 0600)" : "");
 		return -e;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
@@ -116,6 +117,19 @@ int pc_auth_key_create(const char *path, char *err, size_t errlen)
 	sodium_memzero(hex, sizeof(hex));
 	close(fd);
 	return 0;
+}
+
+void pc_auth_key_fingerprint(const struct pc_auth_key *k, char out[65])
+{
+	char hex[2 * PC_AUTH_KEY_BYTES + 2];
+	uint8_t h[crypto_hash_sha256_BYTES];
+
+	pc_auth_init();
+	sodium_bin2hex(hex, sizeof(hex) - 1, k->k, sizeof(k->k));
+	strcat(hex, "\n");
+	crypto_hash_sha256(h, (const uint8_t *)hex, strlen(hex));
+	sodium_memzero(hex, sizeof(hex));
+	sodium_bin2hex(out, 65, h, sizeof(h));
 }
 
 void pc_auth_nonce(char hex[2 * PC_AUTH_NONCE_BYTES + 1])

@@ -69,6 +69,13 @@ int pc_auth_key_load(const char *path, struct pc_auth_key *k, char *err, size_t 
  * there already.
  */
 int pc_auth_key_create(const char *path, char *err, size_t errlen);
+/*
+ * The key's fingerprint, to compare two copies without showing the secret:
+ * SHA-256 of the key file as pc_auth_key_create() writes it (64 lower-case
+ * hex digits and a newline), so `sha256sum` of such a file on a board prints
+ * the same 64 hex digits. out: 64 hex digits + NUL.
+ */
+void pc_auth_key_fingerprint(const struct pc_auth_key *k, char out[65]);
 
 /* 16 random bytes as 32 lower-case hex digits + NUL. */
 void pc_auth_nonce(char hex[2 * PC_AUTH_NONCE_BYTES + 1]);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../common/auth.h"
 #include "../common/util.h"
 #include "../relay/relay.h"
 #include "campaign.h"
@@ -34,6 +35,8 @@ static const char usage_text[] =
 	"        validate a configuration: prints \"configuration OK\" or the error\n"
 	"  relay CONFIG BOARD on|off|cycle|get\n"
 	"        switch one board's relay by hand (bring-up)\n"
+	"  key new [--force] FILE | key show FILE\n"
+	"        make a campaign key (mode 0600) for key_file and the boards' --key; its fingerprint\n"
 	"\n"
 	"run and report exit 0 when every device PASSed, 1 when one FAILed (a FAIL or BOOT_FAIL\n"
 	"cycle), 3 when one is INCOMPLETE and none failed (a board given up, too many INFRA_ERROR\n"
@@ -328,6 +331,80 @@ out:
 	return ret;
 }
 
+static const char key_usage[] =
+	"usage: powercut key new [--force] FILE\n"
+	"       powercut key show FILE\n"
+	"\n"
+	"  new   make a campaign key in FILE: 64 random hex digits, mode 0600. An existing\n"
+	"        FILE is refused unless --force (a board with the old key can no longer\n"
+	"        prove itself). Point the configuration's key_file at FILE and give each\n"
+	"        board's agent a copy (powercut-agent run --key).\n"
+	"  show  check FILE as an agent would (mode, 64 hex digits) and print its\n"
+	"        fingerprint, never the key: the SHA-256 of the key file as powercut writes\n"
+	"        it, so `sha256sum FILE` of a copy on a board prints the same digits.\n"
+	"\n"
+	"Exit status: 0 done, 1 the file could not be made or read, 2 usage.\n";
+
+/* `powercut key`: the campaign key without a campaign (common/auth.c makes
+ * it, the same as `run` does for a results folder). 0, 1 or 2. */
+static int cmd_key(int argc, char **argv)
+{
+	struct pc_auth_key k;
+	char err[PATH_MAX + 256], fp[65], tmp[PATH_MAX];
+	const char *file;
+	int force = 0, i = 2, r;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(key_usage, stdout);
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "new") && argc >= 3 && !strcmp(argv[2], "--force")) {
+		force = 1;
+		i = 3;
+	}
+	if (argc < 2 || (strcmp(argv[1], "new") && strcmp(argv[1], "show")) || argc != i + 1 || !argv[i][0] ||
+	    argv[i][0] == '-') {
+		fputs(key_usage, stderr);
+		return 2;
+	}
+	file = argv[i];
+	if (!strcmp(argv[1], "new")) {
+		/* --force: a new key beside, renamed over the old one, so FILE
+		 * always holds a whole key, old or new */
+		if (force && snprintf(tmp, sizeof(tmp), "%s.new-%ld", file, (long)getpid()) >= (int)sizeof(tmp)) {
+			pc_err("key file %s: path too long", file);
+			return 1;
+		}
+		r = pc_auth_key_create(force ? tmp : file, err, sizeof(err));
+		if (r == -EEXIST) {
+			pc_err("key file %s exists: keeping it (boards may hold a copy); powercut key new --force %s "
+			       "replaces it", file, file);
+			return 1;
+		}
+		if (r) {
+			pc_err("%s", err);
+			return 1;
+		}
+		if (force && rename(tmp, file)) {
+			pc_err("key file %s: cannot replace it: %s", file, strerror(errno));
+			unlink(tmp);
+			return 1;
+		}
+	}
+	if (pc_auth_key_load(file, &k, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	pc_auth_key_fingerprint(&k, fp);
+	memset(&k, 0, sizeof(k));
+	if (!strcmp(argv[1], "new"))
+		printf("made the campaign key %s (mode 0600%s): set the configuration's \"key_file\" to it and copy it "
+		       "to each board, e.g. install -D -m 600 %s ROOTFS/etc/powercut/agent.key\n",
+		       file, force ? ", the old key replaced" : "", file);
+	printf("key %s: fingerprint sha256 %s (sha256sum of a copy shows the same)\n", file, fp);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *cmd;
@@ -354,6 +431,8 @@ int main(int argc, char **argv)
 		return cmd_check(argc - 1, argv + 1);
 	if (!strcmp(cmd, "relay"))
 		return cmd_relay(argc - 1, argv + 1);
+	if (!strcmp(cmd, "key"))
+		return cmd_key(argc - 1, argv + 1);
 	pc_err("unknown command '%s' (see powercut --help)", cmd);
 	return 2;
 }

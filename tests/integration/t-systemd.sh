@@ -38,7 +38,9 @@ check "exit 1 (FAIL) and 3 (INCOMPLETE) are its result, not failures" grep -qx '
 # another prefix and SYSTEMDDIR
 mk install B="$BABS" OPT="$OPTS" DESTDIR="$T/inst2" PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system > "$T/install2.log" 2>&1
 rc=$?
-check "make install PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system (exit $rc)" [ $rc -eq 0 ]
+if ! check "make install PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system (exit $rc)" [ $rc -eq 0 ]; then
+	tail -5 "$T/install2.log"
+fi
 check "the units go to SYSTEMDDIR" [ -f "$T/inst2/etc/systemd/system/powercut@.service" ]
 check "their ExecStart follows PREFIX" sh -c "grep -q '^ExecStart=/opt/pc/bin/powercut run ' '$T/inst2/etc/systemd/system/powercut@.service' &&
 	grep -q '^ExecStart=/opt/pc/bin/powercut-agent run ' '$T/inst2/etc/systemd/system/powercut-agent.service'"

@@ -56,6 +56,22 @@ static void test_key_file(void)
 	CU_ASSERT(strstr(err, path) != NULL);
 }
 
+/* the fingerprint is sha256sum of the key file as it is written: a board's
+ * copy can be compared with `sha256sum` alone */
+static void test_fingerprint(void)
+{
+	struct pc_auth_key k;
+	char fp[65];
+
+	make_key(&k, 0x11);
+	pc_auth_key_fingerprint(&k, fp);
+	/* printf '%064d\n' 0 | tr 0 1 | sha256sum */
+	CU_ASSERT_STRING_EQUAL(fp, "88095ece32a68a2c42cce91e501e931f5eeba2820b959cb8da99abe1700c4150");
+	make_key(&k, 0x12);
+	pc_auth_key_fingerprint(&k, fp);
+	CU_ASSERT_STRING_NOT_EQUAL(fp, "88095ece32a68a2c42cce91e501e931f5eeba2820b959cb8da99abe1700c4150");
+}
+
 static void test_proof(void)
 {
 	struct pc_auth_key k, other;
@@ -198,6 +214,7 @@ int suite_auth(void)
 		CU_TestFunc fn;
 	} tests[] = {
 		{ "key file: made 0600, never overwritten, refused when others may read it", test_key_file },
+		{ "key fingerprint: sha256sum of the key file", test_fingerprint },
 		{ "proof binds key, both nonces and the hello", test_proof },
 		{ "line tags: order, direction, replay, tamper, wrong key", test_tags },
 		{ "challenge, auth and write_error messages", test_messages },
