@@ -114,7 +114,7 @@ ln -s "$ROOT/configs" "$W/configs"
 # the rehearsal's loop device goes with the test, whatever happens to it
 detach_loops() {
 	local d
-	for d in $(losetup -n -O NAME -j "$W/emmc.img" 2>/dev/null); do losetup -d "$d"; done
+	for d in $(losetup -n -O NAME -j "$W/emmc.img" 2>/dev/null); do partx -d "$d" 2>/dev/null; losetup -d "$d"; done
 }
 trap 'pc_rc=$?; detach_loops; rm_T' EXIT
 ran=0 hw=0 notrun=0 files=0
