@@ -52,11 +52,12 @@ struct sim_priv {
 	uint64_t record_size, program_us, cache_sectors, cut_after;
 	double rate;
 	int boot_delay_ms, timeout_ms;
+	int prepare_timeout_ms;	/* preparing the medium, once, before the loop */
 	int switch_ms;		/* a slow relay: each on and off takes this long first */
 	pid_t pid;		/* the agent, leader of its process group; 0 when off */
 };
 
-static const char *const sim_keys[] = { "driver", "boot_delay_ms", "timeout_ms", "switch_ms" };
+static const char *const sim_keys[] = { "driver", "boot_delay_ms", "timeout_ms", "switch_ms", "prepare_timeout_ms" };
 
 static int sim_check(json_object *cfg, char *err, size_t errlen)
 {
@@ -69,6 +70,8 @@ static int sim_check(json_object *cfg, char *err, size_t errlen)
 		rc = relay_check_int(cfg, "timeout_ms", 1, RELAY_MS_MAX, err, errlen);
 	if (!rc)
 		rc = relay_check_int(cfg, "switch_ms", 0, 60000, err, errlen);
+	if (!rc)
+		rc = relay_check_int(cfg, "prepare_timeout_ms", 1, RELAY_MS_MAX, err, errlen);
 	return rc;
 }
 
@@ -279,13 +282,11 @@ static int sim_sync_dir(const char *path)
 	return rc;
 }
 
-/* Preparing the medium is set-up, once per board before the campaign's loop,
- * not a switch: timeout_ms bounds the switches (a test sets it to 1 s to see
- * a hung relay quickly), so the prepare has a bound of its own, the larger. */
-#define SIM_PREPARE_MS 120000
-
-/* Run `agent prepare` synchronously, bounded by the larger of timeout_ms
- * and SIM_PREPARE_MS. */
+/* Run `agent prepare` synchronously, bounded by prepare_timeout_ms (120 s by
+ * default). Preparing the medium is set-up, once per board before the
+ * campaign's loop, not a switch: timeout_ms bounds the switches (a test sets
+ * it to 1 s to see a hung relay quickly, and a loaded machine takes longer
+ * than that to prepare). */
 static int sim_prepare(struct relay *r, struct sim_priv *p)
 {
 	char dev[PATH_MAX + 8], size[32], rs[32], seed[32], last[200];
@@ -322,15 +323,15 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 	close(fd);
 	if (rc < 0)
 		return rc;
-	rc = relay_reap(pid, &status, (uint64_t)(p->timeout_ms > SIM_PREPARE_MS ? p->timeout_ms : SIM_PREPARE_MS));
+	rc = relay_reap(pid, &status, (uint64_t)p->prepare_timeout_ms);
 	if (rc == -ETIMEDOUT) {
 		kill(-pid, SIGKILL);
 		if (relay_reap(pid, &status, RELAY_REAP_MS) == 0)
 			relay_group_forget(p->pgid);
 		sim_discard_media(p);
 		relay_errf(r,
-			   "preparing %s timed out after %d ms (killed); see %s",
-			   p->media, p->timeout_ms > SIM_PREPARE_MS ? p->timeout_ms : SIM_PREPARE_MS, p->log);
+			   "preparing %s timed out after %d ms (killed); see %s, or raise relay.prepare_timeout_ms",
+			   p->media, p->prepare_timeout_ms, p->log);
 		return rc;
 	}
 	if (rc < 0) {
@@ -378,6 +379,9 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 		return -ENOMEM;
 	}
 	p->timeout_ms = 10000;
+	p->prepare_timeout_ms = 120000;
+	if (cfg && json_object_object_get_ex(cfg, "prepare_timeout_ms", &v))
+		p->prepare_timeout_ms = (int)json_object_get_int64(v);
 	if (cfg && json_object_object_get_ex(cfg, "timeout_ms", &v))
 		p->timeout_ms = (int)json_object_get_int64(v);
 	if (cfg && json_object_object_get_ex(cfg, "boot_delay_ms", &v))

@@ -140,7 +140,7 @@ static void test_check(void)
 		{ &relay_sim_ops, "{}", 0, NULL },
 		{ &relay_sim_ops, "{\"driver\":\"sim\",\"boot_delay_ms\":0,\"timeout_ms\":5000}", 0, NULL },
 		{ &relay_sim_ops, "{\"driver\":\"sim\",\"bot_delay_ms\":5}", -EINVAL,
-		  "unknown key 'bot_delay_ms' (valid: driver, boot_delay_ms, timeout_ms, switch_ms)" },
+		  "unknown key 'bot_delay_ms' (valid: driver, boot_delay_ms, timeout_ms, switch_ms, prepare_timeout_ms)" },
 		{ &relay_sim_ops, "{\"boot_delay_ms\":\"5\"}", -EINVAL,
 		  "boot_delay_ms: expected an integer from 0 to 3600000, got \"5\"" },
 		{ &relay_sim_ops, "{\"boot_delay_ms\":-1}", -EINVAL, "boot_delay_ms: expected an integer" },
@@ -627,9 +627,10 @@ static void test_sim_errors(void)
 	CU_ASSERT(stat(f.media, &st) < 0 && errno == ENOENT);
 	relay_close(&r);
 
-	/* prepare hangs: killed with its children after timeout_ms, no media left */
+	/* prepare hangs: killed with its children after prepare_timeout_ms, no
+	 * media left (timeout_ms, the switches' bound, does not cut it short) */
 	setenv("FAKE_PREPARE_HANG", "1", 1);
-	bad = json_tokener_parse("{\"driver\":\"sim\",\"timeout_ms\":200}");
+	bad = json_tokener_parse("{\"driver\":\"sim\",\"timeout_ms\":50,\"prepare_timeout_ms\":200}");
 	rc = relay_open(&r, "sim", bad, &f.ctx, err, sizeof(err));
 	unsetenv("FAKE_PREPARE_HANG");
 	json_object_put(bad);
