@@ -106,7 +106,7 @@ check "no rogue line reached the engine as the agent's" \
 # ---- serial: a second writer on the board's console (a serial link has no
 # end-of-file: the cut plan's instant, after the sim's own cut, ends the cycle)
 "$TOOLS/ptypair" "$T/ptys" & pids="$pids $!"
-for _ in $(seq 50); do [ -s "$T/ptys" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s "$T/ptys" ] && break; sleep 0.1; done
 host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
 serial_cfg() { # name media
 	cat > "$T/$1.sh" <<SH

@@ -90,6 +90,6 @@ check "killed worker: one verdict per cycle per board" \
 	[ "$(jq -s 'group_by(.board) | map([.[].cycle] | unique | length) | join(",")' -r "$T/k/verdicts.jsonl")" = "12,12" ]
 # the killed worker's agent dies with it (PR_SET_PDEATHSIG); a moment to go
 left=""
-for _ in $(seq 30); do left=$(pgrep -f "$T/k/boards/"); [ -z "$left" ] && break; sleep 0.1; done
+for _ in $(seq 300); do left=$(pgrep -f "$T/k/boards/"); [ -z "$left" ] && break; sleep 0.1; done
 check "killed worker: no agent left running (${left:-none})" [ -z "$left" ]
 finish

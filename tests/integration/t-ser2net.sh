@@ -31,7 +31,7 @@ write_get "$T/get.sh"
 # A cable (pty pair) and an emulated eMMC for board NAME; sets host_end, board_end.
 cable() {
 	"$TOOLS/ptypair" "$T/$1.ptys" & pids="$pids $!"
-	for _ in $(seq 50); do [ -s "$T/$1.ptys" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$T/$1.ptys" ] && break; sleep 0.1; done
 	host_end=$(sed -n 1p "$T/$1.ptys"); board_end=$(sed -n 2p "$T/$1.ptys")
 	"$AGENT" prepare --device "sim:$T/$1.img" --size 1M --yes > /dev/null 2>&1
 	# the board: a boot banner, a kernel that logs (with a 0xFF byte: telnet
@@ -62,7 +62,7 @@ connection: &$1
 Y
 	ser2net -n -c "$T/$1.yaml" -P "$T/$1.s2npid" > "$T/$1.s2nlog" 2>&1 &
 	pids="$pids $!"
-	for _ in $(seq 50); do [ -s "$T/$1.s2npid" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$T/$1.s2npid" ] && break; sleep 0.1; done
 	sleep 0.3
 }
 

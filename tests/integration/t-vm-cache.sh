@@ -49,7 +49,7 @@ for b in $BOARDS; do
 	cp "$VM/sd.img" "$T/disk-$b.img"
 done
 for b in $BOARDS; do
-	for _ in $(seq 50); do [ -s "$T/ptys-$b" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$T/ptys-$b" ] && break; sleep 0.1; done
 done
 
 board_json() { # NAME MODES MORE-RELAY-KEYS [CUT-WINDOW]

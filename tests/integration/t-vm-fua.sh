@@ -44,7 +44,7 @@ for b in $BOARDS; do
 	"$TOOLS/ptypair" "$T/ptys-$b" & cables="$cables $!"
 done
 for b in $BOARDS; do
-	for _ in $(seq 50); do [ -s "$T/ptys-$b" ] && break; sleep 0.1; done
+	for _ in $(seq 300); do [ -s "$T/ptys-$b" ] && break; sleep 0.1; done
 done
 
 # QEMU on a host with a broken KVM: what kvm_buf_set_msrs does there, for

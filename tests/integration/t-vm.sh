@@ -26,7 +26,7 @@ kver=$(cat "$VM/kcache/kver" 2>/dev/null || sed -n 's/^kernel: .*), \([^;]*\);.*
 
 "$TOOLS/ptypair" "$T/ptys" & cable=$!
 trap 'pc_rc=$?; kill $cable 2>/dev/null; rm_T' EXIT
-for _ in $(seq 50); do [ -s "$T/ptys" ] && break; sleep 0.1; done
+for _ in $(seq 300); do [ -s "$T/ptys" ] && break; sleep 0.1; done
 host_end=$(sed -n 1p "$T/ptys"); board_end=$(sed -n 2p "$T/ptys")
 check "a pty pair stands in for the serial cable (host end $host_end)" test -c "$host_end"
 check "a pty pair stands in for the serial cable (board end $board_end)" test -c "$board_end"
