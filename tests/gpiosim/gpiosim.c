@@ -455,7 +455,8 @@ static int sim_lineinfo_v2(struct sim_chip *c, struct gpio_v2_line_info *info)
 	return 0;
 }
 
-/* Take lines for this process: the common part of both request ioctls. */
+/* Take lines for this process: the common part of both request ioctls.
+ * out[i]: 1 output, 0 input, -1 as is. */
 static int sim_take(struct sim_chip *c, const unsigned int *offsets, unsigned int n, const char *consumer,
 		    const int *out, const int *active_low, const int *logical, int kind, int flags_cloexec)
 {
@@ -488,12 +489,15 @@ static int sim_take(struct sim_chip *c, const unsigned int *offsets, unsigned in
 		f->offsets[i] = offsets[i];
 		l->owner = (long)getpid();
 		l->active_low = active_low[i];
-		l->out = out[i];
+		/* a request naming no direction (libgpiod's AS_IS) leaves the line
+		 * as it is: the kernel changes direction only when asked */
+		if (out[i] >= 0)
+			l->out = out[i];
 		snprintf(l->consumer, sizeof(l->consumer), "%s", consumer[0] ? consumer : "?");
 		for (char *p = l->consumer; *p; p++)
 			if (*p == ' ' || *p == '\t')
 				*p = '_';	/* keeps the state file one token per field */
-		if (out[i])
+		if (out[i] > 0)
 			l->value = logical[i] ^ active_low[i];
 	}
 	return fd;
@@ -513,7 +517,7 @@ static int sim_handle_v1(struct sim_chip *c, struct gpiohandle_request *req)
 	    req->lines == 0 || req->lines > GPIOHANDLES_MAX)
 		return sim_fail(EINVAL);
 	for (unsigned int i = 0; i < req->lines; i++) {
-		out[i] = !!(req->flags & GPIOHANDLE_REQUEST_OUTPUT);
+		out[i] = (req->flags & GPIOHANDLE_REQUEST_OUTPUT) ? 1 : (req->flags & GPIOHANDLE_REQUEST_INPUT) ? 0 : -1;
 		al[i] = !!(req->flags & GPIOHANDLE_REQUEST_ACTIVE_LOW);
 		val[i] = !!req->default_values[i];
 	}
@@ -558,7 +562,7 @@ static int sim_line_v2(struct sim_chip *c, struct gpio_v2_line_request *req)
 		if ((flags & ~known) ||
 		    ((flags & GPIO_V2_LINE_FLAG_INPUT) && (flags & GPIO_V2_LINE_FLAG_OUTPUT)))
 			return sim_fail(EINVAL);
-		out[i] = !!(flags & GPIO_V2_LINE_FLAG_OUTPUT);
+		out[i] = (flags & GPIO_V2_LINE_FLAG_OUTPUT) ? 1 : (flags & GPIO_V2_LINE_FLAG_INPUT) ? 0 : -1;
 		al[i] = !!(flags & GPIO_V2_LINE_FLAG_ACTIVE_LOW);
 	}
 	snprintf(consumer, sizeof(consumer), "%.*s", GPIO_MAX_NAME_SIZE, req->consumer);

@@ -6,6 +6,9 @@ AGENT="$BIN/powercut-agent"
 TOOLS="$BIN/tools"
 T=$(mktemp -d "${PC_TEST_TMP:-${TMPDIR:-/tmp}}/pc-it.XXXXXX")
 trap 'rm -rf "$T"' EXIT
+# the per-relay locks (relay/relay_lock.h) of this test only: tests running
+# side by side name the same boards and relays
+export POWERCUT_LOCK_DIR="$T/locks"
 fails=0
 
 ok()   { echo "  ok: $*"; }

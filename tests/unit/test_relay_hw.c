@@ -647,6 +647,73 @@ static void test_gpiod_lookup(void)
 	}
 }
 
+/* Opened in a given state (relay_ctx.open_state). */
+static int open_relay_in(struct relay *r, const char *cfgtext, int state, char *err, size_t errlen)
+{
+	struct relay_ctx ctx = { .board = "b1", .open_state = state };
+	json_object *cfg = cfg_parse(cfgtext);
+	int rc = relay_open(r, "gpiod", cfg, &ctx, err, errlen);
+
+	json_object_put(cfg);
+	return rc;
+}
+
+/* `powercut relay get`: the line is read as it is, never driven, and
+ * released as it was; ON at open is on from the first instant; the lock
+ * identity resolves names and labels to chip and offset. */
+static void test_gpiod_observe(void)
+{
+	char err[512], v[64], key[160];
+	struct relay r;
+
+	gs_reset();
+	/* line 4 rests at its pull-up: a board powered through a released line;
+	 * line 3 an output something else left driven high */
+	CU_ASSERT_EQUAL_FATAL(write_text(gs_path,
+		"chip gpiochip0 lines=4 label=pinctrl-sim\n"
+		"chip gpiochip1 lines=8 label=relay-hat\n"
+		"line gpiochip1 3 value=1 pull=0 dir=out name=RELAY_B1\n"
+		"line gpiochip1 4 value=1 pull=1 dir=in name=RELAY_B2\n"), 0);
+	CU_ASSERT_EQUAL_FATAL(open_relay_in(&r, "{\"chip\":\"relay-hat\",\"line\":\"RELAY_B2\"}", RELAY_OPEN_OBSERVE,
+					    err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "value"), 1);
+	CU_ASSERT_STRING_EQUAL(gs_field("gpiochip1", 4, "dir", v, sizeof(v)), "in");
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	CU_ASSERT_EQUAL(relay_off(&r), -EPERM);
+	CU_ASSERT(HAS(r.err, "was opened only to read it"));
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "value"), 1);
+	relay_close(&r);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "value"), 1);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "owner"), 0);
+	/* an output left high stays an output, high, while observed */
+	CU_ASSERT_EQUAL_FATAL(open_relay_in(&r, "{\"chip\":\"gpiochip1\",\"line\":3}", RELAY_OPEN_OBSERVE, err,
+					    sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(gs_field("gpiochip1", 3, "dir", v, sizeof(v)), "out");
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 3, "value"), 1);
+	relay_close(&r);
+	/* opened ON: high from the request on, no OFF first */
+	gs_reset();
+	CU_ASSERT_EQUAL_FATAL(open_relay_in(&r, "{\"chip\":\"gpiochip1\",\"line\":3}", RELAY_OPEN_ON, err,
+					    sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 3, "value"), 1);
+	CU_ASSERT_STRING_EQUAL(gs_field("gpiochip1", 3, "dir", v, sizeof(v)), "out");
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	relay_close(&r);
+	/* one lock key whichever way the line is named */
+	{
+		json_object *a = cfg_parse("{\"chip\":\"relay-hat\",\"line\":\"RELAY_B1\"}");
+		json_object *b = cfg_parse("{\"chip\":\"/dev/gpiochip1\",\"line\":3}");
+
+		CU_ASSERT_EQUAL(relay_gpiod_ops.ident(a, key, sizeof(key)), 0);
+		CU_ASSERT_STRING_EQUAL(key, "gpiod:gpiochip1:3");
+		CU_ASSERT_EQUAL(relay_gpiod_ops.ident(b, key, sizeof(key)), 0);
+		CU_ASSERT_STRING_EQUAL(key, "gpiod:gpiochip1:3");
+		json_object_put(a);
+		json_object_put(b);
+	}
+}
+
 static void test_gpiod_errors(void)
 {
 	char err[512];
@@ -872,7 +939,8 @@ int suite_relay_hw(void)
 				 test_gpiod_lifecycle) ||
 		    !CU_add_test(s, "gpiod: active_low inverts the physical level", test_gpiod_active_low) ||
 		    !CU_add_test(s, "gpiod: chip by path, name or label; line by offset or name", test_gpiod_lookup) ||
-		    !CU_add_test(s, "gpiod: errors name the chip, the line and who holds it", test_gpiod_errors))
+		    !CU_add_test(s, "gpiod: errors name the chip, the line and who holds it", test_gpiod_errors) ||
+		    !CU_add_test(s, "gpiod: get reads the line as it is; ON at open; one lock key", test_gpiod_observe))
 			return -1;
 #endif
 		if (!CU_add_test(s, "hidrelay: exact feature reports, state read back", test_hidrelay_bytes) ||
