@@ -830,10 +830,11 @@ static int camp_lock_relays(const struct campaign_cfg *cfg, const char *dir, str
 			break;
 		memset(&holder, 0, sizeof(holder));
 		if (relay_lock_take(&locks[i], key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err))) {
-			pc_err("board %s: %s%s%s%s", b->name, err,
-			       strcmp(holder.role, "holder") ? "" : "; let it go first: powercut relay ",
-			       strcmp(holder.role, "holder") ? "" : holder.config,
-			       strcmp(holder.role, "holder") ? "" : " BOARD release");
+			if (!strcmp(holder.role, "holder"))
+				pc_err("board %s: %s; let it go first: powercut relay %s %s release", b->name, err,
+				       holder.config[0] ? holder.config : "CONFIG", holder.board);
+			else
+				pc_err("board %s: %s", b->name, err);
 			rc = -1;
 		} else if (note[0]) {
 			pc_warn("board %s: %s", b->name, note);

@@ -371,8 +371,11 @@ static int cmd_relay(int argc, char **argv)
 		goto out;
 	}
 	if (rc) {
-		pc_err("board %s: %s%s", b->name, err, rc == -EBUSY ? ": switching it by hand would cut under that "
-		       "run; stop it first" : "");
+		if (rc == -EBUSY && !strcmp(holder.role, "run"))
+			pc_err("board %s: %s: switching it by hand would cut under that run; stop it first (kill -INT "
+			       "%ld)", b->name, err, holder.pid);
+		else
+			pc_err("board %s: %s", b->name, err);
 		goto out;
 	}
 	if (note[0])

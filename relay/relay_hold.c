@@ -8,6 +8,7 @@
 #include "relay_hold.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,6 +29,19 @@
 #define HOLD_REP_MAX	600
 
 static volatile sig_atomic_t hold_stop;
+
+/* The abstract address of name (a leading NUL, no file); its length. */
+static socklen_t hold_addr(struct sockaddr_un *sa, const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n > sizeof(sa->sun_path) - 1)
+		n = sizeof(sa->sun_path) - 1;
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path + 1, name, n);
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n);
+}
 
 static void hold_on_signal(int sig)
 {
@@ -136,7 +150,6 @@ static void __attribute__((noreturn)) hold_run(int ready, struct relay *r, struc
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	/* no new client finds us, then the line goes, then the lock */
-	unlink(l->sock);
 	close(lfd);
 	relay_close(r);
 	relay_lock_release(l);
@@ -164,7 +177,7 @@ static void __attribute__((noreturn)) hold_child(int ready, struct relay_lock *l
 						 json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct sigaction sa = { .sa_handler = hold_on_signal };
-	struct sockaddr_un sa_un = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa_un;
 	char err[512] = "";
 	struct relay r;
 	int devnull, lfd;
@@ -203,16 +216,12 @@ static void __attribute__((noreturn)) hold_child(int ready, struct relay_lock *l
 	l->me.pid = getpid();
 	if (relay_lock_update(l) < 0)
 		hold_fail(ready, "%s: cannot write: %s", l->path, strerror(errno));
-	pc_strlcpy(sa_un.sun_path, l->sock, sizeof(sa_un.sun_path));
-	/* we hold the lock: a socket there is a dead holder's */
-	unlink(l->sock);
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa_un, sizeof(sa_un)) < 0 || chmod(l->sock, 0600) < 0 ||
-	    listen(lfd, 8) < 0) {
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa_un, hold_addr(&sa_un, l->sock)) < 0 || listen(lfd, 8) < 0) {
 		int e = errno;
 
 		relay_close(&r);
-		hold_fail(ready, "cannot listen on %s: %s", l->sock, strerror(e));
+		hold_fail(ready, "cannot listen on @%s: %s", l->sock, strerror(e));
 	}
 	hold_run(ready, &r, l, lfd);
 }
@@ -275,33 +284,27 @@ int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg,
 
 int relay_hold_ask(const char *sock, const char *req, char *reply, size_t len, char *err, size_t errlen)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa;
 	char buf[HOLD_REP_MAX + 1];
 	struct pollfd p;
 	ssize_t n;
 	int fd, rc;
 
-	if (strlen(sock) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "%s: too long for a unix socket", sock);
-		return -ENAMETOOLONG;
-	}
-	pc_strlcpy(sa.sun_path, sock, sizeof(sa.sun_path));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "socket: %s", strerror(-rc));
 		return rc;
 	}
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	if (connect(fd, (struct sockaddr *)&sa, hold_addr(&sa, sock)) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot reach the relay holder at %s: %s%s", sock, strerror(-rc),
-			 rc == -EACCES ? " (it runs as another user: ask as that user or root)" : "");
+		snprintf(err, errlen, "cannot reach the relay holder at @%s: %s", sock, strerror(-rc));
 		close(fd);
 		return rc;
 	}
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot ask the relay holder at %s: %s", sock, strerror(-rc));
+		snprintf(err, errlen, "cannot ask the relay holder at @%s: %s", sock, strerror(-rc));
 		close(fd);
 		return rc;
 	}
@@ -310,7 +313,7 @@ int relay_hold_ask(const char *sock, const char *req, char *reply, size_t len, c
 	n = rc > 0 ? recv(fd, buf, sizeof(buf) - 1, 0) : -1;
 	close(fd);
 	if (n <= 0) {
-		snprintf(err, errlen, "the relay holder at %s did not answer '%s' within %d ms", sock, req,
+		snprintf(err, errlen, "the relay holder at @%s did not answer '%s' within %d ms", sock, req,
 			 RELAY_HOLD_ASK_MS);
 		return -ETIMEDOUT;
 	}

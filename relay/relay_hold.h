@@ -9,15 +9,16 @@
  * holder: a process of its own (setsid, stdio on /dev/null) that keeps it
  * open in the state asked for, holds the relay's lock (relay_lock.h: role
  * "holder", its pid and state in the lock file, so a campaign and a second
- * `powercut relay` see it) and answers on a unix socket next to the lock:
+ * `powercut relay` see it) and answers on an abstract unix socket named
+ * after the lock (relay_lock_sock_path()):
  *
  *   request   "on" | "off" | "get" | "release"   (one datagram, at most 15 bytes)
  *   reply     "ok on" | "ok off" | "ok released" | "err MESSAGE"
  *
- * `release` (or SIGTERM, SIGINT) closes the relay (a GPIO line then falls to
- * its pull), removes the socket and drops the lock. The socket is mode
- * 0600 and a peer of another uid (root aside) is refused: switching power is
- * the holder's owner's business.
+ * `release` (or SIGTERM, SIGINT) closes the socket and the relay (a GPIO
+ * line then falls to its pull) and drops the lock. A peer of another uid
+ * (root aside) is refused (SO_PEERCRED): switching power is the holder's
+ * owner's business.
  */
 #ifndef PC_RELAY_HOLD_H
 #define PC_RELAY_HOLD_H

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,17 +96,15 @@ static int lock_base(const char *key, char *base, size_t len, char *err, size_t 
 
 int relay_lock_sock_path(const char *key, char *path, size_t len, char *err, size_t errlen)
 {
-	struct sockaddr_un sa;
 	char base[PATH_MAX];
 	int rc = lock_base(key, base, sizeof(base), err, errlen);
+	const char *name = strrchr(base, '/');
 
 	if (rc)
 		return rc;
-	if (snprintf(path, len, "%s.sock", base) >= (int)len || strlen(path) >= sizeof(sa.sun_path)) {
-		snprintf(err, errlen, "%s.sock: longer than a unix socket's path may be (%zu); set $%s to a "
-			 "shorter directory", base, sizeof(sa.sun_path) - 1, RELAY_LOCK_ENV);
-		return -ENAMETOOLONG;
-	}
+	/* an abstract socket (no file: nothing stale after a kill, no path
+	 * length limit from the lock directory), named by the lock file */
+	snprintf(path, len, "powercut-relay/%s/%08" PRIx32, name ? name + 1 : base, pc_crc32c(0, base, strlen(base)));
 	return 0;
 }
 

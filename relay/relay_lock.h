@@ -54,7 +54,8 @@ struct relay_lock_who {
 struct relay_lock {
 	int fd;				/* flock'd LOCK_EX; -1: not held */
 	char path[PATH_MAX];		/* <dir>/<name>.lock */
-	char sock[PATH_MAX];		/* <dir>/<name>.sock: a holder's control socket */
+	char sock[108];			/* the abstract unix socket a holder listens on
+					 * (relay_lock_sock_path()) */
 	struct relay_lock_who me;	/* what the file says while we hold it */
 };
 
@@ -82,7 +83,9 @@ void relay_lock_release(struct relay_lock *l);
 /* Close our descriptor but leave the lock and the file to another process
  * sharing it (a holder forked with it). */
 void relay_lock_forget(struct relay_lock *l);
-/* The socket path a holder of key listens on; 0 or -ENAMETOOLONG. */
+/* The name of the abstract unix socket ("@" in ss -x) a holder of key
+ * listens on: "powercut-relay/<lock file name>/<crc of its path>". 0 or
+ * -errno with err (the lock directory). */
 int relay_lock_sock_path(const char *key, char *path, size_t len, char *err, size_t errlen);
 
 /* One line for humans: "campaign lab (powercut run pid 12 on lab1 since

@@ -206,6 +206,30 @@ static void sim_release_line(struct sim_line *l)
 	l->value = l->pull;	/* nobody drives it now */
 }
 
+/* The kernel closes a process's fds when it exits, before anyone reaps it:
+ * a zombie (whose parent may never reap it) holds no line. */
+static int sim_dead(pid_t pid)
+{
+	char path[64], buf[256], *rp;
+	int fd;
+	ssize_t n;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	SIM_REAL(open);
+	fd = real_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');	/* "pid (comm) S ..." */
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* Open and lock the state file; -1 when there is none (the shim is idle). */
 static int sim_lock(struct sim_state *s)
 {
@@ -239,7 +263,7 @@ static int sim_lock(struct sim_state *s)
 		for (unsigned int j = 0; j < s->chip[i].nlines; j++) {
 			struct sim_line *l = &s->chip[i].line[j];
 
-			if (l->owner && kill((pid_t)l->owner, 0) < 0 && errno == ESRCH)
+			if (l->owner && sim_dead((pid_t)l->owner))
 				sim_release_line(l);
 		}
 	return fd;
