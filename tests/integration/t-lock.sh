@@ -147,4 +147,37 @@ kill -INT $pid6
 wait $pid6
 (cd "$T" && "$PCA" relay c.json b1 get) > "$T/relay2.out" 2>&1
 check "relay by hand once it stopped: works (exit $?)" grep -qx "off" "$T/relay2.out"
+# --- `relay` by hand on a board whose campaign runs with --results elsewhere --
+# (as powercut@.service runs it): the relay's own lock, not the folder's,
+# refuses; it names the campaign, its pid and its results folder
+(cd "$T" && exec "$PCA" run c.json --results "$T/far/away" --agent "$AGA" --quiet --no-report) > "$T/out7" 2>&1 &
+pid7=$!
+R="$T/far/away"
+check "a run with --results elsewhere judges cycles" wait_verdicts 1
+(cd "$T" && "$PCA" relay c.json b1 get) > "$T/relay3.out" 2>&1
+rc=$?
+check "relay by hand on its board: refused (exit $rc)" [ $rc -eq 1 ]
+check "the refusal names the campaign, its pid and its results folder" \
+	grep -qF "is in use by campaign it-lock (powercut run pid $pid7 on $(hostname) since " "$T/relay3.out"
+check "and the results folder" grep -qF "results $T/far/away" "$T/relay3.out"
+check "the run's relay lock lives in \$POWERCUT_LOCK_DIR, keyed by campaign and board" \
+	grep -q "\"role\":\"run\",\"key\":\"board:it-lock/b1\"" "$POWERCUT_LOCK_DIR"/board_it-lock_b1-*.lock
+check "the campaign went on" kill -0 $pid7
+kill -INT $pid7
+wait $pid7
+(cd "$T" && "$PCA" relay c.json b1 get) > "$T/relay4.out" 2>&1
+check "relay by hand once it stopped: works (exit $?), no stale lock to take over" \
+	sh -c "grep -qx off '$T/relay4.out' && ! grep -q stale '$T/relay4.out'"
+# a run killed outright leaves its lock file naming it: the next user says so
+(cd "$T" && exec "$PCA" run c.json --results "$T/far/away" --agent "$AGA" --quiet --no-report) > "$T/out8" 2>&1 &
+pid8=$!
+n=$(grep -c . "$R/verdicts.jsonl")
+check "another run judges cycles" wait_verdicts $((n + 2))
+check "its relay lock names it" grep -q "\"pid\":$pid8," "$POWERCUT_LOCK_DIR"/board_it-lock_b1-*.lock
+kill -KILL $pid8
+wait $pid8 2>/dev/null
+(cd "$T" && "$PCA" relay c.json b1 off) > "$T/relay5.out" 2>&1
+check "relay after a killed run: works (exit $?)" grep -q "relay off done" "$T/relay5.out"
+check "and says it took the killed run's lock over" \
+	grep -qF "stale lock taken over: it named campaign it-lock (powercut run pid $pid8 " "$T/relay5.out"
 finish
