@@ -60,6 +60,17 @@ static int load(const char *path, struct campaign_cfg *cfg)
 	return 0;
 }
 
+/* config_warnings(), one pc_warn() a line; how many. */
+static unsigned warn_config(const struct campaign_cfg *cfg)
+{
+	char buf[8192], *save = NULL;
+	unsigned n = config_warnings(cfg, buf, sizeof(buf));
+
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		pc_warn("%s", l);
+	return n;
+}
+
 static int cmd_run(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -100,6 +111,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (load(argv[optind], &cfg))
 		return 2;
+	warn_config(&cfg);
 	rc = campaign_run(&cfg, &o);
 	config_free(&cfg);
 	return rc;
@@ -108,6 +120,7 @@ static int cmd_run(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	struct campaign_cfg cfg = { 0 };
+	unsigned nwarn;
 
 	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs("usage: powercut check-config CONFIG\n", argc == 2 ? stdout : stderr);
@@ -115,8 +128,13 @@ static int cmd_check(int argc, char **argv)
 	}
 	if (load(argv[1], &cfg))
 		return 1;
-	printf("configuration OK: campaign %s, %u board%s, %u cycle%s\n", cfg.name, cfg.nboards,
+	/* values that suit only the sim, on a real board: said, not refused */
+	nwarn = warn_config(&cfg);
+	printf("configuration OK: campaign %s, %u board%s, %u cycle%s", cfg.name, cfg.nboards,
 	       cfg.nboards == 1 ? "" : "s", cfg.cycles, cfg.cycles == 1 ? "" : "s");
+	if (nwarn)
+		printf(" (%u warning%s above)", nwarn, nwarn == 1 ? "" : "s");
+	printf("\n");
 	config_free(&cfg);
 	return 0;
 }
