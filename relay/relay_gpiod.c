@@ -2,11 +2,15 @@
  * relay_gpiod.c - a relay board wired to a GPIO line, through libgpiod.
  *
  * The line is requested as an output at open(), driven OFF from the first
- * instant, and the request is held for the relay's whole life: a released
- * line is no longer driven (gpio-sim lets it fall to its pull, real chips do
- * as they please), so letting go between operations could switch the board.
+ * instant (ON for a holder switched on by hand: relay_ctx.open_state), and
+ * the request is held for the relay's whole life: a released line is no
+ * longer driven (gpio-sim lets it fall to its pull, real chips do as they
+ * please), so letting go between operations could switch the board; which
+ * is why `powercut relay on` leaves it to a holder (relay_hold.h, .hold).
  * on/off set the logical value (active_low makes the kernel invert it), get
- * reads it back from the request and compares it with what we set.
+ * reads it back from the request and compares it with what we set. Opened
+ * to observe (`powercut relay get`), the line is requested as is: no
+ * direction, no value, so reading never drives it.
  *
  * libgpiod changed its whole API between 1.x (Debian 12) and 2.x; which one
  * is used is decided at build time from pkg-config (PC_GPIOD_API=1 or 2).
