@@ -818,10 +818,11 @@ static int camp_lock_relays(const struct campaign_cfg *cfg, const char *dir, str
 	for (unsigned i = 0; i < cfg->nboards && !rc; i++) {
 		const struct board_cfg *b = &cfg->boards[i];
 
-		relay_lock_key(b->relay_driver, b->relay, cfg->name, b->name, key, sizeof(key));
+		if (relay_lock_key(b->relay_driver, b->relay, cfg->name, b->name, key, sizeof(key)))
+			continue;	/* a sim or VM board: this folder's lock covers it */
 		pc_strlcpy(me.board, b->name, sizeof(me.board));
 		for (unsigned j = 0; j < i && !rc; j++)
-			if (!strcmp(locks[j].me.key, key)) {
+			if (locks[j].fd >= 0 && !strcmp(locks[j].me.key, key)) {
 				pc_err("boards %s and %s name the same relay (%s): each board needs a relay of its own",
 				       cfg->boards[j].name, b->name, key);
 				rc = -1;

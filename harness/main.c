@@ -359,13 +359,18 @@ static int cmd_relay(int argc, char **argv)
 	/* The relay's own lock, wherever the campaign keeps its results: a run
 	 * driving this relay, or a holder keeping it on or off, holds it. */
 	ops = relay_find(b->relay_driver);
-	relay_lock_key(b->relay_driver, b->relay, cfg.name, b->name, key, sizeof(key));
+	/* (a sim or VM board has none: it lives in results/<campaign>/, checked above) */
+	rc = relay_lock_key(b->relay_driver, b->relay, cfg.name, b->name, key, sizeof(key));
 	cfgpath = realpath(argv[1], NULL);
 	pc_strlcpy(me.role, "relay", sizeof(me.role));
 	pc_strlcpy(me.campaign, cfg.name, sizeof(me.campaign));
 	pc_strlcpy(me.board, b->name, sizeof(me.board));
 	pc_strlcpy(me.config, cfgpath ? cfgpath : argv[1], sizeof(me.config));
-	rc = relay_lock_take(&lock, key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err));
+	note[0] = 0;
+	if (!rc)
+		rc = relay_lock_take(&lock, key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err));
+	else if (rc == -ENOENT)
+		rc = 0;
 	if (rc == -EBUSY && !strcmp(holder.role, "holder")) {
 		/* a holder keeps this relay: it switches, we ask */
 		if (!strcmp(act, "cycle")) {

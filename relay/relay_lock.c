@@ -29,9 +29,15 @@ int relay_lock_key(const char *driver, json_object *cfg, const char *campaign, c
 {
 	const struct relay_ops *ops = relay_find(driver);
 
+	int rc;
+
+	key[0] = 0;
 	if (!ops)
 		return -EINVAL;
-	if (ops->ident && ops->ident(cfg, key, len) == 0 && key[0])
+	rc = ops->ident ? ops->ident(cfg, key, len) : 1;
+	if (rc == -ENOENT)
+		return -ENOENT;
+	if (rc == 0 && key[0])
 		return 0;
 	snprintf(key, len, "board:%s/%s", campaign, board);
 	return 0;

@@ -13,7 +13,9 @@
  * The key is the relay's identity where it has one (relay_ops.ident: a GPIO
  * chip and line, a USB relay's device and channel, a serial relay's device,
  * a PDU and outlet: "gpiod:gpiochip1:3"), so two configurations naming the
- * same relay conflict too; else the board's ("board:CAMPAIGN/BOARD").
+ * same relay conflict too; else the board's ("board:CAMPAIGN/BOARD", a
+ * command or sysrq relay). The sim and qemu boards take none: each is a
+ * process of the harness's own, in its results folder, whose lock covers it.
  *
  * The lock is an flock() on <dir>/<key>.lock held for as long as its user
  * drives the relay: `powercut run` for each of its boards for its whole
@@ -62,7 +64,10 @@ struct relay_lock {
 /*
  * The lock key of a board's relay into key: the driver's identity of the
  * relay when it has one, else "board:CAMPAIGN/BOARD". The relay section
- * must have passed the driver's check(). 0, or -EINVAL (unknown driver).
+ * must have passed the driver's check(). 0; -ENOENT: no lock, the board is
+ * a process of ours that lives in its results folder (sim, qemu), whose
+ * own lock covers it, and two folders are two boards; -EINVAL: unknown
+ * driver.
  */
 int relay_lock_key(const char *driver, json_object *cfg, const char *campaign, const char *board, char *key,
 		   size_t len);
