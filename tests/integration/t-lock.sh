@@ -198,4 +198,24 @@ wait $pid8 2>/dev/null
 check "relay after a killed run: works (exit $?)" grep -q "relay off done" "$T/relay5.out"
 check "and says it took the killed run's lock over" \
 	grep -qF "stale lock taken over: it named campaign it-lock2 (powercut run pid $pid8 " "$T/relay5.out"
+# --- what `relay` by hand tells a command relay ---------------------------------
+# PC_CONNECT and PC_KEY_FILE only when the configuration fixes them (a listen
+# port, a key_file): never a made-up address or an empty path
+envcfg() { # envcfg FILE TOP-LEVEL-KEYS
+	cat > "$1" <<JSON
+{ "campaign": "it-env", "cycles": 1, $2
+  "boards": [ { "name": "b1", "relay": { "driver": "command",
+    "on": "env | grep -E '^PC_' | sort > '$T/env.on'", "off": "true" } } ] }
+JSON
+}
+envcfg "$T/e1.json" ""
+"$PC" relay "$T/e1.json" b1 on > "$T/e1.out" 2>&1
+check "port-0 listen, no key_file: relay on works (exit $?)" grep -q "relay on done" "$T/e1.out"
+check "...and sets neither PC_CONNECT nor PC_KEY_FILE" sh -c "! grep -qE '^PC_(CONNECT|KEY_FILE)=' '$T/env.on'"
+check "...but PC_BOARD and PC_ACTION" sh -c "grep -qx PC_BOARD=b1 '$T/env.on' && grep -qx PC_ACTION=on '$T/env.on'"
+envcfg "$T/e2.json" "\"listen\": \"0.0.0.0:7878\", \"key_file\": \"$T/lab.key\","
+PC_CONNECT=127.0.0.1:1 PC_KEY_FILE= "$PC" relay "$T/e2.json" b1 on > "$T/e2.out" 2>&1
+check "fixed listen and key_file: relay on works (exit $?)" grep -q "relay on done" "$T/e2.out"
+check "...PC_CONNECT is the listen address (0.0.0.0 as 127.0.0.1)" grep -qx "PC_CONNECT=127.0.0.1:7878" "$T/env.on"
+check "...PC_KEY_FILE the configured key" grep -qx "PC_KEY_FILE=$T/lab.key" "$T/env.on"
 finish
