@@ -57,7 +57,9 @@ static int lock_dir(char *dir, size_t len, char *err, size_t errlen)
 			snprintf(err, errlen, "%s (from $%s): cannot create: %s", dir, RELAY_LOCK_ENV, strerror(-rc));
 		return rc;
 	}
-	pc_strlcpy(dir, RELAY_LOCK_DEFAULT_DIR, len);
+	/* a host without /run/lock (a minimal container): /tmp, the same for
+	 * every powercut on it all the same */
+	pc_strlcpy(dir, stat("/run/lock", &st) == 0 ? RELAY_LOCK_DEFAULT_DIR : RELAY_LOCK_FALLBACK_DIR, len);
 	/* shared by every user of the host, like /run/lock: sticky and open to
 	 * all, so whoever comes first does not lock the others out */
 	if (mkdir(dir, 01777) == 0)

@@ -8,7 +8,8 @@
  *
  *   $POWERCUT_LOCK_DIR, else /run/lock/powercut (created mode 1777, as
  *   /run/lock itself, so a campaign run as root and an engineer's
- *   `powercut relay` meet in the same place)
+ *   `powercut relay` meet in the same place; /tmp/powercut-lock on a host
+ *   without /run/lock)
  *
  * The key is the relay's identity where it has one (relay_ops.ident: a GPIO
  * chip and line, a USB relay's device and channel, a serial relay's device,
@@ -38,6 +39,7 @@
 
 #define RELAY_LOCK_ENV		"POWERCUT_LOCK_DIR"
 #define RELAY_LOCK_DEFAULT_DIR	"/run/lock/powercut"
+#define RELAY_LOCK_FALLBACK_DIR	"/tmp/powercut-lock"	/* where there is no /run/lock */
 
 /* Who holds (or last held) a relay's lock. */
 struct relay_lock_who {

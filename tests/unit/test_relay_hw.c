@@ -43,6 +43,7 @@
 
 #include "../../common/util.h"
 #include "../../relay/relay.h"
+#include "../../relay/relay_lock.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 
@@ -926,6 +927,59 @@ static void test_under_simulators(void)
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The relay lock's key: one per physical relay, however a section names it. */
+static void test_lock_keys(void)
+{
+	const char *dir = pc_test_tmpdir("relay_lock_keys");
+	char link[PATH_MAX], real[PATH_MAX], text[PATH_MAX + 128], key[160];
+	static const struct {
+		const char *driver, *cfg, *key;	/* key NULL: -ENOENT, no lock */
+	} cases[] = {
+		{ "pdudaemon", "{\"hostname\":\"pdu01\",\"port\":3}", "pdudaemon:pdu01:3" },
+		{ "pdudaemon", "{\"url\":\"http://other:80\",\"hostname\":\"pdu01\",\"port\":3}", "pdudaemon:pdu01:3" },
+		{ "pdudaemon", "{\"hostname\":\"pdu01\",\"port\":\"A1\"}", "pdudaemon:pdu01:A1" },
+		{ "command", "{\"on\":\"x\",\"off\":\"y\"}", "board:camp/b7" },
+		{ "sysrq", "{}", "board:camp/b7" },
+		{ "sim", "{}", NULL },
+		{ "hidrelay", "{\"device\":\"/dev/nonexistent-hidraw\",\"channel\":2}", "hidrelay:/dev/nonexistent-hidraw:2" },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		json_object *cfg = cfg_parse(cases[i].cfg);
+		int rc = relay_lock_key(cases[i].driver, cfg, "camp", "b7", key, sizeof(key));
+
+		if (cases[i].key) {
+			CU_ASSERT_EQUAL(rc, 0);
+			CU_ASSERT_STRING_EQUAL(key, cases[i].key);
+		} else {
+			CU_ASSERT_EQUAL(rc, -ENOENT);
+		}
+		json_object_put(cfg);
+	}
+	/* a serial relay by a symlink (/dev/serial/by-id/...) and by its node: one key */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(dir, text));
+	strf(real, sizeof(real), "%s/ttyUSB9", text);
+	strf(link, sizeof(link), "%s/usb-1a86_USB_Serial-if00-port0", dir);
+	CU_ASSERT_EQUAL_FATAL(write_text(real, ""), 0);
+	unlink(link);
+	CU_ASSERT_EQUAL_FATAL(symlink(real, link), 0);
+	{
+		char k1[160], k2[160];
+		json_object *a, *b;
+
+		strf(text, sizeof(text), "{\"device\":\"%s\",\"channel\":2}", link);
+		a = cfg_parse(text);
+		strf(text, sizeof(text), "{\"device\":\"%s\",\"channel\":2}", real);
+		b = cfg_parse(text);
+		CU_ASSERT_EQUAL(relay_lock_key("lcus", a, "c1", "x", k1, sizeof(k1)), 0);
+		CU_ASSERT_EQUAL(relay_lock_key("lcus", b, "c2", "y", k2, sizeof(k2)), 0);
+		CU_ASSERT_STRING_EQUAL(k1, k2);
+		CU_ASSERT(strncmp(k1, "lcus:/", 6) == 0 && strstr(k1, "/ttyUSB9:2") != NULL);
+		json_object_put(a);
+		json_object_put(b);
+	}
+}
+
 int suite_relay_hw(void)
 {
 	CU_pSuite s = CU_add_suite("relay_hw", NULL, NULL);
@@ -957,6 +1011,7 @@ int suite_relay_hw(void)
 	    !CU_add_test(s, "pdudaemon: request lines against a tiny HTTP server", test_pdudaemon_requests) ||
 	    !CU_add_test(s, "pdudaemon: 500, junk, no answer, refused, unresolvable", test_pdudaemon_errors) ||
 	    !CU_add_test(s, "sysrq: on command, off and get are ENOTSUP", test_sysrq) ||
+	    !CU_add_test(s, "relay lock keys: one per physical relay", test_lock_keys) ||
 	    !CU_add_test(s, "gpiod and hidrelay under the gpiosim/hidrawsim shims", test_under_simulators))
 		return -1;
 	return 0;
