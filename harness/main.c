@@ -283,10 +283,13 @@ static void relay_hand_env(const struct campaign_cfg *cfg, char *connect, size_t
 
 	connect[0] = key[0] = 0;
 	if (pc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port) {
-		if (strchr(host, ':'))
+		/* every address (or none: loopback) is reached on loopback from here */
+		if (!strcmp(host, "::"))
+			snprintf(connect, clen, "[::1]:%u", port);
+		else if (strchr(host, ':'))
 			snprintf(connect, clen, "[%s]:%u", host, port);
 		else
-			snprintf(connect, clen, "%s:%u", strcmp(host, "0.0.0.0") ? host : "127.0.0.1", port);
+			snprintf(connect, clen, "%s:%u", host[0] && strcmp(host, "0.0.0.0") ? host : "127.0.0.1", port);
 	}
 	if (cfg->key_file[0])
 		pc_strlcpy(key, cfg->key_file, klen);
