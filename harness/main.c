@@ -309,7 +309,13 @@ static int relay_ask(const struct relay_lock_who *h, const char *sock, const cha
 }
 
 static const char relay_usage[] =
-	"usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n";
+	"usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n"
+	"\n"
+	"Switches one board's relay by hand (bring-up). get prints on or off and never\n"
+	"switches anything. A relay that keeps its state only while held open (gpiod)\n"
+	"is left to a relay holder that keeps it on or off; later commands ask it, and\n"
+	"release makes it let go. Refused while a campaign drives the relay, wherever its\n"
+	"results folder is. See powercut(1), RELAY LOCKS.\n";
 
 static int cmd_relay(int argc, char **argv)
 {
@@ -326,7 +332,10 @@ static int cmd_relay(int argc, char **argv)
 	int ret = 1, rc;
 
 	if (argc != 4) {
-		fputs(relay_usage, argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+		if (argc == 2 && !strcmp(argv[1], "--help"))
+			fputs(relay_usage, stdout);
+		else
+			fputs("usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n", stderr);
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	act = argv[3];
