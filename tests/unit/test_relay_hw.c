@@ -980,6 +980,59 @@ static void test_lock_keys(void)
 	}
 }
 
+/* The lock itself: busy names its holder, a clean release leaves nothing to
+ * take over, a dead holder's is taken over and said, a hostile file is read
+ * as printable text only. */
+static void test_lock_take(void)
+{
+	const char *dir = pc_test_tmpdir("relay_lock_take");
+	struct relay_lock_who me = { .role = "run", .campaign = "c", .board = "b1", .results = "/r/c" }, who;
+	struct relay_lock l1, l2;
+	char err[1024], note[1024], *old = getenv(RELAY_LOCK_ENV) ? strdup(getenv(RELAY_LOCK_ENV)) : NULL;
+
+	setenv(RELAY_LOCK_ENV, dir, 1);
+	CU_ASSERT_EQUAL_FATAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err,
+					      sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(note, "");
+	memset(&who, 0, sizeof(who));
+	CU_ASSERT_EQUAL(relay_lock_take(&l2, "gpiod:gpiochip0:4", &me, 50, &who, note, sizeof(note), err, sizeof(err)),
+			-EBUSY);
+	CU_ASSERT_EQUAL(who.pid, (long)getpid());
+	CU_ASSERT_STRING_EQUAL(who.role, "run");
+	CU_ASSERT(HAS(err, "relay gpiod:gpiochip0:4 is in use by campaign c (powercut run pid "));
+	CU_ASSERT(HAS(err, "results /r/c"));
+	/* another key is another lock */
+	CU_ASSERT_EQUAL(relay_lock_take(&l2, "gpiod:gpiochip0:5", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	relay_lock_release(&l2);
+	relay_lock_release(&l1);
+	CU_ASSERT_EQUAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(note, "");
+	/* gone without releasing (the lock drops, the file still names us) */
+	relay_lock_forget(&l1);
+	CU_ASSERT_EQUAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	CU_ASSERT(HAS(note, "stale lock taken over: it named campaign c (powercut run pid "));
+	/* a hostile file: control characters never reach a terminal */
+	{
+		static const char hostile[] = "{\"pid\":7,\"host\":\"\\u001b[2Jx\",\"role\":\"holder\","
+					      "\"board\":\"b\\u0007\",\"state\":\"on\"}\n";
+
+		CU_ASSERT_EQUAL(pc_pwrite_all(l1.fd, hostile, strlen(hostile), 0), 0);
+		CU_ASSERT_EQUAL(ftruncate(l1.fd, (off_t)strlen(hostile)), 0);
+	}
+	relay_lock_forget(&l1);
+	CU_ASSERT_EQUAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	if (!HAS(note, "a relay holder keeping board b? on (pid 7 on ?[2Jx "))
+		printf("\n  note: %s\n", note);
+	CU_ASSERT(HAS(note, "a relay holder keeping board b? on (pid 7 on ?[2Jx "));
+	relay_lock_release(&l1);
+	if (old) {
+		setenv(RELAY_LOCK_ENV, old, 1);
+		free(old);
+	} else {
+		unsetenv(RELAY_LOCK_ENV);
+	}
+}
+
 int suite_relay_hw(void)
 {
 	CU_pSuite s = CU_add_suite("relay_hw", NULL, NULL);
@@ -1012,6 +1065,7 @@ int suite_relay_hw(void)
 	    !CU_add_test(s, "pdudaemon: 500, junk, no answer, refused, unresolvable", test_pdudaemon_errors) ||
 	    !CU_add_test(s, "sysrq: on command, off and get are ENOTSUP", test_sysrq) ||
 	    !CU_add_test(s, "relay lock keys: one per physical relay", test_lock_keys) ||
+	    !CU_add_test(s, "relay lock: busy, released, stale, hostile", test_lock_take) ||
 	    !CU_add_test(s, "gpiod and hidrelay under the gpiosim/hidrawsim shims", test_under_simulators))
 		return -1;
 	return 0;
