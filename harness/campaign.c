@@ -45,6 +45,7 @@
 #include "../common/record.h"
 #include "../common/util.h"
 #include "../relay/relay.h"
+#include "../relay/relay_lock.h"
 #include "engine.h"
 #include "progress.h"
 #include "report.h"
@@ -798,6 +799,53 @@ static void loop(struct camp *c)
 	}
 }
 
+/*
+ * Each board's relay lock (relay/relay_lock.h), for the whole run: it is
+ * keyed by the relay, not by this results folder, so `powercut relay` and a
+ * campaign elsewhere naming the same relay keep off it. -1 (said) if one
+ * is in use, or two boards name one relay.
+ */
+static int camp_lock_relays(const struct campaign_cfg *cfg, const char *dir, struct relay_lock *locks)
+{
+	char key[160], note[1024], err[1024], *res = realpath(dir, NULL), *conf = realpath(cfg->path, NULL);
+	struct relay_lock_who me = { 0 }, holder;
+	int rc = 0;
+
+	pc_strlcpy(me.role, "run", sizeof(me.role));
+	pc_strlcpy(me.campaign, cfg->name, sizeof(me.campaign));
+	pc_strlcpy(me.results, res ? res : dir, sizeof(me.results));
+	pc_strlcpy(me.config, conf ? conf : cfg->path, sizeof(me.config));
+	for (unsigned i = 0; i < cfg->nboards && !rc; i++) {
+		const struct board_cfg *b = &cfg->boards[i];
+
+		if (relay_lock_key(b->relay_driver, b->relay, cfg->name, b->name, key, sizeof(key)))
+			continue;	/* a sim or VM board: this folder's lock covers it */
+		pc_strlcpy(me.board, b->name, sizeof(me.board));
+		for (unsigned j = 0; j < i && !rc; j++)
+			if (locks[j].fd >= 0 && !strcmp(locks[j].me.key, key)) {
+				pc_err("boards %s and %s name the same relay (%s): each board needs a relay of its own",
+				       cfg->boards[j].name, b->name, key);
+				rc = -1;
+			}
+		if (rc)
+			break;
+		memset(&holder, 0, sizeof(holder));
+		if (relay_lock_take(&locks[i], key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err))) {
+			if (!strcmp(holder.role, "holder"))
+				pc_err("board %s: %s; let it go first: powercut relay %s %s release", b->name, err,
+				       holder.config[0] ? holder.config : "CONFIG", holder.board);
+			else
+				pc_err("board %s: %s", b->name, err);
+			rc = -1;
+		} else if (note[0]) {
+			pc_warn("board %s: %s", b->name, note);
+		}
+	}
+	free(res);
+	free(conf);
+	return rc;
+}
+
 int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 {
 	struct camp c = { .cfg = cfg, .o = o, .lfd = -1 };
@@ -805,14 +853,21 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	struct sigaction sa = { .sa_handler = on_signal };
 	int existing = 0, torn, rc = CAMPAIGN_ERROR;
 	unsigned fails = 0;
+	struct relay_lock *locks;
 
 	for (unsigned i = 0; i < MAX_PENDING; i++)
 		c.pend[i].fd = -1;
 	c.cycles = o->cycles > 0 ? (unsigned)o->cycles : cfg->cycles;
 	c.nb = cfg->nboards;
 	c.b = calloc(c.nb, sizeof(*c.b));
-	if (!c.b)
+	locks = calloc(c.nb, sizeof(*locks));
+	if (!c.b || !locks) {
+		free(c.b);
+		free(locks);
 		return CAMPAIGN_ERROR;
+	}
+	for (unsigned i = 0; i < c.nb; i++)
+		locks[i].fd = -1;
 	for (unsigned i = 0; i < c.nb; i++) {
 		c.b[i].c = &c;
 		c.b[i].cfg = &cfg->boards[i];
@@ -832,6 +887,8 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	}
 	if (note[0])
 		pc_warn("%s", note);
+	if (camp_lock_relays(cfg, dir, locks))
+		goto out;
 	if (camp_campaign_json(&c, &existing, err, sizeof(err))) {
 		pc_err("%s", err);
 		goto out;
@@ -966,6 +1023,9 @@ out:
 		if (c.b[i].relay_open)
 			relay_worker_stop(&c.b[i].rw, 5000);
 	}
+	for (unsigned i = 0; i < c.nb; i++)
+		relay_lock_release(&locks[i]);
+	free(locks);
 	for (unsigned i = 0; i < MAX_PENDING; i++)
 		camp_pending_close(&c.pend[i]);
 	explicit_bzero(&c.key, sizeof(c.key));

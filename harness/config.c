@@ -1117,6 +1117,8 @@ static int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 		uint32_t *field = (uint32_t *)((char *)b + board_u32[i].off);
 
 		*field = board_u32[i].def;
+		if (board_u32[i].off == offsetof(struct board_cfg, boot_timeout_ms))
+			b->boot_timeout_given = bval(x, board_u32[i].key) != NULL;
 		if ((v = bval(x, board_u32[i].key)) &&
 		    (rc = cfg_u32(x, v, bpath(x, path, sizeof(path), board_u32[i].key, NULL),
 				  board_u32[i].min, board_u32[i].max, field)))
@@ -1535,4 +1537,86 @@ int config_device_check(const struct board_cfg *b, json_object *hello, char *why
 		return 1;
 	}
 	return 0;
+}
+
+/* ---- real-board warnings (config_warnings) ---- */
+
+/* A board whose relay or device is real hardware, not the sim or a VM. */
+static int cfg_real_board(const struct board_cfg *b)
+{
+	static const char *const real_relays[] = { "gpiod", "hidrelay", "lcus", "pdudaemon", NULL };
+
+	/* a posix device behind a qemu relay is a virtual machine's disk */
+	return in_list(b->relay_driver, real_relays) ||
+	       (!strcmp(b->backend, "posix") && strcmp(b->relay_driver, "qemu") && strcmp(b->relay_driver, "sim"));
+}
+
+__attribute__((format(printf, 4, 5)))
+static void cfg_warn(char *buf, size_t len, size_t *used, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (*used >= len)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(buf + *used, len - *used, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		*used += (size_t)n < len - *used ? (size_t)n : len - *used;
+	if (*used < len - 1) {
+		buf[(*used)++] = '\n';
+		buf[*used] = 0;
+	}
+}
+
+unsigned config_warnings(const struct campaign_cfg *c, char *buf, size_t len)
+{
+	char host[128], tcp[256] = "";
+	size_t used = 0, tl = 0;
+	unsigned n = 0;
+	uint16_t port = 0;
+
+	if (!len)
+		return 0;
+	buf[0] = 0;
+	for (unsigned i = 0; i < c->nboards; i++) {
+		const struct board_cfg *b = &c->boards[i];
+
+		if (!cfg_real_board(b))
+			continue;
+		if (!b->link_serial && tl < sizeof(tcp))
+			tl += (size_t)snprintf(tcp + tl, sizeof(tcp) - tl, "%s%s", tl ? ", " : "", b->name);
+		if (b->off_ms < CFG_REAL_OFF_MS) {
+			cfg_warn(buf, len, &used, "%s: boards[%u].off_ms: %" PRIu32 " ms suits only the sim: board %s "
+				 "is real, and it must stay off until its capacitors have drained, or a cut is only a "
+				 "brown-out; measure the board's hold-up time (how long its supply rail stays up after "
+				 "the relay opens) and give that plus a margin (typically %u ms or more)", c->path, i,
+				 b->off_ms, b->name, CFG_REAL_OFF_MS);
+			n++;
+		}
+		if (!b->boot_timeout_given) {
+			cfg_warn(buf, len, &used, "%s: boards[%u].boot_timeout_ms: the default %" PRIu32 " ms is a "
+				 "guess for the sim: board %s is real; measure its boot time (power on to the agent's "
+				 "HELLO, several times) and give the longest plus a margin, or a slow boot becomes a "
+				 "BOOT_FAIL of the device", c->path, i, b->boot_timeout_ms, b->name);
+			n++;
+		}
+	}
+	if (tcp[0] && pc_parse_hostport(c->listen, host, sizeof(host), &port) == 0) {
+		if (!strncmp(host, "127.", 4) || !strcmp(host, "::1") || !strcmp(host, "localhost")) {
+			cfg_warn(buf, len, &used, "%s: listen: %s suits only the sim: the agent of a real board (%s) "
+				 "connects over the network and cannot reach this host's loopback; give an address "
+				 "the board can reach (this host's address on the lab network, or \"0.0.0.0:PORT\")",
+				 c->path, c->listen, tcp);
+			n++;
+		}
+		if (!port) {
+			cfg_warn(buf, len, &used, "%s: listen: port 0 picks a new port each run, which the agent of a "
+				 "real board (%s) cannot know; give a fixed port, the one its --connect names (for "
+				 "example 7878)", c->path, tcp);
+			n++;
+		}
+	}
+	return n;
 }

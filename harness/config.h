@@ -54,6 +54,7 @@ struct board_cfg {
 	uint32_t cut_min, cut_max;
 	uint32_t cut_delay_us;		/* CUT_FLUSH, CUT_FUA: how long after the announcement */
 	uint32_t boot_timeout_ms;	/* power on -> HELLO */
+	int boot_timeout_given;		/* boot_timeout_ms was in the file (not the default) */
 	uint32_t boot_retries;		/* power cycles before BOOT_FAIL */
 	uint32_t verify_timeout_ms;	/* VERIFY -> scan_end */
 	uint32_t work_timeout_ms;	/* WORK -> the cut, at most */
@@ -96,6 +97,16 @@ struct campaign_cfg {
 int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errlen);
 /* Same, from a string already in memory (name is used in messages). */
 int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen);
+/*
+ * Values that suit only the sim, on a real board (a gpiod, hidrelay, lcus
+ * or pdudaemon relay, or a posix device): a loopback or port-0 listen
+ * address its agent must reach over TCP, an off_ms shorter than
+ * CFG_REAL_OFF_MS, the default boot_timeout_ms. One warning per line into
+ * buf ("FILE: KEY: what is wrong; what to choose"), never an error: the
+ * campaign runs as configured. Returns how many.
+ */
+#define CFG_REAL_OFF_MS		500
+unsigned config_warnings(const struct campaign_cfg *c, char *buf, size_t len);
 /* A campaign or board name: 1 to 63 of [A-Za-z0-9_.-]. */
 int config_valid_name(const char *s);
 /* Accepts a zeroed or freed config. */

@@ -283,7 +283,9 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 			      "the configuration says device.record_size %" PRIu32, now.record_size, b->lim_record_size);
 	if (now.bytes > b->lim_region_bytes)
 		return refuse(b, cycle, err, errlen, "hello refused: the region claims %" PRIu64 " bytes (%" PRIu64
-			      " slots), more than device.max_region_bytes %" PRIu64 " allows this board",
+			      " slots), more than device.max_region_bytes %" PRIu64 " allows this board; if the "
+			      "region is right, raise the board's device.max_region_bytes to at least its size (up "
+			      "to 64G; the host keeps about 67 bytes per slot, docs/config.md)",
 			      now.bytes, now.slots, b->lim_region_bytes);
 	if (pc_geom_init(&g, now.bytes, (uint32_t)now.record_size, now.seed, why, sizeof(why)))
 		return refuse(b, cycle, err, errlen, "hello refused: %s", why);

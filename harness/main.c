@@ -13,6 +13,8 @@
 #include "../common/auth.h"
 #include "../common/util.h"
 #include "../relay/relay.h"
+#include "../relay/relay_hold.h"
+#include "../relay/relay_lock.h"
 #include "campaign.h"
 #include "config.h"
 #include "replay.h"
@@ -33,8 +35,8 @@ static const char usage_text[] =
 	"        whether a run holds the folder and, per board, its cycle, state, counts, last FAIL, ETA\n"
 	"  check-config CONFIG\n"
 	"        validate a configuration: prints \"configuration OK\" or the error\n"
-	"  relay CONFIG BOARD on|off|cycle|get\n"
-	"        switch one board's relay by hand (bring-up)\n"
+	"  relay CONFIG BOARD on|off|cycle|get|release\n"
+	"        switch one board's relay by hand (bring-up); get never switches it\n"
 	"  key new [--force] FILE | key show FILE\n"
 	"        make a campaign key (mode 0600) for key_file and the boards' --key; its fingerprint\n"
 	"\n"
@@ -59,6 +61,17 @@ static int load(const char *path, struct campaign_cfg *cfg)
 		return -1;
 	}
 	return 0;
+}
+
+/* config_warnings(), one pc_warn() a line; how many. */
+static unsigned warn_config(const struct campaign_cfg *cfg)
+{
+	char buf[8192], *save = NULL;
+	unsigned n = config_warnings(cfg, buf, sizeof(buf));
+
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		pc_warn("%s", l);
+	return n;
 }
 
 static int cmd_run(int argc, char **argv)
@@ -101,6 +114,7 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (load(argv[optind], &cfg))
 		return 2;
+	warn_config(&cfg);
 	rc = campaign_run(&cfg, &o);
 	config_free(&cfg);
 	return rc;
@@ -109,6 +123,7 @@ static int cmd_run(int argc, char **argv)
 static int cmd_check(int argc, char **argv)
 {
 	struct campaign_cfg cfg = { 0 };
+	unsigned nwarn;
 
 	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs("usage: powercut check-config CONFIG\n", argc == 2 ? stdout : stderr);
@@ -116,8 +131,13 @@ static int cmd_check(int argc, char **argv)
 	}
 	if (load(argv[1], &cfg))
 		return 1;
-	printf("configuration OK: campaign %s, %u board%s, %u cycle%s\n", cfg.name, cfg.nboards,
+	/* values that suit only the sim, on a real board: said, not refused */
+	nwarn = warn_config(&cfg);
+	printf("configuration OK: campaign %s, %u board%s, %u cycle%s", cfg.name, cfg.nboards,
 	       cfg.nboards == 1 ? "" : "s", cfg.cycles, cfg.cycles == 1 ? "" : "s");
+	if (nwarn)
+		printf(" (%u warning%s above)", nwarn, nwarn == 1 ? "" : "s");
+	printf("\n");
 	config_free(&cfg);
 	return 0;
 }
@@ -254,23 +274,77 @@ static int cmd_status(int argc, char **argv)
 	return status_main(argc, argv);
 }
 
+/* Where a relay's agent must connect and the key it proves itself with, as
+ * the configuration says them: a campaign that listens on port 0 picks its
+ * port when it starts, and its key is <results>/agent.key unless key_file
+ * names one, so `relay` passes neither unless the configuration fixes it
+ * (docs/relays.md). connect is "" then. */
+static void relay_hand_env(const struct campaign_cfg *cfg, char *connect, size_t clen, char *key, size_t klen)
+{
+	char host[128];
+	uint16_t port = 0;
+
+	connect[0] = key[0] = 0;
+	if (pc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port) {
+		/* every address (or none: loopback) is reached on loopback from here */
+		if (!strcmp(host, "::"))
+			snprintf(connect, clen, "[::1]:%u", port);
+		else if (strchr(host, ':'))
+			snprintf(connect, clen, "[%s]:%u", host, port);
+		else
+			snprintf(connect, clen, "%s:%u", host[0] && strcmp(host, "0.0.0.0") ? host : "127.0.0.1", port);
+	}
+	if (cfg->key_file[0])
+		pc_strlcpy(key, cfg->key_file, klen);
+}
+
+/* A request to a relay holder, said as `relay` says things; 0 or 1 (exit status). */
+static int relay_ask(const struct relay_lock_who *h, const char *sock, const char *board, const char *req,
+		     char *reply, size_t len)
+{
+	char err[1024];
+
+	if (relay_hold_ask(sock, req, reply, len, err, sizeof(err))) {
+		pc_err("board %s: relay holder pid %ld: %s", board, h->pid, err);
+		return 1;
+	}
+	return 0;
+}
+
+static const char relay_usage[] =
+	"usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n"
+	"\n"
+	"Switches one board's relay by hand (bring-up). get prints on or off and never\n"
+	"switches anything. A relay that keeps its state only while held open (gpiod)\n"
+	"is left to a relay holder that keeps it on or off; later commands ask it, and\n"
+	"release makes it let go. Refused while a campaign drives the relay, wherever its\n"
+	"results folder is. See powercut(1), RELAY LOCKS.\n";
+
 static int cmd_relay(int argc, char **argv)
 {
 	struct campaign_cfg cfg = { 0 };
 	struct relay r;
 	struct relay_ctx ctx;
+	struct relay_lock lock = { .fd = -1 };
+	struct relay_lock_who me = { 0 }, holder;
+	const struct relay_ops *ops;
 	struct board_cfg *b = NULL;
-	char err[1024], state[PATH_MAX + 64];
+	char err[1024], note[1024], state[PATH_MAX + 64], key[160], connect[160], keyfile[PATH_MAX], reply[16];
+	char *cfgpath = NULL;
 	const char *act;
-	int ret = 1;
+	int ret = 1, rc;
 
 	if (argc != 4) {
-		fputs("usage: powercut relay CONFIG BOARD on|off|cycle|get\n", argc == 2 && !strcmp(argv[1], "--help") ? stdout : stderr);
+		if (argc == 2 && !strcmp(argv[1], "--help"))
+			fputs(relay_usage, stdout);
+		else
+			fputs("usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n", stderr);
 		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
 	}
 	act = argv[3];
-	if (strcmp(act, "on") && strcmp(act, "off") && strcmp(act, "cycle") && strcmp(act, "get")) {
-		pc_err("relay action '%s': expected on, off, cycle or get", act);
+	if (strcmp(act, "on") && strcmp(act, "off") && strcmp(act, "cycle") && strcmp(act, "get") &&
+	    strcmp(act, "release")) {
+		pc_err("relay action '%s': expected on, off, cycle, get or release", act);
 		return 2;
 	}
 	if (load(argv[1], &cfg))
@@ -283,9 +357,8 @@ static int cmd_relay(int argc, char **argv)
 		goto out;
 	}
 	{
-		/* The board's state lives in the campaign's default folder: a run
-		 * working there owns the board, and a hand on its relay would cut
-		 * (or start a second agent) under it. */
+		/* A run of an older powercut takes no relay lock: its folder's
+		 * lock, where `relay` can know it, still says it runs. */
 		struct results_lock_info li;
 		char dir[PATH_MAX], desc[768];
 
@@ -298,9 +371,86 @@ static int cmd_relay(int argc, char **argv)
 			goto out;
 		}
 	}
+	/* The relay's own lock, wherever the campaign keeps its results: a run
+	 * driving this relay, or a holder keeping it on or off, holds it. */
+	ops = relay_find(b->relay_driver);
+	/* (a sim or VM board has none: it lives in results/<campaign>/, checked above) */
+	rc = relay_lock_key(b->relay_driver, b->relay, cfg.name, b->name, key, sizeof(key));
+	cfgpath = realpath(argv[1], NULL);
+	pc_strlcpy(me.role, "relay", sizeof(me.role));
+	pc_strlcpy(me.campaign, cfg.name, sizeof(me.campaign));
+	pc_strlcpy(me.board, b->name, sizeof(me.board));
+	pc_strlcpy(me.config, cfgpath ? cfgpath : argv[1], sizeof(me.config));
+	note[0] = 0;
+	if (!rc)
+		rc = relay_lock_take(&lock, key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err));
+	else if (rc == -ENOENT)
+		rc = 0;
+	if (rc == -EBUSY && !strcmp(holder.role, "holder")) {
+		/* a holder keeps this relay: it switches, we ask */
+		if (!strcmp(act, "cycle")) {
+			ret = relay_ask(&holder, lock.sock, b->name, "off", reply, sizeof(reply));
+			if (!ret) {
+				pc_sleep_us((uint64_t)b->off_ms * 1000);
+				ret = relay_ask(&holder, lock.sock, b->name, "on", reply, sizeof(reply));
+			}
+		} else {
+			ret = relay_ask(&holder, lock.sock, b->name, act, reply, sizeof(reply));
+		}
+		if (ret)
+			goto out;
+		if (!strcmp(act, "get"))
+			printf("%s\n", reply);
+		else if (!strcmp(act, "release"))
+			printf("board %s: relay released: holder pid %ld let it go (a GPIO line falls to its pull)\n",
+			       b->name, holder.pid);
+		else
+			printf("board %s: relay %s done; holder pid %ld keeps it %s\n", b->name, act, holder.pid, reply);
+		goto out;
+	}
+	if (rc) {
+		if (rc == -EBUSY && !strcmp(holder.role, "run"))
+			pc_err("board %s: %s: switching it by hand would cut under that run; stop it first (kill -INT "
+			       "%ld)", b->name, err, holder.pid);
+		else
+			pc_err("board %s: %s", b->name, err);
+		goto out;
+	}
+	if (note[0])
+		pc_warn("board %s: %s", b->name, note);
+	if (!strcmp(act, "release")) {
+		printf("board %s: no relay holder keeps it; nothing to release\n", b->name);
+		ret = 0;
+		goto out;
+	}
 	snprintf(state, sizeof(state), "results/%s/boards/%s", cfg.name, b->name);
-	ctx = (struct relay_ctx){ .board = b->name, .connect = "127.0.0.1:1", .agent_path = "powercut-agent",
-				  .state_dir = state, .device = b->device };
+	relay_hand_env(&cfg, connect, sizeof(connect), keyfile, sizeof(keyfile));
+	ctx = (struct relay_ctx){ .board = b->name, .connect = connect[0] ? connect : NULL,
+				  .agent_path = "powercut-agent", .state_dir = state, .device = b->device,
+				  .key_path = keyfile[0] ? keyfile : NULL };
+	if (ops && ops->hold && strcmp(act, "get")) {
+		/* the state lasts only while the relay is open: a holder keeps it */
+		pid_t pid;
+
+		ctx.open_state = !strcmp(act, "on") ? RELAY_OPEN_ON : RELAY_OPEN_OFF;
+		if (relay_hold_start(&lock, b->relay_driver, b->relay, &ctx, &pid, err, sizeof(err))) {
+			pc_err("%s", err);
+			goto out;
+		}
+		relay_lock_forget(&lock);
+		holder = (struct relay_lock_who){ .pid = pid };
+		ret = 0;
+		if (!strcmp(act, "cycle")) {
+			pc_sleep_us((uint64_t)b->off_ms * 1000);
+			ret = relay_ask(&holder, lock.sock, b->name, "on", reply, sizeof(reply));
+		}
+		if (!ret)
+			printf("board %s: relay %s done; holder pid %ld keeps it %s until `powercut relay %s %s "
+			       "release`\n", b->name, act, (long)pid, strcmp(act, "off") ? "on" : "off", argv[1], b->name);
+		goto out;
+	}
+	/* get never switches: a driver that can tell reads without driving */
+	ctx.open_state = !strcmp(act, "get") ? RELAY_OPEN_OBSERVE : RELAY_OPEN_OFF;
 	if (relay_open(&r, b->relay_driver, b->relay, &ctx, err, sizeof(err))) {
 		pc_err("%s", err);
 		goto out;
@@ -327,6 +477,8 @@ static int cmd_relay(int argc, char **argv)
 	}
 	relay_close(&r);
 out:
+	relay_lock_release(&lock);
+	free(cfgpath);
 	config_free(&cfg);
 	return ret;
 }

@@ -23,7 +23,15 @@ struct relay_ctx {
 	const char *state_dir;		/* per-board folder under the results (sim media lives here) */
 	const char *key_path;		/* the campaign's key file (auth.h), for agents the driver starts */
 	json_object *device;		/* the board's "device" section */
+	/* The state open() leaves the relay in, where the driver chooses it
+	 * (gpiod requests its line already driven so): RELAY_OPEN_OFF (0, the
+	 * campaign's: a clean first boot), RELAY_OPEN_ON (a holder switched on
+	 * by hand, no off glitch), RELAY_OPEN_OBSERVE (`powercut relay get`:
+	 * drive nothing; on/off then fail with -EPERM). */
+	int open_state;
 };
+
+enum { RELAY_OPEN_OFF = 0, RELAY_OPEN_ON, RELAY_OPEN_OBSERVE };
 
 struct relay_ops {
 	const char *name;
@@ -38,6 +46,17 @@ struct relay_ops {
 	 * sim: its emulated card SIGKILLs the board at the planned flush or FUA
 	 * write), so the harness waits for that cut instead of making it. */
 	int exact_cut;
+	/* The relay keeps its state only while it is open (gpiod: a released
+	 * line is no longer driven), so `powercut relay on|off` leaves it to a
+	 * holder process (relay_hold.h) rather than closing it. */
+	int hold;
+	/* The identity of the physical relay a section names, for the lock that
+	 * keeps two users off one relay (relay_lock.h): "gpiod:gpiochip1:3".
+	 * Fills buf and returns 0; NULL: none beyond its board (command,
+	 * sysrq: "board:CAMPAIGN/BOARD"); -ENOENT: no lock at all, the board
+	 * is a process of ours in its results folder (sim, qemu). cfg passed
+	 * check(). */
+	int (*ident)(json_object *cfg, char *buf, size_t len);
 };
 
 struct relay {

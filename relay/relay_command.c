@@ -128,10 +128,27 @@ nomem:
 	return -ENOMEM;
 }
 
+static void cmd_envp_free(char **envp)
+{
+	size_t i = 0;
+
+	if (!envp)
+		return;
+	/* ours start at PC_BOARD (the parent's own PC_BOARD was left out) */
+	while (envp[i] && strncmp(envp[i], "PC_BOARD=", 9))
+		i++;
+	for (; envp[i]; i++)
+		free(envp[i]);
+	free(envp);
+}
+
 /* The environment of the parent minus any PC_BOARD/PC_ACTION/PC_CONNECT/
  * PC_KEY_FILE, plus ours: the board, the action, the host:port its agent must
  * connect to (the harness may have picked the port itself) and the key file
- * the agent authenticates with (powercut-agent run reads PC_KEY_FILE). */
+ * the agent authenticates with (powercut-agent run reads PC_KEY_FILE). The
+ * last two only when known: `powercut relay` knows them only when the
+ * configuration fixes them (a listen port, a key_file); unset, never a made-up
+ * address or an empty path. */
 static char **cmd_envp(const char *board, const char *action, const char *connect, const char *key)
 {
 	size_t n = 0, k = 0;
@@ -146,43 +163,15 @@ static char **cmd_envp(const char *board, const char *action, const char *connec
 		if (strncmp(environ[i], "PC_BOARD=", 9) && strncmp(environ[i], "PC_ACTION=", 10) &&
 		    strncmp(environ[i], "PC_CONNECT=", 11) && strncmp(environ[i], "PC_KEY_FILE=", 12))
 			envp[k++] = environ[i];
-	if (asprintf(&envp[k], "PC_BOARD=%s", board) < 0)
-		goto fail;
-	if (asprintf(&envp[k + 1], "PC_ACTION=%s", action) < 0) {
-		free(envp[k]);
-		goto fail;
-	}
-	if (asprintf(&envp[k + 2], "PC_CONNECT=%s", connect) < 0) {
-		free(envp[k]);
-		free(envp[k + 1]);
-		goto fail;
-	}
-	if (asprintf(&envp[k + 3], "PC_KEY_FILE=%s", key) < 0) {
-		free(envp[k]);
-		free(envp[k + 1]);
-		free(envp[k + 2]);
-		goto fail;
+	if (asprintf(&envp[k++], "PC_BOARD=%s", board) < 0 ||
+	    asprintf(&envp[k++], "PC_ACTION=%s", action) < 0 ||
+	    (connect[0] && asprintf(&envp[k++], "PC_CONNECT=%s", connect) < 0) ||
+	    (key[0] && asprintf(&envp[k++], "PC_KEY_FILE=%s", key) < 0)) {
+		envp[k - 1] = NULL;	/* asprintf left it undefined */
+		cmd_envp_free(envp);
+		return NULL;
 	}
 	return envp;
-fail:
-	free(envp);
-	return NULL;
-}
-
-static void cmd_envp_free(char **envp)
-{
-	size_t i = 0;
-
-	if (!envp)
-		return;
-	/* our four strings are the last four entries */
-	while (envp[i])
-		i++;
-	free(envp[i - 4]);
-	free(envp[i - 1]);
-	free(envp[i - 2]);
-	free(envp[i - 3]);
-	free(envp);
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */

@@ -2,11 +2,15 @@
  * relay_gpiod.c - a relay board wired to a GPIO line, through libgpiod.
  *
  * The line is requested as an output at open(), driven OFF from the first
- * instant, and the request is held for the relay's whole life: a released
- * line is no longer driven (gpio-sim lets it fall to its pull, real chips do
- * as they please), so letting go between operations could switch the board.
+ * instant (ON for a holder switched on by hand: relay_ctx.open_state), and
+ * the request is held for the relay's whole life: a released line is no
+ * longer driven (gpio-sim lets it fall to its pull, real chips do as they
+ * please), so letting go between operations could switch the board; which
+ * is why `powercut relay on` leaves it to a holder (relay_hold.h, .hold).
  * on/off set the logical value (active_low makes the kernel invert it), get
- * reads it back from the request and compares it with what we set.
+ * reads it back from the request and compares it with what we set. Opened
+ * to observe (`powercut relay get`), the line is requested as is: no
+ * direction, no value, so reading never drives it.
  *
  * libgpiod changed its whole API between 1.x (Debian 12) and 2.x; which one
  * is used is decided at build time from pkg-config (PC_GPIOD_API=1 or 2).
@@ -66,6 +70,16 @@ static int gpiod_check(json_object *cfg, char *err, size_t errlen)
 	return rc;
 }
 
+/* The relay's identity as configured, when the chip cannot be resolved. */
+static int gpiod_ident_raw(json_object *cfg, char *buf, size_t len)
+{
+	json_object *line = NULL;
+
+	json_object_object_get_ex(cfg, "line", &line);
+	snprintf(buf, len, "gpiod:%s:%s", relay_cfg_str(cfg, "chip", "?"), line ? json_object_get_string(line) : "?");
+	return 0;
+}
+
 #ifndef PC_GPIOD_API
 
 static int gpiod_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
@@ -93,6 +107,8 @@ const struct relay_ops relay_gpiod_ops = {
 	.off = gpiod_unreachable,
 	.get = gpiod_unreachable,
 	.close = gpiod_close,
+	.hold = 1,
+	.ident = gpiod_ident_raw,
 };
 
 #else /* PC_GPIOD_API */
@@ -108,6 +124,7 @@ struct gpiod_priv {
 	unsigned int offset;
 	int active_low, settle_ms;
 	int value;			/* what we last set: 1 on, 0 off */
+	int observe;			/* requested as is, to read only (RELAY_OPEN_OBSERVE) */
 	struct gpiod_chip *chip;
 #if PC_GPIOD_API == 1
 	struct gpiod_line *line;
@@ -173,18 +190,20 @@ static void gl_line_consumer(struct gpiod_chip *chip, unsigned int offset, char 
 #endif
 }
 
-/* Request the line as an output driven to logical 0 (OFF); 0 or -errno. */
+/* Request the line as an output driven to p->value from the first instant
+ * or, observing, as it is: neither direction nor level is touched (the
+ * uAPI changes the direction only when a request names one). 0 or -errno. */
 static int gl_request(struct gpiod_priv *p)
 {
 #if PC_GPIOD_API == 1
 	struct gpiod_line_request_config rc = {
 		.consumer = p->consumer,
-		.request_type = GPIOD_LINE_REQUEST_DIRECTION_OUTPUT,
+		.request_type = p->observe ? GPIOD_LINE_REQUEST_DIRECTION_AS_IS : GPIOD_LINE_REQUEST_DIRECTION_OUTPUT,
 		.flags = p->active_low ? GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW : 0,
 	};
 
 	p->line = gpiod_chip_get_line(p->chip, p->offset);
-	if (!p->line || gpiod_line_request(p->line, &rc, 0) < 0) {
+	if (!p->line || gpiod_line_request(p->line, &rc, p->value) < 0) {
 		p->line = NULL;
 		return -errno;
 	}
@@ -197,8 +216,10 @@ static int gl_request(struct gpiod_priv *p)
 
 	if (!ls || !lc || !rc)
 		goto out;
-	if (gpiod_line_settings_set_direction(ls, GPIOD_LINE_DIRECTION_OUTPUT) < 0 ||
-	    gpiod_line_settings_set_output_value(ls, GPIOD_LINE_VALUE_INACTIVE) < 0) {
+	/* observing: the settings' default direction, AS_IS, changes nothing */
+	if (!p->observe &&
+	    (gpiod_line_settings_set_direction(ls, GPIOD_LINE_DIRECTION_OUTPUT) < 0 ||
+	     gpiod_line_settings_set_output_value(ls, p->value ? GPIOD_LINE_VALUE_ACTIVE : GPIOD_LINE_VALUE_INACTIVE) < 0)) {
 		err = -errno;
 		goto out;
 	}
@@ -353,6 +374,8 @@ static int gpiod_open(struct relay *r, json_object *cfg, const struct relay_ctx 
 		return -ENOMEM;
 	}
 	p->active_low = relay_cfg_bool(cfg, "active_low", 0);
+	p->observe = ctx && ctx->open_state == RELAY_OPEN_OBSERVE;
+	p->value = ctx && ctx->open_state == RELAY_OPEN_ON;
 	p->settle_ms = (int)relay_cfg_int(cfg, "settle_ms", 0);
 	/* The kernel keeps 31 characters of a consumer label. */
 	snprintf(p->consumer, sizeof(p->consumer), "powercut:%.22s", r->board);
@@ -383,11 +406,10 @@ static int gpiod_open(struct relay *r, json_object *cfg, const struct relay_ctx 
 			relay_errf(r, "line %u of %s is busy (held by '%s'); stop whatever holds it "
 				   "(`gpioinfo` shows consumers)", p->offset, p->chip_desc, user[0] ? user : "?");
 		else
-			relay_errf(r, "cannot request line %u of %s as an output: %s", p->offset, p->chip_desc,
-				   strerror(-rc));
+			relay_errf(r, "cannot request line %u of %s%s: %s", p->offset, p->chip_desc,
+				   p->observe ? " to read it" : " as an output", strerror(-rc));
 		goto fail;
 	}
-	p->value = 0;
 	r->priv = p;
 	return 0;
 fail:
@@ -399,8 +421,13 @@ fail:
 static int gpiod_set(struct relay *r, int value)
 {
 	struct gpiod_priv *p = r->priv;
-	int rc = gl_set(p, value);
+	int rc;
 
+	if (p->observe) {
+		relay_errf(r, "line %u of %s was opened only to read it", p->offset, p->chip_desc);
+		return -EPERM;
+	}
+	rc = gl_set(p, value);
 	if (rc < 0) {
 		relay_errf(r, "cannot set line %u of %s %s: %s; is the chip still there?", p->offset, p->chip_desc,
 			   value ? "on" : "off", strerror(-rc));
@@ -431,13 +458,44 @@ static int gpiod_get(struct relay *r)
 		relay_errf(r, "cannot read line %u of %s: %s", p->offset, p->chip_desc, strerror(-v));
 		return v;
 	}
-	if (v != p->value) {
+	if (!p->observe && v != p->value) {
 		relay_errf(r, "line %u of %s reads back %s but powercut set it %s; something else drives it "
 			   "(check `gpioinfo` and the wiring)", p->offset, p->chip_desc, v ? "on" : "off",
 			   p->value ? "on" : "off");
 		return -EIO;
 	}
 	return v;
+}
+
+/*
+ * "gpiod:gpiochip1:3": the chip's kernel name and the line's offset, however
+ * the section names them (a path, a label, a line name), so two
+ * configurations naming one line by different names still share its lock.
+ * Opening a chip requests no line. As configured when it cannot be resolved
+ * (open() then says why).
+ */
+static int gpiod_ident(json_object *cfg, char *buf, size_t len)
+{
+	struct gpiod_priv *p = calloc(1, sizeof(*p));
+	struct relay *r = calloc(1, sizeof(*r));
+	char name[32], label[64];
+	unsigned int nlines;
+	json_object *line = NULL;
+	int ok = 0;
+
+	json_object_object_get_ex(cfg, "line", &line);
+	if (p && r && line && gpiod_find_chip(r, p, relay_cfg_str(cfg, "chip", "")) == 0 &&
+	    (p->chip = gpiod_chip_open(p->chip_path)) &&
+	    gl_chip_info(p->chip, name, sizeof(name), label, sizeof(label), &nlines) == 0 &&
+	    gpiod_find_line(r, p, line, nlines) == 0) {
+		snprintf(buf, len, "gpiod:%s:%u", name, p->offset);
+		ok = 1;
+	}
+	if (p && p->chip)
+		gpiod_chip_close(p->chip);
+	free(p);
+	free(r);
+	return ok ? 0 : gpiod_ident_raw(cfg, buf, len);
 }
 
 static void gpiod_close(struct relay *r)
@@ -459,6 +517,8 @@ const struct relay_ops relay_gpiod_ops = {
 	.off = gpiod_off,
 	.get = gpiod_get,
 	.close = gpiod_close,
+	.hold = 1,
+	.ident = gpiod_ident,
 };
 
 #endif /* PC_GPIOD_API */

@@ -319,6 +319,11 @@ static void hidr_close(struct relay *r)
 	r->priv = NULL;
 }
 
+static int hidr_ident(json_object *cfg, char *buf, size_t len)
+{
+	return relay_ident_device("hidrelay", cfg, buf, len);
+}
+
 const struct relay_ops relay_hidrelay_ops = {
 	.name = "hidrelay",
 	.check = hidr_check,
@@ -327,4 +332,5 @@ const struct relay_ops relay_hidrelay_ops = {
 	.off = hidr_off,
 	.get = hidr_get,
 	.close = hidr_close,
+	.ident = hidr_ident,
 };

@@ -236,6 +236,11 @@ static void lcus_close(struct relay *r)
 	r->priv = NULL;
 }
 
+static int lcus_ident(json_object *cfg, char *buf, size_t len)
+{
+	return relay_ident_device("lcus", cfg, buf, len);
+}
+
 const struct relay_ops relay_lcus_ops = {
 	.name = "lcus",
 	.check = lcus_check,
@@ -244,4 +249,5 @@ const struct relay_ops relay_lcus_ops = {
 	.off = lcus_off,
 	.get = lcus_get,
 	.close = lcus_close,
+	.ident = lcus_ident,
 };

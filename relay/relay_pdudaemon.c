@@ -456,6 +456,18 @@ static void pdu_close(struct relay *r)
 	r->priv = NULL;
 }
 
+/* "pdudaemon:PDU:PORT": the PDU as pdudaemon names it and its outlet,
+ * whichever daemon is asked to switch it. */
+static int pdu_ident(json_object *cfg, char *buf, size_t len)
+{
+	json_object *port = NULL;
+
+	json_object_object_get_ex(cfg, "port", &port);
+	snprintf(buf, len, "pdudaemon:%s:%s", relay_cfg_str(cfg, "hostname", "?"),
+		 port ? json_object_get_string(port) : "?");
+	return 0;
+}
+
 const struct relay_ops relay_pdudaemon_ops = {
 	.name = "pdudaemon",
 	.check = pdu_check,
@@ -464,4 +476,5 @@ const struct relay_ops relay_pdudaemon_ops = {
 	.off = pdu_off,
 	.get = pdu_get,
 	.close = pdu_close,
+	.ident = pdu_ident,
 };

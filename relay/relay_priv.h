@@ -19,6 +19,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -155,6 +156,21 @@ static inline const char *relay_cfg_str(json_object *cfg, const char *key, const
 	json_object *v;
 
 	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_string(v) : def;
+}
+
+/*
+ * "DRIVER:DEVICE:CHANNEL" for a relay on a device node (relay_ops.ident):
+ * the node's real path, so /dev/serial/by-id/... and /dev/ttyUSB0 are one
+ * relay; as configured when it does not resolve (open() says why then).
+ */
+static inline int relay_ident_device(const char *driver, json_object *cfg, char *buf, size_t len)
+{
+	const char *dev = relay_cfg_str(cfg, "device", "?");
+	char *real = realpath(dev, NULL);
+
+	snprintf(buf, len, "%s:%s:%" PRId64, driver, real ? real : dev, relay_cfg_int(cfg, "channel", 1));
+	free(real);
+	return 0;
 }
 
 /* Milliseconds left until deadline (pc_now_ms() based), 0 once it passed. */

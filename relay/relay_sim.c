@@ -365,14 +365,19 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct sim_priv *p;
+	const char *connect;
 	struct stat st;
 	json_object *v;
 	int rc;
 
-	if (!ctx || !ctx->agent_path || !ctx->state_dir || !ctx->connect) {
-		relay_errf(r, "needs the agent binary, a state folder and the harness address");
+	if (!ctx || !ctx->agent_path || !ctx->state_dir) {
+		relay_errf(r, "needs the agent binary and a state folder");
 		return -EINVAL;
 	}
+	/* No harness address: switched on by hand (`powercut relay`) for a
+	 * campaign that picks its port when it runs. The agent still needs
+	 * one; port 1 is never a harness, so it boots and waits for none. */
+	connect = ctx->connect && ctx->connect[0] ? ctx->connect : "127.0.0.1:1";
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		relay_errf(r, "out of memory");
@@ -396,13 +401,13 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	    (size_t)snprintf(p->pgid, sizeof(p->pgid), "%s/" RELAY_GROUP_FILE, ctx->state_dir) >= sizeof(p->pgid) ||
 	    (size_t)snprintf(p->preparing, sizeof(p->preparing), "%s/media.preparing", ctx->state_dir) >=
 		    sizeof(p->preparing) ||
-	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(ctx->connect) >= sizeof(p->connect)) {
+	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(connect) >= sizeof(p->connect)) {
 		rc = -ENAMETOOLONG;
 		relay_errf(r, "state folder, agent path or address too long");
 		goto fail;
 	}
 	pc_strlcpy(p->agent, ctx->agent_path, sizeof(p->agent));
-	pc_strlcpy(p->connect, ctx->connect, sizeof(p->connect));
+	pc_strlcpy(p->connect, connect, sizeof(p->connect));
 	pc_strlcpy(p->key, ctx->key_path ? ctx->key_path : "", sizeof(p->key));
 	rc = pc_mkdir_p(ctx->state_dir, 0755);
 	if (rc < 0) {
@@ -558,7 +563,15 @@ static void sim_close(struct relay *r)
 	r->priv = NULL;
 }
 
+/* No lock of its own: the board is our process, in its results folder,
+ * and that folder's lock covers it (relay_lock.h). */
+static int sim_ident(json_object *cfg, char *buf, size_t len)
+{
+	return -ENOENT;
+}
+
 const struct relay_ops relay_sim_ops = {
+	.ident = sim_ident,
 	.name = "sim",
 	.check = sim_check,
 	.open = sim_open,

@@ -206,6 +206,30 @@ static void sim_release_line(struct sim_line *l)
 	l->value = l->pull;	/* nobody drives it now */
 }
 
+/* The kernel closes a process's fds when it exits, before anyone reaps it:
+ * a zombie (whose parent may never reap it) holds no line. */
+static int sim_dead(pid_t pid)
+{
+	char path[64], buf[256], *rp;
+	int fd;
+	ssize_t n;
+
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		return 1;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	SIM_REAL(open);
+	fd = real_open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	rp = strrchr(buf, ')');	/* "pid (comm) S ..." */
+	return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
 /* Open and lock the state file; -1 when there is none (the shim is idle). */
 static int sim_lock(struct sim_state *s)
 {
@@ -239,7 +263,7 @@ static int sim_lock(struct sim_state *s)
 		for (unsigned int j = 0; j < s->chip[i].nlines; j++) {
 			struct sim_line *l = &s->chip[i].line[j];
 
-			if (l->owner && kill((pid_t)l->owner, 0) < 0 && errno == ESRCH)
+			if (l->owner && sim_dead((pid_t)l->owner))
 				sim_release_line(l);
 		}
 	return fd;
@@ -455,7 +479,8 @@ static int sim_lineinfo_v2(struct sim_chip *c, struct gpio_v2_line_info *info)
 	return 0;
 }
 
-/* Take lines for this process: the common part of both request ioctls. */
+/* Take lines for this process: the common part of both request ioctls.
+ * out[i]: 1 output, 0 input, -1 as is. */
 static int sim_take(struct sim_chip *c, const unsigned int *offsets, unsigned int n, const char *consumer,
 		    const int *out, const int *active_low, const int *logical, int kind, int flags_cloexec)
 {
@@ -488,12 +513,15 @@ static int sim_take(struct sim_chip *c, const unsigned int *offsets, unsigned in
 		f->offsets[i] = offsets[i];
 		l->owner = (long)getpid();
 		l->active_low = active_low[i];
-		l->out = out[i];
+		/* a request naming no direction (libgpiod's AS_IS) leaves the line
+		 * as it is: the kernel changes direction only when asked */
+		if (out[i] >= 0)
+			l->out = out[i];
 		snprintf(l->consumer, sizeof(l->consumer), "%s", consumer[0] ? consumer : "?");
 		for (char *p = l->consumer; *p; p++)
 			if (*p == ' ' || *p == '\t')
 				*p = '_';	/* keeps the state file one token per field */
-		if (out[i])
+		if (out[i] > 0)
 			l->value = logical[i] ^ active_low[i];
 	}
 	return fd;
@@ -513,7 +541,7 @@ static int sim_handle_v1(struct sim_chip *c, struct gpiohandle_request *req)
 	    req->lines == 0 || req->lines > GPIOHANDLES_MAX)
 		return sim_fail(EINVAL);
 	for (unsigned int i = 0; i < req->lines; i++) {
-		out[i] = !!(req->flags & GPIOHANDLE_REQUEST_OUTPUT);
+		out[i] = (req->flags & GPIOHANDLE_REQUEST_OUTPUT) ? 1 : (req->flags & GPIOHANDLE_REQUEST_INPUT) ? 0 : -1;
 		al[i] = !!(req->flags & GPIOHANDLE_REQUEST_ACTIVE_LOW);
 		val[i] = !!req->default_values[i];
 	}
@@ -558,7 +586,7 @@ static int sim_line_v2(struct sim_chip *c, struct gpio_v2_line_request *req)
 		if ((flags & ~known) ||
 		    ((flags & GPIO_V2_LINE_FLAG_INPUT) && (flags & GPIO_V2_LINE_FLAG_OUTPUT)))
 			return sim_fail(EINVAL);
-		out[i] = !!(flags & GPIO_V2_LINE_FLAG_OUTPUT);
+		out[i] = (flags & GPIO_V2_LINE_FLAG_OUTPUT) ? 1 : (flags & GPIO_V2_LINE_FLAG_INPUT) ? 0 : -1;
 		al[i] = !!(flags & GPIO_V2_LINE_FLAG_ACTIVE_LOW);
 	}
 	snprintf(consumer, sizeof(consumer), "%.*s", GPIO_MAX_NAME_SIZE, req->consumer);

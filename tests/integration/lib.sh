@@ -8,6 +8,9 @@ PC="$BIN/powercut"
 AGENT="$BIN/powercut-agent"
 TOOLS="$BIN/tools"
 T=$(mktemp -d "${PC_TEST_TMP:-${TMPDIR:-/tmp}}/pc-it.XXXXXX")
+# the per-relay locks (relay/relay_lock.h) of this test only: tests running
+# side by side name the same boards and relays
+export POWERCUT_LOCK_DIR="$T/locks"
 fails=0
 # A test that failed keeps its folder for reading (the path is printed);
 # one that passed or skipped removes it. Every EXIT trap starts with

@@ -45,7 +45,8 @@ campaign_cfg attacked "$pB" "$xB" "$T/mB.img"
 sleep 0.3
 
 "$PC" run "$T/undisturbed.json" --results "$T/rA" --quiet --no-report > "$T/A.out" 2>&1
-check "the undisturbed run passes (exit 0)" [ $? -eq 0 ]
+rc=$?
+check "the undisturbed run passes (exit 0)" [ $rc -eq 0 ]
 check "...and recorded its sessions through the proxy" grep -q '"type":"auth"' "$T/sessionA.log"
 head -60 "$T/sessionA.log" > "$T/old-session.log"
 
@@ -131,7 +132,8 @@ JSON
 serial_cfg s-undisturbed "$T/sA.img"
 serial_cfg s-attacked "$T/sB.img"
 "$PC" run "$T/s-undisturbed.json" --results "$T/sA" --quiet --no-report > "$T/sA.out" 2>&1
-check "serial: the undisturbed run passes" [ $? -eq 0 ]
+rc=$?
+check "serial: the undisturbed run passes" [ $rc -eq 0 ]
 # what the second writer says: the first cycle's marked lines (an old session:
 # hello, proof, tagged lines), forged acks and hellos, marked garbage
 grep -a '@@PC ' "$T/sA/console/s1/cycle-1.log" | sed 's/.*@@PC /@@PC /' | tr -d '\r' | head -40 > "$T/s-old.txt"

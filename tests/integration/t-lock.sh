@@ -155,4 +155,83 @@ wait $pid6
 rc=$?
 check "relay by hand once it stopped: exit 0 (was $rc)" [ $rc -eq 0 ]
 check "relay by hand once it stopped: it says off" grep -qx "off" "$T/relay2.out"
+# --- `relay` by hand on a board whose campaign runs with --results elsewhere --
+# (as powercut@.service runs it): the relay's own lock, not the folder's,
+# refuses; it names the campaign, its pid and its results folder. A command
+# relay (a real board's kind: the sim board lives in its results folder,
+# whose lock covers it); the board never says HELLO, the run waits for it.
+cat > "$T/c2.json" <<JSON
+{
+  "campaign": "it-lock2", "cycles": 10,
+  "defaults": { "relay": { "driver": "command", "on": "echo on >> '$T/switched'", "off": "echo off >> '$T/switched'" },
+                "device": { "backend": "sim", "size": "1M", "record_size": 4096 },
+                "boot_timeout_ms": 600000 },
+  "boards": [ { "name": "b1" } ]
+}
+JSON
+# wait_run_lock PID: until the relay lock of it-lock2/b1 names run PID (20 s at most)
+wait_run_lock() {
+	for _ in $(seq 200); do
+		grep -qs "\"pid\":$1,.*\"role\":\"run\",\"key\":\"board:it-lock2/b1\"" "$POWERCUT_LOCK_DIR"/board_it-lock2_b1-*.lock &&
+			return 0
+		sleep 0.1
+	done
+	return 1
+}
+(cd "$T" && exec "$PCA" run c2.json --results "$T/far/away" --quiet --no-report) > "$T/out7" 2>&1 &
+pid7=$!
+check "a run with --results elsewhere holds its board's relay lock in \$POWERCUT_LOCK_DIR" wait_run_lock $pid7
+# (then it switches its board off and on, and waits for a HELLO)
+check "the run switched its board off, then on" sh -c "for i in \$(seq 200); do [ \"\$(tr '\n' ' ' < '$T/switched' 2>/dev/null)\" = 'off on ' ] && exit 0; sleep 0.1; done; exit 1"
+(cd "$T" && "$PCA" relay c2.json b1 off) > "$T/relay3.out" 2>&1
+rc=$?
+check "relay by hand on its board: refused (exit $rc)" [ $rc -eq 1 ]
+check "the refusal names the campaign, its pid and its results folder" \
+	grep -qF "is in use by campaign it-lock2 (powercut run pid $pid7 on $(hostname) since " "$T/relay3.out"
+check "and the results folder" grep -qF "results $T/far/away" "$T/relay3.out"
+check "the refused relay switched nothing" [ "$(tr '\n' ' ' < "$T/switched")" = "off on " ]
+check "the campaign went on" kill -0 $pid7
+kill -INT $pid7
+wait $pid7
+(cd "$T" && "$PCA" relay c2.json b1 off) > "$T/relay4.out" 2>&1
+rc=$?
+check "relay by hand once it stopped: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "relay by hand once it stopped: works, no stale lock to take over" \
+	sh -c "grep -q 'relay off done' '$T/relay4.out' && ! grep -q stale '$T/relay4.out'"
+# a run killed outright leaves its lock file naming it: the next user says so
+(cd "$T" && exec "$PCA" run c2.json --results "$T/far/away" --quiet --no-report) > "$T/out8" 2>&1 &
+pid8=$!
+check "another run holds the relay lock" wait_run_lock $pid8
+kill -KILL $pid8
+wait $pid8 2>/dev/null
+(cd "$T" && "$PCA" relay c2.json b1 off) > "$T/relay5.out" 2>&1
+rc=$?
+check "relay after a killed run: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "relay after a killed run: works" grep -q "relay off done" "$T/relay5.out"
+check "and says it took the killed run's lock over" \
+	grep -qF "stale lock taken over: it named campaign it-lock2 (powercut run pid $pid8 " "$T/relay5.out"
+# --- what `relay` by hand tells a command relay ---------------------------------
+# PC_CONNECT and PC_KEY_FILE only when the configuration fixes them (a listen
+# port, a key_file): never a made-up address or an empty path
+envcfg() { # envcfg FILE TOP-LEVEL-KEYS
+	cat > "$1" <<JSON
+{ "campaign": "it-env", "cycles": 1, $2
+  "boards": [ { "name": "b1", "relay": { "driver": "command",
+    "on": "env | grep -E '^PC_' | sort > '$T/env.on'", "off": "true" } } ] }
+JSON
+}
+envcfg "$T/e1.json" ""
+"$PC" relay "$T/e1.json" b1 on > "$T/e1.out" 2>&1
+rc=$?
+check "port-0 listen, no key_file: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "port-0 listen, no key_file: relay on works" grep -q "relay on done" "$T/e1.out"
+check "...and sets neither PC_CONNECT nor PC_KEY_FILE" sh -c "! grep -qE '^PC_(CONNECT|KEY_FILE)=' '$T/env.on'"
+check "...but PC_BOARD and PC_ACTION" sh -c "grep -qx PC_BOARD=b1 '$T/env.on' && grep -qx PC_ACTION=on '$T/env.on'"
+envcfg "$T/e2.json" "\"listen\": \"0.0.0.0:7878\", \"key_file\": \"$T/lab.key\","
+PC_CONNECT=127.0.0.1:1 PC_KEY_FILE="" "$PC" relay "$T/e2.json" b1 on > "$T/e2.out" 2>&1
+rc=$?
+check "fixed listen and key_file: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "fixed listen and key_file: relay on works" grep -q "relay on done" "$T/e2.out"
+check "...PC_CONNECT is the listen address (0.0.0.0 as 127.0.0.1)" grep -qx "PC_CONNECT=127.0.0.1:7878" "$T/env.on"
+check "...PC_KEY_FILE the configured key" grep -qx "PC_KEY_FILE=$T/lab.key" "$T/env.on"
 finish

@@ -49,7 +49,8 @@ assert all(s.get("failures") == "0" and s.get("errors") == "0" for s in suites)
 assert all(int(s.get("tests")) == len(s.findall("testcase")) >= 1 for s in suites)
 assert not root.findall(".//failure") and not root.findall(".//error")
 PY
-check "--junit: one testsuite per recording, a testcase per board, no failure" [ $? -eq 0 ]
+rc=$?
+check "--junit: one testsuite per recording, a testcase per board, no failure" [ $rc -eq 0 ]
 out=$("$PC" replay --quiet "${recs[@]}" 2>&1)
 rc=$?
 check "--quiet: exit 0 when every verdict matches (was $rc)" [ $rc -eq 0 ]
@@ -122,7 +123,8 @@ check "a folder that is not a recording: the others still replayed" \
 expect_fail "a JUnit file that cannot be written is an error" "no-dir/x.xml" \
 	"$PC" replay --junit "$T/no-dir/x.xml" "$R/sim-honest"
 "$PC" replay --nonsense "$R/sim-honest" > /dev/null 2>&1
-check "an unknown option: exit 2" [ $? -eq 2 ]
+rc=$?
+check "an unknown option: exit 2" [ $rc -eq 2 ]
 "$PC" replay "$R/sim-honest" --quiet > "$T/order.out" 2>&1
 rc=$?
 check "options after the folders: exit 0 (was $rc)" [ $rc -eq 0 ]

@@ -19,7 +19,8 @@ rc=$?
 check "campaign A ran (exit 1: the lying board FAILed; was $rc)" test $rc -eq 1
 # folder B: another campaign, two honest boards
 "$PC" run configs/sim-honest.json --results "$B" --cycles 6 --agent "$AGENT" --quiet --no-report >"$T/b.log" 2>&1
-check "campaign B ran (exit 0)" test $? -eq 0
+rc=$?
+check "campaign B ran (exit 0)" test $rc -eq 0
 na=$(grep -c . "$A/verdicts.jsonl"); nb=$(grep -c . "$B/verdicts.jsonl")
 echo "  folders: A $na verdicts, B $nb verdicts"
 
@@ -37,7 +38,8 @@ for f in text md html json junit csv; do
 done
 # options in any order
 "$PC" report "$A" --format md >/dev/null 2>&1
-check "report DIR --format md works in any order" test $? -eq 1
+rc=$?
+check "report DIR --format md works in any order" test $rc -eq 1
 "$PC" report --help | grep -q -- "--format" && ok "report --help" || bad "report --help"
 expect_fail "an unknown format is refused" "expected text, md, html, json, junit or csv" "$PC" report --format pdf "$A"
 
@@ -111,7 +113,9 @@ check "docs/results.md has jq and pandas one-liners (found $n)" test "$n" -ge 6
 mkdir -p "$T/newer"; cp "$A/verdicts.jsonl" "$A/events.jsonl" "$T/newer/"
 jq '.format = "3.0"' "$A/campaign.json" >"$T/newer/campaign.json"
 expect_fail "report refuses a newer major format, naming it" "results format 3.0 is newer than this powercut reads" "$PC" report "$T/newer"
-"$PC" report "$T/newer" >/dev/null 2>&1; check "  ... with exit 2" test $? -eq 2
+"$PC" report "$T/newer" >/dev/null 2>&1
+rc=$?
+check "  ... with exit 2 (was $rc)" test $rc -eq 2
 expect_fail "replay refuses it too" "results format 3.0 is newer" "$PC" replay "$T/newer"
 mkdir -p "$T/v3"; cp "$A/campaign.json" "$A/events.jsonl" "$T/v3/"
 sed '1s/"format":"2.0"/"format":"7.1"/' "$A/verdicts.jsonl" >"$T/v3/verdicts.jsonl"

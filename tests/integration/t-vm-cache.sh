@@ -126,7 +126,8 @@ done
 
 # vc1, honest: every cycle PASSes, and the cache really lost data
 /usr/bin/python3 tests/tools/vcache-check.py "$T/r" vc1 $start $spr $nslots > "$T/vc1.check"
-check "vc1 (honest): the verdicts agree with the rebuild, cycle by cycle" [ $? -eq 0 ]
+rc=$?
+check "vc1 (honest): the verdicts agree with the rebuild, cycle by cycle" [ $rc -eq 0 ]
 sed 's/^/    /' "$T/vc1.check"
 check "vc1: every cycle PASSes" [ "$(jq -s '[.[] | select(.board == "vc1" and .verdict != "PASS")] | length' "$V")" -eq 0 ]
 check "vc1: the cache lost or tore unacknowledged records" \
@@ -138,7 +139,8 @@ check "vc1: its rebuilds kept every write a flush or FUA made durable" \
 
 # vc2, lying-flush: FAIL exactly when an acknowledged record was lost
 /usr/bin/python3 tests/tools/vcache-check.py "$T/r" vc2 $start $spr $nslots > "$T/vc2.check"
-check "vc2 (lying-flush): each FAIL names exactly the acknowledged records the rebuild lost" [ $? -eq 0 ]
+rc=$?
+check "vc2 (lying-flush): each FAIL names exactly the acknowledged records the rebuild lost" [ $rc -eq 0 ]
 sed 's/^/    /' "$T/vc2.check"
 check "vc2: a flush cycle FAILs with lost_acked" \
 	[ "$(jq -s '[.[] | select(.board == "vc2" and .mode == "flush" and .verdict == "FAIL" and .counts.lost_acked > 0)] | length' "$V")" -gt 0 ]
@@ -151,7 +153,8 @@ check "vc2: QEMU's trace showed power-ons of FUA writes only (fua) and of plain 
 
 # vc4, lying-flush without FUA: the emulated FUA is only as good as the flushes
 /usr/bin/python3 tests/tools/vcache-check.py "$T/r" vc4 $start $spr $nslots > "$T/vc4.check"
-check "vc4 (lying-flush, no FUA): each FAIL names exactly the acknowledged records the rebuild lost" [ $? -eq 0 ]
+rc=$?
+check "vc4 (lying-flush, no FUA): each FAIL names exactly the acknowledged records the rebuild lost" [ $rc -eq 0 ]
 sed 's/^/    /' "$T/vc4.check"
 check "vc4: its queue has no FUA, a write-back cache" \
 	[ "$(jq -r 'select(.board == "vc4") | "\(.queue.fua) \(.queue.write_cache)"' "$V" | sort -u)" = "0 write back" ]

@@ -579,6 +579,70 @@ static void test_device_check(void)
 	config_free(&c);
 }
 
+/* Real boards left at values that suit only the sim: warned, table-driven. */
+static void test_real_board_warnings(void)
+{
+	static const struct {
+		const char *what, *doc;
+		unsigned n;		/* warnings */
+		const char *has[4];	/* substrings of the warnings, in order */
+	} cases[] = {
+		{ "sim boards: nothing", DOC(MIN_BOARD), 0, { NULL } },
+		{ "qemu with a posix disk is a VM: nothing",
+		  DOC("{'name':'v','relay':{'driver':'qemu','kernel':'k','initrd':'i','drive':'d','console':'c'},"
+		      "'device':{'backend':'posix'}}"), 0, { NULL } },
+		{ "hidrelay + posix at every default: all four",
+		  DOC("{'name':'b1','relay':{'driver':'hidrelay','device':'/dev/hidraw0'},'device':{'backend':'posix'}}"),
+		  4, { "w.json: boards[0].off_ms: 20 ms suits only the sim: board b1 is real",
+		       "w.json: boards[0].boot_timeout_ms: the default 10000 ms is a guess for the sim",
+		       "w.json: listen: 127.0.0.1:0 suits only the sim: the agent of a real board (b1)",
+		       "w.json: listen: port 0 picks a new port each run" } },
+		{ "gpiod, measured values and a reachable fixed listen: nothing",
+		  "{'campaign':'t','cycles':3,'listen':'0.0.0.0:7878','boards':[{'name':'g','relay':{'driver':'gpiod',"
+		  "'chip':'gpiochip0','line':1},'off_ms':3000,'boot_timeout_ms':45000}]}", 0, { NULL } },
+		{ "lcus, boot_timeout given but equal to the default: only off_ms",
+		  "{'campaign':'t','cycles':3,'listen':'10.0.0.2:7878','boards':[{'name':'l','relay':{'driver':'lcus',"
+		  "'device':'/dev/ttyUSB0'},'off_ms':499,'boot_timeout_ms':10000}]}",
+		  1, { "boards[0].off_ms: 499 ms suits only the sim" } },
+		{ "pdudaemon on a serial link: no listen warning",
+		  "{'campaign':'t','cycles':3,'boards':[{'name':'p','relay':{'driver':'pdudaemon','hostname':'pdu1',"
+		  "'port':3},'link':{'type':'serial','device':'/dev/ttyUSB1'},'off_ms':2000,'boot_timeout_ms':30000}]}",
+		  0, { NULL } },
+		{ "one real board among sim boards: named by index",
+		  "{'campaign':'t','cycles':3,'listen':'[::1]:7000','boards':[{'name':'s','relay':{'driver':'sim'}},"
+		  "{'name':'r','relay':{'driver':'command','on':'x','off':'y'},'device':{'backend':'posix'},"
+		  "'off_ms':1000}]}",
+		  2, { "boards[1].boot_timeout_ms: the default", "listen: [::1]:7000 suits only the sim: the agent of a real board (r)" } },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		struct campaign_cfg c;
+		char err[512], buf[4096];
+		const char *at;
+		unsigned n;
+		int rc = config_parse(J(cases[i].doc), "w.json", &c, err, sizeof(err));
+
+		if (rc)
+			printf("\n  %s: %s", cases[i].what, err);
+		CU_ASSERT_EQUAL_FATAL(rc, 0);
+		n = config_warnings(&c, buf, sizeof(buf));
+		if (n != cases[i].n)
+			printf("\n  %s: %u warnings, wanted %u:\n%s", cases[i].what, n, cases[i].n, buf);
+		CU_ASSERT_EQUAL(n, cases[i].n);
+		at = buf;
+		for (size_t k = 0; k < 4 && cases[i].has[k]; k++) {
+			const char *f = strstr(at, cases[i].has[k]);
+
+			if (!f)
+				printf("\n  %s: no '%s' in:\n%s", cases[i].what, cases[i].has[k], buf);
+			CU_ASSERT_PTR_NOT_NULL(f);
+			if (f)
+				at = f;
+		}
+		config_free(&c);
+	}
+}
+
 int suite_config(void)
 {
 	CU_pSuite s = CU_add_suite("config", NULL, NULL);
@@ -595,7 +659,8 @@ int suite_config(void)
 	    !CU_add_test(s, "configs/*.json load", test_shipped_configs) ||
 	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64) ||
 	    !CU_add_test(s, "integers past 2^64 - 1 in a configuration", test_big_int) ||
-	    !CU_add_test(s, "the device a HELLO names against device.*", test_device_check))
+	    !CU_add_test(s, "the device a HELLO names against device.*", test_device_check) ||
+	    !CU_add_test(s, "real boards at sim-only values: warnings", test_real_board_warnings))
 		return -1;
 	return 0;
 }

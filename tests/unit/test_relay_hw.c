@@ -43,6 +43,7 @@
 
 #include "../../common/util.h"
 #include "../../relay/relay.h"
+#include "../../relay/relay_lock.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 
@@ -647,6 +648,73 @@ static void test_gpiod_lookup(void)
 	}
 }
 
+/* Opened in a given state (relay_ctx.open_state). */
+static int open_relay_in(struct relay *r, const char *cfgtext, int state, char *err, size_t errlen)
+{
+	struct relay_ctx ctx = { .board = "b1", .open_state = state };
+	json_object *cfg = cfg_parse(cfgtext);
+	int rc = relay_open(r, "gpiod", cfg, &ctx, err, errlen);
+
+	json_object_put(cfg);
+	return rc;
+}
+
+/* `powercut relay get`: the line is read as it is, never driven, and
+ * released as it was; ON at open is on from the first instant; the lock
+ * identity resolves names and labels to chip and offset. */
+static void test_gpiod_observe(void)
+{
+	char err[512], v[64], key[160];
+	struct relay r;
+
+	gs_reset();
+	/* line 4 rests at its pull-up: a board powered through a released line;
+	 * line 3 an output something else left driven high */
+	CU_ASSERT_EQUAL_FATAL(write_text(gs_path,
+		"chip gpiochip0 lines=4 label=pinctrl-sim\n"
+		"chip gpiochip1 lines=8 label=relay-hat\n"
+		"line gpiochip1 3 value=1 pull=0 dir=out name=RELAY_B1\n"
+		"line gpiochip1 4 value=1 pull=1 dir=in name=RELAY_B2\n"), 0);
+	CU_ASSERT_EQUAL_FATAL(open_relay_in(&r, "{\"chip\":\"relay-hat\",\"line\":\"RELAY_B2\"}", RELAY_OPEN_OBSERVE,
+					    err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "value"), 1);
+	CU_ASSERT_STRING_EQUAL(gs_field("gpiochip1", 4, "dir", v, sizeof(v)), "in");
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	CU_ASSERT_EQUAL(relay_off(&r), -EPERM);
+	CU_ASSERT(HAS(r.err, "was opened only to read it"));
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "value"), 1);
+	relay_close(&r);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "value"), 1);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 4, "owner"), 0);
+	/* an output left high stays an output, high, while observed */
+	CU_ASSERT_EQUAL_FATAL(open_relay_in(&r, "{\"chip\":\"gpiochip1\",\"line\":3}", RELAY_OPEN_OBSERVE, err,
+					    sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(gs_field("gpiochip1", 3, "dir", v, sizeof(v)), "out");
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 3, "value"), 1);
+	relay_close(&r);
+	/* opened ON: high from the request on, no OFF first */
+	gs_reset();
+	CU_ASSERT_EQUAL_FATAL(open_relay_in(&r, "{\"chip\":\"gpiochip1\",\"line\":3}", RELAY_OPEN_ON, err,
+					    sizeof(err)), 0);
+	CU_ASSERT_EQUAL(gs_int("gpiochip1", 3, "value"), 1);
+	CU_ASSERT_STRING_EQUAL(gs_field("gpiochip1", 3, "dir", v, sizeof(v)), "out");
+	CU_ASSERT_EQUAL(relay_get(&r), 1);
+	relay_close(&r);
+	/* one lock key whichever way the line is named */
+	{
+		json_object *a = cfg_parse("{\"chip\":\"relay-hat\",\"line\":\"RELAY_B1\"}");
+		json_object *b = cfg_parse("{\"chip\":\"/dev/gpiochip1\",\"line\":3}");
+
+		CU_ASSERT_EQUAL(relay_gpiod_ops.ident(a, key, sizeof(key)), 0);
+		CU_ASSERT_STRING_EQUAL(key, "gpiod:gpiochip1:3");
+		CU_ASSERT_EQUAL(relay_gpiod_ops.ident(b, key, sizeof(key)), 0);
+		CU_ASSERT_STRING_EQUAL(key, "gpiod:gpiochip1:3");
+		json_object_put(a);
+		json_object_put(b);
+	}
+}
+
 static void test_gpiod_errors(void)
 {
 	char err[512];
@@ -859,6 +927,112 @@ static void test_under_simulators(void)
 	CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
+/* The relay lock's key: one per physical relay, however a section names it. */
+static void test_lock_keys(void)
+{
+	const char *dir = pc_test_tmpdir("relay_lock_keys");
+	char link[PATH_MAX], real[PATH_MAX], text[PATH_MAX + 128], key[160];
+	static const struct {
+		const char *driver, *cfg, *key;	/* key NULL: -ENOENT, no lock */
+	} cases[] = {
+		{ "pdudaemon", "{\"hostname\":\"pdu01\",\"port\":3}", "pdudaemon:pdu01:3" },
+		{ "pdudaemon", "{\"url\":\"http://other:80\",\"hostname\":\"pdu01\",\"port\":3}", "pdudaemon:pdu01:3" },
+		{ "pdudaemon", "{\"hostname\":\"pdu01\",\"port\":\"A1\"}", "pdudaemon:pdu01:A1" },
+		{ "command", "{\"on\":\"x\",\"off\":\"y\"}", "board:camp/b7" },
+		{ "sysrq", "{}", "board:camp/b7" },
+		{ "sim", "{}", NULL },
+		{ "hidrelay", "{\"device\":\"/dev/nonexistent-hidraw\",\"channel\":2}", "hidrelay:/dev/nonexistent-hidraw:2" },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		json_object *cfg = cfg_parse(cases[i].cfg);
+		int rc = relay_lock_key(cases[i].driver, cfg, "camp", "b7", key, sizeof(key));
+
+		if (cases[i].key) {
+			CU_ASSERT_EQUAL(rc, 0);
+			CU_ASSERT_STRING_EQUAL(key, cases[i].key);
+		} else {
+			CU_ASSERT_EQUAL(rc, -ENOENT);
+		}
+		json_object_put(cfg);
+	}
+	/* a serial relay by a symlink (/dev/serial/by-id/...) and by its node: one key */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(realpath(dir, text));
+	strf(real, sizeof(real), "%s/ttyUSB9", text);
+	strf(link, sizeof(link), "%s/usb-1a86_USB_Serial-if00-port0", dir);
+	CU_ASSERT_EQUAL_FATAL(write_text(real, ""), 0);
+	unlink(link);
+	CU_ASSERT_EQUAL_FATAL(symlink(real, link), 0);
+	{
+		char k1[160], k2[160];
+		json_object *a, *b;
+
+		strf(text, sizeof(text), "{\"device\":\"%s\",\"channel\":2}", link);
+		a = cfg_parse(text);
+		strf(text, sizeof(text), "{\"device\":\"%s\",\"channel\":2}", real);
+		b = cfg_parse(text);
+		CU_ASSERT_EQUAL(relay_lock_key("lcus", a, "c1", "x", k1, sizeof(k1)), 0);
+		CU_ASSERT_EQUAL(relay_lock_key("lcus", b, "c2", "y", k2, sizeof(k2)), 0);
+		CU_ASSERT_STRING_EQUAL(k1, k2);
+		CU_ASSERT(strncmp(k1, "lcus:/", 6) == 0 && strstr(k1, "/ttyUSB9:2") != NULL);
+		json_object_put(a);
+		json_object_put(b);
+	}
+}
+
+/* The lock itself: busy names its holder, a clean release leaves nothing to
+ * take over, a dead holder's is taken over and said, a hostile file is read
+ * as printable text only. */
+static void test_lock_take(void)
+{
+	const char *dir = pc_test_tmpdir("relay_lock_take");
+	struct relay_lock_who me = { .role = "run", .campaign = "c", .board = "b1", .results = "/r/c" }, who;
+	struct relay_lock l1, l2;
+	char err[1024], note[1024], *old = getenv(RELAY_LOCK_ENV) ? strdup(getenv(RELAY_LOCK_ENV)) : NULL;
+
+	setenv(RELAY_LOCK_ENV, dir, 1);
+	CU_ASSERT_EQUAL_FATAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err,
+					      sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(note, "");
+	memset(&who, 0, sizeof(who));
+	CU_ASSERT_EQUAL(relay_lock_take(&l2, "gpiod:gpiochip0:4", &me, 50, &who, note, sizeof(note), err, sizeof(err)),
+			-EBUSY);
+	CU_ASSERT_EQUAL(who.pid, (long)getpid());
+	CU_ASSERT_STRING_EQUAL(who.role, "run");
+	CU_ASSERT(HAS(err, "relay gpiod:gpiochip0:4 is in use by campaign c (powercut run pid "));
+	CU_ASSERT(HAS(err, "results /r/c"));
+	/* another key is another lock */
+	CU_ASSERT_EQUAL(relay_lock_take(&l2, "gpiod:gpiochip0:5", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	relay_lock_release(&l2);
+	relay_lock_release(&l1);
+	CU_ASSERT_EQUAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(note, "");
+	/* gone without releasing (the lock drops, the file still names us) */
+	relay_lock_forget(&l1);
+	CU_ASSERT_EQUAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	CU_ASSERT(HAS(note, "stale lock taken over: it named campaign c (powercut run pid "));
+	/* a hostile file: control characters never reach a terminal */
+	{
+		static const char hostile[] = "{\"pid\":7,\"host\":\"\\u001b[2Jx\",\"role\":\"holder\","
+					      "\"board\":\"b\\u0007\",\"state\":\"on\"}\n";
+
+		CU_ASSERT_EQUAL(pc_pwrite_all(l1.fd, hostile, strlen(hostile), 0), 0);
+		CU_ASSERT_EQUAL(ftruncate(l1.fd, (off_t)strlen(hostile)), 0);
+	}
+	relay_lock_forget(&l1);
+	CU_ASSERT_EQUAL(relay_lock_take(&l1, "gpiod:gpiochip0:4", &me, 0, NULL, note, sizeof(note), err, sizeof(err)), 0);
+	if (!HAS(note, "a relay holder keeping board b? on (pid 7 on ?[2Jx "))
+		printf("\n  note: %s\n", note);
+	CU_ASSERT(HAS(note, "a relay holder keeping board b? on (pid 7 on ?[2Jx "));
+	relay_lock_release(&l1);
+	if (old) {
+		setenv(RELAY_LOCK_ENV, old, 1);
+		free(old);
+	} else {
+		unsetenv(RELAY_LOCK_ENV);
+	}
+}
+
 int suite_relay_hw(void)
 {
 	CU_pSuite s = CU_add_suite("relay_hw", NULL, NULL);
@@ -872,7 +1046,8 @@ int suite_relay_hw(void)
 				 test_gpiod_lifecycle) ||
 		    !CU_add_test(s, "gpiod: active_low inverts the physical level", test_gpiod_active_low) ||
 		    !CU_add_test(s, "gpiod: chip by path, name or label; line by offset or name", test_gpiod_lookup) ||
-		    !CU_add_test(s, "gpiod: errors name the chip, the line and who holds it", test_gpiod_errors))
+		    !CU_add_test(s, "gpiod: errors name the chip, the line and who holds it", test_gpiod_errors) ||
+		    !CU_add_test(s, "gpiod: get reads the line as it is; ON at open; one lock key", test_gpiod_observe))
 			return -1;
 #endif
 		if (!CU_add_test(s, "hidrelay: exact feature reports, state read back", test_hidrelay_bytes) ||
@@ -889,6 +1064,8 @@ int suite_relay_hw(void)
 	    !CU_add_test(s, "pdudaemon: request lines against a tiny HTTP server", test_pdudaemon_requests) ||
 	    !CU_add_test(s, "pdudaemon: 500, junk, no answer, refused, unresolvable", test_pdudaemon_errors) ||
 	    !CU_add_test(s, "sysrq: on command, off and get are ENOTSUP", test_sysrq) ||
+	    !CU_add_test(s, "relay lock keys: one per physical relay", test_lock_keys) ||
+	    !CU_add_test(s, "relay lock: busy, released, stale, hostile", test_lock_take) ||
 	    !CU_add_test(s, "gpiod and hidrelay under the gpiosim/hidrawsim shims", test_under_simulators))
 		return -1;
 	return 0;
