@@ -14,7 +14,7 @@ command -v jq > /dev/null || skip "jq is not installed"
 REAL="$PWD/$AGENT"
 cat > "$T/wrap.sh" <<'SH'
 #!/bin/sh
-# FAULT: nokey, nokey-quiet, port, slow, never, never-boots, dies-after
+# FAULT: nokey, nokey-quiet, port, slow, never, never-boots, dies-after, length
 real=$REAL_AGENT
 [ "$1" = run ] || exec "$real" "$@"
 n=$(cat "$STATE/runs" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$STATE/runs"
@@ -30,6 +30,7 @@ eval "set -- $args"
 case $FAULT in
 nokey-quiet) exec "$real" "$@" 2> /dev/null ;;	# only the link can say it
 port) exec "$real" "$@" --connect-timeout-ms 1000 ;;
+length) exec "$real" "$@" --length 512K --connect-timeout-ms 3000 ;;
 slow) exec "$real" "$@" --boot-delay-ms "$SLOW_MS" ;;
 never) echo "Linux version 6.1.0-sim (powercut test)"; echo "simboard login: "; exit 0 ;;
 never-boots) exit 0 ;;
@@ -110,6 +111,17 @@ check "...saying the console shows a booted kernel" \
 check "...and what to check" rep_has "$T/never.rep" "likely: the agent not started \(its unit, init script or env file\)"
 run silent never-boots 1 1500
 setup_case silent "nothing on the console either" "never heard from on this board.*console log [^ ]*cycle-1.log is empty"
+
+# ---- prepare and run disagree (the region prepared whole, run with --length):
+# the messages name what differs and never advise prepare, which would
+# destroy the region; the board hears why the host ended its session
+run length length 1 4000
+setup_case length "--length shorter than the prepared region" \
+	"no usable powercut region: .*the region prepared at offset 0 is 1048576 bytes .*--length 524288 asks for less: run with --length 1048576 or without --length"
+check "...nothing advises prepare" [ "$(grep -c "run 'powercut-agent prepare'" "$T/r-length/verdicts.jsonl")" -eq 0 ]
+check "...the agent heard why the host ended its session" \
+	grep -q "the host ended this session: the agent has no usable powercut region" "$T/r-length/console/b1/cycle-1.log"
+check "...and does not blame the key" sh -c "! grep -q 'is --key' '$T/r-length/console/b1/cycle-1.log'"
 
 # ---- a board that worked, then powers on into silence: the device's BOOT_FAIL
 AFTER=2 run dies dies-after 4 1500
