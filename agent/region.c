@@ -243,7 +243,7 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
 				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
 				 "device it was prepared on, at this --offset?", r->path, r->off, ga.region_bytes, bound);
-		ret = -EINVAL;
+		ret = -ENOENT;	/* no superblock this run may use, as below */
 		goto fail;
 	}
 	if (!r->sb_ok[0] && !r->sb_ok[1]) {
