@@ -71,7 +71,7 @@ setup_case() { # name what cause-regex
 		[ "$(jq -s 'map(.verdict) | unique == ["INFRA_ERROR"]' "$T/r-$name/verdicts.jsonl")" = true ]
 	check "...each naming the cause in its reason" \
 		[ "$(jq -s --arg re "$re" 'map(select(.reason | test($re))) | length' "$T/r-$name/verdicts.jsonl")" -eq \
-		  "$(grep -c . "$T/r-$name/verdicts.jsonl")" ]
+		  "$(grep -c . "$T/r-$name/verdicts.jsonl")" ] || jq -r '"    reason: " + .reason' "$T/r-$name/verdicts.jsonl" | head -2
 	"$PC" report "$T/r-$name" > "$T/$name.rep" 2>&1
 	check "...the report names it" rep_has "$T/$name.rep" "not judged: INFRA_ERROR .*$re"
 	check "...the device is INCOMPLETE, never BOOT_FAIL or FAIL" grep -q "^  result: INCOMPLETE" "$T/$name.rep"
@@ -122,6 +122,42 @@ check "...nothing advises prepare" [ "$(grep -c "run 'powercut-agent prepare'" "
 check "...the agent heard why the host ended its session" \
 	grep -q "the host ended this session: the agent has no usable powercut region" "$T/r-length/console/b1/cycle-1.log"
 check "...and does not blame the key" sh -c "! grep -q 'is --key' '$T/r-length/console/b1/cycle-1.log'"
+
+# ---- console mode (--console TTY): a failure is said on the console, never
+# an exit in silence; over a serial link the host hears it live
+cable_start
+"$AGENT" prepare --device "sim:$T/c.img" --size 1M --yes > /dev/null 2>&1
+"$AGENT" run --device "sim:$T/c.img" --console "$board_end" --board s1 --key "$T/no-such.key" > /dev/null 2>&1 &
+timeout 5 cat "$host_end" > "$T/tty-nokey" 2> /dev/null
+check "console mode, no key: the reason on the console" grep -q "key file $T/no-such.key: No such file" "$T/tty-nokey"
+check "...and marked for the host" grep -q '^@@PC {"type":"setup_error","v":1,"board":"s1","cause":"key_missing"' "$T/tty-nokey"
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$T/some.key"; chmod 600 "$T/some.key"
+"$AGENT" run --device "sim:$T/c.img" --console "$board_end" --board s1 --key "$T/some.key" \
+	--connect-timeout-ms 1500 > /dev/null 2>&1 &
+timeout 6 cat "$host_end" > "$T/tty-nohost" 2> /dev/null
+check "console mode, no host answering: it gives up on the console, saying what to check" \
+	grep -q "no challenge from the host at $board_end.*gave up after 1500 ms.*no getty on it" "$T/tty-nohost"
+check "...marked too" grep -q '@@PC {"type":"setup_error","v":1,"board":"s1","cause":"no_challenge"' "$T/tty-nohost"
+
+cat > "$T/board.sh" <<SH
+printf 'U-Boot 2023.01 (sim)\r\n[    0.000000] Linux version 6.1.0-sim (noise)\r\n'
+exec "$REAL" run --fresh-boot-id --device "sim:$T/c.img" --console "$board_end" --board s1 --key "$T/no-such.key"
+SH
+write_get "$T/get.sh"
+cat > "$T/serial.json" <<JSON
+{ "campaign": "serial", "cycles": 1, "seed": 9,
+  "boards": [ { "name": "s1", "device": { "backend": "posix", "record_size": 4096 },
+    "link": { "type": "serial", "device": "$host_end", "baud": 115200 },
+    "relay": { "driver": "command",
+      "on": "setsid sh $T/board.sh > $board_end 2>&1 & echo \$! > $T/spid",
+      "off": "kill -KILL -\$(cat $T/spid) 2>/dev/null; true",
+      "get": "sh $T/get.sh $T/spid" },
+    "records_per_cycle": 16, "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 5 } ] }
+JSON
+"$PC" run "$T/serial.json" --results "$T/r-serial" --quiet --no-report > "$T/serial.out" 2>&1
+setup_case serial "a serial link, no key on the board" "key file [^ ]*no-such.key: No such file.*from its console, [^ ]*r-serial/console/s1/cycle-1.log"
+check "...heard live: a link_reject on the console" \
+	[ "$(jq -s '[.[] | select(.ev == "link_reject" and .peer == "'"$host_end"'" and (.reason | test("cannot get to a hello \\(key_missing\\)")))] | length' "$T/r-serial/events.jsonl")" -ge 1 ]
 
 # ---- a board that worked, then powers on into silence: the device's BOOT_FAIL
 AFTER=2 run dies dies-after 4 1500
