@@ -1008,7 +1008,12 @@ static int cmd_run(struct opts *o)
 					   "powered on?)" : "");
 			goto out;
 		}
-		pc_info("%s; trying again", err);
+		if (tries == 1)
+			/* said at once, marked: the host may judge the boot before
+			 * the agent gives up */
+			setup_said(o, cause, "%s; trying again for %" PRIu64 " ms", err, deadline - pc_now_ms());
+		else
+			pc_info("%s; trying again", err);
 		pc_sleep_us(100000);
 	}
 out:
