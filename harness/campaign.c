@@ -198,6 +198,8 @@ static void ev_merge(json_object *ev, json_object *extra)
 }
 
 static void infra_v(struct bctx *b, const char *cause, json_object *extra, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+static void infra_v(struct bctx *b, const char *cause, json_object *extra, const char *fmt, va_list ap)
 {
 	char buf[1024];
 	json_object *ev;
