@@ -96,6 +96,8 @@ run port port 2 4000
 setup_case port "wrong port" "cannot reach the host at 127\\.0\\.0\\.1:[0-9]+: connection refused"
 check "...the reason names the console log it came from" \
 	[ "$(jq -s 'map(select(.reason | test("console/b1/cycle-[0-9]+\\.log"))) | length' "$T/r-port/verdicts.jsonl")" -eq 2 ]
+check "...the report groups the two (their reasons differ only in the log's cycle)" \
+	grep -q "^  not judged: INFRA_ERROR 2 cycles (1 to 2), as cycle 1: setup: the agent says" "$T/port.rep"
 
 # ---- a boot slower than boot_timeout_ms: the hello comes in the grace
 SLOW_MS=3500 run slow slow 2 2500
