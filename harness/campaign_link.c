@@ -643,7 +643,7 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 		if (b && b->st == B_WAIT_HELLO) {
 			char via[128];
 
-			snprintf(via, sizeof(via), "the link from %s, unauthenticated", p->peer);
+			snprintf(via, sizeof(via), "the link (%s, unauthenticated)", p->peer);
 			camp_agent_said(b, m.obj, via);
 		}
 		camp_link_reject(c, b, 0, p->peer, line, len, "the agent says it cannot get to a hello (%s): %s",

@@ -88,7 +88,7 @@ setup_case nokey "key file missing (said on the link)" "key file [^ ]*no-such.ke
 check "...it came over the link, unauthenticated, on record as a link_reject" \
 	[ "$(jq -s '[.[] | select(.ev == "link_reject" and (.reason | test("cannot get to a hello \\(key_missing\\)")))] | length' "$T/r-nokey/events.jsonl")" -ge 1 ]
 check "...and the infra event says it is the agent's word" \
-	[ "$(jq -s '[.[] | select(.ev == "infra" and .cause == "agent_said" and .agent_said.cause == "key_missing" and (.agent_said.via | test("^the link from")))] | length' "$T/r-nokey/events.jsonl")" -ge 1 ]
+	[ "$(jq -s '[.[] | select(.ev == "infra" and .cause == "agent_said" and .agent_said.cause == "key_missing" and (.agent_said.via | test("^the link \\(127\\.0\\.0\\.1:[0-9]+, unauthenticated\\)$")))] | length' "$T/r-nokey/events.jsonl")" -ge 1 ]
 
 # ---- the same, heard on the console (the sim board's console log)
 run nokeyc nokey 1 4000
