@@ -20,6 +20,25 @@
 
 #include "../common/util.h"
 
+/* What a failed connect means, for a person at the board: what to check. */
+static void connect_why(int e, char *why, size_t whylen)
+{
+	switch (e) {
+	case ECONNREFUSED:
+		snprintf(why, whylen, "connection refused: nothing listens there (is powercut running, and does "
+			 "--connect name the campaign's listen address and port?)");
+		break;
+	case ENETUNREACH:
+	case EHOSTUNREACH:
+	case ETIMEDOUT:
+	case EHOSTDOWN:
+		snprintf(why, whylen, "%s (the board's network, or the host address in --connect)", strerror(e));
+		break;
+	default:
+		snprintf(why, whylen, "%s", strerror(e));
+	}
+}
+
 static int try_connect(const char *host, uint16_t port, int *fdp, char *why, size_t whylen)
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM }, *res, *ai;
@@ -29,7 +48,7 @@ static int try_connect(const char *host, uint16_t port, int *fdp, char *why, siz
 	snprintf(ports, sizeof(ports), "%u", port);
 	ret = getaddrinfo(host, ports, &hints, &res);
 	if (ret) {
-		snprintf(why, whylen, "%s", gai_strerror(ret));
+		snprintf(why, whylen, "cannot resolve '%s': %s", host, gai_strerror(ret));
 		return -EHOSTUNREACH;
 	}
 	ret = -ECONNREFUSED;
@@ -47,7 +66,7 @@ static int try_connect(const char *host, uint16_t port, int *fdp, char *why, siz
 	}
 	freeaddrinfo(res);
 	if (fd < 0) {
-		snprintf(why, whylen, "%s", strerror(-ret));
+		connect_why(-ret, why, whylen);
 		return ret;
 	}
 	/* SUBMIT and ACK must leave at once: the cut can come any moment. */
@@ -58,7 +77,7 @@ static int try_connect(const char *host, uint16_t port, int *fdp, char *why, siz
 
 int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char *err, size_t errlen)
 {
-	char host[128], why[160] = "";
+	char host[128], why[300] = "";
 	uint16_t port;
 	uint64_t deadline = pc_now_ms() + timeout_ms;
 	int ret;
@@ -78,7 +97,10 @@ int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char
 			break;
 		pc_sleep_us(100000);
 	}
-	snprintf(err, errlen, "cannot reach the host at %s: %s (gave up after %u ms)", l->peer, why, timeout_ms);
+	if (timeout_ms)
+		snprintf(err, errlen, "cannot reach the host at %s: %s (gave up after %u ms)", l->peer, why, timeout_ms);
+	else
+		snprintf(err, errlen, "cannot reach the host at %s: %s", l->peer, why);
 	return ret;
 }
 

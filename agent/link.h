@@ -29,7 +29,8 @@ struct link {
 };
 
 /* Connect to host:port, retrying until timeout_ms passes (the host may still
- * be starting). 0 or -errno with err naming the address. */
+ * be starting; 0: one try). 0 or -errno with err naming the address and what
+ * to check (nothing listens there, the network, the name). */
 int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char *err, size_t errlen);
 /* Use a serial console (raw 8N1 at baud): lines are marked with
  * PC_PROTO_MARKER both ways, and unmarked input is ignored. */

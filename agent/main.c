@@ -11,6 +11,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -634,6 +635,97 @@ static int crash(struct opts *o, struct region *r, struct link *l)
  * starts over (a new connection, or a new hello on the console). */
 #define CHALLENGE_WAIT_MS 5000
 
+/* How long an agent that cannot authenticate (no key) tries to reach the host
+ * to say so, at most: the reason is on its console too. */
+#define TELL_HOST_MS 5000
+
+/* The console is the agent's stderr (console mode, once it is open). */
+static int g_console_on_stderr;
+
+/* A marked setup_error line (docs/protocol.md), newline included; its length or < 0. */
+static int setup_line(const struct opts *o, const char *cause, const char *reason, int marked, char *buf,
+		      size_t len)
+{
+	json_object *m = pc_msg_setup_error(o->board, cause, "%s", reason);
+	size_t off = marked ? strlen(PC_PROTO_MARKER) : 0;
+	int n;
+
+	if (!m || len <= off)
+		return -ENOMEM;
+	memcpy(buf, PC_PROTO_MARKER, off);
+	n = pc_msg_line(m, buf + off, len - off);
+	json_object_put(m);
+	return n < 0 ? n : (int)off + n;
+}
+
+/*
+ * The agent cannot get to a valid hello: say why, once for a person (stderr:
+ * the board's console, the journal, or a sim board's console log) and once
+ * marked, a setup_error line the host picks out of the console it captures.
+ * In console mode the console gets both even before it is the agent's
+ * stderr (a missing key is found before the console is opened).
+ */
+static void setup_said(const struct opts *o, const char *cause, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void setup_said(const struct opts *o, const char *cause, const char *fmt, ...)
+{
+	char reason[PC_PROTO_MAX_REASON + 1], line[PC_PROTO_MAX_LINE + 16], human[PC_PROTO_MAX_REASON + 64];
+	va_list ap;
+	int n, h;
+
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	pc_err("%s", reason);
+	n = setup_line(o, cause, reason, 1, line, sizeof(line));
+	if (n > 0 && pc_write_all(STDERR_FILENO, line, (size_t)n))
+		pc_debug("stderr: %s", strerror(errno));
+	if (n > 0 && o->console && !g_console_on_stderr) {
+		struct link l;
+		char err[256];
+
+		if (link_open_serial(&l, o->console, (uint32_t)o->baud, err, sizeof(err))) {
+			pc_err("%s", err);
+			return;
+		}
+		h = snprintf(human, sizeof(human), "powercut-agent: error: %s\r\n", reason);
+		if (pc_write_all(l.fd, human, h < (int)sizeof(human) ? (size_t)h : sizeof(human) - 1) == 0)
+			pc_write_all(l.fd, line, (size_t)n);
+		link_close(&l);
+	}
+}
+
+/*
+ * The same, to the host itself when it can be reached but not authenticated
+ * with (no key): before any hello, one unauthenticated setup_error line on a
+ * new connection. The host records it as the agent's word (a link_reject
+ * event), unproven; a boot that ends without a hello is then INFRA_ERROR
+ * with this reason rather than the device's BOOT_FAIL.
+ */
+static void setup_tell_host(const struct opts *o, const char *cause, const char *reason)
+{
+	uint64_t deadline = pc_now_ms() + (o->connect_timeout_ms < TELL_HOST_MS ? o->connect_timeout_ms : TELL_HOST_MS);
+	char line[PC_PROTO_MAX_LINE + 16], err[512];
+	struct link l;
+	int n, ret;
+
+	if (!o->connect || (n = setup_line(o, cause, reason, 0, line, sizeof(line))) < 0)
+		return;
+	for (;;) {
+		ret = link_connect(&l, o->connect, 0, err, sizeof(err));
+		if (ret == 0 || ret == -ECONNREFUSED || ret == -EINVAL || pc_now_ms() >= deadline)
+			break;	/* refused: the host is not there, and waiting will not bring it */
+		pc_sleep_us(100000);
+	}
+	if (ret) {
+		pc_debug("could not tell the host: %s", err);
+		return;
+	}
+	if (pc_write_all(l.fd, line, (size_t)n))
+		pc_debug("could not tell the host at %s: %s", l.peer, strerror(errno));
+	link_close(&l);
+}
+
 /* Append a KNOWN line's entries, up to the protocol's limits. 0 or -ENOMEM. */
 static int known_add(struct scan_known *kn, const struct pc_msg *m)
 {
@@ -687,6 +779,18 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 			return ret;
 		}
 		pc_debug("host asks: %s", pc_msg_type_name(m.type));
+		if (m.type == PC_MSG_ERROR) {
+			/* the host ends this boot and says why (its hello refused: a
+			 * region it cannot use, another device, ...): nothing to retry */
+			json_object *t;
+
+			json_object_object_get_ex(m.obj, "msg", &t);
+			pc_err("the host ended this session: %s", json_object_get_string(t));
+			pc_msg_clear(&m);
+			free(kn.k);
+			free(kn.slots);
+			return -ECONNABORTED;
+		}
 		if (!have_region && (m.type == PC_MSG_VERIFY || m.type == PC_MSG_WORK)) {
 			/* never adopt a geometry: no superblock of our own, no I/O */
 			link_send(l, pc_msg_error("no usable powercut region on %s: refusing to %s", o->ro.spec,
@@ -792,19 +896,29 @@ static int cmd_run(struct opts *o)
 	char err[1024] = "";
 	char *region_err = NULL;
 	const char *keyfile = o->key ? o->key : getenv("PC_KEY_FILE");
+	const char *cause = "no_challenge";
 	uint64_t deadline;
-	int ret, rc = 1, have_region = 0;
+	int ret, rc = 1, have_region = 0, tries = 0;
 
 	if ((!o->connect == !o->console) || !o->board) {
-		pc_err("run needs --board NAME and one of --connect HOST:PORT or --console TTY");
+		setup_said(o, "usage", "run needs --board NAME and one of --connect HOST:PORT or --console TTY (%s%s%s)",
+			   o->board ? "" : "no --board", !o->board && !o->connect == !o->console ? "; " : "",
+			   !o->connect == !o->console ? (o->connect ? "both --connect and --console" :
+							 "neither --connect nor --console") : "");
 		return 2;
 	}
 	if (!keyfile || !keyfile[0]) {
-		pc_err("run needs --key FILE: the campaign's key (powercut run creates it; see docs/protocol.md)");
+		snprintf(err, sizeof(err), "run needs --key FILE: the campaign's key (powercut run creates it; see "
+			 "docs/protocol.md); neither --key nor PC_KEY_FILE is set");
+		setup_said(o, "key_missing", "%s", err);
+		setup_tell_host(o, "key_missing", err);
 		return 2;
 	}
-	if (pc_auth_key_load(keyfile, &key, err, sizeof(err))) {
-		pc_err("%s", err);
+	ret = pc_auth_key_load(keyfile, &key, err, sizeof(err));
+	if (ret) {
+		cause = ret == -ENOENT ? "key_missing" : "key_unreadable";
+		setup_said(o, cause, "%s", err);
+		setup_tell_host(o, cause, err);
 		return 1;
 	}
 	if (o->fresh_boot_id)
@@ -817,8 +931,10 @@ static int cmd_run(struct opts *o)
 		pc_sleep_us(o->boot_delay_ms * 1000);
 	ret = region_open(&r, &o->ro, 1, err, sizeof(err));
 	if (ret == -ENODEV) {
-		/* the device does not respond: a board like that does not boot */
-		pc_err("%s: not starting", err);
+		/* the device does not respond: a board like that does not boot (the
+		 * line says so on the console; the host does not hear it as a setup
+		 * mistake: cause "device") */
+		setup_said(o, "device", "%s: not starting", err);
 		return 1;
 	}
 	if (ret) {
@@ -838,34 +954,66 @@ static int cmd_run(struct opts *o)
 		uint64_t now = pc_now_ms();
 		uint32_t left = now < deadline ? (uint32_t)(deadline - now) : 0;
 
-		ret = o->console ? link_open_serial(&l, o->console, (uint32_t)o->baud, err, sizeof(err))
-				 : link_connect(&l, o->connect, left, err, sizeof(err));
-		if (ret) {
-			pc_err("%s", err);
-			goto out;
+		if (o->console) {
+			ret = link_open_serial(&l, o->console, (uint32_t)o->baud, err, sizeof(err));
+			if (ret) {
+				setup_said(o, "console", "%s", err);
+				goto out;
+			}
+			/* the agent's own messages belong on the console */
+			if (dup2(l.fd, STDERR_FILENO) >= 0)
+				g_console_on_stderr = 1;
+		} else {
+			/* one try first: a refusal is said at once (the console
+			 * shows it while the host still waits), then the rest */
+			ret = link_connect(&l, o->connect, 0, err, sizeof(err));
+			if (ret && ret != -EINVAL && left) {
+				setup_said(o, "connect", "%s; trying for %u ms more", err, left);
+				ret = link_connect(&l, o->connect, left, err, sizeof(err));
+			}
+			if (ret) {
+				setup_said(o, "connect", "%s", err);
+				goto out;
+			}
 		}
-		if (o->console)
-			dup2(l.fd, STDERR_FILENO);	/* the agent's own messages belong on the console */
+		tries++;
 		ret = link_handshake(&l, &key, hello_msg(have_region ? &r : NULL, &r, &io, o->board, region_err),
 				     left < CHALLENGE_WAIT_MS ? (left ? left : 1) : CHALLENGE_WAIT_MS, err, sizeof(err));
 		if (ret == 0) {
 			ret = serve(o, &r, &io, &l, have_region);
 			if (ret == 0 && !l.confirmed) {
 				ret = -EPIPE;
-				snprintf(err, sizeof(err), "the host closed the link without an authenticated word "
-					 "(is --key the campaign's key?)");
+				cause = "key_refused";
+				snprintf(err, sizeof(err), "the host at %s closed the link without an authenticated word "
+					 "after the proof: it did not accept it (is --key the campaign's key?)", l.peer);
 			} else {
 				if (ret == 0)
 					rc = have_region ? 0 : 1;
 				break;
 			}
+		} else {
+			cause = ret == -EPIPE ? "hello_refused" : "no_challenge";
 		}
 		link_close(&l);
 		if (pc_now_ms() >= deadline) {
-			pc_err("%s; gave up after %" PRIu64 " ms", err, o->connect_timeout_ms);
+			if (!strcmp(cause, "no_challenge"))
+				setup_said(o, cause, "%s; gave up after %" PRIu64 " ms and %d tr%s (%s)", err,
+					   o->connect_timeout_ms, tries, tries == 1 ? "y" : "ies", o->console ?
+					   "is the host's end of this console open, at this baud, and no getty on it?" :
+					   "is --connect the campaign's listen address, or another service's?");
+			else
+				setup_said(o, cause, "%s; gave up after %" PRIu64 " ms%s", err, o->connect_timeout_ms,
+					   !strcmp(cause, "hello_refused") ? " (the host's log says why it refused the "
+					   "hello: is --board one of the campaign's boards, and is that board being "
+					   "powered on?)" : "");
 			goto out;
 		}
-		pc_info("%s; trying again", err);
+		if (tries == 1)
+			/* said at once, marked: the host may judge the boot before
+			 * the agent gives up */
+			setup_said(o, cause, "%s; trying again for %" PRIu64 " ms", err, deadline - pc_now_ms());
+		else
+			pc_info("%s; trying again", err);
 		pc_sleep_us(100000);
 	}
 out:

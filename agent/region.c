@@ -87,8 +87,21 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 		goto fail;
 	}
 	if (o->offset >= r->dev.size || (o->length && o->length > r->dev.size - o->offset)) {
+		char hint[300] = "";
+		struct pc_geom g;
+		uint8_t *b = o->offset < r->dev.size ? abuf(ALIGN) : NULL;
+
+		/* what was prepared there, if anything: the length to give */
+		if (b && r->dev.ops->read(&r->dev, o->offset, b, ALIGN) == 0 &&
+		    pc_sb_decode(b, &g, hint, sizeof(hint)) == 0 && g.region_bytes <= r->dev.size - o->offset)
+			snprintf(hint, sizeof(hint), "; the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes: "
+				 "run with --length %" PRIu64 " or without --length (prepare would destroy it)",
+				 o->offset, g.region_bytes, g.region_bytes);
+		else
+			snprintf(hint, sizeof(hint), "; give the --offset and --length the region was prepared with");
+		free(b);
 		snprintf(err, errlen, "%s: region [%" PRIu64 ", +%" PRIu64 ") lies past the device's end (%" PRIu64
-			 " bytes)", r->path, o->offset, o->length, r->dev.size);
+			 " bytes)%s", r->path, o->offset, o->length, r->dev.size, hint);
 		goto fail;
 	}
 	r->off = o->offset;
@@ -134,15 +147,22 @@ static int sb_check(struct region *r, int c, uint64_t at, uint64_t bound, struct
 		goto out;
 	}
 	ret = pc_sb_decode(b, g, why, whylen);
-	if (ret)
+	if (ret) {
+		/* nothing of powercut's there at all: the one case where
+		 * prepare destroys nothing the campaign holds */
+		if (memcmp(b, PC_SB_MAGIC, 8))
+			ret = -ENOENT;
 		goto out;
+	}
 	ret = -EINVAL;
-	if (pc_get32(b + SB_OFF_COPY) != (uint32_t)c)
+	if (pc_get32(b + SB_OFF_COPY) != (uint32_t)c) {
 		snprintf(why, whylen, "copy %c found where copy %c belongs", pc_get32(b + SB_OFF_COPY) ? 'B' : 'A',
 			 c ? 'B' : 'A');
-	else if (g->region_bytes > bound)
+	} else if (g->region_bytes > bound) {
 		snprintf(why, whylen, "claims a %" PRIu64 "-byte region, past the %" PRIu64 " bytes it may span "
 			 "(--length, or the device's end)", g->region_bytes, bound);
+		ret = -EFBIG;
+	}
 	else if (c == 1 && pc_sb_lba(g, 1) * PC_SECTOR != at)
 		snprintf(why, whylen, "belongs at %" PRIu64 " by its own geometry, found at %" PRIu64,
 			 pc_sb_lba(g, 1) * PC_SECTOR, at);
@@ -190,7 +210,7 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 {
 	struct pc_geom ga, gb;
 	uint64_t bound, at_b;
-	int ret;
+	int ret, ra, rb;
 
 	ret = dev_setup(r, o, for_write, err, errlen);
 	if (ret)
@@ -199,20 +219,46 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 	/* Both copies are checked on their own. B is looked for where a valid A
 	 * says the region ends, else where the region's bound ends (prepare
 	 * rounds that down to 4096). */
-	r->sb_ok[0] = sb_check(r, 0, 0, bound, &ga, r->sb_why[0], sizeof(r->sb_why[0])) == 0;
+	ra = sb_check(r, 0, 0, bound, &ga, r->sb_why[0], sizeof(r->sb_why[0]));
+	r->sb_ok[0] = ra == 0;
 	at_b = (r->sb_ok[0] ? ga.region_bytes : bound - bound % ALIGN);
 	at_b = at_b >= ALIGN ? at_b - ALIGN : 0;
-	r->sb_ok[1] = sb_check(r, 1, at_b, bound, &gb, r->sb_why[1], sizeof(r->sb_why[1])) == 0;
+	rb = sb_check(r, 1, at_b, bound, &gb, r->sb_why[1], sizeof(r->sb_why[1]));
+	r->sb_ok[1] = rb == 0;
 	r->sb_g[0] = ga;
 	r->sb_g[1] = gb;
 	r->sb_read = 1;
 	for (int c = 0; c < 2; c++)
 		if (r->sb_ok[c])
 			r->sb_why[c][0] = '\0';
+	if (ra == -EFBIG && !r->sb_ok[1]) {
+		/* a region prepared larger than this run may use: --length (or
+		 * --offset, or the device) differs from what prepare was given */
+		if (o->length)
+			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+				 "superblock A), but --length %" PRIu64 " asks for less: run with --length %" PRIu64
+				 " or without --length to use it (prepare would destroy its records)", r->path, r->off,
+				 ga.region_bytes, o->length, ga.region_bytes);
+		else
+			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
+				 "device it was prepared on, at this --offset?", r->path, r->off, ga.region_bytes, bound);
+		ret = -ENOENT;	/* no superblock this run may use, as below */
+		goto fail;
+	}
 	if (!r->sb_ok[0] && !r->sb_ok[1]) {
-		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
-			 " (superblock A: %s; superblock B: %s); run 'powercut-agent prepare' first",
-			 r->path, r->off, r->sb_why[0], r->sb_why[1]);
+		if (ra == -ENOENT && rb == -ENOENT)
+			snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
+				 " (superblock A: %s; superblock B: %s); if --device, --offset and --length are what "
+				 "prepare was given, run 'powercut-agent prepare' first", r->path, r->off, r->sb_why[0],
+				 r->sb_why[1]);
+		else
+			/* something of a region is there: prepare would destroy what the
+			 * host may still judge (its HELLO carries both copies) */
+			snprintf(err, errlen, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
+				 "superblock B: %s); check that --offset and --length are what prepare was given "
+				 "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
+				 r->sb_why[1]);
 		ret = -ENOENT;
 		goto fail;
 	}
@@ -227,8 +273,9 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 	}
 	r->g = r->sb_ok[0] ? ga : gb;
 	if (o->length && o->length - o->length % ALIGN != r->g.region_bytes) {
-		snprintf(err, errlen, "%s: region length %" PRIu64 " given, but the superblock says %" PRIu64,
-			 r->path, o->length, r->g.region_bytes);
+		snprintf(err, errlen, "%s: --length %" PRIu64 " given, but the region prepared at offset %" PRIu64
+			 " is %" PRIu64 " bytes (its superblock): run with --length %" PRIu64 " or without --length",
+			 r->path, o->length, r->off, r->g.region_bytes, r->g.region_bytes);
 		ret = -EINVAL;
 		goto fail;
 	}

@@ -692,6 +692,35 @@ static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
+/* [a-z0-9_], 1..32: a cause the host can match without quoting it */
+static int cause_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+static int parse_setup_error(struct vctx *c, json_object *o, struct pc_msg *m)
+{
+	const char *s;
+
+	if (json_object_object_get_ex(o, "board", NULL)) {
+		if (get_str(c, o, "", "board", &s))
+			return -EINVAL;
+		if (!board_name_ok(s))
+			return verr(c, "field \"board\": expected 1..63 characters of [A-Za-z0-9_.-]");
+	}
+	if (get_str(c, o, "", "cause", &s))
+		return -EINVAL;
+	if (!cause_ok(s))
+		return verr(c, "field \"cause\": expected 1..32 characters of [a-z0-9_]");
+	if (get_str(c, o, "", "reason", &s))
+		return -EINVAL;
+	if (!s[0] || strlen(s) > PC_PROTO_MAX_REASON)
+		return verr(c, "field \"reason\": expected 1..%d bytes", PC_PROTO_MAX_REASON);
+	return 0;
+}
+
 static int parse_challenge(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	const char *s;
@@ -950,6 +979,7 @@ static const struct {
 	[PC_MSG_SAME]		= { "same", parse_same },
 	[PC_MSG_IO]		= { "io", parse_io },
 	[PC_MSG_AUDIT]		= { "audit", parse_audit },
+	[PC_MSG_SETUP_ERROR]	= { "setup_error", parse_setup_error },
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)
@@ -1439,6 +1469,29 @@ json_object *pc_msg_error(const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	add(o, "msg", json_object_new_string(msg));
+	return o;
+}
+
+json_object *pc_msg_setup_error(const char *board, const char *cause, const char *fmt, ...)
+{
+	json_object *o = pc_msg_new(PC_MSG_SETUP_ERROR);
+	char msg[PC_PROTO_MAX_REASON + 1];
+	va_list ap;
+
+	if (!o)
+		return NULL;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* printable ASCII: a cut in a multi-byte character must not make the
+	 * line invalid UTF-8, which the host's parser refuses */
+	for (char *p = msg; *p; p++)
+		if ((unsigned char)*p < 0x20 || (unsigned char)*p > 0x7e)
+			*p = '?';
+	if (board && board_name_ok(board))
+		add(o, "board", json_object_new_string(board));
+	add(o, "cause", json_object_new_string(cause_ok(cause) ? cause : "other"));
+	add(o, "reason", json_object_new_string(msg[0] ? msg : "?"));
 	return o;
 }
 

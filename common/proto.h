@@ -42,6 +42,7 @@ enum pc_msg_type {
 	PC_MSG_SAME,		/* agent: damaged slots exactly as the host holds them (a scan line) */
 	PC_MSG_IO,		/* agent: about to issue a cache flush or a FUA write (when the work asks) */
 	PC_MSG_AUDIT,		/* agent: the block requests the work issued so far (audit) */
+	PC_MSG_SETUP_ERROR,	/* agent, unauthenticated: why it cannot get to a valid hello */
 	PC_MSG_TYPE_MAX,
 };
 
@@ -247,6 +248,17 @@ uint64_t pc_slot_digest_add(uint64_t h, const struct pc_sect_report *r);
 json_object *pc_msg_runs(const struct pc_run *runs, uint32_t n);
 json_object *pc_msg_slot(const struct pc_slot_report *s);
 json_object *pc_msg_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * SETUP_ERROR: the agent cannot get to a valid hello (no key, no host at the
+ * address it was given, ...), said before any authentication: on the link
+ * when it reaches the host, and marked on its console. board may be NULL
+ * (the agent was not told its name); cause is a short token (PC_SETUP_CAUSE_
+ * below, [a-z0-9_], 1..32), the reason at most PC_PROTO_MAX_REASON bytes
+ * (longer is cut). The host takes it as the agent's word, unproven.
+ */
+#define PC_PROTO_MAX_REASON	480
+json_object *pc_msg_setup_error(const char *board, const char *cause, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 int pc_msg_line(json_object *msg, char *buf, size_t buflen);
 /*
  * The writer's messages as pc_msg_line() would write them (the same bytes,

@@ -140,12 +140,27 @@ void camp_power_off(struct bctx *b)
 			b->cfg->name, strerror(-ret));
 }
 
+/* A host that ends an authenticated session says why first: the agent on
+ * the board prints it, rather than guess at a link closed without a word. */
+static void tell_agent(struct bctx *b, const char *why)
+{
+	json_object *m;
+
+	if (b->fd < 0 || !b->s.up || (b->st != B_WAIT_HELLO && b->st != B_VERIFY))
+		return;
+	m = pc_msg_error("%s", why);
+	if (m && camp_send_msg(b, m))
+		pc_debug("board %s: could not tell the agent why: %s", b->cfg->name, strerror(errno));
+	json_object_put(m);
+}
+
 static void give_up(struct bctx *b, const char *why)
 {
 	json_object *ev = camp_ev_new(b, PC_EV_GIVE_UP);
 
 	snprintf(b->given_up, sizeof(b->given_up), "%s", why);
 	pc_err("board %s: giving up: %s", b->cfg->name, why);
+	tell_agent(b, why);
 	/* on record: the report calls the board's device INCOMPLETE, saying why
 	 * (the engine takes it as informational) */
 	json_object_object_add(ev, "reason", json_object_new_string(why));
@@ -163,6 +178,8 @@ void camp_next_cycle(struct bctx *b)
 	b->attempt = 0;
 	b->rejects = 0;
 	b->working = 0;
+	b->late = 0;
+	b->said[0] = b->said_cause[0] = b->said_via[0] = 0;
 	b->cycles_run++;
 	if (b->cycle > b->c->cycles + 1) {
 		camp_set_state(b, B_DONE, UINT64_MAX);
@@ -171,29 +188,56 @@ void camp_next_cycle(struct bctx *b)
 	camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 }
 
-void camp_infra(struct bctx *b, const char *fmt, ...)
+/* Merge extra's fields into ev (extra is put). */
+static void ev_merge(json_object *ev, json_object *extra)
+{
+	if (!extra)
+		return;
+	json_object_object_foreach(extra, k, v)
+		json_object_object_add(ev, k, json_object_get(v));
+	json_object_put(extra);
+}
+
+static void infra_v(struct bctx *b, const char *cause, json_object *extra, const char *fmt, va_list ap)
+	__attribute__((format(printf, 4, 0)));
+static void infra_v(struct bctx *b, const char *cause, json_object *extra, const char *fmt, va_list ap)
 {
 	char buf[1024];
-	va_list ap;
+	json_object *ev;
 
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
 	pc_warn("board %s cycle %u: %s", b->cfg->name, b->cycle, buf);
+	tell_agent(b, buf);
 	if (b->cycle > b->c->cycles) {
 		/* the final verification: there is no cycle of its own to blame,
 		 * so retry it, then give the last cycle's writes the verdict */
 		camp_power_off(b);
 		camp_close_link(b);
 		if (++b->attempt <= b->cfg->boot_retries) {
+			json_object_put(extra);
 			camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 			return;
 		}
-		ev_reason(b, PC_EV_FINAL_INFRA, "the final verification failed: %s", buf);
+		ev = camp_ev_new(b, PC_EV_FINAL_INFRA);
+		{
+			char r[1100];
+
+			snprintf(r, sizeof(r), "the final verification failed: %s", buf);
+			json_object_object_add(ev, "reason", json_object_new_string(r));
+		}
+		if (cause)
+			json_object_object_add(ev, "cause", json_object_new_string(cause));
+		ev_merge(ev, extra);
+		camp_ev_log(b, ev);
 		camp_set_state(b, B_DONE, UINT64_MAX);
 		return;
 	}
-	ev_reason(b, PC_EV_INFRA, "%s", buf);
+	ev = camp_ev_new(b, PC_EV_INFRA);
+	json_object_object_add(ev, "reason", json_object_new_string(buf));
+	if (cause)
+		json_object_object_add(ev, "cause", json_object_new_string(cause));
+	ev_merge(ev, extra);
+	camp_ev_log(b, ev);
 	camp_power_off(b);
 	camp_close_link(b);
 	if (++b->consecutive_infra >= MAX_CONSECUTIVE_INFRA) {
@@ -204,6 +248,24 @@ void camp_infra(struct bctx *b, const char *fmt, ...)
 		return;
 	}
 	camp_next_cycle(b);
+}
+
+void camp_infra(struct bctx *b, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	infra_v(b, NULL, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void camp_infra_ex(struct bctx *b, const char *cause, json_object *extra, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	infra_v(b, cause, extra, fmt, ap);
+	va_end(ap);
 }
 
 /* On record where each run starts: the wall clock at its "t" and the host,
@@ -241,6 +303,7 @@ static void power_on(struct bctx *b)
 	snprintf(b->relay.console, sizeof(b->relay.console), "%s/console/%s/cycle-%u.log", c->res.dir,
 		 b->cfg->name, b->cycle);
 	b->t_power = pc_now_ms();
+	b->late = 0;
 	if (b->cfg->link_serial || b->cfg->console_capture) {
 		/* a line the last cut broke off is noise: the new boot starts afresh,
 		 * and so does the authentication */
@@ -367,34 +430,41 @@ static void relay_readable(struct bctx *b)
 		relay_failed(b, "answered with a malformed reply");
 }
 
+/* The boot timeout passed with no authenticated hello. */
 static void boot_timeout(struct bctx *b)
 {
-	struct camp *c = b->c;
+	struct camp_console_facts f;
+	char path[PATH_MAX + 64];
+	int setup;
 
-	camp_power_off(b);
-	camp_close_link(b);
-	if (++b->attempt <= b->cfg->boot_retries) {
+	if (b->late) {
+		/* the grace after the last attempt ended too */
+		camp_boot_judge(b);
+		return;
+	}
+	/* what the agent printed on a console that is captured: its reason */
+	camp_console_look(b, &f, path, sizeof(path));
+	setup = b->said[0] && strcmp(b->said_cause, "device");
+	if (!setup && b->attempt + 1 <= b->cfg->boot_retries) {
+		camp_power_off(b);
+		camp_close_link(b);
+		b->attempt++;
 		pc_warn("board %s cycle %u: no HELLO within %u ms; power-cycling (retry %u of %u)", b->cfg->name,
 			b->cycle, b->cfg->boot_timeout_ms, b->attempt, b->cfg->boot_retries);
 		camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 		return;
 	}
-	if (b->rejects) {
-		/* someone tried and could not prove to be the agent: whether the
-		 * board booted is not known, so the device is not blamed */
-		camp_infra(b, "no authenticated agent within %u ms after %u attempts; %u attempt(s) to speak for the "
-		      "board were refused (link_reject events)", b->cfg->boot_timeout_ms, b->attempt, b->rejects);
+	if (!setup && !b->rejects && camp_late_ms(b)) {
+		/* the last attempt: the power stays on a while longer, so that a
+		 * hello that comes late names a slow boot, not a dead device */
+		b->late = 1;
+		b->t_late = pc_now_ms();
+		b->deadline = b->t_late + camp_late_ms(b);
+		pc_warn("board %s cycle %u: no HELLO within %u ms; the power stays on %u ms more to tell a slow boot "
+			"from a dead one", b->cfg->name, b->cycle, b->cfg->boot_timeout_ms, camp_late_ms(b));
 		return;
 	}
-	if (b->cycle > c->cycles) {
-		ev_reason(b, PC_EV_FINAL_BOOT_FAIL, "no HELLO within %u ms after %u attempts at the final verification",
-			  b->cfg->boot_timeout_ms, b->attempt);
-		camp_set_state(b, B_DONE, UINT64_MAX);
-		return;
-	}
-	ev_reason(b, PC_EV_BOOT_FAIL, "no HELLO within %u ms, %u attempts", b->cfg->boot_timeout_ms, b->attempt);
-	b->consecutive_infra = 0;
-	camp_next_cycle(b);
+	camp_boot_judge(b);
 }
 
 static void final_verified(struct bctx *b)
@@ -484,6 +554,19 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		return;
 	}
 	pc_strlcpy(b->boot_id, boot_id, sizeof(b->boot_id));
+	b->spoke = 1;
+	if (b->late) {
+		/* it came in the grace after the boot timeout: the board boots,
+		 * only slower than the configuration allows */
+		uint64_t ms = pc_now_ms() - b->t_power, sug = (ms * 3 / 2 + 999) / 1000 * 1000;
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "hello_ms", json_object_new_int64((int64_t)ms));
+		camp_infra_ex(b, "slow_boot", x, "slow boot: the agent's HELLO came %" PRIu64 " ms after power-on, %" PRIu64
+			      " ms after the boot timeout of %u ms: raise boot_timeout_ms (to %" PRIu64 ", say); the "
+			      "device is not blamed", ms, pc_now_ms() - b->t_late, b->cfg->boot_timeout_ms, sug);
+		return;
+	}
 	if (json_object_object_get_ex(raw, "region_error", &v)) {
 		/* no superblock of its own: the agent scans and writes nothing, and
 		 * the geometry the host remembers is never imposed on it */
@@ -528,6 +611,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 	if (known)
 		json_object_object_add(ev, "known", json_object_new_int(known));
 	camp_ev_log(b, ev);
+	b->heard = 1;	/* on record: the verify event (resume reads it) */
 	if (camp_send_msg(b, msg)) {
 		json_object_put(msg);
 		camp_infra(b, "sending VERIFY failed: %s", strerror(errno));

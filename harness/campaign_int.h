@@ -99,6 +99,21 @@ struct bctx {
 	int done_seen;
 	unsigned consecutive_infra;
 	char given_up[512];
+	/* whether the board's agent was ever heard in this campaign (resumed
+	 * runs included: from events.jsonl): spoke, an authenticated hello;
+	 * heard, a hello the host accepted and asked to scan. A board never
+	 * heard cannot have been harmed by a cut yet: its silent boot is a
+	 * setup matter, not the device's BOOT_FAIL (campaign_setup.c) */
+	int spoke, heard;
+	/* the boot timeout passed on the last attempt: the power stays on a
+	 * while (late_until), so that a slow boot is told from a dead one */
+	int late;
+	uint64_t t_late;
+	/* what the agent said stops it in this cycle (a setup_error line),
+	 * cause and reason as it said them (printable), and where it came */
+	char said_cause[33];
+	char said[PC_PROTO_MAX_REASON + 1];
+	char said_via[PATH_MAX + 64];
 	/* tallies for progress */
 	unsigned n_pass, n_fail, n_boot, n_infra;
 	uint64_t t_cycle0;
@@ -149,6 +164,9 @@ int camp_is_sysrq(const struct bctx *b);
 void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same with a cause ("setup", ...) and fields for the event (owned, may be NULL). */
+void camp_infra_ex(struct bctx *b, const char *cause, json_object *extra, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw);
 void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw);
 
@@ -175,6 +193,29 @@ void camp_cut(struct bctx *b, const char *why);
 void camp_cut_switched(struct bctx *b, const struct relay_rep *rep);
 json_object *camp_verify_request(struct bctx *b);
 int camp_send_known(struct bctx *b);
+
+/* campaign_setup.c */
+/* What a board's console log holds, for a boot without a hello. */
+struct camp_console_facts {
+	int exists;		/* the log is there */
+	uint64_t bytes;		/* its size */
+	char kernel[96];	/* the first sign of a booted kernel, or "" */
+	char cause[33];		/* the last setup_error line for the board: its cause ("" none) */
+	char reason[PC_PROTO_MAX_REASON + 1];
+};
+/* Look through console output (pure): signs of a booted kernel, and the
+ * last setup_error line (marked) for board. f is reset first. */
+void camp_console_inspect(const char *text, size_t len, const char *board, struct camp_console_facts *f);
+/* The cycle's console log of board b, read from its last MiB; path set. */
+void camp_console_look(struct bctx *b, struct camp_console_facts *f, char *path, size_t pathlen);
+/* Take what the agent said (a setup_error message, validated) as this
+ * cycle's reason; via: where it came. */
+void camp_agent_said(struct bctx *b, json_object *msg, const char *via);
+/* The last attempt's boot timeout passed with no authenticated hello: the
+ * cycle ends, as a setup matter (INFRA_ERROR) or the device's BOOT_FAIL. */
+void camp_boot_judge(struct bctx *b);
+/* Grace after the last boot timeout: how long the power stays on. */
+uint32_t camp_late_ms(const struct bctx *b);
 
 /* campaign_resume.c */
 struct bctx *camp_board_by_name(struct camp *c, const char *name);

@@ -514,6 +514,20 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 			camp_authenticated(b, b->sfd, &h);
 			hs_clear(&h);
 		}
+	} else if (m.type == PC_MSG_SETUP_ERROR) {
+		/* the agent on this console cannot get to a hello and says why */
+		json_object *v, *c1, *r1;
+
+		json_object_object_get_ex(m.obj, "cause", &c1);
+		json_object_object_get_ex(m.obj, "reason", &r1);
+		if (!json_object_object_get_ex(m.obj, "board", &v) || !strcmp(json_object_get_string(v), b->cfg->name)) {
+			char via[PATH_MAX + 32];
+
+			snprintf(via, sizeof(via), "its console %s", dev);
+			camp_agent_said(b, m.obj, via);
+		}
+		camp_link_reject(c, b, 0, dev, mk, len, "the agent says it cannot get to a hello (%s): %s",
+				 json_object_get_string(c1), json_object_get_string(r1));
 	} else {
 		camp_link_reject(c, b, 0, dev, mk, len, "'%s' before the agent proved itself", pc_msg_type_name(m.type));
 	}
@@ -617,6 +631,24 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 		camp_link_reject(c, p->b, 1, p->peer, line, len, "%s", err);
 		camp_pending_close(p);
 		return;
+	}
+	if (!p->b && m.type == PC_MSG_SETUP_ERROR) {
+		/* an agent that cannot authenticate (no key) says why, unproven:
+		 * on record, and this cycle's reason if it ends without a hello */
+		json_object *c1, *r1;
+
+		b = json_object_object_get_ex(m.obj, "board", &v) ? camp_board_by_name(c, json_object_get_string(v)) : NULL;
+		json_object_object_get_ex(m.obj, "cause", &c1);
+		json_object_object_get_ex(m.obj, "reason", &r1);
+		if (b && b->st == B_WAIT_HELLO) {
+			char via[128];
+
+			snprintf(via, sizeof(via), "the link (%s, unauthenticated)", p->peer);
+			camp_agent_said(b, m.obj, via);
+		}
+		camp_link_reject(c, b, 0, p->peer, line, len, "the agent says it cannot get to a hello (%s): %s",
+				 json_object_get_string(c1), json_object_get_string(r1));
+		goto drop;
 	}
 	if (!p->b) {
 		if (m.type != PC_MSG_HELLO) {

@@ -152,14 +152,26 @@ int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
 		c->t_base = (int64_t)t;
 	{
 		/* the boot id of each board's last authenticated hello: the next
-		 * power-on must bring a new one */
+		 * power-on must bring a new one; and whether its agent was ever
+		 * heard (an authenticated hello; a hello accepted, whose scan the
+		 * host asked for): a board never heard is not blamed for a silent
+		 * boot (campaign_setup.c) */
 		json_object *k, *m, *ty, *bd, *id;
 		struct bctx *b;
-		if (json_object_object_get_ex(ev, "ev", &k) && !strcmp(json_object_get_string(k), "rx") &&
-		    json_object_object_get_ex(ev, "msg", &m) && json_object_object_get_ex(m, "type", &ty) &&
-		    !strcmp(json_object_get_string(ty), "hello") && json_object_object_get_ex(ev, "board", &bd) &&
-		    json_object_object_get_ex(m, "boot_id", &id) && (b = camp_board_by_name(c, json_object_get_string(bd))))
-			pc_strlcpy(b->boot_id, json_object_get_string(id), sizeof(b->boot_id));
+		const char *kind;
+
+		if (json_object_object_get_ex(ev, "ev", &k) && json_object_object_get_ex(ev, "board", &bd) &&
+		    (b = camp_board_by_name(c, json_object_get_string(bd)))) {
+			kind = json_object_get_string(k);
+			if (!strcmp(kind, "verify"))
+				b->heard = b->spoke = 1;
+			if (!strcmp(kind, "rx") && json_object_object_get_ex(ev, "msg", &m) &&
+			    json_object_object_get_ex(m, "type", &ty) && !strcmp(json_object_get_string(ty), "hello")) {
+				b->spoke = 1;
+				if (json_object_object_get_ex(m, "boot_id", &id))
+					pc_strlcpy(b->boot_id, json_object_get_string(id), sizeof(b->boot_id));
+			}
+		}
 	}
 	if (engine_feed(c->eng, ev, err, sizeof(err)))
 		pc_warn("%s/events.jsonl:%u: %s", c->res.dir, lineno, err);

@@ -151,6 +151,7 @@ struct verdict {
 	uint64_t rq[PC_NRQ];
 	const char *audit_why;
 	int io_note;
+	const char *reason;		/* NULL: none */
 };
 
 static int opt_string(struct rep *r, const char *file, unsigned long line, json_object *o,
@@ -418,6 +419,10 @@ static int verdict_parse(struct rep *r, const char *file, unsigned long line, js
 	o = jget(v, "mode_run");
 	if (o && !json_object_is_type(o, json_type_null) &&
 	    (rc = opt_string(r, file, line, v, "mode_run", "mode_run", &vd->mode_run)))
+		return rc;
+	o = jget(v, "reason");
+	if (o && !json_object_is_type(o, json_type_null) &&
+	    (rc = opt_string(r, file, line, v, "reason", "reason", &vd->reason)))
 		return rc;
 	vd->device = jget(v, "device");
 	if (vd->device && json_object_is_type(vd->device, json_type_null))
@@ -745,6 +750,55 @@ static int cycle_row(struct rep *r, const struct verdict *vd, unsigned board, un
 	return 0;
 }
 
+/* A cycle not judged or whose boot failed, under its reason's group. */
+static int reason_add(struct rep_dev *d, const struct verdict *vd)
+{
+	const char *text = vd->reason && vd->reason[0] ? vd->reason : "no reason recorded";
+	char key[512], shown[1024];
+	size_t k = 0;
+	unsigned i;
+
+	for (const char *p = text; *p && k + 1 < sizeof(key); p++) {
+		if (*p >= '0' && *p <= '9') {
+			if (!k || key[k - 1] != '#')
+				key[k++] = '#';
+			continue;
+		}
+		key[k++] = *p;
+	}
+	key[k] = 0;
+	for (i = 0; i < d->nreasons; i++)
+		if (d->reasons[i].out == vd->out && !strcmp(d->reasons[i].key, key))
+			break;
+	if (i == d->nreasons) {
+		if (d->nreasons == REP_REASONS) {
+			d->reasons_more++;
+			return 0;
+		}
+		/* for a terminal: a reason may quote what an agent said */
+		k = 0;
+		for (const char *p = text; *p && k + 1 < sizeof(shown); p++)
+			shown[k++] = *p >= 0x20 && *p < 0x7f ? *p : '?';
+		shown[k] = 0;
+		d->reasons[i].text = strdup(shown);
+		d->reasons[i].key = strdup(key);
+		if (!d->reasons[i].text || !d->reasons[i].key) {
+			free(d->reasons[i].text);
+			free(d->reasons[i].key);
+			return -ENOMEM;
+		}
+		d->reasons[i].out = vd->out;
+		d->reasons[i].first = d->reasons[i].last = (unsigned long)vd->cycle;
+		d->nreasons++;
+	}
+	d->reasons[i].n++;
+	if ((unsigned long)vd->cycle < d->reasons[i].first)
+		d->reasons[i].first = (unsigned long)vd->cycle;
+	if ((unsigned long)vd->cycle > d->reasons[i].last)
+		d->reasons[i].last = (unsigned long)vd->cycle;
+	return 0;
+}
+
 static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 {
 	struct rep_dir *dd = &r->dirs[r->cur];
@@ -840,6 +894,8 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 		pc_strlcpy(m->audit_why, vd->audit_why ? vd->audit_why : "", sizeof(m->audit_why));
 	}
 	m->io_notes += (unsigned long)vd->io_note;
+	if ((vd->out == PC_OUT_INFRA_ERROR || vd->out == PC_OUT_BOOT_FAIL) && reason_add(d, vd))
+		return -ENOMEM;
 	if (vd->out == PC_OUT_FAIL && m->nfirst_fail < REP_FIRST_FAILS) {
 		struct rep_fail_ref *f = &m->first_fail[m->nfirst_fail++];
 
@@ -1846,6 +1902,10 @@ static void rep_free(struct rep *r)
 			json_object_put(d->why[k].j);
 		}
 		free(d->why);
+		for (unsigned k = 0; k < d->nreasons; k++) {
+			free(d->reasons[k].text);
+			free(d->reasons[k].key);
+		}
 	}
 	free(r->devs);
 	for (unsigned i = 0; i < r->nboards; i++) {

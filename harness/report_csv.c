@@ -163,6 +163,14 @@ static void junit_case(FILE *out, const struct rep *r, const struct rep_dev *d, 
 			rep_xml(out, d->why[k].text);
 			fputc('\n', out);
 		}
+		/* why its cycles were not judged: a lab mistake reads here */
+		for (unsigned k = 0; k < d->nreasons; k++) {
+			snprintf(msg, sizeof(msg), "%s %lu cycle%s (%lu to %lu): ", pc_outcome_names[d->reasons[k].out],
+				 d->reasons[k].n, d->reasons[k].n == 1 ? "" : "s", d->reasons[k].first, d->reasons[k].last);
+			rep_xml(out, msg);
+			rep_xml(out, d->reasons[k].text);
+			fputc('\n', out);
+		}
 		fprintf(out, "</error>\n");
 	}
 	snprintf(msg, sizeof(msg), "cycles %lu: PASS %lu, FAIL %lu, BOOT_FAIL %lu, INFRA_ERROR %lu; cuts in flight %lu",

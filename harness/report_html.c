@@ -464,6 +464,28 @@ static void first_fails(const struct rep *r, FILE *out, const struct rep_dev *d)
 	fputs("</table>\n", out);
 }
 
+/* Why cycles were not judged or did not boot, grouped by reason. */
+static void unjudged(FILE *out, const struct rep_dev *d)
+{
+	if (!d->nreasons)
+		return;
+	fputs("<h4>Cycles not judged, and boots that failed</h4>\n<table class=\"fails\">\n<tr><th>verdict</th>"
+	      "<th class=\"n\">cycles</th><th class=\"n\">first</th><th class=\"n\">last</th><th>reason (of the "
+	      "first)</th></tr>\n", out);
+	for (unsigned k = 0; k < d->nreasons; k++) {
+		const struct rep_reason *x = &d->reasons[k];
+
+		fprintf(out, "<tr><td>%s</td><td class=\"n\">%lu</td><td class=\"n\">%lu</td><td class=\"n\">%lu</td>"
+			"<td>", pc_outcome_names[x->out], x->n, x->first, x->last);
+		esc(out, x->text);
+		fputs("</td></tr>\n", out);
+	}
+	fputs("</table>\n", out);
+	if (d->reasons_more)
+		fprintf(out, "<p class=\"muted\">%lu more such cycles, for other reasons (verdicts.jsonl).</p>\n",
+			d->reasons_more);
+}
+
 /* ---- a unit's charts ---- */
 
 /* Verdicts over cycles, one row per board the unit was in. */
@@ -720,6 +742,7 @@ static int unit(const struct rep *r, FILE *out, unsigned i)
 	conditions(r, out, d);
 	mode_tables(out, d, &t);
 	first_fails(r, out, d);
+	unjudged(out, d);
 	fputs("<h4>Charts</h4>\n", out);
 	if ((rc = chart_strip(r, out, i)) || (rc = chart_latency(out, d)) || (rc = chart_rate(out, d)) ||
 	    (rc = chart_tears(out, d)))

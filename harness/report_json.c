@@ -172,6 +172,23 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 	for (unsigned k = 0; k < d->nwhy; k++)
 		json_object_array_add(why, json_object_get(d->why[k].j));
 	json_object_object_add(o, "incomplete", why);
+	{
+		/* why cycles were not judged (INFRA_ERROR) or did not boot (BOOT_FAIL) */
+		json_object *rs = json_object_new_array();
+
+		for (unsigned k = 0; k < d->nreasons; k++) {
+			json_object *x = json_object_new_object();
+
+			json_object_object_add(x, "verdict", json_object_new_string(pc_outcome_names[d->reasons[k].out]));
+			json_object_object_add(x, "cycles", jint(d->reasons[k].n));
+			json_object_object_add(x, "first", jint(d->reasons[k].first));
+			json_object_object_add(x, "last", jint(d->reasons[k].last));
+			json_object_object_add(x, "reason", json_object_new_string(d->reasons[k].text));
+			json_object_array_add(rs, x);
+		}
+		json_object_object_add(o, "unjudged", rs);
+		json_object_object_add(o, "unjudged_more", jint(d->reasons_more));
+	}
 	json_object_object_add(o, "infra_share", rep_mode_cycles(&t) ? json_object_new_double(
 		(double)t.out[PC_OUT_INFRA_ERROR] / (double)rep_mode_cycles(&t)) : NULL);
 	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));

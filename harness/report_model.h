@@ -98,6 +98,17 @@ struct rep_why {
 	json_object *j;		/* for --json */
 };
 
+/* Cycles not judged (INFRA_ERROR) or whose boot failed (BOOT_FAIL), grouped by
+ * their reason (texts that differ only in numbers are one group: a console
+ * log's cycle, a port): the first REP_REASONS groups of a device are kept. */
+#define REP_REASONS 6
+struct rep_reason {
+	int out;		/* PC_OUT_INFRA_ERROR or PC_OUT_BOOT_FAIL */
+	char *text;		/* the first cycle's reason, printable */
+	char *key;		/* the grouping key: text with digit runs as '#' */
+	unsigned long n, first, last;	/* cycles, the first and last cycle */
+};
+
 /* A test condition: a configuration value of the device's boards (or a
  * device fact), the same on all of them or "varies". */
 enum {
@@ -117,6 +128,9 @@ struct rep_dev {
 	unsigned nmodes;
 	struct rep_why *why;	/* empty: complete */
 	unsigned nwhy;
+	struct rep_reason reasons[REP_REASONS];	/* why cycles were not judged or failed to boot */
+	unsigned nreasons;
+	unsigned long reasons_more;	/* such cycles in no kept group */
 	double limit;		/* incomplete_infra_share (the strictest of its folders) */
 	int64_t first_ms, last_ms;	/* wall clock of its first and last verdict (-1: unknown) */
 	unsigned long ncycles;	/* its rows in rep.cycles */

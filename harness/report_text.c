@@ -271,6 +271,22 @@ static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d
 			fprintf(out, "  %s FAIL: board %s cycle %lu: %s\n", k ? "     " : "first",
 				r->boards[f->board].name, f->cycle, f->what);
 		}
+	/* why cycles were not judged, or did not boot: a lab mistake reads here */
+	for (unsigned k = 0; k < d->nreasons; k++) {
+		const struct rep_reason *x = &d->reasons[k];
+		char text[1400];
+
+		if (x->n == 1)
+			snprintf(text, sizeof(text), "%s cycle %lu: %s", pc_outcome_names[x->out], x->first, x->text);
+		else
+			snprintf(text, sizeof(text), "%s %lu cycles (%lu to %lu), as cycle %lu: %s",
+				 pc_outcome_names[x->out], x->n, x->first, x->last, x->first, x->text);
+		fprintf(out, "  %-12s", x->out == PC_OUT_BOOT_FAIL ? "boot fail:" : "not judged:");
+		print_wrapped(out, text, 14);
+	}
+	if (d->reasons_more)
+		fprintf(out, "  (%lu more INFRA_ERROR or BOOT_FAIL cycles, for other reasons: verdicts.jsonl)\n",
+			d->reasons_more);
 	fprintf(out, "  result: %s (", rep_dev_result(d, &t));
 	print_detail(out, &t);
 	fprintf(out, ")\n");

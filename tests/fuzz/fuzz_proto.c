@@ -8,7 +8,8 @@
  * survive a round trip through its builder (pc_msg_range, _work, _verify*,
  * _runs, _slot): written as a line and parsed again, it says the same. The
  * whole input is also parsed as one line (length and NUL checks), and
- * decoded as base64, whose accepted texts must be canonical.
+ * decoded as base64, whose accepted texts must be canonical. And it is read
+ * as a board's console log, as the host does at a boot timeout.
  */
 #include <errno.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "../../common/crc32c.h"
 #include "../../common/proto.h"
 #include "../../common/util.h"
+#include "../../harness/campaign_int.h"
 #include "fuzz.h"
 
 /* A stream this long holds many lines; longer ones teach the fuzzer nothing new. */
@@ -206,6 +208,33 @@ static void b64(const uint8_t *data, size_t size)
 	}
 }
 
+static int printable_str(const char *s, size_t cap)
+{
+	size_t n = strnlen(s, cap);
+
+	if (n == cap)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < 0x20 || s[i] > 0x7e)
+			return 0;
+	return 1;
+}
+
+/* The stream as a board's console log the host reads at a boot timeout
+ * (harness/campaign_setup.c): what it takes from it is printable and bounded,
+ * and an agent's reason comes only from a marked line. */
+static void console_log(const uint8_t *data, size_t size)
+{
+	struct camp_console_facts f;
+
+	camp_console_inspect((const char *)data, size, "b1", &f);
+	FUZZ_CHECK(printable_str(f.cause, sizeof(f.cause)) && printable_str(f.reason, sizeof(f.reason)) &&
+		   printable_str(f.kernel, sizeof(f.kernel)), "a console finding that is not printable text");
+	FUZZ_CHECK(!f.cause[0] || memmem(data, size, PC_PROTO_MARKER, strlen(PC_PROTO_MARKER)),
+		   "an agent's reason from a console without a marked line");
+	FUZZ_CHECK(!f.cause[0] == !f.reason[0], "a cause without a reason, or the reverse");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	uint32_t d1, d2;
@@ -219,5 +248,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* the whole input as one line, as a datagram-sized read would give it */
 	parse_line((const char *)data, size);
 	b64(data, size);
+	console_log(data, size);
 	return 0;
 }

@@ -82,9 +82,9 @@ head -c 8388608 /dev/urandom > "$T/geom.img"
 check "prepare a 4M region at 1M" "$AGENT" prepare --device "$T/geom.img" --offset 1M --length 4M --yes
 s=$(sum "$T/geom.img")
 refused "write with --length 2M refuses the 4M superblock" \
-	"claims a 4194304-byte region, past the 2097152 bytes it may span" \
+	"the region prepared at offset 1048576 is 4194304 bytes (its superblock A), but --length 2097152 asks for less: run with --length 4194304" \
 	"$AGENT" write --device "$T/geom.img" --offset 1M --length 2M --mode none --qd 32 --yes
-refused "...so does scan" "past the 2097152 bytes it may span" \
+refused "...so does scan" "but --length 2097152 asks for less: run with --length 4194304" \
 	"$AGENT" scan --device "$T/geom.img" --offset 1M --length 2M
 check "...every byte unchanged" [ "$(sum "$T/geom.img")" = "$s" ]
 o=$(outside "$T/geom.img" 1048576 4194304)
@@ -117,7 +117,7 @@ JSON
 }
 if "$AGENT" --help | grep -q -- --key; then
 	run_refused raw "--device $T/raw.img" "$T/raw.img: not a prepared powercut region" "$T/raw.img"
-	run_refused geom "--device $T/geom.img --offset 1M --length 2M" "past the 2097152 bytes it may span" "$T/geom.img"
+	run_refused geom "--device $T/geom.img --offset 1M --length 2M" "but --length 2097152 asks for less" "$T/geom.img"
 	[ $have_e2fs = 1 ] && run_refused ext4 "--device $T/ext4.img" "$T/ext4.img: not a prepared powercut region" "$T/ext4.img"
 else
 	skip_part "this agent has no run --key: the run cases"

@@ -39,7 +39,7 @@ check "...and left untouched" cmp -s "$T/foreign.img" "$T/foreign.orig"
 truncate -s 4M "$T/dev.img"
 check "prepare on a file (posix backend, O_DIRECT)" "$AGENT" prepare --device "$T/dev.img" --length 2M --yes
 expect_fail "a region past the device's end is refused" "past the device's end" "$AGENT" scan --device "$T/dev.img" --offset 3M --length 2M
-expect_fail "a length that differs from the superblock is refused" "past the 1048576 bytes it may span" "$AGENT" scan --device "$T/dev.img" --length 1M
+expect_fail "a length that differs from the superblock is refused, naming the length to give" "the region prepared at offset 0 is 2097152 bytes (its superblock A), but --length 1048576 asks for less: run with --length 2097152" "$AGENT" scan --device "$T/dev.img" --length 1M
 expect_fail "a bad record size is refused" "--record-size" "$AGENT" prepare --device "$T/x.img" --record-size 1000 --yes
 "$AGENT" prepare --device "sim:$T/m2.img" --size 1M --yes > /dev/null 2>&1
 expect_fail "a sim region with an offset is refused" "starts at offset 0" "$AGENT" scan --device "sim:$T/m2.img" --offset 4096

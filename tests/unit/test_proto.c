@@ -74,6 +74,8 @@ static const char *const base_fixed[PC_MSG_TYPE_MAX] = {
 	[PC_MSG_IO] = "{\"type\":\"io\",\"v\":1,\"op\":\"fua\",\"seq\":18446744073709551615}",
 	[PC_MSG_AUDIT] = "{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"tracefs\",\"rq\":{\"WS\":60,\"FF\":8,"
 		"\"WFS\":1099511627776,\"other\":0}}}",
+	[PC_MSG_SETUP_ERROR] = "{\"type\":\"setup_error\",\"v\":1,\"board\":\"b-1\",\"cause\":\"key_missing\","
+		"\"reason\":\"key file /etc/powercut/agent.key: No such file or directory\"}",
 	[PC_MSG_WORK] = "{\"type\":\"work\",\"v\":1,\"cycle\":4294967295,\"first\":1000,\"n\":64,"
 		"\"mode\":\"journal\",\"pattern\":\"random\",\"record_size\":1048576,\"flush_every\":8,"
 		"\"qd\":32,\"seed\":18446744073709551615}",
