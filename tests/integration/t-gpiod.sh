@@ -78,7 +78,8 @@ check "held by the holder pid $hpid (owner $(line 4 owner)), which lives" sh -c 
 check "the lock file names the holder, on" grep -q "\"pid\":$hpid,.*\"role\":\"holder\".*\"state\":\"on\"" "$(lockfile gpiod:gpiochip0:4)"
 pcg relay "$T/g.json" b2 get > "$T/get2" 2>&1
 check "get asks the holder: on" grep -qx on "$T/get2"
-check "the line still high, still the holder's" sh -c "[ '$(line 4 value)' = 1 ] && [ '$(line 4 owner)' = '$hpid' ]"
+check "the line still high, still the holder's: value 1" [ "$(line 4 value)" = "1" ]
+check "the line still high, still the holder's: owner $hpid" [ "$(line 4 owner)" = "$hpid" ]
 pcg relay "$T/g2.json" x9 get > "$T/get3" 2>&1
 check "another configuration naming the same line (by path and offset) reaches the same holder" grep -qx on "$T/get3"
 pcg run "$T/g.json" --results "$T/elsewhere" --quiet --no-report > "$T/run0" 2>&1
@@ -86,15 +87,20 @@ rc=$?
 check "a campaign on the held board is refused (exit $rc)" [ $rc -eq 2 ]
 check "the refusal names the holder and how to let it go" \
 	grep -q "board b2: relay gpiod:gpiochip0:4 is in use by a relay holder keeping board b2 on (pid $hpid .*powercut relay .*g.json b2 release" "$T/run0"
-check "the refused campaign left the line alone" sh -c "[ '$(line 4 value)' = 1 ] && [ '$(line 4 owner)' = '$hpid' ]"
+check "the refused campaign left the line alone: value 1" [ "$(line 4 value)" = "1" ]
+check "the refused campaign left the line alone: owner $hpid" [ "$(line 4 owner)" = "$hpid" ]
 pcg relay "$T/g.json" b2 off > "$T/off" 2>&1
-check "off through the holder: low, still held" sh -c "[ '$(line 4 value)' = 0 ] && [ '$(line 4 owner)' = '$hpid' ] && [ '$(line 4 dir)' = out ]"
+check "off through the holder: low, still held: value 0" [ "$(line 4 value)" = "0" ]
+check "off through the holder: low, still held: owner $hpid" [ "$(line 4 owner)" = "$hpid" ]
+check "off through the holder: low, still held: dir out" [ "$(line 4 dir)" = "out" ]
 pcg relay "$T/g.json" b2 cycle > "$T/cycle" 2>&1
-check "cycle through the holder: on again, same holder" sh -c "[ '$(line 4 value)' = 1 ] && [ '$(line 4 owner)' = '$hpid' ]"
+check "cycle through the holder: on again, same holder: value 1" [ "$(line 4 value)" = "1" ]
+check "cycle through the holder: on again, same holder: owner $hpid" [ "$(line 4 owner)" = "$hpid" ]
 pcg relay "$T/g.json" b2 release > "$T/rel" 2>&1
 check "release: the holder let go" grep -q "relay released: holder pid $hpid" "$T/rel"
 check "the holder exited" sh -c "for i in \$(seq 50); do kill -0 $hpid 2>/dev/null || exit 0; sleep 0.1; done; exit 1"
-check "the line is free and rests at its pull (low)" sh -c "[ '$(line 4 owner)' = 0 ] && [ '$(line 4 value)' = 0 ]"
+check "the line is free and rests at its pull (low): owner 0" [ "$(line 4 owner)" = "0" ]
+check "the line is free and rests at its pull (low): value 0" [ "$(line 4 value)" = "0" ]
 # a holder killed outright: the kernel frees its line and its lock; the next
 # user says it took the stale lock over
 pcg relay "$T/g.json" b2 on > "$T/on2" 2>&1
