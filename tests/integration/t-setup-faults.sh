@@ -125,8 +125,18 @@ run length length 1 4000
 setup_case length "--length shorter than the prepared region" \
 	"no usable powercut region: .*the region prepared at offset 0 is 1048576 bytes .*--length 524288 asks for less: run with --length 1048576 or without --length"
 check "...nothing advises prepare" [ "$(grep -c "run 'powercut-agent prepare'" "$T/r-length/verdicts.jsonl")" -eq 0 ]
-check "...the agent heard why the host ended its session" \
-	grep -q "the host ended this session: the agent has no usable powercut region" "$T/r-length/console/b1/cycle-1.log"
+check "...the agent says on its console what differs (its own words, before any HELLO)" \
+	grep -q "the region prepared at offset 0 is 1048576 bytes (its superblock A), but --length 524288 asks for less" "$T/r-length/console/b1/cycle-1.log"
+# The host tells the agent why it ends the session, then powers the board off
+# some 10 ms later: on a loaded machine the agent can be cut before it prints
+# the host's word (seen at load 8 in two suites of two), so that is shown,
+# not asserted. What must hold is above and below: the agent's own reason,
+# and no word blaming the key.
+if grep -q "the host ended this session: the agent has no usable powercut region" "$T"/r-length/console/b1/cycle-*.log; then
+	echo "  (the agent printed the host's reason before the cut)"
+else
+	echo "  (the cut came before the agent printed the host's reason)"
+fi
 check "...and does not blame the key" sh -c "! grep -q 'is --key' '$T/r-length/console/b1/cycle-1.log'"
 
 # ---- console mode (--console TTY): a failure is said on the console, never
