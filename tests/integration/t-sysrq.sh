@@ -35,6 +35,15 @@ check "the agent pulled the trigger each time" [ "$(wc -l < "$T/reboots")" -ge 2
 check "acknowledged data survived every crash" [ "$(jq -s '[.[] | .counts.lost_acked] | add' "$T/r/verdicts.jsonl")" -eq 0 ]
 check "records were acknowledged" [ "$(jq -s '[.[] | .records.acked] | add' "$T/r/verdicts.jsonl")" -gt 0 ]
 check "replay reproduces every verdict" "$PC" replay "$T/r"
+# The first campaign's last board cannot be powered off (a sysrq relay has no
+# off): its agent lives on, retrying the harness that is gone, and holds the
+# emulated eMMC. It goes before the next campaign's agent opens that eMMC
+# (at load 8 the new agent found it held and closed the link).
+pkill -KILL -f "$T/board.sh" 2> /dev/null
+pkill -KILL -f "sim:$T/m.img" 2> /dev/null
+gone() { ! pgrep -f "sim:$T/m.img" > /dev/null; }
+for _ in $(seq 300); do gone && break; sleep 0.1; done
+check "the first campaign's last agent is gone" gone
 # an agent started without --sysrq refuses to crash anything
 cat > "$T/c2.json" <<JSON
 { "campaign": "it-sysrq-refused", "cycles": 1, "listen": "127.0.0.1:0",
