@@ -1743,3 +1743,14 @@ int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen)
 		*outlen = o;
 	return 0;
 }
+
+int64_t pc_json_int_in(json_object *o, const char *key, int64_t min, int64_t max)
+{
+	json_object *v;
+	int64_t x;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return -1;
+	x = json_object_get_int64(v);
+	return x >= min && x <= max ? x : -1;
+}

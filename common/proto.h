@@ -213,6 +213,9 @@ int pc_msg_parse(const char *line, size_t len, struct pc_msg *m, char *err, size
  * events.jsonl): every field and array bound, but no line length. m->obj
  * takes a reference to o. */
 int pc_msg_parse_obj(json_object *o, struct pc_msg *m, char *err, size_t errlen);
+/* An integer member of o within [min, max], or -1 (missing, not an integer,
+ * out of range): for records the harness reads back (lock files, groups). */
+int64_t pc_json_int_in(json_object *o, const char *key, int64_t min, int64_t max);
 void pc_msg_clear(struct pc_msg *m);
 
 /*

@@ -3,6 +3,8 @@
  */
 #include "results.h"
 
+#include "../common/proto.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -91,18 +93,6 @@ static void lock_time(int64_t t, char *buf, size_t len)
 		snprintf(buf, len, "%" PRId64 " (epoch seconds)", t);
 }
 
-/* An integer member within [min, max], or -1. */
-static int64_t lock_int(json_object *o, const char *key, int64_t min, int64_t max)
-{
-	json_object *v;
-	int64_t x;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -1;
-	x = json_object_get_int64(v);
-	return x >= min && x <= max ? x : -1;
-}
-
 /* What the lock file on fd says. Anyone can write to it: every field is
  * checked, and the host name is printed only as printable characters. */
 static void lock_read(int fd, struct results_lock_info *li)
@@ -132,9 +122,9 @@ static void lock_read(int fd, struct results_lock_info *li)
 		json_object_put(o);
 		return;
 	}
-	li->pid = (long)lock_int(o, "pid", 1, LOCK_PID_MAX);
-	li->started = lock_int(o, "started", 0, LOCK_TIME_MAX);
-	li->ended = lock_int(o, "ended", 0, LOCK_TIME_MAX);
+	li->pid = (long)pc_json_int_in(o, "pid", 1, LOCK_PID_MAX);
+	li->started = pc_json_int_in(o, "started", 0, LOCK_TIME_MAX);
+	li->ended = pc_json_int_in(o, "ended", 0, LOCK_TIME_MAX);
 	if (li->ended < 0)
 		li->ended = 0;
 	if (json_object_object_get_ex(o, "host", &v) && json_object_is_type(v, json_type_string)) {

@@ -13,6 +13,8 @@
 
 #include <ctype.h>
 #include <dirent.h>
+#include "../common/proto.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -288,18 +290,6 @@ static int proc_has_arg(pid_t pid, const char *match)
 	return found;
 }
 
-/* An integer member within [min, max], or -1. */
-static int64_t rec_int(json_object *o, const char *key, int64_t min, int64_t max)
-{
-	json_object *v;
-	int64_t x;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -1;
-	x = json_object_get_int64(v);
-	return x >= min && x <= max ? x : -1;
-}
-
 int relay_group_kill_orphans(const char *path, const char *match, char *note, size_t notelen, char *err,
 			     size_t errlen)
 {
@@ -325,10 +315,10 @@ int relay_group_kill_orphans(const char *path, const char *match, char *note, si
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
 	o = json_tokener_parse(buf);
-	pgid = o ? rec_int(o, "pgid", 2, GROUP_PID_MAX) : -1;
-	start = o ? rec_int(o, "start", 0, INT64_MAX) : -1;
-	hpid = o ? rec_int(o, "harness_pid", 1, GROUP_PID_MAX) : -1;
-	hstart = o ? rec_int(o, "harness_start", 0, INT64_MAX) : -1;
+	pgid = o ? pc_json_int_in(o, "pgid", 2, GROUP_PID_MAX) : -1;
+	start = o ? pc_json_int_in(o, "start", 0, INT64_MAX) : -1;
+	hpid = o ? pc_json_int_in(o, "harness_pid", 1, GROUP_PID_MAX) : -1;
+	hstart = o ? pc_json_int_in(o, "harness_start", 0, INT64_MAX) : -1;
 	boot_id(boot, sizeof(boot));
 	if (o && json_object_object_get_ex(o, "what", &v) && json_object_is_type(v, json_type_string)) {
 		size_t i;

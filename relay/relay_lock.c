@@ -3,6 +3,8 @@
  */
 #include "relay_lock.h"
 
+#include "../common/proto.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -141,17 +143,6 @@ static void lock_str(json_object *o, const char *key, char *out, size_t len)
 	out[i] = 0;
 }
 
-static int64_t lock_int(json_object *o, const char *key, int64_t min, int64_t max)
-{
-	json_object *v;
-	int64_t x;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -1;
-	x = json_object_get_int64(v);
-	return x >= min && x <= max ? x : -1;
-}
-
 static void lock_read(int fd, struct relay_lock_who *w)
 {
 	char buf[LOCK_MAX], *nl;
@@ -173,8 +164,8 @@ static void lock_read(int fd, struct relay_lock_who *w)
 		json_object_put(o);
 		return;
 	}
-	w->pid = (long)lock_int(o, "pid", 1, LOCK_PID_MAX);
-	w->started = lock_int(o, "started", 0, LOCK_TIME_MAX);
+	w->pid = (long)pc_json_int_in(o, "pid", 1, LOCK_PID_MAX);
+	w->started = pc_json_int_in(o, "started", 0, LOCK_TIME_MAX);
 	lock_str(o, "host", w->host, sizeof(w->host));
 	lock_str(o, "role", w->role, sizeof(w->role));
 	lock_str(o, "campaign", w->campaign, sizeof(w->campaign));
