@@ -51,7 +51,7 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 -Wvla \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
 OPT      ?= -O2 -g
 CFLAGS   ?=
-BASE_CFLAGS := -std=gnu11 $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -MMD -MP
+BASE_CFLAGS := -std=gnu11 -I. $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -MMD -MP
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
 # Optional libraries are detected, not assumed.
@@ -80,7 +80,7 @@ COMMON_SRC  := $(sort $(wildcard common/*.c))
 SIM_SRC     := $(sort $(wildcard sim/*.c))
 AGENT_SRC   := $(filter-out agent/main.c,$(sort $(wildcard agent/*.c)))
 RELAY_SRC   := $(sort $(wildcard relay/*.c))
-HARNESS_SRC := $(filter-out harness/main.c,$(sort $(wildcard harness/*.c)))
+HARNESS_SRC := $(filter-out harness/cli/main.c,$(sort $(wildcard harness/*/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
 TOOL_SRC    := $(sort $(wildcard tests/tools/*.c))
 
@@ -105,7 +105,7 @@ $(B)/obj/%.o: %.c
 $(B)/powercut-agent: $(AGENT_OBJ) $(B)/obj/agent/main.o
 	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
-$(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/main.o
+$(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/cli/main.o
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
 
 ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))

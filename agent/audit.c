@@ -10,7 +10,7 @@
  * no sector and counts whoever asked for it (docs/io-audit.md says so).
  * Reads (the scan) are never counted.
  */
-#include "audit.h"
+#include "agent/audit.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -25,10 +25,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../common/util.h"
-#include "blockdev.h"
-#include "dev.h"
-#include "region.h"
+#include "common/util.h"
+#include "agent/blockdev.h"
+#include "agent/dev.h"
+#include "agent/region.h"
 
 void audit_count(struct audit_counts *c, const char *rwbs, uint64_t sectors)
 {

@@ -6,7 +6,7 @@
  * a link to the device's directory, a partition's directory holds a
  * "partition" file and sits inside its disk's directory.
  */
-#include "blockdev.h"
+#include "agent/blockdev.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -33,7 +33,7 @@
 #define PC_HAVE_MMC_IOCTL 1
 #endif
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define SYSFS_DEV_BLOCK	"/sys/dev/block"
 #define SYSFS_BLOCK	"/sys/block"

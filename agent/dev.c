@@ -1,7 +1,7 @@
 /*
  * dev.c - the table of device backends: which ops serve a device spec.
  */
-#include "dev.h"
+#include "agent/dev.h"
 
 #include <assert.h>
 #include <errno.h>

@@ -15,7 +15,7 @@
 
 #include <json-c/json.h>
 
-#include "../sim/emmc.h"
+#include "sim/emmc.h"
 
 #define DEV_W_DSYNC	1u	/* FUA: RWF_DSYNC */
 

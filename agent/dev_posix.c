@@ -13,7 +13,7 @@
  *   flush      write, then flush (fdatasync) every N records
  *   none       write only
  */
-#include "dev.h"
+#include "agent/dev.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,9 +34,9 @@
 #include <liburing.h>
 #endif
 
-#include "../common/util.h"
-#include "blockdev.h"
-#include "mmc_relwr.h"
+#include "common/util.h"
+#include "agent/blockdev.h"
+#include "agent/mmc_relwr.h"
 
 struct posix_priv {
 	unsigned qd;

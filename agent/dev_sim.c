@@ -7,7 +7,7 @@
  * is a legal device (nothing promises reordering), but the sim never shows
  * the host what a reordering device would.
  */
-#include "dev.h"
+#include "agent/dev.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../common/proto.h"
-#include "../common/record.h"
-#include "../common/util.h"
-#include "audit.h"
-#include "blockdev.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "agent/audit.h"
+#include "agent/blockdev.h"
 
 #define SIM_QD_MAX	32u
 /* The defaults emmc.h documents; applied here so identity() reports them. */

@@ -2,7 +2,7 @@
  * link.c - the agent's end of the link to the host: TCP or a serial console,
  * authenticated (auth.h).
  */
-#include "link.h"
+#include "agent/link.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -18,7 +18,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 /* What a failed connect means, for a person at the board: what to check. */
 static void connect_why(int e, char *why, size_t whylen)

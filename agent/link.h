@@ -8,8 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/auth.h"
-#include "../common/proto.h"
+#include "common/auth.h"
+#include "common/proto.h"
 
 struct link {
 	int fd;

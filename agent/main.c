@@ -19,14 +19,14 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
-#include "../common/auth.h"
-#include "../common/crc32c.h"
-#include "../common/proto.h"
-#include "../common/util.h"
-#include "audit.h"
-#include "link.h"
-#include "region.h"
-#include "writer.h"
+#include "common/auth.h"
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "agent/audit.h"
+#include "agent/link.h"
+#include "agent/region.h"
+#include "agent/writer.h"
 
 struct opts {
 	struct region_opts ro;

@@ -1,7 +1,7 @@
 /*
  * mmc_relwr.c - raw eMMC reliable writes (see mmc_relwr.h).
  */
-#include "mmc_relwr.h"
+#include "agent/mmc_relwr.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,8 +19,8 @@
 #define PC_HAVE_MMC_IOCTL 1
 #endif
 
-#include "../common/util.h"
-#include "blockdev.h"
+#include "common/util.h"
+#include "agent/blockdev.h"
 
 /* Response and command types as the kernel spells them (include/linux/mmc/core.h,
  * not exported to user space). */

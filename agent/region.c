@@ -1,7 +1,7 @@
 /*
  * region.c - claim, open and scan a powercut region.
  */
-#include "region.h"
+#include "agent/region.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,10 +12,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/crc32c.h"
-#include "../common/proto.h"
-#include "../common/util.h"
-#include "blockdev.h"
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "agent/blockdev.h"
 
 #define ALIGN 4096
 #define SCAN_CHUNK (1u << 20)

@@ -16,9 +16,9 @@
 
 #include <json-c/json.h>
 
-#include "../common/proto.h"
-#include "../common/record.h"
-#include "dev.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "agent/dev.h"
 
 struct region_opts {
 	const char *spec;	/* device: path, "sim:PATH", or PARTLABEL=/PARTUUID=/LABEL=/UUID= */

@@ -16,7 +16,7 @@
  * flush and each FUA write is issued, after the SUBMIT that names its
  * records: a cut plan "at a flush" or "at a FUA write" is carried out on it.
  */
-#include "writer.h"
+#include "agent/writer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define MAXQD 32
 /* one buffer more than can be in flight: the next record is built in it

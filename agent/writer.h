@@ -8,8 +8,8 @@
 
 #include <stdint.h>
 
-#include "../common/proto.h"
-#include "region.h"
+#include "common/proto.h"
+#include "agent/region.h"
 
 struct writer_io {
 	int aio;		/* 1 when the backend's async path (io_uring) works */

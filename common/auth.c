@@ -3,7 +3,7 @@
  * The protocol is described in auth.h and docs/protocol.md; every MAC is
  * libsodium's HMAC-SHA256.
  */
-#include "auth.h"
+#include "common/auth.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /*
  * crc32c.c - CRC32C with run-time choice of hardware or table implementation.
  */
-#include "crc32c.h"
+#include "common/crc32c.h"
 
 #include <string.h>
 

@@ -8,10 +8,10 @@
  * copied out. Unknown extra fields are ignored so that a newer peer can add
  * information without breaking an older one (a change of meaning bumps "v").
  */
-#include "proto.h"
-#include "auth.h"
-#include "record.h"
-#include "util.h"
+#include "common/proto.h"
+#include "common/auth.h"
+#include "common/record.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -1,8 +1,8 @@
 /*
  * record.c - record and superblock encoding, payload generation, slot mapping.
  */
-#include "record.h"
-#include "crc32c.h"
+#include "common/record.h"
+#include "common/crc32c.h"
 
 #include <errno.h>
 #include <inttypes.h>

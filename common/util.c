@@ -1,7 +1,7 @@
 /*
  * util.c - logging, clocks and I/O helpers.
  */
-#include "util.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,13 +5,13 @@
  * after 10000 ms; check ..."); the wrappers here prefix the board and the
  * driver, so every message a user reads says which board and which relay.
  */
-#include "relay.h"
+#include "relay/relay.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 /* Explicit and ordered: relay_names() lists them in this order. */
 static const struct relay_ops *const relay_drivers[] = {

@@ -10,7 +10,7 @@
  *
  * No signal handlers: the child is reaped with waitpid() on its own pid.
  */
-#include "relay_priv.h"
+#include "relay/relay_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define CMD_OUT_MAX	4096	/* stdout kept for get */
 #define CMD_ERR_TAIL	1024	/* stderr kept to quote its last line */

@@ -22,7 +22,7 @@
  * bounded by the bus driver), so there is no timeout_ms here; settle_ms is
  * how long on/off wait for the relay's contacts after switching.
  */
-#include "relay_priv.h"
+#include "relay/relay_priv.h"
 
 #include <dirent.h>
 #include <errno.h>

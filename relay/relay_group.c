@@ -9,11 +9,11 @@
  * bounded, every field checked, and a record that does not name a live
  * process of ours exactly kills nothing.
  */
-#include "relay_group.h"
+#include "relay/relay_group.h"
 
 #include <ctype.h>
 #include <dirent.h>
-#include "../common/proto.h"
+#include "common/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -30,7 +30,7 @@
 
 #include <json-c/json.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define GROUP_REC_MAX	1024		/* the record is one short line */
 #define GROUP_PID_MAX	4194304L	/* PID_MAX_LIMIT */

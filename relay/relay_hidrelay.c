@@ -23,7 +23,7 @@
  * After switching, the state byte is read back: a board that ignored the
  * command is an error, not a silent pass.
  */
-#include "relay_priv.h"
+#include "relay/relay_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,7 +5,7 @@
  * connection with a receive timeout: a client that connects and says
  * nothing costs the holder RELAY_HOLD_ASK_MS, never the line.
  */
-#include "relay_hold.h"
+#include "relay/relay_hold.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define HOLD_REQ_MAX	16
 #define HOLD_REP_MAX	600

@@ -27,8 +27,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "relay.h"
-#include "relay_lock.h"
+#include "relay/relay.h"
+#include "relay/relay_lock.h"
 
 #define RELAY_HOLD_ASK_MS	5000	/* a holder answers at once; bound it anyway */
 

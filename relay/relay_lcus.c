@@ -17,7 +17,7 @@
  * when the command has left the host: ~4 ms of wire time at 9600 baud, then
  * the relay's own few milliseconds to move its contacts.
  */
-#include "relay_priv.h"
+#include "relay/relay_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 /*
  * relay_lock.c - the per-relay lock in a fixed directory (relay_lock.h).
  */
-#include "relay_lock.h"
+#include "relay/relay_lock.h"
 
-#include "../common/proto.h"
+#include "common/proto.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../common/crc32c.h"
-#include "../common/util.h"
-#include "relay.h"
+#include "common/crc32c.h"
+#include "common/util.h"
+#include "relay/relay.h"
 
 #define LOCK_MAX	8192			/* the file is one line: read no more */
 #define LOCK_PID_MAX	4194304L		/* PID_MAX_LIMIT */

@@ -1,7 +1,7 @@
 /*
  * relay_lock.h - one user at a time per physical relay, wherever the results live.
  *
- * A campaign's results folder has its own lock (harness/results.h), but the
+ * A campaign's results folder has its own lock (harness/results/results.h), but the
  * folder is wherever --results says, so it cannot tell `powercut relay` that
  * a board is being driven. This lock is keyed by the relay itself and kept in
  * one fixed directory per host:

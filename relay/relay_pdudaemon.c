@@ -29,7 +29,7 @@
  * docs/lab.md has what this does to the cut instant, measured against the
  * real daemon (tests/integration/t-pdudaemon.sh).
  */
-#include "relay_priv.h"
+#include "relay/relay_priv.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -10,7 +10,7 @@
 #ifndef PC_RELAY_PRIV_H
 #define PC_RELAY_PRIV_H
 
-#include "relay.h"
+#include "relay/relay.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define RELAY_MS_MAX	3600000	/* an hour: any longer timeout is a typo */
 #define RELAY_REAP_MS	2000	/* after SIGKILL a child is gone at once; bound it anyway */

@@ -36,11 +36,11 @@
  * (PR_SET_PDEATHSIG), and its group is on record in <state_dir>/pgid before
  * it runs, so open kills a QEMU an earlier harness left writing to the card.
  */
-#include "relay_priv.h"
-#include "relay_group.h"
-#include "vcache.h"
+#include "relay/relay_priv.h"
+#include "relay/relay_group.h"
+#include "relay/vcache.h"
 
-#include "../common/auth.h"
+#include "common/auth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -56,7 +56,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define QEMU_DEFAULT	"qemu-system-x86_64"
 #define QEMU_MAX_EXTRA	64

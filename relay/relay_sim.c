@@ -18,8 +18,8 @@
  * its group is on record in <state_dir>/pgid before it runs, so open kills
  * whatever an earlier harness left before any board powers on.
  */
-#include "relay_priv.h"
-#include "relay_group.h"
+#include "relay/relay_priv.h"
+#include "relay/relay_group.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,7 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 /* the sim board's agent runs at this niceness (see sim_on) */
 #define SIM_AGENT_NICE	10

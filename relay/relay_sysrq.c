@@ -14,7 +14,7 @@
  * command (relay.on, e.g. wake-on-LAN or a PDU outlet left on); run through
  * the command driver's ops, which already bound it by timeout_ms.
  */
-#include "relay_priv.h"
+#include "relay/relay_priv.h"
 
 #include <errno.h>
 #include <stdio.h>

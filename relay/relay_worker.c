@@ -9,7 +9,7 @@
  * worker) and opens the relay again for itself. Its first reply says
  * whether that worked. Then it serves requests, one at a time, in order.
  */
-#include "relay_worker.h"
+#include "relay/relay_worker.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 #define CUT_READBACK_TRIES	10
 #define CUT_READBACK_US		20000

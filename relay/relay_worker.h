@@ -23,7 +23,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "relay.h"
+#include "relay/relay.h"
 
 enum relay_op {
 	RELAY_OP_ON = 1,	/* switch on (not before the last off + min_off_ms) */

@@ -2,7 +2,7 @@
  * resolve.c - name resolution with a deadline, for the host's network
  * clients (the pdudaemon relay, consoles over the network): relay.h.
  */
-#include "relay.h"
+#include "relay/relay.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 /* A lookup and everything it points at, in one block: if glibc's resolver
  * thread cannot be cancelled it keeps reading it, and it is leaked rather

@@ -3,7 +3,7 @@
  * blklogwrites log, as a device with a volatile write cache would leave it.
  * See vcache.h.
  */
-#include "vcache.h"
+#include "relay/vcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 
 #include <json-c/json.h>
 
-#include "../common/util.h"
+#include "common/util.h"
 
 /* the dm-log-writes format, as QEMU's block/blklogwrites.c writes it */
 #define LOG_FLUSH_FLAG		(1u << 0)

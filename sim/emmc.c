@@ -17,8 +17,8 @@
  * logged before it is committed, and a power-on that is itself cut resumes
  * them instead of repeating them.
  */
-#include "emmc.h"
-#include "sim_truth.h"
+#include "sim/emmc.h"
+#include "sim/sim_truth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,8 +32,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../common/record.h"
-#include "../common/util.h"
+#include "common/record.h"
+#include "common/util.h"
 
 #define SIM_DEF_PROGRAM_US	20u
 #define SIM_DEF_CACHE_SECTORS	256u

@@ -12,7 +12,7 @@
  * came before it was programmed, or a later write covered it): the verifier
  * cannot find what is not there.
  */
-#include "sim_truth.h"
+#include "sim/sim_truth.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,11 +25,11 @@
 
 #include <json-c/json.h>
 
-#include "../common/crc32c.h"
+#include "common/crc32c.h"
 
-#include "../common/proto.h"
-#include "../common/record.h"
-#include "../common/util.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
 
 #define TRUTH_SUFFIX	".truth.jsonl"
 #define TRUTH_CHUNK	65536

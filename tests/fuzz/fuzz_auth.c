@@ -19,10 +19,10 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../../common/auth.h"
-#include "../../common/proto.h"
-#include "../../common/util.h"
-#include "fuzz.h"
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT (PC_PROTO_MAX_LINE + 64)
 

@@ -1,5 +1,5 @@
 /*
- * fuzz_config.c - the campaign configuration loader (harness/config.c).
+ * fuzz_config.c - the campaign configuration loader (harness/campaign/config.c).
  *
  * The input is a configuration file's text, handed to config_parse() as
  * config_load() hands it a file it read (NUL-terminated; a file with a NUL
@@ -10,9 +10,9 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../../common/util.h"
-#include "../../harness/config.h"
-#include "fuzz.h"
+#include "common/util.h"
+#include "harness/campaign/config.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT (64u << 10)
 

@@ -33,13 +33,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../common/record.h"
-#include "../../common/util.h"
-#include "../../harness/config.h"
-#include "../../harness/engine.h"
-#include "../../harness/replay.h"
-#include "../../harness/results.h"
-#include "fuzz.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "harness/campaign/config.h"
+#include "harness/engine/engine.h"
+#include "harness/cli/replay.h"
+#include "harness/results/results.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT	(256u << 10)
 #define MAX_BOARDS	16

@@ -14,11 +14,11 @@
 #include <errno.h>
 #include <string.h>
 
-#include "../../common/crc32c.h"
-#include "../../common/proto.h"
-#include "../../common/util.h"
-#include "../../harness/campaign_int.h"
-#include "fuzz.h"
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "harness/campaign/campaign_int.h"
+#include "tests/fuzz/fuzz.h"
 
 /* A stream this long holds many lines; longer ones teach the fuzzer nothing new. */
 #define FUZZ_MAX_INPUT (64u << 10)
@@ -221,7 +221,7 @@ static int printable_str(const char *s, size_t cap)
 }
 
 /* The stream as a board's console log the host reads at a boot timeout
- * (harness/campaign_setup.c): what it takes from it is printable and bounded,
+ * (harness/campaign/campaign_setup.c): what it takes from it is printable and bounded,
  * and an agent's reason comes only from a marked line. */
 static void console_log(const uint8_t *data, size_t size)
 {

@@ -18,9 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../common/util.h"
-#include "../../harness/report.h"
-#include "fuzz.h"
+#include "common/util.h"
+#include "harness/report/report.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT	(256u << 10)
 #define CAMPAIGN	"\n--- campaign ---\n"

@@ -29,13 +29,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/dev.h"
-#include "../../agent/region.h"
-#include "../../common/crc32c.h"
-#include "../../common/proto.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
-#include "fuzz.h"
+#include "agent/dev.h"
+#include "agent/region.h"
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT	(4u << 20)
 #define MEM_PREFIX	"mem:"

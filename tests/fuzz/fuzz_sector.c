@@ -26,10 +26,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "../../common/crc32c.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
-#include "fuzz.h"
+#include "common/crc32c.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT 4096
 

@@ -45,10 +45,10 @@
 
 #include <json-c/json.h>
 
-#include "../../common/util.h"
-#include "../../harness/status.h"
-#include "../../harness/verdict.h"
-#include "fuzz.h"
+#include "common/util.h"
+#include "harness/cli/status.h"
+#include "harness/results/verdict.h"
+#include "tests/fuzz/fuzz.h"
 
 #define FUZZ_MAX_INPUT	(256u << 10)
 #define SMALL		"#small\n"

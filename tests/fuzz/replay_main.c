@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fuzz.h"
+#include "tests/fuzz/fuzz.h"
 
 /* Corpus files are KBs; a file this large is a mistake, not an input. */
 #define MAX_FILE (16u << 20)

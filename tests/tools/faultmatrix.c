@@ -27,7 +27,7 @@
 
 #include <json-c/json.h>
 
-#include "../../common/record.h"
+#include "common/record.h"
 
 #define MAXB 64
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "../../common/record.h"
+#include "common/record.h"
 
 #define REGION (64u << 10)
 #define RS 2048u

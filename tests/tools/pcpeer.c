@@ -43,9 +43,9 @@
 
 #include <sodium.h>
 
-#include "../../common/auth.h"
-#include "../../common/proto.h"
-#include "../../common/util.h"
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/util.h"
 
 static int fd = -1, marker;
 static struct pc_linebuf lb;

@@ -11,7 +11,7 @@
  *
  * usage: test-unit [SUITE...]   (default: every suite of suites.h)
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <CUnit/Basic.h>
 #include <limits.h>
@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../common/util.h"
+#include "common/util.h"
 
 const char *pc_test_tmpdir(const char *name)
 {

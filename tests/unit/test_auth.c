@@ -9,10 +9,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/auth.h"
-#include "../../common/proto.h"
-#include "../../common/util.h"
-#include "suites.h"
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/util.h"
+#include "tests/unit/suites.h"
 
 static const char hn[] = "00112233445566778899aabbccddeeff";
 static const char an[] = "ffeeddccbbaa99887766554433221100";

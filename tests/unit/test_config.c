@@ -2,7 +2,7 @@
  * test_config.c - campaign configuration: good documents parse to the right
  * values, and every bad one is refused with the exact message a user reads.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/record.h"
-#include "../../common/util.h"
-#include "../../harness/config.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "harness/campaign/config.h"
 
 /* Test documents are written with ' for " to stay readable. */
 static char *J(const char *s)

@@ -2,14 +2,14 @@
  * test_crc32c.c - CRC32C: standard check values, incremental use, and the
  * hardware path against the table on every length and alignment.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <CUnit/CUnit.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "../../common/crc32c.h"
-#include "../../common/util.h"
+#include "common/crc32c.h"
+#include "common/util.h"
 
 typedef uint32_t (*crc_fn)(uint32_t crc, const void *buf, size_t len);
 

@@ -5,19 +5,19 @@
  * scan, WORK, SUBMIT/ACK, the cut, the next scan -- with real record bytes
  * from common/record.c, and checks the class and details of every finding.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/crc32c.h"
-#include "../../common/proto.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
-#include "../../harness/engine.h"
-#include "../../harness/replay.h"
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "harness/engine/engine.h"
+#include "harness/cli/replay.h"
 
 #define REGION_BYTES (1u << 20)
 #define RS 4096u

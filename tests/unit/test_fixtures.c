@@ -4,7 +4,7 @@
  * posix backend) and judged by the engine; the verdict must hold what each
  * case.json expects. The images come from tests/tools/mkfixtures.c.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <dirent.h>
 #include <limits.h>
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/region.h"
-#include "../../common/proto.h"
-#include "../../harness/engine.h"
+#include "agent/region.h"
+#include "common/proto.h"
+#include "harness/engine/engine.h"
 
 #define FIXTURES "tests/fixtures"
 

@@ -1,6 +1,6 @@
 /*
- * test_html.c - the HTML report (harness/report_html.c) and its SVG writer
- * (harness/svg.c), on a report model built by hand: two devices of two
+ * test_html.c - the HTML report (harness/report/report_html.c) and its SVG writer
+ * (harness/report/svg.c), on a report model built by hand: two devices of two
  * parts, several modes, thousands of cycles, and hostile strings wherever
  * the results put text (board, mode and campaign names, identities,
  * reasons, folder names). The page must be well formed where it matters
@@ -17,9 +17,9 @@
 
 #include <json-c/json.h>
 
-#include "../../harness/report_model.h"
-#include "../../harness/svg.h"
-#include "suites.h"
+#include "harness/report/report_model.h"
+#include "harness/report/svg.h"
+#include "tests/unit/suites.h"
 
 #define EVIL_BOARD	"<script>alert('board')</script>"
 #define EVIL_MODE	"<script>m</script>"

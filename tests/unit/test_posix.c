@@ -5,7 +5,7 @@
  * the write window every write hook of both backends checks, and the
  * region's superblock validation and bounds on files.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,10 +19,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "../../common/util.h"
-#include "../../agent/blockdev.h"
-#include "../../agent/dev.h"
-#include "../../agent/region.h"
+#include "common/util.h"
+#include "agent/blockdev.h"
+#include "agent/dev.h"
+#include "agent/region.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 #define BLK 4096u

@@ -2,7 +2,7 @@
  * test_proto.c - the host <-> agent protocol: every message type valid and
  * broken field by field, framing, hostile bytes, builders, line reader, base64.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/auth.h"
-#include "../../common/proto.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
 
 #define ERRLEN 512
 

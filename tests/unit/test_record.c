@@ -2,7 +2,7 @@
  * test_record.c - record format: geometry, superblock, sector build/check,
  * payload determinism, slot mapping, names, UUIDs.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/crc32c.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
+#include "common/crc32c.h"
+#include "common/record.h"
+#include "common/util.h"
 
 #define MIB (1024u * 1024u)
 

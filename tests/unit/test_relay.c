@@ -2,7 +2,7 @@
  * test_relay.c - relay registry, config checks, and the command and sim
  * drivers run against real shell commands and a fake agent script.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,9 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../common/util.h"
-#include "../../relay/relay.h"
-#include "../../relay/relay_worker.h"
+#include "common/util.h"
+#include "relay/relay.h"
+#include "relay/relay_worker.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 

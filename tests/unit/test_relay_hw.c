@@ -20,7 +20,7 @@
  * there is one - and asserts that child passed. Run under the shims
  * already, the suite registers those cases itself.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <arpa/inet.h>
 #include <dlfcn.h>
@@ -41,9 +41,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "../../common/util.h"
-#include "../../relay/relay.h"
-#include "../../relay/relay_lock.h"
+#include "common/util.h"
+#include "relay/relay.h"
+#include "relay/relay_lock.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 

@@ -2,7 +2,7 @@
  * test_relwr.c - the raw eMMC write: command encoding, refusal on anything
  * that is not an MMC device, and the relwr modes through the writer on the sim.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../agent/mmc_relwr.h"
-#include "../../agent/region.h"
-#include "../../agent/writer.h"
+#include "agent/mmc_relwr.h"
+#include "agent/region.h"
+#include "agent/writer.h"
 
 static void test_encode(void)
 {

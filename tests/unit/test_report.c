@@ -4,7 +4,7 @@
  * damaged files; INCOMPLETE devices (given up, too much INFRA_ERROR, cycles
  * left, a run still going or killed) and the result codes.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -15,9 +15,9 @@
 
 #include <json-c/json.h>
 
-#include "../../common/util.h"
-#include "../../harness/report.h"
-#include "../../harness/results.h"
+#include "common/util.h"
+#include "harness/report/report.h"
+#include "harness/results/results.h"
 
 #define DEV_A "\"device\":{\"id\":\"mmc:PCSIM:aaaa\",\"name\":\"PCSIM\",\"manfid\":\"0x0000fe\",\"cid\":\"fe01aa\"}," \
 	"\"queue\":{\"fua\":1,\"write_cache\":\"write back\"},\"kernel\":\"6.1.0-test\""

@@ -7,7 +7,7 @@
  * The device is a region image in memory behind a dev_ops table of this
  * file's own; region_scan() runs on a struct region set up by hand.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../agent/region.h"
-#include "../../common/proto.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
+#include "agent/region.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
 
 #define IMG_BYTES (2u * 1024 * 1024)
 

@@ -1,17 +1,17 @@
 /*
  * test_setup.c - a boot without a hello, the pure parts: the agent's
  * setup_error message (built, parsed, refused), and what the host reads in a
- * board's console log (harness/campaign_setup.c): the last setup_error for
+ * board's console log (harness/campaign/campaign_setup.c): the last setup_error for
  * the board, and the first sign of a booted kernel, among noise.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../common/proto.h"
-#include "../../harness/campaign_int.h"
+#include "common/proto.h"
+#include "harness/campaign/campaign_int.h"
 
 static int parses(const char *line, enum pc_msg_type want)
 {

@@ -3,7 +3,7 @@
  * media files: what a test says is on the NAND it reads back with pread(), and
  * the power-cut test SIGKILLs a real writer.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,11 +19,11 @@
 
 #include <json-c/json.h>
 
-#include "../../agent/audit.h"
-#include "../../agent/dev.h"
-#include "../../common/record.h"
-#include "../../common/util.h"
-#include "../../sim/emmc.h"
+#include "agent/audit.h"
+#include "agent/dev.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "sim/emmc.h"
 
 #define MEDIA_BYTES	(1u << 20)	/* 2048 sectors */
 #define REC_SIZE	4096u		/* 8 sectors */

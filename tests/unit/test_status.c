@@ -6,7 +6,7 @@
  * folders read with small limits (the tail that grows, a long line) and a
  * live run's ETA.
  */
-#include "suites.h"
+#include "tests/unit/suites.h"
 
 #include <fcntl.h>
 #include <limits.h>
@@ -19,9 +19,9 @@
 
 #include <json-c/json.h>
 
-#include "../../harness/progress.h"
-#include "../../harness/status.h"
-#include "../../harness/verdict.h"
+#include "harness/campaign/progress.h"
+#include "harness/cli/status.h"
+#include "harness/results/verdict.h"
 
 static const char *const ev_keys[] = { "t", "board", "cycle", "ev", "msg" };
 

@@ -17,9 +17,9 @@
 
 #include <json-c/json.h>
 
-#include "../../common/util.h"
-#include "../../relay/vcache.h"
-#include "suites.h"
+#include "common/util.h"
+#include "relay/vcache.h"
+#include "tests/unit/suites.h"
 
 #define SS		512
 #define MEDIA_SECT	256

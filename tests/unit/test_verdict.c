@@ -1,6 +1,6 @@
 /*
  * test_verdict.c - the results format version and the latency buckets
- * (harness/verdict.h), and the ACK latencies of the protocol.
+ * (harness/results/verdict.h), and the ACK latencies of the protocol.
  */
 #include <CUnit/CUnit.h>
 #include <errno.h>
@@ -9,11 +9,11 @@
 
 #include <json-c/json.h>
 
-#include "../../common/proto.h"
-#include "../../agent/audit.h"
-#include "../../common/record.h"
-#include "../../harness/verdict.h"
-#include "suites.h"
+#include "common/proto.h"
+#include "agent/audit.h"
+#include "common/record.h"
+#include "harness/results/verdict.h"
+#include "tests/unit/suites.h"
 
 static int fmt(const char *json, int *ma, int *mi, char *err, size_t len)
 {

@@ -1,0 +1,835 @@
+/*
+ * campaign_link.c - the host's side of the links: the TCP listener, the
+ * connections that have not proven themselves yet (bounded, evicted oldest
+ * first), the challenge-response handshake, serial consoles, and every line
+ * that arrives, authenticated or refused on record (docs/protocol.md).
+ */
+#include "harness/campaign/campaign_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "relay/relay.h"
+#include "harness/engine/engine.h"
+#include "harness/campaign/netserial.h"
+#include "harness/report/report.h"
+#include "harness/results/results.h"
+
+/* Printable ASCII only: a hostile line must not put escapes or bad UTF-8 into a record. */
+static void excerpt(char *out, size_t outlen, const char *line, size_t len)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < len && n + 1 < outlen && i < 160; i++)
+		out[n++] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+	out[n] = 0;
+}
+
+void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *fmt, ...)
+{
+	json_object *ev = json_object_new_object();
+	char why[512], shown[168];
+	va_list ap;
+	int ret;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	json_object_object_add(ev, "t", json_object_new_int64(camp_t(c)));
+	if (b) {
+		json_object_object_add(ev, "board", json_object_new_string(b->cfg->name));
+		json_object_object_add(ev, "cycle", json_object_new_int64(b->cycle));
+		if (attempt)
+			b->rejects++;
+	}
+	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_LINK_REJECT]));
+	json_object_object_add(ev, "peer", json_object_new_string(peer));
+	json_object_object_add(ev, "reason", json_object_new_string(why));
+	if (line && len) {
+		excerpt(shown, sizeof(shown), line, len);
+		json_object_object_add(ev, "line", json_object_new_string(shown));
+	}
+	pc_warn("%s%s: refused: %s", b ? "board " : "", b ? b->cfg->name : peer, why);
+	ret = results_event(&c->res, ev);
+	if (ret) {
+		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
+		c->fatal = 1;
+	}
+	json_object_put(ev);
+}
+
+/*
+ * Consoles exported over the network (link.device "tcp://", "telnet://",
+ * "rfc2217://"; netserial.h), by board. The board's state knows only the
+ * descriptor it polls (sfd); the link behind it lives here. An entry whose
+ * board no longer polls its descriptor is stale (a campaign that ended):
+ * it goes at the board's next open, or with the process.
+ */
+struct netlink {
+	const struct bctx *b;
+	struct netserial *ns;
+	struct netlink *next;
+};
+static struct netlink *netlinks;
+
+static struct netserial *net_of(const struct bctx *b)
+{
+	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->sfd < 0)
+		return NULL;
+	for (struct netlink *l = netlinks; l; l = l->next)
+		if (l->b == b && netserial_fd(l->ns) == b->sfd)
+			return l->ns;
+	return NULL;
+}
+
+/* Write to a board's link or a pending connection: the console's own way
+ * when it is a network console. 0 or -errno (errno set too). */
+static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
+{
+	struct netserial *ns = b && fd == b->sfd ? net_of(b) : NULL;
+	char why[512];
+	int rc;
+
+	if (!ns)
+		return pc_write_all(fd, buf, len);
+	rc = netserial_write(ns, buf, len, why, sizeof(why));
+	if (rc) {
+		pc_warn("board %s: %s", b->cfg->name, why);
+		errno = -rc;
+	}
+	return rc;
+}
+
+static void hs_clear(struct handshake *h)
+{
+	free(h->hello);
+	memset(h, 0, sizeof(*h));
+}
+
+/* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
+static int hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
+		    int marker)
+{
+	char buf[256];
+	json_object *v, *m;
+	size_t off = 0;
+	int n;
+
+	hs_clear(h);
+	if (!json_object_object_get_ex(hello, "nonce", &v))
+		return -EINVAL;
+	if (len && text[len - 1] == '\r')
+		len--;	/* a console's CR is not part of what the agent proved */
+	h->hello = malloc(len + 1);
+	if (!h->hello)
+		return -ENOMEM;
+	memcpy(h->hello, text, len);
+	h->hello[len] = 0;
+	h->hello_len = len;
+	pc_strlcpy(h->an, json_object_get_string(v), sizeof(h->an));
+	pc_auth_nonce(h->hn);
+	h->since = pc_now_ms();
+	m = pc_msg_new(PC_MSG_CHALLENGE);
+	json_object_object_add(m, "nonce", json_object_new_string(h->hn));
+	json_object_object_add(m, "echo", json_object_new_string(h->an));
+	if (marker) {
+		off = strlen(PC_PROTO_MARKER);
+		memcpy(buf, PC_PROTO_MARKER, off);
+	}
+	n = pc_msg_line(m, buf + off, sizeof(buf) - off);
+	json_object_put(m);
+	if (n < 0)
+		return n;
+	return link_write(b, fd, buf, off + (size_t)n);
+}
+
+/* Does the proof in an auth message answer this handshake? */
+static int hs_proven(struct camp *c, const struct handshake *h, json_object *auth)
+{
+	json_object *v;
+
+	if (!h->hello || !json_object_object_get_ex(auth, "mac", &v))
+		return 0;
+	return pc_auth_proof_check(&c->key, h->hn, h->an, h->hello, h->hello_len, json_object_get_string(v)) == 0;
+}
+
+/* ---- the link ---- */
+
+int camp_listen_on(struct camp *c, char *err, size_t errlen)
+{
+	char host[128];
+	uint16_t port;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char ports[8], hbuf[NI_MAXHOST];
+	int fd, one = 1, ret;
+
+	if (pc_parse_hostport(c->cfg->listen, host, sizeof(host), &port)) {
+		snprintf(err, errlen, "listen address '%s' is not HOST:PORT", c->cfg->listen);
+		return -EINVAL;
+	}
+	snprintf(ports, sizeof(ports), "%u", port);
+	ret = getaddrinfo(host, ports, &hints, &ai);
+	if (ret) {
+		snprintf(err, errlen, "listen address '%s': %s", c->cfg->listen, gai_strerror(ret));
+		return -EINVAL;
+	}
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
+		snprintf(err, errlen, "cannot listen on %s: %s", c->cfg->listen, strerror(errno));
+		freeaddrinfo(ai);
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	freeaddrinfo(ai);
+	getsockname(fd, (struct sockaddr *)&ss, &sl);
+	getnameinfo((struct sockaddr *)&ss, sl, hbuf, sizeof(hbuf), ports, sizeof(ports), NI_NUMERICHOST | NI_NUMERICSERV);
+	if (strchr(hbuf, ':'))
+		snprintf(c->connect, sizeof(c->connect), "[%s]:%s", hbuf, ports);
+	else
+		snprintf(c->connect, sizeof(c->connect), "%s:%s", strcmp(hbuf, "0.0.0.0") ? hbuf : "127.0.0.1", ports);
+	c->lfd = fd;
+	return 0;
+}
+
+int camp_send_msg(struct bctx *b, json_object *msg)
+{
+	char buf[PC_PROTO_MAX_LINE + 16];
+	size_t off = 0;
+	int n;
+
+	if (b->cfg->link_serial) {
+		/* marked, so the agent picks it out of whatever else is on the line */
+		off = strlen(PC_PROTO_MARKER);
+		memcpy(buf, PC_PROTO_MARKER, off);
+	}
+	n = pc_msg_line(msg, buf + off, sizeof(buf) - off);
+	if (n < 0)
+		return n;
+	/* every host line of a session carries its tag (auth.h) */
+	n = pc_auth_seal(&b->s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
+	if (n < 0)
+		return n;
+	buf[off + (size_t)n] = '\n';
+	/* host lines are short: they fit a fresh socket's or tty's buffer */
+	return link_write(b, b->fd, buf, off + (size_t)n + 1);
+}
+
+void camp_close_link(struct bctx *b)
+{
+	if (b->fd >= 0 && b->fd != b->sfd)
+		close(b->fd);
+	b->fd = -1;
+	memset(&b->lb, 0, sizeof(b->lb));
+	memset(&b->s, 0, sizeof(b->s));
+	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
+		hs_clear(&b->shs[i]);
+	/* a power-on (the only call while the board is off): a network
+	 * console that broke reconnects now, one that is up is probed, and
+	 * whether it stays up from here on decides whether this boot was seen */
+	if (b->st == B_OFF_WAIT && net_of(b))
+		netserial_mark(net_of(b));
+}
+
+/* A network console: a quarter of the boot timeout (at most 5 s) for a
+ * connection or an answer, so that a broken link is known before the
+ * board is blamed for a silent boot. */
+static int net_open(struct bctx *b, char *err, size_t errlen)
+{
+	uint32_t t = b->cfg->boot_timeout_ms / 4;
+	struct netlink **pp = &netlinks, *l;
+	char why[512];
+
+	while ((l = *pp)) {
+		if (l->b == b) {
+			*pp = l->next;
+			netserial_close(l->ns, 0);	/* its descriptor went with its campaign */
+			free(l);
+		} else {
+			pp = &l->next;
+		}
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		snprintf(err, errlen, "board %s: out of memory", b->cfg->name);
+		return -ENOMEM;
+	}
+	l->ns = netserial_open(b->cfg->serial_device, b->cfg->serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
+			       sizeof(why));
+	if (!l->ns) {
+		snprintf(err, errlen, "board %s: %s", b->cfg->name, why);
+		free(l);
+		return -EIO;
+	}
+	l->b = b;
+	l->next = netlinks;
+	netlinks = l;
+	b->sfd = netserial_fd(l->ns);
+	return 0;
+}
+
+/* Raw 8N1 at the configured rate, no flow control, no echo. */
+int camp_serial_open(struct bctx *b, char *err, size_t errlen)
+{
+	static const struct { uint32_t baud; speed_t sp; } rates[] = {
+		{ 9600, B9600 }, { 19200, B19200 }, { 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
+		{ 230400, B230400 }, { 460800, B460800 }, { 921600, B921600 }, { 1500000, B1500000 },
+		{ 3000000, B3000000 },
+	};
+	struct termios t;
+	speed_t sp = B115200;
+	int fd;
+
+	if (netserial_is_url(b->cfg->serial_device))
+		return net_open(b, err, errlen);
+	fd = open(b->cfg->serial_device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "board %s: cannot open its serial console %s: %s", b->cfg->name,
+			 b->cfg->serial_device, strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < PC_ARRAY_SIZE(rates); i++)
+		if (rates[i].baud == b->cfg->serial_baud)
+			sp = rates[i].sp;
+	if (tcgetattr(fd, &t) == 0) {
+		cfmakeraw(&t);
+		t.c_cflag |= CLOCAL | CREAD;
+		t.c_cflag &= ~(tcflag_t)CRTSCTS;
+		cfsetispeed(&t, sp);
+		cfsetospeed(&t, sp);
+		if (tcsetattr(fd, TCSANOW, &t) < 0) {
+			snprintf(err, errlen, "board %s: %s: cannot set %u 8N1 raw: %s", b->cfg->name,
+				 b->cfg->serial_device, b->cfg->serial_baud, strerror(errno));
+			close(fd);
+			return -EIO;
+		}
+	} else if (errno != ENOTTY) {
+		snprintf(err, errlen, "board %s: %s: %s", b->cfg->name, b->cfg->serial_device, strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	b->sfd = fd;
+	return 0;
+}
+
+/* The agent proved it holds the key: the link is the board's. */
+void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
+{
+	struct pc_msg m;
+	char err[512];
+
+	b->fd = fd;
+	pc_auth_session_init(&b->s, &b->c->key, h->hn, h->an, 1);
+	/* the hello was valid when it came: parse it again for its fields */
+	if (pc_msg_parse(h->hello, h->hello_len, &m, err, sizeof(err))) {
+		camp_infra(b, "the authenticated hello no longer parses: %s", err);
+		return;
+	}
+	camp_on_hello(b, &m, m.obj);
+	pc_msg_clear(&m);
+}
+
+static void bad_line(struct bctx *b, const char *line, size_t len, const char *why)
+{
+	json_object *ev = camp_ev_new(b, PC_EV_RX_BAD);
+	char shown[256];
+
+	snprintf(shown, sizeof(shown), "%.*s", (int)(len < 200 ? len : 200), line);
+	json_object_object_add(ev, "line", json_object_new_string(shown));
+	json_object_object_add(ev, "error", json_object_new_string(why));
+	camp_ev_log(b, ev);
+	if (b->st != B_DRAIN)
+		camp_infra(b, "protocol error from the agent: %s", why);
+}
+
+/* One line on an authenticated link: it must carry the session's next tag. */
+static void board_line(struct bctx *b, const char *line, size_t len)
+{
+	struct pc_msg m;
+	char err[512];
+
+	if (pc_auth_open(&b->s, line, len, err, sizeof(err))) {
+		/* a second writer on the console, a replayed or forged line:
+		 * dropped, and the genuine agent's next line still verifies */
+		camp_link_reject(b->c, b, 0, b->fd == b->sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
+		return;
+	}
+	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
+		bad_line(b, line, len, err);
+		return;
+	}
+	if (m.type == PC_MSG_HELLO || m.type == PC_MSG_AUTH)
+		bad_line(b, line, len, "a second hello or proof on one link");
+	else
+		camp_on_msg(b, &m, m.obj);
+	pc_msg_clear(&m);
+}
+
+/* Read what the board's link has; handle every complete line. */
+void camp_board_read(struct bctx *b)
+{
+	char data[8192], line[PC_PROTO_MAX_LINE + 2];
+	ssize_t n = read(b->fd, data, sizeof(data));
+	size_t off = 0, len;
+
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		/* the link closed */
+		camp_close_link(b);
+		if (b->st == B_DRAIN) {
+			camp_next_cycle(b);
+		} else if (b->st == B_WRITING) {
+			/* the agent died on its own: treat it as the cut (it is one) */
+			camp_cut(b, "link lost");
+			if (b->st == B_DRAIN)
+				camp_next_cycle(b);
+		} else if (b->st == B_VERIFY || b->st == B_WAIT_HELLO) {
+			camp_infra(b, "the agent closed the link during %s", camp_bstate_names[b->st]);
+		}
+		return;
+	}
+	while (off < (size_t)n && b->fd >= 0) {
+		enum pc_line_result r;
+
+		off += pc_linebuf_feed(&b->lb, data + off, (size_t)n - off);
+		while (b->fd >= 0 && (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+			if (r == PC_LINE_TOO_LONG) {
+				bad_line(b, "", 0, "line exceeds the protocol's maximum length");
+				continue;
+			}
+			if (len)
+				board_line(b, line, len);
+		}
+	}
+}
+
+/* A console line that is not ours: kernel and boot noise, which may time the boot. */
+static void serial_noise(struct bctx *b, const char *line)
+{
+	for (unsigned i = 0; i < b->cfg->nboot_patterns; i++) {
+		json_object *ev;
+
+		if (!strstr(line, b->cfg->boot_patterns[i]))
+			continue;
+		ev = camp_ev_new(b, PC_EV_BOOT_STAGE);
+		json_object_object_add(ev, "pattern", json_object_new_string(b->cfg->boot_patterns[i]));
+		json_object_object_add(ev, "ms", json_object_new_int64((int64_t)(pc_now_ms() - b->t_power)));
+		camp_ev_log(b, ev);
+	}
+}
+
+/*
+ * The serial console carries everything the board prints; the agent's lines
+ * are the ones with the marker (anywhere in the line: the kernel may have
+ * written first). Everything goes to the cycle's console log. Before the
+ * agent has proved itself, only a hello (answered with a challenge) and a
+ * proof are of use; after, only lines with the session's tags.
+ */
+static void serial_line(struct bctx *b, const char *mk, size_t len)
+{
+	struct camp *c = b->c;
+	const char *dev = b->cfg->serial_device;
+	struct pc_msg m;
+	char err[512];
+
+	if (b->fd == b->sfd) {
+		board_line(b, mk, len);
+		return;
+	}
+	if (pc_msg_parse(mk, len, &m, err, sizeof(err))) {
+		if (b->st == B_WAIT_HELLO)
+			camp_link_reject(c, b, 1, dev, mk, len, "invalid line before the agent proved itself: %s", err);
+		return;
+	}
+	if (b->st != B_WAIT_HELLO) {
+		/* nobody is expected now: a late line from an earlier boot */
+		json_object *ev = camp_ev_new(b, PC_EV_RX_STRAY);
+		json_object_object_add(ev, "msg", json_object_get(m.obj));
+		camp_ev_log(b, ev);
+	} else if (m.type == PC_MSG_HELLO) {
+		json_object *v;
+		unsigned slot = 0;
+
+		json_object_object_get_ex(m.obj, "board", &v);
+		if (strcmp(json_object_get_string(v), b->cfg->name)) {
+			camp_link_reject(c, b, 1, dev, mk, len, "a hello for board '%s' on board %s's console",
+				    json_object_get_string(v), b->cfg->name);
+		} else if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
+			camp_link_reject(c, b, 1, dev, mk, len, "a hello without a nonce: an agent without the "
+				    "authenticated link (update it)");
+		} else {
+			/* answer it; keep the latest few (a rogue's hello must not
+			 * push the genuine agent's out before it answers) */
+			for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
+				if (!b->shs[i].hello) {
+					slot = i;
+					break;
+				}
+				if (b->shs[i].since < b->shs[slot].since)
+					slot = i;
+			}
+			if (hs_start(b, &b->shs[slot], mk, len, m.obj, b->sfd, 1))
+				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
+		}
+	} else if (m.type == PC_MSG_AUTH) {
+		unsigned i;
+
+		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->shs[i], m.obj); i++)
+			;
+		if (i == MAX_SERIAL_HELLOS) {
+			camp_link_reject(c, b, 1, dev, mk, len, "a proof that answers none of the challenges sent: "
+				    "not the campaign's key, or a copied hello");
+		} else {
+			struct handshake h = b->shs[i];
+
+			b->shs[i].hello = NULL;	/* moved to h */
+			for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
+				hs_clear(&b->shs[k]);
+			camp_authenticated(b, b->sfd, &h);
+			hs_clear(&h);
+		}
+	} else if (m.type == PC_MSG_SETUP_ERROR) {
+		/* the agent on this console cannot get to a hello and says why */
+		json_object *v, *c1, *r1;
+
+		json_object_object_get_ex(m.obj, "cause", &c1);
+		json_object_object_get_ex(m.obj, "reason", &r1);
+		if (!json_object_object_get_ex(m.obj, "board", &v) || !strcmp(json_object_get_string(v), b->cfg->name)) {
+			char via[PATH_MAX + 32];
+
+			snprintf(via, sizeof(via), "its console %s", dev);
+			camp_agent_said(b, m.obj, via);
+		}
+		camp_link_reject(c, b, 0, dev, mk, len, "the agent says it cannot get to a hello (%s): %s",
+				 json_object_get_string(c1), json_object_get_string(r1));
+	} else {
+		camp_link_reject(c, b, 0, dev, mk, len, "'%s' before the agent proved itself", pc_msg_type_name(m.type));
+	}
+	pc_msg_clear(&m);
+}
+
+/* A network console broke: the cycle it broke in cannot be trusted. */
+static void net_down(struct bctx *b, const char *why)
+{
+	/* a tcp link's captured console: the cycle lost part of its log, not its link */
+	if (b->cfg->link_serial && (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING))
+		camp_infra(b, "%s", why);
+	else if (b->st != B_DONE)
+		pc_warn("board %s: %s; reconnecting", b->cfg->name, why);
+}
+
+/* It is back: a boot it did not see from its power-on is not judged (its
+ * output, and the agent's hello, may have gone by). */
+static void net_up(struct bctx *b, struct netserial *ns)
+{
+	pc_info("board %s: console %s connected again", b->cfg->name, netserial_url(ns));
+	if (b->cfg->link_serial && b->st == B_WAIT_HELLO && !netserial_up_since_mark(ns))
+		camp_infra(b, "console %s: the link was down when the board was powered on (it came back %" PRIu64
+			   " ms later); what the board printed before, its agent's hello among it, may be lost",
+			   netserial_url(ns), pc_now_ms() - b->t_power);
+}
+
+void camp_serial_read(struct bctx *b)
+{
+	char data[4096], line[PC_PROTO_MAX_LINE + 2], why[512];
+	struct netserial *ns = net_of(b);
+	ssize_t n;
+	size_t off = 0, len;
+	int fl = 0;
+
+	if (ns) {
+		size_t got;
+
+		fl = netserial_poll(ns, data, sizeof(data), &got, why, sizeof(why));
+		if (fl & NS_UP)
+			net_up(b, ns);
+		n = (ssize_t)got;
+	} else {
+		n = read(b->sfd, data, sizeof(data));
+	}
+	if (n <= 0) {
+		if (fl & NS_DOWN)
+			net_down(b, why);
+		return;
+	}
+	if (b->cfd >= 0 && pc_write_all(b->cfd, data, (size_t)n))
+		pc_warn("board %s: console log: %s", b->cfg->name, strerror(errno));
+	while (off < (size_t)n) {
+		enum pc_line_result r;
+
+		off += pc_linebuf_feed(&b->slb, data + off, (size_t)n - off);
+		while ((r = pc_linebuf_take(&b->slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+			const char *mk;
+
+			if (r == PC_LINE_TOO_LONG)
+				continue;	/* noise: a long kernel line, or garbage */
+			line[len] = 0;
+			/* a tcp link's captured console carries no protocol: all of it
+			 * is the board's output (what times the boot) */
+			mk = b->cfg->link_serial && memchr(line, '@', len) ? strstr(line, PC_PROTO_MARKER) : NULL;
+			if (!mk) {
+				serial_noise(b, line);
+				continue;
+			}
+			/* the marker frames the line; what was proved and tagged is the JSON */
+			len -= (size_t)(mk - line) + strlen(PC_PROTO_MARKER);
+			serial_line(b, mk + strlen(PC_PROTO_MARKER), len);
+		}
+	}
+	if (fl & NS_DOWN)
+		net_down(b, why);	/* after what came before the break */
+}
+
+void camp_pending_close(struct pending *p)
+{
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
+	p->b = NULL;
+	hs_clear(&p->hs);
+}
+
+/*
+ * A connection that has not proved itself yet: its first line must be a hello
+ * for a board that is booting (answered with a challenge), its second the
+ * proof. Anything else closes it, on record.
+ */
+static void pending_line(struct camp *c, struct pending *p, const char *line, size_t len)
+{
+	struct pc_msg m;
+	char err[512];
+	json_object *v;
+	struct bctx *b;
+
+	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
+		camp_link_reject(c, p->b, 1, p->peer, line, len, "%s", err);
+		camp_pending_close(p);
+		return;
+	}
+	if (!p->b && m.type == PC_MSG_SETUP_ERROR) {
+		/* an agent that cannot authenticate (no key) says why, unproven:
+		 * on record, and this cycle's reason if it ends without a hello */
+		json_object *c1, *r1;
+
+		b = json_object_object_get_ex(m.obj, "board", &v) ? camp_board_by_name(c, json_object_get_string(v)) : NULL;
+		json_object_object_get_ex(m.obj, "cause", &c1);
+		json_object_object_get_ex(m.obj, "reason", &r1);
+		if (b && b->st == B_WAIT_HELLO) {
+			char via[128];
+
+			snprintf(via, sizeof(via), "the link (%s, unauthenticated)", p->peer);
+			camp_agent_said(b, m.obj, via);
+		}
+		camp_link_reject(c, b, 0, p->peer, line, len, "the agent says it cannot get to a hello (%s): %s",
+				 json_object_get_string(c1), json_object_get_string(r1));
+		goto drop;
+	}
+	if (!p->b) {
+		if (m.type != PC_MSG_HELLO) {
+			camp_link_reject(c, NULL, 1, p->peer, line, len, "the first line is '%s', not hello",
+				    pc_msg_type_name(m.type));
+			goto drop;
+		}
+		json_object_object_get_ex(m.obj, "board", &v);
+		b = camp_board_by_name(c, json_object_get_string(v));
+		if (!b) {
+			camp_link_reject(c, NULL, 1, p->peer, line, len, "a hello from unknown board '%s'",
+				    json_object_get_string(v));
+			goto drop;
+		}
+		/* what the peer is comes first: an agent without the authenticated
+		 * link is named so whatever the board is doing */
+		if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
+			camp_link_reject(c, b, 1, p->peer, line, len, "a hello without a nonce: an agent without the "
+				    "authenticated link (update it)");
+			goto drop;
+		}
+		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+			camp_link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
+				    camp_bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
+			goto drop;
+		}
+		if (hs_start(NULL, &p->hs, line, len, m.obj, p->fd, 0)) {
+			camp_link_reject(c, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
+			goto drop;
+		}
+		p->b = b;
+		p->since = pc_now_ms();	/* the proof has as long again */
+		pc_msg_clear(&m);
+		return;
+	}
+	b = p->b;
+	if (m.type != PC_MSG_AUTH) {
+		camp_link_reject(c, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m.type));
+		goto drop;
+	}
+	if (!hs_proven(c, &p->hs, m.obj)) {
+		camp_link_reject(c, b, 1, p->peer, line, len, "the proof does not verify: not the campaign's key, or a "
+			    "copied hello");
+		goto drop;
+	}
+	if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+		camp_link_reject(c, b, 1, p->peer, line, len, "a proven agent while the board is %s%s", camp_bstate_names[b->st],
+			    b->fd >= 0 ? " and has its agent" : "");
+		goto drop;
+	}
+	pc_msg_clear(&m);
+	{
+		struct handshake h = p->hs;
+		int fd = p->fd;
+
+		b->lb = p->lb;	/* what came after the proof */
+		p->hs.hello = NULL;
+		p->fd = -1;
+		camp_pending_close(p);
+		camp_authenticated(b, fd, &h);
+		hs_clear(&h);
+	}
+	/* lines that came with the proof */
+	while (b->fd >= 0) {
+		char more[PC_PROTO_MAX_LINE + 2];
+		size_t n;
+		enum pc_line_result r = pc_linebuf_take(&b->lb, more, sizeof(more), &n);
+
+		if (r == PC_LINE_NONE)
+			break;
+		if (r == PC_LINE_OK && n)
+			board_line(b, more, n);
+	}
+	return;
+drop:
+	pc_msg_clear(&m);
+	camp_pending_close(p);
+}
+
+void camp_pending_read(struct camp *c, struct pending *p)
+{
+	char data[4096], line[PC_PROTO_MAX_LINE + 2];
+	ssize_t n = read(p->fd, data, sizeof(data));
+	size_t off = 0, len;
+
+	if (n <= 0) {
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		camp_link_reject(c, p->b, p->b != NULL, p->peer, NULL, 0, "the connection closed %s",
+			    p->b ? "before its proof" : "without a hello");
+		camp_pending_close(p);
+		return;
+	}
+	while (off < (size_t)n && p->fd >= 0) {
+		enum pc_line_result r;
+
+		off += pc_linebuf_feed(&p->lb, data + off, (size_t)n - off);
+		while (p->fd >= 0 && (r = pc_linebuf_take(&p->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+			if (r == PC_LINE_TOO_LONG) {
+				camp_link_reject(c, p->b, 1, p->peer, NULL, 0, "a line longer than %d bytes",
+					    PC_PROTO_MAX_LINE);
+				camp_pending_close(p);
+				return;
+			}
+			if (len)
+				pending_line(c, p, line, len);
+		}
+	}
+}
+
+/*
+ * Which waiting connection goes to make room (src: only that address's; NULL:
+ * anyone's): the oldest that has not said hello -- a squatter, most likely; a
+ * genuine agent says hello as soon as it connects -- else the oldest.
+ */
+static unsigned pending_victim(const struct camp *c, const char *src)
+{
+	unsigned quiet = MAX_PENDING, any = MAX_PENDING;
+
+	for (unsigned i = 0; i < MAX_PENDING; i++) {
+		const struct pending *p = &c->pend[i];
+
+		if (p->fd < 0 || (src && strcmp(p->src, src)))
+			continue;
+		if (any == MAX_PENDING || p->since < c->pend[any].since)
+			any = i;
+		if (!p->b && (quiet == MAX_PENDING || p->since < c->pend[quiet].since))
+			quiet = i;
+	}
+	return quiet != MAX_PENDING ? quiet : any;
+}
+
+/*
+ * New connections wait here until they prove themselves. The table is bounded,
+ * and so is each source's share (two per board, at least 8: many boards may
+ * share one address): a source at its limit (or anyone, when the table is
+ * full) loses a waiting connection, the oldest that has not said hello first,
+ * so connections that squat without speaking cannot lock a genuine agent out.
+ */
+void camp_accept_all(struct camp *c)
+{
+	unsigned per_source = 2 * c->nb > MIN_PENDING_PER_SOURCE ? 2 * c->nb : MIN_PENDING_PER_SOURCE;
+
+	if (per_source > MAX_PENDING)
+		per_source = MAX_PENDING;
+	for (;;) {
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		int fd = accept4(c->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
+		char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
+		unsigned i, free_i = MAX_PENDING, from_src = 0;
+
+		if (fd < 0)
+			return;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv, sizeof(serv),
+			    NI_NUMERICHOST | NI_NUMERICSERV);
+		for (i = 0; i < MAX_PENDING; i++) {
+			struct pending *p = &c->pend[i];
+
+			if (p->fd < 0) {
+				if (free_i == MAX_PENDING)
+					free_i = i;
+				continue;
+			}
+			if (!strcmp(p->src, host))
+				from_src++;
+		}
+		if (from_src >= per_source || free_i == MAX_PENDING) {
+			i = pending_victim(c, from_src >= per_source ? host : NULL);
+			camp_link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
+				    "closed to make room: %s", from_src >= per_source ?
+				    "its address has too many connections waiting" : "too many connections waiting");
+			camp_pending_close(&c->pend[i]);
+			free_i = i;
+		}
+		memset(&c->pend[free_i], 0, sizeof(c->pend[free_i]));
+		c->pend[free_i].fd = fd;
+		c->pend[free_i].since = pc_now_ms();
+		pc_strlcpy(c->pend[free_i].src, host, sizeof(c->pend[free_i].src));
+		snprintf(c->pend[free_i].peer, sizeof(c->pend[free_i].peer), strchr(host, ':') ? "[%s]:%s" : "%s:%s",
+			 host, serv);
+	}
+}

@@ -1,0 +1,359 @@
+/*
+ * campaign_plan.c - what each cycle asks of the board: the scan (full, or the
+ * written slots and a sample of cold ones, with the damage already held named
+ * in KNOWN lines), the work, and the cut at its planned instant.
+ */
+#include "harness/campaign/campaign_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "relay/relay.h"
+#include "harness/engine/engine.h"
+#include "harness/report/report.h"
+#include "harness/results/results.h"
+
+static uint64_t plan_rand(struct bctx *b, uint64_t salt)
+{
+	return pc_mix64(b->c->cfg->seed ^ pc_mix64(((uint64_t)b->idx << 40) ^ ((uint64_t)b->cycle << 8) ^ salt));
+}
+
+static int io_plan(const struct bctx *b)
+{
+	return b->cfg->cut == CUT_FLUSH || b->cfg->cut == CUT_FUA;
+}
+
+/* The cycle's draw in the plan's range: the instant, the acks or the nth I/O. */
+static uint32_t plan_pick(struct bctx *b)
+{
+	uint32_t span = b->cfg->cut_max - b->cfg->cut_min + 1;
+
+	return b->cfg->cut_min + (uint32_t)(plan_rand(b, 1) % span);
+}
+
+/*
+ * Before a power-on: a board whose relay can cut exactly (the sim) is told
+ * the cycle's planned flush or FUA write, so it cuts itself right there,
+ * the same every time the campaign runs. The final verification writes
+ * nothing: no cut.
+ */
+void camp_plan_power_on(struct bctx *b)
+{
+	b->relay.cut[0] = 0;
+	if (!io_plan(b) || !b->relay.ops || !b->relay.ops->exact_cut || b->cycle > b->c->cycles ||
+	    camp_is_sysrq(b))
+		return;
+	snprintf(b->relay.cut, sizeof(b->relay.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
+		 plan_pick(b), b->cfg->cut_delay_us);
+}
+
+void camp_start_work(struct bctx *b)
+{
+	struct camp *c = b->c;
+	struct engine_board_state es;
+	struct pc_work w = { 0 };
+	json_object *msg, *ev;
+
+	engine_board_state(c->eng, b->cfg->name, &es);
+	w.cycle = b->cycle;
+	w.first = es.next_seq;
+	w.n = b->cfg->records_per_cycle;
+	w.mode = b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes];
+	w.pattern = b->cfg->pattern;
+	w.record_size = b->cfg->record_size;
+	w.flush_every = b->cfg->flush_every;
+	w.qd = b->cfg->queue_depth;
+	w.seed = plan_rand(b, 2) & INT64_MAX;
+	/* the agent announces the plan's I/O only when asked: other runs are not slowed */
+	w.announce = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
+	msg = pc_msg_work(&w);
+	ev = camp_ev_new(b, PC_EV_WORK);
+	json_object_object_add(ev, "work", json_object_get(msg));
+	{
+		json_object *pol = json_object_new_object();
+		json_object_object_add(pol, "torn_unacked", json_object_new_string(
+			b->cfg->torn_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(pol, "torn_sector_unacked", json_object_new_string(
+			b->cfg->torn_sector_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(pol, "unclassified", json_object_new_string(
+			b->cfg->unclassified_violation[w.mode] ? "violation" : "allowed"));
+		json_object_object_add(ev, "policy", pol);
+	}
+	camp_ev_log(b, ev);
+	b->working = 1;
+	b->acks = 0;
+	b->done_seen = 0;
+	b->t_work = pc_now_ms();
+	b->cut_at = UINT64_MAX;
+	b->cut_acks = UINT32_MAX;
+	b->cut_nth = 0;
+	b->io_seen = 0;
+	b->io_fired = 0;
+	b->io_seq = 0;
+	b->t_io_us = 0;
+	b->cut_due_us = 0;
+	/* the relay was told at power-on: the board cuts itself at the nth */
+	b->exact = io_plan(b) && b->relay.cut[0];
+	if (b->cfg->cut == CUT_RANDOM)
+		b->cut_at = b->t_work + plan_pick(b);
+	else if (b->cfg->cut == CUT_ACKS)
+		b->cut_acks = plan_pick(b);
+	else
+		b->cut_nth = plan_pick(b);
+	if (camp_send_msg(b, msg)) {
+		json_object_put(msg);
+		camp_infra(b, "sending the work failed: %s", strerror(errno));
+		return;
+	}
+	json_object_put(msg);
+	camp_set_state(b, B_WRITING, b->cfg->work_timeout_ms);
+}
+
+/*
+ * An announcement (IO) while writing: at the plan's nth flush or FUA write
+ * the cut comes, at once or cut_delay_us later. A board that cuts itself
+ * there (the sim) has already done so, or is about to: the harness only
+ * notes it and waits for its link to drop.
+ */
+void camp_on_io(struct bctx *b, const struct pc_msg *m)
+{
+	unsigned want = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
+
+	if (!b->cut_nth || b->io_fired || m->u.io.op != want || ++b->io_seen < b->cut_nth)
+		return;
+	b->io_fired = 1;
+	b->io_seq = m->u.io.seq;
+	b->t_io_us = pc_now_us();
+	if (b->exact)
+		return;
+	if (!b->cfg->cut_delay_us) {
+		camp_cut(b, config_cut_name(b->cfg->cut));
+		return;
+	}
+	/* the poll loop wakes at the millisecond; camp_cut_due waits out the rest */
+	b->cut_due_us = b->t_io_us + b->cfg->cut_delay_us;
+	b->cut_at = b->cut_due_us / 1000;
+}
+
+/* The cut's instant (cut_at) came: a random instant, or a delayed I/O plan. */
+void camp_cut_due(struct bctx *b)
+{
+	uint64_t now;
+
+	if (!b->cut_due_us) {
+		camp_cut(b, "random instant");
+		return;
+	}
+	now = pc_now_us();
+	if (now < b->cut_due_us && b->cut_due_us - now <= 1000)
+		pc_sleep_us((uint32_t)(b->cut_due_us - now));
+	camp_cut(b, config_cut_name(b->cfg->cut));
+}
+
+/* The power is off (or the board is crashing): record it and drain the link. */
+static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *why, const char *how)
+{
+	json_object *ev = camp_ev_new(b, PC_EV_CUT);
+	int exact = 0;
+
+	/* the sim cut itself at the planned I/O: its link dropped */
+	if (b->exact && b->io_fired && !strcmp(why, "link lost")) {
+		why = "sim exact";
+		exact = 1;
+	}
+	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->cfg->cut)));
+	/* when the harness decided to cut, since the work was sent */
+	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+	if (!how && !exact) {
+		/* how long the relay took, from that decision to the driver
+		 * reporting the switch: the power went at at_ms + relay_us */
+		json_object_object_add(ev, "relay_us", json_object_new_int64(
+			t_off > b->cut_req_us ? (int64_t)(t_off - b->cut_req_us) : 0));
+		/* the cut's instant: when the driver reported the switch */
+		json_object_object_add(ev, "power_off_ms", json_object_new_int64((int64_t)(t_off / 1000 - b->t_work)));
+		/* a random instant: how late against it */
+		if (!strcmp(why, "random instant") && b->cut_at != UINT64_MAX && !b->io_fired)
+			json_object_object_add(ev, "late_us", json_object_new_int64(
+				t_off > b->cut_at * 1000 ? (int64_t)(t_off - b->cut_at * 1000) : 0));
+	}
+	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
+	json_object_object_add(ev, "trigger", json_object_new_string(why));
+	if (b->cut_nth) {
+		json_object_object_add(ev, "nth", json_object_new_int64(b->cut_nth));
+		json_object_object_add(ev, "delay_us", json_object_new_int64(b->cfg->cut_delay_us));
+	}
+	if (b->io_fired) {
+		/* the announcement the plan fired on, and how late the power went
+		 * against it: from its arrival (and the delay) to the relay's off
+		 * returning (the read-back after it is not counted) */
+		json_object *io = json_object_new_object();
+		uint64_t due = b->t_io_us + b->cfg->cut_delay_us;
+
+		json_object_object_add(io, "op", json_object_new_string(config_cut_name(b->cfg->cut)));
+		json_object_object_add(io, "seq", json_object_new_uint64(b->io_seq));
+		json_object_object_add(ev, "io", io);
+		if (exact)
+			json_object_object_add(ev, "late_us", json_object_new_int64(0));
+		else if (!strcmp(why, config_cut_name(b->cfg->cut)))
+			json_object_object_add(ev, "late_us", json_object_new_int64(t_off > due ? (int64_t)(t_off - due) : 0));
+	}
+	if (how)
+		json_object_object_add(ev, "how", json_object_new_string(how));
+	camp_ev_log(b, ev);
+	camp_set_state(b, B_DRAIN, DRAIN_MS);
+}
+
+void camp_cut(struct bctx *b, const char *why)
+{
+	uint64_t now = pc_now_ms();
+	int ret;
+
+	if (camp_is_sysrq(b)) {
+		/* not a power cut: the agent reboots the board without syncing,
+		 * and the device keeps its power */
+		json_object *m = pc_msg_new(PC_MSG_CRASH);
+
+		ret = camp_send_msg(b, m);
+		json_object_put(m);
+		if (ret) {
+			camp_infra(b, "sending the crash request failed: %s", strerror(-ret));
+			return;
+		}
+		cut_done(b, now, pc_now_us(), why, "sysrq crash (device keeps power)");
+		return;
+	}
+	/* the relay's worker switches off and reads back (up to 200 ms) that
+	 * the power is off; the loop goes on (the other boards' cuts, this
+	 * board's last lines) and takes its answer in camp_cut_switched */
+	b->cut_why = why;
+	b->cut_now_ms = now;
+	b->cut_req_us = pc_now_us();
+	ret = relay_worker_send(&b->rw, RELAY_OP_CUT, 0, NULL, NULL, &b->cut_seq);
+	if (ret) {
+		camp_infra(b, "the cut could not be asked of the relay's worker: %s", strerror(-ret));
+		return;
+	}
+	camp_set_state(b, B_CUTTING, UINT64_MAX);
+}
+
+/* The relay's worker switched the power off for the cut (or could not). */
+void camp_cut_switched(struct bctx *b, const struct relay_rep *rep)
+{
+	if (rep->ret < 0) {
+		camp_infra(b, "relay off failed at the cut: %s", rep->err);
+		return;
+	}
+	cut_done(b, b->cut_now_ms, rep->t_switch_us, b->cut_why, NULL);
+	/* the agent's link dropped while the relay switched: nothing to drain */
+	if (b->st == B_DRAIN && b->fd < 0 && !b->cfg->link_serial)
+		camp_next_cycle(b);
+}
+
+/*
+ * What to scan at this boot: the whole region for the baseline, every
+ * full_every cycles and at the final verification; otherwise the slots the
+ * pending cycle wrote plus a seeded sample of cold ones.
+ */
+json_object *camp_verify_request(struct bctx *b)
+{
+	struct engine_board_state es;
+	struct pc_posrange r[PC_PROTO_MAX_RANGES];
+	uint32_t nr = 0, n, hot0, hotn, want;
+	uint8_t *taken;
+	json_object *msg;
+	uint64_t rnd;
+
+	engine_board_state(b->c->eng, b->cfg->name, &es);
+	n = es.nslots;
+	if (!es.baseline || !es.pending || b->cycle > b->c->cycles || b->cfg->full_every <= 1 ||
+	    b->cycle % b->cfg->full_every == 0 || !n || es.pending_pattern != b->cfg->pattern)
+		return pc_msg_verify(b->cfg->pattern, 1);
+	/* the pending cycle's seqs are consecutive positions, wrapping once at most */
+	hot0 = (uint32_t)((es.pending_first - 1) % n);
+	hotn = es.pending_n < n ? es.pending_n : n;
+	r[nr++] = (struct pc_posrange){ hot0, hot0 + hotn <= n ? hotn : n - hot0 };
+	if (hot0 + hotn > n)
+		r[nr++] = (struct pc_posrange){ 0, hot0 + hotn - n };
+	taken = calloc(n, 1);
+	if (!taken)
+		return pc_msg_verify(b->cfg->pattern, 1);
+	for (uint32_t i = 0; i < nr; i++)
+		memset(taken + r[i].pos, 1, r[i].n);
+	want = b->cfg->cold_sample < n - hotn ? b->cfg->cold_sample : n - hotn;
+	rnd = plan_rand(b, 3);
+	for (uint32_t k = 0; k < want && nr < PC_PROTO_MAX_RANGES; k++) {
+		uint32_t p;
+		do {
+			rnd = pc_mix64(rnd);
+			p = (uint32_t)(rnd % n);
+		} while (taken[p]);
+		taken[p] = 1;
+		r[nr++] = (struct pc_posrange){ p, 1 };
+	}
+	free(taken);
+	msg = pc_msg_verify_ranges(b->cfg->pattern, r, nr);
+	return msg ? msg : pc_msg_verify(b->cfg->pattern, 1);
+}
+
+/*
+ * Tell the agent which damage the engine already holds (KNOWN lines before
+ * VERIFY): each damaged slot by the digest of its sectors, so a slot found
+ * exactly so is reported by number alone, and each damaged sector by its
+ * crc32c, so the scan's raw budget goes to damage not seen before. The
+ * number of entries sent, or -1 (errno) when sending failed.
+ */
+int camp_send_known(struct bctx *b)
+{
+	struct pc_known *k = malloc(PC_PROTO_MAX_KNOWN * sizeof(*k));
+	struct pc_known_slot *ks = malloc(PC_PROTO_MAX_KNOWN_SLOTS * sizeof(*ks));
+	uint32_t n = 0, ns = 0;
+	int ret = 0;
+
+	if (k)
+		n = engine_board_known(b->c->eng, b->cfg->name, k, PC_PROTO_MAX_KNOWN);
+	if (ks)
+		ns = engine_board_known_slots(b->c->eng, b->cfg->name, ks, PC_PROTO_MAX_KNOWN_SLOTS);
+	/* without them the agent sends old damage again, as before */
+	for (uint32_t sent = 0; sent < ns && !ret;) {
+		uint32_t take = ns - sent < PC_PROTO_KNOWN_SLOTS_PER_LINE ? ns - sent : PC_PROTO_KNOWN_SLOTS_PER_LINE;
+		json_object *msg = pc_msg_known_slots(ks + sent, take);
+
+		ret = !msg || camp_send_msg(b, msg) ? -1 : 0;
+		json_object_put(msg);
+		sent += take;
+	}
+	for (uint32_t sent = 0; sent < n && !ret;) {
+		uint32_t take = n - sent < PC_PROTO_KNOWN_PER_LINE ? n - sent : PC_PROTO_KNOWN_PER_LINE;
+		json_object *msg = pc_msg_known(k + sent, take);
+
+		ret = !msg || camp_send_msg(b, msg) ? -1 : 0;
+		json_object_put(msg);
+		sent += take;
+	}
+	free(k);
+	free(ks);
+	if (ret && !errno)
+		errno = ENOMEM;
+	return ret ? -1 : (int)(n + ns);
+}

@@ -1,0 +1,247 @@
+/*
+ * campaign_resume.c - the campaign's own records: verdicts tallied and
+ * written, campaign.json created or checked, and a resumed run's state
+ * rebuilt from events.jsonl and verdicts.jsonl.
+ */
+#include "harness/campaign/campaign_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "relay/relay.h"
+#include "harness/engine/engine.h"
+#include "harness/campaign/progress.h"
+#include "harness/report/report.h"
+#include "harness/results/results.h"
+
+struct bctx *camp_board_by_name(struct camp *c, const char *name)
+{
+	for (unsigned i = 0; i < c->nb; i++)
+		if (strcmp(c->b[i].cfg->name, name) == 0)
+			return &c->b[i];
+	return NULL;
+}
+
+/* Count a verdict towards its board's totals (the whole campaign's, resumed runs included). */
+static struct bctx *tally(struct camp *c, const char *board, json_object *v)
+{
+	struct bctx *b = camp_board_by_name(c, board);
+	json_object *o;
+	const char *outcome = "";
+
+	if (!b)
+		return NULL;
+	if (json_object_object_get_ex(v, "verdict", &o))
+		outcome = json_object_get_string(o);
+	switch (pc_outcome_from_name(outcome)) {
+	case PC_OUT_PASS:
+		b->n_pass++;
+		break;
+	case PC_OUT_FAIL:
+		b->n_fail++;
+		break;
+	case PC_OUT_BOOT_FAIL:
+		b->n_boot++;
+		break;
+	default:
+		b->n_infra++;
+	}
+	return b;
+}
+
+/* Engine callbacks. */
+int camp_on_verdict(json_object *v, void *arg)
+{
+	struct camp *c = arg;
+	json_object *o;
+	const char *board = "", *outcome = "";
+	struct bctx *b;
+	char key[128];
+	int ret;
+
+	if (json_object_object_get_ex(v, "board", &o))
+		board = json_object_get_string(o);
+	if (json_object_object_get_ex(v, "verdict", &o))
+		outcome = json_object_get_string(o);
+	json_object_object_get_ex(v, "cycle", &o);
+	snprintf(key, sizeof(key), "%s/%" PRId64, board, json_object_get_int64(o));
+	if (c->seen_verdicts && json_object_object_get_ex(c->seen_verdicts, key, NULL))
+		return 0;	/* resuming: this one is in verdicts.jsonl already */
+	ret = results_verdict(&c->res, v);
+	if (ret) {
+		pc_err("%s/verdicts.jsonl: write failed: %s", c->res.dir, strerror(-ret));
+		c->fatal = 1;
+		return ret;
+	}
+	if (c->resuming)
+		pc_info("recovered the verdict of %s cycle %" PRId64 " from events.jsonl", board,
+			json_object_get_int64(o));
+	b = tally(c, board, v);
+	if (b) {
+		if (pc_outcome_from_name(outcome) == PC_OUT_FAIL && !c->o->quiet) {
+			json_object *cnt;
+			char what[256] = "";
+			if (json_object_object_get_ex(v, "counts", &cnt)) {
+				json_object_object_foreach(cnt, k, val) {
+					size_t l = strlen(what);
+					if (json_object_get_int(val) && strcmp(k, "intact") && strcmp(k, "not_written"))
+						snprintf(what + l, sizeof(what) - l, " %s=%d", k, json_object_get_int(val));
+				}
+			}
+			/* the first of a board in full, the next ones summarised */
+			progress_fail(board, (uint64_t)json_object_get_int64(o), what);
+		}
+	}
+	return 0;
+}
+
+void camp_on_note(const char *board, const char *text, void *arg)
+{
+	struct camp *c = arg;
+
+	if (!c->resuming)	/* told already, when it happened */
+		pc_warn("board %s: %s", board, text);
+}
+
+/* ---- set-up, resume ---- */
+
+int camp_seen_verdict(json_object *v, unsigned lineno, void *arg)
+{
+	struct camp *c = arg;
+	json_object *b, *cy;
+	char key[128];
+
+	if (!json_object_object_get_ex(v, "board", &b) || !json_object_object_get_ex(v, "cycle", &cy))
+		return -EINVAL;
+	snprintf(key, sizeof(key), "%s/%" PRId64, json_object_get_string(b), json_object_get_int64(cy));
+	json_object_object_add(c->seen_verdicts, key, json_object_new_boolean(1));
+	tally(c, json_object_get_string(b), v);
+	return 0;
+}
+
+int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
+{
+	struct camp *c = arg;
+	char err[512] = "";
+	uint64_t t;
+
+	/* a checked read: a t the engine refuses (past ENGINE_MAX_T, negative)
+	 * must not move the clock (it once overflowed it) */
+	if (!pc_json_u64(ev, "t", ENGINE_MAX_T, &t, NULL, 0) && (int64_t)t > c->t_base)
+		c->t_base = (int64_t)t;
+	{
+		/* the boot id of each board's last authenticated hello: the next
+		 * power-on must bring a new one; and whether its agent was ever
+		 * heard (an authenticated hello; a hello accepted, whose scan the
+		 * host asked for): a board never heard is not blamed for a silent
+		 * boot (campaign_setup.c) */
+		json_object *k, *m, *ty, *bd, *id;
+		struct bctx *b;
+		const char *kind;
+
+		if (json_object_object_get_ex(ev, "ev", &k) && json_object_object_get_ex(ev, "board", &bd) &&
+		    (b = camp_board_by_name(c, json_object_get_string(bd)))) {
+			kind = json_object_get_string(k);
+			if (!strcmp(kind, "verify"))
+				b->heard = b->spoke = 1;
+			if (!strcmp(kind, "rx") && json_object_object_get_ex(ev, "msg", &m) &&
+			    json_object_object_get_ex(m, "type", &ty) && !strcmp(json_object_get_string(ty), "hello")) {
+				b->spoke = 1;
+				if (json_object_object_get_ex(m, "boot_id", &id))
+					pc_strlcpy(b->boot_id, json_object_get_string(id), sizeof(b->boot_id));
+			}
+		}
+	}
+	if (engine_feed(c->eng, ev, err, sizeof(err)))
+		pc_warn("%s/events.jsonl:%u: %s", c->res.dir, lineno, err);
+	return c->fatal ? -EIO : 0;
+}
+
+int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 32];
+	json_object *doc, *old, *cfgcopy = NULL, *host;
+	struct utsname u;
+	char hn[256] = "", id[80];
+
+	snprintf(path, sizeof(path), "%s/campaign.json", c->res.dir);
+	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
+	/* --cycles may grow a campaign: compare everything else */
+	json_object_object_del(cfgcopy, "cycles");
+	old = json_object_from_file(path);
+	*existing = old != NULL;
+	if (old) {
+		json_object *oc = NULL, *ocopy = NULL;
+		int same;
+		json_object *fv = NULL;
+		int minor;
+
+		/* the folder keeps the format it was started in: a resumed run
+		 * writes verdicts like the ones already there */
+		json_object_object_get_ex(old, "format", &fv);
+		if (pc_format_read(fv, path, &c->format, &minor, err, errlen)) {
+			json_object_put(old);
+			json_object_put(cfgcopy);
+			return -EINVAL;
+		}
+		json_object_object_get_ex(old, "config", &oc);
+		json_object_deep_copy(oc, &ocopy, NULL);
+		json_object_object_del(ocopy, "cycles");
+		same = ocopy && json_object_equal(ocopy, cfgcopy);
+		json_object_put(ocopy);
+		json_object_put(old);
+		json_object_put(cfgcopy);
+		if (!same) {
+			snprintf(err, errlen, "%s holds a campaign with a different configuration; resume it with "
+				 "the configuration it was started with, or choose another --results folder", c->res.dir);
+			return -EEXIST;
+		}
+		return 0;
+	}
+	json_object_put(cfgcopy);
+	uname(&u);
+	gethostname(hn, sizeof(hn) - 1);
+	doc = json_object_new_object();
+	c->format = PC_FORMAT_MAJOR;
+	json_object_object_add(doc, "format", json_object_new_string(PC_FORMAT));
+	json_object_object_add(doc, "campaign", json_object_new_string(c->cfg->name));
+	json_object_object_add(doc, "config_file", json_object_new_string(c->cfg->path));
+	json_object_object_add(doc, "started", json_object_new_int64((int64_t)time(NULL)));
+	host = json_object_new_object();
+	results_host_id(id, sizeof(id));
+	json_object_object_add(host, "id", json_object_new_string(id));
+	json_object_object_add(host, "hostname", json_object_new_string(hn));
+	json_object_object_add(host, "kernel", json_object_new_string(u.release));
+	json_object_object_add(host, "machine", json_object_new_string(u.machine));
+	json_object_object_add(host, "powercut", json_object_new_string(PC_VERSION));
+	json_object_object_add(doc, "host", host);
+	cfgcopy = NULL;
+	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
+	json_object_object_add(doc, "config", cfgcopy);
+	{
+		int ret = results_write_json(c->res.dir, "campaign.json", doc, err, errlen);
+		json_object_put(doc);
+		return ret;
+	}
+}

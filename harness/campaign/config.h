@@ -1,0 +1,130 @@
+/*
+ * config.h - campaign configuration (JSON), parsed and validated up front.
+ *
+ * Every error names the file, the key path (boards[1].cut.window_ms) and what
+ * is expected, so `powercut check-config` can print it as it is. See
+ * docs/config.md for every key and its default.
+ */
+#ifndef PC_HARNESS_CONFIG_H
+#define PC_HARNESS_CONFIG_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "common/record.h"
+
+#define CFG_MAX_MODES 8
+#define CFG_MAX_BOARDS		256u
+#define CFG_MAX_CYCLES		10000000u	/* also what --cycles may ask for */
+/* device.max_region_bytes: the largest region a board's HELLO may claim. The
+ * verdict engine holds per slot about 70 bytes (docs/architecture.md), so
+ * this is the board's memory ceiling on the host too. */
+#define CFG_DEFAULT_MAX_REGION	(4ull << 30)
+#define CFG_MAX_REGION_LIMIT	(64ull << 30)
+#define CFG_MIN_REGION_LIMIT	(16ull << 10)
+/* incomplete_infra_share: a device with a larger share of INFRA_ERROR cycles
+ * is INCOMPLETE in the report (and `run` exits 3), never PASS */
+#define CFG_DEFAULT_INCOMPLETE_INFRA_SHARE	0.10
+
+enum cut_plan {
+	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
+	CUT_ACKS,	/* after a random number in [cut_min, cut_max] of acked records */
+	CUT_FLUSH,	/* at the nth cache flush the agent announces, n random in [cut_min, cut_max] */
+	CUT_FUA,	/* at the nth FUA write the agent announces, likewise */
+};
+
+struct board_cfg {
+	char name[64];			/* [A-Za-z0-9_.-]+, unique */
+	char relay_driver[32];
+	json_object *relay;		/* the "relay" section (borrowed from root) */
+	json_object *device;		/* the "device" section (borrowed from root) */
+	char backend[16];		/* device.backend: "sim" or "posix" */
+	uint32_t record_size;		/* device.record_size, bytes, multiple of 512 */
+	uint64_t max_region_bytes;	/* device.max_region_bytes: the most a HELLO may claim */
+	int pattern;			/* enum pc_pattern */
+	int modes[CFG_MAX_MODES];	/* enum pc_mode, used in turn, cycle by cycle */
+	unsigned nmodes;
+	uint32_t records_per_cycle;
+	uint32_t flush_every;		/* flush/journal: records per flush */
+	uint32_t queue_depth;		/* 1..32 */
+	enum cut_plan cut;
+	uint32_t cut_min, cut_max;
+	uint32_t cut_delay_us;		/* CUT_FLUSH, CUT_FUA: how long after the announcement */
+	uint32_t boot_timeout_ms;	/* power on -> HELLO */
+	int boot_timeout_given;		/* boot_timeout_ms was in the file (not the default) */
+	uint32_t boot_retries;		/* power cycles before BOOT_FAIL */
+	uint32_t verify_timeout_ms;	/* VERIFY -> scan_end */
+	uint32_t work_timeout_ms;	/* WORK -> the cut, at most */
+	uint32_t off_ms;		/* power-off time before the next power-on */
+	/* verification: the cut cycle's slots always; cold data by sample */
+	uint32_t full_every;		/* verify.full_every: a whole-region scan every K cycles (1: always) */
+	uint32_t cold_sample;		/* verify.cold_sample: cold slots checked in other cycles */
+	/* policy: is an unacknowledged finding of this class a violation, per mode? */
+	uint8_t torn_violation[PC_MODE_MAX];
+	uint8_t torn_sector_violation[PC_MODE_MAX];
+	uint8_t unclassified_violation[PC_MODE_MAX];	/* a record whose damage could not be classified */
+	/* the link: TCP (the agent connects to "listen"), or the board's serial console */
+	int link_serial;
+	int console_capture;		/* a tcp link with link.console: the console is captured, not spoken */
+	char serial_device[PATH_MAX];	/* link.device (serial), link.console (tcp) */
+	uint32_t serial_baud;		/* link.baud */
+	int audit_require;		/* audit "require": requests not seen, or not the mode's, are INFRA_ERROR */
+	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
+	unsigned nboot_patterns;
+};
+
+struct campaign_cfg {
+	char name[64];			/* "campaign": [A-Za-z0-9_.-]+ */
+	char path[PATH_MAX];		/* the file it came from */
+	uint32_t cycles;
+	uint64_t seed;
+	char listen[128];		/* "host:port"; port 0 picks a free one */
+	char key_file[PATH_MAX];	/* key_file: the agents' key ("": <results>/agent.key) */
+	double incomplete_infra_share;	/* 0..1: more INFRA_ERROR than this is INCOMPLETE */
+	struct board_cfg *boards;
+	unsigned nboards;
+	json_object *root;		/* the whole document, as resolved (defaults filled in) */
+};
+
+/*
+ * Load and validate. Returns 0, or -errno/-EINVAL with err holding
+ * "FILE: key.path: what is wrong" (or "FILE:LINE:COL: JSON syntax ..." for
+ * syntax errors). The caller frees with config_free().
+ */
+int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errlen);
+/* Same, from a string already in memory (name is used in messages). */
+int config_parse(const char *text, const char *name, struct campaign_cfg *c, char *err, size_t errlen);
+/*
+ * Values that suit only the sim, on a real board (a gpiod, hidrelay, lcus
+ * or pdudaemon relay, or a posix device): a loopback or port-0 listen
+ * address its agent must reach over TCP, an off_ms shorter than
+ * CFG_REAL_OFF_MS, the default boot_timeout_ms. One warning per line into
+ * buf ("FILE: KEY: what is wrong; what to choose"), never an error: the
+ * campaign runs as configured. Returns how many.
+ */
+#define CFG_REAL_OFF_MS		500
+unsigned config_warnings(const struct campaign_cfg *c, char *buf, size_t len);
+/* A campaign or board name: 1 to 63 of [A-Za-z0-9_.-]. */
+int config_valid_name(const char *s);
+/* Accepts a zeroed or freed config. */
+void config_free(struct campaign_cfg *c);
+/* "random", "acks", "flush", "fua". */
+const char *config_cut_name(enum cut_plan p);
+/* How many cache flushes (CUT_FLUSH) or FUA writes (CUT_FUA) a cycle of mode
+ * issues with records and flush_every: what the agent announces. 0: none. */
+uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t flush_every);
+/*
+ * Is the device a board's agent opened (its HELLO) the one the board's
+ * device section names? Each of device.cid, serial,
+ * model, manfid, name, vendor, fwrev given must equal what the HELLO's
+ * device says (case aside); a posix device.path must be what the agent was
+ * told (--device), the node it opened or its region's path
+ * (/dev/disk/by-partlabel/x and PARTLABEL=x are the same). 1 with why set on
+ * a mismatch, else 0.
+ */
+int config_device_check(const struct board_cfg *b, json_object *hello, char *why, size_t len);
+
+#endif

@@ -1,0 +1,590 @@
+/*
+ * main.c - powercut, the host controller.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/auth.h"
+#include "common/util.h"
+#include "relay/relay.h"
+#include "relay/relay_hold.h"
+#include "relay/relay_lock.h"
+#include "harness/campaign/campaign.h"
+#include "harness/campaign/config.h"
+#include "harness/cli/replay.h"
+#include "harness/report/report.h"
+#include "harness/results/results.h"
+#include "harness/cli/status.h"
+
+static const char usage_text[] =
+	"usage: powercut COMMAND [OPTIONS]\n"
+	"\n"
+	"  run CONFIG [--results DIR] [--cycles N] [--agent PATH] [--quiet] [--no-report]\n"
+	"        run (or resume) a power-cut campaign; default results folder results/<campaign>/\n"
+	"  replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
+	"        recompute every verdict from events.jsonl; exit 1 on any difference, 2 on errors\n"
+	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
+	"  status [--json] RESULTS_DIR\n"
+	"        whether a run holds the folder and, per board, its cycle, state, counts, last FAIL, ETA\n"
+	"  check-config CONFIG\n"
+	"        validate a configuration: prints \"configuration OK\" or the error\n"
+	"  relay CONFIG BOARD on|off|cycle|get|release\n"
+	"        switch one board's relay by hand (bring-up); get never switches it\n"
+	"  key new [--force] FILE | key show FILE\n"
+	"        make a campaign key (mode 0600) for key_file and the boards' --key; its fingerprint\n"
+	"\n"
+	"run and report exit 0 when every device PASSed, 1 when one FAILed (a FAIL or BOOT_FAIL\n"
+	"cycle), 3 when one is INCOMPLETE and none failed (a board given up, too many INFRA_ERROR\n"
+	"cycles, cycles left to run: an interrupted run resumes with the same command), 2 on\n"
+	"errors. One run per results folder: a second run on a folder in use exits 2 naming the\n"
+	"first. See powercut(1).\n";
+
+static int usage(FILE *f, int rc)
+{
+	fputs(usage_text, f);
+	return rc;
+}
+
+static int load(const char *path, struct campaign_cfg *cfg)
+{
+	char err[1024];
+
+	if (config_load(path, cfg, err, sizeof(err))) {
+		pc_err("%s", err);
+		return -1;
+	}
+	return 0;
+}
+
+/* config_warnings(), one pc_warn() a line; how many. */
+static unsigned warn_config(const struct campaign_cfg *cfg)
+{
+	char buf[8192], *save = NULL;
+	unsigned n = config_warnings(cfg, buf, sizeof(buf));
+
+	for (char *l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+		pc_warn("%s", l);
+	return n;
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "results", required_argument, NULL, 'r' },
+		{ "cycles", required_argument, NULL, 'c' },
+		{ "agent", required_argument, NULL, 'a' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "no-report", no_argument, NULL, 'n' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct campaign_opts o = { 0 };
+	struct campaign_cfg cfg = { 0 };
+	uint64_t v;
+	int c, rc;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "r:c:a:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'r': o.results = optarg; break;
+		case 'c':
+			if (pc_parse_u64(optarg, 0, &v) || v == 0 || v > 10000000) {
+				pc_err("--cycles '%s': expected 1..10000000", optarg);
+				return 2;
+			}
+			o.cycles = (long)v;
+			break;
+		case 'a': o.agent = optarg; break;
+		case 'q': o.quiet = 1; break;
+		case 'n': o.no_report = 1; break;
+		case 'h': return usage(stdout, 0);
+		default: return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		pc_err("run takes one configuration file (see powercut --help)");
+		return 2;
+	}
+	if (load(argv[optind], &cfg))
+		return 2;
+	warn_config(&cfg);
+	rc = campaign_run(&cfg, &o);
+	config_free(&cfg);
+	return rc;
+}
+
+static int cmd_check(int argc, char **argv)
+{
+	struct campaign_cfg cfg = { 0 };
+	unsigned nwarn;
+
+	if (argc != 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs("usage: powercut check-config CONFIG\n", argc == 2 ? stdout : stderr);
+		return argc == 2 ? 0 : 2;
+	}
+	if (load(argv[1], &cfg))
+		return 1;
+	/* values that suit only the sim, on a real board: said, not refused */
+	nwarn = warn_config(&cfg);
+	printf("configuration OK: campaign %s, %u board%s, %u cycle%s", cfg.name, cfg.nboards,
+	       cfg.nboards == 1 ? "" : "s", cfg.cycles, cfg.cycles == 1 ? "" : "s");
+	if (nwarn)
+		printf(" (%u warning%s above)", nwarn, nwarn == 1 ? "" : "s");
+	printf("\n");
+	config_free(&cfg);
+	return 0;
+}
+
+static const char replay_usage[] =
+	"usage: powercut replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
+	"\n"
+	"Recomputes every verdict of each results folder from its events.jsonl with this\n"
+	"powercut's engine and compares them with its verdicts.jsonl. A board's first\n"
+	"differing verdict is shown field by field (- recorded, + recomputed).\n"
+	"\n"
+	"  --junit FILE  write the comparison as JUnit XML: a testsuite per folder, a\n"
+	"                testcase per board, its first difference as the failure\n"
+	"  --report      print each folder's per-device report as this powercut judges it\n"
+	"  --quiet       print nothing for a folder whose every verdict matches\n"
+	"\n"
+	"Exit status: 0 every verdict of every folder matches, 1 some verdict differs, is\n"
+	"missing or extra, 2 an error (a folder that cannot be replayed, a report that\n"
+	"cannot be made, a JUnit file that cannot be written, a bad option).\n";
+
+/* 0 every verdict matches, 1 a difference, 2 an error (replay_main()) */
+static int cmd_replay(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "junit", required_argument, NULL, 'j' },
+		{ "report", no_argument, NULL, 'r' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct replay_cli o = { 0 };
+	int c;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "j:rqh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'j': o.junit = optarg; break;
+		case 'r': o.report = 1; break;
+		case 'q': o.quiet = 1; break;
+		case 'h': fputs(replay_usage, stdout); return 0;
+		default: return 2;
+		}
+	}
+	if (optind >= argc) {
+		pc_err("replay takes one or more results folders (see powercut replay --help)");
+		return 2;
+	}
+	return replay_main((const char *const *)argv + optind, argc - optind, stdout, &o);
+}
+
+static const char report_usage[] =
+	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"\n"
+	"The per-device report of one or more results folders (or verdicts.jsonl files): one\n"
+	"PASS / FAIL / BOOT_FAIL / INCOMPLETE line per device, then per part and unit the test\n"
+	"conditions, outcomes and violations per write mode, speed, latency and the cost of\n"
+	"each durability mode against none. Folders from several hosts and nights merge; a\n"
+	"cycle given twice (the same folder, or a copy) counts once.\n"
+	"\n"
+	"  -f, --format F   text (default), md (Markdown), html (one self-contained page with\n"
+	"                   charts), json (the names of verdicts.jsonl), junit (JUnit XML: a\n"
+	"                   testsuite per device, a testcase per mode), csv (a row per cycle)\n"
+	"      --json       the same as --format json\n"
+	"  -o, --output F   write to file F (replaced only once the report is complete)\n"
+	"  -h, --help       this text\n"
+	"\n"
+	"Exit status: 0 every device PASS; 1 a device FAILed (a FAIL or BOOT_FAIL cycle); 3 a\n"
+	"device is INCOMPLETE (a board given up, too many INFRA_ERROR cycles, cycles left, a run\n"
+	"still going or killed) and none failed; 2 the report could not be made.\n";
+
+/* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
+ * failed), 2 when the report cannot be made */
+static int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { 0 };
+	static const struct option lo[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *outpath = NULL;
+	char err[1024] = "", tmp[PATH_MAX];
+	FILE *out = stdout;
+	int c, result, fmt;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "f:o:h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			if ((fmt = report_format_from_name(optarg)) < 0) {
+				pc_err("--format '%s': expected text, md, html, json, junit or csv", optarg);
+				return 2;
+			}
+			o.format = (enum report_format)fmt;
+			break;
+		case 'j': o.format = REPORT_FMT_JSON; break;
+		case 'o': outpath = optarg; break;
+		case 'h': fputs(report_usage, stdout); return 0;
+		default: fputs(report_usage, stderr); return 2;
+		}
+	}
+	if (optind >= argc) {
+		pc_err("report: no results folder given (see powercut report --help)");
+		return 2;
+	}
+	if (outpath) {
+		/* the whole report or nothing: written beside, renamed when complete */
+		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", outpath, (long)getpid()) >= (int)sizeof(tmp) ||
+		    !(out = fopen(tmp, "we"))) {
+			pc_err("%s: cannot write: %s", outpath, strerror(errno));
+			return 2;
+		}
+	}
+	if (report_run((const char *const *)argv + optind, argc - optind, out, &o, &result, err, sizeof(err))) {
+		pc_err("%s", err);
+		if (outpath) {
+			fclose(out);
+			unlink(tmp);
+		}
+		return 2;
+	}
+	if (outpath && (fclose(out) != 0 || rename(tmp, outpath) != 0)) {
+		pc_err("%s: cannot write: %s", outpath, strerror(errno));
+		unlink(tmp);
+		return 2;
+	}
+	return result;
+}
+
+static int cmd_status(int argc, char **argv)
+{
+	return status_main(argc, argv);
+}
+
+/* Where a relay's agent must connect and the key it proves itself with, as
+ * the configuration says them: a campaign that listens on port 0 picks its
+ * port when it starts, and its key is <results>/agent.key unless key_file
+ * names one, so `relay` passes neither unless the configuration fixes it
+ * (docs/relays.md). connect is "" then. */
+static void relay_hand_env(const struct campaign_cfg *cfg, char *connect, size_t clen, char *key, size_t klen)
+{
+	char host[128];
+	uint16_t port = 0;
+
+	connect[0] = key[0] = 0;
+	if (pc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port) {
+		/* every address (or none: loopback) is reached on loopback from here */
+		if (!strcmp(host, "::"))
+			snprintf(connect, clen, "[::1]:%u", port);
+		else if (strchr(host, ':'))
+			snprintf(connect, clen, "[%s]:%u", host, port);
+		else
+			snprintf(connect, clen, "%s:%u", host[0] && strcmp(host, "0.0.0.0") ? host : "127.0.0.1", port);
+	}
+	if (cfg->key_file[0])
+		pc_strlcpy(key, cfg->key_file, klen);
+}
+
+/* A request to a relay holder, said as `relay` says things; 0 or 1 (exit status). */
+static int relay_ask(const struct relay_lock_who *h, const char *sock, const char *board, const char *req,
+		     char *reply, size_t len)
+{
+	char err[1024];
+
+	if (relay_hold_ask(sock, req, reply, len, err, sizeof(err))) {
+		pc_err("board %s: relay holder pid %ld: %s", board, h->pid, err);
+		return 1;
+	}
+	return 0;
+}
+
+static const char relay_usage[] =
+	"usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n"
+	"\n"
+	"Switches one board's relay by hand (bring-up). get prints on or off and never\n"
+	"switches anything. A relay that keeps its state only while held open (gpiod)\n"
+	"is left to a relay holder that keeps it on or off; later commands ask it, and\n"
+	"release makes it let go. Refused while a campaign drives the relay, wherever its\n"
+	"results folder is. See powercut(1), RELAY LOCKS.\n";
+
+static int cmd_relay(int argc, char **argv)
+{
+	struct campaign_cfg cfg = { 0 };
+	struct relay r;
+	struct relay_ctx ctx;
+	struct relay_lock lock = { .fd = -1 };
+	struct relay_lock_who me = { 0 }, holder;
+	const struct relay_ops *ops;
+	struct board_cfg *b = NULL;
+	char err[1024], note[1024], state[PATH_MAX + 64], key[160], connect[160], keyfile[PATH_MAX], reply[16];
+	char *cfgpath = NULL;
+	const char *act;
+	int ret = 1, rc;
+
+	if (argc != 4) {
+		if (argc == 2 && !strcmp(argv[1], "--help"))
+			fputs(relay_usage, stdout);
+		else
+			fputs("usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n", stderr);
+		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
+	}
+	act = argv[3];
+	if (strcmp(act, "on") && strcmp(act, "off") && strcmp(act, "cycle") && strcmp(act, "get") &&
+	    strcmp(act, "release")) {
+		pc_err("relay action '%s': expected on, off, cycle, get or release", act);
+		return 2;
+	}
+	if (load(argv[1], &cfg))
+		return 2;
+	for (unsigned i = 0; i < cfg.nboards; i++)
+		if (!strcmp(cfg.boards[i].name, argv[2]))
+			b = &cfg.boards[i];
+	if (!b) {
+		pc_err("%s: no board named '%s'", argv[1], argv[2]);
+		goto out;
+	}
+	{
+		/* A run of an older powercut takes no relay lock: its folder's
+		 * lock, where `relay` can know it, still says it runs. */
+		struct results_lock_info li;
+		char dir[PATH_MAX], desc[768];
+
+		snprintf(dir, sizeof(dir), "results/%s", cfg.name);
+		results_lock_probe(dir, &li);
+		if (li.state == RESULTS_LOCK_HELD) {
+			results_lock_describe(&li, desc, sizeof(desc));
+			pc_err("%s is in use by a campaign (%s): switching board %s by hand would cut under it; "
+			       "stop that run first", dir, desc, b->name);
+			goto out;
+		}
+	}
+	/* The relay's own lock, wherever the campaign keeps its results: a run
+	 * driving this relay, or a holder keeping it on or off, holds it. */
+	ops = relay_find(b->relay_driver);
+	/* (a sim or VM board has none: it lives in results/<campaign>/, checked above) */
+	rc = relay_lock_key(b->relay_driver, b->relay, cfg.name, b->name, key, sizeof(key));
+	cfgpath = realpath(argv[1], NULL);
+	pc_strlcpy(me.role, "relay", sizeof(me.role));
+	pc_strlcpy(me.campaign, cfg.name, sizeof(me.campaign));
+	pc_strlcpy(me.board, b->name, sizeof(me.board));
+	pc_strlcpy(me.config, cfgpath ? cfgpath : argv[1], sizeof(me.config));
+	note[0] = 0;
+	if (!rc)
+		rc = relay_lock_take(&lock, key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err));
+	else if (rc == -ENOENT)
+		rc = 0;
+	if (rc == -EBUSY && !strcmp(holder.role, "holder")) {
+		/* a holder keeps this relay: it switches, we ask */
+		if (!strcmp(act, "cycle")) {
+			ret = relay_ask(&holder, lock.sock, b->name, "off", reply, sizeof(reply));
+			if (!ret) {
+				pc_sleep_us((uint64_t)b->off_ms * 1000);
+				ret = relay_ask(&holder, lock.sock, b->name, "on", reply, sizeof(reply));
+			}
+		} else {
+			ret = relay_ask(&holder, lock.sock, b->name, act, reply, sizeof(reply));
+		}
+		if (ret)
+			goto out;
+		if (!strcmp(act, "get"))
+			printf("%s\n", reply);
+		else if (!strcmp(act, "release"))
+			printf("board %s: relay released: holder pid %ld let it go (a GPIO line falls to its pull)\n",
+			       b->name, holder.pid);
+		else
+			printf("board %s: relay %s done; holder pid %ld keeps it %s\n", b->name, act, holder.pid, reply);
+		goto out;
+	}
+	if (rc) {
+		if (rc == -EBUSY && !strcmp(holder.role, "run"))
+			pc_err("board %s: %s: switching it by hand would cut under that run; stop it first (kill -INT "
+			       "%ld)", b->name, err, holder.pid);
+		else
+			pc_err("board %s: %s", b->name, err);
+		goto out;
+	}
+	if (note[0])
+		pc_warn("board %s: %s", b->name, note);
+	if (!strcmp(act, "release")) {
+		printf("board %s: no relay holder keeps it; nothing to release\n", b->name);
+		ret = 0;
+		goto out;
+	}
+	snprintf(state, sizeof(state), "results/%s/boards/%s", cfg.name, b->name);
+	relay_hand_env(&cfg, connect, sizeof(connect), keyfile, sizeof(keyfile));
+	ctx = (struct relay_ctx){ .board = b->name, .connect = connect[0] ? connect : NULL,
+				  .agent_path = "powercut-agent", .state_dir = state, .device = b->device,
+				  .key_path = keyfile[0] ? keyfile : NULL };
+	if (ops && ops->hold && strcmp(act, "get")) {
+		/* the state lasts only while the relay is open: a holder keeps it */
+		pid_t pid;
+
+		ctx.open_state = !strcmp(act, "on") ? RELAY_OPEN_ON : RELAY_OPEN_OFF;
+		if (relay_hold_start(&lock, b->relay_driver, b->relay, &ctx, &pid, err, sizeof(err))) {
+			pc_err("%s", err);
+			goto out;
+		}
+		relay_lock_forget(&lock);
+		holder = (struct relay_lock_who){ .pid = pid };
+		ret = 0;
+		if (!strcmp(act, "cycle")) {
+			pc_sleep_us((uint64_t)b->off_ms * 1000);
+			ret = relay_ask(&holder, lock.sock, b->name, "on", reply, sizeof(reply));
+		}
+		if (!ret)
+			printf("board %s: relay %s done; holder pid %ld keeps it %s until `powercut relay %s %s "
+			       "release`\n", b->name, act, (long)pid, strcmp(act, "off") ? "on" : "off", argv[1], b->name);
+		goto out;
+	}
+	/* get never switches: a driver that can tell reads without driving */
+	ctx.open_state = !strcmp(act, "get") ? RELAY_OPEN_OBSERVE : RELAY_OPEN_OFF;
+	if (relay_open(&r, b->relay_driver, b->relay, &ctx, err, sizeof(err))) {
+		pc_err("%s", err);
+		goto out;
+	}
+	if (!strcmp(act, "get")) {
+		int s = relay_get(&r);
+		if (s < 0)
+			pc_err("%s", r.err);
+		else
+			printf("%s\n", s ? "on" : "off");
+		ret = s < 0;
+	} else {
+		int on = !strcmp(act, "on");
+		ret = !strcmp(act, "cycle") ? relay_off(&r) : on ? relay_on(&r) : relay_off(&r);
+		if (!ret && !strcmp(act, "cycle")) {
+			pc_sleep_us((uint64_t)b->off_ms * 1000);
+			ret = relay_on(&r);
+		}
+		if (ret)
+			pc_err("%s", r.err);
+		else
+			printf("board %s: relay %s done\n", b->name, act);
+		ret = ret != 0;
+	}
+	relay_close(&r);
+out:
+	relay_lock_release(&lock);
+	free(cfgpath);
+	config_free(&cfg);
+	return ret;
+}
+
+static const char key_usage[] =
+	"usage: powercut key new [--force] FILE\n"
+	"       powercut key show FILE\n"
+	"\n"
+	"  new   make a campaign key in FILE: 64 random hex digits, mode 0600. An existing\n"
+	"        FILE is refused unless --force (a board with the old key can no longer\n"
+	"        prove itself). Point the configuration's key_file at FILE and give each\n"
+	"        board's agent a copy (powercut-agent run --key).\n"
+	"  show  check FILE as an agent would (mode, 64 hex digits) and print its\n"
+	"        fingerprint, never the key: the SHA-256 of the key file as powercut writes\n"
+	"        it, so `sha256sum FILE` of a copy on a board prints the same digits.\n"
+	"\n"
+	"Exit status: 0 done, 1 the file could not be made or read, 2 usage.\n";
+
+/* `powercut key`: the campaign key without a campaign (common/auth.c makes
+ * it, the same as `run` does for a results folder). 0, 1 or 2. */
+static int cmd_key(int argc, char **argv)
+{
+	struct pc_auth_key k;
+	char err[PATH_MAX + 256], fp[65], tmp[PATH_MAX];
+	const char *file;
+	int force = 0, i = 2, r;
+
+	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		fputs(key_usage, stdout);
+		return 0;
+	}
+	if (argc >= 2 && !strcmp(argv[1], "new") && argc >= 3 && !strcmp(argv[2], "--force")) {
+		force = 1;
+		i = 3;
+	}
+	if (argc < 2 || (strcmp(argv[1], "new") && strcmp(argv[1], "show")) || argc != i + 1 || !argv[i][0] ||
+	    argv[i][0] == '-') {
+		fputs(key_usage, stderr);
+		return 2;
+	}
+	file = argv[i];
+	if (!strcmp(argv[1], "new")) {
+		/* --force: a new key beside, renamed over the old one, so FILE
+		 * always holds a whole key, old or new */
+		if (force && snprintf(tmp, sizeof(tmp), "%s.new-%ld", file, (long)getpid()) >= (int)sizeof(tmp)) {
+			pc_err("key file %s: path too long", file);
+			return 1;
+		}
+		r = pc_auth_key_create(force ? tmp : file, err, sizeof(err));
+		if (r == -EEXIST) {
+			pc_err("key file %s exists: keeping it (boards may hold a copy); powercut key new --force %s "
+			       "replaces it", file, file);
+			return 1;
+		}
+		if (r) {
+			pc_err("%s", err);
+			return 1;
+		}
+		if (force && rename(tmp, file)) {
+			pc_err("key file %s: cannot replace it: %s", file, strerror(errno));
+			unlink(tmp);
+			return 1;
+		}
+	}
+	if (pc_auth_key_load(file, &k, err, sizeof(err))) {
+		pc_err("%s", err);
+		return 1;
+	}
+	pc_auth_key_fingerprint(&k, fp);
+	memset(&k, 0, sizeof(k));
+	if (!strcmp(argv[1], "new"))
+		printf("made the campaign key %s (mode 0600%s): set the configuration's \"key_file\" to it and copy it "
+		       "to each board, e.g. install -D -m 600 %s ROOTFS/etc/powercut/agent.key\n",
+		       file, force ? ", the old key replaced" : "", file);
+	printf("key %s: fingerprint sha256 %s (sha256sum of a copy shows the same)\n", file, fp);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *cmd;
+
+	pc_log_init("powercut", PC_LOG_INFO);
+	if (argc < 2)
+		return usage(stderr, 2);
+	cmd = argv[1];
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
+		return usage(stdout, 0);
+	if (!strcmp(cmd, "--version")) {
+		printf("powercut %s\n", PC_VERSION);
+		return 0;
+	}
+	if (!strcmp(cmd, "run"))
+		return cmd_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "replay"))
+		return cmd_replay(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cmd_report(argc - 1, argv + 1);
+	if (!strcmp(cmd, "status"))
+		return cmd_status(argc - 1, argv + 1);
+	if (!strcmp(cmd, "check-config"))
+		return cmd_check(argc - 1, argv + 1);
+	if (!strcmp(cmd, "relay"))
+		return cmd_relay(argc - 1, argv + 1);
+	if (!strcmp(cmd, "key"))
+		return cmd_key(argc - 1, argv + 1);
+	pc_err("unknown command '%s' (see powercut --help)", cmd);
+	return 2;
+}

@@ -1,0 +1,243 @@
+/*
+ * engine_int.h - the verdict engine's state, shared by its parts (engine.c,
+ * engine_scan.c, engine_region.c, engine_judge.c, engine_verdict.c). Nothing
+ * outside the engine includes it: engine.h is the engine's interface.
+ */
+#ifndef PC_HARNESS_ENGINE_INT_H
+#define PC_HARNESS_ENGINE_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "common/proto.h"
+#include "common/record.h"
+#include "harness/engine/engine.h"
+#include "harness/results/verdict.h"
+
+/* The most records one work may name: the protocol's limit (proto.c
+ * MAX_RANGE_N) and records_per_cycle's (config.c). */
+#define MAX_WORK_RECORDS	1048576u
+
+/* Seqs a work may name: every one is then a JSON integer as it is. */
+#define MAX_SEQ			((uint64_t)INT64_MAX)
+
+/* A sector as seen in a slot that was not one whole record. */
+struct sect {
+	uint8_t kind;		/* enum pc_sect_kind */
+	uint16_t hidx;
+	uint16_t flags;
+	uint32_t cycle;
+	uint32_t value;		/* fill value, crc of raw bytes, or errno */
+	uint64_t seq;
+	uint64_t lba;
+};
+
+enum { OCC_UNKNOWN, OCC_WHOLE, OCC_DAMAGED };
+
+struct occ {
+	uint8_t state;
+	uint16_t flags;
+	uint16_t got;		/* OCC_DAMAGED while scanning: sectors reported so far */
+	uint32_t cycle;
+	uint64_t seq;
+	struct sect *sect;	/* OCC_DAMAGED: spr entries, owned */
+};
+
+struct raw {
+	uint32_t slot;
+	uint16_t idx;
+	uint8_t bytes[PC_SECTOR];
+};
+
+/* A write the device refused (an agent error with write_error). */
+struct werr {
+	uint32_t err;
+	int mode;
+	uint64_t lba, seq;
+	char msg[256];
+};
+
+/* A region or one superblock copy, as HELLO describes it. */
+struct sbrec {
+	char uuid[37];
+	uint64_t bytes, record_size, slots, seed, created;
+	int has_created;	/* agents before it existed do not say */
+};
+
+struct wcycle {
+	unsigned cycle;
+	uint64_t first;
+	uint32_t n;
+	int mode, mode_run, pattern;
+	uint8_t *sub, *ack;	/* one byte per record */
+	uint32_t nsub, nack;
+	int64_t t_work, t_last;
+	json_object *cut;
+	char infra[512];
+	struct pc_policy pol;		/* what the work event's policy says (verdict.h) */
+	int pol_has_unclassified;	/* it named "unclassified" (older ones do not) */
+	struct werr werr[ENGINE_MAX_WRITE_ERRORS];
+	uint32_t nwerr;		/* refused writes reported (the first ENGINE_MAX_WRITE_ERRORS kept) */
+	/* each acknowledged record's latency (us), as ACKs said (format 2):
+	 * at most n, allocated with the first */
+	uint32_t *lat;
+	uint32_t nlat;
+	/* what reached the device so far (the latest AUDIT or DONE audit, a
+	 * reference; format 2), or NULL */
+	json_object *audit;
+	int done;		/* the agent said DONE: the work ran to its end */
+};
+
+struct board {
+	char name[64];
+	/* the configured limits (engine_configure) */
+	uint32_t lim_record_size;	/* 0: any */
+	uint64_t lim_region_bytes;
+	uint32_t lim_records;		/* work records per cycle, at most */
+	/* a HELLO refused in this boot: the rest of the boot is ignored */
+	int refused;
+	unsigned refused_cycle;
+	char refused_why[320];
+	struct pc_geom g;
+	int have_geom;
+	/* the region as the engine knows it (every superblock field), and per
+	 * superblock copy the difference from it last reported ("" none) */
+	struct sbrec rec;
+	int have_rec;
+	char copy_sig[2][512];
+	json_object *hello;
+	json_object *last_device;	/* the last non-empty HELLO device (a reference) */
+	/* what every verdict says of the device and its queue, built once per
+	 * HELLO and shared by reference (verdicts are never changed after) */
+	json_object *dev_cache, *queue_cache;
+	struct occ *exp;
+	/* one released slot array kept for the next scan (of nslots, zeroed on
+	 * reuse): a scan per boot need not allocate and fault in a new one */
+	struct occ *spare;
+	int baseline;
+	struct wcycle *w;
+	/* the scan in progress, and what the last VERIFY asked for */
+	uint8_t *want;		/* NULL: every slot */
+	uint32_t nwant;
+	int full;
+	int scanning;
+	int scan_pattern;
+	struct occ *obs;
+	uint32_t nseen;
+	uint8_t *seen;
+	uint32_t sect_base;	/* damaged sectors the expected state keeps besides this scan's */
+	uint32_t sect_obs;	/* damaged sectors this scan reported and the engine holds */
+	uint64_t dmg_seen;	/* damaged sectors this scan reported, held or not */
+	uint64_t dmg_prev;	/* damaged sectors the expected state had in the scanned slots */
+	int dmg_over;		/* the scan reported more than the engine holds */
+	struct raw *raws;
+	unsigned nraws;
+	/* bytes of damaged sectors the expected state holds (a later tear over
+	 * them is located against these) */
+	struct raw *exp_raws;
+	unsigned nexp_raws;
+	char scan_err[256];
+	/* bookkeeping */
+	/* damage found by a scan that had no writes to judge: it goes into the
+	 * next verdict, so nothing found is ever dropped */
+	json_object *carry;
+	uint32_t carry_counts[PC_NCLASSES];
+	uint32_t carry_viol;
+	uint32_t carry_unlisted;	/* carried findings counted but not listed */
+	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
+	int planned_mode;	/* the mode the boot in progress is to write (power_on), or -1 */
+	int audit_require;	/* the board's "audit": "require" (engine_configure) */
+	uint64_t next_seq;
+	unsigned verdicts;
+	int scan_ok;		/* the last scan was complete and judged */
+	uint8_t *verdicted;	/* one bit per cycle */
+	size_t nverdicted;	/* bytes */
+	struct board *next;
+};
+
+struct engine {
+	char campaign[64];
+	engine_verdict_fn vfn;
+	engine_note_fn nfn;
+	void *arg;
+	struct board *boards;
+	unsigned nboards;
+	int configured;		/* only the configured boards exist */
+	/* the results format the verdicts are written in (engine_set_format),
+	 * and what format 2 adds: the time of the event being fed, the wall
+	 * clock and host of the run (run_start) */
+	int format;
+	int64_t t_now;
+	int have_wall;
+	int64_t wall_ms, wall_t;
+	char host[72];
+	uint64_t slots;		/* slots of every board's adopted geometry, together */
+	uint32_t dmg_ceiling;	/* damaged sectors held per board */
+};
+
+/* ---- judging ---- */
+
+struct judge {
+	struct engine *e;
+	struct board *b;
+	struct wcycle *w;
+	uint32_t counts[PC_NCLASSES];
+	uint32_t violations;
+	json_object *findings;
+	uint32_t nlisted;	/* findings in the array */
+	uint32_t unlisted;	/* findings counted beyond ENGINE_MAX_FINDINGS */
+	json_object *scratch;	/* the last unlisted finding (its details go nowhere) */
+	uint8_t *hot;		/* slots written by the judged cycle */
+	/* pending not_written range, to list unacked ones compactly */
+	uint64_t nw_first;
+	uint32_t nw_n, nw_slot;
+};
+
+/* engine.c */
+void eng_occ_free_all(struct occ *o, uint32_t n);
+void eng_occ_release(struct board *b, struct occ *o);
+struct occ *eng_occ_take(struct board *b);
+void eng_wcycle_free(struct wcycle *w);
+
+/* engine_scan.c */
+int eng_wanted(const struct board *b, uint32_t slot);
+void eng_scan_reset(struct board *b);
+void eng_keep_raws(struct board *b);
+int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen);
+int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen);
+int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen);
+int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen);
+
+/* engine_region.c */
+int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsigned cycle,
+		    char *err, size_t errlen);
+
+/* engine_judge.c */
+int eng_is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode);
+int eng_scan_overflow(struct engine *e, struct board *b);
+int eng_scan_done(struct engine *e, struct board *b);
+
+/* engine_verdict.c */
+void eng_note(struct engine *e, struct board *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *eng_jstr(json_object *o, const char *key, const char *def);
+void eng_wall_time(const struct engine *e, char *buf, size_t len);
+json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome);
+int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v);
+int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
+			  const char *reason);
+void eng_take_carry(struct judge *j);
+void eng_flush_nw(struct judge *j);
+json_object *eng_finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode);
+void eng_add_int(json_object *o, const char *k, int64_t v);
+void eng_describe_prev(json_object *f, const struct occ *prev);
+void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w);
+void eng_audit_require(const struct engine *e, const struct board *b, struct wcycle *w);
+json_object *eng_counts_json(const struct engine *e, const uint32_t *counts);
+void eng_add_refused(struct judge *j, const struct wcycle *w);
+int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outcome, const char *reason,
+			    json_object *extra);
+void eng_carry_device(struct board *b, json_object *f);
+
+#endif

@@ -1,0 +1,280 @@
+/*
+ * engine_scan.c - a scan assembled from the agent's lines: scan_begin, runs
+ * of whole records, slot reports (in parts, for large records), same lines
+ * for damage already held; the bytes of damaged sectors kept for later.
+ */
+#include "harness/engine/engine_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+
+int eng_wanted(const struct board *b, uint32_t slot)
+{
+	return !b->want || b->want[slot];
+}
+
+void eng_scan_reset(struct board *b)
+{
+	eng_occ_release(b, b->obs);
+	b->obs = NULL;
+	free(b->seen);
+	b->seen = NULL;
+	free(b->raws);
+	b->raws = NULL;
+	b->nraws = 0;
+	b->nseen = 0;
+	b->scanning = 0;
+	b->scan_err[0] = 0;
+	b->sect_obs = 0;
+	b->dmg_seen = 0;
+	b->dmg_over = 0;
+}
+
+/* The scanned slots' damaged-sector bytes become the expected state's. */
+void eng_keep_raws(struct board *b)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < b->nexp_raws; i++) {
+		const struct raw *r = &b->exp_raws[i];
+		const struct occ *o = b->obs ? &b->obs[r->slot] : NULL;
+
+		/* not looked at: still expected; looked at and unchanged (sent by
+		 * hash because the host named it in a KNOWN line): still its bytes */
+		if (!eng_wanted(b, r->slot) ||
+		    (o && o->state == OCC_DAMAGED && o->sect && r->idx < o->got &&
+		     o->sect[r->idx].kind == PC_SK_HASH &&
+		     o->sect[r->idx].value == pc_crc32c(0, r->bytes, PC_SECTOR)))
+			b->exp_raws[k++] = *r;
+	}
+	b->nexp_raws = k;
+	if (!b->nraws)
+		return;
+	{
+		struct raw *n = realloc(b->exp_raws, (b->nexp_raws + b->nraws) * sizeof(*n));
+		if (!n)
+			return;	/* then a later tear over them is reported as corrupt */
+		memcpy(n + b->nexp_raws, b->raws, b->nraws * sizeof(*n));
+		b->exp_raws = n;
+		b->nexp_raws += b->nraws;
+	}
+	if (b->nexp_raws > ENGINE_MAX_KEPT_RAWS) {
+		/* the oldest go: a tear over them is then reported as corrupt */
+		unsigned drop = b->nexp_raws - ENGINE_MAX_KEPT_RAWS;
+		memmove(b->exp_raws, b->exp_raws + drop, ENGINE_MAX_KEPT_RAWS * sizeof(*b->exp_raws));
+		b->nexp_raws = ENGINE_MAX_KEPT_RAWS;
+	}
+}
+
+int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+{
+	if (!b->obs)
+		return 0;	/* the scan already failed (scan_err says why) */
+	for (uint32_t k = 0; k < m->u.runs.nruns; k++) {
+		const struct pc_run *r = &m->u.runs.runs[k];
+
+		if ((uint64_t)r->pos + r->n > b->g.nslots) {
+			snprintf(err, errlen, "runs: positions %u+%u past the %u slots", r->pos, r->n, b->g.nslots);
+			return -EINVAL;
+		}
+		for (uint32_t i = 0; i < r->n; i++) {
+			uint32_t slot = pc_slot_of_pos(&b->g, b->scan_pattern, r->pos + i);
+			struct occ *o = &b->obs[slot];
+
+			if (b->seen[slot]) {
+				snprintf(err, errlen, "runs: slot %u reported twice", slot);
+				return -EINVAL;
+			}
+			b->seen[slot] = 1;
+			b->nseen++;
+			o->state = OCC_WHOLE;
+			o->seq = r->seq ? r->seq + i : 0;
+			o->cycle = r->cycle;
+			o->flags = r->flags;
+		}
+	}
+	return 0;
+}
+
+/* A slot that is not one whole record; a large record's report may come in
+ * several messages, each continuing in sector order where the last stopped. */
+int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen)
+{
+	const struct pc_slot_report *s = &m->u.slot;
+	uint32_t spr = pc_geom_spr(&b->g);
+	struct occ *o;
+
+	if (!b->obs)
+		return 0;	/* the scan already failed (scan_err says why) */
+	if (s->slot >= b->g.nslots || s->nsect == 0) {
+		snprintf(err, errlen, "slot %u does not fit the region (%u slots)", s->slot, b->g.nslots);
+		return -EINVAL;
+	}
+	o = &b->obs[s->slot];
+	if (b->seen[s->slot] && (o->state != OCC_DAMAGED || o->got == spr)) {
+		snprintf(err, errlen, "slot %u reported twice", s->slot);
+		return -EINVAL;
+	}
+	if (!b->seen[s->slot]) {
+		b->seen[s->slot] = 1;
+		o->state = OCC_DAMAGED;
+		o->got = 0;
+		b->dmg_seen += spr;
+		/* the damage the engine holds per board has a ceiling: past it
+		 * the scan is only counted (eng_scan_overflow() judges what it can) */
+		if ((uint64_t)b->sect_base + b->sect_obs + spr > dmg_ceiling)
+			b->dmg_over = 1;
+		if (!b->dmg_over) {
+			o->sect = calloc(spr, sizeof(*o->sect));
+			if (!o->sect) {
+				snprintf(err, errlen, "out of memory for slot %u", s->slot);
+				return -EINVAL;
+			}
+			b->sect_obs += spr;
+		}
+	}
+	for (uint32_t k = 0; k < s->nsect; k++) {
+		const struct pc_sect_report *r = &s->sect[k];
+		uint32_t i = o->got;
+		struct sect *d;
+
+		if (i >= spr || r->idx != i) {
+			snprintf(err, errlen, "slot %u: sector %u where sector %u was expected (%u per record)",
+				 s->slot, r->idx, i, spr);
+			return -EINVAL;
+		}
+		o->got++;
+		if (!o->sect)
+			continue;	/* counted, not held */
+		d = &o->sect[i];
+		d->kind = (uint8_t)r->kind;
+		switch (r->kind) {
+		case PC_SK_VALID:
+			d->seq = r->seq;
+			d->cycle = r->cycle;
+			d->flags = r->flags;
+			d->lba = r->lba;
+			d->hidx = r->hidx;
+			break;
+		case PC_SK_RAW: {
+			struct raw *nr;
+
+			if (b->nraws >= PC_PROTO_MAX_RAW) {
+				snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", s->slot,
+					 PC_PROTO_MAX_RAW);
+				return -EINVAL;
+			}
+			nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
+			if (!nr) {
+				snprintf(err, errlen, "out of memory for a raw sector");
+				return -EINVAL;
+			}
+			b->raws = nr;
+			nr[b->nraws].slot = s->slot;
+			nr[b->nraws].idx = (uint16_t)i;
+			memcpy(nr[b->nraws].bytes, r->raw, PC_SECTOR);
+			b->nraws++;
+			d->value = pc_crc32c(0, r->raw, PC_SECTOR);
+			/* the same bytes seen again compare equal however they travelled */
+			d->kind = PC_SK_HASH;
+			break;
+		}
+		default:
+			d->value = r->value;
+		}
+	}
+	if (o->got == spr)
+		b->nseen++;
+	return 0;
+}
+
+/* Damaged slots the agent found exactly as the expected state holds them
+ * (it had their digests from KNOWN): the expected damage is what was seen. */
+int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen)
+{
+	uint32_t spr = pc_geom_spr(&b->g);
+
+	if (!b->obs)
+		return 0;	/* the scan already failed (scan_err says why) */
+	for (uint32_t k = 0; k < m->u.same.n; k++) {
+		uint32_t slot = m->u.same.slots[k];
+		const struct occ *x;
+		struct occ *o;
+
+		if (slot >= b->g.nslots || b->seen[slot]) {
+			snprintf(err, errlen, "same: slot %u %s", slot, slot >= b->g.nslots ? "past the region" :
+				 "reported twice");
+			return -EINVAL;
+		}
+		x = b->exp ? &b->exp[slot] : NULL;
+		if (!x || x->state != OCC_DAMAGED || !x->sect) {
+			snprintf(err, errlen, "same: slot %u is not damage the engine holds", slot);
+			return -EINVAL;
+		}
+		o = &b->obs[slot];
+		b->seen[slot] = 1;
+		b->nseen++;
+		o->state = OCC_DAMAGED;
+		o->got = (uint16_t)spr;
+		b->dmg_seen += spr;
+		if ((uint64_t)b->sect_base + b->sect_obs + spr > dmg_ceiling)
+			b->dmg_over = 1;
+		if (b->dmg_over)
+			continue;	/* counted, not held (eng_scan_overflow()) */
+		o->sect = malloc(spr * sizeof(*o->sect));
+		if (!o->sect) {
+			snprintf(err, errlen, "out of memory for slot %u", slot);
+			return -EINVAL;
+		}
+		memcpy(o->sect, x->sect, spr * sizeof(*o->sect));
+		b->sect_obs += spr;
+	}
+	return 0;
+}
+
+/* A scan starts: what it may hold is sized by the adopted geometry only. */
+int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen)
+{
+	uint32_t spr = pc_geom_spr(&b->g);
+
+	if (!b->have_geom) {
+		snprintf(err, errlen, "scan before hello");
+		return -EINVAL;
+	}
+	eng_scan_reset(b);
+	b->scanning = 1;
+	b->scan_pattern = pc_pattern_from_name(eng_jstr(m->obj, "pattern", "sequential"));
+	/* damaged slots the expected state keeps outside this scan count
+	 * against the same ceiling as the ones it reports */
+	b->sect_base = 0;
+	b->dmg_prev = 0;
+	for (uint32_t s = 0; b->exp && s < b->g.nslots; s++) {
+		if (b->exp[s].state != OCC_DAMAGED)
+			continue;
+		if (eng_wanted(b, s))
+			b->dmg_prev += spr;
+		else
+			b->sect_base += spr;
+	}
+	b->obs = eng_occ_take(b);
+	b->seen = calloc(b->g.nslots, 1);
+	if (!b->obs || !b->seen) {
+		eng_occ_free_all(b->obs, 0);
+		b->obs = NULL;
+		free(b->seen);
+		b->seen = NULL;
+		snprintf(b->scan_err, sizeof(b->scan_err), "out of memory for a scan of %u slots; ", b->g.nslots);
+		snprintf(err, errlen, "out of memory for a scan of %u slots", b->g.nslots);
+		return -ENOMEM;
+	}
+	return 0;
+}

@@ -1,0 +1,563 @@
+/*
+ * engine_verdict.c - findings and verdicts as JSON, at the edge: one verdict
+ * per cycle, carried device findings in the next one, notes to the user.
+ */
+#include "harness/engine/engine_int.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/crc32c.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+
+void eng_note(struct engine *e, struct board *b, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (!e->nfn)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	e->nfn(b->name, buf, e->arg);
+}
+
+/* ---- verdict output ---- */
+
+static int already_judged(struct board *b, unsigned cycle)
+{
+	return cycle / 8 < b->nverdicted && (b->verdicted[cycle / 8] >> (cycle % 8) & 1);
+}
+
+/* cycle <= ENGINE_MAX_CYCLE (engine_feed checks it): at most 1.25 MB. */
+static int mark_judged(struct board *b, unsigned cycle)
+{
+	if (cycle > ENGINE_MAX_CYCLE)
+		return -EINVAL;
+	if (cycle / 8 >= b->nverdicted) {
+		size_t max = ENGINE_MAX_CYCLE / 8 + 1, n = b->nverdicted * 2 > cycle / 8 + 64 ?
+			b->nverdicted * 2 : cycle / 8 + 64;
+		uint8_t *p;
+
+		if (n > max)
+			n = max;
+		p = realloc(b->verdicted, n);
+		if (!p)
+			return -ENOMEM;
+		memset(p + b->nverdicted, 0, n - b->nverdicted);
+		b->verdicted = p;
+		b->nverdicted = n;
+	}
+	b->verdicted[cycle / 8] |= (uint8_t)(1u << (cycle % 8));
+	b->verdicts++;
+	if (cycle > b->last_verdict_cycle)
+		b->last_verdict_cycle = cycle;
+	return 0;
+}
+
+const char *eng_jstr(json_object *o, const char *key, const char *def)
+{
+	json_object *v;
+
+	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
+		return json_object_get_string(v);
+	return def;
+}
+
+static json_object *jcopy(json_object *o, const char *key)
+{
+	json_object *v, *out = NULL;
+
+	if (o && json_object_object_get_ex(o, key, &v))
+		json_object_deep_copy(v, &out, NULL);
+	return out;
+}
+
+/* A stable identity for the device: what a supplier's part is known by. */
+static json_object *device_json(struct board *b)
+{
+	json_object *dev;
+	char id[512];
+	const char *cid, *serial;
+
+	if (b->dev_cache)
+		return json_object_get(b->dev_cache);
+	dev = jcopy(b->hello, "device");
+	if ((!dev || !json_object_object_length(dev)) && b->last_device) {
+		/* an agent that refused its region cannot say what it opened: the
+		 * board's device is the one it last named */
+		json_object_put(dev);
+		dev = NULL;
+		json_object_deep_copy(b->last_device, &dev, NULL);
+	}
+	if (!dev)
+		dev = json_object_new_object();
+	cid = eng_jstr(dev, "cid", NULL);
+	serial = eng_jstr(dev, "serial", NULL);
+	if (cid)
+		snprintf(id, sizeof(id), "%s:%s:%s", eng_jstr(dev, "type", "mmc"), eng_jstr(dev, "name", "?"), cid);
+	else if (serial)
+		snprintf(id, sizeof(id), "%s:%s:%s", eng_jstr(dev, "type", "disk"), eng_jstr(dev, "model", "?"), serial);
+	else {
+		char u[37] = "unknown";
+		if (b->have_geom)
+			pc_uuid_format(b->g.uuid, u);
+		snprintf(id, sizeof(id), "board:%s:region:%s", b->name, u);
+	}
+	json_object_object_add(dev, "id", json_object_new_string(id));
+	b->dev_cache = dev;
+	return json_object_get(dev);
+}
+
+json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome)
+{
+	json_object *v = json_object_new_object();
+	json_object *q;
+
+	if (!b->queue_cache)
+		b->queue_cache = jcopy(b->hello, "queue");
+	q = b->queue_cache ? json_object_get(b->queue_cache) : NULL;
+
+	if (e->format >= 2)
+		json_object_object_add(v, "format", json_object_new_string(PC_FORMAT));
+	json_object_object_add(v, "campaign", json_object_new_string(e->campaign));
+	json_object_object_add(v, "board", json_object_new_string(b->name));
+	json_object_object_add(v, "cycle", json_object_new_int64(cycle));
+	json_object_object_add(v, "verdict", json_object_new_string(pc_outcome_names[outcome]));
+	if (e->format >= 2 && e->have_wall) {
+		char ts[40];
+
+		eng_wall_time(e, ts, sizeof(ts));
+		json_object_object_add(v, "time", json_object_new_string(ts));
+		json_object_object_add(v, "host", json_object_new_string(e->host));
+	}
+	json_object_object_add(v, "device", device_json(b));
+	if (q)
+		json_object_object_add(v, "queue", q);
+	if (b->hello) {
+		json_object_object_add(v, "kernel", json_object_new_string(eng_jstr(b->hello, "kernel", "?")));
+		json_object_object_add(v, "agent", json_object_new_string(eng_jstr(b->hello, "agent", "?")));
+	}
+	return v;
+}
+
+/* The wall clock of the event being fed, RFC 3339 UTC to the millisecond. */
+void eng_wall_time(const struct engine *e, char *buf, size_t len)
+{
+	int64_t ms = e->wall_ms + (e->t_now > e->wall_t ? e->t_now - e->wall_t : 0);
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (!gmtime_r(&sec, &tm) || tm.tm_year + 1900 > 9999) {
+		snprintf(buf, len, "9999-12-31T23:59:59.999Z");
+		return;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+/*
+ * Format 2: every outcome carries the same core fields, so that a table of
+ * verdicts has no holes: the mode (the one the cycle wrote, else the one its
+ * boot was to write, else null: a final verification), the counts per class
+ * and the number of violations, zeros written out.
+ */
+static void core_fields(struct engine *e, struct board *b, json_object *v)
+{
+	if (!json_object_object_get_ex(v, "mode", NULL))
+		json_object_object_add(v, "mode", b->planned_mode >= 0 ?
+				       json_object_new_string(pc_mode_name(b->planned_mode)) : NULL);
+	if (!json_object_object_get_ex(v, "counts", NULL)) {
+		uint32_t zero[PC_NCLASSES] = { 0 };
+
+		json_object_object_add(v, "counts", eng_counts_json(e, zero));
+	}
+	if (!json_object_object_get_ex(v, "violations", NULL))
+		eng_add_int(v, "violations", 0);
+}
+
+int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
+{
+	int ret;
+
+	if (already_judged(b, cycle)) {
+		/* one verdict per cycle: the first one stands */
+		json_object_put(v);
+		return 0;
+	}
+	if (mark_judged(b, cycle)) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	if (e->format >= 2)
+		core_fields(e, b, v);
+	ret = e->vfn ? e->vfn(v, e->arg) : 0;
+	json_object_put(v);
+	return ret;
+}
+
+static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
+			   const char *reason);
+
+/* A verdict with no records judged. Device-level findings waiting for a
+ * verdict (the carry) go into it: they belong to the first verdict after
+ * they were seen, whatever its outcome, and are never dropped. */
+int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
+			  const char *reason)
+{
+	json_object *v;
+
+	if (already_judged(b, cycle))
+		return 0;
+	if (b->carry)
+		return verdict_carried(e, b, cycle, outcome, reason);
+	v = eng_verdict_base(e, b, cycle, outcome);
+	json_object_object_add(v, "reason", json_object_new_string(reason));
+	return eng_emit(e, b, cycle, v);
+}
+
+/* The carried findings move into the verdict being built. */
+void eng_take_carry(struct judge *j)
+{
+	struct board *b = j->b;
+
+	if (!j->findings)
+		j->findings = json_object_new_array();
+	if (b->carry) {
+		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
+			json_object_array_add(j->findings, json_object_get(json_object_array_get_idx(b->carry, i)));
+		j->nlisted += (uint32_t)json_object_array_length(b->carry);
+		for (int i = 0; i < PC_NCLASSES; i++)
+			j->counts[i] += b->carry_counts[i];
+		j->violations += b->carry_viol;
+		json_object_put(b->carry);
+		b->carry = NULL;
+		memset(b->carry_counts, 0, sizeof(b->carry_counts));
+		b->carry_viol = 0;
+	}
+	j->unlisted += b->carry_unlisted;
+	b->carry_unlisted = 0;
+}
+
+/* eng_verdict_simple() with carried findings: FAIL when any is a violation. */
+static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
+			   const char *reason)
+{
+	struct judge j = { .e = e, .b = b };
+	json_object *v;
+
+	eng_take_carry(&j);
+	v = eng_verdict_base(e, b, cycle, j.violations ? PC_OUT_FAIL : outcome);
+	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
+	eng_add_int(v, "violations", j.violations);
+	json_object_object_add(v, "findings", j.findings);
+	if (j.unlisted)
+		eng_add_int(v, "findings_unlisted", j.unlisted);
+	json_object_object_add(v, "reason", json_object_new_string(reason));
+	return eng_emit(e, b, cycle, v);
+}
+
+/* List a finding, or past ENGINE_MAX_FINDINGS only count it: a device that
+ * damages a whole region must not make one verdict line gigabytes long. */
+static void list_finding(struct judge *j, json_object *f)
+{
+	if (j->nlisted < ENGINE_MAX_FINDINGS) {
+		json_object_array_add(j->findings, f);
+		j->nlisted++;
+		return;
+	}
+	json_object_put(j->scratch);
+	j->scratch = f;
+	j->unlisted++;
+}
+
+void eng_flush_nw(struct judge *j)
+{
+	json_object *f;
+
+	if (!j->nw_n)
+		return;
+	f = json_object_new_object();
+	json_object_object_add(f, "class", json_object_new_string("not_written"));
+	json_object_object_add(f, "seq", json_object_new_int64((int64_t)j->nw_first));
+	json_object_object_add(f, "n", json_object_new_int64(j->nw_n));
+	json_object_object_add(f, "slot", json_object_new_int64(j->nw_slot));
+	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, j->nw_slot)));
+	json_object_object_add(f, "acked", json_object_new_boolean(0));
+	json_object_object_add(f, "violation", json_object_new_boolean(0));
+	list_finding(j, f);
+	j->nw_n = 0;
+}
+
+json_object *eng_finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode)
+{
+	json_object *f = json_object_new_object();
+	int viol = eng_is_violation(j->w, c, acked, mode);
+
+	eng_flush_nw(j);
+	j->counts[c]++;
+	if (viol)
+		j->violations++;
+	json_object_object_add(f, "class", json_object_new_string(pc_class_names[c]));
+	json_object_object_add(f, "seq", json_object_new_int64((int64_t)seq));
+	json_object_object_add(f, "slot", json_object_new_int64(slot));
+	json_object_object_add(f, "lba", json_object_new_int64((int64_t)pc_slot_lba(&j->b->g, slot)));
+	json_object_object_add(f, "acked", json_object_new_boolean(acked));
+	json_object_object_add(f, "violation", json_object_new_boolean(viol));
+	list_finding(j, f);
+	return f;
+}
+
+void eng_add_int(json_object *o, const char *k, int64_t v)
+{
+	json_object_object_add(o, k, json_object_new_int64(v));
+}
+
+void eng_describe_prev(json_object *f, const struct occ *prev)
+{
+	if (prev->state == OCC_WHOLE) {
+		eng_add_int(f, "previous_seq", (int64_t)prev->seq);
+		eng_add_int(f, "previous_cycle", prev->cycle);
+	} else {
+		json_object_object_add(f, "previous", json_object_new_string("damaged"));
+	}
+}
+
+json_object *eng_counts_json(const struct engine *e, const uint32_t *counts)
+{
+	json_object *o = json_object_new_object();
+
+	for (int i = 0; i < PC_NCLASSES; i++)
+		/* format 1 as verdicts before unclassified existed read */
+		if (i != PC_CLS_UNCLASSIFIED || counts[i] || e->format >= 2)
+			eng_add_int(o, pc_class_names[i], counts[i]);
+	return o;
+}
+
+/*
+ * The writes the device refused during the cycle (DESIGN section 6: a
+ * device-level finding belongs to the verdict of the cycle that saw it):
+ * violations whatever the scan finds. Shaped like the other device-level
+ * findings: class collateral, "what" says what happened.
+ */
+void eng_add_refused(struct judge *j, const struct wcycle *w)
+{
+	uint32_t kept = w->nwerr < ENGINE_MAX_WRITE_ERRORS ? w->nwerr : ENGINE_MAX_WRITE_ERRORS;
+
+	for (uint32_t i = 0; i < kept; i++) {
+		const struct werr *we = &w->werr[i];
+		json_object *f = json_object_new_object();
+
+		json_object_object_add(f, "class", json_object_new_string("collateral"));
+		json_object_object_add(f, "what", json_object_new_string("write_refused"));
+		eng_add_int(f, "seq", we->seq > INT64_MAX ? INT64_MAX : (int64_t)we->seq);
+		if (we->lba > INT64_MAX)
+			json_object_object_add(f, "lba", json_object_new_uint64(we->lba));
+		else
+			eng_add_int(f, "lba", (int64_t)we->lba);
+		eng_add_int(f, "errno", we->err);
+		json_object_object_add(f, "mode", json_object_new_string(pc_mode_name(we->mode)));
+		json_object_object_add(f, "detail", json_object_new_string(we->msg));
+		json_object_object_add(f, "acked", json_object_new_boolean(0));
+		json_object_object_add(f, "violation", json_object_new_boolean(1));
+		j->counts[PC_CLS_COLLATERAL]++;
+		j->violations++;
+		list_finding(j, f);
+	}
+	if (w->nwerr > kept) {
+		json_object *f = json_object_new_object();
+		char txt[96];
+
+		snprintf(txt, sizeof(txt), "%" PRIu32 " more refused writes, not listed one by one", w->nwerr - kept);
+		json_object_object_add(f, "class", json_object_new_string("collateral"));
+		json_object_object_add(f, "what", json_object_new_string("write_refused"));
+		eng_add_int(f, "n", w->nwerr - kept);
+		json_object_object_add(f, "detail", json_object_new_string(txt));
+		json_object_object_add(f, "acked", json_object_new_boolean(0));
+		json_object_object_add(f, "violation", json_object_new_boolean(1));
+		j->counts[PC_CLS_COLLATERAL] += w->nwerr - kept;
+		j->violations += w->nwerr - kept;
+		list_finding(j, f);
+	}
+}
+
+/*
+ * Format 2: what reached the device during the cycle's work (docs/io-audit.md):
+ * the agent's counts of block requests by kind, or why it could not see
+ * them (its HELLO said so). Nothing when the agent said nothing (an older
+ * agent): never guessed.
+ */
+/* The audit's request counts (rq) as sums by what they did; 0 when it has none. */
+static int audit_sums(const struct wcycle *w, uint64_t sums[PC_NRQ])
+{
+	json_object *rq;
+
+	memset(sums, 0, PC_NRQ * sizeof(*sums));
+	if (!w || !w->audit || !json_object_object_get_ex(w->audit, "rq", &rq))
+		return 0;
+	json_object_object_foreach(rq, k, n)
+		pc_rq_add(k, json_object_get_uint64(n), sums);
+	return 1;
+}
+
+/* What the board's HELLO said of the queue (fua, write_cache): part of the
+ * events, so replay reads the same. */
+static void board_queue(const struct board *b, struct pc_queue *q)
+{
+	json_object *qo = NULL, *fua = NULL, *wc = NULL;
+
+	if (b->hello && json_object_object_get_ex(b->hello, "queue", &qo) && qo) {
+		json_object_object_get_ex(qo, "fua", &fua);
+		json_object_object_get_ex(qo, "write_cache", &wc);
+	}
+	pc_queue_read(fua, wc, q);
+}
+
+void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w)
+{
+	uint64_t sums[PC_NRQ];
+	json_object *a;
+	char became[160];
+
+	if (e->format < 2)
+		return;
+	if (w && w->audit) {
+		json_object_object_add(v, "io_audit", json_object_get(w->audit));
+		/* the mode asked for one thing and the device got another: said */
+		struct pc_queue q;
+
+		board_queue(b, &q);
+		if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done, &q)) {
+			char note[256];
+
+			snprintf(note, sizeof(note), "%s: %s", pc_mode_name(w->mode_run),
+				 pc_io_became(w->mode_run, sums, w->done, &q, became, sizeof(became)));
+			json_object_object_add(v, "io_note", json_object_new_string(note));
+		}
+		return;
+	}
+	if (b->hello && json_object_object_get_ex(b->hello, "audit", &a) &&
+	    json_object_object_get_ex(a, "unavailable", NULL))
+		json_object_object_add(v, "io_audit", json_object_get(a));
+}
+
+/*
+ * "audit": "require": a cycle whose requests could not be seen, or were not
+ * what its mode promises, did not run the test that was asked for: its
+ * verdict is INFRA_ERROR (unless a violation proves more).
+ */
+void eng_audit_require(const struct engine *e, const struct board *b, struct wcycle *w)
+{
+	uint64_t sums[PC_NRQ];
+	json_object *a;
+	char became[160];
+	struct pc_queue q;
+
+	if (!b->audit_require || e->format < 2 || w->infra[0])
+		return;
+	if (!w->audit) {
+		snprintf(w->infra, sizeof(w->infra), "audit \"require\": the agent reported no io audit%s%.300s",
+			 b->hello && json_object_object_get_ex(b->hello, "audit", &a) ? ": " : "",
+			 b->hello && json_object_object_get_ex(b->hello, "audit", &a) ?
+			 eng_jstr(a, "unavailable", "") : "");
+		return;
+	}
+	if (json_object_object_get_ex(w->audit, "unavailable", &a)) {
+		snprintf(w->infra, sizeof(w->infra), "audit \"require\": the io audit is unavailable: %.300s",
+			 json_object_get_string(a));
+		return;
+	}
+	board_queue(b, &q);
+	if (audit_sums(w, sums) && pc_io_mismatch(w->mode_run, sums, w->done, &q)) {
+		snprintf(w->infra, sizeof(w->infra), "audit \"require\": mode %s was asked for, but %s",
+			 pc_mode_name(w->mode_run), pc_io_became(w->mode_run, sums, w->done, &q, became, sizeof(became)));
+	}
+}
+
+/* The parts of a verdict about the cycle's work, whether or not it was judged. */
+static void verdict_work(json_object *v, const struct wcycle *w)
+{
+	json_object *rec = json_object_new_object();
+
+	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
+	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
+	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
+	eng_add_int(rec, "first", (int64_t)w->first);
+	eng_add_int(rec, "planned", w->n);
+	eng_add_int(rec, "submitted", w->nsub);
+	eng_add_int(rec, "acked", w->nack);
+	json_object_object_add(v, "records", rec);
+}
+
+/*
+ * The pending cycle's verdict when its writes cannot be judged (no scan will
+ * come, or none can tell them apart any more): outcome with reason -- unless
+ * the device refused a write in that cycle, which needs no scan to be a
+ * violation: then FAIL, with the refused writes and the reason the records
+ * were not judged.
+ */
+int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outcome, const char *reason,
+			    json_object *extra)
+{
+	struct wcycle *w = b->w;
+	struct judge j = { .e = e, .b = b, .w = w };
+	json_object *v;
+	char why[640];
+
+	if (!w->nwerr && !extra && !b->carry)
+		return eng_verdict_simple(e, b, w->cycle, outcome, reason);
+	if (already_judged(b, w->cycle)) {
+		json_object_put(extra);
+		return 0;
+	}
+	eng_take_carry(&j);
+	if (extra) {
+		/* a device-level finding the scan proved (eng_scan_overflow()) */
+		j.counts[PC_CLS_COLLATERAL]++;
+		j.violations++;
+		list_finding(&j, extra);
+	}
+	eng_add_refused(&j, w);
+	json_object_put(j.scratch);
+	v = eng_verdict_base(e, b, w->cycle, j.violations ? PC_OUT_FAIL : outcome);
+	verdict_work(v, w);
+	eng_add_audit(e, b, v, w);
+	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
+	eng_add_int(v, "violations", j.violations);
+	json_object_object_add(v, "findings", j.findings);
+	if (j.unlisted)
+		eng_add_int(v, "findings_unlisted", j.unlisted);
+	if (w->cut)
+		json_object_object_add(v, "cut", json_object_get(w->cut));
+	snprintf(why, sizeof(why), "the records were not judged: %s", reason);
+	json_object_object_add(v, "reason", json_object_new_string(why));
+	return eng_emit(e, b, w->cycle, v);
+}
+
+/* ---- event intake ---- */
+
+/* A device-level finding, reported in the next verdict. */
+void eng_carry_device(struct board *b, json_object *f)
+{
+	if (!b->carry)
+		b->carry = json_object_new_array();
+	json_object_object_add(f, "acked", json_object_new_boolean(0));
+	json_object_object_add(f, "violation", json_object_new_boolean(1));
+	json_object_object_add(f, "found_at_boot", json_object_new_int64(b->cur_cycle));
+	if (json_object_array_length(b->carry) < ENGINE_MAX_FINDINGS) {
+		json_object_array_add(b->carry, f);
+	} else {
+		json_object_put(f);
+		b->carry_unlisted++;
+	}
+	b->carry_counts[PC_CLS_COLLATERAL]++;
+	b->carry_viol++;
+}

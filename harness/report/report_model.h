@@ -1,0 +1,247 @@
+/*
+ * report_model.h - what `powercut report` knows once it has read its
+ * results folders: the devices (grouped by part), per device and write mode
+ * the outcomes, violations, speed, latency and tears, the test conditions,
+ * and one row per judged cycle. report.c reads and checks the files into it
+ * (every number bounded, every string checked); the report_*.c writers only
+ * print it. Nothing outside the report includes this header.
+ */
+#ifndef PC_HARNESS_REPORT_MODEL_H
+#define PC_HARNESS_REPORT_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <json-c/json.h>
+
+#include "harness/report/report.h"
+#include "harness/results/verdict.h"
+
+#define NCLASS PC_NCLASSES
+/* A device-level finding the engine counts as collateral but the report
+ * names on its own: writes the device refused (docs/verdicts.md). */
+#define REFUSED_NAME "write_refused"
+/* Where a tear falls: the record's sector at which the new data ends
+ * ("boundary"), sector 0 to REP_TEAR_SECTORS - 1 (the last holds the rest). */
+#define REP_TEAR_SECTORS 64
+/* FAIL cycles named per mode (the first ones) for JUnit and the report. */
+#define REP_FIRST_FAILS 5
+
+struct strlist {
+	char **v;
+	unsigned n;
+};
+
+struct rep_ran {
+	char name[32];
+	unsigned long n;
+};
+
+/* Write latency, SUBMIT to ACK, merged from the verdicts' histograms. */
+struct rep_lat {
+	uint64_t hist[PC_LAT_BUCKETS];
+	uint64_t n;
+	uint32_t max;
+};
+
+struct rep_fail_ref {
+	unsigned board;		/* index into rep.boards */
+	unsigned long cycle;
+	char what[96];		/* "lost_acked=3 torn=1" */
+};
+
+struct rep_mode {
+	char name[32];			/* "" when the cycle wrote nothing and no mode is known */
+	unsigned long out[PC_NOUTCOMES];
+	unsigned long viol[NCLASS];	/* violations per class */
+	unsigned long found[NCLASS];	/* findings per class, violation or not */
+	unsigned long violations;	/* sum of verdict.violations */
+	unsigned long refused;		/* writes the device refused (counted apart from collateral) */
+	unsigned long inflight;		/* cycles whose cut caught writes in flight */
+	unsigned long worked;		/* cycles that wrote (records were submitted) */
+	unsigned long torn_cycles;	/* cycles with a torn or torn_sector record */
+	/* speed, over the cycles that said (PASS and FAIL): the mean of the
+	 * cycles' rates, and records and MiB per second */
+	double rate_sum;
+	unsigned long rate_n;
+	double mib_sum;
+	unsigned long mib_n;
+	struct rep_lat lat;
+	unsigned long tears[REP_TEAR_SECTORS];	/* torn findings by boundary sector */
+	unsigned long tears_n;
+	unsigned record_sectors;	/* the largest record size seen, in sectors */
+	struct rep_ran ran[8];		/* cycles whose mode_run differed from mode */
+	unsigned nran;
+	struct rep_fail_ref first_fail[REP_FIRST_FAILS];
+	unsigned nfirst_fail;
+	/* what reached the device (verdicts' io_audit): requests by what they
+	 * did, the cycles audited, those that could not be, those whose
+	 * requests were not what the mode promises (io_note) */
+	uint64_t rq[PC_NRQ];
+	unsigned long audited, audit_unavailable, io_notes;
+	char audit_why[160];		/* why unavailable (the latest) */
+};
+
+enum { ID_NAME, ID_MANFID, ID_CID, ID_FUA, ID_WCACHE, ID_KERNEL, ID_FWREV, ID_SERIAL, ID_TYPE, ID_AGENT, ID_N };
+extern const char *const rep_id_keys[ID_N];
+
+struct rep_field {
+	json_object *v;		/* latest value seen (a reference), NULL if never */
+	int varies;
+};
+
+/* One reason why a device is INCOMPLETE. */
+struct rep_why {
+	char *text;		/* in full, for the device's section */
+	char *brief;		/* short, for the summary line */
+	json_object *j;		/* for --json */
+};
+
+/* Cycles not judged (INFRA_ERROR) or whose boot failed (BOOT_FAIL), grouped by
+ * their reason (texts that differ only in numbers are one group: a console
+ * log's cycle, a port): the first REP_REASONS groups of a device are kept. */
+#define REP_REASONS 6
+struct rep_reason {
+	int out;		/* PC_OUT_INFRA_ERROR or PC_OUT_BOOT_FAIL */
+	char *text;		/* the first cycle's reason, printable */
+	char *key;		/* the grouping key: text with digit runs as '#' */
+	unsigned long n, first, last;	/* cycles, the first and last cycle */
+};
+
+/* A test condition: a configuration value of the device's boards (or a
+ * device fact), the same on all of them or "varies". */
+enum {
+	COND_RECORD_SIZE, COND_REGION, COND_RECORDS, COND_MODES, COND_PATTERN, COND_FLUSH_EVERY, COND_QD,
+	COND_CUT, COND_OFF_MS, COND_POLICY, COND_EXT_CSD, COND_N
+};
+extern const char *const rep_cond_keys[COND_N];
+
+struct rep_dev {
+	char *id;		/* verdict.device.id, or NULL: unknown (only boot fails seen) */
+	char *key;		/* grouping key */
+	char *part;		/* "manfid name fwrev": the part this unit is one of */
+	struct strlist boards, campaigns, hosts, versions;
+	struct rep_field ident[ID_N];
+	struct rep_field cond[COND_N];
+	struct rep_mode *modes;	/* sorted in DESIGN section 5 order once read */
+	unsigned nmodes;
+	struct rep_why *why;	/* empty: complete */
+	unsigned nwhy;
+	struct rep_reason reasons[REP_REASONS];	/* why cycles were not judged or failed to boot */
+	unsigned nreasons;
+	unsigned long reasons_more;	/* such cycles in no kept group */
+	double limit;		/* incomplete_infra_share (the strictest of its folders) */
+	int64_t first_ms, last_ms;	/* wall clock of its first and last verdict (-1: unknown) */
+	unsigned long ncycles;	/* its rows in rep.cycles */
+};
+
+/* One results folder, and what its companions say. */
+struct rep_dir {
+	const char *arg;		/* as given */
+	char *real;			/* its real path (the same folder given twice is read once) */
+	char *base;			/* the folder; NULL for a verdicts file not named verdicts.jsonl */
+	char *camp_key;			/* host id, campaign, start: copies of one campaign merge */
+	int dup_of;			/* the same folder given before (its index), or -1 */
+	int has_campaign;		/* campaign.json was there */
+	int format_major, format_minor;
+	unsigned long cfg_cycles;	/* its config.cycles (0: not recorded) */
+	double limit;			/* its config.incomplete_infra_share, or the default */
+	unsigned long max_cycle;	/* the highest cycle with a verdict, any board */
+	json_object *campaign;		/* campaign.json (a reference), or NULL */
+	int64_t started;		/* campaign.json "started" (s), 0 unknown */
+	char *host;			/* campaign.json host.id, else host.hostname, or NULL */
+	char *version;			/* campaign.json host.powercut, or NULL */
+};
+
+/* One board of one campaign: is its part of the campaign complete? */
+struct rep_board {
+	unsigned dir;			/* the first folder that named it */
+	char *name;
+	int dev;			/* index of the device it held last; -1: no verdict */
+	unsigned long verdicts;
+	int given_up;			/* a give_up event that no later run_end superseded */
+	unsigned long gu_cycle;
+	char *gu_reason;
+	int has_plan;			/* a run_end event said how many cycles its run planned */
+	unsigned long plan;
+	json_object *cfg;		/* its campaign.json configuration (borrowed), or NULL */
+	unsigned record_sectors;	/* its record size in sectors, 0 unknown */
+};
+
+/* One judged cycle (a verdict line), for the CSV and the charts. */
+struct rep_cycle {
+	unsigned board;			/* index into rep.boards */
+	unsigned dev;			/* index into rep.devs */
+	unsigned long cycle;
+	int64_t time_ms;		/* wall clock (format 2), -1 unknown */
+	signed char out;		/* enum pc_outcome */
+	signed char mode;		/* enum pc_mode, -1 none or unknown */
+	uint32_t counts[NCLASS];
+	uint32_t violations;
+	uint32_t planned, acked;	/* records */
+	double rate;			/* records/s, < 0 none */
+	double mib;			/* MiB/s, < 0 none */
+	uint32_t lat_p50, lat_p99, lat_max;	/* us; lat_n 0: none */
+	uint32_t lat_n;
+};
+
+struct rep {
+	struct rep_dev *devs;
+	unsigned ndevs;
+	struct rep_dir *dirs;
+	unsigned ndirs;
+	struct rep_board *boards;
+	unsigned nboards;
+	struct rep_cycle *cycles;	/* in the order read; rep_sort_cycles() orders them */
+	size_t ncycles, cap_cycles;
+	unsigned long duplicates;	/* verdict lines already counted (the same cycle twice) */
+	unsigned cur;			/* the folder being read */
+	int own_run;			/* the caller is the run holding the folder */
+	unsigned long torn_lines;
+	void *seen;			/* the de-duplication set (report.c) */
+	char *err;
+	size_t errlen;
+};
+
+/* report.c: totals and results, shared by every writer */
+void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t);
+unsigned long rep_mode_cycles(const struct rep_mode *m);
+/* "PASS", "FAIL", "BOOT_FAIL" or "INCOMPLETE" (t: rep_mode_sum of d) */
+const char *rep_dev_result(const struct rep_dev *d, const struct rep_mode *t);
+int rep_result(const struct rep *r);
+/* "lost_acked=3 torn=1", or "-" */
+void rep_viol_text(const struct rep_mode *m, char *buf, size_t len);
+/* A field as text: its value, "(varies)" after it, or "-". */
+const char *rep_field_text(const struct rep_field *f, char *buf, size_t len);
+/* Mean records/s and MiB/s of a mode, < 0 when none said. */
+double rep_rate(const struct rep_mode *m);
+double rep_mib(const struct rep_mode *m);
+/* Latency percentiles of a mode (us), 0 when none. */
+uint32_t rep_lat_q(const struct rep_mode *m, double q);
+/* The mode named name of d, or NULL. */
+const struct rep_mode *rep_find_mode(const struct rep_dev *d, const char *name);
+/* What the mode became on the way to the device (pc_io_became), or NULL
+ * when no cycle of it was audited. */
+const char *rep_io_became(const struct rep_dev *d, const struct rep_mode *m, char *buf, size_t len);
+/* The cost of a mode against "none" on the same device: none's records/s
+ * over this mode's (2.5 means 2.5 times slower); < 0 when either is unknown. */
+double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m);
+/* RFC 3339 UTC of a wall clock in ms ("-" when < 0). */
+const char *rep_time_text(int64_t ms, char *buf, size_t len);
+/* Order the cycle rows by device, board, cycle. */
+void rep_sort_cycles(struct rep *r);
+
+/* XML text or attribute value, escaped, with only what XML 1.0 allows
+ * (control characters and invalid UTF-8 become '?'). */
+void rep_xml(FILE *out, const char *s);
+
+/* the writers: 0, or -errno (out of memory, or writing failed) */
+int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);
+int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);
+int report_json(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);
+int report_csv(const struct rep *r, FILE *out);
+int report_junit(const struct rep *r, FILE *out);
+int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);
+
+#endif

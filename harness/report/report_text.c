@@ -1,0 +1,497 @@
+/*
+ * report_text.c - the report as a table for a terminal (at most REP_WIDTH
+ * columns) and as Markdown for a ticket: the one-line result of each device
+ * first, then per part and unit the test conditions, the outcomes and
+ * violations per mode, speed and latency per mode with the cost of each
+ * durability mode against none, and where tears fall.
+ */
+#include "harness/report/report_model.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/record.h"
+#include "common/util.h"
+
+#define REP_WIDTH 100
+
+static void print_list(FILE *out, const struct strlist *l)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		fprintf(out, "%s%s", i ? ", " : "", l->v[i]);
+}
+
+/* Wrap at word boundaries from column col so that lines stay within REP_WIDTH. */
+static void print_wrapped(FILE *out, const char *text, int col)
+{
+	const char *p = text;
+	int at = col;
+
+	while (*p) {
+		size_t w = strcspn(p, " ");
+
+		if (at > col && at + 1 + (int)w > REP_WIDTH) {
+			fprintf(out, "\n%*s", col, "");
+			at = col;
+		} else if (at > col) {
+			fputc(' ', out);
+			at++;
+		}
+		fprintf(out, "%.*s", (int)w, p);
+		at += (int)w;
+		p += w;
+		p += strspn(p, " ");
+	}
+	fputc('\n', out);
+}
+
+static void print_row(FILE *out, const struct rep_mode *m, const char *label)
+{
+	char rate[32], viol[512];
+
+	if (m->rate_n)
+		snprintf(rate, sizeof(rate), "%.1f", rep_rate(m));
+	else
+		snprintf(rate, sizeof(rate), "-");
+	rep_viol_text(m, viol, sizeof(viol));
+	fprintf(out, "  %-10s%8lu%6lu%6lu%11lu%7lu%10lu%11s  ", label, rep_mode_cycles(m), m->out[PC_OUT_PASS],
+		m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight, rate);
+	print_wrapped(out, viol, 73);
+}
+
+/* "5 cycles, 1 BOOT_FAIL; violations lost_acked=3" */
+static void print_detail(FILE *out, const struct rep_mode *t)
+{
+	char viol[512];
+
+	fprintf(out, "%lu cycle%s", rep_mode_cycles(t), rep_mode_cycles(t) == 1 ? "" : "s");
+	for (int o = PC_OUT_FAIL; o < PC_NOUTCOMES; o++)
+		if (t->out[o])
+			fprintf(out, ", %lu %s", t->out[o], pc_outcome_names[o]);
+	rep_viol_text(t, viol, sizeof(viol));
+	if (strcmp(viol, "-") != 0)
+		fprintf(out, "; violations %s", viol);
+	/* damage whose bytes never reached the host: shown, never guessed */
+	if (t->found[PC_CLS_UNCLASSIFIED] > t->viol[PC_CLS_UNCLASSIFIED])
+		fprintf(out, "; %lu unclassified (bytes not received)",
+			t->found[PC_CLS_UNCLASSIFIED] - t->viol[PC_CLS_UNCLASSIFIED]);
+}
+
+/* "1.2 ms" / "850 us" */
+static const char *us_text(uint32_t us, char *buf, size_t len)
+{
+	if (us >= 10000)
+		snprintf(buf, len, "%.1f ms", us / 1000.0);
+	else
+		snprintf(buf, len, "%u us", us);
+	return buf;
+}
+
+/* "3 h 12 min", "41 s" */
+static const char *duration_text(int64_t ms, char *buf, size_t len)
+{
+	int64_t s = ms / 1000;
+
+	if (s >= 3600)
+		snprintf(buf, len, "%lld h %02lld min", (long long)(s / 3600), (long long)(s % 3600 / 60));
+	else if (s >= 60)
+		snprintf(buf, len, "%lld min %02lld s", (long long)(s / 60), (long long)(s % 60));
+	else
+		snprintf(buf, len, "%lld s", (long long)s);
+	return buf;
+}
+
+/* The test conditions, "key value" pairs wrapped to the width. */
+static void print_conditions(FILE *out, const struct rep_dev *d)
+{
+	char line[4096], b[1024], t0[40], t1[40], dur[40];
+	size_t n = 0;
+
+	if (d->first_ms >= 0) {
+		fprintf(out, "  tested %s to %s (%s)", rep_time_text(d->first_ms, t0, sizeof(t0)),
+			rep_time_text(d->last_ms, t1, sizeof(t1)),
+			duration_text(d->last_ms - d->first_ms, dur, sizeof(dur)));
+		fprintf(out, "\n");
+	}
+	if (d->hosts.n || d->versions.n) {
+		fprintf(out, "  host%s ", d->hosts.n > 1 ? "s" : "");
+		print_list(out, &d->hosts);
+		fprintf(out, "; powercut ");
+		print_list(out, &d->versions);
+		fprintf(out, "; agent %s\n", rep_field_text(&d->ident[ID_AGENT], b, sizeof(b)));
+	}
+	line[0] = 0;
+	for (int k = 0; k < COND_N; k++) {
+		if (!d->cond[k].v || k == COND_EXT_CSD || k == COND_POLICY)
+			continue;
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%s=%s", n ? " " : "", rep_cond_keys[k],
+				      rep_field_text(&d->cond[k], b, sizeof(b)));
+		if (n >= sizeof(line))
+			break;
+	}
+	if (line[0]) {
+		fprintf(out, "  conditions: ");
+		print_wrapped(out, line, 14);
+	}
+	if (d->cond[COND_POLICY].v && json_object_is_type(d->cond[COND_POLICY].v, json_type_object)) {
+		/* "fua(torn=allowed torn_sector=violation) flush(...)": wraps between words */
+		n = 0;
+		json_object_object_foreach(d->cond[COND_POLICY].v, mode, pol) {
+			size_t k = 0;
+
+			n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, "%s%s(", n ? " " : "", mode);
+			if (json_object_is_type(pol, json_type_object)) {
+				json_object_object_foreach(pol, cls, what)
+					n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, "%s%s=%s",
+							      k++ ? " " : "", cls, json_object_get_string(what));
+			}
+			n += (size_t)snprintf(line + n, n < sizeof(line) ? sizeof(line) - n : 0, ")");
+			if (n >= sizeof(line))
+				break;
+		}
+		fprintf(out, "  policy%s: ", d->cond[COND_POLICY].varies ? " (varies; the latest)" : "");
+		print_wrapped(out, line, 10);
+	}
+	if (d->cond[COND_EXT_CSD].v) {
+		fprintf(out, "  ext_csd: ");
+		print_wrapped(out, rep_field_text(&d->cond[COND_EXT_CSD], b, sizeof(b)), 11);
+	}
+}
+
+/* Speed and latency per mode, and what each costs against none. */
+static void print_speed(FILE *out, const struct rep_dev *d)
+{
+	int any = 0;
+
+	for (unsigned i = 0; i < d->nmodes; i++)
+		any |= d->modes[i].rate_n || d->modes[i].lat.n || d->modes[i].tears_n || d->modes[i].audited ||
+		       d->modes[i].audit_unavailable;
+	if (!any)
+		return;
+	fprintf(out, "  mode        records/s     MiB/s   lat p50   lat p99   lat max  vs none  torn cycles\n");
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		char r[32] = "-", mb[32] = "-", p50[32] = "-", p99[32] = "-", mx[32] = "-", cost[32] = "-";
+		double c = rep_cost_vs_none(d, m);
+
+		if (!m->name[0])
+			continue;
+		if (m->rate_n)
+			snprintf(r, sizeof(r), "%.1f", rep_rate(m));
+		if (m->mib_n)
+			snprintf(mb, sizeof(mb), "%.2f", rep_mib(m));
+		if (m->lat.n) {
+			us_text(rep_lat_q(m, 0.5), p50, sizeof(p50));
+			us_text(rep_lat_q(m, 0.99), p99, sizeof(p99));
+			us_text(m->lat.max, mx, sizeof(mx));
+		}
+		if (!strcmp(m->name, "none"))
+			snprintf(cost, sizeof(cost), "1.00x");
+		else if (c > 0)
+			snprintf(cost, sizeof(cost), "%.2fx", c);
+		fprintf(out, "  %-10s%11s%10s%10s%10s%10s%9s%13lu\n", m->name, r, mb, p50, p99, mx, cost, m->torn_cycles);
+	}
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		char line[1024];
+		size_t n = 0;
+
+		if (!m->tears_n)
+			continue;
+		for (unsigned k = 0; k < REP_TEAR_SECTORS && n < sizeof(line); k++)
+			if (m->tears[k])
+				n += (size_t)snprintf(line + n, sizeof(line) - n, "%s%u:%lu", n ? " " : "", k, m->tears[k]);
+		fprintf(out, "  tears in %s (new data ends at sector:count, of %u-sector records): ",
+			m->name, m->record_sectors);
+		print_wrapped(out, line, 4);
+	}
+	fprintf(out, "  (latency: SUBMIT to ACK as the agent measured it; vs none: how many times slower than\n"
+		"  mode none on this device)\n");
+	/* what each mode became on the way to the device */
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		char became[160], line[512];
+
+		if (!m->name[0] || (!m->audited && !m->audit_unavailable))
+			continue;
+		if (m->audited) {
+			char notes[64] = "";
+
+			if (m->io_notes)
+				snprintf(notes, sizeof(notes), ", %lu not what the mode promises", m->io_notes);
+			snprintf(line, sizeof(line), "%s -> %s (%llu writes, %llu FUA writes, %llu flushes; %lu cycles "
+				 "audited%s)", m->name, rep_io_became(d, m, became, sizeof(became)),
+				 (unsigned long long)m->rq[PC_RQ_WRITE], (unsigned long long)m->rq[PC_RQ_FUA],
+				 (unsigned long long)m->rq[PC_RQ_FLUSH], m->audited, notes);
+		}
+		else
+			snprintf(line, sizeof(line), "%s -> not seen: %s", m->name, m->audit_why);
+		fprintf(out, "  io: ");
+		print_wrapped(out, line, 6);
+	}
+}
+
+static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d)
+{
+	char b[4][160];
+	struct rep_mode t;
+
+	fprintf(out, "device %s (%s ", d->id ? d->id : "unknown", d->boards.n > 1 ? "boards" : "board");
+	print_list(out, &d->boards);
+	fprintf(out, "; %s%s manfid %s; queue fua=%s write_cache=%s)\n",
+		d->ident[ID_NAME].v ? "" : "name ", rep_field_text(&d->ident[ID_NAME], b[0], sizeof(b[0])),
+		rep_field_text(&d->ident[ID_MANFID], b[1], sizeof(b[1])),
+		rep_field_text(&d->ident[ID_FUA], b[2], sizeof(b[2])),
+		rep_field_text(&d->ident[ID_WCACHE], b[3], sizeof(b[3])));
+	fprintf(out, "  cid %s; kernel %s\n", rep_field_text(&d->ident[ID_CID], b[0], sizeof(b[0])),
+		rep_field_text(&d->ident[ID_KERNEL], b[1], sizeof(b[1])));
+	if (d->ident[ID_SERIAL].v || d->ident[ID_FWREV].v)
+		fprintf(out, "  serial %s; firmware %s\n", rep_field_text(&d->ident[ID_SERIAL], b[0], sizeof(b[0])),
+			rep_field_text(&d->ident[ID_FWREV], b[1], sizeof(b[1])));
+	if (!d->id)
+		fprintf(out, "  (no agent ever reported this device's identity: only boot failures were seen)\n");
+	print_conditions(out, d);
+	fprintf(out, "  mode        cycles  PASS  FAIL  BOOT_FAIL  INFRA  in-flight  records/s  violations\n");
+	for (unsigned i = 0; i < d->nmodes; i++)
+		print_row(out, &d->modes[i], d->modes[i].name[0] ? d->modes[i].name : "-");
+	rep_mode_sum(d, &t);
+	if (d->nmodes > 1)
+		print_row(out, &t, "total");
+	for (unsigned i = 0; i < d->nmodes; i++)
+		for (unsigned k = 0; k < d->modes[i].nran; k++)
+			fprintf(out, "  note: %s ran as %s in %lu cycle%s (see queue fua / write_cache)\n",
+				d->modes[i].name, d->modes[i].ran[k].name, d->modes[i].ran[k].n,
+				d->modes[i].ran[k].n == 1 ? "" : "s");
+	print_speed(out, d);
+	for (unsigned i = 0; i < d->nmodes; i++)
+		for (unsigned k = 0; k < d->modes[i].nfirst_fail; k++) {
+			const struct rep_fail_ref *f = &d->modes[i].first_fail[k];
+
+			fprintf(out, "  %s FAIL: board %s cycle %lu: %s\n", k ? "     " : "first",
+				r->boards[f->board].name, f->cycle, f->what);
+		}
+	/* why cycles were not judged, or did not boot: a lab mistake reads here */
+	for (unsigned k = 0; k < d->nreasons; k++) {
+		const struct rep_reason *x = &d->reasons[k];
+		char text[1400];
+
+		if (x->n == 1)
+			snprintf(text, sizeof(text), "%s cycle %lu: %s", pc_outcome_names[x->out], x->first, x->text);
+		else
+			snprintf(text, sizeof(text), "%s %lu cycles (%lu to %lu), as cycle %lu: %s",
+				 pc_outcome_names[x->out], x->n, x->first, x->last, x->first, x->text);
+		fprintf(out, "  %-12s", x->out == PC_OUT_BOOT_FAIL ? "boot fail:" : "not judged:");
+		print_wrapped(out, text, 14);
+	}
+	if (d->reasons_more)
+		fprintf(out, "  (%lu more INFRA_ERROR or BOOT_FAIL cycles, for other reasons: verdicts.jsonl)\n",
+			d->reasons_more);
+	fprintf(out, "  result: %s (", rep_dev_result(d, &t));
+	print_detail(out, &t);
+	fprintf(out, ")\n");
+	/* also under a FAIL: the evidence was incomplete, whatever it proved */
+	for (unsigned k = 0; k < d->nwhy; k++) {
+		fprintf(out, "  incomplete: ");
+		print_wrapped(out, d->why[k].text, 14);
+	}
+	fprintf(out, "\n");
+}
+
+static void print_summary(const struct rep *r, FILE *out)
+{
+	struct rep_mode t;
+
+	fprintf(out, "summary\n");
+	if (!r->ndevs)
+		fprintf(out, "  no verdicts yet\n");
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		const struct rep_dev *d = &r->devs[i];
+
+		rep_mode_sum(d, &t);
+		fprintf(out, "  %-9s %s (", rep_dev_result(d, &t), d->id ? d->id : "unknown device");
+		print_list(out, &d->boards);
+		fprintf(out, "): ");
+		print_detail(out, &t);
+		/* why, when that is the result (under a FAIL, the device's section says) */
+		for (unsigned k = 0; !strcmp(rep_dev_result(d, &t), "INCOMPLETE") && k < d->nwhy; k++)
+			fprintf(out, "%s%s", k ? "; " : "; incomplete: ", d->why[k].brief);
+		fprintf(out, "\n");
+	}
+}
+
+int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
+{
+	const char *part = NULL;
+
+	fprintf(out, "powercut report: %u device%s from ", r->ndevs, r->ndevs == 1 ? "" : "s");
+	for (int i = 0; i < ndirs; i++)
+		fprintf(out, "%s%s", i ? ", " : "", dirs[i]);
+	fprintf(out, "\n");
+	if (r->torn_lines)
+		fprintf(out, "(%lu torn last line%s ignored)\n", r->torn_lines, r->torn_lines == 1 ? "" : "s");
+	for (unsigned i = 0; i < r->ndirs; i++)
+		if (r->dirs[i].dup_of >= 0)
+			fprintf(out, "(%s given again: read once)\n", r->dirs[i].arg);
+	if (r->duplicates)
+		fprintf(out, "(%lu verdict%s given more than once counted once)\n", r->duplicates,
+			r->duplicates == 1 ? "" : "s");
+	fprintf(out, "\n");
+	/* the one line per device a reader wants first */
+	print_summary(r, out);
+	fprintf(out, "\n");
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		if (!part || strcmp(part, r->devs[i].part)) {
+			part = r->devs[i].part;
+			fprintf(out, "== part %s (manfid, name, firmware) ==\n\n", part);
+		}
+		print_device(out, r, &r->devs[i]);
+	}
+	return ferror(out) ? -EIO : 0;
+}
+
+/* ---- Markdown ---- */
+
+/* Text in a Markdown table cell: no pipes, no newlines, no markup. */
+static void md(FILE *out, const char *s)
+{
+	for (; *s; s++) {
+		if (strchr("|\\`*_[]<>#", *s))
+			fputc('\\', out);
+		fputc((unsigned char)*s < 0x20 ? ' ' : *s, out);
+	}
+}
+
+static void md_list(FILE *out, const struct strlist *l)
+{
+	for (unsigned i = 0; i < l->n; i++) {
+		if (i)
+			fputs(", ", out);
+		md(out, l->v[i]);
+	}
+}
+
+int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
+{
+	char b[1024], t0[40], t1[40], viol[512];
+	struct rep_mode t;
+
+	fprintf(out, "# powercut report\n\n");
+	fprintf(out, "%u device%s from ", r->ndevs, r->ndevs == 1 ? "" : "s");
+	for (int i = 0; i < ndirs; i++) {
+		fputs(i ? ", `" : "`", out);
+		for (const char *p = dirs[i]; *p; p++)
+			fputc(*p == '`' ? '\'' : *p, out);
+		fputs("`", out);
+	}
+	fprintf(out, "\n\n| result | device | boards | cycles | PASS | FAIL | BOOT_FAIL | INFRA_ERROR | violations |\n"
+		"|---|---|---|---:|---:|---:|---:|---:|---|\n");
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		const struct rep_dev *d = &r->devs[i];
+
+		rep_mode_sum(d, &t);
+		rep_viol_text(&t, viol, sizeof(viol));
+		fprintf(out, "| **%s** | ", rep_dev_result(d, &t));
+		md(out, d->id ? d->id : "unknown device");
+		fputs(" | ", out);
+		md_list(out, &d->boards);
+		fprintf(out, " | %lu | %lu | %lu | %lu | %lu | ", rep_mode_cycles(&t), t.out[PC_OUT_PASS],
+			t.out[PC_OUT_FAIL], t.out[PC_OUT_BOOT_FAIL], t.out[PC_OUT_INFRA_ERROR]);
+		md(out, viol);
+		fputs(" |\n", out);
+	}
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		const struct rep_dev *d = &r->devs[i];
+
+		rep_mode_sum(d, &t);
+		fprintf(out, "\n## ");
+		md(out, d->id ? d->id : "unknown device");
+		fprintf(out, ": %s\n\n", rep_dev_result(d, &t));
+		fprintf(out, "- part: ");
+		md(out, d->part);
+		fprintf(out, " (manfid, name, firmware)\n- boards: ");
+		md_list(out, &d->boards);
+		fprintf(out, "\n");
+		for (int k = 0; k < ID_N; k++)
+			if (d->ident[k].v) {
+				fprintf(out, "- %s: ", rep_id_keys[k]);
+				md(out, rep_field_text(&d->ident[k], b, sizeof(b)));
+				fputc('\n', out);
+			}
+		if (d->first_ms >= 0)
+			fprintf(out, "- tested: %s to %s\n", rep_time_text(d->first_ms, t0, sizeof(t0)),
+				rep_time_text(d->last_ms, t1, sizeof(t1)));
+		if (d->hosts.n) {
+			fprintf(out, "- hosts: ");
+			md_list(out, &d->hosts);
+			fputc('\n', out);
+		}
+		if (d->versions.n) {
+			fprintf(out, "- powercut: ");
+			md_list(out, &d->versions);
+			fputc('\n', out);
+		}
+		for (int k = 0; k < COND_N; k++)
+			if (d->cond[k].v) {
+				fprintf(out, "- %s: ", rep_cond_keys[k]);
+				md(out, rep_field_text(&d->cond[k], b, sizeof(b)));
+				fputc('\n', out);
+			}
+		for (unsigned k = 0; k < d->nwhy; k++) {
+			fprintf(out, "- incomplete: ");
+			md(out, d->why[k].text);
+			fputc('\n', out);
+		}
+		fprintf(out, "\n| mode | cycles | PASS | FAIL | BOOT_FAIL | INFRA_ERROR | cuts in flight | records/s | "
+			"MiB/s | latency p50 / p99 / max (us) | vs none | reached the device | violations |\n"
+			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n");
+		for (unsigned k = 0; k < d->nmodes; k++) {
+			const struct rep_mode *m = &d->modes[k];
+			double c = rep_cost_vs_none(d, m);
+
+			rep_viol_text(m, viol, sizeof(viol));
+			fputs("| ", out);
+			md(out, m->name[0] ? m->name : "-");
+			fprintf(out, " | %lu | %lu | %lu | %lu | %lu | %lu | ", rep_mode_cycles(m), m->out[PC_OUT_PASS],
+				m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight);
+			if (m->rate_n)
+				fprintf(out, "%.1f | ", rep_rate(m));
+			else
+				fputs("- | ", out);
+			if (m->mib_n)
+				fprintf(out, "%.2f | ", rep_mib(m));
+			else
+				fputs("- | ", out);
+			if (m->lat.n)
+				fprintf(out, "%u / %u / %u | ", rep_lat_q(m, 0.5), rep_lat_q(m, 0.99), m->lat.max);
+			else
+				fputs("- | ", out);
+			if (c > 0)
+				fprintf(out, "%.2fx | ", c);
+			else
+				fputs("- | ", out);
+			{
+				char became[160];
+
+				md(out, rep_io_became(d, m, became, sizeof(became)) ? became :
+				   m->audit_unavailable ? "not seen (audit unavailable)" : "-");
+				fputs(" | ", out);
+			}
+			md(out, viol);
+			fputs(" |\n", out);
+		}
+		for (unsigned k = 0, said = 0; k < d->nmodes; k++)
+			for (unsigned f = 0; f < d->modes[k].nfirst_fail; f++, said = 1) {
+				const struct rep_fail_ref *x = &d->modes[k].first_fail[f];
+
+				fprintf(out, "%s- FAIL in ", said ? "" : "\nFirst FAIL cycles:\n\n");
+				md(out, d->modes[k].name);
+				fprintf(out, ": board ");
+				md(out, r->boards[x->board].name);
+				fprintf(out, " cycle %lu: ", x->cycle);
+				md(out, x->what);
+				fputc('\n', out);
+			}
+	}
+	return ferror(out) ? -EIO : 0;
+}

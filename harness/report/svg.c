@@ -1,0 +1,699 @@
+/*
+ * svg.c - a small SVG writer for the HTML report (svg.h).
+ *
+ * Charts are drawn in pixels of a fixed width (CHART_W) with a viewBox, so
+ * the page may scale them, and with no fonts or styles of their own beyond
+ * "sans-serif": the report is one file a supplier opens anywhere, offline.
+ * Numbers are printed with %.1f in the C locale (powercut never calls
+ * setlocale), so a decimal comma cannot break an attribute.
+ */
+#include "harness/report/svg.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness/results/verdict.h"
+
+#define CHART_W		960
+#define FONT		"font-family=\"sans-serif\" font-size=\"12\""
+#define AXIS_COLOUR	"#444"
+#define GRID_COLOUR	"#ddd"
+#define LABEL_CHARS	24	/* row and bar labels are cut to this (full text in a <title>) */
+
+const char *const svg_outcome_colours[PC_NOUTCOMES] = {
+	[PC_OUT_PASS] = "#2ca02c",
+	[PC_OUT_FAIL] = "#d62728",
+	[PC_OUT_BOOT_FAIL] = "#7b1fa2",
+	[PC_OUT_INFRA_ERROR] = "#9e9e9e",
+};
+
+/* No red, green, purple or grey: those say outcomes. */
+static const char *const series_colours[] = {
+	"#1f77b4", "#ff7f0e", "#17becf", "#bcbd22", "#8c564b", "#e377c2", "#393b79", "#e7969c",
+};
+
+const char *svg_series_colour(unsigned i)
+{
+	return series_colours[i % (sizeof(series_colours) / sizeof(series_colours[0]))];
+}
+
+/* ---- text ---- */
+
+#define REPLACEMENT "\xef\xbf\xbd"	/* U+FFFD */
+
+/* The length of the valid UTF-8 sequence at s that XML 1.0 allows as a
+ * character, or 0. */
+static size_t utf8_ok(const unsigned char *s)
+{
+	uint32_t c;
+	size_t n;
+
+	if (s[0] < 0x80) {
+		if (s[0] == '\t' || s[0] == '\n' || s[0] == '\r')
+			return 1;
+		return s[0] >= 0x20 && s[0] != 0x7f;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		n = 2;
+		c = s[0] & 0x1fu;
+	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+		n = 3;
+		c = s[0] & 0x0fu;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		n = 4;
+		c = s[0] & 0x07u;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)	/* also stops at the terminating NUL */
+			return 0;
+		c = c << 6 | (s[i] & 0x3fu);
+	}
+	/* overlong forms, surrogates, past U+10FFFF, C1 controls, U+FFFE/U+FFFF */
+	if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff ||
+	    (c >= 0x80 && c <= 0x9f) || c == 0xfffe || c == 0xffff)
+		return 0;
+	return n;
+}
+
+/* a character: a valid sequence, or one byte that is not */
+static size_t char_len(const unsigned char *p)
+{
+	size_t n = utf8_ok(p);
+
+	return n ? n : 1;
+}
+
+void svg_escape_max(FILE *out, const char *s, size_t maxchars)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t total = 0, limit;
+
+	if (!s || !maxchars)
+		return;
+	for (const unsigned char *q = p; *q && total <= maxchars; q += char_len(q))
+		total++;
+	limit = total <= maxchars ? total : maxchars - 1;
+	for (size_t i = 0; i < limit; i++) {
+		size_t n = utf8_ok(p);
+
+		if (!n) {
+			fputs(REPLACEMENT, out);
+			p++;
+			continue;
+		}
+		switch (*p) {
+		case '&': fputs("&amp;", out); break;
+		case '<': fputs("&lt;", out); break;
+		case '>': fputs("&gt;", out); break;
+		case '"': fputs("&quot;", out); break;
+		case '\'': fputs("&#39;", out); break;
+		default: fwrite(p, 1, n, out); break;
+		}
+		p += n;
+	}
+	if (limit < total)
+		fputs("\xe2\x80\xa6", out);	/* U+2026 */
+}
+
+void svg_escape(FILE *out, const char *s)
+{
+	svg_escape_max(out, s, (size_t)-1);
+}
+
+/* "1,234,567", "12.3", "0.25": a value as a reader wants it. */
+static const char *num_text(double v, char *buf, size_t len)
+{
+	char tmp[64];
+	size_t n, lead, o = 0;
+	const char *dot;
+
+	if (!isfinite(v)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	if (fabs(v) >= 100 || v == floor(v))
+		snprintf(tmp, sizeof(tmp), "%.0f", v);
+	else if (fabs(v) >= 10)
+		snprintf(tmp, sizeof(tmp), "%.1f", v);
+	else
+		snprintf(tmp, sizeof(tmp), "%.2f", v);
+	dot = strchr(tmp, '.');
+	n = dot ? (size_t)(dot - tmp) : strlen(tmp);
+	lead = tmp[0] == '-';
+	for (size_t i = 0; tmp[i] && o + 2 < len; i++) {
+		buf[o++] = tmp[i];
+		if (i >= lead && i + 1 < n && (n - i - 1) % 3 == 0)
+			buf[o++] = ',';
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* "850 µs", "1.2 ms", "3.4 s" */
+static const char *us_text(double us, char *buf, size_t len)
+{
+	if (us < 1000)
+		snprintf(buf, len, "%.0f \xc2\xb5s", us);
+	else if (us < 10000)
+		snprintf(buf, len, "%.2f ms", us / 1e3);
+	else if (us < 1e6)
+		snprintf(buf, len, "%.0f ms", us / 1e3);
+	else
+		snprintf(buf, len, "%.2f s", us / 1e6);
+	return buf;
+}
+
+/* A step of 1, 2 or 5 times a power of ten giving about n ticks over range. */
+static double nice_step(double range, int n)
+{
+	double raw = range / n, mag, f;
+
+	if (!(raw > 0) || !isfinite(raw))
+		return 1;
+	mag = pow(10, floor(log10(raw)));
+	f = raw / mag;
+	return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * mag;
+}
+
+static void svg_open(FILE *out, int w, int h, const char *title)
+{
+	fprintf(out, "<svg class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" " FONT
+		" aria-label=\"", w, h, w, h);
+	svg_escape(out, title);
+	fputs("\"><title>", out);
+	svg_escape(out, title);
+	fprintf(out, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", w, h);
+	fputs("<text x=\"8\" y=\"18\" font-size=\"14\" font-weight=\"bold\">", out);
+	svg_escape(out, title);
+	fputs("</text>\n", out);
+}
+
+static void svg_close(FILE *out)
+{
+	fputs("</svg>\n", out);
+}
+
+/* A legend entry at (x, y); returns the x of the next one. */
+static double legend_item(FILE *out, double x, double y, const char *colour, const char *text)
+{
+	size_t chars = 0;
+
+	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\" stroke=\"" AXIS_COLOUR
+		"\" stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\">", x, y - 10, colour, x + 15, y);
+	svg_escape_max(out, text, 60);
+	fputs("</text>\n", out);
+	for (const unsigned char *p = (const unsigned char *)text; *p && chars < 60; p++)
+		chars += (*p & 0xc0) != 0x80;
+	return x + 15 + 7.0 * (double)chars + 18;
+}
+
+/* ---- strip chart ---- */
+
+#define STRIP_L		160
+#define STRIP_R		16
+#define STRIP_T		50
+#define STRIP_ROW	18
+#define STRIP_GAP	6
+#define STRIP_MINCELL	2	/* px: more cycles than this allows are binned */
+#define STRIP_MAXCELL	24
+#define STRIP_SPLIT	200	/* up to this many cells, each is drawn apart */
+
+static int outcome_rank(int o)
+{
+	switch (o) {
+	case PC_OUT_PASS: return 1;
+	case PC_OUT_INFRA_ERROR: return 2;
+	case PC_OUT_BOOT_FAIL: return 3;
+	case PC_OUT_FAIL: return 4;
+	default: return 0;
+	}
+}
+
+int svg_outcome_worse(int a, int b)
+{
+	int ra = outcome_rank(a), rb = outcome_rank(b);
+
+	if (!ra && !rb)
+		return -1;
+	return ra >= rb ? a : b;
+}
+
+void svg_strip_bin(const struct svg_strip_row *row, unsigned long first, unsigned long per, signed char *cells,
+		   size_t ncells)
+{
+	memset(cells, -1, ncells);
+	if (!per)
+		return;
+	for (size_t i = 0; i < row->n; i++) {
+		unsigned long k;
+
+		if (row->cycle[i] < first)
+			continue;
+		k = (row->cycle[i] - first) / per;
+		if (k < ncells)
+			cells[k] = (signed char)svg_outcome_worse(cells[k], row->out[i]);
+	}
+}
+
+static void strip_cell(FILE *out, const char *name, double x, double y, double w, int o, unsigned long c0,
+		       unsigned long c1, int binned)
+{
+	fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", x, y, w,
+		STRIP_ROW, svg_outcome_colours[o]);
+	svg_escape(out, name);
+	if (c0 == c1)
+		fprintf(out, ": cycle %lu: %s", c0, pc_outcome_names[o]);
+	else
+		fprintf(out, ": cycles %lu-%lu: %s%s", c0, c1, binned ? "worst " : "", pc_outcome_names[o]);
+	fputs("</title></rect>\n", out);
+}
+
+int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, size_t nrows)
+{
+	const int pw = CHART_W - STRIP_L - STRIP_R;
+	const size_t maxcells = (size_t)pw / STRIP_MINCELL;
+	unsigned long cmin = (unsigned long)-1, cmax = 0, per, count[PC_NOUTCOMES] = { 0 }, gaps = 0;
+	size_t ncells;
+	signed char *cells;
+	double cw, x, y0;
+	int h;
+
+	for (size_t r = 0; r < nrows; r++)
+		for (size_t i = 0; i < rows[r].n; i++) {
+			if (rows[r].cycle[i] < cmin)
+				cmin = rows[r].cycle[i];
+			if (rows[r].cycle[i] > cmax)
+				cmax = rows[r].cycle[i];
+			if (rows[r].out[i] >= 0 && rows[r].out[i] < PC_NOUTCOMES)
+				count[rows[r].out[i]]++;
+		}
+	h = STRIP_T + (int)nrows * (STRIP_ROW + STRIP_GAP) + 52;
+	if (cmin > cmax) {
+		svg_open(out, CHART_W, 60, title);
+		fputs("<text x=\"8\" y=\"44\">no verdicts</text>\n", out);
+		svg_close(out);
+		return 0;
+	}
+	/* per > (cmax - cmin) / maxcells, so at most maxcells cells */
+	per = (cmax - cmin) / maxcells + 1;
+	ncells = (size_t)((cmax - cmin) / per + 1);
+	cw = (double)pw / (double)ncells;
+	if (cw > STRIP_MAXCELL)
+		cw = STRIP_MAXCELL;
+	if (!(cells = malloc(ncells)))
+		return -ENOMEM;
+
+	svg_open(out, CHART_W, h, title);
+	/* legend: the outcomes that occur, with their counts */
+	x = 8;
+	for (int o = 0; o < PC_NOUTCOMES; o++) {
+		char t[96], n[32];
+
+		if (!count[o] && o != PC_OUT_PASS && o != PC_OUT_FAIL)
+			continue;
+		snprintf(t, sizeof(t), "%s %s", pc_outcome_names[o], num_text((double)count[o], n, sizeof(n)));
+		x = legend_item(out, x, 38, svg_outcome_colours[o], t);
+	}
+	y0 = STRIP_T;
+	for (size_t r = 0; r < nrows; r++) {
+		const struct svg_strip_row *row = &rows[r];
+		double y = y0 + (double)r * (STRIP_ROW + STRIP_GAP);
+		size_t k = 0;
+
+		svg_strip_bin(row, cmin, per, cells, ncells);
+		fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\"><title>", STRIP_L - 8,
+			y + STRIP_ROW - 5);
+		svg_escape(out, row->name);
+		fputs("</title>", out);
+		svg_escape_max(out, row->name, LABEL_CHARS);
+		fprintf(out, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"" SVG_NONE_COLOUR
+			"\"/>\n", STRIP_L, y, cw * (double)ncells, STRIP_ROW);
+		while (k < ncells) {
+			size_t e = k + 1;
+			unsigned long c0, c1;
+
+			if (cells[k] < 0) {
+				gaps++;
+				k++;
+				continue;
+			}
+			/* few cells: each apart, with a hairline between; many: runs */
+			if (ncells > STRIP_SPLIT)
+				while (e < ncells && cells[e] == cells[k])
+					e++;
+			c0 = cmin + k * per;
+			c1 = cmin + e * per - 1;
+			if (c1 > cmax)
+				c1 = cmax;
+			strip_cell(out, row->name, STRIP_L + cw * (double)k, y,
+				   cw * (double)(e - k) - (ncells <= STRIP_SPLIT && cw >= 4 ? 1 : 0), cells[k], c0, c1,
+				   per > 1);
+			k = e;
+		}
+		fputs("</g>\n", out);
+	}
+	/* the cycle axis: ticks at the middle of a tick cycle's cell */
+	{
+		double yax = y0 + (double)nrows * (STRIP_ROW + STRIP_GAP);
+		double step = nice_step((double)(cmax - cmin), 8);
+		unsigned long s = step < 1 ? 1 : (unsigned long)step, c;
+
+		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR "\"/>\n",
+			STRIP_L, yax, STRIP_L + cw * (double)ncells, yax);
+		for (c = (cmin + s - 1) / s * s; c <= cmax; c += s) {
+			double tx = STRIP_L + ((double)((c - cmin) / per) + 0.5) * cw;
+
+			fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR
+				"\"/><text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%lu</text>\n", tx, yax, tx,
+				yax + 5, tx, yax + 18, c);
+			if (c > (unsigned long)-1 - s)
+				break;
+		}
+		fprintf(out, "<text x=\"%d\" y=\"%.1f\" fill=\"" AXIS_COLOUR "\">cycle", STRIP_L, yax + 38);
+		if (per > 1)
+			fprintf(out, " (each cell: %lu cycles, coloured by the worst outcome among them)", per);
+		if (gaps)
+			fputs("; light grey: no verdict", out);
+		fputs("</text>\n", out);
+	}
+	svg_close(out);
+	free(cells);
+	return 0;
+}
+
+/* ---- latency ---- */
+
+#define LAT_L		70
+#define LAT_R		34
+#define LAT_PH		220
+#define LAT_EIGHTH	(0.30102999566398120 / 8)	/* log10(2) / 8 */
+
+/* log10 of a bucket's edges: [lo, hi + 1), with 0 drawn as 0.5 us */
+static double lat_x0(unsigned b)
+{
+	uint32_t lo = pc_lat_lo(b);
+
+	return log10(lo ? (double)lo : 0.5);
+}
+
+static double lat_x1(unsigned b)
+{
+	return log10((double)pc_lat_hi(b) + 1.0);
+}
+
+/* the share of a series' writes in bucket b, per eighth of an octave (%) */
+static double lat_density(const struct svg_lat_series *s, unsigned b)
+{
+	return 100.0 * (double)s->hist[b] / (double)s->n / ((lat_x1(b) - lat_x0(b)) / LAT_EIGHTH);
+}
+
+static const char *decade_text(int k, char *buf, size_t len)
+{
+	static const char *const unit[] = { "\xc2\xb5s", "ms", "s" };
+	static const char *const mant[] = { "1", "10", "100" };
+
+	if (k < 0)
+		snprintf(buf, len, "0.%s \xc2\xb5s", k == -1 ? "1" : "01");
+	else if (k < 9)
+		snprintf(buf, len, "%s %s", mant[k % 3], unit[k / 3]);
+	else
+		snprintf(buf, len, "%s000 s", mant[k % 3]);
+	return buf;
+}
+
+int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, size_t ns)
+{
+	const int pw = CHART_W - LAT_L - LAT_R;
+	double xmin = 1e9, xmax = -1e9, ymax = 0, step;
+	int dlo, dhi, t, h, shown = 0;
+
+	for (size_t i = 0; i < ns; i++) {
+		if (!s[i].n || !s[i].hist)
+			continue;
+		shown++;
+		for (unsigned b = 0; b < PC_LAT_BUCKETS; b++) {
+			if (!s[i].hist[b])
+				continue;
+			if (lat_x0(b) < xmin)
+				xmin = lat_x0(b);
+			if (lat_x1(b) > xmax)
+				xmax = lat_x1(b);
+			if (lat_density(&s[i], b) > ymax)
+				ymax = lat_density(&s[i], b);
+		}
+	}
+	if (!shown || xmin > xmax)
+		return 0;
+	dlo = (int)floor(xmin + 1e-9);
+	dhi = (int)ceil(xmax - 1e-9);
+	if (dhi <= dlo)
+		dhi = dlo + 1;
+	step = nice_step(ymax, 5);
+	ymax = ceil(ymax / step - 1e-9) * step;
+	if (!(ymax > 0))
+		ymax = step;
+	t = 34 + 18 * shown;
+	h = t + LAT_PH + 52;
+
+	svg_open(out, CHART_W, h, title);
+	{
+		int k = 0;
+
+		for (size_t i = 0; i < ns; i++) {
+			char txt[256], a[32], b[32], c[32], d[32];
+
+			if (!s[i].n || !s[i].hist)
+				continue;
+			fprintf(out, "<rect x=\"8\" y=\"%d\" width=\"11\" height=\"11\" fill=\"%s\"/><text x=\"24\" y=\"%d\">",
+				24 + 18 * k, svg_series_colour(s[i].colour), 34 + 18 * k);
+			svg_escape_max(out, s[i].name, LABEL_CHARS);
+			snprintf(txt, sizeof(txt), ": %s writes, p50 %s, p99 %s, max %s", num_text((double)s[i].n, a, sizeof(a)),
+				 us_text(s[i].p50, b, sizeof(b)), us_text(s[i].p99, c, sizeof(c)),
+				 us_text(s[i].max, d, sizeof(d)));
+			svg_escape(out, txt);
+			fputs("</text>\n", out);
+			k++;
+		}
+	}
+#define LX(v) (LAT_L + ((v) - dlo) / (double)(dhi - dlo) * pw)
+#define LY(v) (t + LAT_PH - (v) / ymax * LAT_PH)
+	/* grid: decades labelled, 2..9 as minor ticks; shares on y */
+	for (int k = dlo; k <= dhi; k++) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", LX(k), t, LX(k), t + LAT_PH + 5,
+			LX(k), t + LAT_PH + 18, decade_text(k, txt, sizeof(txt)));
+		for (int m = 2; m < 10 && k < dhi; m++)
+			fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n",
+				LX(k + log10(m)), t + LAT_PH, LX(k + log10(m)), t + LAT_PH + 3);
+	}
+	for (double v = 0; v <= ymax + step / 2; v += step) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s%%</text>\n", LAT_L, LY(v), LAT_L + pw, LY(v),
+			LAT_L - 6, LY(v) + 4, num_text(v, txt, sizeof(txt)));
+	}
+	/* one outline per series: a step over its buckets, on the baseline
+	 * where it has none */
+	for (size_t i = 0; i < ns; i++) {
+		const char *col = svg_series_colour(s[i].colour);
+		unsigned b0 = PC_LAT_BUCKETS, b1 = 0;
+
+		if (!s[i].n || !s[i].hist)
+			continue;
+		for (unsigned b = 0; b < PC_LAT_BUCKETS; b++)
+			if (s[i].hist[b]) {
+				if (b < b0)
+					b0 = b;
+				b1 = b;
+			}
+		fprintf(out, "<polyline fill=\"%s\" fill-opacity=\"0.18\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+			col, col);
+		fprintf(out, "%.1f,%.1f", LX(lat_x0(b0)), LY(0.0));
+		for (unsigned b = b0; b <= b1; b++) {
+			double y = LY(lat_density(&s[i], b));
+
+			fprintf(out, " %.1f,%.1f %.1f,%.1f", LX(lat_x0(b)), y, LX(lat_x1(b)), y);
+		}
+		fprintf(out, " %.1f,%.1f\"><title>", LX(lat_x1(b1)), LY(0.0));
+		svg_escape(out, s[i].name);
+		fputs("</title></polyline>\n", out);
+	}
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", LAT_L,
+		t + LAT_PH, LAT_L + pw, t + LAT_PH);
+	fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">write latency, SUBMIT to ACK (log scale)</text>\n",
+		LAT_L, t + LAT_PH + 40);
+	fprintf(out, "<text x=\"14\" y=\"%d\" fill=\"" AXIS_COLOUR "\" transform=\"rotate(-90 14 %d)\" "
+		"text-anchor=\"middle\">%% of writes per 1/8 octave</text>\n", t + LAT_PH / 2, t + LAT_PH / 2);
+#undef LX
+#undef LY
+	svg_close(out);
+	return 0;
+}
+
+/* ---- horizontal bars ---- */
+
+#define HB_L	170
+#define HB_R	330
+#define HB_BAR	20
+#define HB_GAP	8
+#define HB_T	34
+
+int svg_hbars(FILE *out, const char *title, const char *unit, const char *const *label, const double *v,
+	      const char *const *note, const unsigned *colour, size_t n)
+{
+	const int pw = CHART_W - HB_L - HB_R;
+	double vmax = 0, step;
+	int h, yax;
+
+	for (size_t i = 0; i < n; i++)
+		if (isfinite(v[i]) && v[i] > vmax)
+			vmax = v[i];
+	step = nice_step(vmax, 5);
+	vmax = ceil(vmax / step - 1e-9) * step;
+	if (!(vmax > 0))
+		vmax = step;
+	yax = HB_T + (int)n * (HB_BAR + HB_GAP);
+	h = yax + 40;
+
+	svg_open(out, CHART_W, h, title);
+	for (double g = 0; g <= vmax + step / 2; g += step) {
+		double gx = HB_L + g / vmax * pw;
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", gx, HB_T - 4, gx, yax + 4, gx,
+			yax + 18, num_text(g, txt, sizeof(txt)));
+	}
+	for (size_t i = 0; i < n; i++) {
+		int y = HB_T + (int)i * (HB_BAR + HB_GAP) + HB_GAP / 2;
+		double w = isfinite(v[i]) && v[i] > 0 ? v[i] / vmax * pw : 0;
+		char txt[48];
+
+		fprintf(out, "<g><text x=\"%d\" y=\"%d\" text-anchor=\"end\"><title>", HB_L - 8, y + HB_BAR - 5);
+		svg_escape(out, label[i]);
+		fputs("</title>", out);
+		svg_escape_max(out, label[i], LABEL_CHARS);
+		fputs("</text>\n", out);
+		if (isfinite(v[i]) && v[i] >= 0)
+			fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", HB_L, y, w,
+				HB_BAR, svg_series_colour(colour ? colour[i] : (unsigned)i));
+		fprintf(out, "<text x=\"%.1f\" y=\"%d\">", HB_L + w + 6, y + HB_BAR - 5);
+		if (isfinite(v[i]) && v[i] >= 0) {
+			svg_escape(out, num_text(v[i], txt, sizeof(txt)));
+			if (unit) {
+				fputc(' ', out);
+				svg_escape(out, unit);
+			}
+		} else {
+			fputs("no data", out);
+		}
+		if (note && note[i]) {
+			fputs(" \xc2\xb7 ", out);
+			svg_escape_max(out, note[i], 48);
+		}
+		fputs("</text></g>\n", out);
+	}
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", HB_L, HB_T - 4,
+		HB_L, yax + 4);
+	if (unit) {
+		fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">", HB_L, yax + 34);
+		svg_escape(out, unit);
+		fputs("</text>\n", out);
+	}
+	svg_close(out);
+	return 0;
+}
+
+/* ---- stacked columns ---- */
+
+#define COL_L	70
+#define COL_R	20
+#define COL_PH	200
+
+int svg_columns(FILE *out, const char *title, const char *xlabel, const char *ylabel,
+		const char *const *catlabel, size_t ncat, const struct svg_series *s, size_t ns)
+{
+	const int pw = CHART_W - COL_L - COL_R;
+	double ymax = 0, step, colw;
+	size_t every = 1;
+	int t = 50, h = t + COL_PH + 52;
+
+	if (!ncat)
+		return 0;
+	for (size_t c = 0; c < ncat; c++) {
+		double sum = 0;
+
+		for (size_t i = 0; i < ns; i++)
+			if (isfinite(s[i].v[c]) && s[i].v[c] > 0)
+				sum += s[i].v[c];
+		if (sum > ymax)
+			ymax = sum;
+	}
+	step = nice_step(ymax, 5);
+	if (step < 1)
+		step = 1;	/* counts */
+	ymax = ceil(ymax / step - 1e-9) * step;
+	if (!(ymax > 0))
+		ymax = step;
+	colw = (double)pw / (double)ncat;
+	while (colw * (double)every < 28)
+		every *= 2;
+
+	svg_open(out, CHART_W, h, title);
+	{
+		double x = 8;
+
+		for (size_t i = 0; i < ns; i++)
+			x = legend_item(out, x, 38, svg_series_colour(s[i].colour), s[i].name);
+	}
+#define CY(v) (t + COL_PH - (v) / ymax * COL_PH)
+	for (double v = 0; v <= ymax + step / 2; v += step) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", COL_L, CY(v), COL_L + pw, CY(v),
+			COL_L - 6, CY(v) + 4, num_text(v, txt, sizeof(txt)));
+	}
+	for (size_t c = 0; c < ncat; c++) {
+		double x = COL_L + colw * (double)c, base = 0;
+
+		for (size_t i = 0; i < ns; i++) {
+			double v = s[i].v[c];
+			char txt[32];
+
+			if (!isfinite(v) || v <= 0)
+				continue;
+			fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>",
+				x + colw * 0.1, CY(base + v), colw * 0.8, CY(base) - CY(base + v),
+				svg_series_colour(s[i].colour));
+			svg_escape(out, s[i].name);
+			fputs(" ", out);
+			svg_escape(out, catlabel[c]);
+			fprintf(out, ": %s</title></rect>\n", num_text(v, txt, sizeof(txt)));
+			base += v;
+		}
+		if (c % every == 0 || c + 1 == ncat) {
+			fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">", x + colw / 2, t + COL_PH + 18);
+			svg_escape_max(out, catlabel[c], 8);
+			fputs("</text>\n", out);
+		}
+	}
+	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", COL_L,
+		t + COL_PH, COL_L + pw, t + COL_PH);
+	fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">", COL_L, t + COL_PH + 40);
+	svg_escape(out, xlabel);
+	fprintf(out, "</text>\n<text x=\"14\" y=\"%d\" fill=\"" AXIS_COLOUR "\" transform=\"rotate(-90 14 %d)\" "
+		"text-anchor=\"middle\">", t + COL_PH / 2, t + COL_PH / 2);
+	svg_escape(out, ylabel);
+	fputs("</text>\n", out);
+#undef CY
+	svg_close(out);
+	return 0;
+}
