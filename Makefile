@@ -352,14 +352,19 @@ vm-check: vm-deps
 # ---- end virtual board --------------------------------------------------------
 
 # ---- LAVA (docs/lava.md) -----------------------------------------------------
-#   make lava-check   install lava-dispatcher (tools/debian-packages-lava.txt),
-#                     then the tests that need it, which may not skip
-#                     (PC_LAVA_REQUIRE=1): t-lava-scripts
-LAVA_TESTS := t-lava-scripts
+#   make lava-check   install LAVA's dispatcher, docker and debootstrap
+#                     (tools/debian-packages-lava.txt), start dockerd
+#                     (tools/lava/dockerd), build the test shell's image
+#                     (tools/lava/shell-image), then the tests that need them,
+#                     which may not skip (PC_LAVA_REQUIRE=1): t-lava-scripts,
+#                     t-lava (lava-run jobs)
+LAVA_TESTS := t-lava-scripts t-lava
 .PHONY: lava-check
 lava-check: deps
 	@tools/install-deps tools/debian-packages-lava.txt
-	@$(MAKE) --no-print-directory san
+	@$(MAKE) --no-print-directory san all
+	@tools/lava/dockerd start
+	@tools/lava/shell-image
 	@mkdir -p build/test-tmp
 	@rc=0; for t in $(LAVA_TESTS); do \
 		echo "== $$t"; \
