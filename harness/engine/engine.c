@@ -1,13 +1,15 @@
 /*
  * engine.c - from recorded events to verdicts (DESIGN sections 3, 6): the
- * engine's public face and its event intake. Each event is checked and
- * dispatched here; the work it names, the refused writes and the scan it
- * starts go to the other parts:
- *   engine_scan.c     a scan assembled from its runs, slot and same lines
+ * engine's public face and its event intake, the top of its pipeline. Each
+ * event is checked and dispatched here; the work it names, the refused
+ * writes and the scan it starts go down to the other parts:
+ *   engine_scan.c     a scan assembled from its runs, slot and same lines,
+ *                     judged when complete, then the expected state
  *   engine_region.c   HELLO: the region adopted, its continuity judged
  *   engine_judge.c    each sector classified, each record and cold slot judged
  *   engine_verdict.c  findings and verdicts encoded to JSON, and emitted
- * engine_int.h holds the state they share.
+ *   engine_state.c    the per-slot state, compact
+ * engine_int.h holds the state they share; each part calls only those below it.
  *
  * Per board it keeps the expected occupant of every slot. A cycle's work
  * names the seqs it will write; the scan at the next boot says what every
@@ -45,56 +47,9 @@ struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_no
 	return e;
 }
 
-void eng_occ_free_all(struct occ *o, uint32_t n)
-{
-	if (!o)
-		return;
-	for (uint32_t i = 0; i < n; i++)
-		free(o[i].sect);
-	free(o);
-}
-
-/* Done with a slot array of the board's geometry: its sectors go, the array
- * is kept for the next scan if none is. */
-void eng_occ_release(struct board *b, struct occ *o)
-{
-	if (!o)
-		return;
-	for (uint32_t i = 0; i < b->g.nslots; i++)
-		free(o[i].sect);
-	if (b->spare)
-		free(o);
-	else
-		b->spare = o;
-}
-
-/* A zeroed slot array of the board's geometry, or NULL. */
-struct occ *eng_occ_take(struct board *b)
-{
-	struct occ *o = b->spare;
-
-	if (!o)
-		return calloc(b->g.nslots, sizeof(*o));
-	b->spare = NULL;
-	memset(o, 0, b->g.nslots * sizeof(*o));
-	return o;
-}
-
 void engine_set_format(struct engine *e, int major)
 {
 	e->format = major >= 2 ? 2 : 1;
-}
-
-void eng_wcycle_free(struct wcycle *w)
-{
-	if (!w)
-		return;
-	free(w->lat);
-	json_object_put(w->audit);
-	free(w->sub);
-	free(w->ack);
-	json_object_put(w->cut);
-	free(w);
 }
 
 void engine_free(struct engine *e)
@@ -108,8 +63,7 @@ void engine_free(struct engine *e)
 		free(b->want);
 		free(b->exp_raws);
 		json_object_put(b->carry);
-		eng_occ_free_all(b->exp, b->g.nslots);
-		free(b->spare);
+		eng_slots_free(b->exp);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);
@@ -330,8 +284,13 @@ uint32_t engine_board_known(struct engine *e, const char *name, struct pc_known 
 		return 0;
 	spr = pc_geom_spr(&b->g);
 	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
-		const struct occ *o = &b->exp[s];
-		if (o->state != OCC_DAMAGED || !o->sect)
+		struct occ x;
+		const struct occ *o = &x;
+
+		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+			continue;
+		eng_slots_get(b->exp, s, &x);
+		if (!o->sect)
 			continue;
 		for (uint32_t i = 0; i < spr && i <= UINT16_MAX && n < max; i++)
 			if (o->sect[i].kind == PC_SK_HASH)
@@ -371,9 +330,15 @@ uint32_t engine_board_known_slots(struct engine *e, const char *name, struct pc_
 	if (!b || !b->have_geom || !b->exp)
 		return 0;
 	spr = pc_geom_spr(&b->g);
-	for (uint32_t s = 0; s < b->g.nslots && n < max; s++)
-		if (b->exp[s].state == OCC_DAMAGED && b->exp[s].sect)
-			out[n++] = (struct pc_known_slot){ s, occ_digest(&b->exp[s], spr) };
+	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
+		struct occ o;
+
+		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+			continue;
+		eng_slots_get(b->exp, s, &o);
+		if (o.sect)
+			out[n++] = (struct pc_known_slot){ s, occ_digest(&o, spr) };
+	}
 	return n;
 }
 
@@ -468,6 +433,10 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 	case PC_MSG_HELLO:
 		b->refused = 0;
 		ret = eng_set_geom(e, b, &m, cycle, err, errlen);
+		if (ret > 0 || b->refused)
+			eng_scan_reset(b);	/* the region is another one, or refused */
+		if (ret > 0)
+			ret = 0;
 		break;
 	case PC_MSG_SCAN_BEGIN:
 		ret = eng_scan_begin(b, &m, err, errlen);
@@ -493,7 +462,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		break;
 	case PC_MSG_SCAN_END:
 		if (b->scanning)
-			ret = eng_scan_done(e, b);
+			ret = eng_scan_end(e, b);
 		break;
 	case PC_MSG_AUDIT:
 	case PC_MSG_DONE: {
@@ -637,7 +606,7 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (!m.u.verify.full && b->have_geom) {
-		b->want = calloc(b->g.nslots, 1);
+		b->want = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->want));
 		if (!b->want) {
 			pc_msg_clear(&m);
 			return -ENOMEM;
@@ -655,8 +624,8 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 			}
 			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
 				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
-				b->nwant += !b->want[slot];
-				b->want[slot] = 1;
+				b->nwant += !BIT_GET(b->want, slot);
+				BIT_SET(b->want, slot);
 			}
 		}
 	}

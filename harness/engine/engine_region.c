@@ -239,7 +239,6 @@ static int refuse(struct board *b, unsigned cycle, char *err, size_t errlen, con
 	va_end(ap);
 	b->refused = 1;
 	b->refused_cycle = cycle;
-	eng_scan_reset(b);
 	snprintf(err, errlen, "%s", b->refused_why);
 	return -EINVAL;
 }
@@ -251,6 +250,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 	struct pc_geom g;
 	struct sbrec now;
 	char why[256] = "";
+	int changed = 0;
 
 	if (!json_object_object_get_ex(m->obj, "region", &region)) {
 		/* both superblocks gone: keep the geometry we know, if we know one */
@@ -306,11 +306,9 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 			eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
 		eng_wcycle_free(b->w);
 		b->w = NULL;
-		eng_scan_reset(b);
-		eng_occ_free_all(b->exp, b->g.nslots);
+		changed = 1;	/* the caller drops the scan in progress */
+		eng_slots_free(b->exp);
 		b->exp = NULL;
-		free(b->spare);		/* sized by the old geometry */
-		b->spare = NULL;
 		/* what was sized or located by the old geometry goes with it */
 		free(b->want);
 		b->want = NULL;
@@ -335,5 +333,5 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 	json_object_put(b->hello);
 	b->hello = json_object_get(m->obj);
 	remember_device(b);
-	return 0;
+	return changed;
 }
