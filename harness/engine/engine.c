@@ -409,6 +409,33 @@ static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cy
 	return 0;
 }
 
+/* A SUBMIT or ACK range: each record of the work's range counted once. */
+static void take_range(const struct engine *e, struct wcycle *w, const struct pc_msg *mp, int64_t t)
+{
+	const struct pc_msg m = *mp;
+	uint8_t *map = m.type == PC_MSG_ACK ? w->ack : w->sub;
+	uint32_t *cnt = m.type == PC_MSG_ACK ? &w->nack : &w->nsub;
+	/* only the part inside the work's range is looked at (the
+	 * parser keeps first + n below 2^64) */
+	uint64_t lo = m.u.range.first > w->first ? m.u.range.first : w->first;
+	uint64_t hi = m.u.range.first + m.u.range.n < w->first + w->n ?
+		m.u.range.first + m.u.range.n : w->first + w->n;
+
+	if (m.type == PC_MSG_ACK && m.u.range.us && e->format >= 2 && !w->lat)
+		w->lat = calloc(w->n, sizeof(*w->lat));
+	for (uint64_t s = lo; s < hi; s++) {
+		if (map[s - w->first])
+			continue;
+		map[s - w->first] = 1;
+		(*cnt)++;
+		/* each record's latency once, as its first ACK said */
+		if (m.type == PC_MSG_ACK && m.u.range.us && w->lat && w->nlat < w->n)
+			w->lat[w->nlat++] = m.u.range.us[s - m.u.range.first];
+	}
+	if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF)
+		w->t_last = t;
+}
+
 static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned cycle, int64_t t,
 		 char *err, size_t errlen)
 {
@@ -480,29 +507,8 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 	}
 	case PC_MSG_SUBMIT:
 	case PC_MSG_ACK:
-		if (b->w) {
-			struct wcycle *w = b->w;
-			uint8_t *map = m.type == PC_MSG_ACK ? w->ack : w->sub;
-			uint32_t *cnt = m.type == PC_MSG_ACK ? &w->nack : &w->nsub;
-			/* only the part inside the work's range is looked at (the
-			 * parser keeps first + n below 2^64) */
-			uint64_t lo = m.u.range.first > w->first ? m.u.range.first : w->first;
-			uint64_t hi = m.u.range.first + m.u.range.n < w->first + w->n ?
-				m.u.range.first + m.u.range.n : w->first + w->n;
-			if (m.type == PC_MSG_ACK && m.u.range.us && e->format >= 2 && !w->lat)
-				w->lat = calloc(w->n, sizeof(*w->lat));
-			for (uint64_t s = lo; s < hi; s++) {
-				if (map[s - w->first])
-					continue;
-				map[s - w->first] = 1;
-				(*cnt)++;
-				/* each record's latency once, as its first ACK said */
-				if (m.type == PC_MSG_ACK && m.u.range.us && w->lat && w->nlat < w->n)
-					w->lat[w->nlat++] = m.u.range.us[s - m.u.range.first];
-			}
-			if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF)
-				w->t_last = t;
-		}
+		if (b->w)
+			take_range(e, b->w, &m, t);
 		break;
 	default:
 		break;
@@ -707,6 +713,33 @@ int engine_feed(struct engine *e, json_object *obj, char *err, size_t errlen)
 	return ret ? ret : engine_feed_event(e, &ev, err, errlen);
 }
 
+/* A boot attempt starts. */
+static int on_power_on(struct engine *e, struct board *b, json_object *ev, unsigned cycle, char *err, size_t errlen)
+{
+	json_object *v;
+	int ret;
+
+	if (b->refused) {
+		/* the refused boot's cycle ended without the campaign saying so */
+		b->refused = 0;
+		if (b->refused_cycle != cycle &&
+		    (ret = eng_verdict_simple(e, b, b->refused_cycle, PC_OUT_INFRA_ERROR, b->refused_why)))
+			return ret;
+	}
+	b->cur_cycle = cycle;
+	b->planned_mode = -1;
+	if (json_object_object_get_ex(ev, "mode", &v)) {
+		b->planned_mode = json_object_is_type(v, json_type_string) ?
+			pc_mode_from_name(json_object_get_string(v)) : -1;
+		if (b->planned_mode < 0) {
+			snprintf(err, errlen, "power_on: \"mode\": not a write mode");
+			return -EINVAL;
+		}
+	}
+	eng_scan_reset(b);
+	return 0;
+}
+
 int engine_feed_event(struct engine *e, const struct engine_event *x, char *err, size_t errlen)
 {
 	json_object *v, *ev = x->obj;
@@ -726,25 +759,7 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 		b->last_cycle = cycle;
 	switch (x->kind) {
 	case PC_EV_POWER_ON:
-		if (b->refused) {
-			/* the refused boot's cycle ended without the campaign saying so */
-			b->refused = 0;
-			if (b->refused_cycle != cycle &&
-			    (ret = eng_verdict_simple(e, b, b->refused_cycle, PC_OUT_INFRA_ERROR, b->refused_why)))
-				return ret;
-		}
-		b->cur_cycle = cycle;
-		b->planned_mode = -1;
-		if (json_object_object_get_ex(ev, "mode", &v)) {
-			b->planned_mode = json_object_is_type(v, json_type_string) ?
-				pc_mode_from_name(json_object_get_string(v)) : -1;
-			if (b->planned_mode < 0) {
-				snprintf(err, errlen, "power_on: \"mode\": not a write mode");
-				return -EINVAL;
-			}
-		}
-		eng_scan_reset(b);
-		return 0;
+		return on_power_on(e, b, ev, cycle, err, errlen);
 	case PC_EV_RX:
 		if (!json_object_object_get_ex(ev, "msg", &v)) {
 			snprintf(err, errlen, "rx event without msg");

@@ -106,19 +106,14 @@ struct sector_finding {
 	int fill;
 };
 
-/* What one sector of a damaged slot is, against the new record (seq, cycle,
- * flags; seq 0 = none) and the previous occupant prev. */
-static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
-			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
-			    struct sector_finding *f)
+/* Sector i of the slot's previous occupant prev, as bytes, when they can
+ * be known: regenerated from its header, or kept from an earlier scan. */
+static int old_image(const struct board *b, uint32_t slot, uint16_t i, const struct occ *prev,
+		     uint8_t oimg[PC_SECTOR])
 {
 	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
-	uint8_t nimg[PC_SECTOR], oimg[PC_SECTOR];
-	int have_new = seq != 0, have_old = 0;
-	const struct raw *r;
+	int have_old = 0;
 
-	memset(f, 0, sizeof(*f));
-	f->fill = -1;
 	if (prev->state == OCC_WHOLE) {
 		regen(b, prev->seq, prev->cycle, prev->flags, lba, i, oimg);
 		have_old = 1;
@@ -137,6 +132,22 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 			}
 		}
 	}
+	return have_old;
+}
+
+/* What one sector of a damaged slot is, against the new record (seq, cycle,
+ * flags; seq 0 = none) and the previous occupant prev. */
+static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
+			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
+			    struct sector_finding *f)
+{
+	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
+	uint8_t nimg[PC_SECTOR], oimg[PC_SECTOR];
+	int have_new = seq != 0, have_old = old_image(b, slot, i, prev, oimg);
+	const struct raw *r;
+
+	memset(f, 0, sizeof(*f));
+	f->fill = -1;
 	switch (o->kind) {
 	case PC_SK_ERR:
 		f->c = S_UNREAD;
@@ -221,107 +232,53 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 	}
 }
 
-/* Judge one record the cycle wrote. */
-static void judge_record(struct judge *j, uint64_t seq)
+/* A written record whose slot holds one whole record: the new one, the
+ * previous occupant, or another. */
+static void judge_whole(struct judge *j, uint64_t seq, uint32_t slot, const struct occ *o, const struct occ *prev)
 {
-	struct board *b = j->b;
 	struct wcycle *w = j->w;
-	uint32_t slot = pc_slot_of_seq(&b->g, w->pattern, seq), spr = pc_geom_spr(&b->g);
-	struct occ ob, pv;
-	const struct occ *o = &ob, *prev = &pv;
 	int acked = w->ack[seq - w->first], mode = w->mode_run;
-	uint16_t fl = wflags(w, seq);
-	struct sector_finding sf[2048], worst = { 0 };
 	enum pc_class c;
 	json_object *f;
-	unsigned nnew = 0, nold = 0, first_bad = 0;
-	int have[S_UNREAD + 1] = { 0 };
 
-	BIT_SET(j->hot, slot);
-	eng_obs_get(b, slot, &ob);
-	eng_exp_get(b, slot, &pv);
-	if (o->state == OCC_WHOLE) {
-		if (same_rec(seq, w->cycle, fl, o->seq, o->cycle, o->flags)) {
-			j->counts[PC_CLS_INTACT]++;
-			return;
-		}
-		if (occ_equal(o, prev, spr)) {
-			if (!acked) {
-				j->counts[PC_CLS_NOT_WRITTEN]++;
-				if (j->nw_n && j->nw_first + j->nw_n == seq) {
-					j->nw_n++;
-				} else {
-					eng_flush_nw(j);
-					j->nw_first = seq;
-					j->nw_n = 1;
-					j->nw_slot = slot;
-				}
-				return;
+	if (same_rec(seq, w->cycle, wflags(w, seq), o->seq, o->cycle, o->flags)) {
+		j->counts[PC_CLS_INTACT]++;
+		return;
+	}
+	if (occ_equal(o, prev, pc_geom_spr(&j->b->g))) {
+		if (!acked) {
+			j->counts[PC_CLS_NOT_WRITTEN]++;
+			if (j->nw_n && j->nw_first + j->nw_n == seq) {
+				j->nw_n++;
+			} else {
+				eng_flush_nw(j);
+				j->nw_first = seq;
+				j->nw_n = 1;
+				j->nw_slot = slot;
 			}
-			f = eng_finding(j, PC_CLS_LOST_ACKED, seq, slot, acked, mode);
-			json_object_object_add(f, "found", json_object_new_string("previous occupant"));
-			eng_describe_prev(f, prev);
 			return;
 		}
-		c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? PC_CLS_STALE : acked ? PC_CLS_LOST_ACKED : PC_CLS_CORRUPT;
-		f = eng_finding(j, c, seq, slot, acked, mode);
-		json_object_object_add(f, "found", json_object_new_string("another whole record"));
-		eng_add_int(f, "found_seq", (int64_t)o->seq);
-		eng_add_int(f, "found_cycle", o->cycle);
+		f = eng_finding(j, PC_CLS_LOST_ACKED, seq, slot, acked, mode);
+		json_object_object_add(f, "found", json_object_new_string("previous occupant"));
 		eng_describe_prev(f, prev);
 		return;
 	}
-	if (o->state != OCC_DAMAGED) {
-		f = eng_finding(j, PC_CLS_UNREADABLE, seq, slot, acked, mode);
-		json_object_object_add(f, "found", json_object_new_string("slot missing from the scan"));
-		return;
-	}
-	for (uint16_t i = 0; i < spr; i++) {
-		classify_sector(b, slot, i, &o->sect[i], seq, w->cycle, fl, prev, &sf[i]);
-		have[sf[i].c]++;
-		if (sf[i].c == S_NEW)
-			nnew++;
-		else if (sf[i].c == S_OLD)
-			nold++;
-	}
-	/* the most serious thing found decides the class */
-	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_UNCLASS, S_TORN };
-	static const enum pc_class as[] = { PC_CLS_UNREADABLE, PC_CLS_MISDIRECTED, PC_CLS_CORRUPT, PC_CLS_STALE, PC_CLS_UNCLASSIFIED,
-				       PC_CLS_TORN_SECTOR };
-	c = PC_CLS_TORN;
-	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
-		if (!have[order[k]])
-			continue;
-		c = as[k];
-		for (first_bad = 0; first_bad < spr && sf[first_bad].c != order[k]; first_bad++)
-			;
-		worst = sf[first_bad];
-		break;
-	}
-	if (c == PC_CLS_TORN && nnew == 0) {
-		/* all old: the damage it had before is unchanged */
-		if (!acked) {
-			j->counts[PC_CLS_NOT_WRITTEN]++;
-			eng_flush_nw(j);
-			j->nw_first = seq;
-			j->nw_n = 1;
-			j->nw_slot = slot;
-			return;
-		}
-		c = PC_CLS_LOST_ACKED;
-	}
-	if (c == PC_CLS_TORN && nold == 0) {
-		j->counts[PC_CLS_INTACT]++;	/* whole after all (reported for another reason) */
-		return;
-	}
+	c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? PC_CLS_STALE : acked ? PC_CLS_LOST_ACKED : PC_CLS_CORRUPT;
 	f = eng_finding(j, c, seq, slot, acked, mode);
-	{
-		json_object *ns = json_object_new_array();
-		for (uint16_t i = 0; i < spr; i++)
-			if (sf[i].c == S_NEW)
-				json_object_array_add(ns, json_object_new_int(i));
-		json_object_object_add(f, "new_sectors", ns);
-	}
+	json_object_object_add(f, "found", json_object_new_string("another whole record"));
+	eng_add_int(f, "found_seq", (int64_t)o->seq);
+	eng_add_int(f, "found_cycle", o->cycle);
+	eng_describe_prev(f, prev);
+}
+
+/* The details of a damaged record's finding of class c: the first sector
+ * found so (first_bad) and what it is (worst). */
+static void damage_details(const struct board *b, json_object *f, enum pc_class c, uint32_t slot,
+			   const struct sector_finding *sf, unsigned first_bad, const int *have)
+{
+	const struct sector_finding worst = sf[first_bad];
+	uint32_t spr = pc_geom_spr(&b->g);
+
 	switch (c) {
 	case PC_CLS_TORN: {
 		int boundary = -1;
@@ -370,6 +327,82 @@ static void judge_record(struct judge *j, uint64_t seq)
 	default:
 		break;
 	}
+}
+
+/* Judge one record the cycle wrote. */
+static void judge_record(struct judge *j, uint64_t seq)
+{
+	struct board *b = j->b;
+	struct wcycle *w = j->w;
+	uint32_t slot = pc_slot_of_seq(&b->g, w->pattern, seq), spr = pc_geom_spr(&b->g);
+	struct occ ob, pv;
+	const struct occ *o = &ob, *prev = &pv;
+	int acked = w->ack[seq - w->first], mode = w->mode_run;
+	uint16_t fl = wflags(w, seq);
+	struct sector_finding sf[2048];
+	enum pc_class c;
+	json_object *f;
+	unsigned nnew = 0, nold = 0, first_bad = 0;
+	int have[S_UNREAD + 1] = { 0 };
+
+	BIT_SET(j->hot, slot);
+	eng_obs_get(b, slot, &ob);
+	eng_exp_get(b, slot, &pv);
+	if (o->state == OCC_WHOLE) {
+		judge_whole(j, seq, slot, o, prev);
+		return;
+	}
+	if (o->state != OCC_DAMAGED) {
+		f = eng_finding(j, PC_CLS_UNREADABLE, seq, slot, acked, mode);
+		json_object_object_add(f, "found", json_object_new_string("slot missing from the scan"));
+		return;
+	}
+	for (uint16_t i = 0; i < spr; i++) {
+		classify_sector(b, slot, i, &o->sect[i], seq, w->cycle, fl, prev, &sf[i]);
+		have[sf[i].c]++;
+		if (sf[i].c == S_NEW)
+			nnew++;
+		else if (sf[i].c == S_OLD)
+			nold++;
+	}
+	/* the most serious thing found decides the class */
+	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_UNCLASS, S_TORN };
+	static const enum pc_class as[] = { PC_CLS_UNREADABLE, PC_CLS_MISDIRECTED, PC_CLS_CORRUPT, PC_CLS_STALE, PC_CLS_UNCLASSIFIED,
+				       PC_CLS_TORN_SECTOR };
+	c = PC_CLS_TORN;
+	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
+		if (!have[order[k]])
+			continue;
+		c = as[k];
+		for (first_bad = 0; first_bad < spr && sf[first_bad].c != order[k]; first_bad++)
+			;
+		break;
+	}
+	if (c == PC_CLS_TORN && nnew == 0) {
+		/* all old: the damage it had before is unchanged */
+		if (!acked) {
+			j->counts[PC_CLS_NOT_WRITTEN]++;
+			eng_flush_nw(j);
+			j->nw_first = seq;
+			j->nw_n = 1;
+			j->nw_slot = slot;
+			return;
+		}
+		c = PC_CLS_LOST_ACKED;
+	}
+	if (c == PC_CLS_TORN && nold == 0) {
+		j->counts[PC_CLS_INTACT]++;	/* whole after all (reported for another reason) */
+		return;
+	}
+	f = eng_finding(j, c, seq, slot, acked, mode);
+	{
+		json_object *ns = json_object_new_array();
+		for (uint16_t i = 0; i < spr; i++)
+			if (sf[i].c == S_NEW)
+				json_object_array_add(ns, json_object_new_int(i));
+		json_object_object_add(f, "new_sectors", ns);
+	}
+	damage_details(b, f, c, slot, sf, first_bad, have);
 	eng_describe_prev(f, prev);
 }
 

@@ -109,6 +109,28 @@ int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t err
 	return 0;
 }
 
+/* A damaged sector's bytes, kept for the judge (a tear is located in them). */
+static int take_raw(struct board *b, uint32_t slot, uint16_t idx, const uint8_t *bytes, char *err, size_t errlen)
+{
+	struct raw *nr;
+
+	if (b->nraws >= PC_PROTO_MAX_RAW) {
+		snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", slot, PC_PROTO_MAX_RAW);
+		return -EINVAL;
+	}
+	nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
+	if (!nr) {
+		snprintf(err, errlen, "out of memory for a raw sector");
+		return -EINVAL;
+	}
+	b->raws = nr;
+	nr[b->nraws].slot = slot;
+	nr[b->nraws].idx = idx;
+	memcpy(nr[b->nraws].bytes, bytes, PC_SECTOR);
+	b->nraws++;
+	return 0;
+}
+
 /* A slot that is not one whole record; a large record's report may come in
  * several messages, each continuing in sector order where the last stopped. */
 int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen)
@@ -174,29 +196,13 @@ int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 			d->lba = r->lba;
 			d->hidx = r->hidx;
 			break;
-		case PC_SK_RAW: {
-			struct raw *nr;
-
-			if (b->nraws >= PC_PROTO_MAX_RAW) {
-				snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", s->slot,
-					 PC_PROTO_MAX_RAW);
+		case PC_SK_RAW:
+			if (take_raw(b, s->slot, (uint16_t)i, r->raw, err, errlen))
 				return -EINVAL;
-			}
-			nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
-			if (!nr) {
-				snprintf(err, errlen, "out of memory for a raw sector");
-				return -EINVAL;
-			}
-			b->raws = nr;
-			nr[b->nraws].slot = s->slot;
-			nr[b->nraws].idx = (uint16_t)i;
-			memcpy(nr[b->nraws].bytes, r->raw, PC_SECTOR);
-			b->nraws++;
 			d->value = pc_crc32c(0, r->raw, PC_SECTOR);
 			/* the same bytes seen again compare equal however they travelled */
 			d->kind = PC_SK_HASH;
 			break;
-		}
 		default:
 			d->value = r->value;
 		}

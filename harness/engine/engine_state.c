@@ -1,6 +1,6 @@
 /*
- * engine_slots.c - the per-slot state, compact: the bottom of the engine
- * (it calls no other part of it).
+ * engine_state.c - the per-slot state, compact, and a cycle's writes: the
+ * bottom of the engine (it calls no other part of it).
  *
  * A region of 64 GiB holds 16 Mi slots of 4 KiB records, so what the engine
  * keeps per slot decides its memory (docs/architecture.md, engine bounds).
@@ -13,7 +13,9 @@
  * scan in progress holds there only the slots that differ from the expected
  * state (the records the cycle wrote, damage), and a seen bitmap says the
  * rest were found as expected. It turns dense when the differences grow
- * past a sixteenth of the slots.
+ * past a 64th of the slots. Per slot: 8 bytes for the expected state, and
+ * while a scan is judged a bit each for seen, wanted and written, and when
+ * it differs in many slots 8 more and at most 2.5 of side table: 8 to 19.
  */
 #include "harness/engine/engine_int.h"
 
@@ -452,7 +454,9 @@ int eng_obs_differs(const struct board *b, uint32_t slot)
 /*
  * The scan found whole record o in the slot: a sparse scan keeps only what
  * differs from the expected state, and turns dense when that is more than
- * a sixteenth of the slots. 0 or -ENOMEM.
+ * a 64th of the slots (a side entry takes 40 bytes, twice over at least:
+ * 2.5 bytes per slot at most, besides the 8 of the dense entries). 0 or
+ * -ENOMEM.
  */
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 {
@@ -462,7 +466,7 @@ int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 		eng_exp_get(b, slot, &x);
 		if (x.state == OCC_WHOLE && x.seq == o->seq && x.cycle == o->cycle && x.flags == o->flags)
 			return 0;
-		if (eng_slots_nside(b->obs) >= b->g.nslots / 16 + 64 &&
+		if (eng_slots_nside(b->obs) >= b->g.nslots / 64 + 64 &&
 		    eng_slots_densify(b->obs, b->exp, b->seen))
 			return -ENOMEM;
 	}
