@@ -270,6 +270,7 @@ void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o);
 void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o);
 int eng_obs_differs(const struct board *b, uint32_t slot);
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o);
+void eng_exp_drop(struct board *b);
 void eng_wcycle_free(struct wcycle *w);
 
 #endif

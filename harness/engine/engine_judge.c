@@ -628,14 +628,7 @@ int eng_scan_overflow(struct engine *e, struct board *b)
 		ret = b->w ? eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, why, NULL) :
 			     eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
 	}
-	eng_wcycle_free(b->w);
-	b->w = NULL;
-	eng_slots_free(b->exp);
-	b->exp = NULL;
-	free(b->exp_raws);
-	b->exp_raws = NULL;
-	b->nexp_raws = 0;
-	b->baseline = 0;
+	eng_exp_drop(b);
 	b->scan_ok = 0;	/* nothing may be written on top of what was not judged */
 	return ret;
 }

@@ -250,18 +250,11 @@ static void drop_region(struct engine *e, struct board *b, const char *uuid)
 	eng_note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
 	if (b->w)
 		eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
-	eng_wcycle_free(b->w);
-	b->w = NULL;
-	eng_slots_free(b->exp);
-	b->exp = NULL;
+	eng_exp_drop(b);
 	/* what was sized or located by the old geometry goes with it */
 	free(b->want);
 	b->want = NULL;
 	b->nwant = 0;
-	free(b->exp_raws);
-	b->exp_raws = NULL;
-	b->nexp_raws = 0;
-	b->baseline = 0;
 	b->have_geom = 0;
 	e->slots -= b->g.nslots;
 }

@@ -473,6 +473,20 @@ int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 	return eng_slots_set(b->obs, slot, o);
 }
 
+/* The expected state given up, and the writes that were to be judged
+ * against it: the next scan takes a new baseline. */
+void eng_exp_drop(struct board *b)
+{
+	eng_wcycle_free(b->w);
+	b->w = NULL;
+	eng_slots_free(b->exp);
+	b->exp = NULL;
+	free(b->exp_raws);
+	b->exp_raws = NULL;
+	b->nexp_raws = 0;
+	b->baseline = 0;
+}
+
 /* A cycle's writes, released (accepts NULL). */
 void eng_wcycle_free(struct wcycle *w)
 {
