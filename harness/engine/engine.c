@@ -1,13 +1,15 @@
 /*
  * engine.c - from recorded events to verdicts (DESIGN sections 3, 6): the
- * engine's public face and its event intake. Each event is checked and
- * dispatched here; the work it names, the refused writes and the scan it
- * starts go to the other parts:
- *   engine_scan.c     a scan assembled from its runs, slot and same lines
+ * engine's public face and its event intake, the top of its pipeline. Each
+ * event is checked and dispatched here; the work it names, the refused
+ * writes and the scan it starts go down to the other parts:
+ *   engine_scan.c     a scan assembled from its runs, slot and same lines,
+ *                     judged when complete, then the expected state
  *   engine_region.c   HELLO: the region adopted, its continuity judged
  *   engine_judge.c    each sector classified, each record and cold slot judged
  *   engine_verdict.c  findings and verdicts encoded to JSON, and emitted
- * engine_int.h holds the state they share.
+ *   engine_state.c    the per-slot state, compact
+ * engine_int.h holds the state they share; each part calls only those below it.
  *
  * Per board it keeps the expected occupant of every slot. A cycle's work
  * names the seqs it will write; the scan at the next boot says what every
@@ -45,56 +47,9 @@ struct engine *engine_new(const char *campaign, engine_verdict_fn vfn, engine_no
 	return e;
 }
 
-void eng_occ_free_all(struct occ *o, uint32_t n)
-{
-	if (!o)
-		return;
-	for (uint32_t i = 0; i < n; i++)
-		free(o[i].sect);
-	free(o);
-}
-
-/* Done with a slot array of the board's geometry: its sectors go, the array
- * is kept for the next scan if none is. */
-void eng_occ_release(struct board *b, struct occ *o)
-{
-	if (!o)
-		return;
-	for (uint32_t i = 0; i < b->g.nslots; i++)
-		free(o[i].sect);
-	if (b->spare)
-		free(o);
-	else
-		b->spare = o;
-}
-
-/* A zeroed slot array of the board's geometry, or NULL. */
-struct occ *eng_occ_take(struct board *b)
-{
-	struct occ *o = b->spare;
-
-	if (!o)
-		return calloc(b->g.nslots, sizeof(*o));
-	b->spare = NULL;
-	memset(o, 0, b->g.nslots * sizeof(*o));
-	return o;
-}
-
 void engine_set_format(struct engine *e, int major)
 {
 	e->format = major >= 2 ? 2 : 1;
-}
-
-void eng_wcycle_free(struct wcycle *w)
-{
-	if (!w)
-		return;
-	free(w->lat);
-	json_object_put(w->audit);
-	free(w->sub);
-	free(w->ack);
-	json_object_put(w->cut);
-	free(w);
 }
 
 void engine_free(struct engine *e)
@@ -108,8 +63,7 @@ void engine_free(struct engine *e)
 		free(b->want);
 		free(b->exp_raws);
 		json_object_put(b->carry);
-		eng_occ_free_all(b->exp, b->g.nslots);
-		free(b->spare);
+		eng_slots_free(b->exp);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);
@@ -330,8 +284,13 @@ uint32_t engine_board_known(struct engine *e, const char *name, struct pc_known 
 		return 0;
 	spr = pc_geom_spr(&b->g);
 	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
-		const struct occ *o = &b->exp[s];
-		if (o->state != OCC_DAMAGED || !o->sect)
+		struct occ x;
+		const struct occ *o = &x;
+
+		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+			continue;
+		eng_slots_get(b->exp, s, &x);
+		if (!o->sect)
 			continue;
 		for (uint32_t i = 0; i < spr && i <= UINT16_MAX && n < max; i++)
 			if (o->sect[i].kind == PC_SK_HASH)
@@ -371,9 +330,15 @@ uint32_t engine_board_known_slots(struct engine *e, const char *name, struct pc_
 	if (!b || !b->have_geom || !b->exp)
 		return 0;
 	spr = pc_geom_spr(&b->g);
-	for (uint32_t s = 0; s < b->g.nslots && n < max; s++)
-		if (b->exp[s].state == OCC_DAMAGED && b->exp[s].sect)
-			out[n++] = (struct pc_known_slot){ s, occ_digest(&b->exp[s], spr) };
+	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
+		struct occ o;
+
+		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+			continue;
+		eng_slots_get(b->exp, s, &o);
+		if (o.sect)
+			out[n++] = (struct pc_known_slot){ s, occ_digest(&o, spr) };
+	}
 	return n;
 }
 
@@ -444,6 +409,33 @@ static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cy
 	return 0;
 }
 
+/* A SUBMIT or ACK range: each record of the work's range counted once. */
+static void take_range(const struct engine *e, struct wcycle *w, const struct pc_msg *mp, int64_t t)
+{
+	const struct pc_msg m = *mp;
+	uint8_t *map = m.type == PC_MSG_ACK ? w->ack : w->sub;
+	uint32_t *cnt = m.type == PC_MSG_ACK ? &w->nack : &w->nsub;
+	/* only the part inside the work's range is looked at (the
+	 * parser keeps first + n below 2^64) */
+	uint64_t lo = m.u.range.first > w->first ? m.u.range.first : w->first;
+	uint64_t hi = m.u.range.first + m.u.range.n < w->first + w->n ?
+		m.u.range.first + m.u.range.n : w->first + w->n;
+
+	if (m.type == PC_MSG_ACK && m.u.range.us && e->format >= 2 && !w->lat)
+		w->lat = calloc(w->n, sizeof(*w->lat));
+	for (uint64_t s = lo; s < hi; s++) {
+		if (map[s - w->first])
+			continue;
+		map[s - w->first] = 1;
+		(*cnt)++;
+		/* each record's latency once, as its first ACK said */
+		if (m.type == PC_MSG_ACK && m.u.range.us && w->lat && w->nlat < w->n)
+			w->lat[w->nlat++] = m.u.range.us[s - m.u.range.first];
+	}
+	if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF)
+		w->t_last = t;
+}
+
 static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned cycle, int64_t t,
 		 char *err, size_t errlen)
 {
@@ -468,6 +460,10 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 	case PC_MSG_HELLO:
 		b->refused = 0;
 		ret = eng_set_geom(e, b, &m, cycle, err, errlen);
+		if (ret > 0 || b->refused)
+			eng_scan_reset(b);	/* the region is another one, or refused */
+		if (ret > 0)
+			ret = 0;
 		break;
 	case PC_MSG_SCAN_BEGIN:
 		ret = eng_scan_begin(b, &m, err, errlen);
@@ -493,7 +489,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		break;
 	case PC_MSG_SCAN_END:
 		if (b->scanning)
-			ret = eng_scan_done(e, b);
+			ret = eng_scan_end(e, b);
 		break;
 	case PC_MSG_AUDIT:
 	case PC_MSG_DONE: {
@@ -511,29 +507,8 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 	}
 	case PC_MSG_SUBMIT:
 	case PC_MSG_ACK:
-		if (b->w) {
-			struct wcycle *w = b->w;
-			uint8_t *map = m.type == PC_MSG_ACK ? w->ack : w->sub;
-			uint32_t *cnt = m.type == PC_MSG_ACK ? &w->nack : &w->nsub;
-			/* only the part inside the work's range is looked at (the
-			 * parser keeps first + n below 2^64) */
-			uint64_t lo = m.u.range.first > w->first ? m.u.range.first : w->first;
-			uint64_t hi = m.u.range.first + m.u.range.n < w->first + w->n ?
-				m.u.range.first + m.u.range.n : w->first + w->n;
-			if (m.type == PC_MSG_ACK && m.u.range.us && e->format >= 2 && !w->lat)
-				w->lat = calloc(w->n, sizeof(*w->lat));
-			for (uint64_t s = lo; s < hi; s++) {
-				if (map[s - w->first])
-					continue;
-				map[s - w->first] = 1;
-				(*cnt)++;
-				/* each record's latency once, as its first ACK said */
-				if (m.type == PC_MSG_ACK && m.u.range.us && w->lat && w->nlat < w->n)
-					w->lat[w->nlat++] = m.u.range.us[s - m.u.range.first];
-			}
-			if (m.type == PC_MSG_ACK || w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF)
-				w->t_last = t;
-		}
+		if (b->w)
+			take_range(e, b->w, &m, t);
 		break;
 	default:
 		break;
@@ -637,7 +612,7 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (!m.u.verify.full && b->have_geom) {
-		b->want = calloc(b->g.nslots, 1);
+		b->want = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->want));
 		if (!b->want) {
 			pc_msg_clear(&m);
 			return -ENOMEM;
@@ -655,8 +630,8 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 			}
 			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
 				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
-				b->nwant += !b->want[slot];
-				b->want[slot] = 1;
+				b->nwant += !BIT_GET(b->want, slot);
+				BIT_SET(b->want, slot);
 			}
 		}
 	}
@@ -738,6 +713,33 @@ int engine_feed(struct engine *e, json_object *obj, char *err, size_t errlen)
 	return ret ? ret : engine_feed_event(e, &ev, err, errlen);
 }
 
+/* A boot attempt starts. */
+static int on_power_on(struct engine *e, struct board *b, json_object *ev, unsigned cycle, char *err, size_t errlen)
+{
+	json_object *v;
+	int ret;
+
+	if (b->refused) {
+		/* the refused boot's cycle ended without the campaign saying so */
+		b->refused = 0;
+		if (b->refused_cycle != cycle &&
+		    (ret = eng_verdict_simple(e, b, b->refused_cycle, PC_OUT_INFRA_ERROR, b->refused_why)))
+			return ret;
+	}
+	b->cur_cycle = cycle;
+	b->planned_mode = -1;
+	if (json_object_object_get_ex(ev, "mode", &v)) {
+		b->planned_mode = json_object_is_type(v, json_type_string) ?
+			pc_mode_from_name(json_object_get_string(v)) : -1;
+		if (b->planned_mode < 0) {
+			snprintf(err, errlen, "power_on: \"mode\": not a write mode");
+			return -EINVAL;
+		}
+	}
+	eng_scan_reset(b);
+	return 0;
+}
+
 int engine_feed_event(struct engine *e, const struct engine_event *x, char *err, size_t errlen)
 {
 	json_object *v, *ev = x->obj;
@@ -757,25 +759,7 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 		b->last_cycle = cycle;
 	switch (x->kind) {
 	case PC_EV_POWER_ON:
-		if (b->refused) {
-			/* the refused boot's cycle ended without the campaign saying so */
-			b->refused = 0;
-			if (b->refused_cycle != cycle &&
-			    (ret = eng_verdict_simple(e, b, b->refused_cycle, PC_OUT_INFRA_ERROR, b->refused_why)))
-				return ret;
-		}
-		b->cur_cycle = cycle;
-		b->planned_mode = -1;
-		if (json_object_object_get_ex(ev, "mode", &v)) {
-			b->planned_mode = json_object_is_type(v, json_type_string) ?
-				pc_mode_from_name(json_object_get_string(v)) : -1;
-			if (b->planned_mode < 0) {
-				snprintf(err, errlen, "power_on: \"mode\": not a write mode");
-				return -EINVAL;
-			}
-		}
-		eng_scan_reset(b);
-		return 0;
+		return on_power_on(e, b, ev, cycle, err, errlen);
 	case PC_EV_RX:
 		if (!json_object_object_get_ex(ev, "msg", &v)) {
 			snprintf(err, errlen, "rx event without msg");

@@ -30,9 +30,10 @@
  * Every number in an event is hostile input (events.jsonl may have been
  * edited, or an agent may lie): it is checked against the configured board
  * (engine_configure) before it sizes anything, and the engine's memory per
- * board has a ceiling (the ENGINE_MAX_* limits below, and about 70 bytes per
- * slot of a region no larger than device.max_region_bytes; see
- * docs/architecture.md). A HELLO beyond the configuration is refused: that
+ * board has a ceiling (the ENGINE_MAX_* limits below, and 8 to 19 bytes per
+ * slot of a region no larger than device.max_region_bytes: 8 for the
+ * expected state, the rest while a scan differs from it in many slots; see
+ * engine_state.c and docs/architecture.md). A HELLO beyond the configuration is refused: that
  * boot is an INFRA_ERROR, never a crash.
  */
 #ifndef PC_HARNESS_ENGINE_H

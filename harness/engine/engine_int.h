@@ -1,7 +1,16 @@
 /*
- * engine_int.h - the verdict engine's state, shared by its parts (engine.c,
- * engine_scan.c, engine_region.c, engine_judge.c, engine_verdict.c). Nothing
+ * engine_int.h - the verdict engine's state, shared by its parts. Nothing
  * outside the engine includes it: engine.h is the engine's interface.
+ *
+ * The engine is a pipeline in one direction; each part calls only the parts
+ * below it:
+ *   engine.c          intake: each event checked and dispatched
+ *   engine_scan.c     scan assembly: runs, slot and same lines; a complete
+ *                     scan judged below, then adopted as the expected state
+ *   engine_region.c   judge (HELLO): the region adopted, its continuity judged
+ *   engine_judge.c    judge: sectors classified, records and cold slots judged
+ *   engine_verdict.c  verdict: findings and verdicts encoded and emitted
+ *   engine_state.c    the state itself: compact slot tables, a cycle's writes
  */
 #ifndef PC_HARNESS_ENGINE_INT_H
 #define PC_HARNESS_ENGINE_INT_H
@@ -36,6 +45,8 @@ struct sect {
 
 enum { OCC_UNKNOWN, OCC_WHOLE, OCC_DAMAGED };
 
+/* One slot's occupant, unpacked (a slot table, engine_state.c, keeps it
+ * packed): what the judge reads. */
 struct occ {
 	uint8_t state;
 	uint16_t flags;
@@ -50,6 +61,9 @@ struct raw {
 	uint16_t idx;
 	uint8_t bytes[PC_SECTOR];
 };
+
+/* A table of every slot's occupant (engine_state.c). */
+struct slots;
 
 /* A write the device refused (an agent error with write_error). */
 struct werr {
@@ -112,21 +126,20 @@ struct board {
 	/* what every verdict says of the device and its queue, built once per
 	 * HELLO and shared by reference (verdicts are never changed after) */
 	json_object *dev_cache, *queue_cache;
-	struct occ *exp;
-	/* one released slot array kept for the next scan (of nslots, zeroed on
-	 * reuse): a scan per boot need not allocate and fault in a new one */
-	struct occ *spare;
+	struct slots *exp;	/* the expected occupant of every slot (dense) */
 	int baseline;
 	struct wcycle *w;
 	/* the scan in progress, and what the last VERIFY asked for */
-	uint8_t *want;		/* NULL: every slot */
+	uint64_t *want;		/* a bitmap of the slots asked for; NULL: every slot */
 	uint32_t nwant;
 	int full;
 	int scanning;
 	int scan_pattern;
-	struct occ *obs;
+	/* what the scan found: where it differs from exp (sparse), or every
+	 * slot (dense: a baseline, or a scan that differs in many slots) */
+	struct slots *obs;
 	uint32_t nseen;
-	uint8_t *seen;
+	uint64_t *seen;		/* a bitmap of the slots reported */
 	uint32_t sect_base;	/* damaged sectors the expected state keeps besides this scan's */
 	uint32_t sect_obs;	/* damaged sectors this scan reported and the engine holds */
 	uint64_t dmg_seen;	/* damaged sectors this scan reported, held or not */
@@ -189,55 +202,75 @@ struct judge {
 	uint32_t nlisted;	/* findings in the array */
 	uint32_t unlisted;	/* findings counted beyond ENGINE_MAX_FINDINGS */
 	json_object *scratch;	/* the last unlisted finding (its details go nowhere) */
-	uint8_t *hot;		/* slots written by the judged cycle */
+	uint64_t *hot;		/* a bitmap of the slots written by the judged cycle */
 	/* pending not_written range, to list unacked ones compactly */
 	uint64_t nw_first;
 	uint32_t nw_n, nw_slot;
 };
 
-/* engine.c */
-void eng_occ_free_all(struct occ *o, uint32_t n);
-void eng_occ_release(struct board *b, struct occ *o);
-struct occ *eng_occ_take(struct board *b);
-void eng_wcycle_free(struct wcycle *w);
+/* Bitmaps of slots: (n + 63) / 64 words. */
+#define BITMAP_WORDS(n)		(((size_t)(n) + 63) / 64)
+#define BIT_GET(m, i)		((m)[(i) / 64] >> ((i) % 64) & 1u)
+#define BIT_SET(m, i)		((m)[(i) / 64] |= (uint64_t)1 << ((i) % 64))
+
+static inline int eng_wanted(const struct board *b, uint32_t slot)
+{
+	return !b->want || BIT_GET(b->want, slot);
+}
 
 /* engine_scan.c */
-int eng_wanted(const struct board *b, uint32_t slot);
 void eng_scan_reset(struct board *b);
-void eng_keep_raws(struct board *b);
 int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen);
 int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen);
 int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen);
 int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen);
+int eng_scan_end(struct engine *e, struct board *b);
 
-/* engine_region.c */
+/* engine_region.c: 1 when the region changed (the scan in progress is the
+ * caller's to drop), 0, or -EINVAL (refused: b->refused says so) */
 int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsigned cycle,
 		    char *err, size_t errlen);
 
 /* engine_judge.c */
-int eng_is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode);
 int eng_scan_overflow(struct engine *e, struct board *b);
-int eng_scan_done(struct engine *e, struct board *b);
+int eng_judge_scan(struct engine *e, struct board *b);
 
 /* engine_verdict.c */
 void eng_note(struct engine *e, struct board *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 const char *eng_jstr(json_object *o, const char *key, const char *def);
 void eng_wall_time(const struct engine *e, char *buf, size_t len);
-json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome);
-int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v);
 int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			  const char *reason);
+int eng_verdict_write(struct judge *j, unsigned cycle, enum pc_outcome outcome, const struct wcycle *w,
+		      json_object *judged, json_object *speed, const char *reason);
 void eng_take_carry(struct judge *j);
 void eng_flush_nw(struct judge *j);
 json_object *eng_finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode);
 void eng_add_int(json_object *o, const char *k, int64_t v);
 void eng_describe_prev(json_object *f, const struct occ *prev);
-void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w);
 void eng_audit_require(const struct engine *e, const struct board *b, struct wcycle *w);
-json_object *eng_counts_json(const struct engine *e, const uint32_t *counts);
 void eng_add_refused(struct judge *j, const struct wcycle *w);
 int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outcome, const char *reason,
 			    json_object *extra);
 void eng_carry_device(struct board *b, json_object *f);
+
+/* engine_state.c */
+struct slots *eng_slots_new(uint32_t n, int dense);
+void eng_slots_free(struct slots *t);
+int eng_slots_dense(const struct slots *t);
+int eng_slots_get(const struct slots *t, uint32_t slot, struct occ *o);
+int eng_slots_state(const struct slots *t, uint32_t slot);
+int eng_slots_set(struct slots *t, uint32_t slot, const struct occ *o);
+struct occ *eng_slots_side(struct slots *t, uint32_t slot, int create);
+uint32_t eng_slots_nside(const struct slots *t);
+int eng_slots_take(struct slots *t, uint32_t slot, struct occ *o);
+int eng_slots_densify(struct slots *t, const struct slots *base, const uint64_t *seen);
+void eng_slots_compact(struct slots *t);
+void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o);
+void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o);
+int eng_obs_differs(const struct board *b, uint32_t slot);
+int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o);
+void eng_exp_drop(struct board *b);
+void eng_wcycle_free(struct wcycle *w);
 
 #endif

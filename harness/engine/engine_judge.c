@@ -2,7 +2,8 @@
  * engine_judge.c - judgement: every sector of a damaged slot classified
  * against the new record and the old occupant (regenerated from seed, seq and
  * LBA), every written record and every cold slot judged, a complete scan
- * adopted or judged.
+ * (engine_scan.c hands it down) adopted as the baseline or judged; the
+ * verdicts go down to engine_verdict.c.
  */
 #include "harness/engine/engine_int.h"
 
@@ -105,19 +106,14 @@ struct sector_finding {
 	int fill;
 };
 
-/* What one sector of a damaged slot is, against the new record (seq, cycle,
- * flags; seq 0 = none) and the previous occupant prev. */
-static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
-			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
-			    struct sector_finding *f)
+/* Sector i of the slot's previous occupant prev, as bytes, when they can
+ * be known: regenerated from its header, or kept from an earlier scan. */
+static int old_image(const struct board *b, uint32_t slot, uint16_t i, const struct occ *prev,
+		     uint8_t oimg[PC_SECTOR])
 {
 	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
-	uint8_t nimg[PC_SECTOR], oimg[PC_SECTOR];
-	int have_new = seq != 0, have_old = 0;
-	const struct raw *r;
+	int have_old = 0;
 
-	memset(f, 0, sizeof(*f));
-	f->fill = -1;
 	if (prev->state == OCC_WHOLE) {
 		regen(b, prev->seq, prev->cycle, prev->flags, lba, i, oimg);
 		have_old = 1;
@@ -136,6 +132,22 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 			}
 		}
 	}
+	return have_old;
+}
+
+/* What one sector of a damaged slot is, against the new record (seq, cycle,
+ * flags; seq 0 = none) and the previous occupant prev. */
+static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
+			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
+			    struct sector_finding *f)
+{
+	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
+	uint8_t nimg[PC_SECTOR], oimg[PC_SECTOR];
+	int have_new = seq != 0, have_old = old_image(b, slot, i, prev, oimg);
+	const struct raw *r;
+
+	memset(f, 0, sizeof(*f));
+	f->fill = -1;
 	switch (o->kind) {
 	case PC_SK_ERR:
 		f->c = S_UNREAD;
@@ -220,115 +232,53 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 	}
 }
 
-/* The policy: what the cycle's configuration says, or DESIGN section 6's
- * defaults for a finding with no cycle (events that carry none). */
-int eng_is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode)
+/* A written record whose slot holds one whole record: the new one, the
+ * previous occupant, or another. */
+static void judge_whole(struct judge *j, uint64_t seq, uint32_t slot, const struct occ *o, const struct occ *prev)
 {
-	struct pc_policy d;
-
-	if (!w)
-		pc_policy_default(&d, mode);
-	return pc_is_violation(c, acked, w ? &w->pol : &d);
-}
-
-/* Judge one record the cycle wrote. */
-static void judge_record(struct judge *j, uint64_t seq)
-{
-	struct board *b = j->b;
 	struct wcycle *w = j->w;
-	uint32_t slot = pc_slot_of_seq(&b->g, w->pattern, seq), spr = pc_geom_spr(&b->g);
-	const struct occ *o = &b->obs[slot], *prev = &b->exp[slot];
 	int acked = w->ack[seq - w->first], mode = w->mode_run;
-	uint16_t fl = wflags(w, seq);
-	struct sector_finding sf[2048], worst = { 0 };
 	enum pc_class c;
 	json_object *f;
-	unsigned nnew = 0, nold = 0, first_bad = 0;
-	int have[S_UNREAD + 1] = { 0 };
 
-	j->hot[slot] = 1;
-	if (o->state == OCC_WHOLE) {
-		if (same_rec(seq, w->cycle, fl, o->seq, o->cycle, o->flags)) {
-			j->counts[PC_CLS_INTACT]++;
-			return;
-		}
-		if (occ_equal(o, prev, spr)) {
-			if (!acked) {
-				j->counts[PC_CLS_NOT_WRITTEN]++;
-				if (j->nw_n && j->nw_first + j->nw_n == seq) {
-					j->nw_n++;
-				} else {
-					eng_flush_nw(j);
-					j->nw_first = seq;
-					j->nw_n = 1;
-					j->nw_slot = slot;
-				}
-				return;
+	if (same_rec(seq, w->cycle, wflags(w, seq), o->seq, o->cycle, o->flags)) {
+		j->counts[PC_CLS_INTACT]++;
+		return;
+	}
+	if (occ_equal(o, prev, pc_geom_spr(&j->b->g))) {
+		if (!acked) {
+			j->counts[PC_CLS_NOT_WRITTEN]++;
+			if (j->nw_n && j->nw_first + j->nw_n == seq) {
+				j->nw_n++;
+			} else {
+				eng_flush_nw(j);
+				j->nw_first = seq;
+				j->nw_n = 1;
+				j->nw_slot = slot;
 			}
-			f = eng_finding(j, PC_CLS_LOST_ACKED, seq, slot, acked, mode);
-			json_object_object_add(f, "found", json_object_new_string("previous occupant"));
-			eng_describe_prev(f, prev);
 			return;
 		}
-		c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? PC_CLS_STALE : acked ? PC_CLS_LOST_ACKED : PC_CLS_CORRUPT;
-		f = eng_finding(j, c, seq, slot, acked, mode);
-		json_object_object_add(f, "found", json_object_new_string("another whole record"));
-		eng_add_int(f, "found_seq", (int64_t)o->seq);
-		eng_add_int(f, "found_cycle", o->cycle);
+		f = eng_finding(j, PC_CLS_LOST_ACKED, seq, slot, acked, mode);
+		json_object_object_add(f, "found", json_object_new_string("previous occupant"));
 		eng_describe_prev(f, prev);
 		return;
 	}
-	if (o->state != OCC_DAMAGED) {
-		f = eng_finding(j, PC_CLS_UNREADABLE, seq, slot, acked, mode);
-		json_object_object_add(f, "found", json_object_new_string("slot missing from the scan"));
-		return;
-	}
-	for (uint16_t i = 0; i < spr; i++) {
-		classify_sector(b, slot, i, &o->sect[i], seq, w->cycle, fl, prev, &sf[i]);
-		have[sf[i].c]++;
-		if (sf[i].c == S_NEW)
-			nnew++;
-		else if (sf[i].c == S_OLD)
-			nold++;
-	}
-	/* the most serious thing found decides the class */
-	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_UNCLASS, S_TORN };
-	static const enum pc_class as[] = { PC_CLS_UNREADABLE, PC_CLS_MISDIRECTED, PC_CLS_CORRUPT, PC_CLS_STALE, PC_CLS_UNCLASSIFIED,
-				       PC_CLS_TORN_SECTOR };
-	c = PC_CLS_TORN;
-	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
-		if (!have[order[k]])
-			continue;
-		c = as[k];
-		for (first_bad = 0; first_bad < spr && sf[first_bad].c != order[k]; first_bad++)
-			;
-		worst = sf[first_bad];
-		break;
-	}
-	if (c == PC_CLS_TORN && nnew == 0) {
-		/* all old: the damage it had before is unchanged */
-		if (!acked) {
-			j->counts[PC_CLS_NOT_WRITTEN]++;
-			eng_flush_nw(j);
-			j->nw_first = seq;
-			j->nw_n = 1;
-			j->nw_slot = slot;
-			return;
-		}
-		c = PC_CLS_LOST_ACKED;
-	}
-	if (c == PC_CLS_TORN && nold == 0) {
-		j->counts[PC_CLS_INTACT]++;	/* whole after all (reported for another reason) */
-		return;
-	}
+	c = (prev->state == OCC_WHOLE && o->seq < prev->seq) ? PC_CLS_STALE : acked ? PC_CLS_LOST_ACKED : PC_CLS_CORRUPT;
 	f = eng_finding(j, c, seq, slot, acked, mode);
-	{
-		json_object *ns = json_object_new_array();
-		for (uint16_t i = 0; i < spr; i++)
-			if (sf[i].c == S_NEW)
-				json_object_array_add(ns, json_object_new_int(i));
-		json_object_object_add(f, "new_sectors", ns);
-	}
+	json_object_object_add(f, "found", json_object_new_string("another whole record"));
+	eng_add_int(f, "found_seq", (int64_t)o->seq);
+	eng_add_int(f, "found_cycle", o->cycle);
+	eng_describe_prev(f, prev);
+}
+
+/* The details of a damaged record's finding of class c: the first sector
+ * found so (first_bad) and what it is (worst). */
+static void damage_details(const struct board *b, json_object *f, enum pc_class c, uint32_t slot,
+			   const struct sector_finding *sf, unsigned first_bad, const int *have)
+{
+	const struct sector_finding worst = sf[first_bad];
+	uint32_t spr = pc_geom_spr(&b->g);
+
 	switch (c) {
 	case PC_CLS_TORN: {
 		int boundary = -1;
@@ -377,6 +327,82 @@ static void judge_record(struct judge *j, uint64_t seq)
 	default:
 		break;
 	}
+}
+
+/* Judge one record the cycle wrote. */
+static void judge_record(struct judge *j, uint64_t seq)
+{
+	struct board *b = j->b;
+	struct wcycle *w = j->w;
+	uint32_t slot = pc_slot_of_seq(&b->g, w->pattern, seq), spr = pc_geom_spr(&b->g);
+	struct occ ob, pv;
+	const struct occ *o = &ob, *prev = &pv;
+	int acked = w->ack[seq - w->first], mode = w->mode_run;
+	uint16_t fl = wflags(w, seq);
+	struct sector_finding sf[2048];
+	enum pc_class c;
+	json_object *f;
+	unsigned nnew = 0, nold = 0, first_bad = 0;
+	int have[S_UNREAD + 1] = { 0 };
+
+	BIT_SET(j->hot, slot);
+	eng_obs_get(b, slot, &ob);
+	eng_exp_get(b, slot, &pv);
+	if (o->state == OCC_WHOLE) {
+		judge_whole(j, seq, slot, o, prev);
+		return;
+	}
+	if (o->state != OCC_DAMAGED) {
+		f = eng_finding(j, PC_CLS_UNREADABLE, seq, slot, acked, mode);
+		json_object_object_add(f, "found", json_object_new_string("slot missing from the scan"));
+		return;
+	}
+	for (uint16_t i = 0; i < spr; i++) {
+		classify_sector(b, slot, i, &o->sect[i], seq, w->cycle, fl, prev, &sf[i]);
+		have[sf[i].c]++;
+		if (sf[i].c == S_NEW)
+			nnew++;
+		else if (sf[i].c == S_OLD)
+			nold++;
+	}
+	/* the most serious thing found decides the class */
+	static const enum sc order[] = { S_UNREAD, S_MISDIR, S_CORRUPT, S_STALE, S_UNCLASS, S_TORN };
+	static const enum pc_class as[] = { PC_CLS_UNREADABLE, PC_CLS_MISDIRECTED, PC_CLS_CORRUPT, PC_CLS_STALE, PC_CLS_UNCLASSIFIED,
+				       PC_CLS_TORN_SECTOR };
+	c = PC_CLS_TORN;
+	for (unsigned k = 0; k < PC_ARRAY_SIZE(order); k++) {
+		if (!have[order[k]])
+			continue;
+		c = as[k];
+		for (first_bad = 0; first_bad < spr && sf[first_bad].c != order[k]; first_bad++)
+			;
+		break;
+	}
+	if (c == PC_CLS_TORN && nnew == 0) {
+		/* all old: the damage it had before is unchanged */
+		if (!acked) {
+			j->counts[PC_CLS_NOT_WRITTEN]++;
+			eng_flush_nw(j);
+			j->nw_first = seq;
+			j->nw_n = 1;
+			j->nw_slot = slot;
+			return;
+		}
+		c = PC_CLS_LOST_ACKED;
+	}
+	if (c == PC_CLS_TORN && nold == 0) {
+		j->counts[PC_CLS_INTACT]++;	/* whole after all (reported for another reason) */
+		return;
+	}
+	f = eng_finding(j, c, seq, slot, acked, mode);
+	{
+		json_object *ns = json_object_new_array();
+		for (uint16_t i = 0; i < spr; i++)
+			if (sf[i].c == S_NEW)
+				json_object_array_add(ns, json_object_new_int(i));
+		json_object_object_add(f, "new_sectors", ns);
+	}
+	damage_details(b, f, c, slot, sf, first_bad, have);
 	eng_describe_prev(f, prev);
 }
 
@@ -384,13 +410,18 @@ static void judge_record(struct judge *j, uint64_t seq)
 static void judge_cold(struct judge *j, uint32_t slot)
 {
 	struct board *b = j->b;
-	const struct occ *o = &b->obs[slot], *prev = &b->exp[slot];
+	struct occ ob, pv;
+	const struct occ *o = &ob, *prev = &pv;
 	uint32_t spr = pc_geom_spr(&b->g);
 	json_object *f;
 	enum pc_class c = PC_CLS_COLLATERAL;
 	struct sector_finding sf;
 	int sector = -1;
 
+	if (!eng_obs_differs(b, slot))
+		return;	/* reported as expected */
+	eng_obs_get(b, slot, &ob);
+	eng_exp_get(b, slot, &pv);
 	if (occ_equal(o, prev, spr))
 		return;
 	if (o->state == OCC_WHOLE && prev->state == OCC_WHOLE && o->seq < prev->seq)
@@ -474,70 +505,33 @@ static json_object *latency_json(const struct wcycle *w)
 	return o;
 }
 
-static int judge_cycle(struct engine *e, struct board *b)
+/* What a judged verdict says of its policy and its scan (after the work's mode). */
+static json_object *judged_facts(const struct board *b, const struct wcycle *w, uint32_t cold)
 {
-	struct wcycle *w = b->w;
-	struct judge j = { .e = e, .b = b, .w = w, .findings = json_object_new_array() };
-	json_object *v, *rate;
+	json_object *v = json_object_new_object();
+	json_object *p = json_object_new_object(), *sc = json_object_new_object();
+
+	json_object_object_add(p, "torn_unacked", json_object_new_string(w->pol.torn ? "violation" : "allowed"));
+	json_object_object_add(p, "torn_sector_unacked",
+			       json_object_new_string(w->pol.torn_sector ? "violation" : "allowed"));
+	if (w->pol_has_unclassified)
+		json_object_object_add(p, "unclassified",
+				       json_object_new_string(w->pol.unclassified ? "violation" : "allowed"));
+	json_object_object_add(v, "policy", p);
+	json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
+	eng_add_int(sc, "slots", b->want ? b->nwant : b->g.nslots);
+	eng_add_int(sc, "cold_checked", cold);
+	json_object_object_add(v, "scan", sc);
+	return v;
+}
+
+/* What a judged verdict says of the cycle's speed (after its findings). */
+static json_object *speed_facts(const struct engine *e, const struct board *b, const struct wcycle *w)
+{
+	json_object *v = json_object_new_object(), *rate;
+	uint32_t done;
 	int64_t ms;
-	uint32_t done, cold = 0;
-	int ret;
 
-	j.hot = calloc(b->g.nslots, 1);
-	if (!j.hot) {
-		json_object_put(j.findings);
-		return -ENOMEM;
-	}
-	/* what an earlier scan, or this boot's HELLO, found with no writes to pin it on */
-	eng_take_carry(&j);
-	eng_add_refused(&j, w);
-	for (uint64_t s = w->first; s < w->first + w->n; s++)
-		judge_record(&j, s);
-	eng_flush_nw(&j);
-	for (uint32_t s = 0; s < b->g.nslots; s++)
-		if (!j.hot[s] && eng_wanted(b, s)) {
-			judge_cold(&j, s);
-			cold++;
-		}
-	free(j.hot);
-	json_object_put(j.scratch);
-
-	eng_audit_require(e, b, w);
-	v = eng_verdict_base(e, b, w->cycle,
-			 j.violations ? PC_OUT_FAIL : w->infra[0] ? PC_OUT_INFRA_ERROR : PC_OUT_PASS);
-	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
-	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
-	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
-	{
-		json_object *p = json_object_new_object(), *sc = json_object_new_object();
-		json_object_object_add(p, "torn_unacked", json_object_new_string(w->pol.torn ? "violation" : "allowed"));
-		json_object_object_add(p, "torn_sector_unacked",
-				       json_object_new_string(w->pol.torn_sector ? "violation" : "allowed"));
-		if (w->pol_has_unclassified)
-			json_object_object_add(p, "unclassified",
-					       json_object_new_string(w->pol.unclassified ? "violation" : "allowed"));
-		json_object_object_add(v, "policy", p);
-		json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
-		eng_add_int(sc, "slots", b->want ? b->nwant : b->g.nslots);
-		eng_add_int(sc, "cold_checked", cold);
-		json_object_object_add(v, "scan", sc);
-	}
-	{
-		json_object *rec = json_object_new_object();
-		eng_add_int(rec, "first", (int64_t)w->first);
-		eng_add_int(rec, "planned", w->n);
-		eng_add_int(rec, "submitted", w->nsub);
-		eng_add_int(rec, "acked", w->nack);
-		json_object_object_add(v, "records", rec);
-	}
-	eng_add_audit(e, b, v, w);
-	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
-	eng_add_int(v, "violations", j.violations);
-	json_object_object_add(v, "findings", j.findings);
-	if (j.unlisted)
-		eng_add_int(v, "findings_unlisted", j.unlisted);
-	if (w->cut)
-		json_object_object_add(v, "cut", json_object_get(w->cut));
 	/* speed: what the device confirmed (or, in mode none, accepted) per second */
 	done = w->mode_run == PC_MODE_NONE || w->mode_run == PC_MODE_RELWR_OFF ? w->nsub : w->nack;
 	ms = w->t_last > w->t_work ? w->t_last - w->t_work : 0;
@@ -558,10 +552,37 @@ static int judge_cycle(struct engine *e, struct board *b)
 	json_object_object_add(v, "rate", rate);
 	if (e->format >= 2 && w->nlat)
 		json_object_object_add(v, "latency_us", latency_json(w));
-	if (w->infra[0])
-		json_object_object_add(v, "reason", json_object_new_string(w->infra));
-	ret = eng_emit(e, b, w->cycle, v);
-	return ret;
+	return v;
+}
+
+static int judge_cycle(struct engine *e, struct board *b)
+{
+	struct wcycle *w = b->w;
+	struct judge j = { .e = e, .b = b, .w = w, .findings = json_object_new_array() };
+	uint32_t cold = 0;
+
+	j.hot = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*j.hot));
+	if (!j.hot) {
+		json_object_put(j.findings);
+		return -ENOMEM;
+	}
+	/* what an earlier scan, or this boot's HELLO, found with no writes to pin it on */
+	eng_take_carry(&j);
+	eng_add_refused(&j, w);
+	for (uint64_t s = w->first; s < w->first + w->n; s++)
+		judge_record(&j, s);
+	eng_flush_nw(&j);
+	for (uint32_t s = 0; s < b->g.nslots; s++)
+		if (!BIT_GET(j.hot, s) && eng_wanted(b, s)) {
+			judge_cold(&j, s);
+			cold++;
+		}
+	free(j.hot);
+	json_object_put(j.scratch);
+
+	eng_audit_require(e, b, w);
+	return eng_verdict_write(&j, w->cycle, w->infra[0] ? PC_OUT_INFRA_ERROR : PC_OUT_PASS, w,
+				 judged_facts(b, w, cold), speed_facts(e, b, w), w->infra[0] ? w->infra : NULL);
 }
 
 /*
@@ -571,7 +592,8 @@ static int judge_cycle(struct engine *e, struct board *b)
  * wrote is new damage for certain: a device-level finding, and the pending
  * cycle FAILs (a device that wipes its region must not escape as an
  * infrastructure error). Otherwise it is INFRA_ERROR. Either way the expected
- * state is given up: the next scan takes a new baseline.
+ * state is given up: the next scan takes a new baseline (the caller drops
+ * the scan).
  */
 int eng_scan_overflow(struct engine *e, struct board *b)
 {
@@ -606,45 +628,60 @@ int eng_scan_overflow(struct engine *e, struct board *b)
 		ret = b->w ? eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, why, NULL) :
 			     eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
 	}
-	eng_wcycle_free(b->w);
-	b->w = NULL;
-	eng_occ_free_all(b->exp, b->g.nslots);
-	b->exp = NULL;
-	free(b->exp_raws);
-	b->exp_raws = NULL;
-	b->nexp_raws = 0;
-	b->baseline = 0;
+	eng_exp_drop(b);
 	b->scan_ok = 0;	/* nothing may be written on top of what was not judged */
-	eng_scan_reset(b);
 	return ret;
 }
 
-/* The scan is complete: adopt it as the baseline or judge the pending cycle. */
-int eng_scan_done(struct engine *e, struct board *b)
+/* Nothing was written since the last scan: every slot is cold, and what
+ * changed is carried to the next verdict. */
+static int judge_quiet(struct engine *e, struct board *b)
+{
+	struct judge j = { .e = e, .b = b, .findings = b->carry ? b->carry : json_object_new_array() };
+	size_t before = json_object_array_length(j.findings);
+	uint32_t damaged;
+
+	j.nlisted = (uint32_t)before;
+	j.unlisted = b->carry_unlisted;
+	for (uint32_t s = 0; s < b->g.nslots; s++)
+		if (eng_wanted(b, s))
+			judge_cold(&j, s);
+	json_object_put(j.scratch);
+	for (size_t i = before; i < json_object_array_length(j.findings); i++)
+		eng_add_int(json_object_array_get_idx(j.findings, i), "found_at_boot", b->cur_cycle);
+	damaged = (uint32_t)(json_object_array_length(j.findings) - before) + (j.unlisted - b->carry_unlisted);
+	for (int i = 0; i < PC_NCLASSES; i++)
+		b->carry_counts[i] += j.counts[i];
+	b->carry_viol += j.violations;
+	b->carry_unlisted = j.unlisted;
+	b->carry = j.findings;
+	if (damaged)
+		eng_note(e, b, "boot of cycle %u: %u slots changed with no writes pending; reported in the "
+		     "next verdict", b->cur_cycle, damaged);
+	return 0;
+}
+
+/*
+ * A complete scan (engine_scan.c checked it and adopts it after): the
+ * baseline taken, or the pending cycle judged, or, with nothing written
+ * since the last scan, every slot judged cold and the findings carried to
+ * the next verdict.
+ */
+int eng_judge_scan(struct engine *e, struct board *b)
 {
 	uint32_t damaged = 0;
 	int ret = 0;
 
-	uint32_t expect = b->want ? b->nwant : b->g.nslots;
-
-	b->scan_ok = 0;
-	if (!b->obs || b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
-		char why[320];
-		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
-			 b->scan_err, b->nseen, expect, !b->baseline && b->want ? " (a baseline needs a full scan)" : "");
-		ret = eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
-		eng_scan_reset(b);
-		return ret;
-	}
-	if (b->dmg_over)
-		return eng_scan_overflow(e, b);
 	if (!b->baseline) {
 		uint64_t maxseq = 0;
 		for (uint32_t s = 0; s < b->g.nslots; s++) {
-			if (b->obs[s].state == OCC_DAMAGED)
+			struct occ o;
+
+			eng_obs_get(b, s, &o);
+			if (o.state == OCC_DAMAGED)
 				damaged++;
-			else if (b->obs[s].seq > maxseq)
-				maxseq = b->obs[s].seq;
+			else if (o.seq > maxseq)
+				maxseq = o.seq;
 		}
 		if (damaged)
 			eng_note(e, b, "baseline scan: %u slots are not whole records already; they are "
@@ -657,44 +694,7 @@ int eng_scan_done(struct engine *e, struct board *b)
 		eng_wcycle_free(b->w);
 		b->w = NULL;
 	} else {
-		/* nothing was written since the last scan: every slot is cold */
-		struct judge j = { .e = e, .b = b, .findings = b->carry ? b->carry : json_object_new_array() };
-		size_t before = json_object_array_length(j.findings);
-
-		j.nlisted = (uint32_t)before;
-		j.unlisted = b->carry_unlisted;
-		for (uint32_t s = 0; s < b->g.nslots; s++)
-			if (eng_wanted(b, s))
-				judge_cold(&j, s);
-		json_object_put(j.scratch);
-		for (size_t i = before; i < json_object_array_length(j.findings); i++)
-			eng_add_int(json_object_array_get_idx(j.findings, i), "found_at_boot", b->cur_cycle);
-		damaged = (uint32_t)(json_object_array_length(j.findings) - before) + (j.unlisted - b->carry_unlisted);
-		for (int i = 0; i < PC_NCLASSES; i++)
-			b->carry_counts[i] += j.counts[i];
-		b->carry_viol += j.violations;
-		b->carry_unlisted = j.unlisted;
-		b->carry = j.findings;
-		if (damaged)
-			eng_note(e, b, "boot of cycle %u: %u slots changed with no writes pending; reported in the "
-			     "next verdict", b->cur_cycle, damaged);
+		ret = judge_quiet(e, b);
 	}
-	b->scan_ok = 1;
-	eng_keep_raws(b);
-	if (b->want && b->exp) {
-		/* a partial scan: what was not looked at stays as expected */
-		for (uint32_t s = 0; s < b->g.nslots; s++) {
-			if (!b->want[s])
-				continue;
-			free(b->exp[s].sect);
-			b->exp[s] = b->obs[s];
-			b->obs[s].sect = NULL;
-		}
-	} else {
-		eng_occ_release(b, b->exp);
-		b->exp = b->obs;
-		b->obs = NULL;
-	}
-	eng_scan_reset(b);
 	return ret;
 }

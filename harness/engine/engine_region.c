@@ -239,9 +239,24 @@ static int refuse(struct board *b, unsigned cycle, char *err, size_t errlen, con
 	va_end(ap);
 	b->refused = 1;
 	b->refused_cycle = cycle;
-	eng_scan_reset(b);
 	snprintf(err, errlen, "%s", b->refused_why);
 	return -EINVAL;
+}
+
+/* The region changed: what was judged against the old one, and what was
+ * sized or located by its geometry, goes. */
+static void drop_region(struct engine *e, struct board *b, const char *uuid)
+{
+	eng_note(e, b, "the region changed (uuid %s): starting a new baseline", uuid);
+	if (b->w)
+		eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
+	eng_exp_drop(b);
+	/* what was sized or located by the old geometry goes with it */
+	free(b->want);
+	b->want = NULL;
+	b->nwant = 0;
+	b->have_geom = 0;
+	e->slots -= b->g.nslots;
 }
 
 int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsigned cycle,
@@ -251,6 +266,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 	struct pc_geom g;
 	struct sbrec now;
 	char why[256] = "";
+	int changed = 0;
 
 	if (!json_object_object_get_ex(m->obj, "region", &region)) {
 		/* both superblocks gone: keep the geometry we know, if we know one */
@@ -285,7 +301,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 		return refuse(b, cycle, err, errlen, "hello refused: the region claims %" PRIu64 " bytes (%" PRIu64
 			      " slots), more than device.max_region_bytes %" PRIu64 " allows this board; if the "
 			      "region is right, raise the board's device.max_region_bytes to at least its size (up "
-			      "to 64G; the host keeps about 67 bytes per slot, docs/config.md)",
+			      "to 64G; the host keeps 8 to 19 bytes per slot, docs/config.md)",
 			      now.bytes, now.slots, b->lim_region_bytes);
 	if (pc_geom_init(&g, now.bytes, (uint32_t)now.record_size, now.seed, why, sizeof(why)))
 		return refuse(b, cycle, err, errlen, "hello refused: %s", why);
@@ -301,26 +317,8 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 	check_region(e, b, m->obj, &now);
 	if (b->have_geom && (memcmp(g.uuid, b->g.uuid, 16) || g.nslots != b->g.nslots ||
 			     g.record_size != b->g.record_size || g.seed != b->g.seed)) {
-		eng_note(e, b, "the region changed (uuid %s): starting a new baseline", now.uuid);
-		if (b->w)
-			eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
-		eng_wcycle_free(b->w);
-		b->w = NULL;
-		eng_scan_reset(b);
-		eng_occ_free_all(b->exp, b->g.nslots);
-		b->exp = NULL;
-		free(b->spare);		/* sized by the old geometry */
-		b->spare = NULL;
-		/* what was sized or located by the old geometry goes with it */
-		free(b->want);
-		b->want = NULL;
-		b->nwant = 0;
-		free(b->exp_raws);
-		b->exp_raws = NULL;
-		b->nexp_raws = 0;
-		b->baseline = 0;
-		b->have_geom = 0;
-		e->slots -= b->g.nslots;
+		drop_region(e, b, now.uuid);
+		changed = 1;	/* the caller drops the scan in progress */
 	}
 	if (!b->have_geom) {
 		/* the region judged from here on, and the record its superblock
@@ -335,5 +333,5 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 	json_object_put(b->hello);
 	b->hello = json_object_get(m->obj);
 	remember_device(b);
-	return 0;
+	return changed;
 }

@@ -1,7 +1,9 @@
 /*
  * engine_scan.c - a scan assembled from the agent's lines: scan_begin, runs
  * of whole records, slot reports (in parts, for large records), same lines
- * for damage already held; the bytes of damaged sectors kept for later.
+ * for damage already held. A complete scan goes down to the judge
+ * (engine_judge.c), then becomes the expected state, with the bytes of its
+ * damaged sectors kept for later.
  */
 #include "harness/engine/engine_int.h"
 
@@ -17,14 +19,9 @@
 #include "common/record.h"
 #include "common/util.h"
 
-int eng_wanted(const struct board *b, uint32_t slot)
-{
-	return !b->want || b->want[slot];
-}
-
 void eng_scan_reset(struct board *b)
 {
-	eng_occ_release(b, b->obs);
+	eng_slots_free(b->obs);
 	b->obs = NULL;
 	free(b->seen);
 	b->seen = NULL;
@@ -40,13 +37,19 @@ void eng_scan_reset(struct board *b)
 }
 
 /* The scanned slots' damaged-sector bytes become the expected state's. */
-void eng_keep_raws(struct board *b)
+static void keep_raws(struct board *b)
 {
 	unsigned k = 0;
 
 	for (unsigned i = 0; i < b->nexp_raws; i++) {
 		const struct raw *r = &b->exp_raws[i];
-		const struct occ *o = b->obs ? &b->obs[r->slot] : NULL;
+		struct occ ob;
+		const struct occ *o = NULL;
+
+		if (b->obs) {
+			eng_obs_get(b, r->slot, &ob);
+			o = &ob;
+		}
 
 		/* not looked at: still expected; looked at and unchanged (sent by
 		 * hash because the host named it in a KNOWN line): still its bytes */
@@ -88,20 +91,43 @@ int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t err
 		}
 		for (uint32_t i = 0; i < r->n; i++) {
 			uint32_t slot = pc_slot_of_pos(&b->g, b->scan_pattern, r->pos + i);
-			struct occ *o = &b->obs[slot];
+			struct occ o = { .state = OCC_WHOLE, .seq = r->seq ? r->seq + i : 0, .cycle = r->cycle,
+					 .flags = r->flags };
 
-			if (b->seen[slot]) {
+			if (BIT_GET(b->seen, slot)) {
 				snprintf(err, errlen, "runs: slot %u reported twice", slot);
 				return -EINVAL;
 			}
-			b->seen[slot] = 1;
+			BIT_SET(b->seen, slot);
 			b->nseen++;
-			o->state = OCC_WHOLE;
-			o->seq = r->seq ? r->seq + i : 0;
-			o->cycle = r->cycle;
-			o->flags = r->flags;
+			if (eng_obs_put(b, slot, &o)) {
+				snprintf(err, errlen, "out of memory for slot %u", slot);
+				return -EINVAL;
+			}
 		}
 	}
+	return 0;
+}
+
+/* A damaged sector's bytes, kept for the judge (a tear is located in them). */
+static int take_raw(struct board *b, uint32_t slot, uint16_t idx, const uint8_t *bytes, char *err, size_t errlen)
+{
+	struct raw *nr;
+
+	if (b->nraws >= PC_PROTO_MAX_RAW) {
+		snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", slot, PC_PROTO_MAX_RAW);
+		return -EINVAL;
+	}
+	nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
+	if (!nr) {
+		snprintf(err, errlen, "out of memory for a raw sector");
+		return -EINVAL;
+	}
+	b->raws = nr;
+	nr[b->nraws].slot = slot;
+	nr[b->nraws].idx = idx;
+	memcpy(nr[b->nraws].bytes, bytes, PC_SECTOR);
+	b->nraws++;
 	return 0;
 }
 
@@ -119,13 +145,18 @@ int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 		snprintf(err, errlen, "slot %u does not fit the region (%u slots)", s->slot, b->g.nslots);
 		return -EINVAL;
 	}
-	o = &b->obs[s->slot];
-	if (b->seen[s->slot] && (o->state != OCC_DAMAGED || o->got == spr)) {
+	o = BIT_GET(b->seen, s->slot) ? eng_slots_side(b->obs, s->slot, 0) : NULL;
+	if (BIT_GET(b->seen, s->slot) && (!o || o->state != OCC_DAMAGED || o->got == spr)) {
 		snprintf(err, errlen, "slot %u reported twice", s->slot);
 		return -EINVAL;
 	}
-	if (!b->seen[s->slot]) {
-		b->seen[s->slot] = 1;
+	if (!o) {
+		o = eng_slots_side(b->obs, s->slot, 1);
+		if (!o) {
+			snprintf(err, errlen, "out of memory for slot %u", s->slot);
+			return -EINVAL;
+		}
+		BIT_SET(b->seen, s->slot);
 		o->state = OCC_DAMAGED;
 		o->got = 0;
 		b->dmg_seen += spr;
@@ -165,29 +196,13 @@ int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 			d->lba = r->lba;
 			d->hidx = r->hidx;
 			break;
-		case PC_SK_RAW: {
-			struct raw *nr;
-
-			if (b->nraws >= PC_PROTO_MAX_RAW) {
-				snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", s->slot,
-					 PC_PROTO_MAX_RAW);
+		case PC_SK_RAW:
+			if (take_raw(b, s->slot, (uint16_t)i, r->raw, err, errlen))
 				return -EINVAL;
-			}
-			nr = realloc(b->raws, (b->nraws + 1) * sizeof(*nr));
-			if (!nr) {
-				snprintf(err, errlen, "out of memory for a raw sector");
-				return -EINVAL;
-			}
-			b->raws = nr;
-			nr[b->nraws].slot = s->slot;
-			nr[b->nraws].idx = (uint16_t)i;
-			memcpy(nr[b->nraws].bytes, r->raw, PC_SECTOR);
-			b->nraws++;
 			d->value = pc_crc32c(0, r->raw, PC_SECTOR);
 			/* the same bytes seen again compare equal however they travelled */
 			d->kind = PC_SK_HASH;
 			break;
-		}
 		default:
 			d->value = r->value;
 		}
@@ -207,21 +222,28 @@ int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 		return 0;	/* the scan already failed (scan_err says why) */
 	for (uint32_t k = 0; k < m->u.same.n; k++) {
 		uint32_t slot = m->u.same.slots[k];
-		const struct occ *x;
-		struct occ *o;
+		struct occ xo, *o;
+		const struct occ *x = NULL;
 
-		if (slot >= b->g.nslots || b->seen[slot]) {
+		if (slot >= b->g.nslots || BIT_GET(b->seen, slot)) {
 			snprintf(err, errlen, "same: slot %u %s", slot, slot >= b->g.nslots ? "past the region" :
 				 "reported twice");
 			return -EINVAL;
 		}
-		x = b->exp ? &b->exp[slot] : NULL;
+		if (b->exp) {
+			eng_exp_get(b, slot, &xo);
+			x = &xo;
+		}
 		if (!x || x->state != OCC_DAMAGED || !x->sect) {
 			snprintf(err, errlen, "same: slot %u is not damage the engine holds", slot);
 			return -EINVAL;
 		}
-		o = &b->obs[slot];
-		b->seen[slot] = 1;
+		o = eng_slots_side(b->obs, slot, 1);
+		if (!o) {
+			snprintf(err, errlen, "out of memory for slot %u", slot);
+			return -EINVAL;
+		}
+		BIT_SET(b->seen, slot);
 		b->nseen++;
 		o->state = OCC_DAMAGED;
 		o->got = (uint16_t)spr;
@@ -258,17 +280,18 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 	b->sect_base = 0;
 	b->dmg_prev = 0;
 	for (uint32_t s = 0; b->exp && s < b->g.nslots; s++) {
-		if (b->exp[s].state != OCC_DAMAGED)
+		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
 			continue;
 		if (eng_wanted(b, s))
 			b->dmg_prev += spr;
 		else
 			b->sect_base += spr;
 	}
-	b->obs = eng_occ_take(b);
-	b->seen = calloc(b->g.nslots, 1);
+	/* a baseline holds every slot; a later scan what differs from exp */
+	b->obs = eng_slots_new(b->g.nslots, !b->exp);
+	b->seen = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->seen));
 	if (!b->obs || !b->seen) {
-		eng_occ_free_all(b->obs, 0);
+		eng_slots_free(b->obs);
 		b->obs = NULL;
 		free(b->seen);
 		b->seen = NULL;
@@ -277,4 +300,76 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 		return -ENOMEM;
 	}
 	return 0;
+}
+
+/* The scan, judged, becomes the expected state: the slots it looked at hold
+ * what it found. 0, or -ENOMEM: the expected state is given up (the next
+ * scan takes a new baseline). */
+static int adopt(struct board *b)
+{
+	struct occ o;
+	int dense = eng_slots_dense(b->obs);
+
+	if (!b->exp || (!b->want && dense)) {
+		eng_slots_free(b->exp);
+		b->exp = b->obs;
+		b->obs = NULL;
+		return 0;
+	}
+	for (uint32_t s = 0; s < b->g.nslots; s++) {
+		if (!eng_wanted(b, s))
+			continue;
+		if (eng_slots_take(b->obs, s, &o))
+			;	/* damage, or a record other than the expected one */
+		else if (dense)
+			eng_slots_get(b->obs, s, &o);
+		else if (!BIT_GET(b->seen, s))
+			memset(&o, 0, sizeof(o));	/* not reported: unknown */
+		else
+			continue;	/* reported as expected */
+		if (eng_slots_set(b->exp, s, &o)) {
+			free(o.sect);
+			goto fail;
+		}
+	}
+	eng_slots_compact(b->exp);
+	return 0;
+fail:
+	eng_slots_free(b->exp);
+	b->exp = NULL;
+	b->baseline = 0;
+	return -ENOMEM;
+}
+
+/* The scan is complete: judged (or adopted as the baseline), then the
+ * expected state. */
+int eng_scan_end(struct engine *e, struct board *b)
+{
+	uint32_t expect = b->want ? b->nwant : b->g.nslots;
+	int ret;
+
+	b->scan_ok = 0;
+	if (!b->obs || b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
+		char why[320];
+		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
+			 b->scan_err, b->nseen, expect, !b->baseline && b->want ? " (a baseline needs a full scan)" : "");
+		ret = eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
+		eng_scan_reset(b);
+		return ret;
+	}
+	if (b->dmg_over) {
+		ret = eng_scan_overflow(e, b);
+		eng_scan_reset(b);
+		return ret;
+	}
+	ret = eng_judge_scan(e, b);
+	b->scan_ok = 1;
+	keep_raws(b);
+	if (adopt(b)) {
+		b->scan_ok = 0;
+		eng_note(e, b, "out of memory for the expected state of %u slots: a new baseline follows",
+			 b->g.nslots);
+	}
+	eng_scan_reset(b);
+	return ret;
 }

@@ -1,6 +1,8 @@
 /*
  * engine_verdict.c - findings and verdicts as JSON, at the edge: one verdict
  * per cycle, carried device findings in the next one, notes to the user.
+ * The bottom of the engine's pipeline: it calls only engine_state.c, and
+ * eng_verdict_write() is the one writer of a verdict that carries findings.
  */
 #include "harness/engine/engine_int.h"
 
@@ -16,6 +18,9 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
+
+static json_object *counts_json(const struct engine *e, const uint32_t *counts);
+static void add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w);
 
 void eng_note(struct engine *e, struct board *b, const char *fmt, ...)
 {
@@ -117,7 +122,7 @@ static json_object *device_json(struct board *b)
 	return json_object_get(dev);
 }
 
-json_object *eng_verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome)
+static json_object *verdict_base(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome)
 {
 	json_object *v = json_object_new_object();
 	json_object *q;
@@ -178,13 +183,13 @@ static void core_fields(struct engine *e, struct board *b, json_object *v)
 	if (!json_object_object_get_ex(v, "counts", NULL)) {
 		uint32_t zero[PC_NCLASSES] = { 0 };
 
-		json_object_object_add(v, "counts", eng_counts_json(e, zero));
+		json_object_object_add(v, "counts", counts_json(e, zero));
 	}
 	if (!json_object_object_get_ex(v, "violations", NULL))
 		eng_add_int(v, "violations", 0);
 }
 
-int eng_emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
+static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
 {
 	int ret;
 
@@ -219,9 +224,9 @@ int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum p
 		return 0;
 	if (b->carry)
 		return verdict_carried(e, b, cycle, outcome, reason);
-	v = eng_verdict_base(e, b, cycle, outcome);
+	v = verdict_base(e, b, cycle, outcome);
 	json_object_object_add(v, "reason", json_object_new_string(reason));
-	return eng_emit(e, b, cycle, v);
+	return emit(e, b, cycle, v);
 }
 
 /* The carried findings move into the verdict being built. */
@@ -252,17 +257,9 @@ static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, en
 			   const char *reason)
 {
 	struct judge j = { .e = e, .b = b };
-	json_object *v;
 
 	eng_take_carry(&j);
-	v = eng_verdict_base(e, b, cycle, j.violations ? PC_OUT_FAIL : outcome);
-	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
-	eng_add_int(v, "violations", j.violations);
-	json_object_object_add(v, "findings", j.findings);
-	if (j.unlisted)
-		eng_add_int(v, "findings_unlisted", j.unlisted);
-	json_object_object_add(v, "reason", json_object_new_string(reason));
-	return eng_emit(e, b, cycle, v);
+	return eng_verdict_write(&j, cycle, outcome, NULL, NULL, NULL, reason);
 }
 
 /* List a finding, or past ENGINE_MAX_FINDINGS only count it: a device that
@@ -297,10 +294,21 @@ void eng_flush_nw(struct judge *j)
 	j->nw_n = 0;
 }
 
+/* The policy: what the cycle's configuration says, or DESIGN section 6's
+ * defaults for a finding with no cycle (events that carry none). */
+static int is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode)
+{
+	struct pc_policy d;
+
+	if (!w)
+		pc_policy_default(&d, mode);
+	return pc_is_violation(c, acked, w ? &w->pol : &d);
+}
+
 json_object *eng_finding(struct judge *j, enum pc_class c, uint64_t seq, uint32_t slot, int acked, int mode)
 {
 	json_object *f = json_object_new_object();
-	int viol = eng_is_violation(j->w, c, acked, mode);
+	int viol = is_violation(j->w, c, acked, mode);
 
 	eng_flush_nw(j);
 	j->counts[c]++;
@@ -331,7 +339,7 @@ void eng_describe_prev(json_object *f, const struct occ *prev)
 	}
 }
 
-json_object *eng_counts_json(const struct engine *e, const uint32_t *counts)
+static json_object *counts_json(const struct engine *e, const uint32_t *counts)
 {
 	json_object *o = json_object_new_object();
 
@@ -421,7 +429,7 @@ static void board_queue(const struct board *b, struct pc_queue *q)
 	pc_queue_read(fua, wc, q);
 }
 
-void eng_add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w)
+static void add_audit(const struct engine *e, const struct board *b, json_object *v, const struct wcycle *w)
 {
 	uint64_t sums[PC_NRQ];
 	json_object *a;
@@ -482,19 +490,58 @@ void eng_audit_require(const struct engine *e, const struct board *b, struct wcy
 	}
 }
 
-/* The parts of a verdict about the cycle's work, whether or not it was judged. */
-static void verdict_work(json_object *v, const struct wcycle *w)
+/*
+ * The one writer of a verdict with findings -- judged (engine_judge.c),
+ * unjudged, or carried findings only -- in the order of keys every such
+ * verdict has had: the base, the cycle's work (w, when there is one), what
+ * judging says of its policy and scan (judged), the counts, violations and
+ * findings, the cut, the speed (speed), and the reason. FAIL when a finding
+ * is a violation, else outcome. judged and speed (objects whose keys are
+ * copied in, or NULL) are consumed.
+ */
+int eng_verdict_write(struct judge *j, unsigned cycle, enum pc_outcome outcome, const struct wcycle *w,
+		      json_object *judged, json_object *speed, const char *reason)
 {
-	json_object *rec = json_object_new_object();
+	struct engine *e = j->e;
+	struct board *b = j->b;
+	json_object *v = verdict_base(e, b, cycle, j->violations ? PC_OUT_FAIL : outcome);
 
-	json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
-	json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
-	json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
-	eng_add_int(rec, "first", (int64_t)w->first);
-	eng_add_int(rec, "planned", w->n);
-	eng_add_int(rec, "submitted", w->nsub);
-	eng_add_int(rec, "acked", w->nack);
-	json_object_object_add(v, "records", rec);
+	if (w) {
+		json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
+		json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
+		json_object_object_add(v, "pattern", json_object_new_string(pc_pattern_name(w->pattern)));
+	}
+	if (judged) {
+		json_object_object_foreach(judged, k, val)
+			json_object_object_add(v, k, json_object_get(val));
+		json_object_put(judged);
+	}
+	if (w) {
+		json_object *rec = json_object_new_object();
+
+		eng_add_int(rec, "first", (int64_t)w->first);
+		eng_add_int(rec, "planned", w->n);
+		eng_add_int(rec, "submitted", w->nsub);
+		eng_add_int(rec, "acked", w->nack);
+		json_object_object_add(v, "records", rec);
+		add_audit(e, b, v, w);
+	}
+	json_object_object_add(v, "counts", counts_json(e, j->counts));
+	eng_add_int(v, "violations", j->violations);
+	json_object_object_add(v, "findings", j->findings);
+	j->findings = NULL;
+	if (j->unlisted)
+		eng_add_int(v, "findings_unlisted", j->unlisted);
+	if (w && w->cut)
+		json_object_object_add(v, "cut", json_object_get(w->cut));
+	if (speed) {
+		json_object_object_foreach(speed, k, val)
+			json_object_object_add(v, k, json_object_get(val));
+		json_object_put(speed);
+	}
+	if (reason)
+		json_object_object_add(v, "reason", json_object_new_string(reason));
+	return emit(e, b, cycle, v);
 }
 
 /*
@@ -509,7 +556,6 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 {
 	struct wcycle *w = b->w;
 	struct judge j = { .e = e, .b = b, .w = w };
-	json_object *v;
 	char why[640];
 
 	if (!w->nwerr && !extra && !b->carry)
@@ -527,19 +573,8 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 	}
 	eng_add_refused(&j, w);
 	json_object_put(j.scratch);
-	v = eng_verdict_base(e, b, w->cycle, j.violations ? PC_OUT_FAIL : outcome);
-	verdict_work(v, w);
-	eng_add_audit(e, b, v, w);
-	json_object_object_add(v, "counts", eng_counts_json(e, j.counts));
-	eng_add_int(v, "violations", j.violations);
-	json_object_object_add(v, "findings", j.findings);
-	if (j.unlisted)
-		eng_add_int(v, "findings_unlisted", j.unlisted);
-	if (w->cut)
-		json_object_object_add(v, "cut", json_object_get(w->cut));
 	snprintf(why, sizeof(why), "the records were not judged: %s", reason);
-	json_object_object_add(v, "reason", json_object_new_string(why));
-	return eng_emit(e, b, w->cycle, v);
+	return eng_verdict_write(&j, w->cycle, outcome, w, NULL, NULL, why);
 }
 
 /* ---- event intake ---- */
