@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #define MARKER_LEN	(sizeof(PC_PROTO_MARKER) - 1)
 /*
  * Builders keep the JSON text short enough that the line still fits the
@@ -1668,77 +1670,40 @@ enum pc_line_result pc_linebuf_take(struct pc_linebuf *lb, char *out, size_t out
 	return PC_LINE_OK;
 }
 
-/* ---- base64 (RFC 4648, with padding) ---- */
+/* ---- base64 (RFC 4648, with padding): libsodium's ---- */
 
-static const char b64_alpha[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/*
+ * The original alphabet with padding, decoded strictly: no whitespace, no
+ * other alphabet, padding exactly where the length needs it and nowhere else,
+ * and the unused bits of the last character zero (one text per byte string).
+ * libsodium checks the padding and the unused bits when it is given no
+ * characters to ignore and no b64_end (the whole text must be consumed). Two
+ * checks stay here: libsodium 1.0.18 takes some bytes above 0x7f for letters
+ * of the alphabet (its constant-time compare sees a signed char), and its
+ * "too long for the buffer" (ERANGE) is overwritten by EINVAL.
+ */
+static const char b64_chars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=";
 
 size_t pc_b64_encode(const uint8_t *in, size_t n, char *out)
 {
-	size_t o = 0;
-
-	for (size_t i = 0; i < n; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16;
-		size_t left = n - i;
-
-		if (left > 1)
-			v |= (uint32_t)in[i + 1] << 8;
-		if (left > 2)
-			v |= in[i + 2];
-		out[o++] = b64_alpha[v >> 18];
-		out[o++] = b64_alpha[(v >> 12) & 63];
-		out[o++] = left > 1 ? b64_alpha[(v >> 6) & 63] : '=';
-		out[o++] = left > 2 ? b64_alpha[v & 63] : '=';
-	}
-	out[o] = 0;
-	return o;
-}
-
-static int b64_val(char ch)
-{
-	const char *p = ch ? strchr(b64_alpha, ch) : NULL;
-
-	return p ? (int)(p - b64_alpha) : -1;
+	sodium_bin2base64(out, sodium_base64_ENCODED_LEN(n, sodium_base64_VARIANT_ORIGINAL), in, n,
+			  sodium_base64_VARIANT_ORIGINAL);
+	return strlen(out);
 }
 
 int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen)
 {
-	size_t len = strlen(in), o = 0;
+	size_t len = strlen(in), o = 0, need;
 
 	if (outlen)
 		*outlen = 0;
-	if (len % 4)
+	if (len % 4 || strspn(in, b64_chars) != len)
 		return -EINVAL;
-	for (size_t i = 0; i < len; i += 4) {
-		int v[4], pad = 0;
-		uint32_t w;
-
-		for (int k = 0; k < 4; k++) {
-			if (in[i + k] == '=') {
-				/* padding: only the last one or two characters of the text */
-				if (i + 4 != len || k < 2)
-					return -EINVAL;
-				pad++;
-				v[k] = 0;
-				continue;
-			}
-			if (pad)
-				return -EINVAL;
-			v[k] = b64_val(in[i + k]);
-			if (v[k] < 0)
-				return -EINVAL;
-		}
-		w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 | (uint32_t)v[3];
-		/* unused bits must be zero: one canonical text per byte string */
-		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
-			return -EINVAL;
-		if (o + 3 - (size_t)pad > outmax)
-			return -E2BIG;
-		out[o++] = (uint8_t)(w >> 16);
-		if (pad < 2)
-			out[o++] = (uint8_t)(w >> 8);
-		if (pad < 1)
-			out[o++] = (uint8_t)w;
-	}
+	need = len / 4 * 3 - (len && in[len - 1] == '=') - (len > 1 && in[len - 2] == '=');
+	if (need > outmax)
+		return -E2BIG;
+	if (sodium_base642bin(out, outmax, in, len, NULL, &o, NULL, sodium_base64_VARIANT_ORIGINAL) != 0)
+		return -EINVAL;
 	if (outlen)
 		*outlen = o;
 	return 0;
