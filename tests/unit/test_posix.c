@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "agent/audit.h"
 #include "agent/blockdev.h"
 #include "agent/dev.h"
 #include "agent/region.h"
@@ -579,6 +580,7 @@ static const char mountinfo_text[] =
 	"30 1 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
 	"40 30 259:1 / /mnt/my\\040data rw,relatime shared:5 - vfat /dev/loop3p1 rw\n"
 	"41 30 179:2 / /boot rw,relatime master:1 unbindable - ext4 /dev/mmcblk0p2 rw\n"
+	"43 21 0:12 / /sys/kernel/my\\040tracing\\011x rw,nosuid - tracefs trace\\040fs rw\n"
 	"this line is garbage\n"
 	"42 30 nonsense / /x rw - ext4 /dev/x rw\n";
 
@@ -619,11 +621,23 @@ static void test_mountinfo(void)
 		if (cases[i].msg)
 			CU_ASSERT(HAS(err, cases[i].msg));
 	}
+	/* the io audit finds tracefs through the same reader: escapes undone */
+	{
+		char tdir[PATH_MAX] = "";
+
+		CU_ASSERT_EQUAL(audit_tracefs_mounted(mi, tdir, sizeof(tdir)), 0);
+		CU_ASSERT_STRING_EQUAL(tdir, "/sys/kernel/my tracing\tx");
+	}
 	/* the real file parses, and a missing one is an error, not "not mounted" */
 	CU_ASSERT(blockdev_check_mounted("/proc/self/mountinfo", "x", cases[3].devs, 1, err, sizeof(err)) == 0);
 	strf(mi, sizeof(mi), "%s/nope", dir);
 	CU_ASSERT_EQUAL(blockdev_check_mounted(mi, "/dev/x", cases[3].devs, 1, err, sizeof(err)), -ENOENT);
 	CU_ASSERT(HAS(err, "/dev/x") && HAS(err, mi));
+	{
+		char tdir[PATH_MAX] = "";
+
+		CU_ASSERT_EQUAL(audit_tracefs_mounted(mi, tdir, sizeof(tdir)), -ENOENT);
+	}
 }
 
 /* Any block device node will do for a crafted /proc/swaps. */
