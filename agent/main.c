@@ -30,6 +30,7 @@
 
 struct opts {
 	struct region_opts ro;
+	struct sim_opts *sims;	/* --sim-*: the sim backend's options (ro.sim), or NULL */
 	const char *connect;
 	const char *console;
 	const char *sysrq;	/* --sysrq PATH: crash requests allowed, written there */
@@ -53,9 +54,8 @@ struct opts {
 
 enum {
 	O_DEVICE = 256, O_OFFSET, O_LENGTH, O_WHOLE, O_CONNECT, O_BOARD, O_RECSZ, O_SEED, O_SIZE,
-	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIMPROF, O_SIMPROG, O_SIMCACHE, O_SIMSEED,
-	O_SIMRATE, O_SIMCUT, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE, O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ,
-	O_KEY, O_FRESHBOOT, O_FORCE, O_CONFIRMDEV, O_SIMCUTAT,
+	O_YES, O_BOOTDELAY, O_CTIMEOUT, O_PATTERN, O_SIM, O_HELP, O_VERBOSE, O_CONSOLE, O_BAUD, O_MODE,
+	O_RECORDS, O_QD, O_FLUSHEVERY, O_SYSRQ, O_KEY, O_FRESHBOOT, O_FORCE, O_CONFIRMDEV,
 };
 
 static const struct option long_opts[] = {
@@ -79,13 +79,13 @@ static const struct option long_opts[] = {
 	{ "boot-delay-ms", required_argument, NULL, O_BOOTDELAY },
 	{ "connect-timeout-ms", required_argument, NULL, O_CTIMEOUT },
 	{ "pattern", required_argument, NULL, O_PATTERN },
-	{ "sim-profile", required_argument, NULL, O_SIMPROF },
-	{ "sim-program-us", required_argument, NULL, O_SIMPROG },
-	{ "sim-cache-sectors", required_argument, NULL, O_SIMCACHE },
-	{ "sim-seed", required_argument, NULL, O_SIMSEED },
-	{ "sim-rate", required_argument, NULL, O_SIMRATE },
-	{ "sim-cut-after", required_argument, NULL, O_SIMCUT },
-	{ "sim-cut-at", required_argument, NULL, O_SIMCUTAT },
+	{ "sim-profile", required_argument, NULL, O_SIM },
+	{ "sim-program-us", required_argument, NULL, O_SIM },
+	{ "sim-cache-sectors", required_argument, NULL, O_SIM },
+	{ "sim-seed", required_argument, NULL, O_SIM },
+	{ "sim-rate", required_argument, NULL, O_SIM },
+	{ "sim-cut-after", required_argument, NULL, O_SIM },
+	{ "sim-cut-at", required_argument, NULL, O_SIM },
 	{ "verbose", no_argument, NULL, O_VERBOSE },	/* debug messages on stderr */
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "records", required_argument, NULL, O_RECORDS },
@@ -153,65 +153,10 @@ static int bad_arg(const char *opt, const char *val, const char *what)
 	return -EINVAL;
 }
 
-/*
- * A seed: the whole unsigned 64-bit range, 0 to 18446744073709551615, in
- * decimal (or hex with 0x). No sign, no spaces, nothing after the digits, and
- * no octal ("010" is ten). A seed the host configured must reach the
- * superblock and HELLO unchanged, never clamped.
- */
-static int parse_seed(const char *s, uint64_t *out)
-{
-	int base = 10;
-	unsigned long long v;
-	char *end;
-
-	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-		base = 16;
-		s += 2;
-	}
-	if (!((*s >= '0' && *s <= '9') || (base == 16 && ((*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, base);
-	if (errno || end == s || *end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-/* --sim-cut-at flush:N[:US] or fua:N[:US]: the sim's exact cut (emmc.h). */
-static int parse_sim_cut_at(const char *arg, struct sim_opts *so)
-{
-	char buf[64], *p, *q;
-	uint64_t n, us = 0;
-
-	if (strlen(arg) >= sizeof(buf))
-		return -EINVAL;
-	pc_strlcpy(buf, arg, sizeof(buf));
-	p = strchr(buf, ':');
-	if (!p)
-		return -EINVAL;
-	*p++ = 0;
-	q = strchr(p, ':');
-	if (q)
-		*q++ = 0;
-	if (pc_parse_u64(p, 0, &n) || n < 1 || n > UINT32_MAX || (q && (pc_parse_u64(q, 0, &us) || us > 1000000)))
-		return -EINVAL;
-	if (!strcmp(buf, "flush"))
-		so->cut_op = SIM_CUT_FLUSH;
-	else if (!strcmp(buf, "fua"))
-		so->cut_op = SIM_CUT_FUA;
-	else
-		return -EINVAL;
-	so->cut_nth = (uint32_t)n;
-	so->cut_delay_us = (uint32_t)us;
-	return 0;
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	char err[256];
-	int c;
+	int c, li = 0;
 
 	memset(o, 0, sizeof(*o));
 	o->record_size = 4096;
@@ -222,13 +167,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->qd = 1;
 	o->flush_every = 8;
 	o->pattern = PC_PAT_SEQUENTIAL;
-	o->ro.sim.program_us = 20;
-	o->ro.sim.cache_sectors = 256;
-	o->ro.sim.seed = 1;
-	o->ro.sim.rate = 0.01;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "hv", long_opts, NULL)) != -1) {
-		uint64_t v = 0;
+	while ((c = getopt_long(argc, argv, "hv", long_opts, &li)) != -1) {
 
 		switch (c) {
 		case O_DEVICE: o->ro.spec = optarg; break;
@@ -257,7 +197,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 				return bad_arg("--record-size", optarg, "expected a multiple of 512 up to 1M");
 			break;
 		case O_SEED:
-			if (parse_seed(optarg, &o->seed))
+			if (pc_parse_seed(optarg, &o->seed))
 				return bad_arg("--seed", optarg, "expected an integer from 0 to 18446744073709551615");
 			break;
 		case O_SIZE:
@@ -280,29 +220,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (o->pattern < 0)
 				return bad_arg("--pattern", optarg, "expected sequential or random");
 			break;
-		case O_SIMPROF:
-			if (sim_profile_parse(optarg, &o->ro.sim.profile, err, sizeof(err)))
-				return bad_arg("--sim-profile", optarg, err);
-			break;
-		case O_SIMPROG:
-			if (pc_parse_u64(optarg, 0, &v) || v > 1000000)
-				return bad_arg("--sim-program-us", optarg, "expected 0..1000000");
-			o->ro.sim.program_us = (uint32_t)v;
-			break;
-		case O_SIMCACHE:
-			if (pc_parse_u64(optarg, 0, &v) || v > 1048576)
-				return bad_arg("--sim-cache-sectors", optarg, "expected 0..1048576");
-			o->ro.sim.cache_sectors = (uint32_t)v;
-			break;
-		case O_SIMSEED:
-			if (parse_seed(optarg, &o->ro.sim.seed))
-				return bad_arg("--sim-seed", optarg, "expected an integer from 0 to 18446744073709551615");
-			break;
-		case O_SIMRATE: {
-			char *end;
-			o->ro.sim.rate = strtod(optarg, &end);
-			if (*end || end == optarg || o->ro.sim.rate < 0 || o->ro.sim.rate > 1)
-				return bad_arg("--sim-rate", optarg, "expected a number from 0 to 1");
+		case O_SIM: {
+			/* --sim-NAME: the sim's own option NAME (sim/emmc.h) */
+			char opt[64];
+
+			snprintf(opt, sizeof(opt), "--%s", long_opts[li].name);
+			if (dev_sim_opt(&o->sims, long_opts[li].name + 4, optarg, err, sizeof(err)))
+				return bad_arg(opt, optarg, err);
+			o->ro.sim = o->sims;
 			break;
 		}
 		case O_MODE:
@@ -321,15 +246,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case O_FLUSHEVERY:
 			if (pc_parse_u64(optarg, 0, &o->flush_every) || !o->flush_every)
 				return bad_arg("--flush-every", optarg, "expected a count >= 1");
-			break;
-		case O_SIMCUTAT:
-			if (parse_sim_cut_at(optarg, &o->ro.sim))
-				return bad_arg("--sim-cut-at", optarg, "expected flush:N[:US] or fua:N[:US], "
-					       "N 1..4294967295, US 0..1000000");
-			break;
-		case O_SIMCUT:
-			if (pc_parse_u64(optarg, 0, &o->ro.sim.cut_after))
-				return bad_arg("--sim-cut-after", optarg, "expected a sector count");
 			break;
 		case 'v':
 		case O_VERBOSE: o->verbose = 1; break;
@@ -855,7 +771,7 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
 				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
 				json_object_object_add(d, "io", json_object_new_string(
-					!io->aio ? "pwritev2" : strcmp(r->dev.ops->name, "sim") ? "io_uring" : "sim"));
+					!io->aio ? "pwritev2" : r->dev.ops->aio_name));
 				ret = link_send(l, d);
 			} else if (res.write_errno > 0 && res.write_errno < 4096 && res.write_seq) {
 				/* the device refused a write: a finding, and nothing more is written */
@@ -1140,6 +1056,7 @@ int main(int argc, char **argv)
 {
 	struct opts o;
 	const char *cmd;
+	int rc = 2;
 
 	pc_log_init("powercut-agent", PC_LOG_INFO);
 	/* a host that hangs up is an EPIPE to handle, not a death by SIGPIPE */
@@ -1157,18 +1074,22 @@ int main(int argc, char **argv)
 		printf("powercut-agent %s\n", PC_VERSION);
 		return 0;
 	}
-	if (parse_opts(argc - 1, argv + 1, &o))
+	if (parse_opts(argc - 1, argv + 1, &o)) {
+		dev_sim_opts_free(o.sims);
 		return 2;
+	}
 	if (!strcmp(cmd, "prepare"))
-		return cmd_prepare(&o);
-	if (!strcmp(cmd, "run"))
-		return cmd_run(&o);
-	if (!strcmp(cmd, "scan"))
-		return cmd_scan(&o);
-	if (!strcmp(cmd, "info"))
-		return cmd_info(&o);
-	if (!strcmp(cmd, "write"))
-		return cmd_write(&o);
-	pc_err("unknown command '%s' (commands: prepare, run, scan, info, write; see --help)", cmd);
-	return 2;
+		rc = cmd_prepare(&o);
+	else if (!strcmp(cmd, "run"))
+		rc = cmd_run(&o);
+	else if (!strcmp(cmd, "scan"))
+		rc = cmd_scan(&o);
+	else if (!strcmp(cmd, "info"))
+		rc = cmd_info(&o);
+	else if (!strcmp(cmd, "write"))
+		rc = cmd_write(&o);
+	else
+		pc_err("unknown command '%s' (commands: prepare, run, scan, info, write; see --help)", cmd);
+	dev_sim_opts_free(o.sims);
+	return rc;
 }

@@ -1709,6 +1709,32 @@ int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen)
 	return 0;
 }
 
+/*
+ * A seed: the whole unsigned 64-bit range, 0 to 18446744073709551615, in
+ * decimal (or hex with 0x). No sign, no spaces, nothing after the digits, and
+ * no octal ("010" is ten). A seed the host configured must reach the
+ * superblock and HELLO unchanged, never clamped.
+ */
+int pc_parse_seed(const char *s, uint64_t *out)
+{
+	int base = 10;
+	unsigned long long v;
+	char *end;
+
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!((*s >= '0' && *s <= '9') || (base == 16 && ((*s >= 'a' && *s <= 'f') || (*s >= 'A' && *s <= 'F')))))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, base);
+	if (errno || end == s || *end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
 int64_t pc_json_int_in(json_object *o, const char *key, int64_t min, int64_t max)
 {
 	json_object *v;

@@ -18,6 +18,7 @@
  * them instead of repeating them.
  */
 #include "sim/emmc.h"
+#include "sim/opts_int.h"
 #include "sim/sim_truth.h"
 
 #include <errno.h>
@@ -35,8 +36,6 @@
 #include "common/record.h"
 #include "common/util.h"
 
-#define SIM_DEF_PROGRAM_US	20u
-#define SIM_DEF_CACHE_SECTORS	256u
 #define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
 #define SIM_RANDOM_PROFILES	(SIM_P_TEARING_RELWR | SIM_P_PAIRED_PAGE | SIM_P_MISDIRECT | \
@@ -60,23 +59,6 @@
 /* Keep the compiler from moving status-page stores across each other or a write. */
 #define sim_barrier()	__asm__ __volatile__("" ::: "memory")
 
-static const struct {
-	const char *name;
-	unsigned bit;
-} sim_profiles[] = {
-	{ "honest", SIM_P_HONEST },
-	{ "lying-flush", SIM_P_LYING_FLUSH },
-	{ "no-cache", SIM_P_NO_CACHE },
-	{ "fua-ignored", SIM_P_FUA_IGNORED },
-	{ "tearing-relwr", SIM_P_TEARING_RELWR },
-	{ "subsector-tear", SIM_P_SUBSECTOR_TEAR },
-	{ "paired-page", SIM_P_PAIRED_PAGE },
-	{ "misdirect", SIM_P_MISDIRECT },
-	{ "bitrot", SIM_P_BITROT },
-	{ "stale", SIM_P_STALE },
-	{ "brick", SIM_P_BRICK },
-	{ "no-fua", SIM_P_NO_FUA },
-};
 
 /* Power-on steps already taken in the session done_session names. */
 #define SIM_DONE_TEAR	(1u << 0)
@@ -226,75 +208,6 @@ struct sim_emmc {
 	size_t cut_nents;
 };
 
-int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
-{
-	char valid[256] = "", *copy, *tok, *save = NULL;
-	unsigned b = 0;
-	int ret = 0, n = 0;
-
-	for (size_t i = 0; i < PC_ARRAY_SIZE(sim_profiles); i++) {
-		strncat(valid, i ? ", " : "", sizeof(valid) - strlen(valid) - 1);
-		strncat(valid, sim_profiles[i].name, sizeof(valid) - strlen(valid) - 1);
-	}
-	if (!s || !*s) {
-		snprintf(err, errlen, "empty sim profile (valid: %s, joined by '+')", valid);
-		return -EINVAL;
-	}
-	copy = strdup(s);
-	if (!copy) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	/* strtok would skip empty parts; "a++b" is a typo we want to report */
-	for (tok = copy; tok && !ret; tok = save) {
-		size_t i;
-
-		save = strchr(tok, '+');
-		if (save)
-			*save++ = 0;
-		for (i = 0; i < PC_ARRAY_SIZE(sim_profiles); i++)
-			if (strcmp(tok, sim_profiles[i].name) == 0)
-				break;
-		if (i == PC_ARRAY_SIZE(sim_profiles)) {
-			snprintf(err, errlen, "unknown sim profile '%s' in '%s' (valid: %s, joined by '+')",
-				 tok, s, valid);
-			ret = -EINVAL;
-		} else if (sim_profiles[i].bit == SIM_P_HONEST && (n || save)) {
-			snprintf(err, errlen, "sim profile 'honest' cannot be combined with others in '%s'", s);
-			ret = -EINVAL;
-		}
-		if (!ret)
-			b |= sim_profiles[i].bit;
-		n++;
-	}
-	free(copy);
-	if (!ret)
-		*bits = b;
-	return ret;
-}
-
-const char *sim_profile_name(unsigned bits, char *buf, size_t len)
-{
-	size_t used = 0;
-
-	if (!len)
-		return buf;
-	buf[0] = 0;
-	if (!bits) {
-		pc_strlcpy(buf, "honest", len);
-		return buf;
-	}
-	for (size_t i = 0; i < PC_ARRAY_SIZE(sim_profiles); i++) {
-		if (!(bits & sim_profiles[i].bit))
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", sim_profiles[i].name);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
-	return buf;
-}
-
 int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 {
 	int fd, ret = 0;
@@ -324,14 +237,14 @@ int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 	return ret;
 }
 
-static int sim_check_opts(const struct sim_opts *o, char *err, size_t errlen)
+static int sim_check_opts(const char *media, const struct sim_opts *o, char *err, size_t errlen)
 {
 	if (o->profile & ~(unsigned)SIM_ALL_PROFILES) {
 		snprintf(err, errlen, "sim profile bits 0x%x are unknown", o->profile & ~(unsigned)SIM_ALL_PROFILES);
 		return -EINVAL;
 	}
 	if (!(o->rate >= 0 && o->rate <= 1)) {	/* NaN too */
-		snprintf(err, errlen, "sim media %s: fault rate %g is outside 0..1", o->media, o->rate);
+		snprintf(err, errlen, "sim media %s: fault rate %g is outside 0..1", media, o->rate);
 		return -EINVAL;
 	}
 	return 0;
@@ -912,23 +825,27 @@ fail:
 	return ret;
 }
 
-int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, size_t errlen)
+int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emmc **out, char *err,
+		  size_t errlen)
 {
+	static const struct sim_opts defaults = { .program_us = SIM_DEF_PROGRAM_US,
+						  .cache_sectors = SIM_DEF_CACHE_SECTORS, .seed = 1, .rate = 0.01 };
+	const struct sim_opts *o = opts ? opts : &defaults;
 	struct sim_emmc *e;
 	int ret;
 
 	*out = NULL;
-	if (!o->media || !*o->media) {
+	if (!media || !*media) {
 		snprintf(err, errlen, "sim: no media file given");
 		return -EINVAL;
 	}
-	ret = sim_check_opts(o, err, errlen);
+	ret = sim_check_opts(media, o, err, errlen);
 	if (ret)
 		return ret;
 	e = calloc(1, sizeof(*e));
-	if (!e || !(e->media = strdup(o->media))) {
+	if (!e || !(e->media = strdup(media))) {
 		free(e);
-		snprintf(err, errlen, "sim media %s: out of memory", o->media);
+		snprintf(err, errlen, "sim media %s: out of memory", media);
 		return -ENOMEM;
 	}
 	e->fd = -1;

@@ -415,15 +415,17 @@ static void test_window_sim(void)
 	const char *dir = pc_test_tmpdir("sim-window");
 	char path[PATH_MAX], err[512];
 	uint8_t *w = aligned(2 * BLK), *want = aligned(1u << 20), *got = aligned(1u << 20);
+	struct sim_opts *so = NULL;
 	struct dev d;
 
 	strf(path, sizeof(path), "%s/media", dir);
 	unlink(path);
-	CU_ASSERT_FATAL(sim_emmc_create(path, 1u << 20, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(dev_sim_ops.create(path, 1u << 20, err, sizeof(err)) == 0);
+	CU_ASSERT_FATAL(dev_sim_opt(&so, "program-us", "1", err, sizeof(err)) == 0);
 	memset(&d, 0, sizeof(d));
 	d.ops = &dev_sim_ops;
 	d.o.path = path;
-	d.o.sim.program_us = 1;
+	d.o.sim = so;
 	CU_ASSERT_FATAL(d.ops->open(&d, 1) == 0);
 	CU_ASSERT(d.wlo == 0 && d.whi == 1u << 20);
 	CU_ASSERT_EQUAL(d.ops->read(&d, 0, want, 1u << 20), 0);
@@ -436,6 +438,7 @@ static void test_window_sim(void)
 	CU_ASSERT_EQUAL(d.ops->read(&d, 0, got, 1u << 20), 0);
 	CU_ASSERT_EQUAL(memcmp(got, want, 1u << 20), 0);
 	d.ops->close(&d);
+	dev_sim_opts_free(so);
 	free(w);
 	free(want);
 	free(got);
