@@ -85,7 +85,9 @@ SIM      ?= 1
 COMMON_SRC  := $(sort $(wildcard common/*.c))
 SIM_SRC     := $(sort $(wildcard sim/*.c))
 SIM_HOST_SRC := sim/opts.c
-AGENT_SRC   := $(filter-out agent/main.c agent/dev_sim.c agent/dev_nosim.c,$(sort $(wildcard agent/*.c)))
+# the commands (main.c, cmd_*.c) are the agent's alone; the rest is a library the tests link too
+AGENT_CMD_SRC := agent/main.c $(sort $(wildcard agent/cmd_*.c))
+AGENT_SRC   := $(filter-out $(AGENT_CMD_SRC) agent/dev_sim.c agent/dev_nosim.c,$(sort $(wildcard agent/*.c)))
 AGENT_SIM_SRC := $(if $(filter 0,$(SIM)),agent/dev_nosim.c,agent/dev_sim.c $(SIM_SRC))
 RELAY_SRC   := $(sort $(wildcard relay/*.c))
 HARNESS_SRC := $(filter-out harness/cli/main.c,$(sort $(wildcard harness/*/*.c)))
@@ -110,7 +112,7 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/powercut-agent: $(AGENT_OBJ) $(B)/obj/agent/main.o
+$(B)/powercut-agent: $(AGENT_OBJ) $(call objs,$(B),$(AGENT_CMD_SRC))
 	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 $(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/cli/main.o
