@@ -349,6 +349,60 @@ static int known_add(struct scan_known *kn, const struct pc_msg *m)
 	return 0;
 }
 
+/* WORK: the writer's run, its lines on the link with the AUDIT lines, then
+ * DONE, or the refused write (a finding), or the error. */
+static int serve_work(struct region *r, struct writer_io *io, struct link *l, const struct pc_msg *m)
+{
+	struct audited aud = { .l = l, .last_ms = pc_now_ms() };
+	char err[1024] = "";
+	struct writer_result res;
+	int ret;
+
+	memset(&res, 0, sizeof(res));
+	audit_reset(&g_audit);
+	/* the audit is on: the host knows from the start (a cut before
+	 * the first request leaves an empty count, not none) */
+	audit_send(&aud, 1);
+	/* the writer's lines of one reap go out in one write */
+	link_cork(l);
+	ret = writer_run(r, io, &m->u.work, &(struct writer_sink){ sink_line, sink_flush, &aud }, &res,
+			 err, sizeof(err));
+	{
+		int u = link_uncork(l);
+
+		if (!ret && u) {
+			snprintf(err, sizeof(err), "sending to the host failed: %s", strerror(-u));
+			ret = u;
+		}
+	}
+	audit_poll(&g_audit);
+	if (ret == 0) {
+		json_object *d = pc_msg_new(PC_MSG_DONE);
+		json_object_object_add(d, "audit", audit_json(&g_audit));
+		json_object_object_add(d, "records", json_object_new_int64((int64_t)res.records));
+		json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
+		json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
+		json_object_object_add(d, "io", json_object_new_string(
+			!io->aio ? "pwritev2" : r->dev.ops->aio_name));
+		ret = link_send(l, d);
+	} else if (res.write_errno > 0 && res.write_errno < 4096 && res.write_seq) {
+		/* the device refused a write: a finding, and nothing more is written */
+		json_object *e = pc_msg_error("%s", err), *we = json_object_new_object();
+		pc_err("%s", err);
+		json_object_object_add(we, "errno", json_object_new_int(res.write_errno));
+		json_object_object_add(we, "lba", json_object_new_uint64(res.write_lba));
+		json_object_object_add(we, "seq", json_object_new_uint64(res.write_seq));
+		json_object_object_add(we, "mode", json_object_new_string(pc_mode_name(m->u.work.mode)));
+		json_object_object_add(e, "write_error", we);
+		link_send(l, e);
+	} else {
+		pc_err("%s", err);
+		audit_send(&aud, 1);
+		link_send(l, pc_msg_error("%s", err));
+	}
+	return ret;
+}
+
 /* One authenticated session: the host's requests until it hangs up. */
 static int serve(struct opts *o, struct region *r, struct writer_io *io, struct link *l, int have_region)
 {
@@ -360,7 +414,6 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 	for (;;) {
 		struct pc_msg m;
 		struct scan_stats st;
-		struct writer_result res;
 
 		ret = link_recv(l, &m, err, sizeof(err));
 		if (ret == -EPIPE) {
@@ -423,54 +476,9 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 					 st.slots, st.anomalies, st.raw_sent, st.known, st.ms);
 			}
 			break;
-		case PC_MSG_WORK: {
-			struct audited aud = { .l = l, .last_ms = pc_now_ms() };
-
-			err[0] = 0;
-			memset(&res, 0, sizeof(res));
-			audit_reset(&g_audit);
-			/* the audit is on: the host knows from the start (a cut before
-			 * the first request leaves an empty count, not none) */
-			audit_send(&aud, 1);
-			/* the writer's lines of one reap go out in one write */
-			link_cork(l);
-			ret = writer_run(r, io, &m.u.work, &(struct writer_sink){ sink_line, sink_flush, &aud }, &res,
-					 err, sizeof(err));
-			{
-				int u = link_uncork(l);
-
-				if (!ret && u) {
-					snprintf(err, sizeof(err), "sending to the host failed: %s", strerror(-u));
-					ret = u;
-				}
-			}
-			audit_poll(&g_audit);
-			if (ret == 0) {
-				json_object *d = pc_msg_new(PC_MSG_DONE);
-				json_object_object_add(d, "audit", audit_json(&g_audit));
-				json_object_object_add(d, "records", json_object_new_int64((int64_t)res.records));
-				json_object_object_add(d, "ms", json_object_new_int64((int64_t)res.ms));
-				json_object_object_add(d, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
-				json_object_object_add(d, "io", json_object_new_string(
-					!io->aio ? "pwritev2" : r->dev.ops->aio_name));
-				ret = link_send(l, d);
-			} else if (res.write_errno > 0 && res.write_errno < 4096 && res.write_seq) {
-				/* the device refused a write: a finding, and nothing more is written */
-				json_object *e = pc_msg_error("%s", err), *we = json_object_new_object();
-				pc_err("%s", err);
-				json_object_object_add(we, "errno", json_object_new_int(res.write_errno));
-				json_object_object_add(we, "lba", json_object_new_uint64(res.write_lba));
-				json_object_object_add(we, "seq", json_object_new_uint64(res.write_seq));
-				json_object_object_add(we, "mode", json_object_new_string(pc_mode_name(m.u.work.mode)));
-				json_object_object_add(e, "write_error", we);
-				link_send(l, e);
-			} else {
-				pc_err("%s", err);
-				audit_send(&aud, 1);
-				link_send(l, pc_msg_error("%s", err));
-			}
+		case PC_MSG_WORK:
+			ret = serve_work(r, io, l, &m);
 			break;
-		}
 		default:
 			link_send(l, pc_msg_error("agent does not accept '%s' messages", pc_msg_type_name(m.type)));
 			ret = -EINVAL;
@@ -484,6 +492,91 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 	}
 }
 
+/*
+ * Reach the host and authenticate, then serve it; start over when the host
+ * drops the link before it has spoken, until --connect-timeout-ms. The exit
+ * status: 0 served, 1 not.
+ */
+static int run_sessions(struct opts *o, struct region *r, struct writer_io *io, int have_region,
+			const char *region_err, struct pc_auth_key *key, struct link *l)
+{
+	char err[1024] = "";
+	const char *cause = "no_challenge";
+	uint64_t deadline;
+	int ret, rc = 1, tries = 0;
+
+	/* reach the host and authenticate; start over when the host drops the
+	 * link before it has spoken (a full queue, a restart) */
+	deadline = pc_now_ms() + o->connect_timeout_ms;
+	for (;;) {
+		uint64_t now = pc_now_ms();
+		uint32_t left = now < deadline ? (uint32_t)(deadline - now) : 0;
+
+		if (o->console) {
+			ret = link_open_serial(l, o->console, (uint32_t)o->baud, err, sizeof(err));
+			if (ret) {
+				setup_said(o, "console", "%s", err);
+				return rc;
+			}
+			/* the agent's own messages belong on the console */
+			if (dup2(l->fd, STDERR_FILENO) >= 0)
+				g_console_on_stderr = 1;
+		} else {
+			/* one try first: a refusal is said at once (the console
+			 * shows it while the host still waits), then the rest */
+			ret = link_connect(l, o->connect, 0, err, sizeof(err));
+			if (ret && ret != -EINVAL && left) {
+				setup_said(o, "connect", "%s; trying for %u ms more", err, left);
+				ret = link_connect(l, o->connect, left, err, sizeof(err));
+			}
+			if (ret) {
+				setup_said(o, "connect", "%s", err);
+				return rc;
+			}
+		}
+		tries++;
+		ret = link_handshake(l, key, hello_msg(have_region ? r : NULL, r, io, o->board, region_err),
+				     left < CHALLENGE_WAIT_MS ? (left ? left : 1) : CHALLENGE_WAIT_MS, err, sizeof(err));
+		if (ret == 0) {
+			ret = serve(o, r, io, l, have_region);
+			if (ret == 0 && !l->confirmed) {
+				ret = -EPIPE;
+				cause = "key_refused";
+				snprintf(err, sizeof(err), "the host at %s closed the link without an authenticated word "
+					 "after the proof: it did not accept it (is --key the campaign's key?)", l->peer);
+			} else {
+				if (ret == 0)
+					rc = have_region ? 0 : 1;
+				break;
+			}
+		} else {
+			cause = ret == -EPIPE ? "hello_refused" : "no_challenge";
+		}
+		link_close(l);
+		if (pc_now_ms() >= deadline) {
+			if (!strcmp(cause, "no_challenge"))
+				setup_said(o, cause, "%s; gave up after %" PRIu64 " ms and %d tr%s (%s)", err,
+					   o->connect_timeout_ms, tries, tries == 1 ? "y" : "ies", o->console ?
+					   "is the host's end of this console open, at this baud, and no getty on it?" :
+					   "is --connect the campaign's listen address, or another service's?");
+			else
+				setup_said(o, cause, "%s; gave up after %" PRIu64 " ms%s", err, o->connect_timeout_ms,
+					   !strcmp(cause, "hello_refused") ? " (the host's log says why it refused the "
+					   "hello: is --board one of the campaign's boards, and is that board being "
+					   "powered on?)" : "");
+			return rc;
+		}
+		if (tries == 1)
+			/* said at once, marked: the host may judge the boot before
+			 * the agent gives up */
+			setup_said(o, cause, "%s; trying again for %" PRIu64 " ms", err, deadline - pc_now_ms());
+		else
+			pc_info("%s; trying again", err);
+		pc_sleep_us(100000);
+	}
+	return rc;
+}
+
 int cmd_run(struct opts *o)
 {
 	struct region r;
@@ -493,9 +586,8 @@ int cmd_run(struct opts *o)
 	char err[1024] = "";
 	char *region_err = NULL;
 	const char *keyfile = o->key ? o->key : getenv("PC_KEY_FILE");
-	const char *cause = "no_challenge";
-	uint64_t deadline;
-	int ret, rc = 1, have_region = 0, tries = 0;
+	const char *cause;
+	int ret, rc, have_region = 0;
 
 	if ((!o->connect == !o->console) || !o->board) {
 		setup_said(o, "usage", "run needs --board NAME and one of --connect HOST:PORT or --console TTY (%s%s%s)",
@@ -544,76 +636,7 @@ int cmd_run(struct opts *o)
 		writer_probe(&r, &io);
 		audit_open(&g_audit, &r);
 	}
-	/* reach the host and authenticate; start over when the host drops the
-	 * link before it has spoken (a full queue, a restart) */
-	deadline = pc_now_ms() + o->connect_timeout_ms;
-	for (;;) {
-		uint64_t now = pc_now_ms();
-		uint32_t left = now < deadline ? (uint32_t)(deadline - now) : 0;
-
-		if (o->console) {
-			ret = link_open_serial(&l, o->console, (uint32_t)o->baud, err, sizeof(err));
-			if (ret) {
-				setup_said(o, "console", "%s", err);
-				goto out;
-			}
-			/* the agent's own messages belong on the console */
-			if (dup2(l.fd, STDERR_FILENO) >= 0)
-				g_console_on_stderr = 1;
-		} else {
-			/* one try first: a refusal is said at once (the console
-			 * shows it while the host still waits), then the rest */
-			ret = link_connect(&l, o->connect, 0, err, sizeof(err));
-			if (ret && ret != -EINVAL && left) {
-				setup_said(o, "connect", "%s; trying for %u ms more", err, left);
-				ret = link_connect(&l, o->connect, left, err, sizeof(err));
-			}
-			if (ret) {
-				setup_said(o, "connect", "%s", err);
-				goto out;
-			}
-		}
-		tries++;
-		ret = link_handshake(&l, &key, hello_msg(have_region ? &r : NULL, &r, &io, o->board, region_err),
-				     left < CHALLENGE_WAIT_MS ? (left ? left : 1) : CHALLENGE_WAIT_MS, err, sizeof(err));
-		if (ret == 0) {
-			ret = serve(o, &r, &io, &l, have_region);
-			if (ret == 0 && !l.confirmed) {
-				ret = -EPIPE;
-				cause = "key_refused";
-				snprintf(err, sizeof(err), "the host at %s closed the link without an authenticated word "
-					 "after the proof: it did not accept it (is --key the campaign's key?)", l.peer);
-			} else {
-				if (ret == 0)
-					rc = have_region ? 0 : 1;
-				break;
-			}
-		} else {
-			cause = ret == -EPIPE ? "hello_refused" : "no_challenge";
-		}
-		link_close(&l);
-		if (pc_now_ms() >= deadline) {
-			if (!strcmp(cause, "no_challenge"))
-				setup_said(o, cause, "%s; gave up after %" PRIu64 " ms and %d tr%s (%s)", err,
-					   o->connect_timeout_ms, tries, tries == 1 ? "y" : "ies", o->console ?
-					   "is the host's end of this console open, at this baud, and no getty on it?" :
-					   "is --connect the campaign's listen address, or another service's?");
-			else
-				setup_said(o, cause, "%s; gave up after %" PRIu64 " ms%s", err, o->connect_timeout_ms,
-					   !strcmp(cause, "hello_refused") ? " (the host's log says why it refused the "
-					   "hello: is --board one of the campaign's boards, and is that board being "
-					   "powered on?)" : "");
-			goto out;
-		}
-		if (tries == 1)
-			/* said at once, marked: the host may judge the boot before
-			 * the agent gives up */
-			setup_said(o, cause, "%s; trying again for %" PRIu64 " ms", err, deadline - pc_now_ms());
-		else
-			pc_info("%s; trying again", err);
-		pc_sleep_us(100000);
-	}
-out:
+	rc = run_sessions(o, &r, &io, have_region, region_err, &key, &l);
 	explicit_bzero(&key, sizeof(key));
 	free(region_err);
 	link_close(&l);

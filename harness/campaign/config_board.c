@@ -392,6 +392,51 @@ uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t fl
  * "cut": {"at": "random", "window_ms": [min, max]}, {"at": "acks", "acks":
  * [min, max]}, or {"at": "flush" | "fua", "nth": [min, max], "delay_us": D}.
  */
+/* A cut at the nth cache flush or FUA write (plan "flush" or "fua"): nth
+ * within what every mode of the board issues in a cycle, delay_us within the
+ * work timeout. */
+static int cfg_cut_io(struct cfg_ctx *x, struct board_cfg *b, json_object *c, const char *at)
+{
+	/* every mode of the board must issue the I/O, and as often as nth may ask */
+	const char *what = b->cut == CUT_FLUSH ? "cache flushes" : "FUA writes";
+	json_object *v;
+	char path[160];
+	uint32_t ops = UINT32_MAX;
+	int rc, worst = -1;
+
+	for (unsigned i = 0; i < b->nmodes; i++) {
+		uint32_t n = config_cut_ops(b->cut, b->modes[i], b->records_per_cycle, b->flush_every);
+
+		if (!n)
+			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "at"),
+					"mode %s issues no %s: the plan \"%s\" needs modes that do (%s)",
+					pc_mode_name((enum pc_mode)b->modes[i]), what, at,
+					b->cut == CUT_FLUSH ? "flush, journal" : "fua, fua+flush, journal");
+		if (n < ops) {
+			ops = n;
+			worst = b->modes[i];
+		}
+	}
+	b->cut_min = 1;
+	b->cut_max = ops;
+	if ((v = cfg_jget(c, "nth")) && (rc = cfg_pair(x, v, "nth", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
+		return rc;
+	if (b->cut_max > ops)
+		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "nth"),
+				"%" PRIu32 " is more than the %" PRIu32 " %s a cycle of mode %s issues "
+				"(records_per_cycle %" PRIu32 ", flush_every %" PRIu32 "): lower nth", b->cut_max,
+				ops, what, pc_mode_name((enum pc_mode)worst), b->records_per_cycle, b->flush_every);
+	if ((v = cfg_jget(c, "delay_us")) &&
+	    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"), 0, CFG_MAX_DELAY_US,
+			  &b->cut_delay_us)))
+		return rc;
+	if (b->cut_delay_us / 1000 >= b->work_timeout_ms)
+		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"),
+				"%" PRIu32 " us is not within work_timeout_ms (%" PRIu32 ")", b->cut_delay_us,
+				b->work_timeout_ms);
+	return 0;
+}
+
 static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
 	static const char *const random_keys[] = { "at", "window_ms", NULL };
@@ -403,8 +448,7 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	json_object *c = cfg_bval(x, "cut"), *v, *oc, *pair;
 	const char *at = "random";
 	char path[160];
-	uint32_t ops = UINT32_MAX;
-	int rc, worst = -1;
+	int rc;
 
 	b->cut = CUT_RANDOM;
 	b->cut_min = 5;
@@ -454,40 +498,8 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "window_ms"),
 					"the window ends at %" PRIu32 " ms, after work_timeout_ms (%" PRIu32
 					"): narrow the window or raise work_timeout_ms", b->cut_max, b->work_timeout_ms);
-	} else {
-		/* every mode of the board must issue the I/O, and as often as nth may ask */
-		const char *what = b->cut == CUT_FLUSH ? "cache flushes" : "FUA writes";
-
-		for (unsigned i = 0; i < b->nmodes; i++) {
-			uint32_t n = config_cut_ops(b->cut, b->modes[i], b->records_per_cycle, b->flush_every);
-
-			if (!n)
-				return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "at"),
-						"mode %s issues no %s: the plan \"%s\" needs modes that do (%s)",
-						pc_mode_name((enum pc_mode)b->modes[i]), what, at,
-						b->cut == CUT_FLUSH ? "flush, journal" : "fua, fua+flush, journal");
-			if (n < ops) {
-				ops = n;
-				worst = b->modes[i];
-			}
-		}
-		b->cut_min = 1;
-		b->cut_max = ops;
-		if ((v = cfg_jget(c, "nth")) && (rc = cfg_pair(x, v, "nth", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
-			return rc;
-		if (b->cut_max > ops)
-			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "nth"),
-					"%" PRIu32 " is more than the %" PRIu32 " %s a cycle of mode %s issues "
-					"(records_per_cycle %" PRIu32 ", flush_every %" PRIu32 "): lower nth", b->cut_max,
-					ops, what, pc_mode_name((enum pc_mode)worst), b->records_per_cycle, b->flush_every);
-		if ((v = cfg_jget(c, "delay_us")) &&
-		    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"), 0, CFG_MAX_DELAY_US,
-				  &b->cut_delay_us)))
-			return rc;
-		if (b->cut_delay_us / 1000 >= b->work_timeout_ms)
-			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"),
-					"%" PRIu32 " us is not within work_timeout_ms (%" PRIu32 ")", b->cut_delay_us,
-					b->work_timeout_ms);
+	} else if ((rc = cfg_cut_io(x, b, c, at))) {
+		return rc;
 	}
 	oc = json_object_new_object();
 	pair = json_object_new_array();
@@ -513,12 +525,70 @@ static const uint32_t bauds[] = { 9600, 19200, 38400, 57600, 115200, 230400, 460
  * it is captured into the cycle's console log and times the boot, and never
  * carries the protocol.
  */
+/* The serial console: the link itself (serial) or the one captured beside a
+ * tcp link (console): a tty or a network console, its rate, boot patterns. */
+static int cfg_link_console(struct cfg_ctx *x, struct board_cfg *b, json_object *l)
+{
+	const char *dkey = b->link_serial ? "device" : "console", *dev;
+	json_object *v;
+	char path[160];
+	int rc;
+
+	v = cfg_jget(l, dkey);
+	if (!v)
+		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "link", NULL),
+				"missing 'device' (the board's serial console, e.g. /dev/ttyUSB0)");
+	if ((rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "link", dkey), &dev)))
+		return rc;
+	if (!dev[0])
+		return cfg_fail(x, path, "empty: name the board's serial console, e.g. /dev/ttyUSB0 or "
+				"tcp://HOST:PORT");
+	if (strlen(dev) >= sizeof(b->serial_device))
+		return cfg_fail(x, path, "path too long");
+	if (netserial_is_url(dev)) {
+		char host[256], serv[8], why[160];
+		enum ns_proto proto;
+
+		if (netserial_parse(dev, &proto, host, sizeof(host), serv, sizeof(serv), why, sizeof(why)))
+			return cfg_fail(x, path, "'%s': %s", dev, why);
+	} else if (strstr(dev, "://")) {
+		return cfg_fail(x, path, "'%s': expected a tty path, or tcp://HOST:PORT, telnet://HOST:PORT or "
+				"rfc2217://HOST:PORT", dev);
+	}
+	pc_strlcpy(b->serial_device, dev, sizeof(b->serial_device));
+	if ((v = cfg_jget(l, "baud"))) {
+		size_t i;
+		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "link", "baud"), 1, 4000000, &b->serial_baud)))
+			return rc;
+		for (i = 0; i < PC_ARRAY_SIZE(bauds) && bauds[i] != b->serial_baud; i++)
+			;
+		if (i == PC_ARRAY_SIZE(bauds))
+			return cfg_fail(x, path, "%u is not a supported rate (9600 19200 38400 57600 115200 "
+					"230400 460800 921600 1500000 3000000)", b->serial_baud);
+	}
+	if ((v = cfg_jget(l, "boot_patterns"))) {
+		cfg_bpath(x, path, sizeof(path), "link", "boot_patterns");
+		if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 8)
+			return cfg_fail(x, path, "expected an array of at most 8 strings");
+		for (size_t i = 0; i < json_object_array_length(v); i++) {
+			json_object *e = json_object_array_get_idx(v, i);
+			if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
+			    (size_t)json_object_get_string_len(e) >= sizeof(b->boot_patterns[0]))
+				return cfg_fail(x, path, "entry %zu: expected a non-empty string of at most 63 "
+						"characters", i);
+			pc_strlcpy(b->boot_patterns[b->nboot_patterns++], json_object_get_string(e),
+				   sizeof(b->boot_patterns[0]));
+		}
+	}
+	return 0;
+}
+
 static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
 	static const char *const tcp_keys[] = { "type", "console", "baud", "boot_patterns", NULL };
 	static const char *const serial_keys[] = { "type", "device", "baud", "boot_patterns", NULL };
 	json_object *l = cfg_bval(x, "link"), *v, *ol, *arr;
-	const char *type = "tcp", *dev;
+	const char *type = "tcp";
 	char path[160];
 	int rc;
 
@@ -549,56 +619,8 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				"'baud' and 'boot_patterns' on a tcp link are for its 'console': name it (the board's "
 				"serial console to capture, e.g. /dev/ttyUSB0 or tcp://HOST:PORT)");
 	b->console_capture = !b->link_serial && l && cfg_jget(l, "console");
-	if (b->link_serial || b->console_capture) {
-		const char *dkey = b->link_serial ? "device" : "console";
-
-		v = cfg_jget(l, dkey);
-		if (!v)
-			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "link", NULL),
-					"missing 'device' (the board's serial console, e.g. /dev/ttyUSB0)");
-		if ((rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "link", dkey), &dev)))
-			return rc;
-		if (!dev[0])
-			return cfg_fail(x, path, "empty: name the board's serial console, e.g. /dev/ttyUSB0 or "
-					"tcp://HOST:PORT");
-		if (strlen(dev) >= sizeof(b->serial_device))
-			return cfg_fail(x, path, "path too long");
-		if (netserial_is_url(dev)) {
-			char host[256], serv[8], why[160];
-			enum ns_proto proto;
-
-			if (netserial_parse(dev, &proto, host, sizeof(host), serv, sizeof(serv), why, sizeof(why)))
-				return cfg_fail(x, path, "'%s': %s", dev, why);
-		} else if (strstr(dev, "://")) {
-			return cfg_fail(x, path, "'%s': expected a tty path, or tcp://HOST:PORT, telnet://HOST:PORT or "
-					"rfc2217://HOST:PORT", dev);
-		}
-		pc_strlcpy(b->serial_device, dev, sizeof(b->serial_device));
-		if ((v = cfg_jget(l, "baud"))) {
-			size_t i;
-			if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "link", "baud"), 1, 4000000, &b->serial_baud)))
-				return rc;
-			for (i = 0; i < PC_ARRAY_SIZE(bauds) && bauds[i] != b->serial_baud; i++)
-				;
-			if (i == PC_ARRAY_SIZE(bauds))
-				return cfg_fail(x, path, "%u is not a supported rate (9600 19200 38400 57600 115200 "
-						"230400 460800 921600 1500000 3000000)", b->serial_baud);
-		}
-		if ((v = cfg_jget(l, "boot_patterns"))) {
-			cfg_bpath(x, path, sizeof(path), "link", "boot_patterns");
-			if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 8)
-				return cfg_fail(x, path, "expected an array of at most 8 strings");
-			for (size_t i = 0; i < json_object_array_length(v); i++) {
-				json_object *e = json_object_array_get_idx(v, i);
-				if (!json_object_is_type(e, json_type_string) || !json_object_get_string_len(e) ||
-				    (size_t)json_object_get_string_len(e) >= sizeof(b->boot_patterns[0]))
-					return cfg_fail(x, path, "entry %zu: expected a non-empty string of at most 63 "
-							"characters", i);
-				pc_strlcpy(b->boot_patterns[b->nboot_patterns++], json_object_get_string(e),
-					   sizeof(b->boot_patterns[0]));
-			}
-		}
-	}
+	if ((b->link_serial || b->console_capture) && (rc = cfg_link_console(x, b, l)))
+		return rc;
 	ol = json_object_new_object();
 	cfg_put(ol, "type", json_object_new_string(b->link_serial ? "serial" : "tcp"));
 	if (b->link_serial || b->console_capture) {
