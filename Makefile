@@ -6,6 +6,7 @@
 #   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
 #   make install-agent the board's files only (a cross agent into a root file system)
 #   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
+#   make agent SIM=0  the agent without the emulated eMMC (B=DIR: beside the full one)
 #
 # Missing Debian build dependencies are installed by tools/install-deps
 # (from tools/debian-packages.txt, the one list .ci/run uses too).
@@ -76,9 +77,18 @@ STATIC_CFLAGS := $(if $(STATIC),-ffunction-sections -fdata-sections)
 comma := ,
 AGENT_LDFLAGS := $(if $(STATIC),-static -Wl$(comma)--gc-sections)
 
+# SIM=0 builds the agent without the emulated eMMC: no sim/ object is linked
+# and agent/dev_nosim.c stands in for agent/dev_sim.c (a sim: device is
+# refused, "built without the sim board"). The host links sim/opts.c alone (a
+# board's profile name is checked), never the emulator.
+SIM      ?= 1
 COMMON_SRC  := $(sort $(wildcard common/*.c))
 SIM_SRC     := $(sort $(wildcard sim/*.c))
-AGENT_SRC   := $(filter-out agent/main.c,$(sort $(wildcard agent/*.c)))
+SIM_HOST_SRC := sim/opts.c
+# the commands (main.c, cmd_*.c) are the agent's alone; the rest is a library the tests link too
+AGENT_CMD_SRC := agent/main.c $(sort $(wildcard agent/cmd_*.c))
+AGENT_SRC   := $(filter-out $(AGENT_CMD_SRC) agent/dev_sim.c agent/dev_nosim.c,$(sort $(wildcard agent/*.c)))
+AGENT_SIM_SRC := $(if $(filter 0,$(SIM)),agent/dev_nosim.c,agent/dev_sim.c $(SIM_SRC))
 RELAY_SRC   := $(sort $(wildcard relay/*.c))
 HARNESS_SRC := $(filter-out harness/cli/main.c,$(sort $(wildcard harness/*/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
@@ -86,8 +96,8 @@ TOOL_SRC    := $(sort $(wildcard tests/tools/*.c))
 
 objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
-AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC))
-HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(AGENT_SIM_SRC) $(AGENT_SRC))
+HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_HOST_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
 .PHONY: all agent host check lint unit integration demo deps install clean fault-matrix fixtures bench
 all: $(B)/powercut $(B)/powercut-agent
@@ -102,13 +112,13 @@ $(B)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-$(B)/powercut-agent: $(AGENT_OBJ) $(B)/obj/agent/main.o
+$(B)/powercut-agent: $(AGENT_OBJ) $(call objs,$(B),$(AGENT_CMD_SRC))
 	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 $(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/cli/main.o
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
 
-ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) agent/dev_sim.c $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
 $(B)/test-unit: $(ALL_LIB_OBJ) $(call objs,$(B),$(UNIT_SRC))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS)) $(CUNIT_LIBS)

@@ -94,22 +94,34 @@ static int put(const char *dir, const char *name, const char *val, char *why, si
 	return ret;
 }
 
-/* Where tracefs is: mounted already (/proc/self/mounts), else mounted at
+struct tracefs_find {
+	char *dir;
+	size_t len;
+};
+
+static int tracefs_one(const struct blockdev_mount *m, void *arg)
+{
+	struct tracefs_find *t = arg;
+
+	if (!m->fstype || strcmp(m->fstype, "tracefs"))
+		return 0;
+	snprintf(t->dir, t->len, "%s", m->mnt);
+	return 1;
+}
+
+int audit_tracefs_mounted(const char *mountinfo, char *dir, size_t len)
+{
+	return blockdev_mounts(mountinfo, tracefs_one, &(struct tracefs_find){ dir, len }) == 1 ? 0 : -ENOENT;
+}
+
+/* Where tracefs is: mounted already (/proc/self/mountinfo), else mounted at
  * /sys/kernel/tracing here (root only). */
 static int tracefs_dir(char *dir, size_t len, char *why, size_t wlen)
 {
-	FILE *f = fopen("/proc/self/mounts", "re");
-	char line[1024], src[256], mnt[512], type[64];
 	struct stat st;
 
-	while (f && fgets(line, sizeof(line), f))
-		if (sscanf(line, "%255s %511s %63s", src, mnt, type) == 3 && !strcmp(type, "tracefs")) {
-			fclose(f);
-			snprintf(dir, len, "%s", mnt);
-			return 0;
-		}
-	if (f)
-		fclose(f);
+	if (audit_tracefs_mounted("/proc/self/mountinfo", dir, len) == 0)
+		return 0;
 	if (stat("/sys/kernel/tracing", &st) != 0) {
 		snprintf(why, wlen, "no tracefs: /sys/kernel/tracing: %s (a kernel without CONFIG_TRACING?)",
 			 strerror(errno));

@@ -95,6 +95,11 @@ void audit_poll(struct audit *a);
 json_object *audit_json(const struct audit *a);
 void audit_close(struct audit *a);
 
+/* Where tracefs is mounted according to mountinfo (/proc/self/mountinfo, or
+ * a crafted file in its format): 0 with the mount point, unescaped, in dir;
+ * -ENOENT when no tracefs is mounted or the file cannot be read. */
+int audit_tracefs_mounted(const char *mountinfo, char *dir, size_t len);
+
 /* One line of trace_pipe: 0 and the request's dev (kernel encoding),
  * rwbs, first sector and sectors (-1 when the line is not a
  * block_rq_issue event). */

@@ -347,13 +347,14 @@ static int devs_index(const dev_t *devs, size_t n, dev_t d)
 	return -1;
 }
 
-/* Split one mountinfo line: device number, mount point, mount source. */
-static int mountinfo_split(char *line, dev_t *dev, char **mnt, char **src)
+/* Split one mountinfo line: device number, mount point, type and source
+ * (escaped still; type and source NULL when missing). */
+static int mountinfo_split(char *line, dev_t *dev, char **mnt, char **fstype, char **src)
 {
 	char *save = NULL, *tok;
 	int field = 0, ret = -EINVAL;
 
-	*src = NULL;
+	*mnt = *fstype = *src = NULL;
 	for (tok = strtok_r(line, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save), field++) {
 		if (field == 2)
 			ret = parse_devno(tok, dev);
@@ -361,7 +362,7 @@ static int mountinfo_split(char *line, dev_t *dev, char **mnt, char **src)
 			*mnt = tok;
 		else if (field >= 6 && strcmp(tok, "-") == 0) {
 			/* after the separator: fstype, then the source */
-			if (strtok_r(NULL, " \n", &save))
+			if ((*fstype = strtok_r(NULL, " \n", &save)))
 				*src = strtok_r(NULL, " \n", &save);
 			break;
 		}
@@ -371,41 +372,69 @@ static int mountinfo_split(char *line, dev_t *dev, char **mnt, char **src)
 	return ret;
 }
 
-int blockdev_check_mounted(const char *mountinfo, const char *name, const dev_t *devs, size_t n,
-			   char *err, size_t errlen)
+int blockdev_mounts(const char *mountinfo, int (*fn)(const struct blockdev_mount *m, void *arg), void *arg)
 {
-	char *line = NULL, *mnt = NULL, *src = NULL;
+	char *line = NULL;
 	size_t cap = 0;
 	FILE *f;
 	int ret = 0;
 
 	f = fopen(mountinfo, "re");
-	if (!f) {
-		ret = -errno;
-		bd_errf(err, errlen, "%s: cannot read %s to check it is not mounted: %s", name, mountinfo,
-			 strerror(-ret));
-		return ret;
-	}
-	while (getline(&line, &cap, f) > 0) {
+	if (!f)
+		return -errno;
+	while (!ret && getline(&line, &cap, f) > 0) {
+		char *mnt, *fstype, *src;
 		dev_t d;
-		int i;
 
-		if (mountinfo_split(line, &d, &mnt, &src) != 0)
-			continue;
-		i = devs_index(devs, n, d);
-		if (i < 0)
+		if (mountinfo_split(line, &d, &mnt, &fstype, &src) != 0)
 			continue;
 		unescape_octal(mnt);
-		if (i == 0)
-			bd_errf(err, errlen, "%s is mounted on %s (mountinfo); unmount it first", name, mnt);
-		else
-			bd_errf(err, errlen, "%s is a whole disk whose partition %s (%u:%u) is mounted on %s "
-				 "(mountinfo); unmount it first", name, src ? src : "?", major(d), minor(d), mnt);
-		ret = -EBUSY;
-		break;
+		if (fstype)
+			unescape_octal(fstype);
+		if (src)
+			unescape_octal(src);
+		ret = fn(&(struct blockdev_mount){ .dev = d, .mnt = mnt, .fstype = fstype, .src = src }, arg);
 	}
 	free(line);
 	fclose(f);
+	return ret;
+}
+
+struct mounted_ctx {
+	const char *name;
+	const dev_t *devs;
+	size_t n;
+	char *err;
+	size_t errlen;
+	int found;
+};
+
+static int mounted_one(const struct blockdev_mount *m, void *arg)
+{
+	struct mounted_ctx *c = arg;
+	int i = devs_index(c->devs, c->n, m->dev);
+
+	if (i < 0)
+		return 0;
+	if (i == 0)
+		bd_errf(c->err, c->errlen, "%s is mounted on %s (mountinfo); unmount it first", c->name, m->mnt);
+	else
+		bd_errf(c->err, c->errlen, "%s is a whole disk whose partition %s (%u:%u) is mounted on %s "
+			 "(mountinfo); unmount it first", c->name, m->src ? m->src : "?", major(m->dev),
+			 minor(m->dev), m->mnt);
+	c->found = 1;
+	return -EBUSY;
+}
+
+int blockdev_check_mounted(const char *mountinfo, const char *name, const dev_t *devs, size_t n,
+			   char *err, size_t errlen)
+{
+	struct mounted_ctx c = { name, devs, n, err, errlen, 0 };
+	int ret = blockdev_mounts(mountinfo, mounted_one, &c);
+
+	if (ret && !c.found)
+		bd_errf(err, errlen, "%s: cannot read %s to check it is not mounted: %s", name, mountinfo,
+			 strerror(-ret));
 	return ret;
 }
 

@@ -50,6 +50,23 @@ int blockdev_whole_disk(dev_t dev, char *dir, size_t len, dev_t *disk);
  */
 int blockdev_family(dev_t dev, dev_t *devs, size_t max);
 
+/* One mount of a mountinfo file (proc(5)), its fields unescaped (\040 is a
+ * blank): pointers into the reader's line, valid during the callback only;
+ * fstype and src NULL when the line has none. */
+struct blockdev_mount {
+	dev_t dev;
+	const char *mnt;
+	const char *fstype;
+	const char *src;
+};
+
+/*
+ * The one reader of /proc/self/mountinfo (and of crafted files in that
+ * format): fn is called for each mount until it returns nonzero, which is
+ * then returned. 0 at the end, -errno when the file cannot be read.
+ */
+int blockdev_mounts(const char *mountinfo, int (*fn)(const struct blockdev_mount *m, void *arg), void *arg);
+
 /*
  * Refuse when any of devs[0..n) is mounted according to mountinfo, a file in
  * /proc/self/mountinfo format (tests pass a crafted one). name is the device

@@ -15,9 +15,15 @@
 
 #include <json-c/json.h>
 
-#include "sim/emmc.h"
-
 #define DEV_W_DSYNC	1u	/* FUA: RWF_DSYNC */
+
+/* What a backend is, in dev_ops.caps: the callers ask these, never a name. */
+#define DEV_CAP_RESOLVE		(1u << 0)	/* its spec is a file or block device: resolved first
+						 * (PARTLABEL=, UUID=, symlinks; blockdev_resolve) */
+#define DEV_CAP_REGION_AT_0	(1u << 1)	/* a region must start at offset 0 (the sim's truth
+						 * log counts LBAs from the start of the media) */
+#define DEV_CAP_AIO_INLINE	(1u << 2)	/* its asynchronous queue is one in name only: each
+						 * write completes when submitted, in order */
 
 struct dev;
 
@@ -35,7 +41,15 @@ struct dev_io {
 struct audit_counts;
 
 struct dev_ops {
-	const char *name;	/* "posix", "sim" */
+	const char *name;	/* "posix", "sim": reported (HELLO "backend"), never compared */
+	/* the spec prefix that picks this backend ("sim:"), NULL for the default */
+	const char *prefix;
+	unsigned caps;		/* DEV_CAP_* */
+	/* the asynchronous path as HELLO and DONE name it ("io_uring", "sim") */
+	const char *aio_name;
+	/* Make a missing device of size bytes (prepare; optional: only the sim's
+	 * media file can be made). 0 or -errno with err. */
+	int (*create)(const char *path, uint64_t size, char *err, size_t errlen);
 	int (*open)(struct dev *d, int for_write);
 	void (*close)(struct dev *d);
 	int (*read)(struct dev *d, uint64_t off, void *buf, size_t len);
@@ -68,11 +82,15 @@ struct dev_ops {
 	struct audit_counts *(*audit)(struct dev *d);
 };
 
+/* The sim backend's options (sim/emmc.h): opaque to everything but dev_sim.c. */
+struct sim_opts;
+
 struct dev_opts {
 	const char *path;		/* file or block device; for sim the media file */
 	int allow_whole_disk;
-	/* sim only */
-	struct sim_opts sim;
+	/* sim only: its options, NULL for the defaults; the caller's: they must
+	 * outlive the open device, which reads them and never frees them */
+	const struct sim_opts *sim;
 };
 
 struct dev {
@@ -94,10 +112,22 @@ struct dev {
 };
 
 extern const struct dev_ops dev_posix_ops;
+/* The emulated eMMC (dev_sim.c); in an agent built with `make SIM=0`
+ * (dev_nosim.c) it opens nothing and says the agent was built without it. */
 extern const struct dev_ops dev_sim_ops;
 
-/* Pick the backend for a device spec: "sim:PATH" gives sim, anything else posix. */
+/* Pick the backend for a device spec by its prefix: "sim:PATH" gives sim,
+ * anything else posix. */
 const struct dev_ops *dev_ops_for(const char *spec, const char **path);
+
+/*
+ * Set one of the sim backend's options (--sim-NAME VALUE; sim_opts_set in
+ * sim/emmc.h names them): *so is made on first use, the caller frees it with
+ * dev_sim_opts_free (NULL is fine). 0, or -EINVAL/-ENOENT with err saying
+ * what was expected; -ENOTSUP in an agent built without the sim board.
+ */
+int dev_sim_opt(struct sim_opts **so, const char *name, const char *val, char *err, size_t errlen);
+void dev_sim_opts_free(struct sim_opts *so);
 
 /*
  * The one bounds check of every write (pwrite, pwritev2, io_uring, raw MMC,

@@ -529,6 +529,8 @@ static void posix_identity(struct dev *d, json_object *obj)
 
 const struct dev_ops dev_posix_ops = {
 	.name = "posix",
+	.caps = DEV_CAP_RESOLVE,
+	.aio_name = "io_uring",
 	.open = posix_open,
 	.close = posix_close,
 	.read = posix_read,

@@ -21,14 +21,14 @@
 #include "common/util.h"
 #include "agent/audit.h"
 #include "agent/blockdev.h"
+#include "sim/emmc.h"
 
 #define SIM_QD_MAX	32u
-/* The defaults emmc.h documents; applied here so identity() reports them. */
-#define SIM_DEF_PROGRAM_US	20u
-#define SIM_DEF_CACHE_SECTORS	256u
 
 struct dev_sim {
 	struct sim_emmc *e;
+	struct sim_opts *dflt;		/* the defaults, when the caller gave no options */
+	const struct sim_opts *o;	/* what this device was opened with */
 	unsigned qd;			/* 0 until aio_setup */
 	struct dev_io *done[SIM_QD_MAX];	/* completed, not yet reaped: a ring */
 	unsigned first, ndone;
@@ -52,7 +52,6 @@ static int sim_open(struct dev *d, int for_write)
 		snprintf(d->err, sizeof(d->err), "sim media %s: out of memory", d->o.path);
 		return -ENOMEM;
 	}
-	d->o.sim.media = d->o.path;
 	/* the media is a file: one that backs a loop device or is swap is not ours */
 	if (for_write && stat(d->o.path, &st) == 0 && S_ISREG(st.st_mode)) {
 		ret = blockdev_check_file_unused(d->o.path, &st, d->err, sizeof(d->err));
@@ -61,12 +60,15 @@ static int sim_open(struct dev *d, int for_write)
 			return ret;
 		}
 	}
-	if (!d->o.sim.program_us)
-		d->o.sim.program_us = SIM_DEF_PROGRAM_US;
-	if (!d->o.sim.cache_sectors)
-		d->o.sim.cache_sectors = SIM_DEF_CACHE_SECTORS;
-	ret = sim_emmc_open(&d->o.sim, &s->e, d->err, sizeof(d->err));
+	s->o = d->o.sim;
+	if (!s->o && !(s->o = s->dflt = sim_opts_new())) {
+		free(s);
+		snprintf(d->err, sizeof(d->err), "sim media %s: out of memory", d->o.path);
+		return -ENOMEM;
+	}
+	ret = sim_emmc_open(d->o.path, s->o, &s->e, d->err, sizeof(d->err));
 	if (ret) {
+		sim_opts_free(s->dflt);
 		free(s);
 		return ret;
 	}
@@ -86,6 +88,7 @@ static void sim_close(struct dev *d)
 	if (!s)
 		return;
 	sim_emmc_close(s->e);
+	sim_opts_free(s->dflt);
 	free(s);
 	d->priv = NULL;
 }
@@ -142,7 +145,7 @@ static int sim_block_write(struct dev *d, struct dev_sim *s, uint64_t off, const
 {
 	int ret;
 
-	if (!(wflags & DEV_W_DSYNC) || !(d->o.sim.profile & SIM_P_NO_FUA)) {
+	if (!(wflags & DEV_W_DSYNC) || !(sim_opts_profile(s->o) & SIM_P_NO_FUA)) {
 		audit_count(&s->aud, (wflags & DEV_W_DSYNC) ? "WFS" : "WS", n);
 		return sim_emmc_write(s->e, off / PC_SECTOR, buf, n, (wflags & DEV_W_DSYNC) ? SIM_W_FUA : 0);
 	}
@@ -316,9 +319,18 @@ static void sim_identity(struct dev *d, json_object *obj)
 	const struct dev_sim *s = d->priv;
 	char pname[256], hex[33], serial[16];
 	json_object *q = json_object_new_object(), *f = json_object_new_object();
+	struct sim_opts *dflt = NULL;
+	const struct sim_opts *o = s ? s->o : d->o.sim;
 	struct stat st;
 	uint32_t psn;
+	unsigned prof;
 
+	if (!o && !(o = dflt = sim_opts_new())) {
+		json_object_put(q);
+		json_object_put(f);
+		return;
+	}
+	prof = sim_opts_profile(o);
 	json_object_object_add(obj, "type", json_object_new_string("sim-emmc"));
 	json_object_object_add(obj, "name", json_object_new_string("PCSIM"));
 	json_object_object_add(obj, "manfid", json_object_new_string("0x0000fe"));
@@ -329,24 +341,42 @@ static void sim_identity(struct dev *d, json_object *obj)
 		json_object_object_add(obj, "cid", json_object_new_string(hex));
 		json_object_object_add(obj, "serial", json_object_new_string(serial));
 	}
-	json_object_object_add(obj, "profile",
-			       json_object_new_string(sim_profile_name(d->o.sim.profile, pname, sizeof(pname))));
-	json_object_object_add(obj, "program_us", json_object_new_int64(d->o.sim.program_us));
-	json_object_object_add(obj, "cache_sectors", json_object_new_int64(d->o.sim.cache_sectors));
+	json_object_object_add(obj, "profile", json_object_new_string(sim_profile_name(prof, pname, sizeof(pname))));
+	json_object_object_add(obj, "program_us", json_object_new_int64(sim_opts_program_us(o)));
+	json_object_object_add(obj, "cache_sectors", json_object_new_int64(sim_opts_cache_sectors(o)));
 	/* the truth log counts power sessions: this lets the host map them to cycles */
 	if (s)
 		json_object_object_add(obj, "session", json_object_new_int64(sim_emmc_session(s->e)));
-	json_object_object_add(f, "rate", pc_json_double(d->o.sim.rate));
-	json_object_object_add(f, "seed", json_object_new_uint64(d->o.sim.seed));
+	json_object_object_add(f, "rate", pc_json_double(sim_opts_rate(o)));
+	json_object_object_add(f, "seed", json_object_new_uint64(sim_opts_seed(o)));
 	json_object_object_add(obj, "faults", f);
-	json_object_object_add(q, "fua", json_object_new_int((d->o.sim.profile & SIM_P_NO_FUA) ? 0 : 1));
+	json_object_object_add(q, "fua", json_object_new_int((prof & SIM_P_NO_FUA) ? 0 : 1));
 	json_object_object_add(q, "write_cache", json_object_new_string(
-		(d->o.sim.profile & SIM_P_NO_CACHE) ? "write through" : "write back"));
+		(prof & SIM_P_NO_CACHE) ? "write through" : "write back"));
 	json_object_object_add(obj, "queue", q);
+	sim_opts_free(dflt);
+}
+
+int dev_sim_opt(struct sim_opts **so, const char *name, const char *val, char *err, size_t errlen)
+{
+	if (!*so && !(*so = sim_opts_new())) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	return sim_opts_set(*so, name, val, err, errlen);
+}
+
+void dev_sim_opts_free(struct sim_opts *so)
+{
+	sim_opts_free(so);
 }
 
 const struct dev_ops dev_sim_ops = {
 	.name = "sim",
+	.prefix = "sim:",
+	.caps = DEV_CAP_REGION_AT_0 | DEV_CAP_AIO_INLINE,
+	.aio_name = "sim",
+	.create = sim_emmc_create,
 	.open = sim_open,
 	.close = sim_close,
 	.read = sim_read,

@@ -59,23 +59,21 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 	memset(r, 0, sizeof(*r));
 	r->dev.fd = -1;
 	pc_strlcpy(r->spec, o->spec ? o->spec : "", sizeof(r->spec));
-	if (ops == &dev_posix_ops) {
+	if (ops->caps & DEV_CAP_RESOLVE) {
 		ret = blockdev_resolve(path, r->path, sizeof(r->path), err, errlen);
 		if (ret)
 			return ret;
 	} else {
 		pc_strlcpy(r->path, path, sizeof(r->path));
 	}
-	if (ops == &dev_sim_ops && o->offset) {
-		/* the sim's ground-truth log counts LBAs from the start of the media */
-		snprintf(err, errlen, "%s: a sim device's region starts at offset 0; drop --offset", r->path);
+	if ((ops->caps & DEV_CAP_REGION_AT_0) && o->offset) {
+		snprintf(err, errlen, "%s: a %s device's region starts at offset 0; drop --offset", r->path, ops->name);
 		return -EINVAL;
 	}
 	r->dev.ops = ops;
 	r->dev.o.path = r->path;
 	r->dev.o.allow_whole_disk = o->allow_whole_disk;
 	r->dev.o.sim = o->sim;
-	r->dev.o.sim.media = r->path;
 	ret = ops->open(&r->dev, for_write);
 	if (ret) {
 		snprintf(err, errlen, "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
@@ -384,14 +382,16 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 		   uint64_t sim_size, int verbose, char *err, size_t errlen)
 {
 	struct region r;
+	const struct dev_ops *ops;
 	const char *path;
 	uint8_t *sb = NULL, *buf = NULL;
 	uint64_t len, t0 = pc_now_ms(), last = t0;
 	uint32_t per, slot;
 	int ret;
 
-	if (dev_ops_for(o->spec, &path) == &dev_sim_ops && access(path, F_OK) != 0) {
-		ret = sim_emmc_create(path, sim_size, err, errlen);
+	ops = dev_ops_for(o->spec, &path);
+	if (ops->create && access(path, F_OK) != 0) {
+		ret = ops->create(path, sim_size, err, errlen);
 		if (ret)
 			return ret;
 	}

@@ -25,7 +25,7 @@ struct region_opts {
 	uint64_t offset;	/* byte offset of the region on the device */
 	uint64_t length;	/* bytes; 0 = to the end of the device */
 	int allow_whole_disk;
-	struct sim_opts sim;	/* for sim: devices */
+	const struct sim_opts *sim;	/* for sim: devices (dev_sim_opt), NULL: the defaults */
 	/* prepare only: overwrite what libblkid recognises (or cannot judge)
 	 * when force is set and confirm_device is the resolved device path */
 	int force;
@@ -71,8 +71,9 @@ json_object *region_sb_state(const struct region *r);
  * the device nor in the range; a filesystem, RAID/LVM member, swap area,
  * partition table, or a probe that cannot tell, is overwritten only with
  * o->force and o->confirm_device equal to the resolved device path (-EEXIST
- * otherwise, err naming the device, what it holds and what to type). For sim
- * devices a missing media file of sim_size bytes is created first. Progress
+ * otherwise, err naming the device, what it holds and what to type). A
+ * backend that can make a missing device (the sim's media file: dev_ops
+ * create) makes one of sim_size bytes first. Progress
  * goes to stderr when verbose.
  */
 int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,

@@ -114,11 +114,15 @@ int writer_effective_mode(const struct writer_io *io, int mode)
 json_object *writer_describe(const struct region *r, const struct writer_io *io)
 {
 	json_object *o = json_object_new_object();
-	const char *async = io->aio ? (strcmp(r->dev.ops->name, "sim") == 0 ? "sim async queue" : "io_uring")
-				    : "pwrite";
-	char buf[512];
-
+	char async[64], buf[512];
 	const char *dsync = r->dev.dsync_how[0] ? r->dev.dsync_how : "pwritev2 RWF_DSYNC (FUA + flush)";
+
+	/* "io_uring"; "sim async queue", a queue in name only */
+	if (io->aio)
+		snprintf(async, sizeof(async), "%s%s", r->dev.ops->aio_name ? r->dev.ops->aio_name : r->dev.ops->name,
+			 (r->dev.ops->caps & DEV_CAP_AIO_INLINE) ? " async queue" : "");
+	else
+		snprintf(async, sizeof(async), "pwrite");
 
 	if (io->aio)
 		snprintf(buf, sizeof(buf), "%s RWF_DSYNC (FUA only)", async);

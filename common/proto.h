@@ -301,6 +301,10 @@ int pc_json_str(json_object *o, const char *key, const char **out, char *err, si
  * JSON double ("1.0", never "1"). */
 json_object *pc_json_double(double v);
 
+/* A seed as the agent's --seed and --sim-seed take it: 0 to 2^64-1 in decimal
+ * or 0x hex, no sign, no octal, nothing after the digits. 0 or -EINVAL. */
+int pc_parse_seed(const char *s, uint64_t *out);
+
 /* base64 (RFC 4648) */
 size_t pc_b64_encode(const uint8_t *in, size_t n, char *out);	/* out: 4*((n+2)/3)+1 bytes */
 int pc_b64_decode(const char *in, uint8_t *out, size_t outmax, size_t *outlen);

@@ -1,5 +1,6 @@
 /*
- * emmc.c - the emulated eMMC (see emmc.h and docs/sim.md).
+ * emmc.c - the emulated eMMC (see emmc.h and docs/sim.md); what outlives a
+ * cut and the faults taken at power-on are in emmc_power.c.
  *
  * The volatile write cache is a FIFO of write requests. Only one cached copy
  * of a sector is ever live: a write marks the sectors it overwrites dead in
@@ -18,7 +19,7 @@
  * them instead of repeating them.
  */
 #include "sim/emmc.h"
-#include "sim/sim_truth.h"
+#include "sim/emmc_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,266 +35,6 @@
 
 #include "common/record.h"
 #include "common/util.h"
-
-#define SIM_DEF_PROGRAM_US	20u
-#define SIM_DEF_CACHE_SECTORS	256u
-#define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
-/* the profiles that draw from the seeded generator and use the rate */
-#define SIM_RANDOM_PROFILES	(SIM_P_TEARING_RELWR | SIM_P_PAIRED_PAGE | SIM_P_MISDIRECT | \
-				 SIM_P_BITROT | SIM_P_STALE | SIM_P_BRICK)
-#define SIM_CHUNKS		8u	/* subsector-tear: a sector programs in 8 chunks of 64 bytes */
-#define SIM_CHUNK_BYTES		(PC_SECTOR / SIM_CHUNKS)
-#define SIM_PAIR_DISTANCE	64u	/* paired-page: sectors from a page back to its pair */
-/* Faults at power-on spare the first two sessions: prepare, and the boot whose
- * scan is the verifier's baseline (damage found there is taken as given). */
-#define SIM_QUIET_SESSIONS	2u
-#define SIM_MISDIRECT_TRIES	16u
-#define SIM_BITROT_TRIES	256u
-#define SIM_RING_ENTS		64u
-#define SIM_RING_PER_SESSION	32u	/* leaves room for records of older sessions */
-#define SIM_RING_DEF_BYTES	65536u	/* per entry when the region has no superblock yet */
-#define SIM_PAGE		4096u
-#define SIM_STATE_MAGIC		0x54534350u	/* "PCST" */
-#define SIM_RING_MAGIC		0x52534350u	/* "PCSR" */
-#define SIM_FILE_VERSION	1u
-
-/* Keep the compiler from moving status-page stores across each other or a write. */
-#define sim_barrier()	__asm__ __volatile__("" ::: "memory")
-
-static const struct {
-	const char *name;
-	unsigned bit;
-} sim_profiles[] = {
-	{ "honest", SIM_P_HONEST },
-	{ "lying-flush", SIM_P_LYING_FLUSH },
-	{ "no-cache", SIM_P_NO_CACHE },
-	{ "fua-ignored", SIM_P_FUA_IGNORED },
-	{ "tearing-relwr", SIM_P_TEARING_RELWR },
-	{ "subsector-tear", SIM_P_SUBSECTOR_TEAR },
-	{ "paired-page", SIM_P_PAIRED_PAGE },
-	{ "misdirect", SIM_P_MISDIRECT },
-	{ "bitrot", SIM_P_BITROT },
-	{ "stale", SIM_P_STALE },
-	{ "brick", SIM_P_BRICK },
-	{ "no-fua", SIM_P_NO_FUA },
-};
-
-/* Power-on steps already taken in the session done_session names. */
-#define SIM_DONE_TEAR	(1u << 0)
-#define SIM_DONE_PAIRED	(1u << 1)
-#define SIM_DONE_BITROT	(1u << 2)
-#define SIM_DONE_STALE	(1u << 3)
-
-enum sim_pend_kind {
-	SIM_PEND_NONE,
-	SIM_PEND_TEAR,
-	SIM_PEND_PAIRED,
-	SIM_PEND_BITROT,
-	SIM_PEND_STALE,
-	SIM_PEND_NKINDS,
-};
-
-#define SIM_PEND_MAXKV	5
-
-/* The truth line of each power-on fault: its members, in order, then expect. */
-static const struct {
-	const char *ev;
-	const char *keys[SIM_PEND_MAXKV];
-	unsigned nkv;
-	const char *expect;
-	unsigned done;
-} sim_pend_kinds[SIM_PEND_NKINDS] = {
-	[SIM_PEND_TEAR] = { "subsector_tear", { "lba", "sector_lba", "offset", "seq" }, 4,
-			    "torn_sector", SIM_DONE_TEAR },
-	[SIM_PEND_PAIRED] = { "paired_page", { "lba", "sector_lba", "cut_lba", "bits", "seq" }, 5,
-			      "corrupt-or-collateral", SIM_DONE_PAIRED },
-	[SIM_PEND_BITROT] = { "bitrot", { "lba", "sector_lba", "bits", "seq" }, 4,
-			      "corrupt-or-collateral", SIM_DONE_BITROT },
-	[SIM_PEND_STALE] = { "stale", { "lba", "n", "seq_restored", "seq_lost" }, 4,
-			     "stale", SIM_DONE_STALE },
-};
-
-/*
- * A power-on fault in progress. Stage 1: decided, its line may not be in the
- * log yet; stage 2: logged, its media write may not be done yet. The write
- * puts fixed bytes at a fixed place, so doing it twice is harmless.
- */
-struct sim_pend {
-	uint32_t stage;
-	uint32_t kind;			/* enum sim_pend_kind */
-	uint32_t session;		/* the line's session */
-	uint32_t done_session;		/* the power-on whose step this is */
-	uint64_t v[SIM_PEND_MAXKV];	/* the line's members, as sim_pend_kinds names them */
-	uint64_t lba;			/* where the media write goes */
-	uint32_t n;			/* sectors; 0: only a line (a tear is already on the media) */
-	uint32_t ring;			/* stale: the ring entry holding the data */
-	uint8_t data[PC_SECTOR];	/* paired-page, bitrot: the damaged sector */
-};
-
-/* The status page, <media>.state. */
-struct sim_state {
-	uint32_t magic;
-	uint32_t version;
-	uint64_t dev, ino;	/* the media file it describes */
-	uint32_t session;	/* the session whose programming it describes */
-	uint32_t prog;		/* a sector is being programmed */
-	uint64_t req_lba;	/* the request it belongs to: lba, n, seq */
-	uint64_t req_seq;
-	uint32_t req_n;
-	uint32_t sect_idx;	/* the new sector's header: idx, seq */
-	uint64_t sect_lba;
-	uint64_t sect_seq;
-	uint32_t chunks_done;	/* chunks programmed, of nchunks */
-	uint32_t nchunks;
-	uint32_t done;		/* SIM_DONE_* */
-	uint32_t done_session;
-	struct sim_pend pend;
-	uint8_t sect_new[PC_SECTOR];	/* a chunked program's data */
-};
-
-/* One record as it was before a write replaced it. */
-struct sim_ring_ent {
-	uint64_t lba;
-	uint64_t old_seq;	/* the record kept */
-	uint64_t new_seq;	/* the record that replaced it */
-	uint32_t n;
-	uint32_t session;	/* when it was replaced */
-	uint32_t valid;
-	uint32_t pad;
-};
-
-/* <media>.stale: this header page, then SIM_RING_ENTS * slot_bytes of data. */
-struct sim_ring {
-	uint32_t magic;
-	uint32_t version;
-	uint64_t dev, ino;
-	uint32_t slot_bytes;
-	uint32_t next;		/* the entry to fill next */
-	uint32_t cur_session;	/* entries filled by cur_session */
-	uint32_t cur_count;
-	struct sim_ring_ent ent[SIM_RING_ENTS];
-};
-
-_Static_assert(sizeof(struct sim_state) <= SIM_PAGE, "the status page is one page");
-_Static_assert(sizeof(struct sim_ring) <= SIM_PAGE, "the ring header is one page");
-
-/* One cached write request. */
-struct sim_ent {
-	struct sim_ent *next;
-	uint64_t lba;
-	uint32_t nsect;
-	uint32_t nlive;		/* sectors still holding the newest copy */
-	uint64_t seq;		/* record header seq of the first sector (truth log only) */
-	int raw;		/* first sector is not a powercut record */
-	uint8_t *live;		/* nsect flags */
-	uint8_t *data;		/* nsect * 512 bytes */
-};
-
-struct sim_emmc {
-	char *media;
-	int fd;
-	const uint8_t *map;	/* the NAND: PROT_READ, MAP_SHARED */
-	uint64_t sectors;
-	uint64_t dev, ino;
-	unsigned profile;
-	uint32_t program_us;
-	uint32_t chunk_us;	/* subsector-tear: program time of one chunk */
-	uint32_t cache_sectors;
-	uint32_t cached;	/* live sectors in the cache */
-	struct sim_ent *head;	/* oldest */
-	struct sim_ent *tail;	/* newest */
-	struct sim_truth *truth;
-	uint32_t session;
-	uint64_t seed;
-	double rate;
-	uint64_t rng;		/* this session's generator state */
-	struct pc_geom g;	/* from the superblock at power-on, if there was one */
-	int have_geom;
-	uint64_t slot_lo, slot_hi;	/* the slot area [lo, hi): never a superblock */
-	struct sim_state *st;	/* MAP_SHARED */
-	struct sim_ring *ring;	/* MAP_SHARED; stale only */
-	size_t ring_len;
-	uint64_t cut_after;	/* deterministic cut point (0: none) */
-	uint64_t programmed;	/* record sectors programmed this session */
-	/* the exact cut (sim_opts.cut_op): the planned operation, and once it
-	 * started with a delay, the sectors it may still program */
-	unsigned cut_op;
-	uint32_t cut_nth, cut_delay_us;
-	uint32_t cut_seen;		/* flushes or FUA writes so far this session */
-	int cut_armed;			/* the nth flush runs: cut after cut_left more sectors */
-	uint64_t cut_left, cut_prog;
-	struct sim_truth_ent *cut_ents;	/* what was cached when the flush started */
-	size_t cut_nents;
-};
-
-int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
-{
-	char valid[256] = "", *copy, *tok, *save = NULL;
-	unsigned b = 0;
-	int ret = 0, n = 0;
-
-	for (size_t i = 0; i < PC_ARRAY_SIZE(sim_profiles); i++) {
-		strncat(valid, i ? ", " : "", sizeof(valid) - strlen(valid) - 1);
-		strncat(valid, sim_profiles[i].name, sizeof(valid) - strlen(valid) - 1);
-	}
-	if (!s || !*s) {
-		snprintf(err, errlen, "empty sim profile (valid: %s, joined by '+')", valid);
-		return -EINVAL;
-	}
-	copy = strdup(s);
-	if (!copy) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	/* strtok would skip empty parts; "a++b" is a typo we want to report */
-	for (tok = copy; tok && !ret; tok = save) {
-		size_t i;
-
-		save = strchr(tok, '+');
-		if (save)
-			*save++ = 0;
-		for (i = 0; i < PC_ARRAY_SIZE(sim_profiles); i++)
-			if (strcmp(tok, sim_profiles[i].name) == 0)
-				break;
-		if (i == PC_ARRAY_SIZE(sim_profiles)) {
-			snprintf(err, errlen, "unknown sim profile '%s' in '%s' (valid: %s, joined by '+')",
-				 tok, s, valid);
-			ret = -EINVAL;
-		} else if (sim_profiles[i].bit == SIM_P_HONEST && (n || save)) {
-			snprintf(err, errlen, "sim profile 'honest' cannot be combined with others in '%s'", s);
-			ret = -EINVAL;
-		}
-		if (!ret)
-			b |= sim_profiles[i].bit;
-		n++;
-	}
-	free(copy);
-	if (!ret)
-		*bits = b;
-	return ret;
-}
-
-const char *sim_profile_name(unsigned bits, char *buf, size_t len)
-{
-	size_t used = 0;
-
-	if (!len)
-		return buf;
-	buf[0] = 0;
-	if (!bits) {
-		pc_strlcpy(buf, "honest", len);
-		return buf;
-	}
-	for (size_t i = 0; i < PC_ARRAY_SIZE(sim_profiles); i++) {
-		if (!(bits & sim_profiles[i].bit))
-			continue;
-		int n = snprintf(buf + used, len - used, "%s%s", used ? "+" : "", sim_profiles[i].name);
-		if (n < 0 || (size_t)n >= len - used)
-			break;
-		used += (size_t)n;
-	}
-	return buf;
-}
 
 int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 {
@@ -324,14 +65,14 @@ int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 	return ret;
 }
 
-static int sim_check_opts(const struct sim_opts *o, char *err, size_t errlen)
+static int sim_check_opts(const char *media, const struct sim_opts *o, char *err, size_t errlen)
 {
 	if (o->profile & ~(unsigned)SIM_ALL_PROFILES) {
 		snprintf(err, errlen, "sim profile bits 0x%x are unknown", o->profile & ~(unsigned)SIM_ALL_PROFILES);
 		return -EINVAL;
 	}
 	if (!(o->rate >= 0 && o->rate <= 1)) {	/* NaN too */
-		snprintf(err, errlen, "sim media %s: fault rate %g is outside 0..1", o->media, o->rate);
+		snprintf(err, errlen, "sim media %s: fault rate %g is outside 0..1", media, o->rate);
 		return -EINVAL;
 	}
 	return 0;
@@ -380,13 +121,13 @@ static uint64_t sim_rand(struct sim_emmc *e)
 	return pc_mix64(e->rng);
 }
 
-static uint64_t sim_below(struct sim_emmc *e, uint64_t n)
+uint64_t sim_below(struct sim_emmc *e, uint64_t n)
 {
 	return n ? sim_rand(e) % n : 0;
 }
 
 /* True with probability rate (always at 1.0, never at 0). */
-static int sim_chance(struct sim_emmc *e)
+int sim_chance(struct sim_emmc *e)
 {
 	return (double)(sim_rand(e) >> 11) * 0x1p-53 < e->rate;
 }
@@ -411,7 +152,7 @@ static void sim_geom_load(struct sim_emmc *e)
 }
 
 /* First LBA of the record holding sector lba, whose header says it is sector idx. */
-static uint64_t sim_rec_start(const struct sim_emmc *e, uint64_t lba, uint32_t idx)
+uint64_t sim_rec_start(const struct sim_emmc *e, uint64_t lba, uint32_t idx)
 {
 	if (e->have_geom && lba >= e->slot_lo && lba < e->slot_hi) {
 		uint32_t spr = pc_geom_spr(&e->g);
@@ -421,514 +162,27 @@ static uint64_t sim_rec_start(const struct sim_emmc *e, uint64_t lba, uint32_t i
 	return lba >= e->slot_lo && idx <= lba - e->slot_lo ? lba - idx : lba;
 }
 
-static void sim_side_path(const struct sim_emmc *e, const char *suffix, char *buf, size_t len)
+int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emmc **out, char *err,
+		  size_t errlen)
 {
-	snprintf(buf, len, "%s%s", e->media, suffix);
-}
-
-/* Map a side file of len bytes next to the media, creating or resizing it (zeroed). */
-static int sim_side_map(struct sim_emmc *e, const char *suffix, size_t len, void **out,
-			char *err, size_t errlen)
-{
-	char path[PATH_MAX + 16];
-	struct stat st;
-	void *m;
-	int fd, ret = 0;
-
-	sim_side_path(e, suffix, path, sizeof(path));
-	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot open %s: %s", e->media, path, strerror(-ret));
-		return ret;
-	}
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot stat %s: %s", e->media, path, strerror(-ret));
-		goto out;
-	}
-	if ((uint64_t)st.st_size != len && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)len) < 0)) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot size %s: %s", e->media, path, strerror(-ret));
-		goto out;
-	}
-	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (m == MAP_FAILED) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot map %s: %s", e->media, path, strerror(-ret));
-		goto out;
-	}
-	*out = m;
-out:
-	close(fd);
-	return ret;
-}
-
-/*
- * The status page. What it says about another media file, or about a media
- * whose truth log starts over (session 1: the board was made anew), is void.
- */
-static int sim_state_open(struct sim_emmc *e, char *err, size_t errlen)
-{
-	struct sim_state *st;
-	void *m;
-	int ret = sim_side_map(e, ".state", SIM_PAGE, &m, err, errlen);
-
-	if (ret)
-		return ret;
-	e->st = st = m;
-	if (st->magic != SIM_STATE_MAGIC || st->version != SIM_FILE_VERSION || st->dev != e->dev ||
-	    st->ino != e->ino || e->session == 1) {
-		memset(st, 0, SIM_PAGE);
-		st->magic = SIM_STATE_MAGIC;
-		st->version = SIM_FILE_VERSION;
-		st->dev = e->dev;
-		st->ino = e->ino;
-	}
-	return 0;
-}
-
-/* The stale ring, one entry a record (record_size from the superblock). */
-static int sim_ring_open(struct sim_emmc *e, char *err, size_t errlen)
-{
-	uint32_t bytes = e->have_geom ? e->g.record_size : SIM_RING_DEF_BYTES;
-	size_t len = SIM_PAGE + (size_t)SIM_RING_ENTS * bytes;
-	struct sim_ring *r;
-	void *m;
-	int ret = sim_side_map(e, ".stale", len, &m, err, errlen);
-
-	if (ret)
-		return ret;
-	e->ring = r = m;
-	e->ring_len = len;
-	if (r->magic != SIM_RING_MAGIC || r->version != SIM_FILE_VERSION || r->dev != e->dev ||
-	    r->ino != e->ino || r->slot_bytes != bytes || e->session == 1) {
-		memset(r, 0, SIM_PAGE);
-		r->magic = SIM_RING_MAGIC;
-		r->version = SIM_FILE_VERSION;
-		r->dev = e->dev;
-		r->ino = e->ino;
-		r->slot_bytes = bytes;
-	}
-	return 0;
-}
-
-static uint8_t *sim_ring_data(const struct sim_emmc *e, uint32_t i)
-{
-	return (uint8_t *)e->ring + SIM_PAGE + (size_t)i * e->ring->slot_bytes;
-}
-
-/*
- * stale: keep the record a whole-record write is about to replace. A session
- * fills at most half the ring, so records replaced in earlier sessions, the
- * only ones that can come back as stale, outlive a long cycle.
- */
-static void sim_ring_save(struct sim_emmc *e, uint64_t lba, uint32_t n, const uint8_t *newd)
-{
-	struct sim_ring *r = e->ring;
-	struct sim_ring_ent *x;
-	const uint8_t *old;
-	uint32_t i;
-
-	if (!r || !e->have_geom || n != pc_geom_spr(&e->g) || (uint64_t)n * PC_SECTOR > r->slot_bytes ||
-	    lba < e->slot_lo || lba + n > e->slot_hi || (lba - e->slot_lo) % n)
-		return;
-	old = e->map + lba * PC_SECTOR;
-	if (pc_get32(old + PC_OFF_MAGIC) != PC_REC_MAGIC || pc_get32(newd + PC_OFF_MAGIC) != PC_REC_MAGIC)
-		return;
-	if (r->cur_session != e->session) {
-		r->cur_session = e->session;
-		r->cur_count = 0;
-	}
-	if (r->cur_count >= SIM_RING_PER_SESSION)
-		return;
-	i = r->next % SIM_RING_ENTS;
-	x = &r->ent[i];
-	x->valid = 0;
-	sim_barrier();
-	memcpy(sim_ring_data(e, i), old, (size_t)n * PC_SECTOR);
-	x->lba = lba;
-	x->n = n;
-	x->old_seq = pc_get64(old + PC_OFF_SEQ);
-	x->new_seq = pc_get64(newd + PC_OFF_SEQ);
-	x->session = e->session;
-	sim_barrier();
-	x->valid = 1;
-	r->next = (i + 1) % SIM_RING_ENTS;
-	r->cur_count++;
-}
-
-/* Log the pending fault's line; once: unless it is the log's last line already. */
-static int sim_pend_log(struct sim_emmc *e, int once)
-{
-	const struct sim_pend *p = &e->st->pend;
-	struct sim_truth_kv kv[SIM_PEND_MAXKV];
-
-	for (unsigned i = 0; i < sim_pend_kinds[p->kind].nkv; i++) {
-		kv[i].key = sim_pend_kinds[p->kind].keys[i];
-		kv[i].v = p->v[i];
-	}
-	return sim_truth_fault(e->truth, p->session, sim_pend_kinds[p->kind].ev, kv,
-			       sim_pend_kinds[p->kind].nkv, sim_pend_kinds[p->kind].expect, once);
-}
-
-/* The bytes the pending fault writes, or NULL if they are gone (stale ring reset). */
-static const uint8_t *sim_pend_src(const struct sim_emmc *e, const struct sim_pend *p)
-{
-	if (p->kind != SIM_PEND_STALE)
-		return p->data;
-	if (!e->ring || p->ring >= SIM_RING_ENTS || (uint64_t)p->n * PC_SECTOR > e->ring->slot_bytes)
-		return NULL;
-	return sim_ring_data(e, p->ring);
-}
-
-/*
- * Carry the pending fault through: log it, then commit it to the media.
- * resume: a cut power-on left it. A kill that came during the log's write()
- * let the line out but not the stage store after it, so at stage 1 the line
- * may be there already.
- */
-static int sim_pend_run(struct sim_emmc *e, int resume)
-{
-	struct sim_pend *p = &e->st->pend;
-	int ret;
-
-	if (p->kind == SIM_PEND_NONE || p->kind >= SIM_PEND_NKINDS || p->stage > 2) {
-		p->stage = 0;
-		return 0;
-	}
-	if (p->stage == 1) {
-		ret = sim_pend_log(e, resume);
-		if (ret)
-			return ret;
-		sim_barrier();
-		p->stage = 2;
-		sim_barrier();
-	}
-	if (p->n && p->lba + p->n <= e->sectors) {
-		const uint8_t *src = sim_pend_src(e, p);
-
-		if (src) {
-			ret = pc_pwrite_all(e->fd, src, (size_t)p->n * PC_SECTOR, (off_t)(p->lba * PC_SECTOR));
-			if (ret)
-				return ret;
-		}
-		if (p->kind == SIM_PEND_STALE && e->ring && p->ring < SIM_RING_ENTS)
-			e->ring->ent[p->ring].valid = 0;	/* it came back once */
-	}
-	if (p->done_session == e->st->done_session)
-		e->st->done |= sim_pend_kinds[p->kind].done;
-	sim_barrier();
-	p->stage = 0;
-	return 0;
-}
-
-/* A fresh pending fault for the caller to fill in and start. */
-static struct sim_pend *sim_pend_new(struct sim_emmc *e, enum sim_pend_kind kind, uint32_t session)
-{
-	struct sim_pend *p = &e->st->pend;
-
-	memset(p, 0, sizeof(*p));
-	p->kind = kind;
-	p->session = session;
-	p->done_session = e->session;
-	return p;
-}
-
-static int sim_pend_start(struct sim_emmc *e)
-{
-	sim_barrier();
-	e->st->pend.stage = 1;
-	sim_barrier();
-	return sim_pend_run(e, 0);
-}
-
-/* Flip 1..max distinct random bits of a sector; returns how many. */
-static unsigned sim_flip_bits(struct sim_emmc *e, uint8_t *sect, unsigned max)
-{
-	unsigned b = 1 + (unsigned)sim_below(e, max), pos[8], n = 0;
-
-	while (n < b) {
-		unsigned x = (unsigned)sim_below(e, PC_SECTOR * 8), k;
-
-		for (k = 0; k < n && pos[k] != x; k++)
-			;
-		if (k < n)
-			continue;
-		pos[n++] = x;
-		sect[x / 8] ^= (uint8_t)(1u << (x % 8));
-	}
-	return b;
-}
-
-/* paired-page: the program the cut interrupted damages its pair page, if it holds a record. */
-static int sim_paired_page(struct sim_emmc *e, uint32_t prev)
-{
-	uint64_t cut = e->st->sect_lba, pl;
-	const uint8_t *s;
-	struct sim_pend *p;
-
-	if (!sim_chance(e) || cut < e->slot_lo + SIM_PAIR_DISTANCE)
-		goto none;
-	pl = cut - SIM_PAIR_DISTANCE;
-	s = e->map + pl * PC_SECTOR;
-	if (pl >= e->slot_hi || pc_get32(s + PC_OFF_MAGIC) != PC_REC_MAGIC)
-		goto none;
-	p = sim_pend_new(e, SIM_PEND_PAIRED, prev);
-	memcpy(p->data, s, PC_SECTOR);
-	p->v[0] = sim_rec_start(e, pl, pc_get16(s + PC_OFF_IDX));
-	p->v[1] = pl;
-	p->v[2] = cut;
-	p->v[3] = sim_flip_bits(e, p->data, 8);
-	p->v[4] = pc_get64(s + PC_OFF_SEQ);
-	p->lba = pl;
-	p->n = 1;
-	return sim_pend_start(e);
-none:
-	e->st->done |= SIM_DONE_PAIRED;
-	return 0;
-}
-
-/*
- * What the cut that ended the last session interrupted: the status page
- * still names the sector being programmed and how many of its chunks made it.
- * A subsector-tear program stopped after 1..7 of its 8 chunks is a torn
- * sector, already on the media; it only needs its line. Under paired-page the
- * interrupted program damages the pair page.
- */
-static int sim_cut_settle(struct sim_emmc *e)
-{
-	struct sim_state *st = e->st;
-	uint32_t prev = e->session - 1;
-	uint32_t c = st->chunks_done;
-	int ret;
-
-	if (!st->prog || st->session != prev || c >= st->nchunks || st->sect_lba >= e->sectors)
-		return 0;
-	/* A kill that comes during a chunk's pwrite() lets it finish (the signal
-	 * is taken on the way back) but not the store after it: look. */
-	if (st->nchunks == SIM_CHUNKS &&
-	    memcmp(e->map + st->sect_lba * PC_SECTOR + c * SIM_CHUNK_BYTES, st->sect_new + c * SIM_CHUNK_BYTES,
-		   SIM_CHUNK_BYTES) == 0)
-		c++;
-	if (st->nchunks == SIM_CHUNKS && c && c < SIM_CHUNKS && !(st->done & SIM_DONE_TEAR)) {
-		struct sim_pend *p = sim_pend_new(e, SIM_PEND_TEAR, prev);
-
-		p->v[0] = sim_rec_start(e, st->sect_lba, st->sect_idx);
-		p->v[1] = st->sect_lba;
-		p->v[2] = (uint64_t)c * SIM_CHUNK_BYTES;
-		p->v[3] = st->sect_seq;
-		ret = sim_pend_start(e);
-		if (ret)
-			return ret;
-	}
-	if ((e->profile & SIM_P_PAIRED_PAGE) && !(st->done & SIM_DONE_PAIRED))
-		return sim_paired_page(e, prev);
-	return 0;
-}
-
-/* bitrot: bits flip in a record sector at rest. */
-static int sim_bitrot(struct sim_emmc *e)
-{
-	if (!(e->profile & SIM_P_BITROT) || e->session <= SIM_QUIET_SESSIONS || (e->st->done & SIM_DONE_BITROT))
-		return 0;
-	if (sim_chance(e) && e->slot_hi > e->slot_lo) {
-		for (unsigned t = 0; t < SIM_BITROT_TRIES; t++) {
-			uint64_t lba = e->slot_lo + sim_below(e, e->slot_hi - e->slot_lo);
-			const uint8_t *s = e->map + lba * PC_SECTOR;
-			struct sim_pend *p;
-
-			if (pc_get32(s + PC_OFF_MAGIC) != PC_REC_MAGIC)
-				continue;
-			p = sim_pend_new(e, SIM_PEND_BITROT, e->session);
-			memcpy(p->data, s, PC_SECTOR);
-			p->v[0] = sim_rec_start(e, lba, pc_get16(s + PC_OFF_IDX));
-			p->v[1] = lba;
-			p->v[2] = sim_flip_bits(e, p->data, 3);
-			p->v[3] = pc_get64(s + PC_OFF_SEQ);
-			p->lba = lba;
-			p->n = 1;
-			return sim_pend_start(e);
-		}
-	}
-	e->st->done |= SIM_DONE_BITROT;
-	return 0;
-}
-
-/*
- * Can ring entry i come back as a stale record? Only if the verifier has seen
- * the record that replaced it: replaced two sessions ago or earlier (this
- * boot judges the last session's writes against the occupant before them, so
- * bringing that one back would look like a write that never landed), and the
- * replacement is still whole on the media. The kept record must be whole too.
- */
-static int sim_ring_usable(const struct sim_emmc *e, uint32_t i)
-{
-	const struct sim_ring_ent *x = &e->ring->ent[i];
-	const uint8_t *old = sim_ring_data(e, i);
-	struct pc_sector_hdr h;
-
-	if (!x->valid || x->session + 2 > e->session || x->old_seq >= x->new_seq || !x->n ||
-	    (uint64_t)x->n * PC_SECTOR > e->ring->slot_bytes || x->lba < e->slot_lo || x->lba + x->n > e->slot_hi)
-		return 0;
-	for (uint32_t j = 0; j < x->n; j++) {
-		if (pc_sector_check(e->map + (x->lba + j) * PC_SECTOR, &e->g, &h) != PC_SECT_VALID ||
-		    h.seq != x->new_seq || h.lba != x->lba + j)
-			return 0;
-		if (pc_sector_check(old + (size_t)j * PC_SECTOR, &e->g, &h) != PC_SECT_VALID ||
-		    h.seq != x->old_seq || h.lba != x->lba + j)
-			return 0;
-	}
-	return 1;
-}
-
-/* stale: a record replaced earlier comes back, a whole record back in time. */
-static int sim_stale(struct sim_emmc *e)
-{
-	uint32_t cand[SIM_RING_ENTS], nc = 0;
-
-	if (!(e->profile & SIM_P_STALE) || (e->st->done & SIM_DONE_STALE))
-		return 0;
-	if (e->ring && e->have_geom && sim_chance(e)) {
-		for (uint32_t i = 0; i < SIM_RING_ENTS; i++)
-			if (sim_ring_usable(e, i))
-				cand[nc++] = i;
-		if (nc) {
-			uint32_t i = cand[sim_below(e, nc)];
-			const struct sim_ring_ent *x = &e->ring->ent[i];
-			struct sim_pend *p = sim_pend_new(e, SIM_PEND_STALE, e->session);
-
-			p->v[0] = x->lba;
-			p->v[1] = x->n;
-			p->v[2] = x->old_seq;
-			p->v[3] = x->new_seq;
-			p->lba = x->lba;
-			p->n = x->n;
-			p->ring = i;
-			return sim_pend_start(e);
-		}
-	}
-	e->st->done |= SIM_DONE_STALE;
-	return 0;
-}
-
-/* A bricked device stays dead: <media>.bricked names the media file and the session. */
-static int sim_brick_check(struct sim_emmc *e, char *err, size_t errlen)
-{
-	char path[PATH_MAX + 16], buf[128];
-	unsigned long long dev, ino;
-	unsigned session;
-	ssize_t n;
-	int fd;
-
-	sim_side_path(e, ".bricked", path, sizeof(path));
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n > 0) {
-		buf[n] = 0;
-		if (sscanf(buf, "bricked in session %u, media %llu:%llu", &session, &dev, &ino) == 3 &&
-		    dev == e->dev && ino == e->ino) {
-			snprintf(err, errlen, SIM_BRICK_MSG, e->media, session);
-			return -ENODEV;
-		}
-	}
-	/* left by another media file of this name (the board was made anew) */
-	unlink(path);
-	return 0;
-}
-
-/* brick: the device may die at power-on, for good. */
-static int sim_brick(struct sim_emmc *e, char *err, size_t errlen)
-{
-	char path[PATH_MAX + 16], buf[128];
-	int fd, n, ret;
-
-	if (!(e->profile & SIM_P_BRICK) || e->session <= SIM_QUIET_SESSIONS || !sim_chance(e))
-		return 0;
-	ret = sim_truth_fault(e->truth, e->session, "brick", NULL, 0, "BOOT_FAIL", 0);
-	if (ret) {
-		snprintf(err, errlen, "sim media %s: cannot log to the truth log: %s", e->media, strerror(-ret));
-		return ret;
-	}
-	/* if this is lost, the brick line, the last in the log, still says it */
-	sim_side_path(e, ".bricked", path, sizeof(path));
-	n = snprintf(buf, sizeof(buf), "bricked in session %u, media %llu:%llu\n", e->session,
-		     (unsigned long long)e->dev, (unsigned long long)e->ino);
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		pc_write_all(fd, buf, (size_t)n);
-		close(fd);
-	}
-	snprintf(err, errlen, SIM_BRICK_MSG, e->media, e->session);
-	return -ENODEV;
-}
-
-/*
- * The power-on: finish a fault a cut power-on left half done, settle the
- * last session's cut, start the session, then the faults of data at rest.
- * The steps of a session are marked done as they go, so a power-on cut and
- * repeated (same session number) takes each fault once.
- */
-static int sim_power_on(struct sim_emmc *e, char *err, size_t errlen)
-{
-	struct sim_state *st = e->st;
-	char pname[256];
-	int ret = 0;
-
-	if (st->pend.stage) {
-		ret = sim_pend_run(e, 1);
-		if (ret)
-			goto fail;
-	}
-	if (st->done_session != e->session) {
-		st->done = 0;
-		st->done_session = e->session;
-	}
-	ret = sim_cut_settle(e);
-	if (ret)
-		goto fail;
-	st->prog = 0;
-	ret = sim_truth_power_on(e->truth, sim_profile_name(e->profile, pname, sizeof(pname)),
-				 e->cache_sectors, e->program_us, (e->profile & SIM_RANDOM_PROFILES) != 0,
-				 e->seed, e->rate, err, errlen);
-	if (ret)
-		return ret;
-	ret = sim_brick(e, err, errlen);
-	if (ret)
-		return ret;
-	ret = sim_bitrot(e);
-	if (!ret)
-		ret = sim_stale(e);
-	if (ret)
-		goto fail;
-	sim_barrier();
-	st->session = e->session;
-	return 0;
-fail:
-	snprintf(err, errlen, "sim media %s: power-on fault injection failed: %s", e->media, strerror(-ret));
-	return ret;
-}
-
-int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, size_t errlen)
-{
+	static const struct sim_opts defaults = { .program_us = SIM_DEF_PROGRAM_US,
+						  .cache_sectors = SIM_DEF_CACHE_SECTORS, .seed = 1, .rate = 0.01 };
+	const struct sim_opts *o = opts ? opts : &defaults;
 	struct sim_emmc *e;
 	int ret;
 
 	*out = NULL;
-	if (!o->media || !*o->media) {
+	if (!media || !*media) {
 		snprintf(err, errlen, "sim: no media file given");
 		return -EINVAL;
 	}
-	ret = sim_check_opts(o, err, errlen);
+	ret = sim_check_opts(media, o, err, errlen);
 	if (ret)
 		return ret;
 	e = calloc(1, sizeof(*e));
-	if (!e || !(e->media = strdup(o->media))) {
+	if (!e || !(e->media = strdup(media))) {
 		free(e);
-		snprintf(err, errlen, "sim media %s: out of memory", o->media);
+		snprintf(err, errlen, "sim media %s: out of memory", media);
 		return -ENOMEM;
 	}
 	e->fd = -1;
@@ -1477,3 +731,4 @@ int sim_emmc_flush(struct sim_emmc *e)
 		sim_cut_flush_now(e);
 	return ret;
 }
+

@@ -46,30 +46,41 @@ int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen);
 /* Canonical name of a profile bit set ("honest" for 0), into buf. */
 const char *sim_profile_name(unsigned bits, char *buf, size_t len);
 
-struct sim_opts {
-	const char *media;	/* media file path */
-	unsigned profile;	/* SIM_P_* bits */
-	uint32_t program_us;	/* time to program one sector (default 20) */
-	uint32_t cache_sectors;	/* volatile cache capacity in sectors (default 256) */
-	uint64_t seed;		/* for profiles that draw random numbers */
-	double rate;		/* probability knob for profiles that use one (0..1) */
-	uint64_t cut_after;	/* a deterministic cut: after this many sectors programmed in a
-				 * power session, the board's process group is SIGKILLed (0: never) */
-	/*
-	 * An exact cut at the nth cache flush or FUA write of the power session
-	 * (a campaign's cut plan "flush" or "fua"): the board's process group is
-	 * SIGKILLed at the start of the flush, before it programs a sector, or
-	 * inside the FUA write, after a seeded number of its sectors (1..n-1).
-	 * cut_delay_us moves the cut that far into the operation, counted in
-	 * program time: delay_us / program_us sectors programmed first.
-	 */
-	unsigned cut_op;	/* SIM_CUT_FLUSH or SIM_CUT_FUA; 0: none */
-	uint32_t cut_nth;	/* 1..: which one of the session (0: none) */
-	uint32_t cut_delay_us;
-};
+/*
+ * The options of one emulated eMMC, opaque (sim/opts.c). sim_opts_new gives
+ * the defaults: profile honest, 20 us to program a sector, a 256-sector
+ * cache, seed 1, rate 0.01, no planned cut; NULL when out of memory. The
+ * caller owns it and frees it with sim_opts_free (which accepts NULL).
+ */
+struct sim_opts;
 
-#define SIM_CUT_FLUSH	1u
-#define SIM_CUT_FUA	2u
+struct sim_opts *sim_opts_new(void);
+void sim_opts_free(struct sim_opts *o);
+
+/*
+ * Set one option from its text, named as the agent's --sim-NAME options:
+ *   profile         a profile, "honest" or fault profiles joined by '+'
+ *   program-us      0..1000000 microseconds to program one sector (0: 20)
+ *   cache-sectors   0..1048576, the volatile cache's capacity (0: 256)
+ *   seed, rate      the randomness of the fault profiles (rate 0..1)
+ *   cut-after       a deterministic cut: after this many sectors programmed in
+ *                   a power session the board's process group is SIGKILLed
+ *                   (0: never)
+ *   cut-at          flush:N[:US] or fua:N[:US]: an exact cut at the start of
+ *                   the Nth cache flush, or inside the Nth FUA write, of the
+ *                   power session (a campaign's cut plan "flush" or "fua"),
+ *                   US microseconds of program time into it
+ * 0, -EINVAL with err saying what was expected, -ENOENT for an unknown name.
+ */
+int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *err, size_t errlen);
+
+/* What a power-on with these options uses (defaults applied). */
+unsigned sim_opts_profile(const struct sim_opts *o);
+uint32_t sim_opts_program_us(const struct sim_opts *o);
+uint32_t sim_opts_cache_sectors(const struct sim_opts *o);
+uint64_t sim_opts_seed(const struct sim_opts *o);
+double sim_opts_rate(const struct sim_opts *o);
+
 /* How many sectors of an n-sector FUA write an exact cut without a delay lets
  * through: seeded by (seed, session, nth), 1..n-1 (0 for one sector). */
 uint32_t sim_cut_fua_sectors(uint64_t seed, uint32_t session, uint32_t nth, uint32_t n);
@@ -78,13 +89,14 @@ uint32_t sim_cut_fua_sectors(uint64_t seed, uint32_t session, uint32_t nth, uint
 int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen);
 
 /*
- * Power on: map the media, start a new power session in the truth log (and
- * settle what the last session's cut did, e.g. which lied-about writes were
- * dropped). *out is freed with sim_emmc_close(). -ENODEV ("sim eMMC <media>
+ * Power on: map the media file media, with options o (NULL: the defaults),
+ * start a new power session in the truth log (and settle what the last
+ * session's cut did, e.g. which lied-about writes were dropped). *out is freed with sim_emmc_close(). -ENODEV ("sim eMMC <media>
  * does not respond (bricked in session N)") once the brick profile struck;
- * -EINVAL for unknown profile bits or a rate outside 0..1.
+ * -EINVAL for a rate outside 0..1 (NaN).
  */
-int sim_emmc_open(const struct sim_opts *o, struct sim_emmc **out, char *err, size_t errlen);
+int sim_emmc_open(const char *media, const struct sim_opts *o, struct sim_emmc **out, char *err,
+		  size_t errlen);
 /* Orderly close (not a power cut): the cache is NOT destaged. Accepts NULL. */
 void sim_emmc_close(struct sim_emmc *e);
 

@@ -1,6 +1,6 @@
 /*
  * sim_truth.h - the emulated eMMC's ground-truth log, <media>.truth.jsonl.
- * Private to sim/: emmc.c is its only user. Format in docs/sim.md.
+ * Private to sim/: emmc.c and emmc_power.c are its users. Format in docs/sim.md.
  *
  * One JSON object a line, each line one write() on an O_APPEND descriptor.
  * Lines that record an injected fault are fdatasync'd before the fault is

@@ -1230,6 +1230,8 @@ static void test_base64(void)
 	static const char *const bad[] = {
 		"Zg=", "Z", "Zg", "Zg=a", "Z===", "====", "=Zg=", "Zg==Zg==", "Zm9v!A==", "Zm9v YmFy",
 		"Zm9vYmF\xff", "Zh==", "Zm9=", "Zm-v", "Zm_v",
+		/* no whitespace anywhere, no padding inside a quartet, none past the end */
+		"Zm9v\nYmE", "Zg==    ", "    Zg==", "Zm\t=", "Zm=v", "Zm9vY===", "Zg===", "Zm9vYg=A",
 	};
 	char enc[64];
 	uint8_t dec[64], all[256], back[256];

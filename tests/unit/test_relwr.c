@@ -107,13 +107,19 @@ static int count_slots(json_object *msg, void *arg)
 static int sim_region(const char *name, struct region *r, struct writer_io *io)
 {
 	static char spec[600];
+	/* the options outlive every device opened with them (dev.h) */
+	static struct sim_opts *so;
 	char err[512] = "";
 	struct region_opts o = { 0 };
 
 	snprintf(spec, sizeof(spec), "sim:%s/m.img", pc_test_tmpdir(name));
+	if (!so && (dev_sim_opt(&so, "program-us", "1", err, sizeof(err)) ||
+		    dev_sim_opt(&so, "cache-sectors", "64", err, sizeof(err)))) {
+		CU_FAIL("sim options");
+		return -1;
+	}
 	o.spec = spec;
-	o.sim.program_us = 1;
-	o.sim.cache_sectors = 64;
+	o.sim = so;
 	CU_ASSERT_EQUAL(region_prepare(&o, 4096, 1, 1 << 20, 0, err, sizeof(err)), 0);
 	if (region_open(r, &o, 1, err, sizeof(err))) {
 		CU_FAIL("region_open of the sim region");

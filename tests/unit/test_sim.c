@@ -44,12 +44,50 @@ static void media_new(const char *name)
 	memset(geom.uuid, 0xab, sizeof(geom.uuid));
 }
 
+/* which exact cut a test child plans (its cut-at option) */
+#define CUT_FLUSH	1u
+#define CUT_FUA		2u
+
+/*
+ * Options as the agent's --sim-* options set them (sim_opts_set): a profile
+ * by its bits, cut_at ("flush:N[:US]", "fua:N[:US]") or NULL. NULL on a
+ * refused option, err saying why.
+ */
+static struct sim_opts *opts(unsigned profile, uint32_t program_us, uint32_t cache_sectors, uint64_t seed,
+			     double rate, const char *cut_at)
+{
+	struct sim_opts *o = sim_opts_new();
+	char pname[256], v[4][40];
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+	snprintf(v[0], sizeof(v[0]), "%" PRIu32, program_us);
+	snprintf(v[1], sizeof(v[1]), "%" PRIu32, cache_sectors);
+	snprintf(v[2], sizeof(v[2]), "%" PRIu64, seed);
+	snprintf(v[3], sizeof(v[3]), "%.17g", rate);
+	if (sim_opts_set(o, "profile", sim_profile_name(profile, pname, sizeof(pname)), err, sizeof(err)) ||
+	    sim_opts_set(o, "program-us", v[0], err, sizeof(err)) ||
+	    sim_opts_set(o, "cache-sectors", v[1], err, sizeof(err)) ||
+	    sim_opts_set(o, "seed", v[2], err, sizeof(err)) || sim_opts_set(o, "rate", v[3], err, sizeof(err)) ||
+	    (cut_at && sim_opts_set(o, "cut-at", cut_at, err, sizeof(err)))) {
+		sim_opts_free(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* Power on media with these options (freed here). */
+static int open_with(struct sim_opts *o, struct sim_emmc **e)
+{
+	int ret = o ? sim_emmc_open(media, o, e, err, sizeof(err)) : -EINVAL;
+
+	sim_opts_free(o);
+	return ret;
+}
+
 static struct sim_emmc *sim_on_f(unsigned profile, uint32_t program_us, uint64_t seed, double rate)
 {
-	struct sim_opts o = { .media = media, .profile = profile, .program_us = program_us,
-			      .seed = seed, .rate = rate };
 	struct sim_emmc *e = NULL;
-	int ret = sim_emmc_open(&o, &e, err, sizeof(err));
+	int ret = open_with(opts(profile, program_us, 0, seed, rate, NULL), &e);
 
 	if (ret)
 		fprintf(stderr, "sim_emmc_open: %s\n", err);
@@ -59,10 +97,8 @@ static struct sim_emmc *sim_on_f(unsigned profile, uint32_t program_us, uint64_t
 
 static struct sim_emmc *sim_on(unsigned profile, uint32_t program_us, uint32_t cache_sectors)
 {
-	struct sim_opts o = { .media = media, .profile = profile, .program_us = program_us,
-			      .cache_sectors = cache_sectors };
 	struct sim_emmc *e = NULL;
-	int ret = sim_emmc_open(&o, &e, err, sizeof(err));
+	int ret = open_with(opts(profile, program_us, cache_sectors, 0, 0, NULL), &e);
 
 	if (ret)
 		fprintf(stderr, "sim_emmc_open: %s\n", err);
@@ -270,23 +306,41 @@ static void test_create(void)
 
 static void test_bad_opts(void)
 {
-	static const struct { unsigned profile; double rate; const char *want; } bad[] = {
-		{ SIM_P_NO_FUA << 1, 0, "sim profile bits 0x800 are unknown" },
-		{ SIM_P_BITROT, 1.5, "fault rate 1.5 is outside 0..1" },
-		{ SIM_P_BITROT, -0.1, "fault rate -0.1 is outside 0..1" },
-		{ SIM_P_HONEST, NAN, "is outside 0..1" },
+	static const struct { const char *name, *val, *want; } bad[] = {
+		{ "profile", "lying-flush+bogus", "unknown sim profile 'bogus'" },
+		{ "rate", "1.5", "expected a number from 0 to 1" },
+		{ "rate", "-0.1", "expected a number from 0 to 1" },
+		{ "program-us", "1000001", "expected 0..1000000" },
+		{ "cache-sectors", "1048577", "expected 0..1048576" },
+		{ "seed", "-1", "expected an integer from 0 to 18446744073709551615" },
+		{ "cut-at", "flush:0", "expected flush:N[:US] or fua:N[:US]" },
+		{ "cut-at", "trim:3", "expected flush:N[:US] or fua:N[:US]" },
+		{ "cut-after", "x", "expected a sector count" },
+		{ "no-such", "1", "no sim option 'no-such'" },
 	};
+	struct sim_opts *o = sim_opts_new();
 	struct sim_emmc *e = NULL;
 
 	media_new("sim-badopts");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(o);
 	for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
-		struct sim_opts o = { .media = media, .profile = bad[i].profile, .rate = bad[i].rate };
-
 		err[0] = 0;
-		CU_ASSERT_EQUAL(sim_emmc_open(&o, &e, err, sizeof(err)), -EINVAL);
-		CU_ASSERT_PTR_NULL(e);
+		CU_ASSERT_NOT_EQUAL(sim_opts_set(o, bad[i].name, bad[i].val, err, sizeof(err)), 0);
 		CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].want));
 	}
+	/* nothing refused changed the options: still the defaults */
+	CU_ASSERT_EQUAL(sim_opts_profile(o), SIM_P_HONEST);
+	CU_ASSERT_EQUAL(sim_opts_program_us(o), 20);
+	CU_ASSERT_EQUAL(sim_opts_cache_sectors(o), 256);
+	CU_ASSERT_EQUAL(sim_opts_seed(o), 1);
+	CU_ASSERT_DOUBLE_EQUAL(sim_opts_rate(o), 0.01, 1e-12);
+	/* NaN is not below 0 nor above 1: refused at power-on */
+	CU_ASSERT_EQUAL(sim_opts_set(o, "rate", "nan", err, sizeof(err)), 0);
+	err[0] = 0;
+	CU_ASSERT_EQUAL(sim_emmc_open(media, o, &e, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NULL(e);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "is outside 0..1"));
+	sim_opts_free(o);
 	/* refused before power-on: no session was started */
 	e = sim_on(SIM_P_HONEST, 0, 0);
 	CU_ASSERT_EQUAL(sim_emmc_session(e), 1);
@@ -625,9 +679,8 @@ static void __attribute__((noreturn)) kill_child(int ready)
 {
 	uint8_t rec[REC_SIZE];
 	struct sim_emmc *e = NULL;
-	struct sim_opts o = { .media = media, .program_us = 1500 };
 
-	if (sim_emmc_open(&o, &e, err, sizeof(err)) != 0)
+	if (open_with(opts(SIM_P_HONEST, 1500, 0, 0, 0, NULL), &e) != 0)
 		_exit(3);
 	if (write(ready, "r", 1) != 1)
 		_exit(4);
@@ -709,10 +762,8 @@ static void __attribute__((noreturn)) cut_child(int ready, unsigned profile, uin
 {
 	uint8_t rec[REC_SIZE];
 	struct sim_emmc *e = NULL;
-	struct sim_opts o = { .media = media, .profile = profile, .program_us = program_us,
-			      .seed = 1, .rate = 1.0 };
 
-	if (sim_emmc_open(&o, &e, err, sizeof(err)) != 0)
+	if (open_with(opts(profile, program_us, 0, 1, 1.0, NULL), &e) != 0)
 		_exit(3);
 	if (write(ready, "r", 1) != 1)
 		_exit(4);
@@ -768,10 +819,10 @@ static void __attribute__((noreturn)) exact_child(unsigned op, uint32_t nth, uin
 {
 	uint8_t rec[REC_SIZE];
 	struct sim_emmc *e = NULL;
-	struct sim_opts o = { .media = media, .program_us = 100, .seed = 7, .cut_op = op, .cut_nth = nth,
-			      .cut_delay_us = delay_us };
+	char cut[64];
 
-	if (setpgid(0, 0) || sim_emmc_open(&o, &e, err, sizeof(err)) != 0)
+	snprintf(cut, sizeof(cut), "%s:%" PRIu32 ":%" PRIu32, op == CUT_FLUSH ? "flush" : "fua", nth, delay_us);
+	if (setpgid(0, 0) || open_with(opts(SIM_P_HONEST, 100, 0, 7, 0, cut), &e) != 0)
 		_exit(3);
 	for (uint32_t seq = 1; seq <= 8; seq++) {
 		record(rec, seq - 1, seq);
@@ -824,7 +875,7 @@ static void test_exact_cut_flush(void)
 	/* the 2nd flush: records 3 and 4 are cached, none of them programmed */
 	media_new("sim-cutflush");
 	media_prepare();
-	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FLUSH, 2, 0, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(run_exact(CUT_FLUSH, 2, 0, 0), 0);
 	CU_ASSERT_TRUE(slot_holds(0, 1, SPR));
 	CU_ASSERT_TRUE(slot_holds(1, 2, SPR));
 	CU_ASSERT_TRUE(slot_holds(2, 3, 0));
@@ -849,7 +900,7 @@ static void test_exact_cut_flush(void)
 	/* 1 ms into the 3rd flush at 100 us a sector: record 5 whole, 2 sectors of 6 */
 	media_new("sim-cutflush-delay");
 	media_prepare();
-	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FLUSH, 3, 1000, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(run_exact(CUT_FLUSH, 3, 1000, 0), 0);
 	CU_ASSERT_TRUE(slot_holds(3, 4, SPR));
 	CU_ASSERT_TRUE(slot_holds(4, 5, SPR));
 	CU_ASSERT_TRUE(slot_holds(5, 6, 2));
@@ -864,7 +915,7 @@ static void test_exact_cut_flush(void)
 	/* a delay longer than the flush: it completes, and the power goes before it says so */
 	media_new("sim-cutflush-long");
 	media_prepare();
-	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FLUSH, 1, 100000, 0), 0);
+	CU_ASSERT_EQUAL_FATAL(run_exact(CUT_FLUSH, 1, 100000, 0), 0);
 	CU_ASSERT_TRUE(slot_holds(1, 2, SPR));
 	CU_ASSERT_TRUE(slot_holds(2, 3, 0));
 	lines = truth_lines(&bad);
@@ -876,7 +927,7 @@ static void test_exact_cut_flush(void)
 	/* a flush that never comes: no cut */
 	media_new("sim-cutflush-none");
 	media_prepare();
-	CU_ASSERT_EQUAL(run_exact(SIM_CUT_FLUSH, 5, 0, 0), 1);
+	CU_ASSERT_EQUAL(run_exact(CUT_FLUSH, 5, 0, 0), 1);
 	lines = truth_lines(&bad);
 	truth_find(lines, "cut_flush", 0, &n);
 	CU_ASSERT_EQUAL(n, 0);
@@ -902,7 +953,7 @@ static void test_exact_cut_fua(void)
 	}
 	media_new("sim-cutfua");
 	media_prepare();
-	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FUA, 3, 0, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(run_exact(CUT_FUA, 3, 0, 1), 0);
 	CU_ASSERT_TRUE(slot_holds(0, 1, SPR));
 	CU_ASSERT_TRUE(slot_holds(1, 2, SPR));
 	CU_ASSERT_TRUE(slot_holds(2, 3, k));
@@ -923,7 +974,7 @@ static void test_exact_cut_fua(void)
 	/* 300 us into the 5th at 100 us a sector: 3 sectors */
 	media_new("sim-cutfua-delay");
 	media_prepare();
-	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FUA, 5, 300, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(run_exact(CUT_FUA, 5, 300, 1), 0);
 	CU_ASSERT_TRUE(slot_holds(3, 4, SPR));
 	CU_ASSERT_TRUE(slot_holds(4, 5, 3));
 	lines = truth_lines(&bad);
@@ -936,7 +987,7 @@ static void test_exact_cut_fua(void)
 	/* a delay past the whole write: programmed, never completed */
 	media_new("sim-cutfua-long");
 	media_prepare();
-	CU_ASSERT_EQUAL_FATAL(run_exact(SIM_CUT_FUA, 1, 5000, 1), 0);
+	CU_ASSERT_EQUAL_FATAL(run_exact(CUT_FUA, 1, 5000, 1), 0);
 	CU_ASSERT_TRUE(slot_holds(0, 1, SPR));
 	lines = truth_lines(&bad);
 	o = truth_find(lines, "cut_fua", 0, &n);
@@ -948,7 +999,7 @@ static void test_exact_cut_fua(void)
 	/* flushes are not FUA writes, and a plain write is not either */
 	media_new("sim-cutfua-none");
 	media_prepare();
-	CU_ASSERT_EQUAL(run_exact(SIM_CUT_FUA, 1, 0, 0), 1);
+	CU_ASSERT_EQUAL(run_exact(CUT_FUA, 1, 0, 0), 1);
 }
 
 static void test_subsector_tear(void)
@@ -1310,19 +1361,17 @@ static void test_stale(void)
 static void test_brick(void)
 {
 	char want[PATH_MAX + 64], marker[PATH_MAX + 16];
-	struct sim_opts o = { .profile = SIM_P_BRICK, .seed = 1, .rate = 1.0 };
 	struct sim_emmc *e = NULL;
 	json_object *lines, *b;
 	size_t nlines;
 	int bad, n;
 
 	media_new("sim-brick");
-	o.media = media;
 	/* never in the first two sessions (prepare, the baseline boot) */
 	for (int s = 1; s <= 2; s++)
 		sim_emmc_close(sim_on_f(SIM_P_BRICK, 0, 1, 1.0));
 	snprintf(want, sizeof(want), "sim eMMC %s does not respond (bricked in session 3)", media);
-	CU_ASSERT_EQUAL(sim_emmc_open(&o, &e, err, sizeof(err)), -ENODEV);
+	CU_ASSERT_EQUAL(open_with(opts(SIM_P_BRICK, 0, 0, 1, 1.0, NULL), &e), -ENODEV);
 	CU_ASSERT_PTR_NULL(e);
 	CU_ASSERT_STRING_EQUAL(err, want);
 	lines = truth_lines(&bad);
@@ -1336,14 +1385,13 @@ static void test_brick(void)
 	CU_ASSERT_EQUAL(access(marker, F_OK), 0);
 
 	/* dead for good, whatever it is asked to be, and silent */
-	o.profile = SIM_P_HONEST;
 	err[0] = 0;
-	CU_ASSERT_EQUAL(sim_emmc_open(&o, &e, err, sizeof(err)), -ENODEV);
+	CU_ASSERT_EQUAL(open_with(opts(SIM_P_HONEST, 0, 0, 1, 1.0, NULL), &e), -ENODEV);
 	CU_ASSERT_STRING_EQUAL(err, want);
 	/* the marker lost, the log still says it */
 	CU_ASSERT_EQUAL(unlink(marker), 0);
 	err[0] = 0;
-	CU_ASSERT_EQUAL(sim_emmc_open(&o, &e, err, sizeof(err)), -ENODEV);
+	CU_ASSERT_EQUAL(open_with(opts(SIM_P_HONEST, 0, 0, 1, 1.0, NULL), &e), -ENODEV);
 	CU_ASSERT_STRING_EQUAL(err, want);
 	lines = truth_lines(&bad);
 	CU_ASSERT_EQUAL(json_object_array_length(lines), nlines);
@@ -1360,14 +1408,13 @@ static void test_dev_sim(void)
 	uint8_t *buf = aligned_alloc(4096, 4 * REC_SIZE), *got = aligned_alloc(4096, REC_SIZE);
 	struct dev d = { .ops = &dev_sim_ops }, d2 = { .ops = &dev_sim_ops };
 	struct dev_io ios[4], *done[8];
+	struct sim_opts *so, *so2;
 	json_object *id, *id2, *q, *v;
 	char cid[64];
 
 	media_new("sim-dev");
 	d.o.path = media;
-	d.o.sim.profile = SIM_P_HONEST;
-	d.o.sim.seed = 77;
-	d.o.sim.rate = 0.25;
+	d.o.sim = so = opts(SIM_P_HONEST, 0, 0, 77, 0.25, NULL);
 	CU_ASSERT_EQUAL_FATAL(d.ops->open(&d, 1), 0);
 	CU_ASSERT_EQUAL(d.size, MEDIA_BYTES);
 	CU_ASSERT_STRING_EQUAL(d.ops->name, "sim");
@@ -1445,7 +1492,7 @@ static void test_dev_sim(void)
 	CU_ASSERT_PTR_NULL(d.priv);
 
 	d2.o.path = media;
-	d2.o.sim.profile = SIM_P_NO_CACHE;
+	d2.o.sim = so2 = opts(SIM_P_NO_CACHE, 0, 0, 1, 0.01, NULL);
 	CU_ASSERT_EQUAL_FATAL(d2.ops->open(&d2, 1), 0);
 	id2 = json_object_new_object();
 	d2.ops->identity(&d2, id2);
@@ -1465,6 +1512,8 @@ static void test_dev_sim(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(d2.err, "build/test-tmp/no-such-media.img"));
 	json_object_put(id);
 	json_object_put(id2);
+	sim_opts_free(so);
+	sim_opts_free(so2);
 	free(buf);
 	free(got);
 }
@@ -1486,12 +1535,13 @@ static void test_dev_sim_no_fua(void)
 	uint8_t *buf = aligned_alloc(4096, 2 * REC_SIZE);
 	struct dev d = { .ops = &dev_sim_ops };
 	struct dev_io io, *done[2];
+	struct sim_opts *so;
 	const struct audit_counts *c;
 	json_object *id, *q, *v;
 
 	media_new("sim-dev-nofua");
 	d.o.path = media;
-	d.o.sim.profile = SIM_P_NO_FUA;
+	d.o.sim = so = opts(SIM_P_NO_FUA, 0, 0, 1, 0.01, NULL);
 	CU_ASSERT_EQUAL_FATAL(d.ops->open(&d, 1), 0);
 	c = d.ops->audit(&d);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -1531,6 +1581,7 @@ static void test_dev_sim_no_fua(void)
 	CU_ASSERT_STRING_EQUAL(json_object_get_string(v), "write back");
 	json_object_put(id);
 	d.ops->close(&d);
+	sim_opts_free(so);
 	free(buf);
 }
 
