@@ -44,6 +44,7 @@
 #include "common/util.h"
 #include "harness/campaign/config.h"
 #include "harness/engine/engine.h"
+#include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
 
@@ -338,13 +339,16 @@ enum status_bstate status_next_state(enum status_bstate prev, int ev, const char
 	case PC_EV_GIVE_UP:
 		return ST_GIVEN_UP;
 	case PC_EV_RUN_END:
-		if (end && !strcmp(end, "finished"))
+		switch (pc_run_end_from_name(end)) {
+		case PC_END_FINISHED:
 			return ST_DONE;
-		if (end && !strcmp(end, "given_up"))
+		case PC_END_GIVEN_UP:
 			return ST_GIVEN_UP;
-		if (end && !strcmp(end, "interrupted"))
+		case PC_END_INTERRUPTED:
 			return ST_OFF;
-		return prev;
+		default:
+			return prev;
+		}
 	case PC_EV_RX:
 		if (!rxtype)
 			return prev;
@@ -435,8 +439,8 @@ struct st_ctx {
 	unsigned cycles;
 	struct st_board *b;
 	unsigned nb;
-	char *line, *chunk;	/* grown as needed, up to lim->line_max and lim->chunk */
-	size_t line_cap, chunk_cap;
+	char *line;		/* a FAIL line read again (at most lim->line_max) */
+	size_t line_cap;
 	/* events.jsonl */
 	int ev_fd;
 	off_t ev_size, ev_from;
@@ -460,26 +464,6 @@ static int fail(struct st_ctx *x, const char *fmt, ...)
 	return -1;
 }
 
-/* The 1-based number of the line that starts at off (counted on an error only). */
-static uint64_t line_number(int fd, off_t off)
-{
-	char buf[65536];
-	uint64_t n = 1;
-	off_t pos = 0;
-
-	while (pos < off) {
-		size_t want = off - pos < (off_t)sizeof(buf) ? (size_t)(off - pos) : sizeof(buf);
-		ssize_t got = pread(fd, buf, want, pos);
-
-		if (got <= 0)
-			break;
-		for (const char *p = buf, *e = buf + got; (p = memchr(p, '\n', (size_t)(e - p))); p++)
-			n++;
-		pos += got;
-	}
-	return n;
-}
-
 static struct st_board *board_find(struct st_ctx *x, const struct status_span *v)
 {
 	if (v->type != ST_V_STRING || v->n >= sizeof(x->b[0].name))
@@ -490,89 +474,33 @@ static struct st_board *board_find(struct st_ctx *x, const struct status_span *v
 	return NULL;
 }
 
-/* Make *buf hold n bytes: doubled from 4 KiB, never past limit (>= n), so
- * that a small folder costs little and a read past what the limits allow
- * is out of bounds. Never leaves *buf NULL. 0, or -1 out of memory. */
-static int grow(char **buf, size_t *cap, size_t n, size_t limit)
-{
-	size_t c = *cap ? *cap : 4096;
-	char *nb;
-
-	if (n <= *cap && *buf)
-		return 0;	/* (an empty first line still gets a buffer: no memcpy to NULL) */
-	while (c < n)
-		c = c > limit / 2 ? limit : c * 2;
-	if (c > limit)
-		c = limit;
-	nb = realloc(*buf, c);
-	if (!nb)
-		return -1;
-	*buf = nb;
-	*cap = c;
-	return 0;
-}
-
 typedef int (*line_fn)(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno);
 
 /*
  * Call fn for each whole line (one that ends in a newline before size) that
- * starts in [a, b), in order; lineno counts from the first such line. A line
- * longer than lim->line_max comes as its first line_max bytes, trunc set.
- * What follows the last newline is a torn line a run is still writing.
+ * starts in [a, b), in order, as the one .jsonl reader hands them out
+ * (harness/results/jsonl.h: UTF-8 checked); lineno counts from the first
+ * such line. A line longer than lim->line_max comes as its first line_max
+ * bytes, trunc set. What follows the last newline is a torn line a run is
+ * still writing.
  */
 static int each_line(struct st_ctx *x, int fd, off_t a, off_t b, off_t size, line_fn fn)
 {
-	off_t pos = a > 0 ? a - 1 : 0, lstart = a;
-	size_t llen = 0;
-	int skip = a > 0, trunc = 0, ret;
-	uint64_t lineno = 0;
+	struct jsonl j;
+	struct jsonl_line l;
+	int ret;
 
-	while (pos < size && lstart < b) {
-		size_t want = (uint64_t)(size - pos) < x->lim->chunk ? (size_t)(size - pos) : x->lim->chunk;
-		ssize_t got;
-		const char *c, *ce;
-
-		if (grow(&x->chunk, &x->chunk_cap, want, x->lim->chunk))
-			return fail(x, "out of memory");
-		got = pread(fd, x->chunk, want, pos);
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return fail(x, "%s: cannot read: %s", x->path, strerror(errno));
-		if (got == 0)
-			break;	/* it shrank: a run cut a torn tail off */
-		for (c = x->chunk, ce = c + got; c < ce;) {
-			const char *nl = memchr(c, '\n', (size_t)(ce - c));
-			size_t seg = (size_t)((nl ? nl : ce) - c);
-
-			if (!skip) {
-				if (seg > x->lim->line_max - llen) {
-					seg = x->lim->line_max - llen;
-					trunc = 1;
-				}
-				if (grow(&x->line, &x->line_cap, llen + seg, x->lim->line_max))
-					return fail(x, "out of memory");
-				memcpy(x->line + llen, c, seg);
-				llen += seg;
-			}
-			if (!nl)
-				break;
-			if (!skip) {
-				ret = fn(x, x->line, llen, trunc, lstart, ++lineno);
-				if (ret)
-					return ret;
-			}
-			skip = trunc = 0;
-			llen = 0;
-			lstart = pos + (nl - x->chunk) + 1;
-			if (lstart >= b)
-				return 0;
-			c = nl + 1;
-		}
-		pos += got;
-	}
-	return 0;
+	if (jsonl_open_fd(&j, fd, x->path, a, b, size, x->lim->line_max, x->lim->chunk, 1))
+		return fail(x, "out of memory");
+	while ((ret = jsonl_next(&j, &l)) == 1)
+		if ((ret = fn(x, l.s, l.len, l.trunc, l.off, l.lineno)))
+			break;
+	if (ret < 0 && ret != -1)
+		ret = fail(x, "%s", j.err);
+	else if (ret == -1 && !x->err[0])
+		ret = fail(x, "%s", j.err);
+	jsonl_close(&j);
+	return ret;
 }
 
 static int open_file(struct st_ctx *x, const char *name, struct stat *st)
@@ -607,7 +535,7 @@ static int read_campaign(struct st_ctx *x)
 	ssize_t n;
 	int fd, ret = -1, r = 0;
 
-	fd = open_file(x, "campaign.json", &st);
+	fd = open_file(x, PC_FILE_CAMPAIGN, &st);
 	if (fd < 0)
 		return -1;
 	if ((uint64_t)st.st_size > x->lim->campaign_max) {
@@ -771,7 +699,7 @@ static void fail_classes(struct st_board *b, const char *line, size_t len, int t
 static int read_verdicts(struct st_ctx *x)
 {
 	struct stat st;
-	int fd = open_file(x, "verdicts.jsonl", &st), ret;
+	int fd = open_file(x, PC_FILE_VERDICTS, &st), ret;
 
 	if (fd < 0)
 		return -1;
@@ -782,7 +710,17 @@ static int read_verdicts(struct st_ctx *x)
 
 		if (!b->fail_cycle)
 			continue;
-		/* the line as it was read (x->line has held it: it is large enough) */
+		/* the line as it was read (at most line_max bytes) */
+		if (b->fail_len > x->line_cap) {
+			char *nl = realloc(x->line, b->fail_len);
+
+			if (!nl) {
+				ret = fail(x, "out of memory");
+				break;
+			}
+			x->line = nl;
+			x->line_cap = b->fail_len;
+		}
 		got = pread(fd, x->line, b->fail_len, b->fail_off);
 		if (got <= 0)
 			continue;
@@ -796,7 +734,7 @@ static int read_verdicts(struct st_ctx *x)
 
 static int bad_event(struct st_ctx *x, off_t off, const char *why)
 {
-	return fail(x, "%s:%" PRIu64 ": %s", x->path, line_number(x->ev_fd, off), why);
+	return fail(x, "%s:%" PRIu64 ": %s", x->path, jsonl_line_number(x->ev_fd, off), why);
 }
 
 static int on_event(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno)
@@ -867,7 +805,7 @@ static int read_events(struct st_ctx *x)
 	off_t from;
 	int ret;
 
-	x->ev_fd = open_file(x, "events.jsonl", &st);
+	x->ev_fd = open_file(x, PC_FILE_EVENTS, &st);
 	if (x->ev_fd < 0)
 		return -1;
 	x->ev_size = st.st_size;
@@ -986,7 +924,6 @@ static void eta_text(const struct st_board *b, char *buf, size_t len)
 		status_hmm(b->eta_s, buf, len);
 }
 
-static const char *const outcome_show[PC_NOUTCOMES] = { "PASS", "FAIL", "BOOT_FAIL", "INFRA_ERROR" };
 
 static void print_text(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
 {
@@ -1051,7 +988,7 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		       status_bstate_names[b->state],
 		       run != RUN_RUNNING && b->state >= ST_BOOTING && b->state <= ST_WRITING ? " when the run stopped" : "");
 		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", outcome_show[k], b->n[k]);
+			fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", pc_outcome_names[k], b->n[k]);
 		fprintf(x->out, "; ETA %s", eta);
 		if (b->cycle_ms >= 0 && b->state != ST_DONE)
 			fprintf(x->out, " (%.1f s a cycle)", b->cycle_ms / 1000.0);
@@ -1114,7 +1051,7 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 		json_object_object_add(o, "cycles", json_object_new_int64(b->plan));
 		json_object_object_add(o, "state", json_object_new_string(status_bstate_keys[b->state]));
 		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			json_object_object_add(cnt, outcome_show[k], json_object_new_int64((int64_t)b->n[k]));
+			json_object_object_add(cnt, pc_outcome_names[k], json_object_new_int64((int64_t)b->n[k]));
 		json_object_object_add(o, "counts", cnt);
 		if (b->fail_cycle) {
 			json_object *lf = json_object_new_object(), *cls = json_object_new_object();
@@ -1190,7 +1127,6 @@ out:
 	free(x.win);
 	free(x.b);
 	free(x.line);
-	free(x.chunk);
 	return ret;
 }
 

@@ -34,6 +34,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/campaign/config.h"
+#include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 
 /* Cycle outcomes and record classes: DESIGN section 6 (a contract), named in
@@ -211,7 +212,8 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 		vio = jget(e, "violation");
 		if (vio && !json_object_is_type(vio, json_type_boolean))
 			return rep_fail(r, file, line, "findings[%zu].violation: expected true or false", i);
-		if ((!strcmp(json_object_get_string(cls), "torn") || !strcmp(json_object_get_string(cls), "torn_sector")) &&
+		if ((pc_class_from_name(json_object_get_string(cls)) == PC_CLS_TORN ||
+		     pc_class_from_name(json_object_get_string(cls)) == PC_CLS_TORN_SECTOR) &&
 		    jget(e, "boundary")) {
 			uint64_t at = 0;
 			char what[64];
@@ -225,7 +227,7 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 		}
 		if (!vio || !json_object_get_boolean(vio))
 			continue;
-		if (!strcmp(json_object_get_string(cls), "collateral") && jget(e, "what") &&
+		if (pc_class_from_name(json_object_get_string(cls)) == PC_CLS_COLLATERAL && jget(e, "what") &&
 		    json_object_is_type(jget(e, "what"), json_type_string) &&
 		    !strcmp(json_object_get_string(jget(e, "what")), REFUSED_NAME)) {
 			/* one finding may stand for n refused writes */
@@ -919,35 +921,6 @@ static int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 
 /* ---- reading one file ---- */
 
-static json_object *parse_line(const char *line, size_t len, const char **why)
-{
-	struct json_tokener *tok = json_tokener_new();
-	json_object *v;
-	size_t end;
-
-	*why = "out of memory";
-	if (!tok)
-		return NULL;
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_ALLOW_TRAILING_CHARS);
-	v = json_tokener_parse_ex(tok, line, (int)len);
-	*why = json_tokener_error_desc(json_tokener_get_error(tok));
-	if (!v && json_tokener_get_error(tok) == json_tokener_continue)
-		*why = "incomplete JSON object";
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (v && line[end + strspn(line + end, " \t\r")]) {
-		json_object_put(v);
-		*why = "data after the JSON object";
-		return NULL;
-	}
-	return v;
-}
-
-static int blank(const char *s)
-{
-	return s[strspn(s, " \t\r\n")] == 0;
-}
-
 static const char *boardmap_get(const struct rep_boardmap *bm, const char *board)
 {
 	for (unsigned i = 0; i < bm->n; i++)
@@ -1037,70 +1010,58 @@ static int rep_read(struct rep *r, const char *dir)
 {
 	struct rep_boardmap bm = { NULL, 0 };
 	struct rep_pending *pend = NULL;
-	size_t npend = 0, cap = 0;
-	char *path = NULL, *line = NULL;
-	unsigned long lineno = 0;
+	size_t npend = 0;
+	char *path = NULL;
+	struct jsonl j = { .fd = -1 };
+	struct jsonl_line l = { .lineno = 0 };
 	struct stat st;
-	ssize_t n;
-	FILE *f;
 	int rc = 0;
 
 	if (stat(dir, &st) == 0 && S_ISREG(st.st_mode))
 		path = strdup(dir);
-	else if (asprintf(&path, "%s/verdicts.jsonl", dir) < 0)
+	else if (asprintf(&path, "%s/" PC_FILE_VERDICTS, dir) < 0)
 		path = NULL;
 	if (!path)
 		return rep_fail(r, dir, 0, "out of memory");
-	f = fopen(path, "re");
-	if (!f) {
-		rc = -errno;
-		rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
+	if ((rc = jsonl_open(&j, path))) {
+		rep_fail(r, path, 0, "%s", j.why);
 		goto out;
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
+	while ((rc = jsonl_next(&j, &l)) == 1) {
 		json_object *v;
-		const char *why;
 
-		lineno++;
-		if (line[n - 1] != '\n') {
-			/* the harness fsyncs whole lines: no newline means it was cut mid-line */
-			if (!blank(line)) {
-				pc_warn("%s:%lu: ignoring a torn last line (no newline: the harness stopped "
-					"while writing it)", path, lineno);
-				r->torn_lines++;
-			}
-			break;
-		}
-		line[--n] = 0;
-		if (blank(line))
+		if (jsonl_blank(l.s, l.len))
 			continue;
-		v = parse_line(line, (size_t)n, &why);
+		v = jsonl_parse(&j, &l);
 		if (!v) {
-			rc = rep_fail(r, path, lineno, "not a JSON verdict line: %s", why);
+			rc = rep_fail(r, path, l.lineno, "not a JSON verdict line: %s", j.why);
 			goto out;
 		}
-		rc = rep_line(r, path, lineno, v, &bm, &pend, &npend);
+		rc = rep_line(r, path, l.lineno, v, &bm, &pend, &npend);
 		json_object_put(v);
 		if (rc)
 			goto fail_rc;
 	}
-	if (ferror(f)) {
-		rc = -errno;
-		rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
+	if (rc < 0) {
+		rep_fail(r, path, (unsigned long)j.err_line, "%s", j.why);
 		goto out;
+	}
+	if (j.torn_text) {
+		/* the harness fsyncs whole lines: no newline means it was cut mid-line */
+		pc_warn("%s:%" PRIu64 ": ignoring a torn last line (no newline: the harness stopped "
+			"while writing it)", path, j.lineno + 1);
+		r->torn_lines++;
 	}
 	rc = rep_flush_pending(r, path, &bm, pend, npend);
 fail_rc:
 	if (rc == -ENOMEM)
-		rep_fail(r, path, lineno, "out of memory");
+		rep_fail(r, path, l.lineno, "out of memory");
 out:
 	for (size_t k = 0; k < npend; k++)
 		json_object_put(pend[k].v);
 	free(pend);
 	boardmap_free(&bm);
-	free(line);
-	if (f)
-		fclose(f);
+	jsonl_close(&j);
 	free(path);
 	return rc;
 }
@@ -1135,7 +1096,7 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 	uint64_t n;
 	int rc = 0;
 
-	if (asprintf(&path, "%s/campaign.json", dd->base) < 0)
+	if (asprintf(&path, "%s/" PC_FILE_CAMPAIGN, dd->base) < 0)
 		return rep_fail(r, dd->base, 0, "out of memory");
 	if (stat(path, &st) != 0) {
 		if (errno != ENOENT)
@@ -1272,7 +1233,7 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
 		return rc;
 	b->has_plan = 1;
 	b->plan = (unsigned long)n;
-	if (!s || strcmp(s, "given_up"))
+	if (pc_run_end_from_name(s) != PC_END_GIVEN_UP)
 		b->given_up = 0;
 	return 0;
 }
@@ -1282,46 +1243,41 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
  * quick to read. No file: no such events (an older folder). */
 static int rep_events(struct rep *r, unsigned di)
 {
-	char *path = NULL, *line = NULL;
-	unsigned long lineno = 0;
-	size_t cap = 0;
-	ssize_t n;
-	FILE *f;
+	char give_up[32], run_end[32];
+	char *path = NULL;
+	struct jsonl j;
+	struct jsonl_line l;
 	int rc = 0;
 
-	if (asprintf(&path, "%s/events.jsonl", r->dirs[di].base) < 0)
+	snprintf(give_up, sizeof(give_up), "\"%s\"", pc_ev_names[PC_EV_GIVE_UP]);
+	snprintf(run_end, sizeof(run_end), "\"%s\"", pc_ev_names[PC_EV_RUN_END]);
+	if (asprintf(&path, "%s/" PC_FILE_EVENTS, r->dirs[di].base) < 0)
 		return rep_fail(r, r->dirs[di].base, 0, "out of memory");
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno != ENOENT)
-			rc = rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
+	if ((rc = jsonl_open(&j, path))) {
+		rc = rc == -ENOENT ? 0 : rep_fail(r, path, 0, "%s", j.why);
 		free(path);
 		return rc;
 	}
-	while ((n = getline(&line, &cap, f)) > 0) {
+	/* a torn last line is never read: the harness trims it when it starts again */
+	while ((rc = jsonl_next(&j, &l)) == 1) {
 		json_object *v;
-		const char *why;
 
-		lineno++;
-		if (line[n - 1] != '\n')
-			break;	/* a torn last line: the harness trims it when it starts again */
-		if (!strstr(line, "\"give_up\"") && !strstr(line, "\"run_end\""))
+		if (!strstr(l.s, give_up) && !strstr(l.s, run_end))
 			continue;
-		line[--n] = 0;
-		v = parse_line(line, (size_t)n, &why);
+		v = jsonl_parse(&j, &l);
 		if (!v) {
-			rc = rep_fail(r, path, lineno, "not a JSON event line: %s", why);
-			break;
+			rc = rep_fail(r, path, l.lineno, "not a JSON event line: %s", j.why);
+			goto out;
 		}
-		rc = rep_event(r, di, path, lineno, v);
+		rc = rep_event(r, di, path, l.lineno, v);
 		json_object_put(v);
 		if (rc)
-			break;
+			goto out;
 	}
-	if (!rc && ferror(f))
-		rc = rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
-	free(line);
-	fclose(f);
+	if (rc < 0)	/* the reader's: a read error, a line too long or not UTF-8 */
+		rc = rep_fail(r, path, (unsigned long)j.err_line, "%s", j.why);
+out:
+	jsonl_close(&j);
 	free(path);
 	return rc;
 }
@@ -1361,9 +1317,9 @@ static int rep_folder(struct rep *r, const char *arg)
 	if (stat(arg, &st) == 0 && S_ISREG(st.st_mode)) {
 		const char *slash = strrchr(arg, '/'), *name = slash ? slash + 1 : arg;
 
-		if (!strcmp(name, "verdicts.jsonl"))
+		if (!strcmp(name, PC_FILE_VERDICTS))
 			dd->base = slash ? strndup(arg, slash == arg ? 1 : (size_t)(slash - arg)) : strdup(".");
-		if (!strcmp(name, "verdicts.jsonl") && !dd->base)
+		if (!strcmp(name, PC_FILE_VERDICTS) && !dd->base)
 			return rep_fail(r, arg, 0, "out of memory");
 	} else if (!(dd->base = strdup(arg))) {
 		return rep_fail(r, arg, 0, "out of memory");
@@ -1446,24 +1402,29 @@ unsigned long rep_mode_cycles(const struct rep_mode *m)
  * lab's fault, never the device's, but too much of it leaves nothing to hand
  * anyone.
  */
-const char *rep_dev_result(const struct rep_dev *d, const struct rep_mode *t)
+enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t)
 {
 	if (t->out[PC_OUT_FAIL])
-		return "FAIL";
+		return PC_RES_FAIL;
 	if (t->out[PC_OUT_BOOT_FAIL])
-		return "BOOT_FAIL";
+		return PC_RES_BOOT_FAIL;
 	if (d->nwhy)
-		return "INCOMPLETE";
-	return "PASS";
+		return PC_RES_INCOMPLETE;
+	return PC_RES_PASS;
 }
 
-static int result_code(const char *res)
+static int result_code(enum pc_result res)
 {
-	if (!strcmp(res, "PASS"))
+	if (res == PC_RES_PASS)
 		return REPORT_PASS;
-	if (!strcmp(res, "INCOMPLETE"))
+	if (res == PC_RES_INCOMPLETE)
 		return REPORT_INCOMPLETE;
 	return REPORT_FAIL;
+}
+
+const char *rep_result_name(int res)
+{
+	return pc_result_names[res == REPORT_PASS ? PC_RES_PASS : res == REPORT_FAIL ? PC_RES_FAIL : PC_RES_INCOMPLETE];
 }
 
 /* "23.1%", "10%" */
@@ -1504,13 +1465,13 @@ static int why_add(struct rep_dev *d, json_object *j, const char *brief, const c
 	return 0;
 }
 
-static json_object *why_json(const char *why, const struct rep *r, const struct rep_board *b)
+static json_object *why_json(enum pc_incomplete why, const struct rep *r, const struct rep_board *b)
 {
 	json_object *j = json_object_new_object();
 
 	if (!j)
 		return NULL;
-	json_object_object_add(j, "why", json_object_new_string(why));
+	json_object_object_add(j, "why", json_object_new_string(pc_incomplete_names[why]));
 	if (b) {
 		json_object_object_add(j, "board", json_object_new_string(b->name));
 		json_object_object_add(j, "results", json_object_new_string(r->dirs[b->dir].arg));
@@ -1546,7 +1507,7 @@ static int finish_board(struct rep *r, struct rep_board *b)
 		plan = dd->cfg_cycles > dd->max_cycle ? dd->cfg_cycles : dd->max_cycle;
 	if (b->given_up) {
 		snprintf(brief, sizeof(brief), "board %s given up at cycle %lu", b->name, b->gu_cycle);
-		if ((j = why_json("given_up", r, b))) {
+		if ((j = why_json(PC_INC_GIVEN_UP, r, b))) {
 			json_object_object_add(j, "cycle", json_object_new_int64((int64_t)b->gu_cycle));
 			json_object_object_add(j, "reason", json_object_new_string(b->gu_reason));
 		}
@@ -1555,7 +1516,7 @@ static int finish_board(struct rep *r, struct rep_board *b)
 	}
 	if (plan && b->verdicts < plan) {
 		snprintf(brief, sizeof(brief), "board %s: %lu of %lu cycles", b->name, b->verdicts, plan);
-		if ((j = why_json("cycles_missing", r, b))) {
+		if ((j = why_json(PC_INC_CYCLES_MISSING, r, b))) {
 			json_object_object_add(j, "verdicts", json_object_new_int64((int64_t)b->verdicts));
 			json_object_object_add(j, "planned", json_object_new_int64((int64_t)plan));
 		}
@@ -1571,16 +1532,17 @@ static int finish_lock(struct rep *r, unsigned di)
 {
 	struct results_lock_info li;
 	char desc[768];
-	const char *why, *brief;
+	enum pc_incomplete why;
+	const char *brief;
 
 	if (!r->dirs[di].base)
 		return 0;
 	results_lock_probe(r->dirs[di].base, &li);
 	if (li.state == RESULTS_LOCK_HELD) {
-		why = "running";
+		why = PC_INC_RUNNING;
 		brief = "still running";
 	} else if (li.state == RESULTS_LOCK_FREE && li.known && !li.ended) {
-		why = "killed";
+		why = PC_INC_KILLED;
 		brief = "last run killed";
 	} else {
 		return 0;
@@ -1626,7 +1588,7 @@ static int finish_share(struct rep_dev *d)
 		snprintf(brief, sizeof(brief), "%s INFRA_ERROR (limit %s)", pct(share, b1, sizeof(b1)),
 			 pct(d->limit, b2, sizeof(b2)));
 		if ((j = json_object_new_object())) {
-			json_object_object_add(j, "why", json_object_new_string("infra_share"));
+			json_object_object_add(j, "why", json_object_new_string(pc_incomplete_names[PC_INC_INFRA_SHARE]));
 			json_object_object_add(j, "infra_error", json_object_new_int64((int64_t)infra));
 			json_object_object_add(j, "cycles", json_object_new_int64((int64_t)cycles));
 			json_object_object_add(j, "share", json_object_new_double(share));
@@ -1640,7 +1602,7 @@ static int finish_share(struct rep_dev *d)
 		/* only when nothing above says so already (a limit of 1 allows all) */
 		j = json_object_new_object();
 		if (j)
-			json_object_object_add(j, "why", json_object_new_string("nothing_judged"));
+			json_object_object_add(j, "why", json_object_new_string(pc_incomplete_names[PC_INC_NOTHING_JUDGED]));
 		if (why_add(d, j, "nothing judged", "no cycle was judged%s",
 			    cycles ? " (every verdict INFRA_ERROR)" : ""))
 			return -ENOMEM;
