@@ -482,7 +482,7 @@ static void unjudged(FILE *out, const struct rep_dev *d)
 	}
 	fputs("</table>\n", out);
 	if (d->reasons_more)
-		fprintf(out, "<p class=\"muted\">%lu more such cycles, for other reasons (verdicts.jsonl).</p>\n",
+		fprintf(out, "<p class=\"muted\">%lu more such cycles, for other reasons (" PC_FILE_VERDICTS ").</p>\n",
 			d->reasons_more);
 }
 

@@ -285,7 +285,7 @@ static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d
 		print_wrapped(out, text, 14);
 	}
 	if (d->reasons_more)
-		fprintf(out, "  (%lu more INFRA_ERROR or BOOT_FAIL cycles, for other reasons: verdicts.jsonl)\n",
+		fprintf(out, "  (%lu more INFRA_ERROR or BOOT_FAIL cycles, for other reasons: " PC_FILE_VERDICTS ")\n",
 			d->reasons_more);
 	fprintf(out, "  result: %s (", pc_result_names[rep_dev_result(d, &t)]);
 	print_detail(out, &t);
