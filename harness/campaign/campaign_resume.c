@@ -90,12 +90,12 @@ int camp_on_verdict(json_object *v, void *arg)
 		return 0;	/* resuming: this one is in verdicts.jsonl already */
 	ret = results_verdict(&c->res, v);
 	if (ret) {
-		pc_err("%s/verdicts.jsonl: write failed: %s", c->res.dir, strerror(-ret));
+		pc_err("%s/" PC_FILE_VERDICTS ": write failed: %s", c->res.dir, strerror(-ret));
 		c->fatal = 1;
 		return ret;
 	}
 	if (c->resuming)
-		pc_info("recovered the verdict of %s cycle %" PRId64 " from events.jsonl", board,
+		pc_info("recovered the verdict of %s cycle %" PRId64 " from " PC_FILE_EVENTS, board,
 			json_object_get_int64(o));
 	b = tally(c, board, v);
 	if (b) {
@@ -105,7 +105,7 @@ int camp_on_verdict(json_object *v, void *arg)
 			if (json_object_object_get_ex(v, "counts", &cnt)) {
 				json_object_object_foreach(cnt, k, val) {
 					size_t l = strlen(what);
-					if (json_object_get_int(val) && strcmp(k, "intact") && strcmp(k, "not_written"))
+					if (json_object_get_int(val) && strcmp(k, pc_class_names[PC_CLS_INTACT]) && strcmp(k, pc_class_names[PC_CLS_NOT_WRITTEN]))
 						snprintf(what + l, sizeof(what) - l, " %s=%d", k, json_object_get_int(val));
 				}
 			}
@@ -174,7 +174,7 @@ int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
 		}
 	}
 	if (engine_feed(c->eng, ev, err, sizeof(err)))
-		pc_warn("%s/events.jsonl:%u: %s", c->res.dir, lineno, err);
+		pc_warn("%s/" PC_FILE_EVENTS ":%u: %s", c->res.dir, lineno, err);
 	return c->fatal ? -EIO : 0;
 }
 
@@ -185,7 +185,7 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 	struct utsname u;
 	char hn[256] = "", id[80];
 
-	snprintf(path, sizeof(path), "%s/campaign.json", c->res.dir);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, c->res.dir);
 	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
 	/* --cycles may grow a campaign: compare everything else */
 	json_object_object_del(cfgcopy, "cycles");
@@ -240,7 +240,7 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
 	json_object_object_add(doc, "config", cfgcopy);
 	{
-		int ret = results_write_json(c->res.dir, "campaign.json", doc, err, errlen);
+		int ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, doc, err, errlen);
 		json_object_put(doc);
 		return ret;
 	}

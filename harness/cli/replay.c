@@ -19,7 +19,10 @@
 #include "common/util.h"
 #include "harness/engine/engine.h"
 #include "harness/report/report.h"
+#include "harness/report/xml.h"
+#include "harness/results/jsonl.h"
 #include "harness/results/results.h"
+#include "harness/results/verdict.h"
 
 #define DIFF_FIELDS 24		/* fields shown of a board's first differing verdict */
 #define DIFF_VALUE 240		/* bytes shown of one value */
@@ -194,7 +197,7 @@ static int on_event(json_object *ev, unsigned lineno, void *arg)
 	char err[512] = "";
 
 	if (engine_feed(p->eng, ev, err, sizeof(err)))
-		fprintf(p->out, "%s/events.jsonl:%u: %s\n", p->dir, lineno, err);
+		fprintf(p->out, "%s/" PC_FILE_EVENTS ":%u: %s\n", p->dir, lineno, err);
 	return 0;
 }
 
@@ -206,7 +209,7 @@ static int on_recorded(json_object *v, unsigned lineno, void *arg)
 
 	key_of(v, key, sizeof(key));
 	if (json_object_object_get_ex(p->recorded, key, NULL)) {
-		fprintf(p->out, "verdicts.jsonl:%u: a second verdict for %s\n", lineno, key);
+		fprintf(p->out, PC_FILE_VERDICTS ":%u: a second verdict for %s\n", lineno, key);
 		p->r->extra++;
 	}
 	json_object_object_add(p->recorded, key, json_object_get(v));
@@ -396,24 +399,21 @@ static int problem(struct rp *p, struct replay_board *b, json_object *rec, json_
  */
 static int same_text(struct rp *p, const char *path)
 {
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0, i = 0;
-	ssize_t n;
-	int same = !p->dup;
+	struct jsonl j;
+	struct jsonl_line l;
+	size_t i = 0;
+	int same = !p->dup, ret = 0;
 
-	if (!f)
+	if (jsonl_open(&j, path))
 		return 0;
-	while (same && (n = getline(&line, &cap, f)) > 0) {
-		if (line[n - 1] != '\n' || i >= p->ntext || (size_t)n - 1 != strlen(p->text[i]) ||
-		    memcmp(line, p->text[i], (size_t)n - 1))
+	while (same && (ret = jsonl_next(&j, &l)) == 1) {
+		if (i >= p->ntext || l.len != strlen(p->text[i]) || memcmp(l.s, p->text[i], l.len))
 			same = 0;
 		i++;
 	}
-	if (same && (!feof(f) || i != p->ntext))
+	if (same && (ret || j.torn || i != p->ntext))
 		same = 0;
-	free(line);
-	fclose(f);
+	jsonl_close(&j);
 	return same;
 }
 
@@ -430,7 +430,7 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 	 * fastbins glibc does not stop to consolidate them at every larger
 	 * request (measured: 6% of replay's time) */
 	mallopt(M_MXFAST, 0);
-	snprintf(path, sizeof(path), "%s/campaign.json", dir);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, dir);
 	campaign = json_object_from_file(path);
 	if (!campaign) {
 		snprintf(err, errlen, "%s: cannot read (is %s a results folder?)", path, dir);
@@ -473,7 +473,7 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 	p.recomputed = json_object_new_object();
 	p.recorded = json_object_new_object();
 	p.bmap = json_object_new_object();
-	snprintf(path, sizeof(path), "%s/events.jsonl", dir);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, dir);
 	ret = results_each_line(path, on_event, &p, &torn, err, errlen);
 	if (!ret && torn)
 		fprintf(out, "%s: ignoring a torn last line\n", path);
@@ -485,7 +485,7 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 			ret = -EIO;
 		}
 	}
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", dir);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, dir);
 	if (!ret && same_text(&p, path)) {
 		r->recorded = r->matched = (unsigned)p.ntext;
 		for (unsigned i = 0; i < p.nboards; i++)
@@ -522,7 +522,7 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 			if (!json_object_object_get_ex(p.recorded, k, &rec)) {
 				r->missing++;
 				b->missing++;
-				ret = problem(&p, b, NULL, v, "recomputed but not in verdicts.jsonl");
+				ret = problem(&p, b, NULL, v, "recomputed but not in " PC_FILE_VERDICTS);
 			} else if (!json_object_equal(v, rec)) {
 				r->differ++;
 				b->differ++;
@@ -547,7 +547,7 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 			}
 			r->extra++;
 			b->extra++;
-			if ((ret = problem(&p, b, v2, NULL, "in verdicts.jsonl but not recomputed from the events")))
+			if ((ret = problem(&p, b, v2, NULL, "in " PC_FILE_VERDICTS " but not recomputed from the events")))
 				break;
 		}
 	}
@@ -624,7 +624,7 @@ static void base_of(const char *dir, char *buf, size_t len)
  */
 static int report_of(struct folder *fo, const char *rd, FILE *out)
 {
-	static const char *const companions[] = { "campaign.json", "events.jsonl" };
+	static const char *const companions[] = { PC_FILE_CAMPAIGN, PC_FILE_EVENTS };
 	struct report_opts ro = { 0 };
 	const char *dirs[1] = { rd };
 	char src[PATH_MAX + 32], real[PATH_MAX], dst[PATH_MAX + 32];
@@ -647,7 +647,7 @@ static int report_of(struct folder *fo, const char *rd, FILE *out)
 
 static void report_cleanup(const char *tmp, const char *rd)
 {
-	static const char *const files[] = { "verdicts.jsonl", "campaign.json", "events.jsonl" };
+	static const char *const files[] = { PC_FILE_VERDICTS, PC_FILE_CAMPAIGN, PC_FILE_EVENTS };
 	char path[PATH_MAX + 32];
 
 	if (rd[0]) {
@@ -679,7 +679,7 @@ static void one_folder(struct folder *fo, FILE *out, const struct replay_cli *o)
 		}
 		base_of(fo->dir, base, sizeof(base));
 		snprintf(rd, sizeof(rd), "%s/%s", tmp, base);
-		snprintf(path, sizeof(path), "%s/verdicts.jsonl", rd);
+		snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, rd);
 		if (mkdir(rd, 0700) || !(vf = fopen(path, "we"))) {
 			snprintf(fo->err, sizeof(fo->err), "%s: %s", path, strerror(errno));
 			fo->ret = -EIO;
@@ -709,73 +709,72 @@ out:
 	report_cleanup(tmp, rd);
 }
 
-/* UTF-8 XML 1.0 may hold: the length of the character at p, 0 if none */
-static size_t xml_char(const unsigned char *p)
+static void junit_count(struct junit *j, const char *name, unsigned v)
 {
-	unsigned c = p[0], cp;
-	size_t n;
+	char buf[32];
 
-	if (c >= 0xc2 && c <= 0xdf) {
-		n = 2;
-		cp = c & 0x1f;
-	} else if (c >= 0xe0 && c <= 0xef) {
-		n = 3;
-		cp = c & 0x0f;
-	} else if (c >= 0xf0 && c <= 0xf4) {
-		n = 4;
-		cp = c & 0x07;
+	snprintf(buf, sizeof(buf), "%u", v);
+	junit_property(j, name, buf);
+}
+
+/* A board's first difference, and how many more (NULL: out of memory; free it). */
+static char *difference_text(const struct replay_board *b, unsigned nv, int brief)
+{
+	char *s = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&s, &n);
+
+	if (!f)
+		return NULL;
+	if (brief) {
+		if (b->differ)
+			fprintf(f, "%u of %u verdicts differ", b->differ, nv);
+		if (b->missing)
+			fprintf(f, "%s%u recomputed but not recorded", b->differ ? ", " : "", b->missing);
+		if (b->extra)
+			fprintf(f, "%s%u recorded but not recomputed", b->differ || b->missing ? ", " : "", b->extra);
+		fprintf(f, "; first: %s", b->first_brief ? b->first_brief : "");
 	} else {
-		return 0;
+		fputs(b->first, f);
+		if (b->nmore)
+			fprintf(f, "%u more (cycles %s%s)\n", b->nmore, b->more, b->nmore > REPLAY_MORE_CYCLES ? ", ..." : "");
 	}
-	for (size_t i = 1; i < n; i++) {
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3f);
+	if (ferror(f) | fclose(f)) {
+		free(s);
+		return NULL;
 	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff) || cp == 0xfffe || cp == 0xffff)
-		return 0;
-	return n;
+	return s;
 }
 
-/* s as XML character data (attr: as an attribute value in double quotes).
- * A byte that is not part of a character XML 1.0 allows becomes '?'. */
-static void xml_put(FILE *f, const char *s, int attr)
+/* One board of a folder: a testcase, failed at its first difference. */
+static int junit_board(struct junit *j, const struct replay_board *b, const char *cls)
 {
-	const unsigned char *p = (const unsigned char *)s;
+	unsigned nv = b->recomputed > b->recorded ? b->recomputed : b->recorded;
+	char out[256];
 
-	while (*p) {
-		size_t n;
+	junit_case_begin(j, cls, b->name);
+	if (b->first) {
+		char *msg = difference_text(b, nv, 1), *text = difference_text(b, nv, 0);
 
-		if (*p >= 0x80) {
-			if ((n = xml_char(p))) {
-				fwrite(p, 1, n, f);
-				p += n;
-			} else {
-				fputc('?', f);
-				p++;
-			}
-			continue;
+		if (!msg || !text) {
+			free(msg);
+			free(text);
+			return -ENOMEM;
 		}
-		switch (*p) {
-		case '&': fputs("&amp;", f); break;
-		case '<': fputs("&lt;", f); break;
-		case '>': fputs("&gt;", f); break;
-		case '"': fputs(attr ? "&quot;" : "\"", f); break;
-		case '\'': fputs(attr ? "&apos;" : "'", f); break;
-		case '\n': fputs(attr ? "&#10;" : "\n", f); break;
-		case '\t': fputs(attr ? "&#9;" : "\t", f); break;
-		case '\r': fputs("&#13;", f); break;
-		default:
-			fputc(*p < 0x20 || *p == 0x7f ? '?' : *p, f);
-		}
-		p++;
+		junit_problem_begin(j, "failure", "replay.difference", msg);
+		junit_text(j, text);
+		junit_problem_end(j, "failure");
+		free(msg);
+		free(text);
 	}
-}
-
-static void xml_prop(FILE *f, const char *name, unsigned v)
-{
-	fprintf(f, "      <property name=\"%s\" value=\"%u\"/>\n", name, v);
+	if (b->has_cycles)
+		snprintf(out, sizeof(out), "%u verdicts, cycles %" PRIu32 "-%" PRIu32 ", %u match", nv, b->cycle_min,
+			 b->cycle_max, b->matched);
+	else
+		snprintf(out, sizeof(out), "%u verdicts, %u match", nv, b->matched);
+	junit_system_out(j, out);
+	junit_case_end(j);
+	return 0;
 }
 
 /*
@@ -788,6 +787,8 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 	FILE *f = fopen(file, "we");
 	unsigned tests = 0, failures = 0, errors = 0;
 	double secs = 0;
+	struct junit j;
+	int ret = 0;
 
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", file, strerror(errno));
@@ -805,10 +806,8 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 		}
 		secs += fs[i].secs;
 	}
-	fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-	fprintf(f, "<testsuites name=\"powercut replay\" tests=\"%u\" failures=\"%u\" errors=\"%u\" time=\"%.3f\">\n",
-		tests, failures, errors, secs);
-	for (int i = 0; i < n; i++) {
+	junit_begin(&j, f, "powercut replay", tests, failures, errors, secs);
+	for (int i = 0; !ret && i < n; i++) {
 		const struct folder *fo = &fs[i];
 		const struct replay_result *r = &fo->r;
 		unsigned nt = fo->ret ? 0 : r->nboards, nf = 0, ne = fo->ret || fo->report_failed;
@@ -817,71 +816,29 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 		base_of(fo->dir, cls, sizeof(cls));
 		for (unsigned k = 0; k < nt; k++)
 			nf += r->boards[k].first != NULL;
-		fputs("  <testsuite name=\"", f);
-		xml_put(f, fo->dir, 1);
-		fprintf(f, "\" tests=\"%u\" failures=\"%u\" errors=\"%u\" skipped=\"0\" time=\"%.3f\">\n", nt + ne, nf, ne,
-			fo->secs);
+		junit_suite_begin(&j, fo->dir, nt + ne, nf, ne, fo->secs, NULL);
 		if (!fo->ret) {
-			fputs("    <properties>\n", f);
-			xml_prop(f, "verdicts.recomputed", r->recomputed);
-			xml_prop(f, "verdicts.recorded", r->recorded);
-			xml_prop(f, "verdicts.matched", r->matched);
-			xml_prop(f, "verdicts.differ", r->differ);
-			xml_prop(f, "verdicts.missing", r->missing);
-			xml_prop(f, "verdicts.extra", r->extra);
-			fputs("    </properties>\n", f);
+			junit_count(&j, "verdicts.recomputed", r->recomputed);
+			junit_count(&j, "verdicts.recorded", r->recorded);
+			junit_count(&j, "verdicts.matched", r->matched);
+			junit_count(&j, "verdicts.differ", r->differ);
+			junit_count(&j, "verdicts.missing", r->missing);
+			junit_count(&j, "verdicts.extra", r->extra);
 		}
-		for (unsigned k = 0; k < nt; k++) {
-			const struct replay_board *b = &r->boards[k];
-			unsigned nv = b->recomputed > b->recorded ? b->recomputed : b->recorded;
-
-			fputs("    <testcase name=\"", f);
-			xml_put(f, b->name, 1);
-			fputs("\" classname=\"", f);
-			xml_put(f, cls, 1);
-			fputs("\" time=\"0\">\n", f);
-			if (b->first) {
-				fprintf(f, "      <failure type=\"replay.difference\" message=\"");
-				if (b->differ)
-					fprintf(f, "%u of %u verdicts differ", b->differ, nv);
-				if (b->missing)
-					fprintf(f, "%s%u recomputed but not recorded", b->differ ? ", " : "", b->missing);
-				if (b->extra)
-					fprintf(f, "%s%u recorded but not recomputed", b->differ || b->missing ? ", " : "",
-						b->extra);
-				fputs("; first: ", f);
-				xml_put(f, b->first_brief ? b->first_brief : "", 1);
-				fputs("\">", f);
-				xml_put(f, b->first, 0);
-				if (b->nmore) {
-					char more[256];
-
-					snprintf(more, sizeof(more), "%u more (cycles %s%s)\n", b->nmore, b->more,
-						 b->nmore > REPLAY_MORE_CYCLES ? ", ..." : "");
-					xml_put(f, more, 0);
-				}
-				fputs("</failure>\n", f);
-			}
-			fputs("      <system-out>", f);
-			if (b->has_cycles)
-				fprintf(f, "%u verdicts, cycles %" PRIu32 "-%" PRIu32 ", %u match", nv, b->cycle_min,
-					b->cycle_max, b->matched);
-			else
-				fprintf(f, "%u verdicts, %u match", nv, b->matched);
-			fputs("</system-out>\n    </testcase>\n", f);
-		}
+		for (unsigned k = 0; !ret && k < nt; k++)
+			ret = junit_board(&j, &r->boards[k], cls);
 		if (ne) {
-			fputs("    <testcase name=\"replay\" classname=\"", f);
-			xml_put(f, cls, 1);
-			fputs("\" time=\"0\">\n      <error type=\"replay.error\" message=\"", f);
-			xml_put(f, fo->err, 1);
-			fputs("\"/>\n    </testcase>\n", f);
+			junit_case_begin(&j, cls, "replay");
+			junit_problem_begin(&j, "error", "replay.error", fo->err);
+			junit_problem_end(&j, "error");
+			junit_case_end(&j);
 		}
-		fputs("  </testsuite>\n", f);
+		junit_suite_end(&j);
 	}
-	fputs("</testsuites>\n", f);
-	if (ferror(f) | fclose(f)) {
-		snprintf(err, errlen, "%s: %s", file, strerror(errno ? errno : EIO));
+	if (!ret)
+		ret = junit_end(&j);
+	if (ret | fclose(f)) {
+		snprintf(err, errlen, "%s: %s", file, ret == -ENOMEM ? "out of memory" : strerror(errno ? errno : EIO));
 		return -1;
 	}
 	return 0;

@@ -11,7 +11,7 @@
  * <style> and <svg> only, no script, no external font, stylesheet or link
  * (the only hrefs are "#" anchors within the page). Every string that came
  * from the results -- board, mode and campaign names, identities, reasons,
- * folder names -- is hostile input and goes through svg_escape().
+ * folder names -- is hostile input and goes through xml_escape().
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -57,7 +57,7 @@ static const char css[] =
 
 static void esc(FILE *out, const char *s)
 {
-	svg_escape(out, s);
+	xml_escape(out, s);
 }
 
 __attribute__((format(printf, 2, 3)))
@@ -226,7 +226,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 	if (r->duplicates)
 		fprintf(out, " (%lu verdict line%s counted once)", r->duplicates, r->duplicates == 1 ? "" : "s");
 	fputs("</p>\n<p>Overall: ", out);
-	badge(out, res == REPORT_PASS ? "PASS" : res == REPORT_FAIL ? "FAIL" : "INCOMPLETE");
+	badge(out, rep_result_name(res));
 	fputs("</p>\n", out);
 	if (!r->ndevs) {
 		fputs("<p>No verdicts yet.</p>\n</header>\n", out);
@@ -236,12 +236,12 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 	      "<th>cycles and findings</th></tr>\n", out);
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		const struct rep_dev *d = &r->devs[i];
-		const char *res_d;
+		enum pc_result res_d;
 
 		rep_mode_sum(d, &t);
 		res_d = rep_dev_result(d, &t);
 		fputs("<tr><td>", out);
-		badge(out, res_d);
+		badge(out, pc_result_names[res_d]);
 		fprintf(out, "</td><td class=\"mono\"><a href=\"#dev-%u\">", i);
 		esc(out, dev_name(d));
 		fputs("</a></td><td>", out);
@@ -251,7 +251,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 		fputs("</td><td>", out);
 		detail(out, &t);
 		/* why, when that is the result (under a FAIL, the unit's section says) */
-		for (unsigned k = 0; !strcmp(res_d, "INCOMPLETE") && k < d->nwhy; k++) {
+		for (unsigned k = 0; res_d == PC_RES_INCOMPLETE && k < d->nwhy; k++) {
 			fputs(k ? "; " : "<br><span class=\"why\">incomplete: ", out);
 			esc(out, d->why[k].brief);
 			if (k + 1 == d->nwhy)
@@ -482,7 +482,7 @@ static void unjudged(FILE *out, const struct rep_dev *d)
 	}
 	fputs("</table>\n", out);
 	if (d->reasons_more)
-		fprintf(out, "<p class=\"muted\">%lu more such cycles, for other reasons (verdicts.jsonl).</p>\n",
+		fprintf(out, "<p class=\"muted\">%lu more such cycles, for other reasons (" PC_FILE_VERDICTS ").</p>\n",
 			d->reasons_more);
 }
 
@@ -716,7 +716,7 @@ static int unit(const struct rep *r, FILE *out, unsigned i)
 	int rc;
 
 	rep_mode_sum(d, &t);
-	res = rep_dev_result(d, &t);
+	res = pc_result_names[rep_dev_result(d, &t)];
 	fprintf(out, "<section class=\"unit\" id=\"dev-%u\">\n<h3>", i);
 	badge(out, res);
 	fputs(" unit serial ", out);

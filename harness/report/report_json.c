@@ -138,7 +138,7 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 
 	rep_mode_sum(d, &t);
 	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
-	json_object_object_add(o, "result", json_object_new_string(rep_dev_result(d, &t)));
+	json_object_object_add(o, "result", json_object_new_string(pc_result_names[rep_dev_result(d, &t)]));
 	json_object_object_add(o, "part", json_object_new_string(d->part ? d->part : ""));
 	json_object_object_add(o, "boards", strlist_json(&d->boards));
 	json_object_object_add(o, "campaigns", strlist_json(&d->campaigns));
@@ -223,8 +223,7 @@ int report_json(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	for (int i = 0; i < ndirs; i++)
 		json_object_array_add(a, json_object_new_string(dirs[i]));
 	json_object_object_add(doc, "results", a);
-	json_object_object_add(doc, "result", json_object_new_string(
-		res == REPORT_PASS ? "PASS" : res == REPORT_FAIL ? "FAIL" : "INCOMPLETE"));
+	json_object_object_add(doc, "result", json_object_new_string(rep_result_name(res)));
 	json_object_object_add(doc, "torn_lines_ignored", jint(r->torn_lines));
 	json_object_object_add(doc, "duplicates_ignored", jint(r->duplicates));
 	devs = json_object_new_array();

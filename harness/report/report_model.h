@@ -21,7 +21,7 @@
 #define NCLASS PC_NCLASSES
 /* A device-level finding the engine counts as collateral but the report
  * names on its own: writes the device refused (docs/verdicts.md). */
-#define REFUSED_NAME "write_refused"
+#define REFUSED_NAME PC_WHAT_WRITE_REFUSED
 /* Where a tear falls: the record's sector at which the new data ends
  * ("boundary"), sector 0 to REP_TEAR_SECTORS - 1 (the last holds the rest). */
 #define REP_TEAR_SECTORS 64
@@ -207,8 +207,10 @@ struct rep {
 /* report.c: totals and results, shared by every writer */
 void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t);
 unsigned long rep_mode_cycles(const struct rep_mode *m);
-/* "PASS", "FAIL", "BOOT_FAIL" or "INCOMPLETE" (t: rep_mode_sum of d) */
-const char *rep_dev_result(const struct rep_dev *d, const struct rep_mode *t);
+/* The device's result, PASS, FAIL, BOOT_FAIL or INCOMPLETE (t: rep_mode_sum of d) */
+enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t);
+/* The name of a campaign result (enum report_result): PASS, FAIL or INCOMPLETE. */
+const char *rep_result_name(int res);
 int rep_result(const struct rep *r);
 /* "lost_acked=3 torn=1", or "-" */
 void rep_viol_text(const struct rep_mode *m, char *buf, size_t len);
@@ -231,10 +233,6 @@ double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m);
 const char *rep_time_text(int64_t ms, char *buf, size_t len);
 /* Order the cycle rows by device, board, cycle. */
 void rep_sort_cycles(struct rep *r);
-
-/* XML text or attribute value, escaped, with only what XML 1.0 allows
- * (control characters and invalid UTF-8 become '?'). */
-void rep_xml(FILE *out, const char *s);
 
 /* the writers: 0, or -errno (out of memory, or writing failed) */
 int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);

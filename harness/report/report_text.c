@@ -285,9 +285,9 @@ static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d
 		print_wrapped(out, text, 14);
 	}
 	if (d->reasons_more)
-		fprintf(out, "  (%lu more INFRA_ERROR or BOOT_FAIL cycles, for other reasons: verdicts.jsonl)\n",
+		fprintf(out, "  (%lu more INFRA_ERROR or BOOT_FAIL cycles, for other reasons: " PC_FILE_VERDICTS ")\n",
 			d->reasons_more);
-	fprintf(out, "  result: %s (", rep_dev_result(d, &t));
+	fprintf(out, "  result: %s (", pc_result_names[rep_dev_result(d, &t)]);
 	print_detail(out, &t);
 	fprintf(out, ")\n");
 	/* also under a FAIL: the evidence was incomplete, whatever it proved */
@@ -309,12 +309,12 @@ static void print_summary(const struct rep *r, FILE *out)
 		const struct rep_dev *d = &r->devs[i];
 
 		rep_mode_sum(d, &t);
-		fprintf(out, "  %-9s %s (", rep_dev_result(d, &t), d->id ? d->id : "unknown device");
+		fprintf(out, "  %-9s %s (", pc_result_names[rep_dev_result(d, &t)], d->id ? d->id : "unknown device");
 		print_list(out, &d->boards);
 		fprintf(out, "): ");
 		print_detail(out, &t);
 		/* why, when that is the result (under a FAIL, the device's section says) */
-		for (unsigned k = 0; !strcmp(rep_dev_result(d, &t), "INCOMPLETE") && k < d->nwhy; k++)
+		for (unsigned k = 0; rep_dev_result(d, &t) == PC_RES_INCOMPLETE && k < d->nwhy; k++)
 			fprintf(out, "%s%s", k ? "; " : "; incomplete: ", d->why[k].brief);
 		fprintf(out, "\n");
 	}
@@ -391,7 +391,7 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 
 		rep_mode_sum(d, &t);
 		rep_viol_text(&t, viol, sizeof(viol));
-		fprintf(out, "| **%s** | ", rep_dev_result(d, &t));
+		fprintf(out, "| **%s** | ", pc_result_names[rep_dev_result(d, &t)]);
 		md(out, d->id ? d->id : "unknown device");
 		fputs(" | ", out);
 		md_list(out, &d->boards);
@@ -406,7 +406,7 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 		rep_mode_sum(d, &t);
 		fprintf(out, "\n## ");
 		md(out, d->id ? d->id : "unknown device");
-		fprintf(out, ": %s\n\n", rep_dev_result(d, &t));
+		fprintf(out, ": %s\n\n", pc_result_names[rep_dev_result(d, &t)]);
 		fprintf(out, "- part: ");
 		md(out, d->part);
 		fprintf(out, " (manfid, name, firmware)\n- boards: ");

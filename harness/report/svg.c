@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "harness/report/xml.h"
 #include "harness/results/verdict.h"
 
 #define CHART_W		960
@@ -37,91 +38,6 @@ static const char *const series_colours[] = {
 const char *svg_series_colour(unsigned i)
 {
 	return series_colours[i % (sizeof(series_colours) / sizeof(series_colours[0]))];
-}
-
-/* ---- text ---- */
-
-#define REPLACEMENT "\xef\xbf\xbd"	/* U+FFFD */
-
-/* The length of the valid UTF-8 sequence at s that XML 1.0 allows as a
- * character, or 0. */
-static size_t utf8_ok(const unsigned char *s)
-{
-	uint32_t c;
-	size_t n;
-
-	if (s[0] < 0x80) {
-		if (s[0] == '\t' || s[0] == '\n' || s[0] == '\r')
-			return 1;
-		return s[0] >= 0x20 && s[0] != 0x7f;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
-		n = 2;
-		c = s[0] & 0x1fu;
-	} else if (s[0] >= 0xe0 && s[0] <= 0xef) {
-		n = 3;
-		c = s[0] & 0x0fu;
-	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
-		n = 4;
-		c = s[0] & 0x07u;
-	} else {
-		return 0;
-	}
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)	/* also stops at the terminating NUL */
-			return 0;
-		c = c << 6 | (s[i] & 0x3fu);
-	}
-	/* overlong forms, surrogates, past U+10FFFF, C1 controls, U+FFFE/U+FFFF */
-	if ((n == 3 && c < 0x800) || (n == 4 && c < 0x10000) || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff ||
-	    (c >= 0x80 && c <= 0x9f) || c == 0xfffe || c == 0xffff)
-		return 0;
-	return n;
-}
-
-/* a character: a valid sequence, or one byte that is not */
-static size_t char_len(const unsigned char *p)
-{
-	size_t n = utf8_ok(p);
-
-	return n ? n : 1;
-}
-
-void svg_escape_max(FILE *out, const char *s, size_t maxchars)
-{
-	const unsigned char *p = (const unsigned char *)s;
-	size_t total = 0, limit;
-
-	if (!s || !maxchars)
-		return;
-	for (const unsigned char *q = p; *q && total <= maxchars; q += char_len(q))
-		total++;
-	limit = total <= maxchars ? total : maxchars - 1;
-	for (size_t i = 0; i < limit; i++) {
-		size_t n = utf8_ok(p);
-
-		if (!n) {
-			fputs(REPLACEMENT, out);
-			p++;
-			continue;
-		}
-		switch (*p) {
-		case '&': fputs("&amp;", out); break;
-		case '<': fputs("&lt;", out); break;
-		case '>': fputs("&gt;", out); break;
-		case '"': fputs("&quot;", out); break;
-		case '\'': fputs("&#39;", out); break;
-		default: fwrite(p, 1, n, out); break;
-		}
-		p += n;
-	}
-	if (limit < total)
-		fputs("\xe2\x80\xa6", out);	/* U+2026 */
-}
-
-void svg_escape(FILE *out, const char *s)
-{
-	svg_escape_max(out, s, (size_t)-1);
 }
 
 /* "1,234,567", "12.3", "0.25": a value as a reader wants it. */
@@ -183,12 +99,12 @@ static void svg_open(FILE *out, int w, int h, const char *title)
 {
 	fprintf(out, "<svg class=\"chart\" viewBox=\"0 0 %d %d\" width=\"%d\" height=\"%d\" role=\"img\" " FONT
 		" aria-label=\"", w, h, w, h);
-	svg_escape(out, title);
+	xml_escape(out, title);
 	fputs("\"><title>", out);
-	svg_escape(out, title);
+	xml_escape(out, title);
 	fprintf(out, "</title>\n<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#fff\"/>\n", w, h);
 	fputs("<text x=\"8\" y=\"18\" font-size=\"14\" font-weight=\"bold\">", out);
-	svg_escape(out, title);
+	xml_escape(out, title);
 	fputs("</text>\n", out);
 }
 
@@ -204,7 +120,7 @@ static double legend_item(FILE *out, double x, double y, const char *colour, con
 
 	fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"11\" height=\"11\" fill=\"%s\" stroke=\"" AXIS_COLOUR
 		"\" stroke-width=\"0.5\"/><text x=\"%.1f\" y=\"%.1f\">", x, y - 10, colour, x + 15, y);
-	svg_escape_max(out, text, 60);
+	xml_escape_max(out, text, 60);
 	fputs("</text>\n", out);
 	for (const unsigned char *p = (const unsigned char *)text; *p && chars < 60; p++)
 		chars += (*p & 0xc0) != 0x80;
@@ -264,7 +180,7 @@ static void strip_cell(FILE *out, const char *name, double x, double y, double w
 {
 	fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"%s\"><title>", x, y, w,
 		STRIP_ROW, svg_outcome_colours[o]);
-	svg_escape(out, name);
+	xml_escape(out, name);
 	if (c0 == c1)
 		fprintf(out, ": cycle %lu: %s", c0, pc_outcome_names[o]);
 	else
@@ -327,9 +243,9 @@ int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, si
 		svg_strip_bin(row, cmin, per, cells, ncells);
 		fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\"><title>", STRIP_L - 8,
 			y + STRIP_ROW - 5);
-		svg_escape(out, row->name);
+		xml_escape(out, row->name);
 		fputs("</title>", out);
-		svg_escape_max(out, row->name, LABEL_CHARS);
+		xml_escape_max(out, row->name, LABEL_CHARS);
 		fprintf(out, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"" SVG_NONE_COLOUR
 			"\"/>\n", STRIP_L, y, cw * (double)ncells, STRIP_ROW);
 		while (k < ncells) {
@@ -470,11 +386,11 @@ int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, si
 				continue;
 			fprintf(out, "<rect x=\"8\" y=\"%d\" width=\"11\" height=\"11\" fill=\"%s\"/><text x=\"24\" y=\"%d\">",
 				24 + 18 * k, svg_series_colour(s[i].colour), 34 + 18 * k);
-			svg_escape_max(out, s[i].name, LABEL_CHARS);
+			xml_escape_max(out, s[i].name, LABEL_CHARS);
 			snprintf(txt, sizeof(txt), ": %s writes, p50 %s, p99 %s, max %s", num_text((double)s[i].n, a, sizeof(a)),
 				 us_text(s[i].p50, b, sizeof(b)), us_text(s[i].p99, c, sizeof(c)),
 				 us_text(s[i].max, d, sizeof(d)));
-			svg_escape(out, txt);
+			xml_escape(out, txt);
 			fputs("</text>\n", out);
 			k++;
 		}
@@ -522,7 +438,7 @@ int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, si
 			fprintf(out, " %.1f,%.1f %.1f,%.1f", LX(lat_x0(b)), y, LX(lat_x1(b)), y);
 		}
 		fprintf(out, " %.1f,%.1f\"><title>", LX(lat_x1(b1)), LY(0.0));
-		svg_escape(out, s[i].name);
+		xml_escape(out, s[i].name);
 		fputs("</title></polyline>\n", out);
 	}
 	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", LAT_L,
@@ -577,26 +493,26 @@ int svg_hbars(FILE *out, const char *title, const char *unit, const char *const 
 		char txt[48];
 
 		fprintf(out, "<g><text x=\"%d\" y=\"%d\" text-anchor=\"end\"><title>", HB_L - 8, y + HB_BAR - 5);
-		svg_escape(out, label[i]);
+		xml_escape(out, label[i]);
 		fputs("</title>", out);
-		svg_escape_max(out, label[i], LABEL_CHARS);
+		xml_escape_max(out, label[i], LABEL_CHARS);
 		fputs("</text>\n", out);
 		if (isfinite(v[i]) && v[i] >= 0)
 			fprintf(out, "<rect x=\"%d\" y=\"%d\" width=\"%.1f\" height=\"%d\" fill=\"%s\"/>\n", HB_L, y, w,
 				HB_BAR, svg_series_colour(colour ? colour[i] : (unsigned)i));
 		fprintf(out, "<text x=\"%.1f\" y=\"%d\">", HB_L + w + 6, y + HB_BAR - 5);
 		if (isfinite(v[i]) && v[i] >= 0) {
-			svg_escape(out, num_text(v[i], txt, sizeof(txt)));
+			xml_escape(out, num_text(v[i], txt, sizeof(txt)));
 			if (unit) {
 				fputc(' ', out);
-				svg_escape(out, unit);
+				xml_escape(out, unit);
 			}
 		} else {
 			fputs("no data", out);
 		}
 		if (note && note[i]) {
 			fputs(" \xc2\xb7 ", out);
-			svg_escape_max(out, note[i], 48);
+			xml_escape_max(out, note[i], 48);
 		}
 		fputs("</text></g>\n", out);
 	}
@@ -604,7 +520,7 @@ int svg_hbars(FILE *out, const char *title, const char *unit, const char *const 
 		HB_L, yax + 4);
 	if (unit) {
 		fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">", HB_L, yax + 34);
-		svg_escape(out, unit);
+		xml_escape(out, unit);
 		fputs("</text>\n", out);
 	}
 	svg_close(out);
@@ -673,25 +589,25 @@ int svg_columns(FILE *out, const char *title, const char *xlabel, const char *yl
 			fprintf(out, "<rect x=\"%.2f\" y=\"%.1f\" width=\"%.2f\" height=\"%.1f\" fill=\"%s\"><title>",
 				x + colw * 0.1, CY(base + v), colw * 0.8, CY(base) - CY(base + v),
 				svg_series_colour(s[i].colour));
-			svg_escape(out, s[i].name);
+			xml_escape(out, s[i].name);
 			fputs(" ", out);
-			svg_escape(out, catlabel[c]);
+			xml_escape(out, catlabel[c]);
 			fprintf(out, ": %s</title></rect>\n", num_text(v, txt, sizeof(txt)));
 			base += v;
 		}
 		if (c % every == 0 || c + 1 == ncat) {
 			fprintf(out, "<text x=\"%.2f\" y=\"%d\" text-anchor=\"middle\">", x + colw / 2, t + COL_PH + 18);
-			svg_escape_max(out, catlabel[c], 8);
+			xml_escape_max(out, catlabel[c], 8);
 			fputs("</text>\n", out);
 		}
 	}
 	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", COL_L,
 		t + COL_PH, COL_L + pw, t + COL_PH);
 	fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">", COL_L, t + COL_PH + 40);
-	svg_escape(out, xlabel);
+	xml_escape(out, xlabel);
 	fprintf(out, "</text>\n<text x=\"14\" y=\"%d\" fill=\"" AXIS_COLOUR "\" transform=\"rotate(-90 14 %d)\" "
 		"text-anchor=\"middle\">", t + COL_PH / 2, t + COL_PH / 2);
-	svg_escape(out, ylabel);
+	xml_escape(out, ylabel);
 	fputs("</text>\n", out);
 #undef CY
 	svg_close(out);

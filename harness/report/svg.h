@@ -1,10 +1,10 @@
 /*
- * svg.h - a small SVG writer for the HTML report: text escaped for XML and
- * HTML, and the few charts a person would rather look at than read (cycle
- * outcomes as a strip, a latency histogram on a log axis, horizontal bars,
- * stacked columns). Each chart is one self-contained inline <svg> element:
- * no script, no external font, stylesheet or link. Strings are escaped
- * wherever they land, so hostile board or mode names stay text.
+ * svg.h - a small SVG writer for the HTML report: the few charts a person
+ * would rather look at than read (cycle outcomes as a strip, a latency
+ * histogram on a log axis, horizontal bars, stacked columns). Each chart
+ * is one self-contained inline <svg> element: no script, no external font,
+ * stylesheet or link. Strings are escaped wherever they land (xml_escape,
+ * harness/report/xml.h), so hostile board or mode names stay text.
  *
  * Every function writes to out and returns 0, or -ENOMEM; the caller checks
  * ferror(out) once at the end.
@@ -16,22 +16,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "harness/report/xml.h"
+
 /* Fill colours of the cycle outcomes (enum pc_outcome), and of "no verdict". */
 extern const char *const svg_outcome_colours[];
 #define SVG_NONE_COLOUR "#e6e6e6"
 /* A colour for the i-th series of a chart (write modes), distinct from the
  * outcome colours. */
 const char *svg_series_colour(unsigned i);
-
-/*
- * Write s as XML/HTML text, safe in element content and in quoted
- * attributes: & < > " ' as entities, bytes that are not valid UTF-8 and
- * characters XML 1.0 forbids (controls but tab, newline and return) as
- * U+FFFD. NULL writes nothing. svg_escape_max writes at most maxchars
- * characters, ending a longer s with an ellipsis.
- */
-void svg_escape(FILE *out, const char *s);
-void svg_escape_max(FILE *out, const char *s, size_t maxchars);
 
 /*
  * The worse of two outcomes for a cell that stands for several cycles:

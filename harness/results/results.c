@@ -2,6 +2,8 @@
  * results.c - append-only result files, and the lock that keeps them one run's.
  */
 #include "harness/results/results.h"
+#include "harness/results/jsonl.h"
+#include "harness/results/verdict.h"
 
 #include "common/proto.h"
 
@@ -78,7 +80,7 @@ static int open_append(struct results *r, const char *name, int *fdp, char *note
 	return 0;
 }
 
-#define LOCK_NAME	"lock"
+#define LOCK_NAME	PC_FILE_LOCK
 #define LOCK_MAX	4096		/* the file is one short line: read no more than this */
 #define LOCK_WAIT_MS	1500		/* see lock_take() */
 #define LOCK_PID_MAX	4194304L	/* PID_MAX_LIMIT */
@@ -336,9 +338,9 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 		return ret;
 	snprintf(path, sizeof(path), "%s/console", dir);
 	pc_mkdir_p(path, 0755);
-	ret = open_append(r, "events.jsonl", &r->ev_fd, note, notelen, err, errlen);
+	ret = open_append(r, PC_FILE_EVENTS, &r->ev_fd, note, notelen, err, errlen);
 	if (!ret)
-		ret = open_append(r, "verdicts.jsonl", &r->v_fd, note, notelen, err, errlen);
+		ret = open_append(r, PC_FILE_VERDICTS, &r->v_fd, note, notelen, err, errlen);
 	if (ret)
 		results_close(r);
 	return ret;
@@ -411,58 +413,32 @@ int results_verdict(struct results *r, json_object *v)
 
 int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-	unsigned lineno = 0;
-	int ret = 0;
-	json_tokener *tok;
+	struct jsonl j;
+	struct jsonl_line l;
+	json_object *obj;
+	int ret;
 
 	if (torn)
 		*torn = 0;
-	if (!f) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return -errno;
+	if ((ret = jsonl_open(&j, path))) {
+		snprintf(err, errlen, "%s", j.err);
+		return ret;
 	}
-	tok = json_tokener_new();
-	if (!tok) {
-		fclose(f);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	while ((n = getline(&line, &cap, f)) > 0) {
-		json_object *obj;
-
-		lineno++;
-		if (line[n - 1] != '\n') {
-			if (torn)
-				*torn = 1;
-			break;
-		}
-		line[--n] = 0;
-		if (n == 0)
-			continue;
-		/* one tokener for the file, reset per line: no state crosses lines */
-		json_tokener_reset(tok);
-		obj = n <= INT_MAX ? json_tokener_parse_ex(tok, line, (int)n) : NULL;
-		if (!obj || json_tokener_get_parse_end(tok) != (size_t)n || !json_object_is_type(obj, json_type_object)) {
-			snprintf(err, errlen, "%s:%u: not a JSON object", path, lineno);
-			json_object_put(obj);
-			ret = -EINVAL;
-			break;
-		}
-		ret = fn(obj, lineno, arg);
+	while ((ret = jsonl_next_object(&j, &obj, &l)) == 1) {
+		ret = fn(obj, l.lineno > UINT_MAX ? UINT_MAX : (unsigned)l.lineno, arg);
 		json_object_put(obj);
 		if (ret) {
 			if (!err[0])
-				snprintf(err, errlen, "%s:%u: rejected", path, lineno);
-			break;
+				snprintf(err, errlen, "%s:%" PRIu64 ": rejected", path, l.lineno);
+			goto out;
 		}
 	}
-	json_tokener_free(tok);
-	free(line);
-	fclose(f);
+	if (ret < 0)
+		snprintf(err, errlen, "%s", j.err);
+out:
+	if (torn)
+		*torn = j.torn;
+	jsonl_close(&j);
 	return ret;
 }
 

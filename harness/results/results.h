@@ -63,8 +63,10 @@ int results_sync(struct results *r);
 /* fsync the events (the evidence first), then append the verdict and fsync it. */
 int results_verdict(struct results *r, json_object *v);
 
-/* Call fn for each line of a .jsonl file. A torn last line (no newline) is
- * skipped and counted in *torn. Malformed lines: -EINVAL, err = FILE:LINE: why. */
+/* Call fn for each line of a .jsonl file, read by the one reader
+ * (harness/results/jsonl.h: bounded lines, UTF-8, strict JSON objects). A
+ * torn last line (no newline) is skipped and counted in *torn. Malformed
+ * lines: -EINVAL, err = FILE:LINE: why. */
 typedef int (*results_line_fn)(json_object *obj, unsigned lineno, void *arg);
 int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn, char *err, size_t errlen);
 

@@ -26,28 +26,56 @@ const char *const pc_ev_names[PC_NEV_KINDS] = {
 	"final_boot_fail", "final_infra", "link_reject", "give_up", "run_end", "run_start",
 };
 
-int pc_ev_from_name(const char *s)
+const char *const pc_result_names[PC_NRESULTS] = { "PASS", "FAIL", "BOOT_FAIL", "INCOMPLETE" };
+
+const char *const pc_incomplete_names[PC_NINCOMPLETE] = {
+	"given_up", "cycles_missing", "running", "killed", "infra_share", "nothing_judged",
+};
+
+const char *const pc_run_end_names[PC_NRUN_ENDS] = { "finished", "interrupted", "given_up" };
+
+const char *const pc_trigger_names[PC_NTRIGGERS] = {
+	"random instant", "acks", "flush", "fua", "sim exact", "work done", "work timeout", "link lost",
+	"write refused",
+};
+
+/* The index of s in names[0..n), or -1 (s NULL: -1). */
+static int name_index(const char *const *names, int n, const char *s)
 {
-	for (int i = 0; s && i < PC_NEV_KINDS; i++)
-		if (!strcmp(s, pc_ev_names[i]))
+	for (int i = 0; s && i < n; i++)
+		if (!strcmp(s, names[i]))
 			return i;
 	return -1;
+}
+
+int pc_ev_from_name(const char *s)
+{
+	return name_index(pc_ev_names, PC_NEV_KINDS, s);
 }
 
 int pc_class_from_name(const char *s)
 {
-	for (int i = 0; s && i < PC_NCLASSES; i++)
-		if (!strcmp(s, pc_class_names[i]))
-			return i;
-	return -1;
+	return name_index(pc_class_names, PC_NCLASSES, s);
 }
 
 int pc_outcome_from_name(const char *s)
 {
-	for (int i = 0; s && i < PC_NOUTCOMES; i++)
-		if (!strcmp(s, pc_outcome_names[i]))
-			return i;
-	return -1;
+	return name_index(pc_outcome_names, PC_NOUTCOMES, s);
+}
+
+int pc_result_from_name(const char *s)
+{
+	return name_index(pc_result_names, PC_NRESULTS, s);
+}
+
+int pc_run_end_from_name(const char *s)
+{
+	return name_index(pc_run_end_names, PC_NRUN_ENDS, s);
+}
+
+int pc_trigger_from_name(const char *s)
+{
+	return name_index(pc_trigger_names, PC_NTRIGGERS, s);
 }
 
 void pc_policy_default(struct pc_policy *p, int mode)

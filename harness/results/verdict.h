@@ -42,6 +42,73 @@ extern const char *const pc_outcome_names[PC_NOUTCOMES];
 /* The outcome named s, or -1. */
 int pc_outcome_from_name(const char *s);
 
+/* A device's result (and a campaign's, the worst device's): the cycle
+ * outcomes that count against a device, and INCOMPLETE (given up, or too
+ * little judged). Worst first: FAIL beats BOOT_FAIL beats INCOMPLETE beats
+ * PASS (docs/results.md). */
+enum pc_result {
+	PC_RES_PASS,
+	PC_RES_FAIL,
+	PC_RES_BOOT_FAIL,
+	PC_RES_INCOMPLETE,
+	PC_NRESULTS
+};
+extern const char *const pc_result_names[PC_NRESULTS];
+/* The result named s, or -1. */
+int pc_result_from_name(const char *s);
+
+/* Why a device is INCOMPLETE (a report's incomplete[].why). */
+enum pc_incomplete {
+	PC_INC_GIVEN_UP,	/* the campaign gave the board up */
+	PC_INC_CYCLES_MISSING,	/* fewer cycles judged than planned */
+	PC_INC_RUNNING,		/* a run still holds the folder */
+	PC_INC_KILLED,		/* the last run died without closing the folder */
+	PC_INC_INFRA_SHARE,	/* too many INFRA_ERROR cycles */
+	PC_INC_NOTHING_JUDGED,	/* no cycle judged at all */
+	PC_NINCOMPLETE
+};
+extern const char *const pc_incomplete_names[PC_NINCOMPLETE];
+
+/* How a run ended for a board (a run_end event's "end"). */
+enum pc_run_end {
+	PC_END_FINISHED,
+	PC_END_INTERRUPTED,
+	PC_END_GIVEN_UP,
+	PC_NRUN_ENDS
+};
+extern const char *const pc_run_end_names[PC_NRUN_ENDS];
+/* The end named s, or -1. */
+int pc_run_end_from_name(const char *s);
+
+/* What fired a cut (a cut event's and a verdict's cut.trigger; the plans
+ * flush and fua are named by their plan). */
+enum pc_trigger {
+	PC_CUT_RANDOM,		/* "random instant" */
+	PC_CUT_ACKS,
+	PC_CUT_FLUSH,
+	PC_CUT_FUA,
+	PC_CUT_SIM_EXACT,	/* the sim cut itself at the planned flush or FUA write */
+	PC_CUT_WORK_DONE,
+	PC_CUT_WORK_TIMEOUT,
+	PC_CUT_LINK_LOST,
+	PC_CUT_WRITE_REFUSED,
+	PC_NTRIGGERS
+};
+extern const char *const pc_trigger_names[PC_NTRIGGERS];
+/* The trigger named s, or -1. */
+int pc_trigger_from_name(const char *s);
+
+/* The "what" of a collateral finding for a write the device refused (a
+ * report counts them apart). */
+#define PC_WHAT_WRITE_REFUSED	"write_refused"
+
+/* The files of a results folder (docs/results.md); macros, so that a
+ * message can spell a path as "%s/" PC_FILE_EVENTS. */
+#define PC_FILE_CAMPAIGN	"campaign.json"
+#define PC_FILE_EVENTS		"events.jsonl"
+#define PC_FILE_VERDICTS	"verdicts.jsonl"
+#define PC_FILE_LOCK		"lock"
+
 /* The kinds of event in events.jsonl ("ev"; docs/architecture.md). */
 enum pc_ev_kind {
 	PC_EV_POWER_ON,		/* a boot attempt starts */

@@ -241,9 +241,9 @@ static char *escaped(const char *s, size_t max)
 	FILE *f = fmemopen(buf, sizeof(buf), "w");
 
 	if (max)
-		svg_escape_max(f, s, max);
+		xml_escape_max(f, s, max);
 	else
-		svg_escape(f, s);
+		xml_escape(f, s);
 	fputc(0, f);
 	fclose(f);
 	return buf;

@@ -1,0 +1,82 @@
+/*
+ * status_int.h - what status.c (what it all says, printed) and
+ * status_read.c (what the folder holds) share: the state of one run of
+ * status, and the three readers.
+ */
+#ifndef PC_HARNESS_STATUS_INT_H
+#define PC_HARNESS_STATUS_INT_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "harness/cli/status.h"
+#include "harness/results/verdict.h"
+
+/* No ETA means anything past a million hours (and a double past INT64_MAX
+ * must not be converted to an integer) */
+#define ST_ETA_MAX	(3600.0 * 1e6)
+#define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
+
+/* What the events of one board in one window of events.jsonl say. */
+struct st_evs {
+	int seen;
+	unsigned cycle;		/* the highest cycle of its events */
+	unsigned work;		/* the highest cycle with a work event */
+	unsigned plan;		/* the cycles its last run_end planned (0: none) */
+	unsigned run_plan;	/* the cycles the run of its last power_on plans (0: not said) */
+	enum status_bstate state;
+	unsigned starts;	/* power-ons of a new cycle, with their time */
+	unsigned c0, c1;	/* the first and the last of them */
+	int64_t t0, t1;
+};
+
+struct st_board {
+	char name[64];
+	/* verdicts.jsonl */
+	uint64_t n[PC_NOUTCOMES];	/* (a count of lines: never past INT64_MAX) */
+	unsigned last_verdict;
+	unsigned fail_cycle;	/* the last FAIL's cycle, 0: none */
+	off_t fail_off;		/* its line: where, how long (as read: at most line_max), cut */
+	size_t fail_len;
+	int fail_trunc;
+	struct st_evs ev;
+	/* derived */
+	unsigned plan, cycle;
+	enum status_bstate state;
+	double cycle_ms, eta_s;	/* < 0: unknown */
+	uint64_t fail_cnt[PC_NCLASSES];	/* the last FAIL's violations by class */
+	char fail_what[256];		/* the same as text: "lost_acked=3 torn=1" */
+	char fail_time[48];
+};
+
+struct st_ctx {
+	const char *dir;
+	const struct status_limits *lim;
+	FILE *out;
+	char path[PATH_MAX + 32];
+	char campaign[64];
+	unsigned cycles;
+	struct st_board *b;
+	unsigned nb;
+	char *line;		/* a FAIL line read again (at most lim->line_max) */
+	size_t line_cap;
+	/* events.jsonl */
+	int ev_fd;
+	off_t ev_size, ev_from;
+	int64_t ev_mtime;
+	uint64_t ev_lines;	/* complete lines in [ev_from, ev_size) */
+	struct st_evs *win;	/* the window being read */
+	/* verdicts.jsonl */
+	uint64_t v_lines;
+	char err[1024];
+};
+
+/* Each fills x from its file: 0, or -1 with x->err naming the file (and
+ * line) and what is wrong. campaign.json first: it names the boards. */
+int status_read_campaign(struct st_ctx *x);
+int status_read_verdicts(struct st_ctx *x);
+int status_read_events(struct st_ctx *x);
+
+#endif
