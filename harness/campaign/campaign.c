@@ -602,7 +602,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 	}
 	known = camp_send_known(b);
 	if (known < 0) {
-		camp_infra(b, "sending KNOWN failed: %s", strerror(errno));
+		camp_infra(b, "sending KNOWN failed: %s", camp_link_strerror(b, errno));
 		return;
 	}
 	msg = camp_verify_request(b);
@@ -614,7 +614,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 	b->heard = 1;	/* on record: the verify event (resume reads it) */
 	if (camp_send_msg(b, msg)) {
 		json_object_put(msg);
-		camp_infra(b, "sending VERIFY failed: %s", strerror(errno));
+		camp_infra(b, "sending VERIFY failed: %s", camp_link_strerror(b, errno));
 		return;
 	}
 	json_object_put(msg);
@@ -840,13 +840,17 @@ static void loop(struct camp *c)
 			}
 		for (unsigned i = 0; i < c->nb; i++) {
 			/* the serial console (the link, or a tcp link's captured
-			 * console), and a tcp link */
+			 * console), and a tcp link; POLLOUT while its output waits */
+			int out = camp_link_wants_out(&c->b[i]);
+
 			if (c->b[i].sfd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].sfd, .events = POLLIN };
+				pfd[n] = (struct pollfd){ .fd = c->b[i].sfd,
+							  .events = POLLIN | (out == c->b[i].sfd ? POLLOUT : 0) };
 				who[n++] = &c->b[i];
 			}
 			if (c->b[i].fd >= 0 && c->b[i].fd != c->b[i].sfd) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].fd, .events = POLLIN };
+				pfd[n] = (struct pollfd){ .fd = c->b[i].fd,
+							  .events = POLLIN | (out == c->b[i].fd ? POLLOUT : 0) };
 				who[n++] = &c->b[i];
 			}
 		}
@@ -873,6 +877,11 @@ static void loop(struct camp *c)
 					camp_pending_read(c, who[i]);
 			} else {
 				struct bctx *b = who[i];
+
+				if ((pfd[i].revents & POLLOUT) && camp_link_wants_out(b) == pfd[i].fd)
+					camp_link_flush(b);
+				if (!(pfd[i].revents & ~POLLOUT))
+					continue;
 				if (b->sfd >= 0 && b->sfd == pfd[i].fd)
 					camp_serial_read(b);
 				else if (b->fd == pfd[i].fd)

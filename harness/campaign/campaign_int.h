@@ -34,6 +34,22 @@
 
 #define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
 
+/* The most a board's link may have waiting to be sent: the largest burst
+ * the host sends at once is a VERIFY after every KNOWN line the protocol
+ * allows (PC_PROTO_MAX_KNOWN_SLOTS / 400 + PC_PROTO_MAX_KNOWN / 500 lines of
+ * at most PC_PROTO_MAX_LINE bytes, ~1.7 MB), twice over. */
+#define LINK_OUTQ_MAX (4u << 20)
+
+/* What a board's link could not take yet, sent as it becomes writable (the
+ * poll loop asks for POLLOUT while anything waits): a slow reader delays
+ * the lines, never breaks one. */
+struct outq {
+	char *buf;
+	size_t off, len, cap;	/* waiting: buf[off..len) */
+	int fd;			/* the descriptor they are for */
+	char why[256];		/* why the last write was refused (the ceiling) */
+};
+
 /* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
 struct handshake {
 	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
@@ -74,6 +90,7 @@ struct bctx {
 	int sfd;
 	int cfd;		/* this power-on's console log */
 	struct pc_linebuf slb;
+	struct outq q;		/* the link's output queue */
 	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
 	/* the authenticated session of this power-on's agent */
 	struct pc_auth_session s;
@@ -174,7 +191,17 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw);
 void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
 			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 int camp_listen_on(struct camp *c, char *err, size_t errlen);
+/* Send a line to the board's agent: at once, or queued behind what waits
+ * (flushed by camp_link_flush). 0, or -errno with errno set: -ENOBUFS when
+ * the queue would pass LINK_OUTQ_MAX (camp_link_strerror says so). */
 int camp_send_msg(struct bctx *b, json_object *msg);
+/* What an error from camp_send_msg means, for the record: names the board
+ * and the ceiling when the queue was full. */
+const char *camp_link_strerror(const struct bctx *b, int err);
+/* The descriptor whose queued output waits for POLLOUT, or -1. */
+int camp_link_wants_out(const struct bctx *b);
+/* Its descriptor is writable: send what waits, never blocking. */
+void camp_link_flush(struct bctx *b);
 void camp_close_link(struct bctx *b);
 int camp_serial_open(struct bctx *b, char *err, size_t errlen);
 void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);

@@ -104,16 +104,133 @@ static struct netserial *net_of(const struct bctx *b)
 	return NULL;
 }
 
+static void outq_clear(struct outq *q)
+{
+	free(q->buf);
+	memset(q, 0, sizeof(*q));
+	q->fd = -1;
+}
+
+/* Write what the descriptor takes now; the bytes written, or -errno. */
+static ssize_t write_some(int fd, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* To the board's link, in order behind what already waits: what the
+ * descriptor does not take now is queued, up to LINK_OUTQ_MAX. */
+static int outq_write(struct bctx *b, int fd, const char *buf, size_t len)
+{
+	struct outq *q = &b->q;
+	size_t waiting, need;
+	ssize_t n = 0;
+
+	if (q->len > q->off && q->fd != fd)
+		outq_clear(q);	/* left for a descriptor that is gone */
+	if (q->len == q->off) {
+		n = write_some(fd, buf, len);
+		if (n < 0) {
+			errno = (int)-n;
+			return (int)n;
+		}
+		if ((size_t)n == len)
+			return 0;
+	}
+	waiting = q->len - q->off;
+	if (waiting + (len - (size_t)n) > LINK_OUTQ_MAX) {
+		snprintf(q->why, sizeof(q->why), "board %s: its link takes lines too slowly: %zu bytes would wait to be "
+			 "sent, over the ceiling of %u (is the agent reading?)", b->cfg->name, waiting + len - (size_t)n,
+			 LINK_OUTQ_MAX);
+		errno = ENOBUFS;
+		return -ENOBUFS;
+	}
+	if (q->off) {
+		memmove(q->buf, q->buf + q->off, waiting);
+		q->off = 0;
+		q->len = waiting;
+	}
+	need = q->len + len - (size_t)n;
+	if (need > q->cap) {
+		size_t cap = q->cap ? q->cap : 16384;
+		char *p;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(q->buf, cap);
+		if (!p) {
+			errno = ENOMEM;
+			return -ENOMEM;
+		}
+		q->buf = p;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->len, buf + n, len - (size_t)n);
+	q->len += len - (size_t)n;
+	q->fd = fd;
+	return 0;
+}
+
+int camp_link_wants_out(const struct bctx *b)
+{
+	return b->q.len > b->q.off ? b->q.fd : -1;
+}
+
+void camp_link_flush(struct bctx *b)
+{
+	struct outq *q = &b->q;
+	ssize_t n;
+
+	if (q->len == q->off)
+		return;
+	n = write_some(q->fd, q->buf + q->off, q->len - q->off);
+	if (n < 0) {
+		/* the link broke: its reader finds out, and the state machine
+		 * decides; what waited is of no use to anyone now */
+		pc_warn("board %s: writing to its link: %s (%zu bytes not sent)", b->cfg->name, strerror((int)-n),
+			q->len - q->off);
+		outq_clear(q);
+		return;
+	}
+	q->off += (size_t)n;
+	if (q->off == q->len)
+		q->off = q->len = 0;
+}
+
+const char *camp_link_strerror(const struct bctx *b, int err)
+{
+	if (err < 0)
+		err = -err;
+	return err == ENOBUFS && b->q.why[0] ? b->q.why : strerror(err);
+}
+
 /* Write to a board's link or a pending connection: the console's own way
- * when it is a network console. 0 or -errno (errno set too). */
+ * when it is a network console, through the board's output queue
+ * otherwise. A pending connection's one line (the challenge) goes to a
+ * fresh socket whole. 0 or -errno (errno set too). */
 static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 {
 	struct netserial *ns = b && fd == b->sfd ? net_of(b) : NULL;
 	char why[512];
 	int rc;
 
-	if (!ns)
+	if (!b)
 		return pc_write_all(fd, buf, len);
+	if (!ns)
+		return outq_write(b, fd, buf, len);
 	rc = netserial_write(ns, buf, len, why, sizeof(why));
 	if (rc) {
 		pc_warn("board %s: %s", b->cfg->name, why);
@@ -236,7 +353,7 @@ int camp_send_msg(struct bctx *b, json_object *msg)
 	if (n < 0)
 		return n;
 	buf[off + (size_t)n] = '\n';
-	/* host lines are short: they fit a fresh socket's or tty's buffer */
+	/* a KNOWN burst can outrun a slow link: the rest waits in the queue */
 	return link_write(b, b->fd, buf, off + (size_t)n + 1);
 }
 
@@ -247,6 +364,8 @@ void camp_close_link(struct bctx *b)
 	b->fd = -1;
 	memset(&b->lb, 0, sizeof(b->lb));
 	memset(&b->s, 0, sizeof(b->s));
+	/* lines of the session that ended are not for the next one */
+	outq_clear(&b->q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
 		hs_clear(&b->shs[i]);
 	/* a power-on (the only call while the board is off): a network

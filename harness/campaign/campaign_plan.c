@@ -123,7 +123,7 @@ void camp_start_work(struct bctx *b)
 		b->cut_nth = plan_pick(b);
 	if (camp_send_msg(b, msg)) {
 		json_object_put(msg);
-		camp_infra(b, "sending the work failed: %s", strerror(errno));
+		camp_infra(b, "sending the work failed: %s", camp_link_strerror(b, errno));
 		return;
 	}
 	json_object_put(msg);
@@ -237,7 +237,7 @@ void camp_cut(struct bctx *b, const char *why)
 		ret = camp_send_msg(b, m);
 		json_object_put(m);
 		if (ret) {
-			camp_infra(b, "sending the crash request failed: %s", strerror(-ret));
+			camp_infra(b, "sending the crash request failed: %s", camp_link_strerror(b, ret));
 			return;
 		}
 		cut_done(b, now, pc_now_us(), why, "sysrq crash (device keeps power)");
