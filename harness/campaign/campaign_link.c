@@ -96,10 +96,10 @@ static struct netlink *netlinks;
 
 static struct netserial *net_of(const struct bctx *b)
 {
-	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->sfd < 0)
+	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->link.sfd < 0)
 		return NULL;
 	for (struct netlink *l = netlinks; l; l = l->next)
-		if (l->b == b && netserial_fd(l->ns) == b->sfd)
+		if (l->b == b && netserial_fd(l->ns) == b->link.sfd)
 			return l->ns;
 	return NULL;
 }
@@ -135,7 +135,7 @@ static ssize_t write_some(int fd, const char *buf, size_t len)
  * descriptor does not take now is queued, up to LINK_OUTQ_MAX. */
 static int outq_write(struct bctx *b, int fd, const char *buf, size_t len)
 {
-	struct outq *q = &b->q;
+	struct outq *q = &b->link.q;
 	size_t waiting, need;
 	ssize_t n = 0;
 
@@ -186,12 +186,12 @@ static int outq_write(struct bctx *b, int fd, const char *buf, size_t len)
 
 int camp_link_wants_out(const struct bctx *b)
 {
-	return b->q.len > b->q.off ? b->q.fd : -1;
+	return b->link.q.len > b->link.q.off ? b->link.q.fd : -1;
 }
 
 void camp_link_flush(struct bctx *b)
 {
-	struct outq *q = &b->q;
+	struct outq *q = &b->link.q;
 	ssize_t n;
 
 	if (q->len == q->off)
@@ -214,7 +214,7 @@ const char *camp_link_strerror(const struct bctx *b, int err)
 {
 	if (err < 0)
 		err = -err;
-	return err == ENOBUFS && b->q.why[0] ? b->q.why : strerror(err);
+	return err == ENOBUFS && b->link.q.why[0] ? b->link.q.why : strerror(err);
 }
 
 /* Write to a board's link or a pending connection: the console's own way
@@ -223,7 +223,7 @@ const char *camp_link_strerror(const struct bctx *b, int err)
  * fresh socket whole. 0 or -errno (errno set too). */
 static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 {
-	struct netserial *ns = b && fd == b->sfd ? net_of(b) : NULL;
+	struct netserial *ns = b && fd == b->link.sfd ? net_of(b) : NULL;
 	char why[512];
 	int rc;
 
@@ -349,25 +349,65 @@ int camp_send_msg(struct bctx *b, json_object *msg)
 	if (n < 0)
 		return n;
 	/* every host line of a session carries its tag (auth.h) */
-	n = pc_auth_seal(&b->s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
+	n = pc_auth_seal(&b->link.s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
 	if (n < 0)
 		return n;
 	buf[off + (size_t)n] = '\n';
 	/* a KNOWN burst can outrun a slow link: the rest waits in the queue */
-	return link_write(b, b->fd, buf, off + (size_t)n + 1);
+	return link_write(b, b->link.fd, buf, off + (size_t)n + 1);
+}
+
+void camp_link_init(struct camp_link *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->fd = l->sfd = l->cfd = -1;
+	l->q.fd = -1;
+}
+
+void camp_link_free(struct camp_link *l)
+{
+	if (l->fd >= 0 && l->fd != l->sfd)
+		close(l->fd);
+	if (l->sfd >= 0)
+		close(l->sfd);
+	if (l->cfd >= 0)
+		close(l->cfd);
+	outq_clear(&l->q);
+	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
+		hs_clear(&l->shs[i]);
+	l->fd = l->sfd = l->cfd = -1;
+}
+
+void camp_link_power_on(struct bctx *b, const char *console_log)
+{
+	/* a line the last cut broke off is noise: the new boot starts afresh,
+	 * and so does the authentication */
+	memset(&b->link.slb, 0, sizeof(b->link.slb));
+	if (b->cfg->link_serial)
+		camp_close_link(b);
+	if (b->link.cfd >= 0)
+		close(b->link.cfd);
+	b->link.cfd = open(console_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (b->link.cfd < 0)
+		pc_warn("board %s: %s: %s", b->cfg->name, console_log, strerror(errno));
+}
+
+int camp_link_up(const struct bctx *b)
+{
+	return b->link.fd >= 0 && b->link.s.up;
 }
 
 void camp_close_link(struct bctx *b)
 {
-	if (b->fd >= 0 && b->fd != b->sfd)
-		close(b->fd);
-	b->fd = -1;
-	memset(&b->lb, 0, sizeof(b->lb));
-	memset(&b->s, 0, sizeof(b->s));
+	if (b->link.fd >= 0 && b->link.fd != b->link.sfd)
+		close(b->link.fd);
+	b->link.fd = -1;
+	memset(&b->link.lb, 0, sizeof(b->link.lb));
+	memset(&b->link.s, 0, sizeof(b->link.s));
 	/* lines of the session that ended are not for the next one */
-	outq_clear(&b->q);
+	outq_clear(&b->link.q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		hs_clear(&b->shs[i]);
+		hs_clear(&b->link.shs[i]);
 	/* a power-on (the only call while the board is off): a network
 	 * console that broke reconnects now, one that is up is probed, and
 	 * whether it stays up from here on decides whether this boot was seen */
@@ -408,7 +448,7 @@ static int net_open(struct bctx *b, char *err, size_t errlen)
 	l->b = b;
 	l->next = netlinks;
 	netlinks = l;
-	b->sfd = netserial_fd(l->ns);
+	b->link.sfd = netserial_fd(l->ns);
 	return 0;
 }
 
@@ -452,7 +492,7 @@ int camp_serial_open(struct bctx *b, char *err, size_t errlen)
 		close(fd);
 		return -EIO;
 	}
-	b->sfd = fd;
+	b->link.sfd = fd;
 	return 0;
 }
 
@@ -462,8 +502,8 @@ void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
 	struct pc_msg m;
 	char err[512];
 
-	b->fd = fd;
-	pc_auth_session_init(&b->s, &b->c->key, h->hn, h->an, 1);
+	b->link.fd = fd;
+	pc_auth_session_init(&b->link.s, &b->c->key, h->hn, h->an, 1);
 	/* the hello was valid when it came: parse it again for its fields */
 	if (pc_msg_parse(h->hello, h->hello_len, &m, err, sizeof(err))) {
 		camp_infra(b, "the authenticated hello no longer parses: %s", err);
@@ -492,10 +532,10 @@ static void board_line(struct bctx *b, const char *line, size_t len)
 	struct pc_msg m;
 	char err[512];
 
-	if (pc_auth_open(&b->s, line, len, err, sizeof(err))) {
+	if (pc_auth_open(&b->link.s, line, len, err, sizeof(err))) {
 		/* a second writer on the console, a replayed or forged line:
 		 * dropped, and the genuine agent's next line still verifies */
-		camp_link_reject(b->c, b, 0, b->fd == b->sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
+		camp_link_reject(b->c, b, 0, b->link.fd == b->link.sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
 		return;
 	}
 	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
@@ -513,31 +553,22 @@ static void board_line(struct bctx *b, const char *line, size_t len)
 void camp_board_read(struct bctx *b)
 {
 	char data[8192], line[PC_PROTO_MAX_LINE + 2];
-	ssize_t n = read(b->fd, data, sizeof(data));
+	ssize_t n = read(b->link.fd, data, sizeof(data));
 	size_t off = 0, len;
 
 	if (n <= 0) {
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		/* the link closed */
+		/* the link closed: the state machine says what that means */
 		camp_close_link(b);
-		if (b->st == B_DRAIN) {
-			camp_next_cycle(b);
-		} else if (b->st == B_WRITING) {
-			/* the agent died on its own: treat it as the cut (it is one) */
-			camp_cut(b, "link lost");
-			if (b->st == B_DRAIN)
-				camp_next_cycle(b);
-		} else if (b->st == B_VERIFY || b->st == B_WAIT_HELLO) {
-			camp_infra(b, "the agent closed the link during %s", camp_bstate_names[b->st]);
-		}
+		camp_link_closed(b);
 		return;
 	}
-	while (off < (size_t)n && b->fd >= 0) {
+	while (off < (size_t)n && b->link.fd >= 0) {
 		enum pc_line_result r;
 
-		off += pc_linebuf_feed(&b->lb, data + off, (size_t)n - off);
-		while (b->fd >= 0 && (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+		off += pc_linebuf_feed(&b->link.lb, data + off, (size_t)n - off);
+		while (b->link.fd >= 0 && (r = pc_linebuf_take(&b->link.lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			if (r == PC_LINE_TOO_LONG) {
 				bad_line(b, "", 0, "line exceeds the protocol's maximum length");
 				continue;
@@ -577,7 +608,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 	struct pc_msg m;
 	char err[512];
 
-	if (b->fd == b->sfd) {
+	if (b->link.fd == b->link.sfd) {
 		board_line(b, mk, len);
 		return;
 	}
@@ -606,31 +637,31 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 			/* answer it; keep the latest few (a rogue's hello must not
 			 * push the genuine agent's out before it answers) */
 			for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
-				if (!b->shs[i].hello) {
+				if (!b->link.shs[i].hello) {
 					slot = i;
 					break;
 				}
-				if (b->shs[i].since < b->shs[slot].since)
+				if (b->link.shs[i].since < b->link.shs[slot].since)
 					slot = i;
 			}
-			if (hs_start(b, &b->shs[slot], mk, len, m.obj, b->sfd, 1))
+			if (hs_start(b, &b->link.shs[slot], mk, len, m.obj, b->link.sfd, 1))
 				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
 		}
 	} else if (m.type == PC_MSG_AUTH) {
 		unsigned i;
 
-		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->shs[i], m.obj); i++)
+		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->link.shs[i], m.obj); i++)
 			;
 		if (i == MAX_SERIAL_HELLOS) {
 			camp_link_reject(c, b, 1, dev, mk, len, "a proof that answers none of the challenges sent: "
 				    "not the campaign's key, or a copied hello");
 		} else {
-			struct handshake h = b->shs[i];
+			struct handshake h = b->link.shs[i];
 
-			b->shs[i].hello = NULL;	/* moved to h */
+			b->link.shs[i].hello = NULL;	/* moved to h */
 			for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-				hs_clear(&b->shs[k]);
-			camp_authenticated(b, b->sfd, &h);
+				hs_clear(&b->link.shs[k]);
+			camp_authenticated(b, b->link.sfd, &h);
 			hs_clear(&h);
 		}
 	} else if (m.type == PC_MSG_SETUP_ERROR) {
@@ -690,20 +721,20 @@ void camp_serial_read(struct bctx *b)
 			net_up(b, ns);
 		n = (ssize_t)got;
 	} else {
-		n = read(b->sfd, data, sizeof(data));
+		n = read(b->link.sfd, data, sizeof(data));
 	}
 	if (n <= 0) {
 		if (fl & NS_DOWN)
 			net_down(b, why);
 		return;
 	}
-	if (b->cfd >= 0 && pc_write_all(b->cfd, data, (size_t)n))
+	if (b->link.cfd >= 0 && pc_write_all(b->link.cfd, data, (size_t)n))
 		pc_warn("board %s: console log: %s", b->cfg->name, strerror(errno));
 	while (off < (size_t)n) {
 		enum pc_line_result r;
 
-		off += pc_linebuf_feed(&b->slb, data + off, (size_t)n - off);
-		while ((r = pc_linebuf_take(&b->slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+		off += pc_linebuf_feed(&b->link.slb, data + off, (size_t)n - off);
+		while ((r = pc_linebuf_take(&b->link.slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			const char *mk;
 
 			if (r == PC_LINE_TOO_LONG)
@@ -789,9 +820,9 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 				    "authenticated link (update it)");
 			goto drop;
 		}
-		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+		if (b->st != B_WAIT_HELLO || b->link.fd >= 0) {
 			camp_link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
-				    camp_bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
+				    camp_bstate_names[b->st], b->link.fd >= 0 ? " and has its agent" : "");
 			goto drop;
 		}
 		if (hs_start(NULL, &p->hs, line, len, m.obj, p->fd, 0)) {
@@ -813,9 +844,9 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 			    "copied hello");
 		goto drop;
 	}
-	if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+	if (b->st != B_WAIT_HELLO || b->link.fd >= 0) {
 		camp_link_reject(c, b, 1, p->peer, line, len, "a proven agent while the board is %s%s", camp_bstate_names[b->st],
-			    b->fd >= 0 ? " and has its agent" : "");
+			    b->link.fd >= 0 ? " and has its agent" : "");
 		goto drop;
 	}
 	pc_msg_clear(&m);
@@ -823,7 +854,7 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 		struct handshake h = p->hs;
 		int fd = p->fd;
 
-		b->lb = p->lb;	/* what came after the proof */
+		b->link.lb = p->lb;	/* what came after the proof */
 		p->hs.hello = NULL;
 		p->fd = -1;
 		camp_pending_close(p);
@@ -831,10 +862,10 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 		hs_clear(&h);
 	}
 	/* lines that came with the proof */
-	while (b->fd >= 0) {
+	while (b->link.fd >= 0) {
 		char more[PC_PROTO_MAX_LINE + 2];
 		size_t n;
-		enum pc_line_result r = pc_linebuf_take(&b->lb, more, sizeof(more), &n);
+		enum pc_line_result r = pc_linebuf_take(&b->link.lb, more, sizeof(more), &n);
 
 		if (r == PC_LINE_NONE)
 			break;

@@ -50,11 +50,11 @@ static int fixture_open(struct fixture *f)
 	pc_strlcpy(f->cfg.name, "slow", sizeof(f->cfg.name));
 	f->b.c = f->c;
 	f->b.cfg = &f->cfg;
-	f->b.fd = f->sv[0];
-	f->b.sfd = -1;
-	f->b.cfd = -1;
+	f->b.link.fd = f->sv[0];
+	f->b.link.sfd = -1;
+	f->b.link.cfd = -1;
 	f->b.st = B_WAIT_HELLO;
-	pc_auth_session_init(&f->b.s, &f->c->key, hn, an, 1);
+	pc_auth_session_init(&f->b.link.s, &f->c->key, hn, an, 1);
 	pc_auth_session_init(&f->agent, &f->c->key, hn, an, 0);
 	return 0;
 }
@@ -186,13 +186,13 @@ static void test_ceiling(void)
 	json_object_put(m);
 	CU_ASSERT_EQUAL(ret, -ENOBUFS);
 	CU_ASSERT(lines > 200);	/* the largest real burst fits */
-	CU_ASSERT(f.b.q.len - f.b.q.off <= LINK_OUTQ_MAX);
+	CU_ASSERT(f.b.link.q.len - f.b.link.q.off <= LINK_OUTQ_MAX);
 	why = camp_link_strerror(&f.b, ENOBUFS);
 	CU_ASSERT(strstr(why, "board slow") && strstr(why, "ceiling"));
 	/* a link closed drops what waited: nothing of it reaches the next */
 	camp_close_link(&f.b);
 	CU_ASSERT_EQUAL(camp_link_wants_out(&f.b), -1);
-	f.b.fd = -1;
+	f.b.link.fd = -1;
 	close(f.sv[1]);
 	free(f.c);
 }
