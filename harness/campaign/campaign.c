@@ -135,10 +135,11 @@ void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms)
 	b->deadline = timeout_ms == UINT64_MAX ? UINT64_MAX : b->t_state + timeout_ms;
 }
 
-/* A sysrq board is never switched off: its agent reboots it on request. */
-int camp_is_sysrq(const struct bctx *b)
+/* A board whose relay cannot switch it off (sysrq) never is: its agent
+ * reboots it on request. */
+int camp_no_off(const struct bctx *b)
 {
-	return b->relay.ops && !strcmp(b->relay.ops->name, "sysrq");
+	return (b->relay_caps & RELAY_CAP_NO_OFF) != 0;
 }
 
 /* Asked of the relay's worker, never waited for: it switches in order, so a
@@ -147,7 +148,7 @@ void camp_power_off(struct bctx *b)
 {
 	int ret;
 
-	if (camp_is_sysrq(b))
+	if (camp_no_off(b))
 		return;
 	ret = relay_worker_send(&b->rw, RELAY_OP_OFF, 0, NULL, NULL, NULL);
 	if (ret)
@@ -287,14 +288,14 @@ static void power_on(struct bctx *b)
 	struct camp *c = b->c;
 	json_object *ev;
 
-	snprintf(b->relay.console, sizeof(b->relay.console), "%s/console/%s/cycle-%u.log", c->res.dir,
+	snprintf(b->console, sizeof(b->console), "%s/console/%s/cycle-%u.log", c->res.dir,
 		 b->cfg->name, b->cycle);
 	b->t_power = pc_now_ms();
 	b->late = 0;
 	if (b->cfg->link_serial || b->cfg->console_capture) {
 		/* the harness captures the console itself, from the serial line */
-		camp_link_power_on(b, b->relay.console);
-		b->relay.console[0] = 0;
+		camp_link_power_on(b, b->console);
+		b->console[0] = 0;
 	}
 	ev = camp_ev_new(b, PC_EV_POWER_ON);
 	json_object_object_add(ev, "attempt", json_object_new_int(b->attempt + 1));
@@ -309,7 +310,7 @@ static void power_on(struct bctx *b)
 	camp_plan_power_on(b);
 	{
 		/* the worker switches on when the board has been off off_ms */
-		int ret = relay_worker_send(&b->rw, RELAY_OP_ON, b->cfg->off_ms, b->relay.console, b->relay.cut,
+		int ret = relay_worker_send(&b->rw, RELAY_OP_ON, b->cfg->off_ms, b->console, b->plan.cut,
 					    &b->on_seq);
 		if (ret) {
 			camp_infra(b, "relay on could not be asked of the relay's worker: %s", strerror(-ret));
@@ -479,7 +480,7 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 	if (m->type == PC_MSG_ERROR) {
 		json_object *t;
 		json_object_object_get_ex(raw, "msg", &t);
-		if ((b->st == B_DRAIN || b->st == B_CUTTING) && !camp_is_sysrq(b))
+		if ((b->st == B_DRAIN || b->st == B_CUTTING) && !camp_no_off(b))
 			return;	/* what a dying agent said after the cut */
 		if (b->st == B_WRITING && json_object_object_get_ex(raw, "write_error", NULL)) {
 			/* the device refused a write: a finding about the device (the

@@ -42,7 +42,8 @@ struct bctx {
 	struct camp *c;
 	struct board_cfg *cfg;
 	unsigned idx;
-	struct relay relay;	/* opened once to check it; the worker has its own */
+	unsigned relay_caps;	/* its driver's abilities (RELAY_CAP_*) */
+	char console[PATH_MAX];	/* this power-on's console log, for a driver that captures it */
 	int relay_open;
 	struct relay_worker rw;	/* the relay's process (relay_worker.h) */
 	struct relay_ctx rctx;	/* what a new worker opens the relay with */
@@ -113,7 +114,7 @@ int64_t camp_t(struct camp *c);
 json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind);
 int camp_ev_log(struct bctx *b, json_object *ev);
 void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
-int camp_is_sysrq(const struct bctx *b);
+int camp_no_off(const struct bctx *b);
 void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -60,11 +60,11 @@ static uint32_t plan_pick(struct bctx *b)
  */
 void camp_plan_power_on(struct bctx *b)
 {
-	b->relay.cut[0] = 0;
-	if (!io_plan(b) || !b->relay.ops || !b->relay.ops->exact_cut || b->cycle > b->c->cycles ||
-	    camp_is_sysrq(b))
+	b->plan.cut[0] = 0;
+	if (!io_plan(b) || !(b->relay_caps & RELAY_CAP_EXACT_CUT) || b->cycle > b->c->cycles ||
+	    camp_no_off(b))
 		return;
-	snprintf(b->relay.cut, sizeof(b->relay.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
+	snprintf(b->plan.cut, sizeof(b->plan.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
 		 plan_pick(b), b->cfg->cut_delay_us);
 }
 
@@ -113,7 +113,7 @@ void camp_start_work(struct bctx *b)
 	b->plan.t_io_us = 0;
 	b->plan.cut_due_us = 0;
 	/* the relay was told at power-on: the board cuts itself at the nth */
-	b->plan.exact = io_plan(b) && b->relay.cut[0];
+	b->plan.exact = io_plan(b) && b->plan.cut[0];
 	if (b->cfg->cut == CUT_RANDOM)
 		b->plan.cut_at = b->plan.t_work + plan_pick(b);
 	else if (b->cfg->cut == CUT_ACKS)
@@ -249,7 +249,7 @@ void camp_cut(struct bctx *b, const char *why)
 	uint64_t now = pc_now_ms();
 	int ret;
 
-	if (camp_is_sysrq(b)) {
+	if (camp_no_off(b)) {
 		/* not a power cut: the agent reboots the board without syncing,
 		 * and the device keeps its power */
 		json_object *m = pc_msg_new(PC_MSG_CRASH);

@@ -36,6 +36,9 @@ struct camp_plan {
 	uint64_t cut_due_us;	/* a delayed cut's instant (monotonic us; 0: none) */
 	int exact;
 	int done_seen;
+	/* the exact cut told to the relay at power-on (RELAY_CAP_EXACT_CUT):
+	 * relay.h's "flush:N:US" or "fua:N:US"; empty: none */
+	char cut[48];
 };
 
 void camp_plan_power_on(struct bctx *b);

@@ -97,7 +97,7 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 	for (unsigned i = 0; i < c->nb; i++) {
 		struct bctx *b = &c->b[i];
 		char state[PATH_MAX + 64], cons[PATH_MAX + 64];
-		const struct relay_ops *ops;
+		struct relay *r;
 		struct engine_board_state es;
 		struct relay_rep rep;
 		int ret;
@@ -119,11 +119,17 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		};
 		/* opened here once, so a mistake is said now and probes run once,
 		 * then closed: the board's worker opens it for itself */
-		if (relay_open(&b->relay, b->cfg->relay_driver, b->cfg->relay, &b->rctx, err, errlen))
+		r = calloc(1, sizeof(*r));
+		if (!r) {
+			snprintf(err, errlen, "board %s: out of memory", b->cfg->name);
+			return -ENOMEM;
+		}
+		ret = relay_open(r, b->cfg->relay_driver, b->cfg->relay, &b->rctx, err, errlen);
+		b->relay_caps = ret ? 0 : r->ops->caps;	/* all the campaign needs of it */
+		relay_close(r);
+		free(r);
+		if (ret)
 			return -EIO;
-		ops = b->relay.ops;
-		relay_close(&b->relay);
-		b->relay.ops = ops;	/* its name and abilities; never switched through */
 		ret = relay_worker_start(&b->rw, b->cfg->relay_driver, b->cfg->relay, &b->rctx, relay_hang_ms(b->cfg));
 		if (ret) {
 			snprintf(err, errlen, "board %s: cannot start its relay worker: %s", b->cfg->name, strerror(-ret));
