@@ -29,6 +29,7 @@
 #include "common/auth.h"
 #include "common/proto.h"
 #include "common/record.h"
+#include "common/tty.h"
 #include "common/util.h"
 #include "relay/relay.h"
 #include "harness/engine/engine.h"
@@ -452,45 +453,20 @@ static int net_open(struct bctx *b, char *err, size_t errlen)
 	return 0;
 }
 
-/* Raw 8N1 at the configured rate, no flow control, no echo. */
+/* Raw 8N1 at the configured rate, no flow control, no echo (common/tty.h);
+ * a console that is no tty (a FIFO, a socket file) is used as it is. */
 int camp_serial_open(struct bctx *b, char *err, size_t errlen)
 {
-	static const struct { uint32_t baud; speed_t sp; } rates[] = {
-		{ 9600, B9600 }, { 19200, B19200 }, { 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
-		{ 230400, B230400 }, { 460800, B460800 }, { 921600, B921600 }, { 1500000, B1500000 },
-		{ 3000000, B3000000 },
-	};
-	struct termios t;
-	speed_t sp = B115200;
+	char why[PATH_MAX + 128];
 	int fd;
 
 	if (netserial_is_url(b->cfg->serial_device))
 		return net_open(b, err, errlen);
-	fd = open(b->cfg->serial_device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = pc_tty_open(b->cfg->serial_device, b->cfg->serial_baud, PC_TTY_NONBLOCK | PC_TTY_NOT_TTY_OK, why,
+			 sizeof(why));
 	if (fd < 0) {
-		snprintf(err, errlen, "board %s: cannot open its serial console %s: %s", b->cfg->name,
-			 b->cfg->serial_device, strerror(errno));
-		return -errno;
-	}
-	for (size_t i = 0; i < PC_ARRAY_SIZE(rates); i++)
-		if (rates[i].baud == b->cfg->serial_baud)
-			sp = rates[i].sp;
-	if (tcgetattr(fd, &t) == 0) {
-		cfmakeraw(&t);
-		t.c_cflag |= CLOCAL | CREAD;
-		t.c_cflag &= ~(tcflag_t)CRTSCTS;
-		cfsetispeed(&t, sp);
-		cfsetospeed(&t, sp);
-		if (tcsetattr(fd, TCSANOW, &t) < 0) {
-			snprintf(err, errlen, "board %s: %s: cannot set %u 8N1 raw: %s", b->cfg->name,
-				 b->cfg->serial_device, b->cfg->serial_baud, strerror(errno));
-			close(fd);
-			return -EIO;
-		}
-	} else if (errno != ENOTTY) {
-		snprintf(err, errlen, "board %s: %s: %s", b->cfg->name, b->cfg->serial_device, strerror(errno));
-		close(fd);
-		return -EIO;
+		snprintf(err, errlen, "board %s: its serial console: %s", b->cfg->name, why);
+		return fd;
 	}
 	b->link.sfd = fd;
 	return 0;
