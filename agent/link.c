@@ -5,6 +5,7 @@
 #include "agent/link.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -18,6 +19,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/tty.h"
 #include "common/util.h"
 
 /* What a failed connect means, for a person at the board: what to check. */
@@ -106,33 +108,22 @@ int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char
 
 int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, size_t errlen)
 {
-	static const struct { uint32_t baud; speed_t sp; } rates[] = {
-		{ 9600, B9600 }, { 19200, B19200 }, { 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
-		{ 230400, B230400 }, { 460800, B460800 }, { 921600, B921600 }, { 1500000, B1500000 },
-		{ 3000000, B3000000 },
-	};
-	struct termios t;
-	speed_t sp = 0;
+	char why[PATH_MAX + 128];
+	speed_t sp;
 
 	memset(l, 0, sizeof(*l));
-	for (size_t i = 0; i < sizeof(rates) / sizeof(rates[0]); i++)
-		if (rates[i].baud == baud)
-			sp = rates[i].sp;
-	if (!sp) {
+	if (pc_tty_speed(baud, &sp)) {
 		snprintf(err, errlen, "--baud %u is not a supported rate", baud);
 		return -EINVAL;
 	}
-	l->fd = open(dev, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	/* a console that is no tty (a FIFO in a test) is used as it is */
+	l->fd = pc_tty_open(dev, baud, PC_TTY_NOT_TTY_OK, why, sizeof(why));
 	if (l->fd < 0) {
-		snprintf(err, errlen, "cannot open the console %s: %s", dev, strerror(errno));
-		return -errno;
-	}
-	if (tcgetattr(l->fd, &t) == 0) {
-		cfmakeraw(&t);
-		t.c_cflag |= CLOCAL | CREAD;
-		cfsetispeed(&t, sp);
-		cfsetospeed(&t, sp);
-		tcsetattr(l->fd, TCSANOW, &t);
+		int ret = l->fd;
+
+		snprintf(err, errlen, "the console: %s", why);
+		l->fd = -1;
+		return ret;
 	}
 	l->marker = 1;
 	snprintf(l->peer, sizeof(l->peer), "%s", dev);

@@ -33,6 +33,23 @@ struct relay_ctx {
 
 enum { RELAY_OPEN_OFF = 0, RELAY_OPEN_ON, RELAY_OPEN_OBSERVE };
 
+/* A driver's abilities (relay_ops.caps), so that callers ask what a relay
+ * can do, never which driver it is. */
+enum relay_cap {
+	/* The board can cut its own power exactly where relay.cut says (the
+	 * sim: its emulated card SIGKILLs the board at the planned flush or FUA
+	 * write), so the harness waits for that cut instead of making it. */
+	RELAY_CAP_EXACT_CUT = 1u << 0,
+	/* The relay keeps its state only while it is open (gpiod: a released
+	 * line is no longer driven), so `powercut relay on|off` leaves it to a
+	 * holder process (relay_hold.h) rather than closing it. */
+	RELAY_CAP_HOLD = 1u << 1,
+	/* The relay cannot switch the power off (sysrq): the harness never
+	 * asks it to; the "cut" is the agent crashing the board on request,
+	 * and the device keeps its power. */
+	RELAY_CAP_NO_OFF = 1u << 2,
+};
+
 struct relay_ops {
 	const char *name;
 	/* Validate the board's "relay" section; 0 or -EINVAL with err naming the key. */
@@ -42,14 +59,7 @@ struct relay_ops {
 	int (*off)(struct relay *r);
 	int (*get)(struct relay *r);
 	void (*close)(struct relay *r);
-	/* The board can cut its own power exactly where relay.cut says (the
-	 * sim: its emulated card SIGKILLs the board at the planned flush or FUA
-	 * write), so the harness waits for that cut instead of making it. */
-	int exact_cut;
-	/* The relay keeps its state only while it is open (gpiod: a released
-	 * line is no longer driven), so `powercut relay on|off` leaves it to a
-	 * holder process (relay_hold.h) rather than closing it. */
-	int hold;
+	unsigned caps;		/* what it can do beyond on/off: RELAY_CAP_* */
 	/* The identity of the physical relay a section names, for the lock that
 	 * keeps two users off one relay (relay_lock.h): "gpiod:gpiochip1:3".
 	 * Fills buf and returns 0; NULL: none beyond its board (command,
@@ -65,7 +75,7 @@ struct relay {
 	/* Where the board's console output of this power-on goes (set by the
 	 * harness before on(); drivers that own the board's stdout use it). */
 	char console[PATH_MAX];
-	/* The exact cut of this power-on, for a driver with exact_cut: "flush:N:US"
+	/* The exact cut of this power-on, for a driver with RELAY_CAP_EXACT_CUT: "flush:N:US"
 	 * or "fua:N:US" (the Nth cache flush or FUA write of the boot, US
 	 * microseconds into it); empty: none. Set by the harness before on(). */
 	char cut[48];

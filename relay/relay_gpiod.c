@@ -6,7 +6,7 @@
  * the request is held for the relay's whole life: a released line is no
  * longer driven (gpio-sim lets it fall to its pull, real chips do as they
  * please), so letting go between operations could switch the board; which
- * is why `powercut relay on` leaves it to a holder (relay_hold.h, .hold).
+ * is why `powercut relay on` leaves it to a holder (relay_hold.h, RELAY_CAP_HOLD).
  * on/off set the logical value (active_low makes the kernel invert it), get
  * reads it back from the request and compares it with what we set. Opened
  * to observe (`powercut relay get`), the line is requested as is: no
@@ -107,7 +107,7 @@ const struct relay_ops relay_gpiod_ops = {
 	.off = gpiod_unreachable,
 	.get = gpiod_unreachable,
 	.close = gpiod_close,
-	.hold = 1,
+	.caps = RELAY_CAP_HOLD,
 	.ident = gpiod_ident_raw,
 };
 
@@ -517,7 +517,7 @@ const struct relay_ops relay_gpiod_ops = {
 	.off = gpiod_off,
 	.get = gpiod_get,
 	.close = gpiod_close,
-	.hold = 1,
+	.caps = RELAY_CAP_HOLD,
 	.ident = gpiod_ident,
 };
 

@@ -5,7 +5,7 @@
  * line is driven only while its request is held (released, it falls to its
  * pull or to whatever the chip does), so `powercut relay b1 on` that opens,
  * switches and exits would leave the board to chance. For such drivers
- * (relay_ops.hold) `on`, `off` and `cycle` hand the opened relay to a
+ * (RELAY_CAP_HOLD) `on`, `off` and `cycle` hand the opened relay to a
  * holder: a process of its own (setsid, stdio on /dev/null) that keeps it
  * open in the state asked for, holds the relay's lock (relay_lock.h: role
  * "holder", its pid and state in the lock file, so a campaign and a second

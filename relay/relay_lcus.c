@@ -29,6 +29,8 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include "common/tty.h"
+
 #define LCUS_START	0xA0
 #define LCUS_CH_MAX	8
 
@@ -40,19 +42,10 @@ struct lcus_priv {
 
 static const char *const lcus_keys[] = { "driver", "device", "channel", "baud", "timeout_ms" };
 
-static const struct { int baud; speed_t speed; } lcus_speeds[] = {
-	{ 1200, B1200 }, { 2400, B2400 }, { 4800, B4800 }, { 9600, B9600 }, { 19200, B19200 },
-	{ 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
-};
-
+/* The rates an LCUS board may be set to (common/tty.h has the speeds). */
 static int lcus_speed(int baud, speed_t *out)
 {
-	for (size_t i = 0; i < PC_ARRAY_SIZE(lcus_speeds); i++)
-		if (lcus_speeds[i].baud == baud) {
-			*out = lcus_speeds[i].speed;
-			return 0;
-		}
-	return -EINVAL;
+	return baud <= 115200 && !pc_tty_speed((uint32_t)baud, out) ? 0 : -EINVAL;
 }
 
 static int lcus_check(json_object *cfg, char *err, size_t errlen)
@@ -84,38 +77,18 @@ static int lcus_check(json_object *cfg, char *err, size_t errlen)
 /* Open the tty raw 8N1 at the configured speed; 0 or -errno with r->err set. */
 static int lcus_tty_open(struct relay *r, struct lcus_priv *p)
 {
-	struct termios tio;
-	speed_t sp = B9600;
-	int fd, rc;
+	char why[PATH_MAX + 128];
+	int fd;
 
-	lcus_speed(p->baud, &sp);
-	fd = open(p->device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = pc_tty_open(p->device, (uint32_t)p->baud, PC_TTY_NONBLOCK, why, sizeof(why));
+	if (fd == -ENOTTY) {
+		relay_errf(r, "%s; check relay.device", why);
+		return fd;
+	}
 	if (fd < 0) {
-		rc = -errno;
-		relay_errf(r, "cannot open %s: %s; check relay.device (is the board plugged in? "
-			   "`ls /dev/serial/by-id/`) and that you may use it (the dialout group)", p->device,
-			   strerror(-rc));
-		return rc;
-	}
-	if (tcgetattr(fd, &tio) < 0) {
-		rc = -errno;
-		relay_errf(r, "%s is not a serial port (%s); check relay.device", p->device, strerror(-rc));
-		close(fd);
-		return rc;
-	}
-	cfmakeraw(&tio);
-	tio.c_cflag &= ~(tcflag_t)(CSTOPB | PARENB | CSIZE | CRTSCTS);
-	tio.c_cflag |= CS8 | CLOCAL | CREAD;
-	tio.c_iflag &= ~(tcflag_t)(IXON | IXOFF | IXANY);
-	tio.c_cc[VMIN] = 0;
-	tio.c_cc[VTIME] = 0;
-	cfsetispeed(&tio, sp);
-	cfsetospeed(&tio, sp);
-	if (tcsetattr(fd, TCSANOW, &tio) < 0) {
-		rc = -errno;
-		relay_errf(r, "cannot set %s to %d 8N1 raw: %s", p->device, p->baud, strerror(-rc));
-		close(fd);
-		return rc;
+		relay_errf(r, "%s; check relay.device (is the board plugged in? `ls /dev/serial/by-id/`) and that "
+			   "you may use it (the dialout group)", why);
+		return fd;
 	}
 	tcflush(fd, TCIOFLUSH);
 	p->fd = fd;

@@ -579,5 +579,5 @@ const struct relay_ops relay_sim_ops = {
 	.off = sim_off,
 	.get = sim_get,
 	.close = sim_close,
-	.exact_cut = 1,
+	.caps = RELAY_CAP_EXACT_CUT,
 };

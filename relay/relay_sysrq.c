@@ -131,4 +131,5 @@ const struct relay_ops relay_sysrq_ops = {
 	.off = sysrq_off,
 	.get = sysrq_get,
 	.close = sysrq_close,
+	.caps = RELAY_CAP_NO_OFF,
 };

@@ -16,32 +16,15 @@
 #include "relay/relay.h"
 #include "relay/relay_worker.h"
 #include "harness/campaign/campaign.h"
+#include "harness/campaign/campaign_link.h"
+#include "harness/campaign/campaign_plan.h"
 #include "harness/engine/engine.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
 
 #define DRAIN_MS 300		/* after a cut: how long lines already sent may still arrive */
 
-#define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
-				   answer the challenge within as long again */
-
 #define MAX_CONSECUTIVE_INFRA 3
-
-#define MAX_PENDING 64		/* connections that have not authenticated yet */
-
-#define MIN_PENDING_PER_SOURCE 8	/* ... from one address (or two per board, if more):
-					   past it, that address's oldest goes */
-
-#define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
-
-/* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
-struct handshake {
-	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
-	char hn[2 * PC_AUTH_NONCE_BYTES + 1];	/* ours */
-	char *hello;				/* the hello's exact JSON text */
-	size_t hello_len;
-	uint64_t since;
-};
 
 /* B_CUTTING: the cut is asked of the relay's worker, its answer (the
  * instant the power went) not yet in */
@@ -49,54 +32,33 @@ enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE, B_
 
 struct camp;
 
+/* Each board's verdicts, the whole campaign's (resumed runs included):
+ * counted by campaign_resume.c only, as they are recorded. */
+struct camp_tally {
+	unsigned pass, fail, boot, infra;
+};
+
 struct bctx {
 	struct camp *c;
 	struct board_cfg *cfg;
 	unsigned idx;
-	struct relay relay;	/* opened once to check it; the worker has its own */
+	unsigned relay_caps;	/* its driver's abilities (RELAY_CAP_*) */
+	char console[PATH_MAX];	/* this power-on's console log, for a driver that captures it */
 	int relay_open;
 	struct relay_worker rw;	/* the relay's process (relay_worker.h) */
 	struct relay_ctx rctx;	/* what a new worker opens the relay with */
 	char rstate[PATH_MAX];	/* rctx.state_dir */
 	uint32_t on_seq;	/* this power-on's ON request (0: answered) */
-	uint32_t cut_seq;	/* the cut's request, in B_CUTTING */
-	const char *cut_why;	/* ... what called for it */
-	uint64_t cut_now_ms;	/* ... when it was decided */
-	uint64_t cut_req_us;
 	enum bstate st;
 	unsigned cycle;
 	unsigned attempt;
 	uint64_t deadline;
 	uint64_t t_state;
-	int fd;			/* the link to the agent: a TCP connection, or sfd */
-	struct pc_linebuf lb;
-	/* serial console link (cfg->link_serial): open for the whole campaign */
-	int sfd;
-	int cfd;		/* this power-on's console log */
-	struct pc_linebuf slb;
-	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
-	/* the authenticated session of this power-on's agent */
-	struct pc_auth_session s;
+	struct camp_link link;	/* campaign_link.c's */
 	char boot_id[64];	/* of the last authenticated hello: a new power-on must change it */
 	unsigned rejects;	/* link_reject events for this cycle */
 	uint64_t t_power;
-	/* the cycle's work and cut plan */
-	int working;
-	uint64_t t_work;
-	uint64_t cut_at;	/* CUT_RANDOM: absolute ms */
-	uint32_t cut_acks;	/* CUT_ACKS: cut once this many are acked */
-	uint32_t acks;
-	/* CUT_FLUSH, CUT_FUA: the cut comes at the agent's cut_nth announcement
-	 * (IO message) of the plan's I/O, cut_delay_us after it arrived; on a
-	 * board that cuts itself there (exact: the sim), the harness waits */
-	uint32_t cut_nth;	/* 0: not an I/O plan */
-	uint32_t io_seen;	/* announcements of the plan's I/O so far in this work */
-	int io_fired;		/* the cut_nth arrived: */
-	uint64_t io_seq;	/* ... the seq it named */
-	uint64_t t_io_us;	/* ... when (monotonic us) */
-	uint64_t cut_due_us;	/* a delayed cut's instant (monotonic us; 0: none) */
-	int exact;
-	int done_seen;
+	struct camp_plan plan;	/* campaign_plan.c's */
 	unsigned consecutive_infra;
 	char given_up[512];
 	/* whether the board's agent was ever heard in this campaign (resumed
@@ -114,20 +76,8 @@ struct bctx {
 	char said_cause[33];
 	char said[PC_PROTO_MAX_REASON + 1];
 	char said_via[PATH_MAX + 64];
-	/* tallies for progress */
-	unsigned n_pass, n_fail, n_boot, n_infra;
-	uint64_t t_cycle0;
-	unsigned cycles_run;
-};
-
-struct pending {
-	int fd;
-	uint64_t since;
-	struct pc_linebuf lb;
-	char peer[64];		/* address:port, for the record */
-	char src[48];		/* address: the per-source limit */
-	struct bctx *b;		/* the board its hello named (challenged), or NULL */
-	struct handshake hs;
+	struct camp_tally tally;	/* campaign_resume.c's */
+	unsigned cycles_run;	/* in this run: each board's pace, for progress */
 };
 
 struct camp {
@@ -155,12 +105,16 @@ struct camp {
 };
 
 /* campaign.c */
+void camp_catch_signals(void);
+int camp_stopped(void);		/* the signal that asked the loop to end, or 0 */
+void camp_loop(struct camp *c);
+void camp_progress(struct camp *c, int force);
 extern const char *const camp_bstate_names[];
 int64_t camp_t(struct camp *c);
 json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind);
 int camp_ev_log(struct bctx *b, json_object *ev);
 void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
-int camp_is_sysrq(const struct bctx *b);
+int camp_no_off(const struct bctx *b);
 void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -168,31 +122,11 @@ void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(prin
 void camp_infra_ex(struct bctx *b, const char *cause, json_object *extra, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw);
+/* The agent's link closed: what it means depends on where the board is. */
+void camp_link_closed(struct bctx *b);
 void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw);
 
-/* campaign_link.c */
-void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
-			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-int camp_listen_on(struct camp *c, char *err, size_t errlen);
-int camp_send_msg(struct bctx *b, json_object *msg);
-void camp_close_link(struct bctx *b);
-int camp_serial_open(struct bctx *b, char *err, size_t errlen);
-void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);
-void camp_board_read(struct bctx *b);
-void camp_serial_read(struct bctx *b);
-void camp_pending_close(struct pending *p);
-void camp_pending_read(struct camp *c, struct pending *p);
-void camp_accept_all(struct camp *c);
-
-/* campaign_plan.c */
-void camp_plan_power_on(struct bctx *b);
-void camp_start_work(struct bctx *b);
-void camp_on_io(struct bctx *b, const struct pc_msg *m);
-void camp_cut_due(struct bctx *b);
-void camp_cut(struct bctx *b, const char *why);
-void camp_cut_switched(struct bctx *b, const struct relay_rep *rep);
-json_object *camp_verify_request(struct bctx *b);
-int camp_send_known(struct bctx *b);
+/* campaign_link.c, campaign_plan.c: their headers */
 
 /* campaign_setup.c */
 /* What a board's console log holds, for a boot without a hello. */
@@ -221,8 +155,9 @@ uint32_t camp_late_ms(const struct bctx *b);
 struct bctx *camp_board_by_name(struct camp *c, const char *name);
 int camp_on_verdict(json_object *v, void *arg);
 void camp_on_note(const char *board, const char *text, void *arg);
-int camp_seen_verdict(json_object *v, unsigned lineno, void *arg);
-int camp_replay_event(json_object *ev, unsigned lineno, void *arg);
+/* Resume: read the folder's verdicts and events back (the engine is fed
+ * them, the tallies counted). -1 (said). */
+int camp_resume(struct camp *c, const char *dir);
 int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen);
 
 #endif

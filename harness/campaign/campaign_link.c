@@ -29,6 +29,7 @@
 #include "common/auth.h"
 #include "common/proto.h"
 #include "common/record.h"
+#include "common/tty.h"
 #include "common/util.h"
 #include "relay/relay.h"
 #include "harness/engine/engine.h"
@@ -96,24 +97,141 @@ static struct netlink *netlinks;
 
 static struct netserial *net_of(const struct bctx *b)
 {
-	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->sfd < 0)
+	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->link.sfd < 0)
 		return NULL;
 	for (struct netlink *l = netlinks; l; l = l->next)
-		if (l->b == b && netserial_fd(l->ns) == b->sfd)
+		if (l->b == b && netserial_fd(l->ns) == b->link.sfd)
 			return l->ns;
 	return NULL;
 }
 
+static void outq_clear(struct outq *q)
+{
+	free(q->buf);
+	memset(q, 0, sizeof(*q));
+	q->fd = -1;
+}
+
+/* Write what the descriptor takes now; the bytes written, or -errno. */
+static ssize_t write_some(int fd, const char *buf, size_t len)
+{
+	size_t done = 0;
+
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				break;
+			return -errno;
+		}
+		done += (size_t)n;
+	}
+	return (ssize_t)done;
+}
+
+/* To the board's link, in order behind what already waits: what the
+ * descriptor does not take now is queued, up to LINK_OUTQ_MAX. */
+static int outq_write(struct bctx *b, int fd, const char *buf, size_t len)
+{
+	struct outq *q = &b->link.q;
+	size_t waiting, need;
+	ssize_t n = 0;
+
+	if (q->len > q->off && q->fd != fd)
+		outq_clear(q);	/* left for a descriptor that is gone */
+	if (q->len == q->off) {
+		n = write_some(fd, buf, len);
+		if (n < 0) {
+			errno = (int)-n;
+			return (int)n;
+		}
+		if ((size_t)n == len)
+			return 0;
+	}
+	waiting = q->len - q->off;
+	if (waiting + (len - (size_t)n) > LINK_OUTQ_MAX) {
+		snprintf(q->why, sizeof(q->why), "board %s: its link takes lines too slowly: %zu bytes would wait to be "
+			 "sent, over the ceiling of %u (is the agent reading?)", b->cfg->name, waiting + len - (size_t)n,
+			 LINK_OUTQ_MAX);
+		errno = ENOBUFS;
+		return -ENOBUFS;
+	}
+	if (q->off) {
+		memmove(q->buf, q->buf + q->off, waiting);
+		q->off = 0;
+		q->len = waiting;
+	}
+	need = q->len + len - (size_t)n;
+	if (need > q->cap) {
+		size_t cap = q->cap ? q->cap : 16384;
+		char *p;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(q->buf, cap);
+		if (!p) {
+			errno = ENOMEM;
+			return -ENOMEM;
+		}
+		q->buf = p;
+		q->cap = cap;
+	}
+	memcpy(q->buf + q->len, buf + n, len - (size_t)n);
+	q->len += len - (size_t)n;
+	q->fd = fd;
+	return 0;
+}
+
+int camp_link_wants_out(const struct bctx *b)
+{
+	return b->link.q.len > b->link.q.off ? b->link.q.fd : -1;
+}
+
+void camp_link_flush(struct bctx *b)
+{
+	struct outq *q = &b->link.q;
+	ssize_t n;
+
+	if (q->len == q->off)
+		return;
+	n = write_some(q->fd, q->buf + q->off, q->len - q->off);
+	if (n < 0) {
+		/* the link broke: its reader finds out, and the state machine
+		 * decides; what waited is of no use to anyone now */
+		pc_warn("board %s: writing to its link: %s (%zu bytes not sent)", b->cfg->name, strerror((int)-n),
+			q->len - q->off);
+		outq_clear(q);
+		return;
+	}
+	q->off += (size_t)n;
+	if (q->off == q->len)
+		q->off = q->len = 0;
+}
+
+const char *camp_link_strerror(const struct bctx *b, int err)
+{
+	if (err < 0)
+		err = -err;
+	return err == ENOBUFS && b->link.q.why[0] ? b->link.q.why : strerror(err);
+}
+
 /* Write to a board's link or a pending connection: the console's own way
- * when it is a network console. 0 or -errno (errno set too). */
+ * when it is a network console, through the board's output queue
+ * otherwise. A pending connection's one line (the challenge) goes to a
+ * fresh socket whole. 0 or -errno (errno set too). */
 static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 {
-	struct netserial *ns = b && fd == b->sfd ? net_of(b) : NULL;
+	struct netserial *ns = b && fd == b->link.sfd ? net_of(b) : NULL;
 	char why[512];
 	int rc;
 
-	if (!ns)
+	if (!b)
 		return pc_write_all(fd, buf, len);
+	if (!ns)
+		return outq_write(b, fd, buf, len);
 	rc = netserial_write(ns, buf, len, why, sizeof(why));
 	if (rc) {
 		pc_warn("board %s: %s", b->cfg->name, why);
@@ -232,23 +350,65 @@ int camp_send_msg(struct bctx *b, json_object *msg)
 	if (n < 0)
 		return n;
 	/* every host line of a session carries its tag (auth.h) */
-	n = pc_auth_seal(&b->s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
+	n = pc_auth_seal(&b->link.s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
 	if (n < 0)
 		return n;
 	buf[off + (size_t)n] = '\n';
-	/* host lines are short: they fit a fresh socket's or tty's buffer */
-	return link_write(b, b->fd, buf, off + (size_t)n + 1);
+	/* a KNOWN burst can outrun a slow link: the rest waits in the queue */
+	return link_write(b, b->link.fd, buf, off + (size_t)n + 1);
+}
+
+void camp_link_init(struct camp_link *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->fd = l->sfd = l->cfd = -1;
+	l->q.fd = -1;
+}
+
+void camp_link_free(struct camp_link *l)
+{
+	if (l->fd >= 0 && l->fd != l->sfd)
+		close(l->fd);
+	if (l->sfd >= 0)
+		close(l->sfd);
+	if (l->cfd >= 0)
+		close(l->cfd);
+	outq_clear(&l->q);
+	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
+		hs_clear(&l->shs[i]);
+	l->fd = l->sfd = l->cfd = -1;
+}
+
+void camp_link_power_on(struct bctx *b, const char *console_log)
+{
+	/* a line the last cut broke off is noise: the new boot starts afresh,
+	 * and so does the authentication */
+	memset(&b->link.slb, 0, sizeof(b->link.slb));
+	if (b->cfg->link_serial)
+		camp_close_link(b);
+	if (b->link.cfd >= 0)
+		close(b->link.cfd);
+	b->link.cfd = open(console_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (b->link.cfd < 0)
+		pc_warn("board %s: %s: %s", b->cfg->name, console_log, strerror(errno));
+}
+
+int camp_link_up(const struct bctx *b)
+{
+	return b->link.fd >= 0 && b->link.s.up;
 }
 
 void camp_close_link(struct bctx *b)
 {
-	if (b->fd >= 0 && b->fd != b->sfd)
-		close(b->fd);
-	b->fd = -1;
-	memset(&b->lb, 0, sizeof(b->lb));
-	memset(&b->s, 0, sizeof(b->s));
+	if (b->link.fd >= 0 && b->link.fd != b->link.sfd)
+		close(b->link.fd);
+	b->link.fd = -1;
+	memset(&b->link.lb, 0, sizeof(b->link.lb));
+	memset(&b->link.s, 0, sizeof(b->link.s));
+	/* lines of the session that ended are not for the next one */
+	outq_clear(&b->link.q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		hs_clear(&b->shs[i]);
+		hs_clear(&b->link.shs[i]);
 	/* a power-on (the only call while the board is off): a network
 	 * console that broke reconnects now, one that is up is probed, and
 	 * whether it stays up from here on decides whether this boot was seen */
@@ -289,51 +449,26 @@ static int net_open(struct bctx *b, char *err, size_t errlen)
 	l->b = b;
 	l->next = netlinks;
 	netlinks = l;
-	b->sfd = netserial_fd(l->ns);
+	b->link.sfd = netserial_fd(l->ns);
 	return 0;
 }
 
-/* Raw 8N1 at the configured rate, no flow control, no echo. */
+/* Raw 8N1 at the configured rate, no flow control, no echo (common/tty.h);
+ * a console that is no tty (a FIFO, a socket file) is used as it is. */
 int camp_serial_open(struct bctx *b, char *err, size_t errlen)
 {
-	static const struct { uint32_t baud; speed_t sp; } rates[] = {
-		{ 9600, B9600 }, { 19200, B19200 }, { 38400, B38400 }, { 57600, B57600 }, { 115200, B115200 },
-		{ 230400, B230400 }, { 460800, B460800 }, { 921600, B921600 }, { 1500000, B1500000 },
-		{ 3000000, B3000000 },
-	};
-	struct termios t;
-	speed_t sp = B115200;
+	char why[PATH_MAX + 128];
 	int fd;
 
 	if (netserial_is_url(b->cfg->serial_device))
 		return net_open(b, err, errlen);
-	fd = open(b->cfg->serial_device, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+	fd = pc_tty_open(b->cfg->serial_device, b->cfg->serial_baud, PC_TTY_NONBLOCK | PC_TTY_NOT_TTY_OK, why,
+			 sizeof(why));
 	if (fd < 0) {
-		snprintf(err, errlen, "board %s: cannot open its serial console %s: %s", b->cfg->name,
-			 b->cfg->serial_device, strerror(errno));
-		return -errno;
+		snprintf(err, errlen, "board %s: its serial console: %s", b->cfg->name, why);
+		return fd;
 	}
-	for (size_t i = 0; i < PC_ARRAY_SIZE(rates); i++)
-		if (rates[i].baud == b->cfg->serial_baud)
-			sp = rates[i].sp;
-	if (tcgetattr(fd, &t) == 0) {
-		cfmakeraw(&t);
-		t.c_cflag |= CLOCAL | CREAD;
-		t.c_cflag &= ~(tcflag_t)CRTSCTS;
-		cfsetispeed(&t, sp);
-		cfsetospeed(&t, sp);
-		if (tcsetattr(fd, TCSANOW, &t) < 0) {
-			snprintf(err, errlen, "board %s: %s: cannot set %u 8N1 raw: %s", b->cfg->name,
-				 b->cfg->serial_device, b->cfg->serial_baud, strerror(errno));
-			close(fd);
-			return -EIO;
-		}
-	} else if (errno != ENOTTY) {
-		snprintf(err, errlen, "board %s: %s: %s", b->cfg->name, b->cfg->serial_device, strerror(errno));
-		close(fd);
-		return -EIO;
-	}
-	b->sfd = fd;
+	b->link.sfd = fd;
 	return 0;
 }
 
@@ -343,8 +478,8 @@ void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
 	struct pc_msg m;
 	char err[512];
 
-	b->fd = fd;
-	pc_auth_session_init(&b->s, &b->c->key, h->hn, h->an, 1);
+	b->link.fd = fd;
+	pc_auth_session_init(&b->link.s, &b->c->key, h->hn, h->an, 1);
 	/* the hello was valid when it came: parse it again for its fields */
 	if (pc_msg_parse(h->hello, h->hello_len, &m, err, sizeof(err))) {
 		camp_infra(b, "the authenticated hello no longer parses: %s", err);
@@ -373,10 +508,10 @@ static void board_line(struct bctx *b, const char *line, size_t len)
 	struct pc_msg m;
 	char err[512];
 
-	if (pc_auth_open(&b->s, line, len, err, sizeof(err))) {
+	if (pc_auth_open(&b->link.s, line, len, err, sizeof(err))) {
 		/* a second writer on the console, a replayed or forged line:
 		 * dropped, and the genuine agent's next line still verifies */
-		camp_link_reject(b->c, b, 0, b->fd == b->sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
+		camp_link_reject(b->c, b, 0, b->link.fd == b->link.sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
 		return;
 	}
 	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
@@ -394,31 +529,22 @@ static void board_line(struct bctx *b, const char *line, size_t len)
 void camp_board_read(struct bctx *b)
 {
 	char data[8192], line[PC_PROTO_MAX_LINE + 2];
-	ssize_t n = read(b->fd, data, sizeof(data));
+	ssize_t n = read(b->link.fd, data, sizeof(data));
 	size_t off = 0, len;
 
 	if (n <= 0) {
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		/* the link closed */
+		/* the link closed: the state machine says what that means */
 		camp_close_link(b);
-		if (b->st == B_DRAIN) {
-			camp_next_cycle(b);
-		} else if (b->st == B_WRITING) {
-			/* the agent died on its own: treat it as the cut (it is one) */
-			camp_cut(b, "link lost");
-			if (b->st == B_DRAIN)
-				camp_next_cycle(b);
-		} else if (b->st == B_VERIFY || b->st == B_WAIT_HELLO) {
-			camp_infra(b, "the agent closed the link during %s", camp_bstate_names[b->st]);
-		}
+		camp_link_closed(b);
 		return;
 	}
-	while (off < (size_t)n && b->fd >= 0) {
+	while (off < (size_t)n && b->link.fd >= 0) {
 		enum pc_line_result r;
 
-		off += pc_linebuf_feed(&b->lb, data + off, (size_t)n - off);
-		while (b->fd >= 0 && (r = pc_linebuf_take(&b->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+		off += pc_linebuf_feed(&b->link.lb, data + off, (size_t)n - off);
+		while (b->link.fd >= 0 && (r = pc_linebuf_take(&b->link.lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			if (r == PC_LINE_TOO_LONG) {
 				bad_line(b, "", 0, "line exceeds the protocol's maximum length");
 				continue;
@@ -458,7 +584,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 	struct pc_msg m;
 	char err[512];
 
-	if (b->fd == b->sfd) {
+	if (b->link.fd == b->link.sfd) {
 		board_line(b, mk, len);
 		return;
 	}
@@ -487,31 +613,31 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 			/* answer it; keep the latest few (a rogue's hello must not
 			 * push the genuine agent's out before it answers) */
 			for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
-				if (!b->shs[i].hello) {
+				if (!b->link.shs[i].hello) {
 					slot = i;
 					break;
 				}
-				if (b->shs[i].since < b->shs[slot].since)
+				if (b->link.shs[i].since < b->link.shs[slot].since)
 					slot = i;
 			}
-			if (hs_start(b, &b->shs[slot], mk, len, m.obj, b->sfd, 1))
+			if (hs_start(b, &b->link.shs[slot], mk, len, m.obj, b->link.sfd, 1))
 				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
 		}
 	} else if (m.type == PC_MSG_AUTH) {
 		unsigned i;
 
-		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->shs[i], m.obj); i++)
+		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->link.shs[i], m.obj); i++)
 			;
 		if (i == MAX_SERIAL_HELLOS) {
 			camp_link_reject(c, b, 1, dev, mk, len, "a proof that answers none of the challenges sent: "
 				    "not the campaign's key, or a copied hello");
 		} else {
-			struct handshake h = b->shs[i];
+			struct handshake h = b->link.shs[i];
 
-			b->shs[i].hello = NULL;	/* moved to h */
+			b->link.shs[i].hello = NULL;	/* moved to h */
 			for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-				hs_clear(&b->shs[k]);
-			camp_authenticated(b, b->sfd, &h);
+				hs_clear(&b->link.shs[k]);
+			camp_authenticated(b, b->link.sfd, &h);
 			hs_clear(&h);
 		}
 	} else if (m.type == PC_MSG_SETUP_ERROR) {
@@ -571,20 +697,20 @@ void camp_serial_read(struct bctx *b)
 			net_up(b, ns);
 		n = (ssize_t)got;
 	} else {
-		n = read(b->sfd, data, sizeof(data));
+		n = read(b->link.sfd, data, sizeof(data));
 	}
 	if (n <= 0) {
 		if (fl & NS_DOWN)
 			net_down(b, why);
 		return;
 	}
-	if (b->cfd >= 0 && pc_write_all(b->cfd, data, (size_t)n))
+	if (b->link.cfd >= 0 && pc_write_all(b->link.cfd, data, (size_t)n))
 		pc_warn("board %s: console log: %s", b->cfg->name, strerror(errno));
 	while (off < (size_t)n) {
 		enum pc_line_result r;
 
-		off += pc_linebuf_feed(&b->slb, data + off, (size_t)n - off);
-		while ((r = pc_linebuf_take(&b->slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+		off += pc_linebuf_feed(&b->link.slb, data + off, (size_t)n - off);
+		while ((r = pc_linebuf_take(&b->link.slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			const char *mk;
 
 			if (r == PC_LINE_TOO_LONG)
@@ -670,9 +796,9 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 				    "authenticated link (update it)");
 			goto drop;
 		}
-		if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+		if (b->st != B_WAIT_HELLO || b->link.fd >= 0) {
 			camp_link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
-				    camp_bstate_names[b->st], b->fd >= 0 ? " and has its agent" : "");
+				    camp_bstate_names[b->st], b->link.fd >= 0 ? " and has its agent" : "");
 			goto drop;
 		}
 		if (hs_start(NULL, &p->hs, line, len, m.obj, p->fd, 0)) {
@@ -694,9 +820,9 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 			    "copied hello");
 		goto drop;
 	}
-	if (b->st != B_WAIT_HELLO || b->fd >= 0) {
+	if (b->st != B_WAIT_HELLO || b->link.fd >= 0) {
 		camp_link_reject(c, b, 1, p->peer, line, len, "a proven agent while the board is %s%s", camp_bstate_names[b->st],
-			    b->fd >= 0 ? " and has its agent" : "");
+			    b->link.fd >= 0 ? " and has its agent" : "");
 		goto drop;
 	}
 	pc_msg_clear(&m);
@@ -704,7 +830,7 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 		struct handshake h = p->hs;
 		int fd = p->fd;
 
-		b->lb = p->lb;	/* what came after the proof */
+		b->link.lb = p->lb;	/* what came after the proof */
 		p->hs.hello = NULL;
 		p->fd = -1;
 		camp_pending_close(p);
@@ -712,10 +838,10 @@ static void pending_line(struct camp *c, struct pending *p, const char *line, si
 		hs_clear(&h);
 	}
 	/* lines that came with the proof */
-	while (b->fd >= 0) {
+	while (b->link.fd >= 0) {
 		char more[PC_PROTO_MAX_LINE + 2];
 		size_t n;
-		enum pc_line_result r = pc_linebuf_take(&b->lb, more, sizeof(more), &n);
+		enum pc_line_result r = pc_linebuf_take(&b->link.lb, more, sizeof(more), &n);
 
 		if (r == PC_LINE_NONE)
 			break;

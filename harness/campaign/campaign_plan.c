@@ -60,11 +60,11 @@ static uint32_t plan_pick(struct bctx *b)
  */
 void camp_plan_power_on(struct bctx *b)
 {
-	b->relay.cut[0] = 0;
-	if (!io_plan(b) || !b->relay.ops || !b->relay.ops->exact_cut || b->cycle > b->c->cycles ||
-	    camp_is_sysrq(b))
+	b->plan.cut[0] = 0;
+	if (!io_plan(b) || !(b->relay_caps & RELAY_CAP_EXACT_CUT) || b->cycle > b->c->cycles ||
+	    camp_no_off(b))
 		return;
-	snprintf(b->relay.cut, sizeof(b->relay.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
+	snprintf(b->plan.cut, sizeof(b->plan.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
 		 plan_pick(b), b->cfg->cut_delay_us);
 }
 
@@ -101,33 +101,53 @@ void camp_start_work(struct bctx *b)
 		json_object_object_add(ev, "policy", pol);
 	}
 	camp_ev_log(b, ev);
-	b->working = 1;
-	b->acks = 0;
-	b->done_seen = 0;
-	b->t_work = pc_now_ms();
-	b->cut_at = UINT64_MAX;
-	b->cut_acks = UINT32_MAX;
-	b->cut_nth = 0;
-	b->io_seen = 0;
-	b->io_fired = 0;
-	b->io_seq = 0;
-	b->t_io_us = 0;
-	b->cut_due_us = 0;
+	b->plan.acks = 0;
+	b->plan.done_seen = 0;
+	b->plan.t_work = pc_now_ms();
+	b->plan.cut_at = UINT64_MAX;
+	b->plan.cut_acks = UINT32_MAX;
+	b->plan.cut_nth = 0;
+	b->plan.io_seen = 0;
+	b->plan.io_fired = 0;
+	b->plan.io_seq = 0;
+	b->plan.t_io_us = 0;
+	b->plan.cut_due_us = 0;
 	/* the relay was told at power-on: the board cuts itself at the nth */
-	b->exact = io_plan(b) && b->relay.cut[0];
+	b->plan.exact = io_plan(b) && b->plan.cut[0];
 	if (b->cfg->cut == CUT_RANDOM)
-		b->cut_at = b->t_work + plan_pick(b);
+		b->plan.cut_at = b->plan.t_work + plan_pick(b);
 	else if (b->cfg->cut == CUT_ACKS)
-		b->cut_acks = plan_pick(b);
+		b->plan.cut_acks = plan_pick(b);
 	else
-		b->cut_nth = plan_pick(b);
+		b->plan.cut_nth = plan_pick(b);
 	if (camp_send_msg(b, msg)) {
 		json_object_put(msg);
-		camp_infra(b, "sending the work failed: %s", strerror(errno));
+		camp_infra(b, "sending the work failed: %s", camp_link_strerror(b, errno));
 		return;
 	}
 	json_object_put(msg);
 	camp_set_state(b, B_WRITING, b->cfg->work_timeout_ms);
+}
+
+/* An ACK range while writing: the acks plan cuts at its count. */
+void camp_on_ack(struct bctx *b, uint32_t n)
+{
+	b->plan.acks += n;
+	if (b->plan.acks >= b->plan.cut_acks)
+		camp_cut(b, "acks");
+}
+
+/* The agent's DONE: nothing more will happen, so the cut comes now rather
+ * than at its instant. */
+void camp_on_done(struct bctx *b)
+{
+	b->plan.done_seen = 1;
+	camp_cut(b, "work done");
+}
+
+uint64_t camp_cut_wake(const struct bctx *b)
+{
+	return b->plan.cut_at;
 }
 
 /*
@@ -140,20 +160,20 @@ void camp_on_io(struct bctx *b, const struct pc_msg *m)
 {
 	unsigned want = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
 
-	if (!b->cut_nth || b->io_fired || m->u.io.op != want || ++b->io_seen < b->cut_nth)
+	if (!b->plan.cut_nth || b->plan.io_fired || m->u.io.op != want || ++b->plan.io_seen < b->plan.cut_nth)
 		return;
-	b->io_fired = 1;
-	b->io_seq = m->u.io.seq;
-	b->t_io_us = pc_now_us();
-	if (b->exact)
+	b->plan.io_fired = 1;
+	b->plan.io_seq = m->u.io.seq;
+	b->plan.t_io_us = pc_now_us();
+	if (b->plan.exact)
 		return;
 	if (!b->cfg->cut_delay_us) {
 		camp_cut(b, config_cut_name(b->cfg->cut));
 		return;
 	}
 	/* the poll loop wakes at the millisecond; camp_cut_due waits out the rest */
-	b->cut_due_us = b->t_io_us + b->cfg->cut_delay_us;
-	b->cut_at = b->cut_due_us / 1000;
+	b->plan.cut_due_us = b->plan.t_io_us + b->cfg->cut_delay_us;
+	b->plan.cut_at = b->plan.cut_due_us / 1000;
 }
 
 /* The cut's instant (cut_at) came: a random instant, or a delayed I/O plan. */
@@ -161,13 +181,13 @@ void camp_cut_due(struct bctx *b)
 {
 	uint64_t now;
 
-	if (!b->cut_due_us) {
+	if (!b->plan.cut_due_us) {
 		camp_cut(b, "random instant");
 		return;
 	}
 	now = pc_now_us();
-	if (now < b->cut_due_us && b->cut_due_us - now <= 1000)
-		pc_sleep_us((uint32_t)(b->cut_due_us - now));
+	if (now < b->plan.cut_due_us && b->plan.cut_due_us - now <= 1000)
+		pc_sleep_us((uint32_t)(b->plan.cut_due_us - now));
 	camp_cut(b, config_cut_name(b->cfg->cut));
 }
 
@@ -178,40 +198,40 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 	int exact = 0;
 
 	/* the sim cut itself at the planned I/O: its link dropped */
-	if (b->exact && b->io_fired && !strcmp(why, "link lost")) {
+	if (b->plan.exact && b->plan.io_fired && !strcmp(why, "link lost")) {
 		why = "sim exact";
 		exact = 1;
 	}
 	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->cfg->cut)));
 	/* when the harness decided to cut, since the work was sent */
-	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->t_work)));
+	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->plan.t_work)));
 	if (!how && !exact) {
 		/* how long the relay took, from that decision to the driver
 		 * reporting the switch: the power went at at_ms + relay_us */
 		json_object_object_add(ev, "relay_us", json_object_new_int64(
-			t_off > b->cut_req_us ? (int64_t)(t_off - b->cut_req_us) : 0));
+			t_off > b->plan.cut_req_us ? (int64_t)(t_off - b->plan.cut_req_us) : 0));
 		/* the cut's instant: when the driver reported the switch */
-		json_object_object_add(ev, "power_off_ms", json_object_new_int64((int64_t)(t_off / 1000 - b->t_work)));
+		json_object_object_add(ev, "power_off_ms", json_object_new_int64((int64_t)(t_off / 1000 - b->plan.t_work)));
 		/* a random instant: how late against it */
-		if (!strcmp(why, "random instant") && b->cut_at != UINT64_MAX && !b->io_fired)
+		if (!strcmp(why, "random instant") && b->plan.cut_at != UINT64_MAX && !b->plan.io_fired)
 			json_object_object_add(ev, "late_us", json_object_new_int64(
-				t_off > b->cut_at * 1000 ? (int64_t)(t_off - b->cut_at * 1000) : 0));
+				t_off > b->plan.cut_at * 1000 ? (int64_t)(t_off - b->plan.cut_at * 1000) : 0));
 	}
-	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->acks));
+	json_object_object_add(ev, "acks_before_cut", json_object_new_int64(b->plan.acks));
 	json_object_object_add(ev, "trigger", json_object_new_string(why));
-	if (b->cut_nth) {
-		json_object_object_add(ev, "nth", json_object_new_int64(b->cut_nth));
+	if (b->plan.cut_nth) {
+		json_object_object_add(ev, "nth", json_object_new_int64(b->plan.cut_nth));
 		json_object_object_add(ev, "delay_us", json_object_new_int64(b->cfg->cut_delay_us));
 	}
-	if (b->io_fired) {
+	if (b->plan.io_fired) {
 		/* the announcement the plan fired on, and how late the power went
 		 * against it: from its arrival (and the delay) to the relay's off
 		 * returning (the read-back after it is not counted) */
 		json_object *io = json_object_new_object();
-		uint64_t due = b->t_io_us + b->cfg->cut_delay_us;
+		uint64_t due = b->plan.t_io_us + b->cfg->cut_delay_us;
 
 		json_object_object_add(io, "op", json_object_new_string(config_cut_name(b->cfg->cut)));
-		json_object_object_add(io, "seq", json_object_new_uint64(b->io_seq));
+		json_object_object_add(io, "seq", json_object_new_uint64(b->plan.io_seq));
 		json_object_object_add(ev, "io", io);
 		if (exact)
 			json_object_object_add(ev, "late_us", json_object_new_int64(0));
@@ -229,7 +249,7 @@ void camp_cut(struct bctx *b, const char *why)
 	uint64_t now = pc_now_ms();
 	int ret;
 
-	if (camp_is_sysrq(b)) {
+	if (camp_no_off(b)) {
 		/* not a power cut: the agent reboots the board without syncing,
 		 * and the device keeps its power */
 		json_object *m = pc_msg_new(PC_MSG_CRASH);
@@ -237,7 +257,7 @@ void camp_cut(struct bctx *b, const char *why)
 		ret = camp_send_msg(b, m);
 		json_object_put(m);
 		if (ret) {
-			camp_infra(b, "sending the crash request failed: %s", strerror(-ret));
+			camp_infra(b, "sending the crash request failed: %s", camp_link_strerror(b, ret));
 			return;
 		}
 		cut_done(b, now, pc_now_us(), why, "sysrq crash (device keeps power)");
@@ -246,10 +266,10 @@ void camp_cut(struct bctx *b, const char *why)
 	/* the relay's worker switches off and reads back (up to 200 ms) that
 	 * the power is off; the loop goes on (the other boards' cuts, this
 	 * board's last lines) and takes its answer in camp_cut_switched */
-	b->cut_why = why;
-	b->cut_now_ms = now;
-	b->cut_req_us = pc_now_us();
-	ret = relay_worker_send(&b->rw, RELAY_OP_CUT, 0, NULL, NULL, &b->cut_seq);
+	b->plan.cut_why = why;
+	b->plan.cut_now_ms = now;
+	b->plan.cut_req_us = pc_now_us();
+	ret = relay_worker_send(&b->rw, RELAY_OP_CUT, 0, NULL, NULL, &b->plan.cut_seq);
 	if (ret) {
 		camp_infra(b, "the cut could not be asked of the relay's worker: %s", strerror(-ret));
 		return;
@@ -260,13 +280,15 @@ void camp_cut(struct bctx *b, const char *why)
 /* The relay's worker switched the power off for the cut (or could not). */
 void camp_cut_switched(struct bctx *b, const struct relay_rep *rep)
 {
+	if (rep->seq != b->plan.cut_seq)
+		return;	/* not this cut's answer */
 	if (rep->ret < 0) {
 		camp_infra(b, "relay off failed at the cut: %s", rep->err);
 		return;
 	}
-	cut_done(b, b->cut_now_ms, rep->t_switch_us, b->cut_why, NULL);
+	cut_done(b, b->plan.cut_now_ms, rep->t_switch_us, b->plan.cut_why, NULL);
 	/* the agent's link dropped while the relay switched: nothing to drain */
-	if (b->st == B_DRAIN && b->fd < 0 && !b->cfg->link_serial)
+	if (b->st == B_DRAIN && b->link.fd < 0 && !b->cfg->link_serial)
 		camp_next_cycle(b);
 }
 

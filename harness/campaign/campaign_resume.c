@@ -56,16 +56,16 @@ static struct bctx *tally(struct camp *c, const char *board, json_object *v)
 		outcome = json_object_get_string(o);
 	switch (pc_outcome_from_name(outcome)) {
 	case PC_OUT_PASS:
-		b->n_pass++;
+		b->tally.pass++;
 		break;
 	case PC_OUT_FAIL:
-		b->n_fail++;
+		b->tally.fail++;
 		break;
 	case PC_OUT_BOOT_FAIL:
-		b->n_boot++;
+		b->tally.boot++;
 		break;
 	default:
-		b->n_infra++;
+		b->tally.infra++;
 	}
 	return b;
 }
@@ -126,7 +126,7 @@ void camp_on_note(const char *board, const char *text, void *arg)
 
 /* ---- set-up, resume ---- */
 
-int camp_seen_verdict(json_object *v, unsigned lineno, void *arg)
+static int camp_seen_verdict(json_object *v, unsigned lineno, void *arg)
 {
 	struct camp *c = arg;
 	json_object *b, *cy;
@@ -140,7 +140,7 @@ int camp_seen_verdict(json_object *v, unsigned lineno, void *arg)
 	return 0;
 }
 
-int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
+static int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
 {
 	struct camp *c = arg;
 	char err[512] = "";
@@ -176,6 +176,27 @@ int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
 	if (engine_feed(c->eng, ev, err, sizeof(err)))
 		pc_warn("%s/" PC_FILE_EVENTS ":%u: %s", c->res.dir, lineno, err);
 	return c->fatal ? -EIO : 0;
+}
+
+/* Resume: what the files say happened, happened. -1 (said). */
+int camp_resume(struct camp *c, const char *dir)
+{
+	char err[1024] = "", evpath[PATH_MAX + 32], vpath[PATH_MAX + 32];
+	int torn;
+
+	snprintf(evpath, sizeof(evpath), "%s/events.jsonl", dir);
+	snprintf(vpath, sizeof(vpath), "%s/verdicts.jsonl", dir);
+	c->resuming = 1;
+	if (results_each_line(vpath, camp_seen_verdict, c, &torn, err, sizeof(err)) ||
+	    results_each_line(evpath, camp_replay_event, c, &torn, err, sizeof(err))) {
+		pc_err("cannot resume from %s: %s", dir, err);
+		return -1;
+	}
+	c->resuming = 0;
+	c->t_base += 1;
+	pc_info("resuming campaign %s in %s (%lu verdicts on record)", c->cfg->name, dir,
+		(unsigned long)json_object_object_length(c->seen_verdicts));
+	return 0;
 }
 
 int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)

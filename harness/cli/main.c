@@ -434,7 +434,7 @@ static int cmd_relay(int argc, char **argv)
 	ctx = (struct relay_ctx){ .board = b->name, .connect = connect[0] ? connect : NULL,
 				  .agent_path = "powercut-agent", .state_dir = state, .device = b->device,
 				  .key_path = keyfile[0] ? keyfile : NULL };
-	if (ops && ops->hold && strcmp(act, "get")) {
+	if (ops && (ops->caps & RELAY_CAP_HOLD) && strcmp(act, "get")) {
 		/* the state lasts only while the relay is open: a holder keeps it */
 		pid_t pid;
 

@@ -1,0 +1,113 @@
+/*
+ * campaign_link.h - a board's link to its agent, owned by campaign_link.c:
+ * its descriptors, line buffers, the handshake, the authenticated session
+ * and the output queue; and the connections that have not proven themselves
+ * yet. The state machine (campaign.c) polls the descriptors and calls in;
+ * only campaign_link.c changes what is here.
+ */
+#ifndef PC_HARNESS_CAMPAIGN_LINK_H
+#define PC_HARNESS_CAMPAIGN_LINK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "common/auth.h"
+#include "common/proto.h"
+
+#define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
+				   answer the challenge within as long again */
+
+#define MAX_PENDING 64		/* connections that have not authenticated yet */
+
+#define MIN_PENDING_PER_SOURCE 8	/* ... from one address (or two per board, if more):
+					   past it, that address's oldest goes */
+
+#define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
+
+/* The most a board's link may have waiting to be sent: the largest burst
+ * the host sends at once is a VERIFY after every KNOWN line the protocol
+ * allows (PC_PROTO_MAX_KNOWN_SLOTS / 400 + PC_PROTO_MAX_KNOWN / 500 lines of
+ * at most PC_PROTO_MAX_LINE bytes, ~1.7 MB), twice over. */
+#define LINK_OUTQ_MAX (4u << 20)
+
+struct bctx;
+struct camp;
+
+/* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
+struct handshake {
+	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
+	char hn[2 * PC_AUTH_NONCE_BYTES + 1];	/* ours */
+	char *hello;				/* the hello's exact JSON text */
+	size_t hello_len;
+	uint64_t since;
+};
+
+/* What a board's link could not take yet, sent as it becomes writable (the
+ * poll loop asks for POLLOUT while anything waits): a slow reader delays
+ * the lines, never breaks one. */
+struct outq {
+	char *buf;
+	size_t off, len, cap;	/* waiting: buf[off..len) */
+	int fd;			/* the descriptor they are for */
+	char why[256];		/* why the last write was refused (the ceiling) */
+};
+
+struct camp_link {
+	int fd;			/* the link to the agent: a TCP connection, or sfd */
+	struct pc_linebuf lb;
+	/* serial console link (cfg->link_serial): open for the whole campaign */
+	int sfd;
+	int cfd;		/* this power-on's console log */
+	struct pc_linebuf slb;
+	struct outq q;		/* the link's output queue */
+	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
+	/* the authenticated session of this power-on's agent */
+	struct pc_auth_session s;
+};
+
+struct pending {
+	int fd;
+	uint64_t since;
+	struct pc_linebuf lb;
+	char peer[64];		/* address:port, for the record */
+	char src[48];		/* address: the per-source limit */
+	struct bctx *b;		/* the board its hello named (challenged), or NULL */
+	struct handshake hs;
+};
+
+/* No descriptor open (before camp_serial_open). */
+void camp_link_init(struct camp_link *l);
+/* Close everything the link holds, the console and its log included. */
+void camp_link_free(struct camp_link *l);
+/* A power-on: a line the last cut broke off is noise, and the cycle's
+ * console log (path) is opened for the harness's own capture. */
+void camp_link_power_on(struct bctx *b, const char *console_log);
+
+void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+int camp_listen_on(struct camp *c, char *err, size_t errlen);
+/* Send a line to the board's agent: at once, or queued behind what waits
+ * (flushed by camp_link_flush). 0, or -errno with errno set: -ENOBUFS when
+ * the queue would pass LINK_OUTQ_MAX (camp_link_strerror says so). */
+int camp_send_msg(struct bctx *b, json_object *msg);
+/* What an error from camp_send_msg means, for the record: names the board
+ * and the ceiling when the queue was full. */
+const char *camp_link_strerror(const struct bctx *b, int err);
+/* The descriptor whose queued output waits for POLLOUT, or -1. */
+int camp_link_wants_out(const struct bctx *b);
+/* Its descriptor is writable: send what waits, never blocking. */
+void camp_link_flush(struct bctx *b);
+/* Is an agent's authenticated session up on this board's link? */
+int camp_link_up(const struct bctx *b);
+void camp_close_link(struct bctx *b);
+int camp_serial_open(struct bctx *b, char *err, size_t errlen);
+void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);
+void camp_board_read(struct bctx *b);
+void camp_serial_read(struct bctx *b);
+void camp_pending_close(struct pending *p);
+void camp_pending_read(struct camp *c, struct pending *p);
+void camp_accept_all(struct camp *c);
+
+#endif

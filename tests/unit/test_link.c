@@ -1,0 +1,217 @@
+/*
+ * test_link.c - the host's side of a board link (campaign_link.c): a board
+ * whose link reads slowly still gets every line, in order, tagged.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "common/auth.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "harness/campaign/campaign_int.h"
+#include "tests/unit/suites.h"
+
+static const char hn[] = "00112233445566778899aabbccddeeff";
+static const char an[] = "ffeeddccbbaa99887766554433221100";
+
+/* The largest burst a VERIFY can follow: every KNOWN line the protocol allows. */
+#define SLOT_LINES (PC_PROTO_MAX_KNOWN_SLOTS / PC_PROTO_KNOWN_SLOTS_PER_LINE)
+#define SECTOR_LINES (PC_PROTO_MAX_KNOWN / PC_PROTO_KNOWN_PER_LINE)
+
+struct fixture {
+	int sv[2];		/* [0] the host's end (non-blocking), [1] the agent's */
+	struct camp *c;
+	struct board_cfg cfg;
+	struct bctx b;
+	struct pc_auth_session agent;
+};
+
+static int fixture_open(struct fixture *f)
+{
+	int small = 4096;
+
+	memset(f, 0, sizeof(*f));
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f->sv) < 0)
+		return -1;
+	/* small buffers, as a serial console or a slow board has */
+	setsockopt(f->sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
+	setsockopt(f->sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+	fcntl(f->sv[0], F_SETFL, fcntl(f->sv[0], F_GETFL) | O_NONBLOCK);
+	f->c = calloc(1, sizeof(*f->c));
+	if (!f->c)
+		return -1;
+	memset(f->c->key.k, 7, sizeof(f->c->key.k));
+	pc_strlcpy(f->cfg.name, "slow", sizeof(f->cfg.name));
+	f->b.c = f->c;
+	f->b.cfg = &f->cfg;
+	f->b.link.fd = f->sv[0];
+	f->b.link.sfd = -1;
+	f->b.link.cfd = -1;
+	f->b.st = B_WAIT_HELLO;
+	pc_auth_session_init(&f->b.link.s, &f->c->key, hn, an, 1);
+	pc_auth_session_init(&f->agent, &f->c->key, hn, an, 0);
+	return 0;
+}
+
+static void fixture_close(struct fixture *f)
+{
+	camp_close_link(&f->b);	/* closes sv[0], frees the queue */
+	close(f->sv[1]);
+	free(f->c);
+}
+
+/* Send the whole KNOWN burst, then VERIFY, while the agent reads nothing. */
+static int send_burst(struct fixture *f)
+{
+	struct pc_known_slot ks[PC_PROTO_KNOWN_SLOTS_PER_LINE];
+	struct pc_known k[PC_PROTO_KNOWN_PER_LINE];
+	int sent = 0;
+
+	for (uint32_t i = 0; i < PC_PROTO_KNOWN_SLOTS_PER_LINE; i++)
+		ks[i] = (struct pc_known_slot){ .slot = i * 7, .digest = pc_mix64(i) };
+	for (uint32_t i = 0; i < PC_PROTO_KNOWN_PER_LINE; i++)
+		k[i] = (struct pc_known){ .slot = i * 3, .idx = (uint16_t)(i % 8), .crc = (uint32_t)pc_mix64(i + 99) };
+	for (int i = 0; i < SLOT_LINES + SECTOR_LINES + 1; i++) {
+		json_object *m = i < SLOT_LINES ? pc_msg_known_slots(ks, PC_PROTO_KNOWN_SLOTS_PER_LINE) :
+				 i < SLOT_LINES + SECTOR_LINES ? pc_msg_known(k, PC_PROTO_KNOWN_PER_LINE) :
+				 pc_msg_verify(PC_PAT_SEQUENTIAL, 1);
+		int ret = camp_send_msg(&f->b, m);
+
+		json_object_put(m);
+		CU_ASSERT_EQUAL(ret, 0);
+		if (ret) {
+			fprintf(stderr, "\n  line %d of %d: camp_send_msg: %s\n", i + 1, SLOT_LINES + SECTOR_LINES + 1,
+				strerror(-ret));
+			return sent;
+		}
+		sent++;
+	}
+	return sent;
+}
+
+/*
+ * The agent reads slowly (1 KiB at a time); the host flushes its queue when
+ * its end is writable, as the campaign's poll loop does. Every line must
+ * verify in order; the last must be the VERIFY. Returns the lines read.
+ */
+static int drain(struct fixture *f, int *verify_last)
+{
+	static struct pc_linebuf lb;
+	char data[1024], line[PC_PROTO_MAX_LINE + 2], why[256];
+	int lines = 0, idle = 0;
+
+	memset(&lb, 0, sizeof(lb));
+	*verify_last = 0;
+	while (idle < 50) {
+		struct pollfd p[2] = { { .fd = camp_link_wants_out(&f->b), .events = POLLOUT },
+				       { .fd = f->sv[1], .events = POLLIN } };
+		ssize_t n;
+		size_t len;
+
+		if (poll(p, 2, 100) <= 0) {
+			idle++;
+			continue;
+		}
+		if (p[0].revents & POLLOUT)
+			camp_link_flush(&f->b);
+		n = (p[1].revents & POLLIN) ? read(f->sv[1], data, sizeof(data)) : 0;
+		if (n <= 0) {
+			idle++;
+			continue;
+		}
+		idle = 0;
+		for (size_t off = 0; off < (size_t)n;) {
+			enum pc_line_result r;
+
+			off += pc_linebuf_feed(&lb, data + off, (size_t)n - off);
+			while ((r = pc_linebuf_take(&lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+				struct pc_msg m;
+
+				CU_ASSERT_EQUAL(r, PC_LINE_OK);
+				if (pc_auth_open(&f->agent, line, len, why, sizeof(why))) {
+					CU_FAIL("a line does not verify");
+					fprintf(stderr, "\n  line %d: %s\n", lines + 1, why);
+					return lines;
+				}
+				lines++;
+				*verify_last = 0;
+				if (!pc_msg_parse(line, len, &m, why, sizeof(why))) {
+					*verify_last = m.type == PC_MSG_VERIFY;
+					pc_msg_clear(&m);
+				}
+			}
+		}
+	}
+	return lines;
+}
+
+static void test_slow_reader(void)
+{
+	struct fixture f;
+	int sent, got, verify_last;
+
+	CU_ASSERT_FATAL(fixture_open(&f) == 0);
+	sent = send_burst(&f);
+	got = drain(&f, &verify_last);
+	CU_ASSERT_EQUAL(sent, SLOT_LINES + SECTOR_LINES + 1);
+	CU_ASSERT_EQUAL(got, SLOT_LINES + SECTOR_LINES + 1);
+	CU_ASSERT(verify_last);
+	fixture_close(&f);
+}
+
+/* An agent that never reads: the queue stops at its ceiling, and the
+ * refusal names the board and the ceiling. */
+static void test_ceiling(void)
+{
+	struct pc_known_slot ks[PC_PROTO_KNOWN_SLOTS_PER_LINE];
+	struct fixture f;
+	json_object *m;
+	int ret = 0, lines = 0;
+	const char *why;
+
+	CU_ASSERT_FATAL(fixture_open(&f) == 0);
+	for (uint32_t i = 0; i < PC_PROTO_KNOWN_SLOTS_PER_LINE; i++)
+		ks[i] = (struct pc_known_slot){ .slot = i, .digest = pc_mix64(i) };
+	m = pc_msg_known_slots(ks, PC_PROTO_KNOWN_SLOTS_PER_LINE);
+	while (!ret && lines < 2000) {
+		ret = camp_send_msg(&f.b, m);
+		lines++;
+	}
+	json_object_put(m);
+	CU_ASSERT_EQUAL(ret, -ENOBUFS);
+	CU_ASSERT(lines > 200);	/* the largest real burst fits */
+	CU_ASSERT(f.b.link.q.len - f.b.link.q.off <= LINK_OUTQ_MAX);
+	why = camp_link_strerror(&f.b, ENOBUFS);
+	CU_ASSERT(strstr(why, "board slow") && strstr(why, "ceiling"));
+	/* a link closed drops what waited: nothing of it reaches the next */
+	camp_close_link(&f.b);
+	CU_ASSERT_EQUAL(camp_link_wants_out(&f.b), -1);
+	f.b.link.fd = -1;
+	close(f.sv[1]);
+	free(f.c);
+}
+
+int suite_link(void)
+{
+	static const struct {
+		const char *name;
+		CU_TestFunc fn;
+	} tests[] = {
+		{ "slow reader: a VERIFY after the largest KNOWN burst arrives whole, in order", test_slow_reader },
+		{ "an agent that never reads: the output queue stops at its ceiling, naming the board", test_ceiling },
+	};
+	CU_pSuite s = CU_add_suite("link", NULL, NULL);
+
+	if (!s)
+		return -1;
+	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
+		if (!CU_add_test(s, tests[i].name, tests[i].fn))
+			return -1;
+	return 0;
+}
