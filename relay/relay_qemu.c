@@ -246,12 +246,13 @@ static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
 			 prof ? relay_json_text(prof) : "nothing");
 		return -EINVAL;
 	}
-	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands; the
-	 * SD card has no cache to lose, and QEMU's NVMe namespace's FUA is not
-	 * traced */
-	if (strcmp(qemu_cfg_disk(cfg), "scsi") != 0) {
-		snprintf(err, errlen, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") has one: the SD "
-			 "card has no write cache, and which NVMe writes carried FUA cannot be traced");
+	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands, a
+	 * reliable write from its eMMC's (CMD23); the SD card's queue has no
+	 * FUA to keep, and QEMU's NVMe namespace's FUA is not traced */
+	if (strcmp(qemu_cfg_disk(cfg), "scsi") != 0 && strcmp(qemu_cfg_disk(cfg), "emmc") != 0) {
+		snprintf(err, errlen, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") and the eMMC board's "
+			 "eMMC have one: the SD card has no write cache, and which NVMe writes carried FUA cannot "
+			 "be traced");
 		return -EINVAL;
 	}
 	return 0;
@@ -1158,7 +1159,14 @@ static char *qemu_drive_match(const struct qemu_priv *p)
 {
 	char *m = NULL;
 
-	if (p->blockdev) {
+	if (p->blockdev && p->machine == QEMU_MACHINE_AST2600) {
+		/* -drive's dotted keys: file.file.filename=<path> (or file.image.) */
+		char *path = qemu_opt_escape(p->vc ? p->run_img : p->drive);
+
+		if (path && asprintf(&m, "filename=%s", path) < 0)
+			m = NULL;
+		free(path);
+	} else if (p->blockdev) {
 		/* -blockdev's JSON: "filename":"<path>" */
 		json_object *o = json_object_new_string(p->vc ? p->run_img : p->drive);
 		const char *js = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
@@ -1211,12 +1219,53 @@ static json_object *qemu_image_node(const struct qemu_priv *p)
 	return img;
 }
 
-/* The same as JSON text, for -drive's file=json: (the eMMC board's drive). */
-static char *qemu_image_json(const struct qemu_priv *p)
+/* One node's options as -drive's dotted keys (file.driver=...,file.file.filename=...),
+ * values' commas doubled; "cache" left out: -drive's own cache= covers the
+ * whole stack. 0, or -ENOMEM / -E2BIG. */
+static int qemu_dotted(json_object *o, const char *prefix, char *out, size_t len, size_t *used)
+{
+	json_object_object_foreach(o, k, v) {
+		char key[256];
+
+		if (strcmp(k, "cache") == 0)
+			continue;
+		if ((size_t)snprintf(key, sizeof(key), "%s.%s", prefix, k) >= sizeof(key))
+			return -E2BIG;
+		if (json_object_is_type(v, json_type_object)) {
+			int rc = qemu_dotted(v, key, out, len, used);
+
+			if (rc)
+				return rc;
+		} else {
+			char *val = qemu_opt_escape(json_object_get_string(v));
+			int n;
+
+			if (!val)
+				return -ENOMEM;
+			n = snprintf(out + *used, len - *used, ",%s=%s", key, val);
+			free(val);
+			if (n < 0 || (size_t)n >= len - *used)
+				return -E2BIG;
+			*used += (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* The filter stack below the eMMC board's raw format, for its -drive (no -blockdev there). */
+static char *qemu_image_dotted(const struct qemu_priv *p)
 {
 	json_object *img = qemu_image_node(p);
-	char *out = strdup(json_object_to_json_string_ext(img, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	size_t len = 4 * PATH_MAX + 512, used = 0;
+	char *out = malloc(len);
 
+	if (out) {
+		out[0] = 0;
+		if (!img || qemu_dotted(img, "file", out, len, &used)) {
+			free(out);
+			out = NULL;
+		}
+	}
 	json_object_put(img);
 	return out;
 }
@@ -1305,7 +1354,8 @@ static int qemu_write_dbg_conf(struct relay *r, const struct qemu_priv *p)
 static int qemu_vc_replay(struct relay *r, struct qemu_priv *p)
 {
 	struct vc_params vp = { .log = p->vc_log, .trace = p->log[0] ? p->log : NULL, .media = p->drive,
-				.record = p->vc_record, .profile = p->vc_profile, .seed = p->vc_seed };
+				.record = p->vc_record, .profile = p->vc_profile, .seed = p->vc_seed,
+				.trace_mmc = p->disk == QEMU_DISK_EMMC };
 	char buf[64], err[sizeof(r->err) - 64];
 	struct vc_stats st;
 	uint64_t off = 0;
@@ -1413,16 +1463,17 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 			       ast ? " pc.console=ttyS4" : "", p->append[0] ? " " : "", p->append);
 	if (ast) {
 		/* the SoC's eMMC controller takes the SD drive after its two SD
-		 * slots' (index 2); a filter stack below it is -drive's file=json: */
-		char *js = p->blockdev ? qemu_image_json(p) : NULL, *esc = js ? qemu_opt_escape(js) : NULL;
+		 * slots' (index 2); a filter stack below it is -drive's dotted
+		 * file.* options */
+		char *dotted = p->blockdev ? qemu_image_dotted(p) : NULL;
 
-		free(js);
 		if (p->blockdev)
-			sdopt = esc ? qemu_argv_fmt(a, "id=%s,if=sd,index=2,format=raw,file=json:%s", id, esc) : NULL;
+			sdopt = dotted ? qemu_argv_fmt(a, "id=%s,if=sd,index=2,format=raw,cache=%s%s", id, p->cache,
+						       dotted) : NULL;
 		else
 			sdopt = drive ? qemu_argv_fmt(a, "id=%s,if=sd,index=2,format=raw,cache=%s,file=%s", id,
 						      p->cache, drive) : NULL;
-		free(esc);
+		free(dotted);
 	} else if (p->blockdev) {
 		sdopt = qemu_blockdev_json(p, id);
 		if (sdopt && a->nstrs < PC_ARRAY_SIZE(a->strs))
@@ -1512,9 +1563,11 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	a->argv[n++] = sdopt;
 	if (p->vc && p->disk == QEMU_DISK_EMMC) {
 		/* which writes were reliable writes: the MMC commands (CMD23's
-		 * bit 31), on QEMU's stderr (its log) */
+		 * bit 31) and the blocks the card wrote, on QEMU's stderr (its log) */
 		a->argv[n++] = "-trace";
 		a->argv[n++] = "sdcard_normal_command";
+		a->argv[n++] = "-trace";
+		a->argv[n++] = "sdcard_write_block";
 	} else if (p->vc) {
 		/* which WRITEs carried FUA: the SCSI commands, on QEMU's stderr (its log) */
 		a->argv[n++] = "-trace";
