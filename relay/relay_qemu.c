@@ -873,7 +873,8 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 	qemu_serial(p, cfg, r->board);
 	p->fua = relay_cfg_bool(cfg, "fua", 1);
 	p->memory_mb = (int)relay_cfg_int(cfg, "memory_mb", 256);
-	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", 10000);
+	/* QEMU 10's AST2600 takes 4-5 s to set up under load (the PC 0.1-0.3 s) */
+	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", p->machine == QEMU_MACHINE_AST2600 ? 60000 : 10000);
 	if ((rc = qemu_copy(r, p->kernel, sizeof(p->kernel), cfg, "kernel", "")) ||
 	    (rc = qemu_copy(r, p->initrd, sizeof(p->initrd), cfg, "initrd", "")) ||
 	    (rc = qemu_copy(r, p->drive, sizeof(p->drive), cfg, "drive", "")) ||
@@ -1515,6 +1516,10 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 		a->argv[n++] = "-M";
 		a->argv[n++] = "ast2600-evb";
 		a->argv[n++] = "-net";
+		a->argv[n++] = "none";
+		/* no sound card to probe host audio drivers for (nor modules to
+		 * load from the host's own QEMU's folder) */
+		a->argv[n++] = "-audio";
 		a->argv[n++] = "none";
 	} else {
 		/* no default NIC, VGA, floppy or CD: a board with a disk and a UART */
