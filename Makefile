@@ -319,23 +319,40 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #                   the static agent), SD card image with a prepared region;
 #                   initrd-fua.img, the same with the SCSI and NVMe drivers
 #                   (tools/board/mkfua) for the FUA board
+#   make vm-image-emmc build/vm/emmc/: the eMMC board (QEMU 10's ast2600-evb,
+#                   Debian's armmp kernel and dtb, the static armhf agent;
+#                   tools/board/mkemmc); needs vm-image and the armhf cross
+#                   compiler (make cross-deps)
 #   make vm-run     configs/vm-sd.json: a campaign on the virtual board, its
 #                   cable started and stopped around it (results/vm-sd/)
 #   make vm-run-fua configs/vm-fua.json: the FUA boards, a SCSI disk (vm2) and
 #                   an NVMe namespace (vm3), their cables around it
-#   make vm-check   vm-deps, vm-image, then tests/integration/t-vm.sh and
-#                   t-vm-fua.sh and t-vm-cache.sh, which may not skip (PC_VM_REQUIRE=1)
+#   make vm-run-emmc configs/vm-emmc.json: the eMMC board (results/vm-emmc/)
+#   make vm-check   vm-deps, vm-image, vm-image-emmc, then tests/integration/t-vm.sh,
+#                   t-vm-fua.sh, t-vm-cache.sh and t-vm-emmc.sh, which may not
+#                   skip (PC_VM_REQUIRE=1)
 VM_DIR    := build/vm
 VM_STATIC := build/static
-VM_TESTS  := t-vm t-vm-fua t-vm-cache
-.PHONY: vm-deps vm-image vm-run vm-run-fua vm-check
+VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-emmc
+.PHONY: vm-deps vm-image vm-image-emmc vm-run vm-run-fua vm-run-emmc vm-check
 vm-deps:
 	@tools/board/install-deps
+	@tools/install-cross-deps
 
 vm-image: $(B)/tools/ptypair
 	@$(MAKE) --no-print-directory STATIC=1 B=$(VM_STATIC) agent
 	tools/mkboard --out $(VM_DIR) --agent $(VM_STATIC)/powercut-agent
 	tools/board/mkfua --out $(VM_DIR)
+
+vm-image-emmc: vm-image
+	@$(MAKE) --no-print-directory CROSS_COMPILE=arm-linux-gnueabihf- STATIC=1 agent
+	tools/board/mkemmc --out $(VM_DIR) --agent build/armhf/powercut-agent
+
+vm-run-emmc: all vm-image-emmc
+	@test -e $(VM_DIR)/emmc/emmc-vm5.img || cp $(VM_DIR)/emmc/emmc.img $(VM_DIR)/emmc/emmc-vm5.img
+	tools/board/cable start $(VM_DIR)/cable-vm5
+	$(B)/powercut run configs/vm-emmc.json --agent $(B)/powercut-agent; rc=$$?; \
+		tools/board/cable stop $(VM_DIR)/cable-vm5; exit $$rc
 
 vm-run: all vm-image
 	@test -e $(VM_DIR)/sd-vm1.img || cp $(VM_DIR)/sd.img $(VM_DIR)/sd-vm1.img
@@ -352,7 +369,7 @@ vm-run-fua: all vm-image
 
 # every test runs, a failure of the first does not hide the second's
 vm-check: vm-deps
-	@$(MAKE) --no-print-directory all vm-image
+	@$(MAKE) --no-print-directory all vm-image vm-image-emmc
 	@mkdir -p build/test-tmp
 	@rc=0; for t in $(VM_TESTS); do \
 		echo "== $$t"; \

@@ -298,7 +298,24 @@ static void take(struct audit *a, unsigned kdev, const char *rwbs, uint64_t sect
 		a->ignored++;
 		return;
 	}
+	/* the rest of a request issued again reached the device once */
+	if (nsect && audit_remainder(&a->last, rwbs, sector, nsect))
+		return;
 	audit_count(&a->c, rwbs, nsect);
+}
+
+int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect)
+{
+	uint64_t end = sector + nsect;
+
+	if (l->end && end == l->end && sector > l->start && !strcmp(rwbs, l->rwbs)) {
+		l->start = sector;
+		return 1;
+	}
+	pc_strlcpy(l->rwbs, rwbs, sizeof(l->rwbs));
+	l->start = sector;
+	l->end = end;
+	return 0;
 }
 
 static void take_line(struct audit *a, const char *line)
@@ -630,6 +647,7 @@ void audit_reset(struct audit *a)
 	a->plen = 0;
 	a->lost = 0;
 	memset(&a->c, 0, sizeof(a->c));
+	memset(&a->last, 0, sizeof(a->last));
 	if (a->sim)
 		memset(a->sim, 0, sizeof(*a->sim));
 }

@@ -53,6 +53,12 @@ struct audit_raw {
 	uint8_t *buf;
 };
 
+/* The last write request counted, to know a re-issued remainder of it (audit_remainder). */
+struct audit_last {
+	char rwbs[8];
+	uint64_t start, end;	/* sectors [start, end) */
+};
+
 struct audit {
 	int on;			/* counting */
 	char src[16];		/* "tracefs" or "sim" */
@@ -67,6 +73,7 @@ struct audit {
 	char part[512];		/* a line split across reads */
 	size_t plen;
 	uint64_t lines, ignored;
+	struct audit_last last;	/* the last write counted */
 	/* the kernel dropped requests (its buffer overflowed): pages or
 	 * "LOST" lines seen; the counts are then short and not reported */
 	uint64_t lost;
@@ -85,6 +92,17 @@ void audit_count(struct audit_counts *c, const char *rwbs, uint64_t sectors);
 /* Set up the audit of r's device: tracefs (mounted, or mounted here), or
  * the sim device's own counts. Never fails: a->on says whether it counts,
  * a->why why not. */
+/*
+ * 1 when a write request [sector, sector + nsect) of kind rwbs is the rest of
+ * the last one counted, issued again: same kind, same end, a later start.
+ * The MMC driver completes a reliable write of more sectors than the card
+ * writes reliably at once (EXT_CSD rel_wr_sec_c) only in part, and the
+ * block layer issues the remainder of the same request again (8, 7, ... 1
+ * sectors of a 4 KiB FUA write when rel_wr_sec_c is 1): those sectors
+ * reached the device once, the request was made once. Else 0, and the
+ * request becomes the last one.
+ */
+int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect);
 void audit_open(struct audit *a, struct region *r);
 /* Forget what was counted (the work starts): what is pending is read and dropped. */
 void audit_reset(struct audit *a);

@@ -67,11 +67,18 @@
 #define QEMU_MAX_ERRORS	8	/* blkdebug rules a board may have */
 #define QEMU_SECTOR_MAX	(1ULL << 40)	/* 512 TiB of 512-byte sectors: past any image */
 
-enum qemu_disk { QEMU_DISK_SD, QEMU_DISK_SCSI, QEMU_DISK_NVME };
+#define QEMU_ARM_DEFAULT "qemu-system-arm"
+
+enum qemu_disk { QEMU_DISK_SD, QEMU_DISK_SCSI, QEMU_DISK_NVME, QEMU_DISK_EMMC };
+/* the x86 PC (SD card, SCSI, NVMe) or the Aspeed AST2600 evaluation board
+ * (armhf, QEMU 10's eMMC behind the SoC's SDHCI): in qemu_machines order */
+enum qemu_machine { QEMU_MACHINE_PC, QEMU_MACHINE_AST2600 };
 
 struct qemu_priv {
 	char qemu[PATH_MAX];		/* resolved binary */
 	char kernel[PATH_MAX], initrd[PATH_MAX], drive[PATH_MAX], console[PATH_MAX];
+	char dtb[PATH_MAX];		/* the eMMC board's device tree; "" on the PC */
+	enum qemu_machine machine;
 	char log[PATH_MAX];		/* QEMU's stdout/stderr; "" = /dev/null */
 	char pgid[PATH_MAX];		/* the record of QEMU's group; "" = no state folder */
 	char append[1024];
@@ -112,14 +119,28 @@ static int qemu_key_initrd(struct relay *r, struct qemu_priv *p, const char *sta
 static const char *const qemu_keys[] = {
 	"driver", "kernel", "initrd", "drive", "console", "append", "memory_mb", "extra_args",
 	"qemu", "accel", "cache", "timeout_ms", "disk", "serial", "fua", "volatile_cache", "errors",
+	"machine", "dtb",
 };
 
 static const char *const qemu_accels[] = { "auto", "kvm", "tcg" };
 /* in enum qemu_disk order */
-static const char *const qemu_disks[] = { "sd", "scsi", "nvme" };
+static const char *const qemu_disks[] = { "sd", "scsi", "nvme", "emmc" };
+/* in enum qemu_machine order */
+static const char *const qemu_machines[] = { "pc", "ast2600-evb" };
 /* Modes where a write the guest saw complete is in the file (or the host's
  * page cache, which outlives QEMU): never one that buffers in QEMU. */
 static const char *const qemu_caches[] = { "none", "directsync", "writethrough", "writeback" };
+
+static int qemu_cfg_ast2600(json_object *cfg)
+{
+	return strcmp(relay_cfg_str(cfg, "machine", "pc"), "ast2600-evb") == 0;
+}
+
+/* relay.disk, or the machine's own: the PC's SD card, the AST2600's eMMC */
+static const char *qemu_cfg_disk(json_object *cfg)
+{
+	return relay_cfg_str(cfg, "disk", qemu_cfg_ast2600(cfg) ? "emmc" : "sd");
+}
 
 static int qemu_check_enum(json_object *cfg, const char *key, const char *const *vals, size_t n, char *err,
 			   size_t errlen)
@@ -181,9 +202,9 @@ static int qemu_check_serial(json_object *cfg, char *err, size_t errlen)
 			 "disk's serial number), got %s", QEMU_SERIAL_MAX, relay_json_text(v));
 		return -EINVAL;
 	}
-	if (strcmp(relay_cfg_str(cfg, "disk", "sd"), "sd") == 0) {
-		snprintf(err, errlen, "serial: QEMU's SD card has a fixed CID (serial 0xdeadbeef) that no option "
-			 "changes; a serial is for \"disk\": \"scsi\" or \"nvme\"");
+	if (strcmp(qemu_cfg_disk(cfg), "sd") == 0 || strcmp(qemu_cfg_disk(cfg), "emmc") == 0) {
+		snprintf(err, errlen, "serial: QEMU's SD card and eMMC have a fixed CID (serial 0xdeadbeef) that no "
+			 "option changes; a serial is for \"disk\": \"scsi\" or \"nvme\"");
 		return -EINVAL;
 	}
 	return 0;
@@ -225,12 +246,13 @@ static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
 			 prof ? relay_json_text(prof) : "nothing");
 		return -EINVAL;
 	}
-	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands; the
-	 * SD card has no cache to lose, and QEMU's NVMe namespace's FUA is not
-	 * traced */
-	if (strcmp(relay_cfg_str(cfg, "disk", "sd"), "scsi") != 0) {
-		snprintf(err, errlen, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") has one: the SD "
-			 "card has no write cache, and which NVMe writes carried FUA cannot be traced");
+	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands, a
+	 * reliable write from its eMMC's (CMD23); the SD card's queue has no
+	 * FUA to keep, and QEMU's NVMe namespace's FUA is not traced */
+	if (strcmp(qemu_cfg_disk(cfg), "scsi") != 0 && strcmp(qemu_cfg_disk(cfg), "emmc") != 0) {
+		snprintf(err, errlen, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") and the eMMC board's "
+			 "eMMC have one: the SD card has no write cache, and which NVMe writes carried FUA cannot "
+			 "be traced");
 		return -EINVAL;
 	}
 	return 0;
@@ -293,6 +315,43 @@ static int qemu_check_errors(json_object *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* The eMMC board (machine ast2600-evb) has its own disk, device tree and accelerator. */
+static int qemu_check_machine(json_object *cfg, char *err, size_t errlen)
+{
+	int rc, ast = qemu_cfg_ast2600(cfg);
+	const char *disk = qemu_cfg_disk(cfg);
+
+	if (!ast) {
+		if (cfg && json_object_object_get_ex(cfg, "dtb", NULL)) {
+			snprintf(err, errlen, "dtb: only the eMMC board (\"machine\": \"ast2600-evb\") boots a device "
+				 "tree; the PC has none");
+			return -EINVAL;
+		}
+		if (strcmp(disk, "emmc") == 0) {
+			snprintf(err, errlen, "disk: \"emmc\" is the eMMC board's (\"machine\": \"ast2600-evb\"); the "
+				 "PC has \"sd\", \"scsi\" or \"nvme\"");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	rc = relay_check_string(cfg, "dtb", 1, "the board's device tree, build/vm/emmc/aspeed-ast2600-evb.dtb "
+				"from `make vm-image`", err, errlen);
+	if (rc)
+		return rc;
+	if (strcmp(disk, "emmc") != 0) {
+		snprintf(err, errlen, "disk: the eMMC board (\"machine\": \"ast2600-evb\") has an eMMC, \"emmc\"; "
+			 "got \"%s\"", disk);
+		return -EINVAL;
+	}
+	/* an armhf guest on this host is software emulation, always */
+	if (strcmp(relay_cfg_str(cfg, "accel", "auto"), "kvm") == 0) {
+		snprintf(err, errlen, "accel: \"kvm\" cannot run the eMMC board (an armhf guest) on this host; give "
+			 "\"auto\" or \"tcg\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int qemu_check(json_object *cfg, char *err, size_t errlen)
 {
 	int rc;
@@ -333,11 +392,15 @@ static int qemu_check(json_object *cfg, char *err, size_t errlen)
 	/* only scsi-hd has a switch (dpofua); Linux's NVMe driver always takes FUA
 	 * and the SD card never does */
 	if (!rc && cfg && json_object_object_get_ex(cfg, "fua", NULL) &&
-	    strcmp(relay_cfg_str(cfg, "disk", "sd"), "scsi") != 0) {
+	    strcmp(qemu_cfg_disk(cfg), "scsi") != 0) {
 		snprintf(err, errlen, "fua: only the SCSI disk (\"disk\": \"scsi\") can be told not to take FUA "
 			 "(scsi-hd's dpofua); the SD card never does, an NVMe namespace always does");
 		rc = -EINVAL;
 	}
+	if (!rc)
+		rc = qemu_check_enum(cfg, "machine", qemu_machines, PC_ARRAY_SIZE(qemu_machines), err, errlen);
+	if (!rc)
+		rc = qemu_check_machine(cfg, err, errlen);
 	if (!rc)
 		rc = qemu_check_vc(cfg, err, errlen);
 	if (!rc)
@@ -390,9 +453,11 @@ static int qemu_check_files(struct relay *r, struct qemu_priv *p)
 {
 	struct stat st;
 
-	const char *const files[][2] = { { "kernel", p->kernel }, { "initrd", p->initrd } };
+	const char *const files[][2] = { { "kernel", p->kernel }, { "initrd", p->initrd }, { "dtb", p->dtb } };
 
 	for (size_t i = 0; i < PC_ARRAY_SIZE(files); i++) {
+		if (!files[i][1][0])	/* the PC has no dtb */
+			continue;
 		int bad = stat(files[i][1], &st) < 0 ? errno : S_ISREG(st.st_mode) ? 0 : EINVAL;
 
 		if (bad) {
@@ -406,10 +471,12 @@ static int qemu_check_files(struct relay *r, struct qemu_priv *p)
 			   strerror(errno));
 		return -ENOENT;
 	}
-	/* QEMU's sd-card refuses other sizes, but only after a few hundred ms */
-	if (p->disk == QEMU_DISK_SD && S_ISREG(st.st_mode) && (st.st_size <= 0 || (st.st_size & (st.st_size - 1)))) {
-		relay_errf(r, "drive %s: %" PRId64 " bytes; QEMU's SD card must be a power of two in size "
-			   "(tools/mkboard --sd-size)", p->drive, (int64_t)st.st_size);
+	/* QEMU's sd-card and emmc refuse other sizes, but only after a few hundred ms */
+	if ((p->disk == QEMU_DISK_SD || p->disk == QEMU_DISK_EMMC) && S_ISREG(st.st_mode) &&
+	    (st.st_size <= 0 || (st.st_size & (st.st_size - 1)))) {
+		relay_errf(r, "drive %s: %" PRId64 " bytes; QEMU's %s must be a power of two in size "
+			   "(tools/mkboard --sd-size)", p->drive, (int64_t)st.st_size,
+			   p->disk == QEMU_DISK_SD ? "SD card" : "eMMC");
 		return -EINVAL;
 	}
 	if (stat(p->console, &st) < 0) {
@@ -685,6 +752,12 @@ static int qemu_resolve_accel(struct relay *r, struct qemu_priv *p, const char *
 		snprintf(p->accel_why, sizeof(p->accel_why), "tcg (relay.accel \"tcg\")");
 		return 0;
 	}
+	if (strcmp(accel, "arm") == 0) {
+		pc_strlcpy(p->accel, "tcg", sizeof(p->accel));
+		snprintf(p->accel_why, sizeof(p->accel_why), "tcg (the eMMC board is an armhf guest: software "
+			 "emulation on this host, no KVM probe)");
+		return 0;
+	}
 	if (strcmp(kp->qemu, p->qemu) != 0)
 		qemu_probe_kvm(p->qemu, kp);
 	if (kp->works) {
@@ -717,7 +790,7 @@ static void qemu_serial(struct qemu_priv *p, json_object *cfg, const char *board
 	size_t n = strlen(board);
 	uint32_t h = 2166136261u;
 
-	if (p->disk == QEMU_DISK_SD) {
+	if (p->disk == QEMU_DISK_SD || p->disk == QEMU_DISK_EMMC) {
 		p->serial[0] = 0;
 		return;
 	}
@@ -737,23 +810,24 @@ static void qemu_serial(struct qemu_priv *p, json_object *cfg, const char *board
 /*
  * QEMU's SD card has one CID for every card (sd_set_cid(): serial 0xdeadbeef;
  * no property sets it, and the guest's CMD0 resets it), so the verdicts of
- * two SD boards name the same device. Said once per process.
+ * two SD boards name the same device; so does QEMU's eMMC (its own fixed
+ * CID). Said once per process and kind.
  */
-static void qemu_note_sd(const char *board)
+static void qemu_note_sd(const char *board, int emmc)
 {
-	static char first[64];
-	static int said;
+	static char first[2][64];
+	static int said[2];
 
-	if (!first[0]) {
-		pc_strlcpy(first, board, sizeof(first));
+	if (!first[emmc][0]) {
+		pc_strlcpy(first[emmc], board, sizeof(first[emmc]));
 		return;
 	}
-	if (said || strcmp(first, board) == 0)
+	if (said[emmc] || strcmp(first[emmc], board) == 0)
 		return;
-	said = 1;
-	pc_warn("relay qemu: boards %s and %s both have QEMU's SD card, whose CID is the same for every card: "
+	said[emmc] = 1;
+	pc_warn("relay qemu: boards %s and %s both have QEMU's %s, whose CID is the same for every one: "
 		"their verdicts name one device, and the report merges them; give the others \"disk\": \"scsi\" "
-		"or \"nvme\" (a serial of their own)", first, board);
+		"or \"nvme\" (a serial of their own)", first[emmc], board, emmc ? "eMMC" : "SD card");
 }
 
 /* A line in qemu.log outside any power-on: what open decided. */
@@ -793,16 +867,19 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < PC_ARRAY_SIZE(qemu_disks); i++)
-		if (strcmp(relay_cfg_str(cfg, "disk", "sd"), qemu_disks[i]) == 0)
+		if (strcmp(qemu_cfg_disk(cfg), qemu_disks[i]) == 0)
 			p->disk = (enum qemu_disk)i;
+	p->machine = qemu_cfg_ast2600(cfg) ? QEMU_MACHINE_AST2600 : QEMU_MACHINE_PC;
 	qemu_serial(p, cfg, r->board);
 	p->fua = relay_cfg_bool(cfg, "fua", 1);
 	p->memory_mb = (int)relay_cfg_int(cfg, "memory_mb", 256);
-	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", 10000);
+	/* QEMU 10's AST2600 takes 4-5 s to set up under load (the PC 0.1-0.3 s) */
+	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", p->machine == QEMU_MACHINE_AST2600 ? 60000 : 10000);
 	if ((rc = qemu_copy(r, p->kernel, sizeof(p->kernel), cfg, "kernel", "")) ||
 	    (rc = qemu_copy(r, p->initrd, sizeof(p->initrd), cfg, "initrd", "")) ||
 	    (rc = qemu_copy(r, p->drive, sizeof(p->drive), cfg, "drive", "")) ||
 	    (rc = qemu_copy(r, p->console, sizeof(p->console), cfg, "console", "")) ||
+	    (rc = qemu_copy(r, p->dtb, sizeof(p->dtb), cfg, "dtb", "")) ||
 	    (rc = qemu_copy(r, p->append, sizeof(p->append), cfg, "append", "")) ||
 	    (rc = qemu_copy(r, p->cache, sizeof(p->cache), cfg, "cache", "none")))
 		goto fail;
@@ -836,14 +913,15 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 			goto fail;
 		}
 	}
-	rc = qemu_find_binary(r, p, relay_cfg_str(cfg, "qemu", QEMU_DEFAULT));
+	rc = qemu_find_binary(r, p, relay_cfg_str(cfg, "qemu", p->machine == QEMU_MACHINE_AST2600 ? QEMU_ARM_DEFAULT :
+								    QEMU_DEFAULT));
 	if (rc < 0)
 		goto fail;
 	rc = qemu_check_files(r, p);
 	if (rc < 0)
 		goto fail;
 	/* KVM when it works here, else TCG (what CI machines have) */
-	rc = qemu_resolve_accel(r, p, relay_cfg_str(cfg, "accel", "auto"));
+	rc = qemu_resolve_accel(r, p, p->machine == QEMU_MACHINE_AST2600 ? "arm" : relay_cfg_str(cfg, "accel", "auto"));
 	if (rc < 0)
 		goto fail;
 	if (ctx && ctx->state_dir) {
@@ -889,8 +967,8 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 		rc = -EINVAL;
 		goto fail;
 	}
-	if (p->disk == QEMU_DISK_SD)
-		qemu_note_sd(r->board);
+	if (p->disk == QEMU_DISK_SD || p->disk == QEMU_DISK_EMMC)
+		qemu_note_sd(r->board, p->disk == QEMU_DISK_EMMC);
 	r->priv = p;
 	return 0;
 fail:
@@ -1082,7 +1160,14 @@ static char *qemu_drive_match(const struct qemu_priv *p)
 {
 	char *m = NULL;
 
-	if (p->blockdev) {
+	if (p->blockdev && p->machine == QEMU_MACHINE_AST2600) {
+		/* -drive's dotted keys: file.file.filename=<path> (or file.image.) */
+		char *path = qemu_opt_escape(p->vc ? p->run_img : p->drive);
+
+		if (path && asprintf(&m, "filename=%s", path) < 0)
+			m = NULL;
+		free(path);
+	} else if (p->blockdev) {
 		/* -blockdev's JSON: "filename":"<path>" */
 		json_object *o = json_object_new_string(p->vc ? p->run_img : p->drive);
 		const char *js = o ? json_object_to_json_string_ext(o, JSON_C_TO_STRING_NOSLASHESCAPE) : NULL;
@@ -1101,12 +1186,11 @@ static char *qemu_drive_match(const struct qemu_priv *p)
 	return m;
 }
 
-/* The disk as -blockdev JSON: raw over [blkdebug over] [blklogwrites over] the image. */
-static char *qemu_blockdev_json(const struct qemu_priv *p, const char *node)
+/* The image below the raw format: [blkdebug over] [blklogwrites over] the file. */
+static json_object *qemu_image_node(const struct qemu_priv *p)
 {
 	int direct = strcmp(p->cache, "none") == 0 || strcmp(p->cache, "directsync") == 0;
-	json_object *top = json_object_new_object(), *img;
-	char *out = NULL;
+	json_object *img;
 
 #define QEMU_FILE_NODE(path) ({ \
 	json_object *f_ = json_object_new_object(), *c_ = json_object_new_object(); \
@@ -1133,6 +1217,66 @@ static char *qemu_blockdev_json(const struct qemu_priv *p, const char *node)
 		json_object_object_add(d, "image", img);
 		img = d;
 	}
+	return img;
+}
+
+/* One node's options as -drive's dotted keys (file.driver=...,file.file.filename=...),
+ * values' commas doubled; "cache" left out: -drive's own cache= covers the
+ * whole stack. 0, or -ENOMEM / -E2BIG. */
+static int qemu_dotted(json_object *o, const char *prefix, char *out, size_t len, size_t *used)
+{
+	json_object_object_foreach(o, k, v) {
+		char key[256];
+
+		if (strcmp(k, "cache") == 0)
+			continue;
+		if ((size_t)snprintf(key, sizeof(key), "%s.%s", prefix, k) >= sizeof(key))
+			return -E2BIG;
+		if (json_object_is_type(v, json_type_object)) {
+			int rc = qemu_dotted(v, key, out, len, used);
+
+			if (rc)
+				return rc;
+		} else {
+			char *val = qemu_opt_escape(json_object_get_string(v));
+			int n;
+
+			if (!val)
+				return -ENOMEM;
+			n = snprintf(out + *used, len - *used, ",%s=%s", key, val);
+			free(val);
+			if (n < 0 || (size_t)n >= len - *used)
+				return -E2BIG;
+			*used += (size_t)n;
+		}
+	}
+	return 0;
+}
+
+/* The filter stack below the eMMC board's raw format, for its -drive (no -blockdev there). */
+static char *qemu_image_dotted(const struct qemu_priv *p)
+{
+	json_object *img = qemu_image_node(p);
+	size_t len = 4 * PATH_MAX + 512, used = 0;
+	char *out = malloc(len);
+
+	if (out) {
+		out[0] = 0;
+		if (!img || qemu_dotted(img, "file", out, len, &used)) {
+			free(out);
+			out = NULL;
+		}
+	}
+	json_object_put(img);
+	return out;
+}
+
+/* The disk as -blockdev JSON: raw over [blkdebug over] [blklogwrites over] the image. */
+static char *qemu_blockdev_json(const struct qemu_priv *p, const char *node)
+{
+	json_object *top = json_object_new_object(), *img = qemu_image_node(p);
+	char *out = NULL;
+
 	/* raw on top: it raises blkdebug's read_aio and write_aio events */
 	json_object_object_add(top, "driver", json_object_new_string("raw"));
 	json_object_object_add(top, "node-name", json_object_new_string(node));
@@ -1211,7 +1355,8 @@ static int qemu_write_dbg_conf(struct relay *r, const struct qemu_priv *p)
 static int qemu_vc_replay(struct relay *r, struct qemu_priv *p)
 {
 	struct vc_params vp = { .log = p->vc_log, .trace = p->log[0] ? p->log : NULL, .media = p->drive,
-				.record = p->vc_record, .profile = p->vc_profile, .seed = p->vc_seed };
+				.record = p->vc_record, .profile = p->vc_profile, .seed = p->vc_seed,
+				.trace_mmc = p->disk == QEMU_DISK_EMMC };
 	char buf[64], err[sizeof(r->err) - 64];
 	struct vc_stats st;
 	uint64_t off = 0;
@@ -1296,7 +1441,8 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	char *drive = qemu_opt_escape(p->drive), *tty = qemu_opt_escape(p->console);
 	char *serial = qemu_opt_escape(p->serial);
 	char *mem, *append, *sdopt, *ttyopt, *qmpopt, *devopt = NULL;
-	const char *id = p->disk == QEMU_DISK_SD ? "sd" : "disk";
+	const char *id = p->disk == QEMU_DISK_SD ? "sd" : p->disk == QEMU_DISK_EMMC ? "emmc" : "disk";
+	int ast = p->machine == QEMU_MACHINE_AST2600;
 	size_t n = 0;
 
 	memset(a, 0, sizeof(*a));
@@ -1312,9 +1458,24 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	 * pc.disk tells the board's init which driver to load and which
 	 * partition to wait for; pc.accel puts the accelerator in the console
 	 * log of every power-on (the kernel prints its command line). */
-	append = qemu_argv_fmt(a, "console=ttyS0,115200 panic=-1 pc.board=%s pc.disk=%s pc.accel=%s%s%s", r->board,
-			       qemu_disks[p->disk], p->accel, p->append[0] ? " " : "", p->append);
-	if (p->blockdev) {
+	/* the AST2600's console is UART5, ttyS4 to Linux */
+	append = qemu_argv_fmt(a, "console=%s,115200 panic=-1 pc.board=%s pc.disk=%s pc.accel=%s%s%s%s",
+			       ast ? "ttyS4" : "ttyS0", r->board, qemu_disks[p->disk], p->accel,
+			       ast ? " pc.console=ttyS4" : "", p->append[0] ? " " : "", p->append);
+	if (ast) {
+		/* the SoC's eMMC controller takes the SD drive after its two SD
+		 * slots' (index 2); a filter stack below it is -drive's dotted
+		 * file.* options */
+		char *dotted = p->blockdev ? qemu_image_dotted(p) : NULL;
+
+		if (p->blockdev)
+			sdopt = dotted ? qemu_argv_fmt(a, "id=%s,if=sd,index=2,format=raw,cache=%s%s", id, p->cache,
+						       dotted) : NULL;
+		else
+			sdopt = drive ? qemu_argv_fmt(a, "id=%s,if=sd,index=2,format=raw,cache=%s,file=%s", id,
+						      p->cache, drive) : NULL;
+		free(dotted);
+	} else if (p->blockdev) {
 		sdopt = qemu_blockdev_json(p, id);
 		if (sdopt && a->nstrs < PC_ARRAY_SIZE(a->strs))
 			a->strs[a->nstrs++] = sdopt;
@@ -1339,26 +1500,49 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 		devopt = qemu_argv_fmt(a, "nvme,drive=disk,serial=%s,write-cache=on", serial);
 	else if (p->disk == QEMU_DISK_SD)
 		devopt = qemu_argv_fmt(a, "sd-card,drive=sd");
+	else if (p->disk == QEMU_DISK_EMMC)
+		devopt = "";	/* the machine makes it, from the drive */
 	if (!drive || !tty || !serial || !mem || !append || !sdopt || !ttyopt || !qmpopt || !devopt) {
 		qemu_argv_free(a);
 		relay_errf(r, "out of memory");
 		return -ENOMEM;
 	}
 	a->argv[n++] = p->qemu;
-	/* no default NIC, VGA, floppy or CD: a board with a disk and a UART */
-	a->argv[n++] = "-nodefaults";
+	if (ast) {
+		/* The evaluation board; not -nodefaults: QEMU 10's Aspeed machines
+		 * attach their SD and eMMC drives only with the defaults on (and
+		 * their three sd-bus are one name to -device). Its defaults are
+		 * a UART (ours, below), a monitor (QMP, below), NICs without a peer. */
+		a->argv[n++] = "-M";
+		a->argv[n++] = "ast2600-evb";
+		a->argv[n++] = "-net";
+		a->argv[n++] = "none";
+		/* no sound card to probe host audio drivers for (nor modules to
+		 * load from the host's own QEMU's folder) */
+		a->argv[n++] = "-audio";
+		a->argv[n++] = "none";
+	} else {
+		/* no default NIC, VGA, floppy or CD: a board with a disk and a UART */
+		a->argv[n++] = "-nodefaults";
+	}
 	a->argv[n++] = "-nographic";
 	a->argv[n++] = "-no-reboot";
 	a->argv[n++] = "-accel";
 	a->argv[n++] = p->accel;
-	/* TCG's default qemu64 CPU lacks SSE4.2: the agent would fall back to
-	 * table CRC32C, several times slower over every scan */
-	a->argv[n++] = "-cpu";
-	a->argv[n++] = strcmp(p->accel, "kvm") == 0 ? "host" : "max";
+	if (!ast) {
+		/* TCG's default qemu64 CPU lacks SSE4.2: the agent would fall back to
+		 * table CRC32C, several times slower over every scan */
+		a->argv[n++] = "-cpu";
+		a->argv[n++] = strcmp(p->accel, "kvm") == 0 ? "host" : "max";
+	}
 	a->argv[n++] = "-m";
 	a->argv[n++] = mem;
 	a->argv[n++] = "-kernel";
 	a->argv[n++] = p->kernel;
+	if (ast) {
+		a->argv[n++] = "-dtb";
+		a->argv[n++] = p->dtb;
+	}
 	a->argv[n++] = "-initrd";
 	a->argv[n++] = p->initrd;
 	a->argv[n++] = "-append";
@@ -1371,16 +1555,25 @@ static int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, str
 	a->argv[n++] = qmpopt;
 	a->argv[n++] = "-mon";
 	a->argv[n++] = "chardev=pcqmp,mode=control";
-	if (p->disk != QEMU_DISK_NVME) {
+	if (p->disk == QEMU_DISK_SD || p->disk == QEMU_DISK_SCSI) {
 		/* the card's or the disk's host controller */
 		a->argv[n++] = "-device";
 		a->argv[n++] = p->disk == QEMU_DISK_SD ? "sdhci-pci" : "virtio-scsi-pci,id=pcscsi";
 	}
-	a->argv[n++] = "-device";
-	a->argv[n++] = devopt;
-	a->argv[n++] = p->blockdev ? "-blockdev" : "-drive";
+	if (devopt[0]) {
+		a->argv[n++] = "-device";
+		a->argv[n++] = devopt;
+	}
+	a->argv[n++] = p->blockdev && !ast ? "-blockdev" : "-drive";
 	a->argv[n++] = sdopt;
-	if (p->vc) {
+	if (p->vc && p->disk == QEMU_DISK_EMMC) {
+		/* which writes were reliable writes: the MMC commands (CMD23's
+		 * bit 31) and the blocks the card wrote, on QEMU's stderr (its log) */
+		a->argv[n++] = "-trace";
+		a->argv[n++] = "sdcard_normal_command";
+		a->argv[n++] = "-trace";
+		a->argv[n++] = "sdcard_write_block";
+	} else if (p->vc) {
 		/* which WRITEs carried FUA: the SCSI commands, on QEMU's stderr (its log) */
 		a->argv[n++] = "-trace";
 		a->argv[n++] = "scsi_disk_new_request";

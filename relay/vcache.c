@@ -131,9 +131,73 @@ static int vc_trace_line(const char *line, struct vc_cmd *c)
 	return 1;
 }
 
+/*
+ * QEMU's SD/MMC card model (the eMMC board), one line per event:
+ *   "... sdcard_normal_command eMMC SET_BLOCK_COUNT/ CMD23 arg 0x80000001 (state transfer)"
+ *   "... sdcard_write_block addr 0x100000 size 0x200"
+ * CMD23's bit 31 makes the next CMD25 a reliable write (its block count in
+ * bits 0-15); each block the card writes is traced with its byte address in
+ * the image, so no card addressing mode (byte or sector) is guessed. The
+ * state carries the command in progress from line to line.
+ */
+struct vc_mmc_state {
+	int rel_next;		/* a CMD23 with the reliable-write bit came last */
+	int rel;		/* the write in progress is a reliable write */
+};
+
+static int vc_mmc_trace_line(const char *line, struct vc_mmc_state *ms, struct vc_cmd *c)
+{
+	const char *s;
+	unsigned long long v;
+	char *end;
+
+	if ((s = strstr(line, "sdcard_normal_command"))) {
+		unsigned cmd;
+		unsigned long arg;
+
+		if (!(s = strstr(s, "/ CMD")))
+			return 0;
+		s += 5;
+		errno = 0;
+		cmd = (unsigned)strtoul(s, &end, 10);
+		if (errno || end == s || strncmp(end, " arg 0x", 7) != 0)
+			return 0;
+		s = end + 7;
+		arg = strtoul(s, &end, 16);
+		if (errno || end == s || arg > 0xffffffffUL)
+			return 0;
+		if (cmd == 23) {
+			ms->rel_next = (arg & 0x80000000UL) != 0;
+		} else if (cmd == 24 || cmd == 25) {
+			/* CMD23 precedes only a multiple-block command */
+			ms->rel = cmd == 25 && ms->rel_next;
+			ms->rel_next = 0;
+		} else if (cmd != 13) {	/* a status poll leaves both as they are */
+			ms->rel_next = 0;
+		}
+		return 0;
+	}
+	if (!(s = strstr(line, "sdcard_write_block addr 0x")))
+		return 0;
+	s += strlen("sdcard_write_block addr 0x");
+	errno = 0;
+	v = strtoull(s, &end, 16);
+	if (errno || end == s || strncmp(end, " size 0x", 8) != 0 || v % 512 || v / 512 >= (1ULL << 40))
+		return 0;
+	c->lba = v / 512;
+	s = end + 8;
+	v = strtoull(s, &end, 16);
+	if (errno || end == s || v == 0 || v % 512 || v > (1u << 20))
+		return 0;
+	c->n = v / 512;
+	c->fua = ms->rel;
+	return 1;
+}
+
 static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t *nout, char *err, size_t errlen)
 {
 	char line[VC_TRACE_LINE];
+	struct vc_mmc_state ms = { 0, 0 };
 	struct vc_cmd *cmds = NULL;
 	size_t n = 0, cap = 0;
 	int skipping = 0;
@@ -167,7 +231,7 @@ static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t
 			if (!whole && !feof(f))
 				continue;
 		}
-		if (!vc_trace_line(line, &c))
+		if (vp->trace_mmc ? !vc_mmc_trace_line(line, &ms, &c) : !vc_trace_line(line, &c))
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 1024;
@@ -176,8 +240,9 @@ static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t
 			if (ncap > VC_MAX_ENTRIES || !(t = realloc(cmds, ncap * sizeof(*t)))) {
 				free(cmds);
 				fclose(f);
-				return vc_fail(err, errlen, -E2BIG, "trace %s: more than %u SCSI writes in one "
-					       "power-on", vp->trace, VC_MAX_ENTRIES);
+				return vc_fail(err, errlen, -E2BIG, "trace %s: more than %u %s in one "
+					       "power-on", vp->trace, VC_MAX_ENTRIES,
+					       vp->trace_mmc ? "MMC block writes" : "SCSI writes");
 			}
 			cmds = t;
 			cap = ncap;

@@ -21,6 +21,13 @@
  * the FUA bit is read from QEMU's own trace of the SCSI commands the guest
  * sent (scsi_disk_new_request), in QEMU's log from the power-on on.
  *
+ * On the eMMC board the trace is the MMC card model's (vc_params.trace_mmc):
+ * a block is "FUA" when the card wrote it for a reliable write (CMD23 with
+ * bit 31 before the CMD25). Linux sends an eMMC without a cache
+ * (EXT_CSD cache_size 0) no flush at all, so there a cache that keeps only
+ * reliable writes is lying-flush, and fua-ignored is a card that ignores
+ * reliable write.
+ *
  * Profiles, as in the sim board:
  *   honest       flushes and FUA honoured;
  *   lying-flush  flushes ignored: only FUA writes are safe;
@@ -48,6 +55,8 @@ struct vc_params {
 	const char *log;		/* blklogwrites' log */
 	const char *trace;		/* QEMU's log holding the scsi_disk_new_request trace; NULL: no FUA known */
 	off_t trace_off;		/* where this power-on's part of it starts */
+	int trace_mmc;			/* the trace is QEMU's SD/MMC card's (sdcard_normal_command,
+					 * sdcard_write_block): "FUA" is a reliable write, CMD23's bit 31 */
 	const char *media;		/* the image the next power-on boots */
 	const char *record;		/* the JSON lines record; NULL: none */
 	enum vc_profile profile;
@@ -57,7 +66,7 @@ struct vc_params {
 
 struct vc_stats {
 	uint64_t entries, writes, flushes, fua_writes, durable, kept, dropped, torn, discards;
-	uint64_t trace_writes;		/* SCSI WRITE commands in the trace */
+	uint64_t trace_writes;		/* SCSI WRITE commands (MMC: blocks written) in the trace */
 };
 
 const char *vc_profile_name(enum vc_profile p);

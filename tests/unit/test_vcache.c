@@ -336,13 +336,96 @@ static void test_hostile(void)
 	CU_ASSERT_EQUAL(vc_profile_parse(NULL), -1);
 }
 
+/*
+ * The eMMC board: QEMU's MMC card traces its commands and each block it
+ * writes (byte address); a block is "FUA" when a CMD23 with bit 31 (a
+ * reliable write) preceded its CMD25. The log holds one entry per block.
+ */
+static void test_mmc_trace(void)
+{
+	/* reliable: 8, 9 (one CMD23 each); plain: 24, 25 (CMD23 without bit 31),
+	 * 40 (CMD24 after a reliable CMD23 and a status poll: CMD23 is for CMD25
+	 * only), 48 (a reliable CMD23, then a read, then CMD25: the read ends it) */
+	static const struct ent mlog[] = {
+		{ 8, 1, 0, 0x10 }, { 9, 1, 0, 0x11 }, { 24, 1, 0, 0x20 }, { 25, 1, 0, 0x21 },
+		{ 40, 1, 0, 0x30 }, { 48, 1, 0, 0x40 },
+	};
+	static const char *const tr[] = {
+		"7@1.0:sdcard_normal_command eMMC      SET_BLOCK_COUNT/ CMD23 arg 0x80000001 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC WRITE_MULTIPLE_BLOCK/ CMD25 arg 0x00001000 (state transfer)\n",
+		"7@1.0:sdcard_write_block addr 0x1000 size 0x200\n",
+		"7@1.0:sdcard_normal_command eMMC       SEND_STATUS/ CMD13 arg 0x00010000 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC      SET_BLOCK_COUNT/ CMD23 arg 0x80000001 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC WRITE_MULTIPLE_BLOCK/ CMD25 arg 0x00001200 (state transfer)\n",
+		"7@1.0:sdcard_write_block addr 0x1200 size 0x200\n",
+		"7@1.0:sdcard_normal_command eMMC      SET_BLOCK_COUNT/ CMD23 arg 0x00000002 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC WRITE_MULTIPLE_BLOCK/ CMD25 arg 0x00003000 (state transfer)\n",
+		"7@1.0:sdcard_write_block addr 0x3000 size 0x200\n",
+		"7@1.0:sdcard_write_block addr 0x3200 size 0x200\n",
+		"7@1.0:sdcard_normal_command eMMC      SET_BLOCK_COUNT/ CMD23 arg 0x80000001 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC       SEND_STATUS/ CMD13 arg 0x00010000 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC  WRITE_SINGLE_BLOCK/ CMD24 arg 0x00005000 (state transfer)\n",
+		"7@1.0:sdcard_write_block addr 0x5000 size 0x200\n",
+		"7@1.0:sdcard_normal_command eMMC      SET_BLOCK_COUNT/ CMD23 arg 0x80000001 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC  READ_SINGLE_BLOCK/ CMD17 arg 0x00000000 (state transfer)\n",
+		"7@1.0:sdcard_normal_command eMMC WRITE_MULTIPLE_BLOCK/ CMD25 arg 0x00006000 (state transfer)\n",
+		"7@1.0:sdcard_write_block addr 0x6000 size 0x200\n",
+		"7@1.0:sdcard_write_block addr 0x6001 size 0x200\n",		/* not sector-aligned: not a block */
+		"7@1.0:sdcard_write_block addr 0xzz size 0x200\n",
+	};
+	struct vc_params vp;
+	struct vc_stats st;
+	char err[256] = "";
+	unsigned char m[MEDIA_SECT];
+	int lost_rel = 0, lost_plain = 0;
+
+	for (uint64_t seed = 1; seed <= 16; seed++) {
+		FILE *f;
+
+		setup();
+		write_log(mlog, PC_ARRAY_SIZE(mlog), 0, 0);
+		f = fopen(tracep, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		for (size_t i = 0; i < PC_ARRAY_SIZE(tr); i++)
+			fputs(tr[i], f);
+		fclose(f);
+		vp = params(VC_LYING_FLUSH, seed);
+		vp.trace_off = 0;
+		vp.trace_mmc = 1;
+		CU_ASSERT_EQUAL_FATAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(st.writes, 6);
+		CU_ASSERT_EQUAL(st.trace_writes, 6);
+		CU_ASSERT_EQUAL(st.fua_writes, 2);
+		read_media(m);
+		/* reliable writes survive a cache that ignores only flushes */
+		CU_ASSERT_EQUAL(m[8], 0x10);
+		CU_ASSERT_EQUAL(m[9], 0x11);
+		lost_plain += m[24] == 0xee || m[25] == 0xee || m[40] == 0xee || m[48] == 0xee;
+		/* ...and not one that ignores reliable write */
+		setup();
+		write_log(mlog, PC_ARRAY_SIZE(mlog), 0, 0);
+		f = fopen(tracep, "w");
+		CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+		for (size_t i = 0; i < PC_ARRAY_SIZE(tr); i++)
+			fputs(tr[i], f);
+		fclose(f);
+		vp.profile = VC_FUA_IGNORED;
+		CU_ASSERT_EQUAL_FATAL(vc_rebuild(&vp, &st, err, sizeof(err)), 0);
+		read_media(m);
+		lost_rel += m[8] == 0xee || m[9] == 0xee;
+	}
+	CU_ASSERT(lost_plain > 0);
+	CU_ASSERT(lost_rel > 0);
+}
+
 int suite_vcache(void)
 {
 	CU_pSuite s = CU_add_suite("vcache", NULL, NULL);
 
 	if (!s ||
 	    !CU_add_test(s, "profiles, tears, the same image twice", test_profiles) ||
-	    !CU_add_test(s, "hostile logs", test_hostile))
+	    !CU_add_test(s, "hostile logs", test_hostile) ||
+	    !CU_add_test(s, "eMMC: reliable writes from the MMC trace", test_mmc_trace))
 		return -1;
 	return 0;
 }

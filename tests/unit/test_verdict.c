@@ -258,6 +258,23 @@ static void test_io_audit(void)
 	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 99999,0 WS 4096 () 8 + 8", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), -1);
 	CU_ASSERT_EQUAL(audit_parse_line("x: block_rq_issue: 7,0 WS 4096 (", &kdev, rwbs, sizeof(rwbs), &sec, &nsect), -1);
 
+	/* a reliable write re-issued for its remainder (eMMC, rel_wr_sec_c 1):
+	 * 8 sectors at 2056, then 2057+7, ... 2063+1: one request, 8 sectors */
+	{
+		struct audit_last l = { "", 0, 0 };
+		unsigned again = 0;
+
+		for (unsigned k = 0; k < 8; k++)
+			again += (unsigned)audit_remainder(&l, "WFS", 2056 + k, 8 - k);
+		CU_ASSERT_EQUAL(again, 7);
+		/* the next record: a request of its own */
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WFS", 2064, 8), 0);
+		/* another kind with the same end, or the same start again: new */
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2065, 7), 0);
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2065, 7), 0);
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2060, 12), 0);	/* starts earlier */
+	}
+
 	/* the AUDIT message: counted kinds, or why not; anything else refused */
 	CU_ASSERT_EQUAL_FATAL(parse("{\"type\":\"audit\",\"v\":1,\"audit\":{\"src\":\"tracefs\",\"rq\":{\"WS\":3,"
 				    "\"FF\":1,\"other\":2}}}", &m, err, sizeof(err)), 0);
