@@ -679,99 +679,128 @@ static int all_done(const struct camp *c)
 	return 1;
 }
 
+/* What one turn of the loop polls: the listener, pending connections, and
+ * per board its relay worker, its console and its tcp link. */
+#define LOOP_FDS (1 + MAX_PENDING + 3 * CFG_MAX_BOARDS)
+struct loop_fds {
+	struct pollfd pfd[LOOP_FDS];
+	void *who[LOOP_FDS];
+	int is_relay[LOOP_FDS];
+	int n;
+};
+
+/* Every board's timers, and the waiting connections' deadlines: the
+ * instant the loop must wake next. */
+static uint64_t loop_timers(struct camp *c)
+{
+	uint64_t now = pc_now_ms(), next = now + 1000;
+
+	for (unsigned i = 0; i < c->nb; i++) {
+		if (relay_worker_hung(&c->b[i].rw, now))
+			relay_failed(&c->b[i], "did not answer within %u ms (the driver hangs)", c->b[i].rw.hang_ms);
+		board_timer(&c->b[i]);
+		if (c->b[i].rw.outstanding && c->b[i].rw.deadline_ms < next)
+			next = c->b[i].rw.deadline_ms;
+		if (c->b[i].st == B_WRITING && camp_cut_wake(&c->b[i]) < next)
+			next = camp_cut_wake(&c->b[i]);
+		if (c->b[i].deadline < next)
+			next = c->b[i].deadline;
+	}
+	for (unsigned i = 0; i < MAX_PENDING; i++)
+		if (c->pend[i].fd >= 0 && now - c->pend[i].since > HELLO_WAIT_MS) {
+			camp_link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
+				    "no %s within %u ms", c->pend[i].b ? "proof" : "hello", HELLO_WAIT_MS);
+			camp_pending_close(&c->pend[i]);
+		}
+	return next;
+}
+
+static void loop_fill(struct camp *c, struct loop_fds *f)
+{
+	int n = 0;
+
+	memset(f->is_relay, 0, sizeof(f->is_relay));
+	f->pfd[n] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
+	f->who[n++] = NULL;
+	for (unsigned i = 0; i < c->nb; i++)
+		if (c->b[i].rw.fd >= 0) {
+			f->pfd[n] = (struct pollfd){ .fd = c->b[i].rw.fd, .events = POLLIN };
+			f->is_relay[n] = 1;
+			f->who[n++] = &c->b[i];
+		}
+	for (unsigned i = 0; i < MAX_PENDING; i++)
+		if (c->pend[i].fd >= 0) {
+			f->pfd[n] = (struct pollfd){ .fd = c->pend[i].fd, .events = POLLIN };
+			f->who[n++] = &c->pend[i];
+		}
+	for (unsigned i = 0; i < c->nb; i++) {
+		/* the serial console (the link, or a tcp link's captured
+		 * console), and a tcp link; POLLOUT while its output waits */
+		int out = camp_link_wants_out(&c->b[i]);
+
+		if (c->b[i].link.sfd >= 0) {
+			f->pfd[n] = (struct pollfd){ .fd = c->b[i].link.sfd,
+						     .events = POLLIN | (out == c->b[i].link.sfd ? POLLOUT : 0) };
+			f->who[n++] = &c->b[i];
+		}
+		if (c->b[i].link.fd >= 0 && c->b[i].link.fd != c->b[i].link.sfd) {
+			f->pfd[n] = (struct pollfd){ .fd = c->b[i].link.fd,
+						     .events = POLLIN | (out == c->b[i].link.fd ? POLLOUT : 0) };
+			f->who[n++] = &c->b[i];
+		}
+	}
+	f->n = n;
+}
+
+static void loop_dispatch(struct camp *c, struct loop_fds *f)
+{
+	for (int i = 0; i < f->n; i++) {
+		if (!f->pfd[i].revents)
+			continue;
+		if (i == 0)
+			camp_accept_all(c);
+		else if (f->is_relay[i]) {
+			struct bctx *b = f->who[i];
+			if (b->rw.fd == f->pfd[i].fd)
+				relay_readable(b);
+		}
+		else if ((char *)f->who[i] >= (char *)c->pend && (char *)f->who[i] < (char *)(c->pend + MAX_PENDING)) {
+			if (((struct pending *)f->who[i])->fd >= 0)
+				camp_pending_read(c, f->who[i]);
+		} else {
+			struct bctx *b = f->who[i];
+
+			if ((f->pfd[i].revents & POLLOUT) && camp_link_wants_out(b) == f->pfd[i].fd)
+				camp_link_flush(b);
+			if (!(f->pfd[i].revents & ~POLLOUT))
+				continue;
+			if (b->link.sfd >= 0 && b->link.sfd == f->pfd[i].fd)
+				camp_serial_read(b);
+			else if (b->link.fd == f->pfd[i].fd)
+				camp_board_read(b);
+		}
+	}
+}
+
 void camp_loop(struct camp *c)
 {
-	/* the listener, pending connections, and per board its relay worker,
-	 * its console and its tcp link */
-	struct pollfd pfd[1 + MAX_PENDING + 3 * CFG_MAX_BOARDS];
-	void *who[1 + MAX_PENDING + 3 * CFG_MAX_BOARDS];
-	int is_relay[1 + MAX_PENDING + 3 * CFG_MAX_BOARDS];
+	struct loop_fds f;
 
 	while (!all_done(c) && !stop_flag && !c->fatal) {
-		uint64_t now = pc_now_ms(), next = now + 1000;
-		int n = 0, timeout, ret;
+		uint64_t next = loop_timers(c), now;
+		int timeout, ret;
 
-		for (unsigned i = 0; i < c->nb; i++) {
-			if (relay_worker_hung(&c->b[i].rw, now))
-				relay_failed(&c->b[i], "did not answer within %u ms (the driver hangs)", c->b[i].rw.hang_ms);
-			board_timer(&c->b[i]);
-			if (c->b[i].rw.outstanding && c->b[i].rw.deadline_ms < next)
-				next = c->b[i].rw.deadline_ms;
-			if (c->b[i].st == B_WRITING && camp_cut_wake(&c->b[i]) < next)
-				next = camp_cut_wake(&c->b[i]);
-			if (c->b[i].deadline < next)
-				next = c->b[i].deadline;
-		}
-		for (unsigned i = 0; i < MAX_PENDING; i++)
-			if (c->pend[i].fd >= 0 && now - c->pend[i].since > HELLO_WAIT_MS) {
-				camp_link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
-					    "no %s within %u ms", c->pend[i].b ? "proof" : "hello", HELLO_WAIT_MS);
-				camp_pending_close(&c->pend[i]);
-			}
-		memset(is_relay, 0, sizeof(is_relay));
-		pfd[n] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
-		who[n++] = NULL;
-		for (unsigned i = 0; i < c->nb; i++)
-			if (c->b[i].rw.fd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].rw.fd, .events = POLLIN };
-				is_relay[n] = 1;
-				who[n++] = &c->b[i];
-			}
-		for (unsigned i = 0; i < MAX_PENDING; i++)
-			if (c->pend[i].fd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = c->pend[i].fd, .events = POLLIN };
-				who[n++] = &c->pend[i];
-			}
-		for (unsigned i = 0; i < c->nb; i++) {
-			/* the serial console (the link, or a tcp link's captured
-			 * console), and a tcp link; POLLOUT while its output waits */
-			int out = camp_link_wants_out(&c->b[i]);
-
-			if (c->b[i].link.sfd >= 0) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].link.sfd,
-							  .events = POLLIN | (out == c->b[i].link.sfd ? POLLOUT : 0) };
-				who[n++] = &c->b[i];
-			}
-			if (c->b[i].link.fd >= 0 && c->b[i].link.fd != c->b[i].link.sfd) {
-				pfd[n] = (struct pollfd){ .fd = c->b[i].link.fd,
-							  .events = POLLIN | (out == c->b[i].link.fd ? POLLOUT : 0) };
-				who[n++] = &c->b[i];
-			}
-		}
+		loop_fill(c, &f);
 		now = pc_now_ms();
 		timeout = next > now ? (int)(next - now) : 0;
-		ret = poll(pfd, (nfds_t)n, timeout);
+		ret = poll(f.pfd, (nfds_t)f.n, timeout);
 		if (ret < 0 && errno != EINTR) {
 			pc_err("poll: %s", strerror(errno));
 			c->fatal = 1;
 			break;
 		}
-		for (int i = 0; ret > 0 && i < n; i++) {
-			if (!pfd[i].revents)
-				continue;
-			if (i == 0)
-				camp_accept_all(c);
-			else if (is_relay[i]) {
-				struct bctx *b = who[i];
-				if (b->rw.fd == pfd[i].fd)
-					relay_readable(b);
-			}
-			else if ((char *)who[i] >= (char *)c->pend && (char *)who[i] < (char *)(c->pend + MAX_PENDING)) {
-				if (((struct pending *)who[i])->fd >= 0)
-					camp_pending_read(c, who[i]);
-			} else {
-				struct bctx *b = who[i];
-
-				if ((pfd[i].revents & POLLOUT) && camp_link_wants_out(b) == pfd[i].fd)
-					camp_link_flush(b);
-				if (!(pfd[i].revents & ~POLLOUT))
-					continue;
-				if (b->link.sfd >= 0 && b->link.sfd == pfd[i].fd)
-					camp_serial_read(b);
-				else if (b->link.fd == pfd[i].fd)
-					camp_board_read(b);
-			}
-		}
+		if (ret > 0)
+			loop_dispatch(c, &f);
 		camp_progress(c, 0);
 	}
 }
