@@ -351,6 +351,23 @@ vm-check: vm-deps
 	done; exit $$rc
 # ---- end virtual board --------------------------------------------------------
 
+# ---- LAVA (docs/lava.md) -----------------------------------------------------
+#   make lava-check   install lava-dispatcher (tools/debian-packages-lava.txt),
+#                     then the tests that need it, which may not skip
+#                     (PC_LAVA_REQUIRE=1): t-lava-scripts
+LAVA_TESTS := t-lava-scripts
+.PHONY: lava-check
+lava-check: deps
+	@tools/install-deps tools/debian-packages-lava.txt
+	@$(MAKE) --no-print-directory san
+	@mkdir -p build/test-tmp
+	@rc=0; for t in $(LAVA_TESTS); do \
+		echo "== $$t"; \
+		PC_BIN=$(SAN) PC_LAVA_REQUIRE=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} \
+			bash tests/integration/$$t.sh || { echo "lava-check: $$t FAILED"; rc=1; }; \
+	done; exit $$rc
+# ---- end LAVA -----------------------------------------------------------------
+
 # ---- fuzzing (libFuzzer) ----------------------------------------------------
 # One libFuzzer target per kind of untrusted input, tests/fuzz/fuzz_<target>.c
 # (docs/fuzzing.md): proto (protocol lines), auth (tagged lines), config

@@ -17,6 +17,8 @@
 #include "relay/relay_lock.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/config.h"
+#include "harness/cli/lava.h"
+#include "harness/cli/plan.h"
 #include "harness/cli/replay.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
@@ -39,6 +41,10 @@ static const char usage_text[] =
 	"        switch one board's relay by hand (bring-up); get never switches it\n"
 	"  key new [--force] FILE | key show FILE\n"
 	"        make a campaign key (mode 0600) for key_file and the boards' --key; its fingerprint\n"
+	"  plan --rate P [--confidence C] [--failures K --cuts N] [--cycle-s S]\n"
+	"        how many cuts show a violation rate below P (exact binomial bound)\n"
+	"  lava CAMPAIGN --results DIR [--board NAME] [--cycles N] [--print]\n"
+	"        run or resume a campaign in a LAVA test shell and report it to LAVA\n"
 	"\n"
 	"run and report exit 0 when every device PASSed, 1 when one FAILed (a FAIL or BOOT_FAIL\n"
 	"cycle), 3 when one is INCOMPLETE and none failed (a board given up, too many INFRA_ERROR\n"
@@ -585,6 +591,10 @@ int main(int argc, char **argv)
 		return cmd_relay(argc - 1, argv + 1);
 	if (!strcmp(cmd, "key"))
 		return cmd_key(argc - 1, argv + 1);
+	if (!strcmp(cmd, "lava"))
+		return cmd_lava(argc - 1, argv + 1);
+	if (!strcmp(cmd, "plan"))
+		return cmd_plan(argc - 1, argv + 1);
 	pc_err("unknown command '%s' (see powercut --help)", cmd);
 	return 2;
 }
