@@ -32,6 +32,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
+#include "harness/results/verdict.h"
 
 static const char lava_usage[] =
 	"usage: powercut lava CAMPAIGN --results DIR [--board NAME] [--cycles N] [--agent PATH] [--print]\n"
@@ -537,7 +538,7 @@ static const char *first_unjudged(json_object *dev)
 	for (size_t i = 0; i < json_object_array_length(u); i++) {
 		g = json_object_array_get_idx(u, i);
 		const char *v = jstr(g, "verdict");
-		if (v && !strcmp(v, "INFRA_ERROR"))
+		if (v && pc_outcome_from_name(v) == PC_OUT_INFRA_ERROR)
 			return jstr(g, "reason");
 	}
 	return NULL;
@@ -579,8 +580,8 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 				if (!mode)
 					continue;
 				if (json_object_object_get_ex(md, "verdicts", &vd)) {
-					pass = jint(vd, "PASS");
-					fail = jint(vd, "FAIL") + jint(vd, "BOOT_FAIL");
+					pass = jint(vd, pc_outcome_names[PC_OUT_PASS]);
+					fail = jint(vd, pc_outcome_names[PC_OUT_FAIL]) + jint(vd, pc_outcome_names[PC_OUT_BOOT_FAIL]);
 				}
 				double r = json_object_object_get_ex(md, "rate", &rate) &&
 					   json_object_object_get_ex(rate, "records_per_s", &rps)
@@ -592,14 +593,17 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 			}
 		}
 		snprintf(name, sizeof(name), "powercut-%s", board);
-		if (!strcmp(result, "PASS") || !strcmp(result, "FAIL") || !strcmp(result, "BOOT_FAIL")) {
-			if (test_case(t, name, !strcmp(result, "PASS") ? "pass" : "fail", -1, NULL))
+		int res = pc_result_from_name(result);
+		if (res == PC_RES_PASS || res == PC_RES_FAIL || res == PC_RES_BOOT_FAIL) {
+			if (test_case(t, name, res == PC_RES_PASS ? "pass" : "fail", -1, NULL))
 				rc = -1;
 			continue;
 		}
 		/* INCOMPLETE: the lab's trouble (given up, too many INFRA_ERROR) ends the job Incomplete */
 		const char *why = incomplete_why(dev), *reason = first_unjudged(dev);
-		if (why && (!strcmp(why, "given_up") || !strcmp(why, "infra_share") || !strcmp(why, "nothing_judged"))) {
+		if (why && (!strcmp(why, pc_incomplete_names[PC_INC_GIVEN_UP]) ||
+			    !strcmp(why, pc_incomplete_names[PC_INC_INFRA_SHARE]) ||
+			    !strcmp(why, pc_incomplete_names[PC_INC_NOTHING_JUDGED]))) {
 			test_raise(t, "powercut: board %s: not judged (%s): %s", board, why,
 				   reason ? reason : "see the results folder");
 			return -1;
