@@ -1,5 +1,5 @@
 /*
- * writer.c - the write modes of DESIGN section 5.
+ * writer.c - the write modes of docs/design.md section 5.
  *
  *   fua        async writes with RWF_DSYNC (io_uring): the block layer sends
  *              REQ_FUA only; ACK on each completion

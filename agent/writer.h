@@ -1,5 +1,5 @@
 /*
- * writer.h - one cycle's writes in the requested mode (DESIGN section 5),
+ * writer.h - one cycle's writes in the requested mode (docs/design.md section 5),
  * streaming SUBMIT before each write is issued and ACK once the device has
  * promised durability.
  */

@@ -41,7 +41,7 @@
 #define PC_OFF_PAYLOAD	48
 #define PC_OFF_CRC	508	/* CRC32C of bytes [0, 508) */
 
-/* Write modes (DESIGN section 5). Values are stored in sector flags. */
+/* Write modes (docs/design.md section 5). Values are stored in sector flags. */
 enum pc_mode {
 	PC_MODE_GEN0 = 0,	/* the fill written by prepare */
 	PC_MODE_FUA = 1,

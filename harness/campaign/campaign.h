@@ -1,6 +1,6 @@
 /*
  * campaign.h - the host controller's campaign loop: one poll() loop driving
- * every board through power on, HELLO, verify, work, cut (DESIGN section 3).
+ * every board through power on, HELLO, verify, work, cut (docs/design.md section 3).
  */
 #ifndef PC_HARNESS_CAMPAIGN_H
 #define PC_HARNESS_CAMPAIGN_H

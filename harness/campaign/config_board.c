@@ -672,7 +672,7 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 /*
  * "policy": {"MODE": {"torn": "allowed"|"violation", "torn_sector": ...}}:
  * whether an unacknowledged torn record or torn sector is a violation in that
- * mode. Acknowledged ones always are. Defaults follow DESIGN section 6: a
+ * mode. Acknowledged ones always are. Defaults follow docs/design.md section 6: a
  * reliable write (fua, fua+flush, relwr) promises sector atomicity; whole-record
  * atomicity is opt-in ("torn": "violation"), for parts whose REL_WR_SEC_C covers
  * a record.

@@ -41,7 +41,7 @@
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 
-/* Cycle outcomes and record classes: DESIGN section 6 (a contract), named in
+/* Cycle outcomes and record classes: docs/design.md section 6 (a contract), named in
  * verdict.h. */
 const char *const rep_id_keys[ID_N] = { "name", "manfid", "cid", "fua", "write_cache", "kernel", "fwrev",
 					"serial", "type", "agent" };
@@ -405,7 +405,7 @@ int rep_result(const struct rep *r)
 	return res;
 }
 
-/* Modes in the order of DESIGN section 5, unknown names after, "no mode" last. */
+/* Modes in the order of docs/design.md section 5, unknown names after, "no mode" last. */
 static int mode_rank(const char *name)
 {
 	int m;
@@ -563,7 +563,7 @@ static int dev_cmp(const void *a, const void *b)
 	return strcmp(x->id, y->id);
 }
 
-/* Modes in DESIGN order, devices grouped by part (the indices of boards and
+/* Modes in the order of docs/design.md section 5, devices grouped by part (the indices of boards and
  * cycle rows follow them), cycles by device, board and cycle. */
 static int rep_order(struct rep *r)
 {

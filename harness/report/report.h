@@ -5,7 +5,7 @@
  * many: they merge), groups the cycles by device identity and, per write
  * mode, counts outcomes, violations per class and the write rate. The table
  * is what a user hands to a supplier; json=1 gives the same as one JSON
- * document for scripts. Verdict classes and outcomes: DESIGN section 6;
+ * document for scripts. Verdict classes and outcomes: docs/design.md section 6;
  * per-device results add INCOMPLETE (a campaign that judged too little).
  */
 #ifndef PC_HARNESS_REPORT_H

@@ -124,7 +124,7 @@ struct rep_dev {
 	struct strlist boards, campaigns, hosts, versions;
 	struct rep_field ident[ID_N];
 	struct rep_field cond[COND_N];
-	struct rep_mode *modes;	/* sorted in DESIGN section 5 order once read */
+	struct rep_mode *modes;	/* sorted in docs/design.md section 5 order once read */
 	unsigned nmodes;
 	struct rep_why *why;	/* empty: complete */
 	unsigned nwhy;

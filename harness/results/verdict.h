@@ -1,5 +1,5 @@
 /*
- * verdict.h - the verdict vocabulary of DESIGN section 6 (a contract), in one
+ * verdict.h - the verdict vocabulary of docs/design.md section 6 (a contract), in one
  * place: record classes, cycle outcomes, the kinds of events a verdict is
  * computed from, and the one rule that says which findings are violations.
  * The engine, the report and the campaign use these names and this rule;
@@ -140,7 +140,7 @@ struct pc_policy {
 	uint8_t torn_sector;
 	uint8_t unclassified;
 };
-/* DESIGN section 6's defaults for a write mode (enum pc_mode): a torn sector
+/* docs/design.md section 6's defaults for a write mode (enum pc_mode): a torn sector
  * is a violation where the mode promises sector atomicity (fua, fua+flush,
  * relwr); a torn record and an unclassified one are not. */
 void pc_policy_default(struct pc_policy *p, int mode);

@@ -33,7 +33,7 @@ sum_before=$(sha256sum < "$media")
 check "both superblocks lost: the run ends (exit 1: cycle 5's FAIL stands; was $rc)" [ $rc -eq 1 ]
 check "...saying the region is not usable" grep -q "no usable powercut region" "$T/out.10"
 # the copy lost is a device finding in the first verdict after it was seen
-# (DESIGN section 6); the cycles the agent then refuses are INFRA_ERROR
+# (docs/design.md section 6); the cycles the agent then refuses are INFRA_ERROR
 check "...copy B's loss: a finding in exactly one verdict, a FAIL" \
 	[ "$(jq -c 'select(.cycle > 8) | [.verdict, [.findings[]? | select(.what == "superblock") | .copy]]' "$T/r/verdicts.jsonl" | head -1)" = '["FAIL",["B"]]' ]
 check "...every later cycle INFRA_ERROR, neither PASS nor FAIL" \

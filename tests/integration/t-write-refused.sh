@@ -1,5 +1,5 @@
 #!/bin/bash
-# A write the device refused, end to end (DESIGN section 6: a device-level
+# A write the device refused, end to end (docs/design.md section 6: a device-level
 # finding belongs to the verdict of the cycle that saw it). A posix board on a
 # loop device; while cycle 3 writes, the device goes read-only (blockdev
 # --setro: every later write fails with EPERM). The agent reports the refused
