@@ -93,7 +93,14 @@ static void say_pct(double v)
 	printf("%.3g%%", v * 100);
 }
 
-int cmd_plan(int argc, char **argv)
+struct plan_args {
+	double rate, conf, cycle_s;
+	uint64_t k, n;
+	int have_k, have_n;
+};
+
+/* The options, checked; 0, or 2 (the exit status) after saying what is wrong. */
+static int plan_parse(int argc, char **argv, struct plan_args *a)
 {
 	static const struct option lo[] = {
 		{ "rate", required_argument, NULL, 'r' },
@@ -104,114 +111,135 @@ int cmd_plan(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	double rate = -1, conf = 0.95, cycle_s = 0;
-	uint64_t k = 0, n = 0;
-	int have_k = 0, have_n = 0, o;
-	char b1[32], b2[32];
+	int o;
 
+	*a = (struct plan_args){ .rate = -1, .conf = 0.95 };
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (o) {
 		case 'r':
-			rate = parse_fraction(optarg, QUAL_RATE_MIN, 0.999999);
-			if (rate < 0) {
+			a->rate = parse_fraction(optarg, QUAL_RATE_MIN, 0.999999);
+			if (a->rate < 0) {
 				pc_err("plan: --rate '%s': give a fraction from 1e-7 to below 1, as 0.001 or 0.1%%", optarg);
 				return 2;
 			}
 			break;
 		case 'c':
-			conf = parse_fraction(optarg, QUAL_CONF_MIN, QUAL_CONF_MAX);
-			if (conf < 0) {
+			a->conf = parse_fraction(optarg, QUAL_CONF_MIN, QUAL_CONF_MAX);
+			if (a->conf < 0) {
 				pc_err("plan: --confidence '%s': give 0.5 to 0.9999, as 0.95 or 95%%", optarg);
 				return 2;
 			}
 			break;
 		case 'k':
-			if (parse_count(optarg, QUAL_K_MAX, &k)) {
+			if (parse_count(optarg, QUAL_K_MAX, &a->k)) {
 				pc_err("plan: --failures '%s': a count from 0 to %llu", optarg, (unsigned long long)QUAL_K_MAX);
 				return 2;
 			}
-			have_k = 1;
+			a->have_k = 1;
 			break;
 		case 'n':
-			if (parse_count(optarg, QUAL_N_MAX, &n)) {
+			if (parse_count(optarg, QUAL_N_MAX, &a->n)) {
 				pc_err("plan: --cuts '%s': a count from 0 to %llu", optarg, (unsigned long long)QUAL_N_MAX);
 				return 2;
 			}
-			have_n = 1;
+			a->have_n = 1;
 			break;
 		case 's':
-			cycle_s = parse_fraction(optarg, 0.001, 86400);
-			if (cycle_s < 0) {
+			a->cycle_s = parse_fraction(optarg, 0.001, 86400);
+			if (a->cycle_s < 0) {
 				pc_err("plan: --cycle-s '%s': seconds per cycle, from 0.001 to 86400", optarg);
 				return 2;
 			}
 			break;
 		case 'h':
 			fputs(plan_usage, stdout);
-			return 0;
+			exit(0);
 		default:
 			fputs(plan_usage, stderr);
 			return 2;
 		}
 	}
-	if (optind < argc || rate < 0 || have_k != have_n) {
+	if (optind < argc || a->rate < 0 || a->have_k != a->have_n) {
 		pc_err("plan: %s (see powercut plan --help)",
-		       optind < argc ? "unexpected argument" : rate < 0 ? "--rate is required" :
+		       optind < argc ? "unexpected argument" : a->rate < 0 ? "--rate is required" :
 		       "--failures and --cuts go together");
 		return 2;
 	}
-	if (have_n && k > n) {
-		pc_err("plan: --failures %" PRIu64 " is more than --cuts %" PRIu64, k, n);
+	if (a->have_n && a->k > a->n) {
+		pc_err("plan: --failures %" PRIu64 " is more than --cuts %" PRIu64, a->k, a->n);
 		return 2;
 	}
+	return 0;
+}
+
+/* The cuts the target needs with 0, 1 and 2 violations. */
+static void plan_table(const struct plan_args *a)
+{
+	char b1[32];
 
 	printf("target: a per-cut violation rate below ");
-	say_pct(rate);
-	printf(" at %g%% confidence (%s)\n", conf * 100, QUAL_METHOD);
+	say_pct(a->rate);
+	printf(" at %g%% confidence (%s)\n", a->conf * 100, QUAL_METHOD);
 	for (uint64_t f = 0; f < 3; f++) {
-		uint64_t need = qual_cuts_needed(f, rate, conf);
+		uint64_t need = qual_cuts_needed(f, a->rate, a->conf);
 
 		if (need)
 			printf("  with %" PRIu64 " violation%s: %s cuts", f, f == 1 ? "" : "s", thousands(need, b1, sizeof(b1)));
 		else
 			printf("  with %" PRIu64 " violation%s: more than %s cuts", f, f == 1 ? "" : "s",
 			       thousands(QUAL_N_MAX, b1, sizeof(b1)));
-		if (need && cycle_s > 0) {
+		if (need && a->cycle_s > 0) {
 			printf(" (");
-			say_duration((double)need * cycle_s);
-			printf(" at %g s a cycle)", cycle_s);
+			say_duration((double)need * a->cycle_s);
+			printf(" at %g s a cycle)", a->cycle_s);
 		}
 		printf("\n");
 	}
-	if (!have_n)
-		return 0;
+}
 
-	double up = qual_upper(k, n, conf);
-	uint64_t need = qual_cuts_needed(k, rate, conf);
+/* What a campaign under way shows, and what it still needs. */
+static void plan_progress(const struct plan_args *a)
+{
+	double up = qual_upper(a->k, a->n, a->conf);
+	uint64_t need = qual_cuts_needed(a->k, a->rate, a->conf);
+	char b1[32], b2[32];
 
-	printf("so far: %" PRIu64 " violation%s in %s cuts: ", k, k == 1 ? "" : "s", thousands(n, b1, sizeof(b1)));
-	if (n == 0) {
+	printf("so far: %" PRIu64 " violation%s in %s cuts: ", a->k, a->k == 1 ? "" : "s",
+	       thousands(a->n, b1, sizeof(b1)));
+	if (a->n == 0) {
 		printf("no bound yet\n");
 	} else {
 		printf("the rate is below ");
 		say_pct(up);
-		printf(" at %g%% confidence\n", conf * 100);
+		printf(" at %g%% confidence\n", a->conf * 100);
 	}
-	if (need && need <= n) {
+	if (need && need <= a->n) {
 		printf("the target is met\n");
 	} else if (need) {
 		printf("to reach the target: %s more cuts, if none of them fails",
-		       thousands(need - n, b2, sizeof(b2)));
-		if (cycle_s > 0) {
+		       thousands(need - a->n, b2, sizeof(b2)));
+		if (a->cycle_s > 0) {
 			printf(" (");
-			say_duration((double)(need - n) * cycle_s);
+			say_duration((double)(need - a->n) * a->cycle_s);
 			printf(")");
 		}
 		printf("\n");
 	} else {
-		printf("the target cannot be shown with %" PRIu64 " violations in at most %s cuts\n", k,
+		printf("the target cannot be shown with %" PRIu64 " violations in at most %s cuts\n", a->k,
 		       thousands(QUAL_N_MAX, b2, sizeof(b2)));
 	}
+}
+
+int cmd_plan(int argc, char **argv)
+{
+	struct plan_args a;
+	int rc = plan_parse(argc, argv, &a);
+
+	if (rc)
+		return rc;
+	plan_table(&a);
+	if (a.have_n)
+		plan_progress(&a);
 	return 0;
 }
