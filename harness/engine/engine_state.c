@@ -320,6 +320,40 @@ int eng_slots_get(const struct slots *t, uint32_t slot, struct occ *o)
 	return 1;
 }
 
+/* Does the slot hold whole record (seq, cycle, flags)? Without unpacking. */
+static int slots_holds(const struct slots *t, uint32_t slot, uint64_t seq, uint32_t cycle, uint16_t flags)
+{
+	uint64_t ent;
+	const struct gen *g;
+
+	if (!t->ent)
+		return 0;
+	ent = t->ent[slot];
+	if (TAG_STATE(ent >> 32) != OCC_WHOLE || (uint32_t)ent != (uint32_t)seq)
+		return 0;
+	g = &t->gens[TAG_GEN(ent >> 32)];
+	return g->seq_hi == (uint32_t)(seq >> 32) && g->cycle == cycle && g->flags == flags;
+}
+
+/*
+ * Every side entry of from that want names (NULL: all) moves into to,
+ * sectors and all (from keeps the entries, without their sectors). 0 or
+ * -ENOMEM.
+ */
+int eng_slots_move_side(struct slots *from, struct slots *to, const uint64_t *want)
+{
+	for (uint32_t i = 0; i < from->xcap; i++) {
+		struct xent *x = &from->x[i];
+
+		if (!x->key || (want && !BIT_GET(want, x->key - 1)))
+			continue;
+		if (eng_slots_set(to, x->key - 1, &x->o))
+			return -ENOMEM;
+		x->o.sect = NULL;
+	}
+	return 0;
+}
+
 /* The slot's state (OCC_*) without unpacking it. */
 int eng_slots_state(const struct slots *t, uint32_t slot)
 {
@@ -460,11 +494,8 @@ int eng_obs_differs(const struct board *b, uint32_t slot)
  */
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 {
-	struct occ x;
-
 	if (!eng_slots_dense(b->obs)) {
-		eng_exp_get(b, slot, &x);
-		if (x.state == OCC_WHOLE && x.seq == o->seq && x.cycle == o->cycle && x.flags == o->flags)
+		if (b->exp && slots_holds(b->exp, slot, o->seq, o->cycle, o->flags))
 			return 0;
 		if (eng_slots_nside(b->obs) >= b->g.nslots / 64 + 64 &&
 		    eng_slots_densify(b->obs, b->exp, b->seen))
