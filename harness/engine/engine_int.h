@@ -264,6 +264,7 @@ int eng_slots_set(struct slots *t, uint32_t slot, const struct occ *o);
 struct occ *eng_slots_side(struct slots *t, uint32_t slot, int create);
 uint32_t eng_slots_nside(const struct slots *t);
 int eng_slots_take(struct slots *t, uint32_t slot, struct occ *o);
+int eng_slots_move_side(struct slots *from, struct slots *to, const uint64_t *want);
 int eng_slots_densify(struct slots *t, const struct slots *base, const uint64_t *seen);
 void eng_slots_compact(struct slots *t);
 void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o);

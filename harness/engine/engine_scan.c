@@ -316,17 +316,31 @@ static int adopt(struct board *b)
 		b->obs = NULL;
 		return 0;
 	}
+	if (!dense) {
+		/* what the scan found otherwise than expected, and the slots it
+		 * did not report: every other slot it looked at is as expected */
+		if (eng_slots_move_side(b->obs, b->exp, b->want))
+			goto fail;
+		for (size_t w = 0; w < BITMAP_WORDS(b->g.nslots); w++) {
+			uint64_t miss = ~b->seen[w] & (b->want ? b->want[w] : ~(uint64_t)0);
+
+			for (; miss; miss &= miss - 1) {
+				uint32_t s = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(miss));
+
+				memset(&o, 0, sizeof(o));
+				if (s < b->g.nslots && eng_slots_set(b->exp, s, &o))
+					goto fail;
+			}
+		}
+		eng_slots_compact(b->exp);
+		return 0;
+	}
+	/* a dense scan of part of the region: slot by slot */
 	for (uint32_t s = 0; s < b->g.nslots; s++) {
 		if (!eng_wanted(b, s))
 			continue;
-		if (eng_slots_take(b->obs, s, &o))
-			;	/* damage, or a record other than the expected one */
-		else if (dense)
+		if (!eng_slots_take(b->obs, s, &o))	/* damage: its sectors move */
 			eng_slots_get(b->obs, s, &o);
-		else if (!BIT_GET(b->seen, s))
-			memset(&o, 0, sizeof(o));	/* not reported: unknown */
-		else
-			continue;	/* reported as expected */
 		if (eng_slots_set(b->exp, s, &o)) {
 			free(o.sect);
 			goto fail;

@@ -52,6 +52,7 @@ struct slots {
 	/* the side table: open addressing, linear probing */
 	struct xent *x;
 	uint32_t xn, xcap;	/* xcap a power of 2, or 0 */
+	uint64_t *xbits;	/* sparse: a bitmap of the slots in x (a miss costs no probe) */
 };
 
 static uint32_t hash32(uint64_t v)
@@ -75,12 +76,13 @@ struct slots *eng_slots_new(uint32_t n, int dense)
 		return NULL;
 	t->n = n;
 	t->gc_at = 1024;
-	if (dense && n) {
+	if (dense && n)
 		t->ent = calloc(n, sizeof(*t->ent));
-		if (!t->ent) {
-			free(t);
-			return NULL;
-		}
+	else
+		t->xbits = calloc(BITMAP_WORDS(n) ? BITMAP_WORDS(n) : 1, sizeof(*t->xbits));
+	if (!t->ent && !t->xbits) {
+		free(t);
+		return NULL;
 	}
 	return t;
 }
@@ -93,6 +95,7 @@ void eng_slots_free(struct slots *t)
 		if (t->x[i].key)
 			free(t->x[i].o.sect);
 	free(t->x);
+	free(t->xbits);
 	free(t->ent);
 	free(t->gens);
 	free(t->gidx);
@@ -108,7 +111,7 @@ int eng_slots_dense(const struct slots *t)
 
 static struct xent *side_find(const struct slots *t, uint32_t slot)
 {
-	if (!t->xn)
+	if (!t->xn || (t->xbits && !BIT_GET(t->xbits, slot)))
 		return NULL;
 	for (uint32_t i = hash32(slot) & (t->xcap - 1);; i = (i + 1) & (t->xcap - 1)) {
 		if (!t->x[i].key)
@@ -157,6 +160,8 @@ struct occ *eng_slots_side(struct slots *t, uint32_t slot, int create)
 	memset(&t->x[i], 0, sizeof(t->x[i]));
 	t->x[i].key = slot + 1;
 	t->xn++;
+	if (t->xbits)
+		BIT_SET(t->xbits, slot);
 	if (t->ent)
 		t->ent[slot] = (uint64_t)TAG_SIDE << 32;
 	return &t->x[i].o;
@@ -176,6 +181,8 @@ static void side_drop(struct slots *t, uint32_t slot, int free_sect)
 	i = (uint32_t)(e - t->x);
 	t->x[i].key = 0;
 	t->xn--;
+	if (t->xbits)
+		t->xbits[slot / 64] &= ~((uint64_t)1 << (slot % 64));
 	for (j = (i + 1) & (t->xcap - 1); t->x[j].key; j = (j + 1) & (t->xcap - 1)) {
 		k = hash32(t->x[j].key - 1) & (t->xcap - 1);
 		/* entry j may move to the hole i if its home k is not in (i, j] */
@@ -320,6 +327,40 @@ int eng_slots_get(const struct slots *t, uint32_t slot, struct occ *o)
 	return 1;
 }
 
+/* Does the slot hold whole record (seq, cycle, flags)? Without unpacking. */
+static int slots_holds(const struct slots *t, uint32_t slot, uint64_t seq, uint32_t cycle, uint16_t flags)
+{
+	uint64_t ent;
+	const struct gen *g;
+
+	if (!t->ent)
+		return 0;
+	ent = t->ent[slot];
+	if (TAG_STATE(ent >> 32) != OCC_WHOLE || (uint32_t)ent != (uint32_t)seq)
+		return 0;
+	g = &t->gens[TAG_GEN(ent >> 32)];
+	return g->seq_hi == (uint32_t)(seq >> 32) && g->cycle == cycle && g->flags == flags;
+}
+
+/*
+ * Every side entry of from that want names (NULL: all) moves into to,
+ * sectors and all (from keeps the entries, without their sectors). 0 or
+ * -ENOMEM.
+ */
+int eng_slots_move_side(struct slots *from, struct slots *to, const uint64_t *want)
+{
+	for (uint32_t i = 0; i < from->xcap; i++) {
+		struct xent *x = &from->x[i];
+
+		if (!x->key || (want && !BIT_GET(want, x->key - 1)))
+			continue;
+		if (eng_slots_set(to, x->key - 1, &x->o))
+			return -ENOMEM;
+		x->o.sect = NULL;
+	}
+	return 0;
+}
+
 /* The slot's state (OCC_*) without unpacking it. */
 int eng_slots_state(const struct slots *t, uint32_t slot)
 {
@@ -460,11 +501,8 @@ int eng_obs_differs(const struct board *b, uint32_t slot)
  */
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 {
-	struct occ x;
-
 	if (!eng_slots_dense(b->obs)) {
-		eng_exp_get(b, slot, &x);
-		if (x.state == OCC_WHOLE && x.seq == o->seq && x.cycle == o->cycle && x.flags == o->flags)
+		if (b->exp && slots_holds(b->exp, slot, o->seq, o->cycle, o->flags))
 			return 0;
 		if (eng_slots_nside(b->obs) >= b->g.nslots / 64 + 64 &&
 		    eng_slots_densify(b->obs, b->exp, b->seen))
