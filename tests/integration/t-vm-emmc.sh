@@ -120,6 +120,10 @@ for m in fua fua+flush flush none relwr; do
 done
 check "fua: reliable writes, every request FUA (WFS), no plain write, no flush" \
 	[ "$(aud fua 'length > 0 and all(keys == ["WFS"])')" = true ]
+# rel_wr_sec_c 1: each 4 KiB FUA write is issued 8 times, for 8, 7, ... 1
+# sectors; the audit counts the request once and its sectors once
+check "fua: each request counted once with its $spr sectors (re-issued remainders are not new sectors)" \
+	[ "$(jq -s --argjson spr "$spr" '[.[] | select(.mode == "fua" and (.io_audit.rq.WFS // 0) > 0) | .io_audit.sectors.WFS == $spr * .io_audit.rq.WFS] | (length > 0 and all)' "$V")" = true ]
 check "fua+flush: FUA writes and flushes (WFS, FF), no plain write" \
 	[ "$(aud fua+flush 'length > 0 and all(has("WS") | not) and any(has("FF"))')" = true ]
 check "flush: plain writes and flushes (WS, FF), no FUA write" \
