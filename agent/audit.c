@@ -307,14 +307,18 @@ static void take(struct audit *a, unsigned kdev, const char *rwbs, uint64_t sect
 int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect)
 {
 	uint64_t end = sector + nsect;
+	unsigned i = l->next % AUDIT_RECENT;
 
-	if (l->end && end == l->end && sector > l->start && !strcmp(rwbs, l->rwbs)) {
-		l->start = sector;
-		return 1;
+	for (unsigned k = 0; k < AUDIT_RECENT; k++) {
+		if (l->r[k].end && end == l->r[k].end && sector > l->r[k].start && !strcmp(rwbs, l->r[k].rwbs)) {
+			l->r[k].start = sector;
+			return 1;
+		}
 	}
-	pc_strlcpy(l->rwbs, rwbs, sizeof(l->rwbs));
-	l->start = sector;
-	l->end = end;
+	pc_strlcpy(l->r[i].rwbs, rwbs, sizeof(l->r[i].rwbs));
+	l->r[i].start = sector;
+	l->r[i].end = end;
+	l->next = (i + 1) % AUDIT_RECENT;
 	return 0;
 }
 

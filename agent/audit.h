@@ -53,10 +53,15 @@ struct audit_raw {
 	uint8_t *buf;
 };
 
-/* The last write request counted, to know a re-issued remainder of it (audit_remainder). */
+/* The last write requests counted, to know a re-issued remainder of one of
+ * them (audit_remainder): several are in flight at a queue depth above 1. */
+#define AUDIT_RECENT 64
 struct audit_last {
-	char rwbs[8];
-	uint64_t start, end;	/* sectors [start, end) */
+	struct {
+		char rwbs[8];
+		uint64_t start, end;	/* sectors [start, end) */
+	} r[AUDIT_RECENT];
+	unsigned next;		/* the slot the next new request takes */
 };
 
 struct audit {
@@ -94,13 +99,14 @@ void audit_count(struct audit_counts *c, const char *rwbs, uint64_t sectors);
  * a->why why not. */
 /*
  * 1 when a write request [sector, sector + nsect) of kind rwbs is the rest of
- * the last one counted, issued again: same kind, same end, a later start.
+ * one of the last AUDIT_RECENT counted, issued again: same kind, same end, a
+ * later start.
  * The MMC driver completes a reliable write of more sectors than the card
  * writes reliably at once (EXT_CSD rel_wr_sec_c) only in part, and the
  * block layer issues the remainder of the same request again (8, 7, ... 1
  * sectors of a 4 KiB FUA write when rel_wr_sec_c is 1): those sectors
  * reached the device once, the request was made once. Else 0, and the
- * request becomes the last one.
+ * request joins the recent ones (the oldest leaves).
  */
 int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect);
 void audit_open(struct audit *a, struct region *r);

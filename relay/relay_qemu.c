@@ -873,8 +873,7 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 	qemu_serial(p, cfg, r->board);
 	p->fua = relay_cfg_bool(cfg, "fua", 1);
 	p->memory_mb = (int)relay_cfg_int(cfg, "memory_mb", 256);
-	/* QEMU 10's AST2600 takes 4-5 s to set up under load (the PC 0.1-0.3 s) */
-	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", p->machine == QEMU_MACHINE_AST2600 ? 60000 : 10000);
+	p->timeout_ms = (int)relay_cfg_int(cfg, "timeout_ms", 10000);
 	if ((rc = qemu_copy(r, p->kernel, sizeof(p->kernel), cfg, "kernel", "")) ||
 	    (rc = qemu_copy(r, p->initrd, sizeof(p->initrd), cfg, "initrd", "")) ||
 	    (rc = qemu_copy(r, p->drive, sizeof(p->drive), cfg, "drive", "")) ||

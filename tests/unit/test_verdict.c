@@ -261,12 +261,18 @@ static void test_io_audit(void)
 	/* a reliable write re-issued for its remainder (eMMC, rel_wr_sec_c 1):
 	 * 8 sectors at 2056, then 2057+7, ... 2063+1: one request, 8 sectors */
 	{
-		struct audit_last l = { "", 0, 0 };
+		static struct audit_last l;
 		unsigned again = 0;
 
 		for (unsigned k = 0; k < 8; k++)
 			again += (unsigned)audit_remainder(&l, "WFS", 2056 + k, 8 - k);
 		CU_ASSERT_EQUAL(again, 7);
+		/* at a queue depth of 4, four records' remainders interleave */
+		again = 0;
+		for (unsigned k = 0; k < 8; k++)
+			for (unsigned q = 0; q < 4; q++)
+				again += (unsigned)audit_remainder(&l, "WFS", 3000 + 8 * q + k, 8 - k);
+		CU_ASSERT_EQUAL(again, 28);
 		/* the next record: a request of its own */
 		CU_ASSERT_EQUAL(audit_remainder(&l, "WFS", 2064, 8), 0);
 		/* another kind with the same end, or the same start again: new */
