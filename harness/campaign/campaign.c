@@ -453,7 +453,7 @@ void camp_link_closed(struct bctx *b)
 		camp_next_cycle(b);
 	} else if (b->st == B_WRITING) {
 		/* the agent died on its own: treat it as the cut (it is one) */
-		camp_cut(b, "link lost");
+		camp_cut(b, pc_trigger_names[PC_CUT_LINK_LOST]);
 		if (b->st == B_DRAIN)
 			camp_next_cycle(b);
 	} else if (b->st == B_VERIFY || b->st == B_WAIT_HELLO) {
@@ -485,7 +485,7 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 		if (b->st == B_WRITING && json_object_object_get_ex(raw, "write_error", NULL)) {
 			/* the device refused a write: a finding about the device (the
 			 * engine puts it in this cycle's verdict), not lab trouble */
-			camp_cut(b, "write refused");
+			camp_cut(b, pc_trigger_names[PC_CUT_WRITE_REFUSED]);
 			return;
 		}
 		camp_infra(b, "agent error: %s", json_object_get_string(t));
@@ -631,7 +631,7 @@ static void board_timer(struct bctx *b)
 		camp_infra(b, "no complete scan within verify_timeout_ms (%u ms)", b->cfg->verify_timeout_ms);
 		break;
 	case B_WRITING:
-		camp_cut(b, "work timeout");
+		camp_cut(b, pc_trigger_names[PC_CUT_WORK_TIMEOUT]);
 		break;
 	case B_DRAIN:
 		camp_close_link(b);

@@ -134,7 +134,7 @@ void camp_on_ack(struct bctx *b, uint32_t n)
 {
 	b->plan.acks += n;
 	if (b->plan.acks >= b->plan.cut_acks)
-		camp_cut(b, "acks");
+		camp_cut(b, pc_trigger_names[PC_CUT_ACKS]);
 }
 
 /* The agent's DONE: nothing more will happen, so the cut comes now rather
@@ -142,7 +142,7 @@ void camp_on_ack(struct bctx *b, uint32_t n)
 void camp_on_done(struct bctx *b)
 {
 	b->plan.done_seen = 1;
-	camp_cut(b, "work done");
+	camp_cut(b, pc_trigger_names[PC_CUT_WORK_DONE]);
 }
 
 uint64_t camp_cut_wake(const struct bctx *b)
@@ -182,7 +182,7 @@ void camp_cut_due(struct bctx *b)
 	uint64_t now;
 
 	if (!b->plan.cut_due_us) {
-		camp_cut(b, "random instant");
+		camp_cut(b, pc_trigger_names[PC_CUT_RANDOM]);
 		return;
 	}
 	now = pc_now_us();
@@ -198,8 +198,8 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 	int exact = 0;
 
 	/* the sim cut itself at the planned I/O: its link dropped */
-	if (b->plan.exact && b->plan.io_fired && !strcmp(why, "link lost")) {
-		why = "sim exact";
+	if (b->plan.exact && b->plan.io_fired && !strcmp(why, pc_trigger_names[PC_CUT_LINK_LOST])) {
+		why = pc_trigger_names[PC_CUT_SIM_EXACT];
 		exact = 1;
 	}
 	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->cfg->cut)));
@@ -213,7 +213,7 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 		/* the cut's instant: when the driver reported the switch */
 		json_object_object_add(ev, "power_off_ms", json_object_new_int64((int64_t)(t_off / 1000 - b->plan.t_work)));
 		/* a random instant: how late against it */
-		if (!strcmp(why, "random instant") && b->plan.cut_at != UINT64_MAX && !b->plan.io_fired)
+		if (!strcmp(why, pc_trigger_names[PC_CUT_RANDOM]) && b->plan.cut_at != UINT64_MAX && !b->plan.io_fired)
 			json_object_object_add(ev, "late_us", json_object_new_int64(
 				t_off > b->plan.cut_at * 1000 ? (int64_t)(t_off - b->plan.cut_at * 1000) : 0));
 	}

@@ -300,7 +300,7 @@ static int camp_finish(struct camp *c, const char *dir)
 		json_object_object_add(ev, "cycle", json_object_new_int64(last));
 		json_object_object_add(ev, "cycles", json_object_new_int64(c->cycles));
 		json_object_object_add(ev, "end", json_object_new_string(
-			b->given_up[0] ? "given_up" : b->st == B_DONE ? "finished" : "interrupted"));
+			b->given_up[0] ? pc_run_end_names[PC_END_GIVEN_UP] : b->st == B_DONE ? pc_run_end_names[PC_END_FINISHED] : pc_run_end_names[PC_END_INTERRUPTED]));
 		camp_ev_log(b, ev);
 	}
 	results_sync(&c->res);

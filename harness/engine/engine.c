@@ -1,5 +1,5 @@
 /*
- * engine.c - from recorded events to verdicts (DESIGN sections 3, 6): the
+ * engine.c - from recorded events to verdicts (docs/design.md sections 3, 6): the
  * engine's public face and its event intake, the top of its pipeline. Each
  * event is checked and dispatched here; the work it names, the refused
  * writes and the scan it starts go down to the other parts:
@@ -448,7 +448,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		 * edited, and the writing cycle's evidence with it */
 		if (b->w && b->w->cycle == cycle && !b->w->infra[0])
 			snprintf(b->w->infra, sizeof(b->w->infra), "an agent message of this cycle in "
-				 "events.jsonl cannot be read (%.400s)", err);
+				 PC_FILE_EVENTS " cannot be read (%.400s)", err);
 		return ret;
 	}
 	if (b->refused && m.type != PC_MSG_HELLO) {
@@ -577,7 +577,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 			w->pol.torn = !strcmp(json_object_get_string(pv), "violation");
 		if (json_object_object_get_ex(policy, "torn_sector_unacked", &pv))
 			w->pol.torn_sector = !strcmp(json_object_get_string(pv), "violation");
-		if (json_object_object_get_ex(policy, "unclassified", &pv)) {
+		if (json_object_object_get_ex(policy, pc_class_names[PC_CLS_UNCLASSIFIED], &pv)) {
 			w->pol_has_unclassified = 1;
 			w->pol.unclassified = !strcmp(json_object_get_string(pv), "violation");
 		}

@@ -515,7 +515,7 @@ static json_object *judged_facts(const struct board *b, const struct wcycle *w, 
 	json_object_object_add(p, "torn_sector_unacked",
 			       json_object_new_string(w->pol.torn_sector ? "violation" : "allowed"));
 	if (w->pol_has_unclassified)
-		json_object_object_add(p, "unclassified",
+		json_object_object_add(p, pc_class_names[PC_CLS_UNCLASSIFIED],
 				       json_object_new_string(w->pol.unclassified ? "violation" : "allowed"));
 	json_object_object_add(v, "policy", p);
 	json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
@@ -610,7 +610,7 @@ int eng_scan_overflow(struct engine *e, struct board *b)
 		ret = eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, w2);
 	} else if (b->dmg_seen > allow) {
 		json_object *f = json_object_new_object();
-		json_object_object_add(f, "class", json_object_new_string("collateral"));
+		json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
 		json_object_object_add(f, "what", json_object_new_string("damage_overflow"));
 		eng_add_int(f, "damaged_sectors", (int64_t)b->dmg_seen);
 		eng_add_int(f, "previously_damaged", (int64_t)b->dmg_prev);

@@ -36,7 +36,7 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 			const char *k = c ? "b" : "a", *now = eng_jstr(sb, k, "ok"), *was = eng_jstr(old_sb, k, "ok");
 			if (!strcmp(was, "ok") && strcmp(now, "ok")) {
 				json_object *f = json_object_new_object();
-				json_object_object_add(f, "class", json_object_new_string("collateral"));
+				json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
 				json_object_object_add(f, "what", json_object_new_string("superblock"));
 				json_object_object_add(f, "copy", json_object_new_string(c ? "B" : "A"));
 				json_object_object_add(f, "detail", json_object_new_string(now));
@@ -53,7 +53,7 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 			    !json_object_object_get_ex(dev, idkeys[i], &v) || json_object_equal(v, ov))
 				continue;
 			json_object *f = json_object_new_object();
-			json_object_object_add(f, "class", json_object_new_string("collateral"));
+			json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
 			json_object_object_add(f, "what", json_object_new_string("identity"));
 			json_object_object_add(f, "field", json_object_new_string(idkeys[i]));
 			json_object_object_add(f, "before", json_object_get(ov));
@@ -142,13 +142,13 @@ static json_object *sbrec_changes(const struct sbrec *a, const struct sbrec *b)
 	return ch;
 }
 
-/* A device-level finding about the region (DESIGN section 6), for the next verdict. */
+/* A device-level finding about the region (docs/design.md section 6), for the next verdict. */
 static void region_finding(struct engine *e, struct board *b, const char *what, const char *copy,
 			   json_object *changes, const char *detail)
 {
 	json_object *f = json_object_new_object();
 
-	json_object_object_add(f, "class", json_object_new_string("collateral"));
+	json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
 	json_object_object_add(f, "subject", json_object_new_string("device"));
 	json_object_object_add(f, "what", json_object_new_string(what));
 	if (copy)

@@ -283,7 +283,7 @@ void eng_flush_nw(struct judge *j)
 	if (!j->nw_n)
 		return;
 	f = json_object_new_object();
-	json_object_object_add(f, "class", json_object_new_string("not_written"));
+	json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_NOT_WRITTEN]));
 	json_object_object_add(f, "seq", json_object_new_int64((int64_t)j->nw_first));
 	json_object_object_add(f, "n", json_object_new_int64(j->nw_n));
 	json_object_object_add(f, "slot", json_object_new_int64(j->nw_slot));
@@ -294,7 +294,7 @@ void eng_flush_nw(struct judge *j)
 	j->nw_n = 0;
 }
 
-/* The policy: what the cycle's configuration says, or DESIGN section 6's
+/* The policy: what the cycle's configuration says, or docs/design.md section 6's
  * defaults for a finding with no cycle (events that carry none). */
 static int is_violation(const struct wcycle *w, enum pc_class c, int acked, int mode)
 {
@@ -351,7 +351,7 @@ static json_object *counts_json(const struct engine *e, const uint32_t *counts)
 }
 
 /*
- * The writes the device refused during the cycle (DESIGN section 6: a
+ * The writes the device refused during the cycle (docs/design.md section 6: a
  * device-level finding belongs to the verdict of the cycle that saw it):
  * violations whatever the scan finds. Shaped like the other device-level
  * findings: class collateral, "what" says what happened.
@@ -364,8 +364,8 @@ void eng_add_refused(struct judge *j, const struct wcycle *w)
 		const struct werr *we = &w->werr[i];
 		json_object *f = json_object_new_object();
 
-		json_object_object_add(f, "class", json_object_new_string("collateral"));
-		json_object_object_add(f, "what", json_object_new_string("write_refused"));
+		json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
+		json_object_object_add(f, "what", json_object_new_string(PC_WHAT_WRITE_REFUSED));
 		eng_add_int(f, "seq", we->seq > INT64_MAX ? INT64_MAX : (int64_t)we->seq);
 		if (we->lba > INT64_MAX)
 			json_object_object_add(f, "lba", json_object_new_uint64(we->lba));
@@ -385,8 +385,8 @@ void eng_add_refused(struct judge *j, const struct wcycle *w)
 		char txt[96];
 
 		snprintf(txt, sizeof(txt), "%" PRIu32 " more refused writes, not listed one by one", w->nwerr - kept);
-		json_object_object_add(f, "class", json_object_new_string("collateral"));
-		json_object_object_add(f, "what", json_object_new_string("write_refused"));
+		json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
+		json_object_object_add(f, "what", json_object_new_string(PC_WHAT_WRITE_REFUSED));
 		eng_add_int(f, "n", w->nwerr - kept);
 		json_object_object_add(f, "detail", json_object_new_string(txt));
 		json_object_object_add(f, "acked", json_object_new_boolean(0));
