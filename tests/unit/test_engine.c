@@ -1634,7 +1634,7 @@ static json_object *write_error(int eno, uint64_t lba, uint64_t seq, const char 
 	return m;
 }
 
-/* DESIGN section 6: a write the device refused is a device-level finding of
+/* docs/design.md section 6: a write the device refused is a device-level finding of
  * the cycle that saw it; the records are judged by the next scan as usual. */
 static void test_write_refused(void)
 {
