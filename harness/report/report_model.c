@@ -1,0 +1,277 @@
+/*
+ * report_model.c - reading the report's model (report_model.h): the sums,
+ * rates, texts and results every writer asks of a device and a mode. The
+ * bottom of the report room: report.c, the reading files and every writer
+ * call it; it calls none of them.
+ */
+#include "harness/report/report_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "common/record.h"
+#include "common/util.h"
+
+/* Cycle outcomes and record classes: docs/design.md section 6 (a contract), named in
+ * verdict.h. */
+const char *const rep_id_keys[ID_N] = { "name", "manfid", "cid", "fua", "write_cache", "kernel", "fwrev",
+					"serial", "type", "agent" };
+const char *const rep_cond_keys[COND_N] = { "record_size", "region_bytes", "records_per_cycle", "modes",
+					    "pattern", "flush_every", "queue_depth", "cut", "off_ms", "policy",
+					    "ext_csd" };
+
+static int strlist_find(const struct strlist *l, const char *s)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		if (strcmp(l->v[i], s) == 0)
+			return (int)i;
+	return -1;
+}
+
+int rep_strlist_add(struct strlist *l, const char *s)
+{
+	char **v;
+
+	if (strlist_find(l, s) >= 0)
+		return 0;
+	v = realloc(l->v, (l->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	l->v = v;
+	if (!(l->v[l->n] = strdup(s)))
+		return -ENOMEM;
+	l->n++;
+	return 0;
+}
+
+void rep_strlist_free(struct strlist *l)
+{
+	for (unsigned i = 0; i < l->n; i++)
+		free(l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+json_object *rep_jget(json_object *o, const char *key)
+{
+	json_object *v = NULL;
+
+	if (!o || !json_object_is_type(o, json_type_object))
+		return NULL;
+	return json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+int rep_fail(struct rep *r, const char *file, unsigned long line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = line ? snprintf(r->err, r->errlen, "%s:%lu: ", file, line)
+		 : snprintf(r->err, r->errlen, "%s: ", file);
+	if (n < 0 || (size_t)n >= r->errlen)
+		return -EINVAL;
+	va_start(ap, fmt);
+	vsnprintf(r->err + n, r->errlen - (size_t)n, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* ---- totals and results ---- */
+
+void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t)
+{
+	memset(t, 0, sizeof(*t));
+	pc_strlcpy(t->name, "total", sizeof(t->name));
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+
+		for (int o = 0; o < PC_NOUTCOMES; o++)
+			t->out[o] += m->out[o];
+		for (int c = 0; c < NCLASS; c++) {
+			t->viol[c] += m->viol[c];
+			t->found[c] += m->found[c];
+		}
+		t->violations += m->violations;
+		t->refused += m->refused;
+		t->inflight += m->inflight;
+		t->worked += m->worked;
+		t->torn_cycles += m->torn_cycles;
+		t->rate_sum += m->rate_sum;
+		t->rate_n += m->rate_n;
+		t->mib_sum += m->mib_sum;
+		t->mib_n += m->mib_n;
+		for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
+			t->lat.hist[k] += m->lat.hist[k];
+		t->lat.n += m->lat.n;
+		if (m->lat.max > t->lat.max)
+			t->lat.max = m->lat.max;
+		for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
+			t->tears[k] += m->tears[k];
+		t->tears_n += m->tears_n;
+		if (m->record_sectors > t->record_sectors)
+			t->record_sectors = m->record_sectors;
+		for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
+			t->first_fail[t->nfirst_fail++] = m->first_fail[k];
+		for (int k = 0; k < PC_NRQ; k++)
+			t->rq[k] += m->rq[k];
+		t->audited += m->audited;
+		t->audit_unavailable += m->audit_unavailable;
+		t->io_notes += m->io_notes;
+	}
+}
+
+unsigned long rep_mode_cycles(const struct rep_mode *m)
+{
+	return m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL] + m->out[PC_OUT_BOOT_FAIL] + m->out[PC_OUT_INFRA_ERROR];
+}
+
+/*
+ * FAIL beats BOOT_FAIL beats INCOMPLETE beats PASS: a proven violation or a
+ * dead part stays what it is however little else was judged, and a campaign
+ * that judged too little (rep_finish) never reads PASS. INFRA_ERROR is the
+ * lab's fault, never the device's, but too much of it leaves nothing to hand
+ * anyone.
+ */
+enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t)
+{
+	if (t->out[PC_OUT_FAIL])
+		return PC_RES_FAIL;
+	if (t->out[PC_OUT_BOOT_FAIL])
+		return PC_RES_BOOT_FAIL;
+	if (d->nwhy)
+		return PC_RES_INCOMPLETE;
+	return PC_RES_PASS;
+}
+
+static int result_code(enum pc_result res)
+{
+	if (res == PC_RES_PASS)
+		return REPORT_PASS;
+	if (res == PC_RES_INCOMPLETE)
+		return REPORT_INCOMPLETE;
+	return REPORT_FAIL;
+}
+
+const char *rep_result_name(int res)
+{
+	return pc_result_names[res == REPORT_PASS ? PC_RES_PASS : res == REPORT_FAIL ? PC_RES_FAIL : PC_RES_INCOMPLETE];
+}
+
+/* The worst device's: what `powercut report` and `run` exit with. Nothing
+ * at all to report is nothing judged. */
+int rep_result(const struct rep *r)
+{
+	int res = r->ndevs ? REPORT_PASS : REPORT_INCOMPLETE;
+
+	for (unsigned i = 0; i < r->ndevs; i++) {
+		struct rep_mode t;
+		int c;
+
+		rep_mode_sum(&r->devs[i], &t);
+		c = result_code(rep_dev_result(&r->devs[i], &t));
+		if (c == REPORT_FAIL || (c == REPORT_INCOMPLETE && res == REPORT_PASS))
+			res = c;
+	}
+	return res;
+}
+
+/* "lost_acked=3 torn=1", or "-" */
+void rep_viol_text(const struct rep_mode *m, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = 0;
+	for (int c = 0; c < NCLASS; c++)
+		if (m->viol[c] && n < len)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", pc_class_names[c], m->viol[c]);
+	if (m->refused && n < len)
+		n += (size_t)snprintf(buf + n, len - n, "%s%s=%lu", n ? " " : "", REFUSED_NAME, m->refused);
+	if (!n) {
+		if (m->violations)	/* classes this report does not know */
+			snprintf(buf, len, "%lu", m->violations);
+		else
+			snprintf(buf, len, "-");
+	}
+}
+
+const char *rep_field_text(const struct rep_field *f, char *buf, size_t len)
+{
+	if (!f->v)
+		return "-";
+	snprintf(buf, len, "%s%s", json_object_is_type(f->v, json_type_object) || json_object_is_type(f->v, json_type_array) ?
+		 json_object_to_json_string_ext(f->v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) :
+		 json_object_get_string(f->v), f->varies ? " (varies)" : "");
+	return buf;
+}
+
+const char *rep_io_became(const struct rep_dev *d, const struct rep_mode *m, char *buf, size_t len)
+{
+	int mode = pc_mode_from_name(m->name);
+	struct pc_queue q;
+
+	if (!m->audited)
+		return NULL;
+	/* the queue as the device's verdicts said it, unless it varied */
+	pc_queue_read(d && !d->ident[ID_FUA].varies ? d->ident[ID_FUA].v : NULL,
+		      d && !d->ident[ID_WCACHE].varies ? d->ident[ID_WCACHE].v : NULL, &q);
+	return pc_io_became(mode, m->rq, 1, &q, buf, len);
+}
+
+double rep_rate(const struct rep_mode *m)
+{
+	return m->rate_n ? m->rate_sum / (double)m->rate_n : -1.0;
+}
+
+double rep_mib(const struct rep_mode *m)
+{
+	return m->mib_n ? m->mib_sum / (double)m->mib_n : -1.0;
+}
+
+uint32_t rep_lat_q(const struct rep_mode *m, double q)
+{
+	return pc_lat_quantile(m->lat.hist, m->lat.n, q, m->lat.max);
+}
+
+const struct rep_mode *rep_find_mode(const struct rep_dev *d, const char *name)
+{
+	for (unsigned i = 0; i < d->nmodes; i++)
+		if (!strcmp(d->modes[i].name, name))
+			return &d->modes[i];
+	return NULL;
+}
+
+double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m)
+{
+	const struct rep_mode *none = rep_find_mode(d, "none");
+	double a, b;
+
+	if (!none || none == m)
+		return -1.0;
+	a = rep_rate(none);
+	b = rep_rate(m);
+	return a > 0 && b > 0 ? a / b : -1.0;
+}
+
+const char *rep_time_text(int64_t ms, char *buf, size_t len)
+{
+	time_t sec = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (ms < 0 || !gmtime_r(&sec, &tm)) {
+		snprintf(buf, len, "-");
+		return buf;
+	}
+	snprintf(buf, len, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+		 tm.tm_hour, tm.tm_min, tm.tm_sec);
+	return buf;
+}
+
