@@ -26,24 +26,7 @@
 #include <unistd.h>
 #include <linux/loop.h>
 
-#ifdef PC_HAVE_BLKID
-#include <blkid/blkid.h>
-#endif
-
-#if __has_include(<linux/mmc/ioctl.h>)
-#include <linux/mmc/ioctl.h>
-#define PC_HAVE_MMC_IOCTL 1
-#endif
-
 #include "common/util.h"
-
-#define SYSFS_DEV_BLOCK	"/sys/dev/block"
-#define SYSFS_BLOCK	"/sys/block"
-#define SYSFS_BLOCK_MAX	65536	/* entries of /sys/block we look at */
-#define MOUNTINFO	"/proc/self/mountinfo"
-#define SWAPS		"/proc/swaps"
-#define DEBUGFS		"/sys/kernel/debug"
-#define FAMILY_MAX	256	/* partitions of one disk we check; GPT allows 128 */
 
 /* A message for the caller's buffer; a long path may cut it short. */
 void bd_errf(char *err, size_t errlen, const char *fmt, ...)

@@ -216,6 +216,11 @@ int pc_msg_parse_obj(json_object *o, struct pc_msg *m, char *err, size_t errlen)
 /* An integer member of o within [min, max], or -1 (missing, not an integer,
  * out of range): for records the harness reads back (lock files, groups). */
 int64_t pc_json_int_in(json_object *o, const char *key, int64_t min, int64_t max);
+/* The first line of a record file the harness rewrites in place (a lock
+ * file: a run writes its new line over the old one before it truncates
+ * the rest) as a JSON object, read with pread at offset 0 into buf (at most
+ * len - 1 bytes); NULL when it is empty, unreadable or not an object. */
+json_object *pc_json_first_line(int fd, char *buf, size_t len);
 void pc_msg_clear(struct pc_msg *m);
 
 /*

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- validation helpers ---- */
 
@@ -327,3 +328,28 @@ int64_t pc_json_int_in(json_object *o, const char *key, int64_t min, int64_t max
 	return x >= min && x <= max ? x : -1;
 }
 
+
+json_object *pc_json_first_line(int fd, char *buf, size_t len)
+{
+	json_object *o;
+	ssize_t n;
+	char *nl;
+
+	if (len < 2)
+		return NULL;
+	do
+		n = pread(fd, buf, len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return NULL;
+	buf[n] = 0;
+	nl = strchr(buf, '\n');
+	if (nl)
+		*nl = 0;
+	o = json_tokener_parse(buf);
+	if (o && !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		o = NULL;
+	}
+	return o;
+}

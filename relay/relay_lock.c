@@ -145,25 +145,13 @@ static void lock_str(json_object *o, const char *key, char *out, size_t len)
 
 static void lock_read(int fd, struct relay_lock_who *w)
 {
-	char buf[LOCK_MAX], *nl;
+	char buf[LOCK_MAX];
 	json_object *o;
-	ssize_t n;
 
 	memset(w, 0, sizeof(*w));
-	do
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
+	o = pc_json_first_line(fd, buf, sizeof(buf));
+	if (!o)
 		return;
-	buf[n] = 0;
-	nl = strchr(buf, '\n');
-	if (nl)
-		*nl = 0;
-	o = json_tokener_parse(buf);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return;
-	}
 	w->pid = (long)pc_json_int_in(o, "pid", 1, LOCK_PID_MAX);
 	w->started = pc_json_int_in(o, "started", 0, LOCK_TIME_MAX);
 	lock_str(o, "host", w->host, sizeof(w->host));

@@ -5,42 +5,40 @@
 
 #include <math.h>
 
+/* One step of the modified Lentz method: the factor the term num adds. */
+static double lentz_step(double num, double *c, double *d)
+{
+	const double tiny = 1e-300;
+
+	*d = 1.0 + num * *d;
+	*c = 1.0 + num / *c;
+	if (fabs(*d) < tiny)
+		*d = tiny;
+	if (fabs(*c) < tiny)
+		*c = tiny;
+	*d = 1.0 / *d;
+	return *d * *c;
+}
+
 /*
  * The continued fraction of the regularized incomplete beta function
  * (the modified Lentz method; Press et al., Numerical Recipes, 6.4).
  */
 static double beta_cf(double a, double b, double x)
 {
-	const double tiny = 1e-300, eps = 1e-15;
-	double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0);
+	double c = 1.0, d = 1.0 - (a + b) * x / (a + 1.0), h;
 
-	if (fabs(d) < tiny)
-		d = tiny;
+	if (fabs(d) < 1e-300)
+		d = 1e-300;
 	d = 1.0 / d;
-	double h = d;
+	h = d;
 	for (int m = 1; m <= 10000; m++) {
-		double m2 = 2.0 * m;
-		double num = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
+		double m2 = 2.0 * m, del;
 
-		d = 1.0 + num * d;
-		c = 1.0 + num / c;
-		if (fabs(d) < tiny)
-			d = tiny;
-		if (fabs(c) < tiny)
-			c = tiny;
-		d = 1.0 / d;
-		h *= d * c;
-		num = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
-		d = 1.0 + num * d;
-		c = 1.0 + num / c;
-		if (fabs(d) < tiny)
-			d = tiny;
-		if (fabs(c) < tiny)
-			c = tiny;
-		d = 1.0 / d;
-		double del = d * c;
+		h *= lentz_step(m * (b - m) * x / ((a + m2 - 1.0) * (a + m2)), &c, &d);
+		del = lentz_step(-(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0)), &c, &d);
 		h *= del;
-		if (fabs(del - 1.0) < eps)
+		if (fabs(del - 1.0) < 1e-15)
 			break;
 	}
 	return h;

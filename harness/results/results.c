@@ -101,29 +101,16 @@ static void lock_read(int fd, struct results_lock_info *li)
 {
 	char buf[LOCK_MAX];
 	json_object *o, *v;
-	ssize_t n;
-	char *nl;
 
 	li->known = 0;
 	li->pid = 0;
 	li->host[0] = 0;
 	li->started = li->ended = 0;
-	do
-		n = pread(fd, buf, sizeof(buf) - 1, 0);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0)
-		return;
-	buf[n] = 0;
 	/* the first line only: a run rewriting the file writes the new line
 	 * over the old one before it truncates what is left */
-	nl = strchr(buf, '\n');
-	if (nl)
-		*nl = 0;
-	o = json_tokener_parse(buf);
-	if (!o || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
+	o = pc_json_first_line(fd, buf, sizeof(buf));
+	if (!o)
 		return;
-	}
 	li->pid = (long)pc_json_int_in(o, "pid", 1, LOCK_PID_MAX);
 	li->started = pc_json_int_in(o, "started", 0, LOCK_TIME_MAX);
 	li->ended = pc_json_int_in(o, "ended", 0, LOCK_TIME_MAX);

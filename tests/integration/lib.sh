@@ -208,3 +208,34 @@ vm_setup() {
 	[ -n "$offset" ] && [ -n "$length" ] && [ -n "$record_size" ] && [ -n "$spr" ] && [ -n "$nslots" ] &&
 		[ -n "$partlabel" ] || vm_skip "$VM/sd.geometry lacks one of offset length record_size spr nslots partlabel (make vm-image)"
 }
+
+# A lab PDU for sim boards behind Debian's real pdudaemon (the LAVA tests):
+# pdu_lab AGENT writes $T/pdu.sh (outlet N powers the board named in
+# $T/outlet-N: "NAME HOST:PORT PROFILE"; on starts its agent with setsid,
+# off SIGKILLs its process group; each switch is logged in $T/pdu.log),
+# starts pdudaemon with a localcmdline PDU "lab" on a free port ($dport,
+# its pid added to $pids) and waits for it to answer.
+pdu_lab() {
+	local agent=$1
+	cat > "$T/pdu.sh" <<SH
+#!/bin/bash
+act=\$1 outlet=\$2
+read -r b connect profile < "$T/outlet-\$outlet" || exit 1
+echo "\$act \$b" >> "$T/pdu.log"
+case \$act in
+on) setsid "$agent" run --fresh-boot-id --device "sim:$T/\$b.img" --sim-profile "\$profile" \\
+	--connect "\$connect" --key "$T/agent.key" --board \$b >> "$T/\$b.log" 2>&1 < /dev/null & echo \$! > "$T/\$b.pid" ;;
+off) { read -r p < "$T/\$b.pid"; } 2> /dev/null && kill -KILL -- -\$p 2> /dev/null; : > "$T/\$b.pid" ;;
+esac
+SH
+	dport=$(free_port)
+	cat > "$T/pdudaemon.conf" <<JSON
+{ "daemon": { "hostname": "127.0.0.1", "port": $dport, "logging_level": "INFO", "listener": "http" },
+  "pdus": { "lab": { "driver": "localcmdline", "cmd_on": "bash $T/pdu.sh on %s", "cmd_off": "bash $T/pdu.sh off %s" } } }
+JSON
+	pdudaemon --conf "$T/pdudaemon.conf" --listener http --logfile "$T/daemon.log" &
+	dpid=$!
+	pids="$pids $dpid"
+	for _ in $(seq 100); do (exec 3<> "/dev/tcp/127.0.0.1/$dport") 2> /dev/null && return 0; sleep 0.1; done
+	return 1
+}

@@ -49,27 +49,9 @@ if ! check "the test shell's image is there (tools/lava/shell-image)" tools/lava
 fi
 
 "$ROOT/build/powercut" key new "$T/agent.key" > /dev/null 2>&1
-cat > "$T/pdu.sh" <<SH
-#!/bin/bash
-act=\$1 outlet=\$2
-read -r b connect profile < "$T/outlet-\$outlet" || exit 1
-echo "\$act \$b" >> "$T/pdu.log"
-case \$act in
-on) setsid "$ROOT/build/powercut-agent" run --fresh-boot-id --device "sim:$T/\$b.img" --sim-profile "\$profile" \\
-	--connect "\$connect" --key "$T/agent.key" --board \$b >> "$T/\$b.log" 2>&1 < /dev/null & echo \$! > "$T/\$b.pid" ;;
-off) { read -r p < "$T/\$b.pid"; } 2> /dev/null && kill -KILL -- -\$p 2> /dev/null; : > "$T/\$b.pid" ;;
-esac
-SH
-dport=$(free_port)
-cat > "$T/pdudaemon.conf" <<JSON
-{ "daemon": { "hostname": "127.0.0.1", "port": $dport, "logging_level": "INFO", "listener": "http" },
-  "pdus": { "lab": { "driver": "localcmdline", "cmd_on": "bash $T/pdu.sh on %s", "cmd_off": "bash $T/pdu.sh off %s" } } }
-JSON
-pdudaemon --conf "$T/pdudaemon.conf" --listener http --logfile "$T/daemon.log" &
-dpid=$!
-pids="$pids $dpid"
-up() { for _ in $(seq 100); do (exec 3<> "/dev/tcp/127.0.0.1/$dport") 2> /dev/null && return 0; sleep 0.1; done; return 1; }
-check "pdudaemon (HTTP) starts on port $dport" up
+pdu_lab "$ROOT/build/powercut-agent"
+rc=$?
+check "pdudaemon (HTTP) starts on port $dport (was $rc)" test $rc -eq 0
 
 # The device: its power commands are pdudaemon requests, as a lab's device
 # dictionary renders them; the test shell shares the worker's network.
