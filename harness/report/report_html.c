@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/record.h"
 #include "harness/report/report_model.h"
 #include "harness/report/svg.h"
 
@@ -380,7 +381,7 @@ static void speed_row(FILE *out, const struct rep_dev *d, const struct rep_mode 
 	us_cell(out, rep_lat_q(m, 0.5), m->lat.n > 0);
 	us_cell(out, rep_lat_q(m, 0.99), m->lat.n > 0);
 	us_cell(out, m->lat.max, m->lat.n > 0);
-	if (!total && !strcmp(m->name, "none") && rep_rate(m) > 0)
+	if (!total && pc_mode_from_name(m->name) == PC_MODE_NONE && rep_rate(m) > 0)
 		fputs("<td class=\"n\">baseline</td>", out);
 	else
 		dbl_cell(out, total ? -1 : rep_cost_vs_none(d, m), 2, "\xc3\x97");

@@ -186,7 +186,7 @@ static void print_speed(FILE *out, const struct rep_dev *d)
 			us_text(rep_lat_q(m, 0.99), p99, sizeof(p99));
 			us_text(m->lat.max, mx, sizeof(mx));
 		}
-		if (!strcmp(m->name, "none"))
+		if (pc_mode_from_name(m->name) == PC_MODE_NONE)
 			snprintf(cost, sizeof(cost), "1.00x");
 		else if (c > 0)
 			snprintf(cost, sizeof(cost), "%.2fx", c);
