@@ -200,16 +200,17 @@ static void refused(struct rp *p, uint64_t lineno)
 }
 
 /*
- * events.jsonl through the engine. A line that is not UTF-8 text or not a
- * JSON object is skipped and one the engine refuses is passed over, each
- * said and counted (r->refused): the verdicts the rest make are still
- * compared. A line the reader cannot go past (longer than JSONL_LINE_MAX) or
+ * events.jsonl through the engine. A line that is not UTF-8 text, not a
+ * JSON object or not an event (engine_event_parse: a kind, board, cycle or
+ * time missing or out of range) is skipped, said and counted (r->refused):
+ * the verdicts the rest make are still compared. A line the reader cannot go past (longer than JSONL_LINE_MAX) or
  * a read error stops it: -errno with err.
  */
 static int read_events(struct rp *p, const char *path, int *torn)
 {
 	struct jsonl j;
 	struct jsonl_line l;
+	struct engine_event x;
 	json_object *ev;
 	char why[512];
 	int ret;
@@ -250,9 +251,14 @@ static int read_events(struct rp *p, const char *path, int *torn)
 			continue;
 		}
 		why[0] = '\0';
-		if (engine_feed(p->eng, ev, why, sizeof(why))) {
-			fprintf(p->out, "%s:%" PRIu64 ": %s\n", path, l.lineno, why);
+		if (engine_event_parse(ev, &x, why, sizeof(why))) {
+			fprintf(p->out, "%s:%" PRIu64 ": %s (line skipped)\n", path, l.lineno, why);
 			refused(p, l.lineno);
+		} else if (engine_feed_event(p->eng, &x, why, sizeof(why))) {
+			/* a well-formed event the engine refuses (a HELLO beyond the
+			 * board's configuration) was refused live too: the recording's
+			 * own, said, not damage */
+			fprintf(p->out, "%s:%" PRIu64 ": %s\n", path, l.lineno, why);
 		}
 		json_object_put(ev);
 	}

@@ -30,8 +30,8 @@ struct replay_result {
 	unsigned differ;	/* same board and cycle, different content */
 	unsigned missing;	/* recomputed but not recorded */
 	unsigned extra;		/* recorded but not recomputed */
-	/* lines of events.jsonl not fed to the engine (not UTF-8 or not a JSON
-	 * object: skipped) or refused by it: damage or crafting, never a
+	/* lines of events.jsonl not fed to the engine (not UTF-8, not a JSON
+	 * object, not an event: skipped): damage or crafting, never a
 	 * recording's normal state (a torn last line is neither) */
 	unsigned refused;
 	unsigned refused_line[REPLAY_REFUSED_LINES];	/* the first ones' line numbers */
