@@ -53,7 +53,7 @@ static void excerpt(char *out, size_t outlen, const char *line, size_t len)
  * events, 41 MB of events.jsonl and 34 MB of stderr in 14.5 s). Per peer
  * address (the port dropped: each connection has its own) the first
  * REJ_WHOLE refusals of an interval are written whole; the others are
- * counted, by reason, and written as one link_reject_summary per peer when
+ * counted, by kind of reason, and written as one link_reject_summary per peer when
  * the interval ends (REJ_INTERVAL_MS, checked at each refusal and each turn
  * of the loop) or the run does. Whole events also stop once those of the
  * interval pass REJ_BYTES: with at most REJ_PEERS + 1 summaries of at most
@@ -64,7 +64,7 @@ static void excerpt(char *out, size_t outlen, const char *line, size_t len)
 #define REJ_PEERS 16		/* peers counted apart; the others share one entry ("*") */
 #define REJ_WHOLE 5		/* whole link_reject events per peer and interval */
 #define REJ_INTERVAL_MS 60000
-#define REJ_REASONS 8		/* distinct reasons per summary; the rest "other_reasons" */
+#define REJ_REASONS 16		/* distinct reasons per summary; the rest "other_reasons" */
 #define REJ_REASON_LEN 96	/* bytes of a reason kept in a summary */
 #define REJ_BYTES 16384		/* bytes of whole link_reject events per interval */
 
@@ -113,10 +113,24 @@ static struct rej_peer *rej_peer_of(const char *addr)
 	return &rej.peer[REJ_PEERS];
 }
 
-static void rej_count(struct rej_peer *p, const char *why)
+/* Counted by kind: the reason as worded with each number as "N" (ports,
+ * sizes, times vary from one attempt to the next; the words do not). */
+static void rej_count(struct rej_peer *p, const char *reason)
 {
+	char why[REJ_REASON_LEN + 1];
+	size_t n = 0;
 	unsigned i;
 
+	for (const char *r = reason; *r && n < REJ_REASON_LEN; r++) {
+		if (*r >= '0' && *r <= '9') {
+			if (n && why[n - 1] == 'N' && r > reason && r[-1] >= '0' && r[-1] <= '9')
+				continue;
+			why[n++] = 'N';
+		} else {
+			why[n++] = *r;
+		}
+	}
+	why[n] = '\0';
 	p->counted++;
 	for (i = 0; i < p->nreason; i++)
 		if (!strncmp(p->reason[i].why, why, REJ_REASON_LEN))
