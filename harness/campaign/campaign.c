@@ -695,6 +695,7 @@ static uint64_t loop_timers(struct camp *c)
 {
 	uint64_t now = pc_now_ms(), next = now + 1000;
 
+	camp_link_reject_tick(c, 0);
 	for (unsigned i = 0; i < c->nb; i++) {
 		if (relay_worker_hung(&c->b[i].rw, now))
 			relay_failed(&c->b[i], "did not answer within %u ms (the driver hangs)", c->b[i].rw.hang_ms);

@@ -277,6 +277,7 @@ static int camp_finish(struct camp *c, const char *dir)
 	unsigned fails = 0;
 
 	camp_progress(c, 1);
+	camp_link_reject_tick(c, 1);	/* the refusals counted, before run_end */
 	for (unsigned i = 0; i < c->nb; i++) {
 		fails += c->b[i].tally.fail + c->b[i].tally.boot;
 		if (c->b[i].st != B_DONE || camp_stopped())

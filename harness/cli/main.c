@@ -161,8 +161,9 @@ static const char replay_usage[] =
 	"  --quiet       print nothing for a folder whose every verdict matches\n"
 	"\n"
 	"Exit status: 0 every verdict of every folder matches, 1 some verdict differs, is\n"
-	"missing or extra, 2 an error (a folder that cannot be replayed, a report that\n"
-	"cannot be made, a JUnit file that cannot be written, a bad option).\n";
+	"missing or extra, 2 an error (a folder that cannot be replayed, a line of\n"
+	"events.jsonl refused or skipped, a report that cannot be made, a JUnit file\n"
+	"that cannot be written, a bad option).\n";
 
 /* 0 every verdict matches, 1 a difference, 2 an error (replay_main()) */
 static int cmd_replay(int argc, char **argv)

@@ -191,14 +191,81 @@ static int on_verdict(json_object *v, void *arg)
 	return 0;
 }
 
-static int on_event(json_object *ev, unsigned lineno, void *arg)
+static void refused(struct rp *p, uint64_t lineno)
 {
-	struct rp *p = arg;
-	char err[512] = "";
+	if (p->r->refused < REPLAY_REFUSED_LINES)
+		p->r->refused_line[p->r->refused] = lineno > UINT_MAX ? UINT_MAX : (unsigned)lineno;
+	if (p->r->refused < UINT_MAX)
+		p->r->refused++;
+}
 
-	if (engine_feed(p->eng, ev, err, sizeof(err)))
-		fprintf(p->out, "%s/" PC_FILE_EVENTS ":%u: %s\n", p->dir, lineno, err);
-	return 0;
+/*
+ * events.jsonl through the engine. A line that is not UTF-8 text, not a
+ * JSON object or not an event (engine_event_parse: a kind, board, cycle or
+ * time missing or out of range) is skipped, said and counted (r->refused):
+ * the verdicts the rest make are still compared. A line the reader cannot go past (longer than JSONL_LINE_MAX) or
+ * a read error stops it: -errno with err.
+ */
+static int read_events(struct rp *p, const char *path, int *torn)
+{
+	struct jsonl j;
+	struct jsonl_line l;
+	struct engine_event x;
+	json_object *ev;
+	char why[512];
+	int ret;
+
+	*torn = 0;
+	if ((ret = jsonl_open(&j, path))) {
+		snprintf(p->err, p->errlen, "%s", j.err);
+		return ret;
+	}
+	for (;;) {
+		ret = jsonl_next(&j, &l);
+		if (ret == 0)
+			break;
+		/* a bad line the reader has gone past (its number is the last
+		 * handed out): skip it; anything else ends the file */
+		if (ret < 0 && !(ret == -EINVAL && j.err_line && j.err_line == j.lineno && !j.from)) {
+			snprintf(p->err, p->errlen, "%s", j.err);
+			goto out;
+		}
+		if (ret < 0) {
+			fprintf(p->out, "%s (line skipped)\n", j.err);
+			refused(p, j.err_line);
+			continue;
+		}
+		if (jsonl_blank(l.s, l.len))
+			continue;
+		ev = jsonl_parse(&j, &l);
+		if (ev && !json_object_is_type(ev, json_type_object)) {
+			fprintf(p->out, "%s:%" PRIu64 ": a JSON %s, not an object (line skipped)\n", path, l.lineno,
+				json_type_to_name(json_object_get_type(ev)));
+			json_object_put(ev);
+			refused(p, l.lineno);
+			continue;
+		}
+		if (!ev) {
+			fprintf(p->out, "%s (line skipped)\n", j.err);
+			refused(p, l.lineno);
+			continue;
+		}
+		why[0] = '\0';
+		if (engine_event_parse(ev, &x, why, sizeof(why))) {
+			fprintf(p->out, "%s:%" PRIu64 ": %s (line skipped)\n", path, l.lineno, why);
+			refused(p, l.lineno);
+		} else if (engine_feed_event(p->eng, &x, why, sizeof(why))) {
+			/* a well-formed event the engine refuses (a HELLO beyond the
+			 * board's configuration) was refused live too: the recording's
+			 * own, said, not damage */
+			fprintf(p->out, "%s:%" PRIu64 ": %s\n", path, l.lineno, why);
+		}
+		json_object_put(ev);
+	}
+	*torn = j.torn;
+out:
+	jsonl_close(&j);
+	return ret;
 }
 
 static int on_recorded(json_object *v, unsigned lineno, void *arg)
@@ -474,7 +541,7 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 	p.recorded = json_object_new_object();
 	p.bmap = json_object_new_object();
 	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, dir);
-	ret = results_each_line(path, on_event, &p, &torn, err, errlen);
+	ret = read_events(&p, path, &torn);
 	if (!ret && torn)
 		fprintf(out, "%s: ignoring a torn last line\n", path);
 	if (!ret && o && o->recomputed) {
@@ -586,6 +653,7 @@ struct folder {
 	const char *dir;
 	int ret;		/* replay_dir_opts()'s */
 	int report_failed;
+	int damaged;		/* lines of events.jsonl refused or skipped: err says which */
 	char err[1024];
 	struct replay_result r;
 	double secs;
@@ -700,6 +768,20 @@ static void one_folder(struct folder *fo, FILE *out, const struct replay_cli *o)
 	if (!o->quiet || fo->r.differ || fo->r.missing || fo->r.extra)
 		fprintf(out, "replay %s: %u verdicts recomputed, %u match, %u differ, %u missing, %u extra\n", fo->dir,
 			fo->r.recomputed, fo->r.matched, fo->r.differ, fo->r.missing, fo->r.extra);
+	if (fo->r.refused) {
+		unsigned nl = fo->r.refused < REPLAY_REFUSED_LINES ? fo->r.refused : REPLAY_REFUSED_LINES;
+		int n = snprintf(fo->err, sizeof(fo->err), "%s/" PC_FILE_EVENTS ": %u line%s refused or skipped (line%s ",
+				 fo->dir, fo->r.refused, fo->r.refused == 1 ? "" : "s", fo->r.refused == 1 ? "" : "s");
+
+		for (unsigned i = 0; i < nl && n > 0 && (size_t)n < sizeof(fo->err); i++)
+			n += snprintf(fo->err + n, sizeof(fo->err) - (size_t)n, "%s%u", i ? ", " : "",
+				      fo->r.refused_line[i]);
+		if (n > 0 && (size_t)n < sizeof(fo->err))
+			snprintf(fo->err + n, sizeof(fo->err) - (size_t)n,
+				 "%s): a damaged or crafted recording; the verdicts above are from the other lines",
+				 fo->r.refused > nl ? ", ..." : "");
+		fo->damaged = 1;
+	}
 	if (o->report && report_of(fo, rd, out))
 		fo->report_failed = 1;
 out:
@@ -795,7 +877,7 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
-		if (fs[i].ret || fs[i].report_failed) {
+		if (fs[i].ret || fs[i].report_failed || fs[i].damaged) {
 			tests++;
 			errors++;
 		}
@@ -810,7 +892,7 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 	for (int i = 0; !ret && i < n; i++) {
 		const struct folder *fo = &fs[i];
 		const struct replay_result *r = &fo->r;
-		unsigned nt = fo->ret ? 0 : r->nboards, nf = 0, ne = fo->ret || fo->report_failed;
+		unsigned nt = fo->ret ? 0 : r->nboards, nf = 0, ne = fo->ret || fo->report_failed || fo->damaged;
 		char cls[256];
 
 		base_of(fo->dir, cls, sizeof(cls));
@@ -860,7 +942,7 @@ int replay_main(const char *const *dirs, int ndirs, FILE *out, const struct repl
 
 		fo->dir = dirs[i];
 		one_folder(fo, out, o);
-		if (fo->ret || fo->report_failed) {
+		if (fo->ret || fo->report_failed || fo->damaged) {
 			pc_err("%s", fo->err);
 			bad++;
 		}

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #define REPLAY_MORE_CYCLES 8
+#define REPLAY_REFUSED_LINES 5	/* refused lines named by number */
 
 /* One board of a replayed folder: its verdicts and the first difference. */
 struct replay_board {
@@ -29,6 +30,11 @@ struct replay_result {
 	unsigned differ;	/* same board and cycle, different content */
 	unsigned missing;	/* recomputed but not recorded */
 	unsigned extra;		/* recorded but not recomputed */
+	/* lines of events.jsonl not fed to the engine (not UTF-8, not a JSON
+	 * object, not an event: skipped): damage or crafting, never a
+	 * recording's normal state (a torn last line is neither) */
+	unsigned refused;
+	unsigned refused_line[REPLAY_REFUSED_LINES];	/* the first ones' line numbers */
 	/* by board, in the order their first verdict came (only when asked:
 	 * replay_opts.boards; replay_result_free() frees them) */
 	struct replay_board *boards;
@@ -60,8 +66,10 @@ struct replay_cli {
 /* Every folder replayed in turn, on out. Returns the exit status of
  * `powercut replay`: 0 every verdict of every folder matches, 1 a verdict
  * differs, is missing or extra (and no error), 2 an error: a folder that
- * cannot be replayed, a report that cannot be made, a JUnit file that cannot
- * be written (the other folders are still replayed). */
+ * cannot be replayed, a folder with a line of events.jsonl refused or
+ * skipped (its verdicts still compared and printed), a report that cannot be
+ * made, a JUnit file that cannot be written (the other folders are still
+ * replayed). */
 int replay_main(const char *const *dirs, int ndirs, FILE *out, const struct replay_cli *o);
 
 #endif

@@ -5,7 +5,8 @@
 # connections, and send oversized and out-of-range hellos -- and once more on
 # a serial console with a second writer. The honest board's verdicts must be
 # identical to the undisturbed run's, every rogue attempt must be on record in
-# events.jsonl (link_reject), and replay must agree.
+# events.jsonl (a link_reject event, or counted in a link_reject_summary), and
+# replay must agree.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -89,7 +90,11 @@ check "10 verdicts in the run under attack" [ "$(wc -l < "$T/rB/verdicts.jsonl")
 check "the honest board's verdicts are identical to the undisturbed run's" \
 	[ "$(verdicts "$T/rA")" = "$(verdicts "$T/rB")" ]
 [ "$(verdicts "$T/rA")" = "$(verdicts "$T/rB")" ] || diff <(verdicts "$T/rA") <(verdicts "$T/rB") | head -6
-rejects() { jq -s "[.[] | select(.ev == \"link_reject\" and (.reason | test(\"$1\")))] | length" "$T/rB/events.jsonl"; }
+# refusals on record: whole link_reject events, and those counted in the
+# link_reject_summary events (by reason) once a peer passed its few whole ones
+rejects() { jq -s "([.[] | select(.ev == \"link_reject\" and (.reason | test(\"$1\")))] | length) +
+	([.[] | select(.ev == \"link_reject_summary\") | .reasons | to_entries[] | select(.key | test(\"$1\")) | .value] | add // 0)" \
+	"$T/rB/events.jsonl"; }
 check "copied hellos: refused at the proof, on record ($(rejects 'proof does not verify'))" [ "$(rejects 'proof does not verify')" -ge 1 ]
 check "replayed session: on record ($(rejects 'proof|hello while|closed before'))" [ "$(rejects 'proof|hello while|closed before')" -ge 1 ]
 check "squatters: closed, on record ($(rejects 'no hello within|too many connections|without a hello'))" \
@@ -152,9 +157,10 @@ check "serial: the attacked run passes (exit 0; was $rc)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || tail -5 "$T/sB.out"
 check "serial: the verdicts are identical to the undisturbed run's" [ "$(verdicts "$T/sA")" = "$(verdicts "$T/sB")" ]
 [ "$(verdicts "$T/sA")" = "$(verdicts "$T/sB")" ] || diff <(verdicts "$T/sA") <(verdicts "$T/sB") | head -6
-n=$(jq -s '[.[] | select(.ev == "link_reject")] | length' "$T/sB/events.jsonl")
+n=$(jq -s '([.[] | select(.ev == "link_reject")] | length) + ([.[] | select(.ev == "link_reject_summary") | .refused] | add // 0)' "$T/sB/events.jsonl")
 check "serial: the second writer's lines are on record ($n link_reject events)" [ "$n" -ge 10 ]
-check "serial: its forged tagged lines were dropped ($(jq -s '[.[] | select(.ev == "link_reject" and (.reason | test("tag")))] | length' "$T/sB/events.jsonl"))" \
-	[ "$(jq -s '[.[] | select(.ev == "link_reject" and (.reason | test("tag")))] | length' "$T/sB/events.jsonl")" -ge 1 ]
+tagged=$(jq -s '([.[] | select(.ev == "link_reject" and (.reason | test("tag")))] | length) +
+	([.[] | select(.ev == "link_reject_summary") | .reasons | to_entries[] | select(.key | test("tag")) | .value] | add // 0)' "$T/sB/events.jsonl")
+check "serial: its forged tagged lines were dropped ($tagged)" [ "$tagged" -ge 1 ]
 check "serial: replay agrees" "$PC" replay "$T/sB"
 finish

@@ -46,6 +46,7 @@ JSON
 check "a short honest campaign passes (exit 0; was $rc)" [ $rc -eq 0 ]
 n_before=$(jq -s 'length' "$T/r/verdicts.jsonl")
 t=$(tail -1 "$T/r/events.jsonl" | jq .t)
+n_ev=$(wc -l < "$T/r/events.jsonl")
 slots=33554432
 bytes=$(( (slots * 8 + 16) * 512 ))
 {
@@ -61,7 +62,10 @@ bytes=$(( (slots * 8 + 16) * 512 ))
 	echo "{\"t\":9223372036854775807,\"board\":\"h1\",\"cycle\":5,\"ev\":\"infra\",\"reason\":\"x\"}"
 } >> "$T/r/events.jsonl"
 "$PC" replay "$T/r" > "$T/replay.out" 2>&1; rc=$?
-check "replay of the hostile events: no crash, the recorded verdicts still match (exit 0; was $rc)" [ $rc -eq 0 ]
+check "replay of the hostile events: no crash, exit 2 (lines refused; was $rc)" [ $rc -eq 2 ]
+check "...the recorded verdicts still match" grep -q "^replay $T/r: $n_before verdicts recomputed, $n_before match, 0 differ" "$T/replay.out"
+check "...the 5 malformed events named (the HELLO is the engine's to refuse, as it did live)" \
+	grep -q "events.jsonl: 5 lines refused or skipped (lines $((n_ev + 6)), $((n_ev + 7)), $((n_ev + 8)), $((n_ev + 9)), $((n_ev + 10)))" "$T/replay.out"
 check "...the huge HELLO is refused, naming the limit" grep -q "more than device.max_region_bytes 4294967296" "$T/replay.out"
 check "...the huge cycles are refused" grep -q 'field "cycle": expected an integer 0..10000001, got 2147483648' "$T/replay.out"
 "$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report --cycles 7 > "$T/out2" 2>&1; rc=$?
@@ -70,5 +74,9 @@ check "...one verdict per cycle 1..7" \
 	[ "$(jq -s '[.[] | .cycle] | sort == [1,2,3,4,5,6,7]' "$T/r/verdicts.jsonl")" = true ]
 check "...the cycles after the hostile boot pass" \
 	[ "$(jq -s '[.[] | select(.cycle > 4) | .verdict] | unique == ["PASS"]' "$T/r/verdicts.jsonl")" = true ]
-check "...and replay agrees with all $(jq -s length "$T/r/verdicts.jsonl") (was $n_before)" "$PC" replay "$T/r"
+"$PC" replay "$T/r" > "$T/replay2.out" 2>&1; rc=$?
+n_after=$(jq -s length "$T/r/verdicts.jsonl")
+check "...and replay agrees with all $n_after (was $n_before)" \
+	grep -q "^replay $T/r: $n_after verdicts recomputed, $n_after match, 0 differ, 0 missing, 0 extra" "$T/replay2.out"
+check "...exiting 2: the hostile lines are still there (was $rc)" [ $rc -eq 2 ]
 finish

@@ -132,6 +132,44 @@ check "options after the folders: --quiet taken" [ ! -s "$T/order.out" ]
 "$PC" replay --help > "$T/help" 2>&1
 check "--help names the options and the exit codes" grep -q -- "--junit FILE.*--report.*--quiet" "$T/help"
 
+# damage: a recording with one damaged middle line is not a passing replay.
+# It says which line, still compares what the others make, and exits 2; a
+# torn last line (a crash mid-write) is not damage.
+for kind in json utf8 event; do
+	cp -r "$R/sim-honest" "$T/dmg-$kind"
+	case $kind in
+	json) sed -i '200s/.*/{"t":1,"ev":"rx"/' "$T/dmg-$kind/events.jsonl" ;;
+	utf8) sed -i "200s/\$/$(printf '\377')/" "$T/dmg-$kind/events.jsonl" ;;
+	event) sed -i '200s/.*/{"t":5}/' "$T/dmg-$kind/events.jsonl" ;;
+	esac
+	"$PC" replay "$T/dmg-$kind" > "$T/dmg-$kind.out" 2>&1
+	rc=$?
+	check "replay of a recording with a damaged line ($kind): exit 2 (got $rc)" [ $rc -eq 2 ]
+	check "...naming file:line and the count" \
+		grep -q "dmg-$kind/events.jsonl: 1 line refused or skipped (line 200)" "$T/dmg-$kind.out"
+	check "...the verdicts of the other lines still compared" \
+		grep -q "^replay $T/dmg-$kind: 30 verdicts recomputed" "$T/dmg-$kind.out"
+done
+cp -r "$R/sim-honest" "$T/torn"
+head -c -40 "$R/sim-honest/events.jsonl" > "$T/torn/events.jsonl"
+"$PC" replay "$T/torn" > "$T/torn.out" 2>&1
+rc=$?
+check "replay of a recording with a torn last line: exit 0 (got $rc)" [ $rc -eq 0 ]
+"$PC" replay --junit "$T/dmg.xml" "$R/sim-honest" "$T/dmg-json" > /dev/null 2>&1
+rc=$?
+check "a damaged folder among clean ones: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "...an error testcase in the JUnit XML naming the line" grep -q 'line 200).*type="replay.error"' "$T/dmg.xml"
+# report: a damaged verdicts.jsonl is an error naming its line; clean is not
+"$PC" report "$R/sim-honest" > /dev/null 2>&1
+rc=$?
+check "report of a clean recording: exit 0 (got $rc)" [ $rc -eq 0 ]
+cp -r "$R/sim-honest" "$T/vdmg"
+sed -i '10s/.*/{"board":"honest","cycle":/' "$T/vdmg/verdicts.jsonl"
+"$PC" report "$T/vdmg" > "$T/vdmg.out" 2>&1
+rc=$?
+check "report of a damaged verdicts.jsonl: exit 2 (got $rc)" [ $rc -eq 2 ]
+check "...naming file:line" grep -q "vdmg/verdicts.jsonl:10: " "$T/vdmg.out"
+
 # --report: the recording judged by today's engine
 mkdir -p "$T/tmp"
 TMPDIR=$T/tmp "$PC" replay --report "$R/sim-lying-flush" > "$T/rep.out" 2>&1
