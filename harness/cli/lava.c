@@ -416,7 +416,7 @@ static json_object *campaign_for_lava(const char *path, const char *board, char 
 {
 	const char *on = getenv("LAVA_POWER_ON_COMMAND"), *off = getenv("LAVA_POWER_OFF_COMMAND");
 	const char *conn = getenv("LAVA_CONNECTION_COMMAND");
-	json_object *doc = load_json(path, err, errlen), *boards, *b = NULL, *link, *type;
+	json_object *doc = load_json(path, err, errlen), *boards, *b = NULL, *link = NULL, *type;
 	char url[300], why[400];
 
 	if (!doc)
@@ -439,6 +439,12 @@ static json_object *campaign_for_lava(const char *path, const char *board, char 
 		else
 			snprintf(err, errlen, "%s: %zu boards: say which this LAVA device is (--board NAME)", path,
 				 json_object_array_length(boards));
+		goto fail;
+	}
+	json_object *nm;
+	if (!json_object_is_type(b, json_type_object) || !json_object_object_get_ex(b, "name", &nm) ||
+	    !json_object_is_type(nm, json_type_string) || !json_object_get_string_len(nm)) {
+		snprintf(err, errlen, "%s: the board is not an object with a \"name\" (see docs/config.md)", path);
 		goto fail;
 	}
 	/* the campaign runs this board only: one LAVA device, one job */
@@ -464,7 +470,11 @@ static json_object *campaign_for_lava(const char *path, const char *board, char 
 	}
 	json_object_object_add(b, "relay", relay_from_env(on, off));
 
-	if (!json_object_object_get_ex(b, "link", &link)) {
+	if (json_object_object_get_ex(b, "link", &link) && !json_object_is_type(link, json_type_object)) {
+		snprintf(err, errlen, "%s: board %s: \"link\" is not an object (see docs/config.md)", path, name);
+		goto fail;
+	}
+	if (!link) {
 		link = json_object_new_object();
 		json_object_object_add(link, "type", json_object_new_string("tcp"));
 		json_object_object_add(b, "link", link);

@@ -112,6 +112,17 @@ export LAVA_CONNECTION_COMMAND="telnet 127.0.0.1 7001"
 check "telnet HOST PORT becomes the board's console telnet://HOST:PORT" \
 	test "$(jq -r '.boards[0].link.console' "$T/r-tel.lava.json")" = "telnet://127.0.0.1:7001"
 
+# hostile campaign files: refused with lava-test-raise, never a crash
+lava_env 1
+echo '{"boards":[5]}' > "$T/h1.json"
+echo '{"boards":[{"name":"x","link":7}]}' > "$T/h2.json"
+for h in h1 h2; do
+	"$PC" lava "$T/$h.json" --results "$T/r-$h" --print > "$T/$h.out" 2>&1
+	rc=$?
+	check "a campaign file $h.json with a board that is not one: exit 2 (was $rc)" test $rc -eq 2
+	check "...said with lava-test-raise" grep -q "^lava-test-raise 'powercut: .*not an object" "$T/$h.out"
+done
+
 stop_daemons "$dpid"
 campaign dark 3 honest
 lava_env 3
