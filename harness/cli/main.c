@@ -17,6 +17,7 @@
 #include "relay/relay_lock.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/config.h"
+#include "harness/cli/cli.h"
 #include "harness/cli/lava.h"
 #include "harness/cli/plan.h"
 #include "harness/cli/replay.h"
@@ -58,16 +59,6 @@ static int usage(FILE *f, int rc)
 	return rc;
 }
 
-static int load(const char *path, struct campaign_cfg *cfg)
-{
-	char err[1024];
-
-	if (config_load(path, cfg, err, sizeof(err))) {
-		pc_err("%s", err);
-		return -1;
-	}
-	return 0;
-}
 
 /* config_warnings(), one pc_warn() a line; how many. */
 static unsigned warn_config(const struct campaign_cfg *cfg)
@@ -118,7 +109,7 @@ static int cmd_run(int argc, char **argv)
 		pc_err("run takes one configuration file (see powercut --help)");
 		return 2;
 	}
-	if (load(argv[optind], &cfg))
+	if (cli_load(argv[optind], &cfg))
 		return 2;
 	warn_config(&cfg);
 	rc = campaign_run(&cfg, &o);
@@ -135,7 +126,7 @@ static int cmd_check(int argc, char **argv)
 		fputs("usage: powercut check-config CONFIG\n", argc == 2 ? stdout : stderr);
 		return argc == 2 ? 0 : 2;
 	}
-	if (load(argv[1], &cfg))
+	if (cli_load(argv[1], &cfg))
 		return 1;
 	/* values that suit only the sim, on a real board: said, not refused */
 	nwarn = warn_config(&cfg);
@@ -279,215 +270,6 @@ static int cmd_report(int argc, char **argv)
 static int cmd_status(int argc, char **argv)
 {
 	return status_main(argc, argv);
-}
-
-/* Where a relay's agent must connect and the key it proves itself with, as
- * the configuration says them: a campaign that listens on port 0 picks its
- * port when it starts, and its key is <results>/agent.key unless key_file
- * names one, so `relay` passes neither unless the configuration fixes it
- * (docs/relays.md). connect is "" then. */
-static void relay_hand_env(const struct campaign_cfg *cfg, char *connect, size_t clen, char *key, size_t klen)
-{
-	char host[128];
-	uint16_t port = 0;
-
-	connect[0] = key[0] = 0;
-	if (pc_parse_hostport(cfg->listen, host, sizeof(host), &port) == 0 && port) {
-		/* every address (or none: loopback) is reached on loopback from here */
-		if (!strcmp(host, "::"))
-			snprintf(connect, clen, "[::1]:%u", port);
-		else if (strchr(host, ':'))
-			snprintf(connect, clen, "[%s]:%u", host, port);
-		else
-			snprintf(connect, clen, "%s:%u", host[0] && strcmp(host, "0.0.0.0") ? host : "127.0.0.1", port);
-	}
-	if (cfg->key_file[0])
-		pc_strlcpy(key, cfg->key_file, klen);
-}
-
-/* A request to a relay holder, said as `relay` says things; 0 or 1 (exit status). */
-static int relay_ask(const struct relay_lock_who *h, const char *sock, const char *board, const char *req,
-		     char *reply, size_t len)
-{
-	char err[1024];
-
-	if (relay_hold_ask(sock, req, reply, len, err, sizeof(err))) {
-		pc_err("board %s: relay holder pid %ld: %s", board, h->pid, err);
-		return 1;
-	}
-	return 0;
-}
-
-static const char relay_usage[] =
-	"usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n"
-	"\n"
-	"Switches one board's relay by hand (bring-up). get prints on or off and never\n"
-	"switches anything. A relay that keeps its state only while held open (gpiod)\n"
-	"is left to a relay holder that keeps it on or off; later commands ask it, and\n"
-	"release makes it let go. Refused while a campaign drives the relay, wherever its\n"
-	"results folder is. See powercut(1), RELAY LOCKS.\n";
-
-static int cmd_relay(int argc, char **argv)
-{
-	struct campaign_cfg cfg = { 0 };
-	struct relay r;
-	struct relay_ctx ctx;
-	struct relay_lock lock = { .fd = -1 };
-	struct relay_lock_who me = { 0 }, holder;
-	const struct relay_ops *ops;
-	struct board_cfg *b = NULL;
-	char err[1024], note[1024], state[PATH_MAX + 64], key[160], connect[160], keyfile[PATH_MAX], reply[16];
-	char *cfgpath = NULL;
-	const char *act;
-	int ret = 1, rc;
-
-	if (argc != 4) {
-		if (argc == 2 && !strcmp(argv[1], "--help"))
-			fputs(relay_usage, stdout);
-		else
-			fputs("usage: powercut relay CONFIG BOARD on|off|cycle|get|release\n", stderr);
-		return argc == 2 && !strcmp(argv[1], "--help") ? 0 : 2;
-	}
-	act = argv[3];
-	if (strcmp(act, "on") && strcmp(act, "off") && strcmp(act, "cycle") && strcmp(act, "get") &&
-	    strcmp(act, "release")) {
-		pc_err("relay action '%s': expected on, off, cycle, get or release", act);
-		return 2;
-	}
-	if (load(argv[1], &cfg))
-		return 2;
-	for (unsigned i = 0; i < cfg.nboards; i++)
-		if (!strcmp(cfg.boards[i].name, argv[2]))
-			b = &cfg.boards[i];
-	if (!b) {
-		pc_err("%s: no board named '%s'", argv[1], argv[2]);
-		goto out;
-	}
-	{
-		/* A run of an older powercut takes no relay lock: its folder's
-		 * lock, where `relay` can know it, still says it runs. */
-		struct results_lock_info li;
-		char dir[PATH_MAX], desc[768];
-
-		snprintf(dir, sizeof(dir), "results/%s", cfg.name);
-		results_lock_probe(dir, &li);
-		if (li.state == RESULTS_LOCK_HELD) {
-			results_lock_describe(&li, desc, sizeof(desc));
-			pc_err("%s is in use by a campaign (%s): switching board %s by hand would cut under it; "
-			       "stop that run first", dir, desc, b->name);
-			goto out;
-		}
-	}
-	/* The relay's own lock, wherever the campaign keeps its results: a run
-	 * driving this relay, or a holder keeping it on or off, holds it. */
-	ops = relay_find(b->relay_driver);
-	/* (a sim or VM board has none: it lives in results/<campaign>/, checked above) */
-	rc = relay_lock_key(b->relay_driver, b->relay, cfg.name, b->name, key, sizeof(key));
-	cfgpath = realpath(argv[1], NULL);
-	pc_strlcpy(me.role, "relay", sizeof(me.role));
-	pc_strlcpy(me.campaign, cfg.name, sizeof(me.campaign));
-	pc_strlcpy(me.board, b->name, sizeof(me.board));
-	pc_strlcpy(me.config, cfgpath ? cfgpath : argv[1], sizeof(me.config));
-	note[0] = 0;
-	if (!rc)
-		rc = relay_lock_take(&lock, key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err));
-	else if (rc == -ENOENT)
-		rc = 0;
-	if (rc == -EBUSY && !strcmp(holder.role, "holder")) {
-		/* a holder keeps this relay: it switches, we ask */
-		if (!strcmp(act, "cycle")) {
-			ret = relay_ask(&holder, lock.sock, b->name, "off", reply, sizeof(reply));
-			if (!ret) {
-				pc_sleep_us((uint64_t)b->off_ms * 1000);
-				ret = relay_ask(&holder, lock.sock, b->name, "on", reply, sizeof(reply));
-			}
-		} else {
-			ret = relay_ask(&holder, lock.sock, b->name, act, reply, sizeof(reply));
-		}
-		if (ret)
-			goto out;
-		if (!strcmp(act, "get"))
-			printf("%s\n", reply);
-		else if (!strcmp(act, "release"))
-			printf("board %s: relay released: holder pid %ld let it go (a GPIO line falls to its pull)\n",
-			       b->name, holder.pid);
-		else
-			printf("board %s: relay %s done; holder pid %ld keeps it %s\n", b->name, act, holder.pid, reply);
-		goto out;
-	}
-	if (rc) {
-		if (rc == -EBUSY && !strcmp(holder.role, "run"))
-			pc_err("board %s: %s: switching it by hand would cut under that run; stop it first (kill -INT "
-			       "%ld)", b->name, err, holder.pid);
-		else
-			pc_err("board %s: %s", b->name, err);
-		goto out;
-	}
-	if (note[0])
-		pc_warn("board %s: %s", b->name, note);
-	if (!strcmp(act, "release")) {
-		printf("board %s: no relay holder keeps it; nothing to release\n", b->name);
-		ret = 0;
-		goto out;
-	}
-	snprintf(state, sizeof(state), "results/%s/boards/%s", cfg.name, b->name);
-	relay_hand_env(&cfg, connect, sizeof(connect), keyfile, sizeof(keyfile));
-	ctx = (struct relay_ctx){ .board = b->name, .connect = connect[0] ? connect : NULL,
-				  .agent_path = "powercut-agent", .state_dir = state, .device = b->device,
-				  .key_path = keyfile[0] ? keyfile : NULL };
-	if (ops && (ops->caps & RELAY_CAP_HOLD) && strcmp(act, "get")) {
-		/* the state lasts only while the relay is open: a holder keeps it */
-		pid_t pid;
-
-		ctx.open_state = !strcmp(act, "on") ? RELAY_OPEN_ON : RELAY_OPEN_OFF;
-		if (relay_hold_start(&lock, b->relay_driver, b->relay, &ctx, &pid, err, sizeof(err))) {
-			pc_err("%s", err);
-			goto out;
-		}
-		relay_lock_forget(&lock);
-		holder = (struct relay_lock_who){ .pid = pid };
-		ret = 0;
-		if (!strcmp(act, "cycle")) {
-			pc_sleep_us((uint64_t)b->off_ms * 1000);
-			ret = relay_ask(&holder, lock.sock, b->name, "on", reply, sizeof(reply));
-		}
-		if (!ret)
-			printf("board %s: relay %s done; holder pid %ld keeps it %s until `powercut relay %s %s "
-			       "release`\n", b->name, act, (long)pid, strcmp(act, "off") ? "on" : "off", argv[1], b->name);
-		goto out;
-	}
-	/* get never switches: a driver that can tell reads without driving */
-	ctx.open_state = !strcmp(act, "get") ? RELAY_OPEN_OBSERVE : RELAY_OPEN_OFF;
-	if (relay_open(&r, b->relay_driver, b->relay, &ctx, err, sizeof(err))) {
-		pc_err("%s", err);
-		goto out;
-	}
-	if (!strcmp(act, "get")) {
-		int s = relay_get(&r);
-		if (s < 0)
-			pc_err("%s", r.err);
-		else
-			printf("%s\n", s ? "on" : "off");
-		ret = s < 0;
-	} else {
-		int on = !strcmp(act, "on");
-		ret = !strcmp(act, "cycle") ? relay_off(&r) : on ? relay_on(&r) : relay_off(&r);
-		if (!ret && !strcmp(act, "cycle")) {
-			pc_sleep_us((uint64_t)b->off_ms * 1000);
-			ret = relay_on(&r);
-		}
-		if (ret)
-			pc_err("%s", r.err);
-		else
-			printf("board %s: relay %s done\n", b->name, act);
-		ret = ret != 0;
-	}
-	relay_close(&r);
-out:
-	relay_lock_release(&lock);
-	free(cfgpath);
-	config_free(&cfg);
-	return ret;
 }
 
 static const char key_usage[] =

@@ -1,0 +1,15 @@
+/*
+ * cli.h - what the `powercut` commands in harness/cli/ share.
+ */
+#ifndef PC_CLI_H
+#define PC_CLI_H
+
+struct campaign_cfg;
+
+/* Load and check a campaign configuration; 0, or -1 with the error said. */
+int cli_load(const char *path, struct campaign_cfg *cfg);
+
+/* `powercut relay CONFIG BOARD on|off|cycle|get|release` (relay_cmd.c). */
+int cmd_relay(int argc, char **argv);
+
+#endif
