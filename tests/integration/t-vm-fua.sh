@@ -99,7 +99,7 @@ check "the shipped configs/vm-fua.json is valid" "$PC" check-config configs/vm-f
 cfg() { jq "$2" "$T/c.json" > "$1"; }
 cfg "$T/bad1.json" '.boards[0].relay.serial = "X1"'
 expect_fail "a serial for the SD card is refused (its CID is QEMU's, fixed)" \
-	"serial: QEMU's SD card has a fixed CID" "$PC" check-config "$T/bad1.json"
+	"serial: QEMU's SD card and eMMC have a fixed CID" "$PC" check-config "$T/bad1.json"
 cfg "$T/bad2.json" '.boards[2].relay.serial = "123456789012345678901"'
 expect_fail "a serial longer than NVMe's 20 characters is refused" "serial: expected 1 to 20 printable" \
 	"$PC" check-config "$T/bad2.json"
