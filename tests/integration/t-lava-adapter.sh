@@ -18,7 +18,6 @@
 . "$(dirname "$0")/lib.sh"
 echo "t-lava-adapter: powercut lava"
 command -v pdudaemon > /dev/null || skip "pdudaemon is not installed (apt-get install pdudaemon)"
-command -v curl > /dev/null || skip "curl is not installed"
 command -v jq > /dev/null || skip "jq is not installed"
 
 pids=""
