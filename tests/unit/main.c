@@ -23,6 +23,18 @@
 
 #include "common/util.h"
 
+int pc_test_suite(const char *name, const struct pc_test *tests, size_t n)
+{
+	CU_pSuite s = CU_add_suite(name, NULL, NULL);
+
+	if (!s)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (!CU_add_test(s, tests[i].name, tests[i].fn))
+			return -1;
+	return 0;
+}
+
 const char *pc_test_tmpdir(const char *name)
 {
 	static char path[PATH_MAX];

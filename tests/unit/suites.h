@@ -7,6 +7,8 @@
 #ifndef PC_TEST_SUITES_H
 #define PC_TEST_SUITES_H
 
+#include <stddef.h>
+
 #include <CUnit/CUnit.h>
 
 #define PC_SUITES(X) \
@@ -24,6 +26,14 @@ PC_SUITES(PC_SUITE_DECL)
  * with the parts that can run).
  */
 void pc_test_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A suite's tests, in order, and their registration: 0, or -1 when CUnit
+ * cannot take them. */
+struct pc_test {
+	const char *name;
+	CU_TestFunc fn;
+};
+int pc_test_suite(const char *name, const struct pc_test *tests, size_t n);
 
 /* Make a scratch directory for a test (under $TMPDIR or build/), returns a static path. */
 const char *pc_test_tmpdir(const char *name);

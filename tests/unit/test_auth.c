@@ -209,10 +209,7 @@ static void test_uuid_nonce(void)
 
 int suite_auth(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "key file: made 0600, never overwritten, refused when others may read it", test_key_file },
 		{ "key fingerprint: sha256sum of the key file", test_fingerprint },
 		{ "proof binds key, both nonces and the hello", test_proof },
@@ -220,12 +217,6 @@ int suite_auth(void)
 		{ "challenge, auth and write_error messages", test_messages },
 		{ "nonces and boot ids are random", test_uuid_nonce },
 	};
-	CU_pSuite s = CU_add_suite("auth", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("auth", tests, PC_ARRAY_SIZE(tests));
 }

@@ -135,22 +135,13 @@ static void test_impl_name(void)
 
 int suite_crc32c(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "standard vectors", test_vectors },
 		{ "incremental equals one-shot", test_incremental },
 		{ "hardware equals table, every length and alignment", test_hw_matches_sw },
 		{ "implementation name", test_impl_name },
 		{ "four buffers at once match the table", test_x4 },
 	};
-	CU_pSuite s = CU_add_suite("crc32c", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("crc32c", tests, PC_ARRAY_SIZE(tests));
 }

@@ -199,19 +199,10 @@ static void test_ceiling(void)
 
 int suite_link(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "slow reader: a VERIFY after the largest KNOWN burst arrives whole, in order", test_slow_reader },
 		{ "an agent that never reads: the output queue stops at its ceiling, naming the board", test_ceiling },
 	};
-	CU_pSuite s = CU_add_suite("link", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("link", tests, PC_ARRAY_SIZE(tests));
 }

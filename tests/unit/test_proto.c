@@ -1398,10 +1398,7 @@ static void test_writer_lines(void)
 
 int suite_proto(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "valid line of every type", test_valid_every_type },
 		{ "valid lines decode", test_valid_decoded },
 		{ "invalid fields of every type", test_invalid_fields },
@@ -1425,12 +1422,6 @@ int suite_proto(void)
 		{ "verify ranges: pos + n at the limits", test_verify_range_limits },
 		{ "the writer's lines without json-c are json-c's", test_writer_lines },
 	};
-	CU_pSuite s = CU_add_suite("proto", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("proto", tests, PC_ARRAY_SIZE(tests));
 }

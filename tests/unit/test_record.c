@@ -601,10 +601,7 @@ static void test_le_helpers(void)
 
 int suite_record(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "geometry errors", test_geom_errors },
 		{ "geometry slot counts", test_geom_slots },
 		{ "superblock round trip", test_sb_roundtrip },
@@ -623,12 +620,6 @@ int suite_record(void)
 		{ "uuid format, parse, generate", test_uuid },
 		{ "little-endian helpers", test_le_helpers },
 	};
-	CU_pSuite s = CU_add_suite("record", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("record", tests, PC_ARRAY_SIZE(tests));
 }

@@ -179,18 +179,9 @@ static void test_pipeline_same_lines(void)
 
 int suite_scan(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "pipelined reads give the synchronous scan's lines", test_pipeline_same_lines },
 	};
-	CU_pSuite s = CU_add_suite("scan", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("scan", tests, PC_ARRAY_SIZE(tests));
 }

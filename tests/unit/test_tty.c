@@ -120,19 +120,10 @@ static void test_errors(void)
 
 int suite_tty(void)
 {
-	static const struct {
-		const char *name;
-		CU_TestFunc fn;
-	} tests[] = {
+	static const struct pc_test tests[] = {
 		{ "a pty made raw 8N1: rate, no flow control, no echo, read back", test_raw },
 		{ "no such device, not a tty, no such rate: said, naming the path", test_errors },
 	};
-	CU_pSuite s = CU_add_suite("tty", NULL, NULL);
 
-	if (!s)
-		return -1;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(tests); i++)
-		if (!CU_add_test(s, tests[i].name, tests[i].fn))
-			return -1;
-	return 0;
+	return pc_test_suite("tty", tests, PC_ARRAY_SIZE(tests));
 }
