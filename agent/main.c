@@ -261,6 +261,7 @@ static int emit_stdout(json_object *msg, void *arg)
 
 static int cmd_prepare(struct opts *o)
 {
+	const char *path;
 	char err[1024] = "";
 	int ret;
 
@@ -272,6 +273,14 @@ static int cmd_prepare(struct opts *o)
 		pc_err("--force overwrites what libblkid finds on %s only with --confirm-device DEV, the device "
 		       "path typed again", o->ro.spec);
 		return 2;
+	}
+	/* the sim programs a prepare at file speed: no campaign measures it */
+	if (o->ro.spec && dev_ops_for(o->ro.spec, &path) == &dev_sim_ops) {
+		if (dev_sim_opt(&o->sims, "untimed", "1", err, sizeof(err))) {
+			pc_err("%s", err);
+			return 1;
+		}
+		o->ro.sim = o->sims;
 	}
 	ret = region_prepare(&o->ro, (uint32_t)o->record_size, o->seed, o->size, 1, err, sizeof(err));
 	if (ret) {

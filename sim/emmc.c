@@ -188,6 +188,7 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 	e->fd = -1;
 	e->profile = o->profile;
 	e->program_us = o->program_us ? o->program_us : SIM_DEF_PROGRAM_US;
+	e->untimed = o->untimed;
 	e->chunk_us = e->program_us / SIM_CHUNKS ? e->program_us / SIM_CHUNKS : 1;
 	e->cut_after = o->cut_after;
 	if ((o->cut_op == SIM_CUT_FLUSH || o->cut_op == SIM_CUT_FUA) && o->cut_nth) {
@@ -312,10 +313,13 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 	struct sim_state *st = e->st;
 	uint32_t k = 1, us = e->program_us;
 
-	if (!atomic && (e->profile & SIM_P_SUBSECTOR_TEAR) && pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC) {
+	if (!atomic && !e->untimed && (e->profile & SIM_P_SUBSECTOR_TEAR) &&
+	    pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC) {
 		k = SIM_CHUNKS;
 		us = e->chunk_us;
 	}
+	if (e->untimed)
+		us = 0;
 	if (e->cut_after && pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC && ++e->programmed > e->cut_after) {
 		/* the deterministic cut point: exactly cut_after sectors made it */
 		struct sim_truth_kv kv[] = { { "after", e->cut_after }, { "lba", lba } };
@@ -343,7 +347,8 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 		size_t len = PC_SECTOR / k;
 		ssize_t n;
 
-		pc_sleep_us(us);
+		if (us)
+			pc_sleep_us(us);
 		do
 			n = pwrite(e->fd, data + c * len, len, (off_t)(lba * PC_SECTOR + c * len));
 		while (n < 0 && errno == EINTR);
@@ -361,6 +366,29 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 	return 0;
 }
 
+/*
+ * Untimed (prepare): a run of sectors in one pwrite, at file speed. The
+ * kernel copies a pwrite page by page and a SIGKILL can only stop it between
+ * pages, so it stays atomic per sector; the status page tracks no sector
+ * (a cut here is not one a campaign measures: no tear, no paired page).
+ */
+static int sim_program_bulk(struct sim_emmc *e, uint64_t lba, const uint8_t *buf, uint32_t nsect)
+{
+	size_t len = (size_t)nsect * PC_SECTOR, done = 0;
+
+	e->st->prog = 0;
+	while (done < len) {
+		ssize_t n = pwrite(e->fd, buf + done, len - done, (off_t)(lba * PC_SECTOR + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 /* Program the sectors of a request (those live, if live is given) in order. */
 static int sim_program_run(struct sim_emmc *e, uint64_t lba, const uint8_t *buf, uint32_t nsect,
 			   const uint8_t *live, int atomic)
@@ -368,6 +396,24 @@ static int sim_program_run(struct sim_emmc *e, uint64_t lba, const uint8_t *buf,
 	e->st->req_lba = lba;
 	e->st->req_n = nsect;
 	e->st->req_seq = pc_get64(buf + PC_OFF_SEQ);
+	/* untimed: runs of live sectors at file speed, unless a planned cut
+	 * counts sectors (cut-after, a flush cut's delay) */
+	if (e->untimed && !e->cut_after && !e->cut_armed) {
+		for (uint32_t i = 0, j; i < nsect; i = j) {
+			int ret;
+
+			if (live && !live[i]) {
+				j = i + 1;
+				continue;
+			}
+			for (j = i + 1; j < nsect && (!live || live[j]); j++)
+				;
+			ret = sim_program_bulk(e, lba + i, buf + (size_t)i * PC_SECTOR, j - i);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
 	for (uint32_t i = 0; i < nsect; i++) {
 		if (live && !live[i])
 			continue;

@@ -139,6 +139,7 @@ struct sim_emmc {
 	uint64_t dev, ino;
 	unsigned profile;
 	uint32_t program_us;
+	int untimed;		/* no program time: a request's sectors in one pwrite */
 	uint32_t chunk_us;	/* subsector-tear: program time of one chunk */
 	uint32_t cache_sectors;
 	uint32_t cached;	/* live sectors in the cache */

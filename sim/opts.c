@@ -190,8 +190,14 @@ int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *er
 	if (!strcmp(name, "cut-at"))
 		return opt_cut_at(o, val) ? opt_bad(err, errlen, "expected flush:N[:US] or fua:N[:US], "
 						    "N 1..4294967295, US 0..1000000") : 0;
+	if (!strcmp(name, "untimed")) {
+		if (strcmp(val, "0") && strcmp(val, "1"))
+			return opt_bad(err, errlen, "expected 0 or 1");
+		o->untimed = val[0] == '1';
+		return 0;
+	}
 	snprintf(err, errlen, "no sim option '%s' (profile, program-us, cache-sectors, seed, rate, cut-after, "
-		 "cut-at)", name);
+		 "cut-at, untimed)", name);
 	return -ENOENT;
 }
 

@@ -316,6 +316,7 @@ static void test_bad_opts(void)
 		{ "cut-at", "flush:0", "expected flush:N[:US] or fua:N[:US]" },
 		{ "cut-at", "trim:3", "expected flush:N[:US] or fua:N[:US]" },
 		{ "cut-after", "x", "expected a sector count" },
+		{ "untimed", "2", "expected 0 or 1" },
 		{ "no-such", "1", "no sim option 'no-such'" },
 	};
 	struct sim_opts *o = sim_opts_new();
@@ -417,13 +418,22 @@ static void test_fua_supersedes(void)
 	sim_emmc_close(e);
 }
 
-static void test_capacity_pressure(void)
+/* Untimed (prepare) or timed, the cache behaves the same; only the time goes. */
+static void capacity_pressure(int untimed)
 {
 	uint8_t a[8 * PC_SECTOR], b[8 * PC_SECTOR], c[8 * PC_SECTOR], d[4 * PC_SECTOR], got[8 * PC_SECTOR];
-	struct sim_emmc *e;
+	struct sim_emmc *e = NULL;
 
-	media_new("sim-pressure");
-	e = sim_on(SIM_P_HONEST, 0, 16);
+	media_new(untimed ? "sim-pressure-untimed" : "sim-pressure");
+	if (untimed) {
+		/* a second a sector if the time were kept: the test would take a minute */
+		struct sim_opts *o = opts(SIM_P_HONEST, 1000000, 16, 0, 0, NULL);
+
+		CU_ASSERT_EQUAL_FATAL(sim_opts_set(o, "untimed", "1", err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(open_with(o, &e), 0);
+	} else {
+		e = sim_on(SIM_P_HONEST, 0, 16);
+	}
 	fill(a, 8, 0xaa);
 	fill(b, 8, 0xbb);
 	fill(c, 8, 0xcc);
@@ -459,6 +469,16 @@ static void test_capacity_pressure(void)
 	CU_ASSERT_TRUE(media_equals(500, c, 4));
 	free(big);
 	sim_emmc_close(e);
+}
+
+static void test_capacity_pressure(void)
+{
+	capacity_pressure(0);
+}
+
+static void test_untimed(void)
+{
+	capacity_pressure(1);
 }
 
 /* A dropped line of session 1 for seq, with k of n sectors. */
@@ -1595,6 +1615,7 @@ int suite_sim(void)
 		{ "flush destages to the media", test_flush_destages },
 		{ "FUA programs directly and supersedes the cache", test_fua_supersedes },
 		{ "capacity pressure destages oldest first", test_capacity_pressure },
+		{ "untimed (prepare): the same cache at file speed", test_untimed },
 		{ "lying-flush logs and settles drops", test_lying_flush },
 		{ "honest re-open drops nothing", test_honest_reopen },
 		{ "fua-ignored logs and settles drops", test_fua_ignored },
