@@ -65,6 +65,7 @@ static const struct option long_opts[] = {
 	{ "sim-rate", required_argument, NULL, O_SIM },
 	{ "sim-cut-after", required_argument, NULL, O_SIM },
 	{ "sim-cut-at", required_argument, NULL, O_SIM },
+	{ "sim-keep-inputs", required_argument, NULL, O_SIM },
 	{ "verbose", no_argument, NULL, O_VERBOSE },	/* debug messages on stderr */
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "records", required_argument, NULL, O_RECORDS },
@@ -99,6 +100,8 @@ static const char usage_text[] =
 	"  --sim-cut-at OP:N[:US]  sim: cut the power at the start of the Nth cache flush (OP flush) or\n"
 	"                          inside the Nth FUA write (OP fua) of this boot, US microseconds of\n"
 	"                          program time into it (default 0)\n"
+	"  --sim-keep-inputs N     sim: keep each power-on's base image, write log and image at the\n"
+	"                          cut, of the last N power-ons, in MEDIA.inputs/ (default 0: none)\n"
 	"  -v, --verbose           debug messages (what the host asks, scan statistics) on stderr\n"
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"

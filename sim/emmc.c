@@ -169,6 +169,7 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 						  .cache_sectors = SIM_DEF_CACHE_SECTORS, .seed = 1, .rate = 0.01 };
 	const struct sim_opts *o = opts ? opts : &defaults;
 	struct sim_emmc *e;
+	char ierr[PATH_MAX + 128];
 	int ret;
 
 	*out = NULL;
@@ -212,10 +213,19 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 	ret = sim_state_open(e, err, errlen);
 	if (!ret && (e->profile & SIM_P_STALE))
 		ret = sim_ring_open(e, err, errlen);
+	/* the inputs of the last session end here, before this power-on's
+	 * faults; keeping them never stops the device (a full disk says so on
+	 * stderr, the board's console) */
+	if (!ret && e->session == 1)
+		sim_inputs_forget(e);
+	if (!ret && sim_inputs_finish_prev(e, ierr, sizeof(ierr)))
+		fprintf(stderr, "powercut sim: %s\n", ierr);
 	if (!ret)
 		ret = sim_power_on(e, err, errlen);
 	if (ret)
 		goto fail;
+	if (sim_inputs_start(e, o->keep_inputs, &e->inputs, ierr, sizeof(ierr)))
+		fprintf(stderr, "powercut sim: %s\n", ierr);
 	*out = e;
 	return 0;
 
@@ -244,6 +254,7 @@ void sim_emmc_close(struct sim_emmc *e)
 		e->head = x->next;
 		sim_ent_free(x);
 	}
+	sim_inputs_close(e->inputs);
 	sim_truth_close(e->truth);
 	free(e->cut_ents);
 	if (e->ring)
@@ -680,12 +691,8 @@ static void __attribute__((noreturn)) sim_cut_fua(struct sim_emmc *e, uint64_t l
 	sim_kill_board();
 }
 
-int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, unsigned wflags)
+static int sim_write_do(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, int fua)
 {
-	int fua = (wflags & SIM_W_FUA) != 0;
-
-	if (nsect == 0 || lba >= e->sectors || nsect > e->sectors - lba)
-		return -EINVAL;
 	if (fua && e->cut_op == SIM_CUT_FUA && ++e->cut_seen == e->cut_nth)
 		sim_cut_fua(e, lba, buf, nsect);
 	if ((e->profile & SIM_P_MISDIRECT) && sim_chance(e)) {
@@ -705,6 +712,19 @@ int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t n
 		return ret ? ret : sim_program_direct(e, lba, buf, nsect);
 	}
 	return sim_cache_insert(e, lba, buf, nsect, fua);
+}
+
+/* Every request is logged as it completes (keep-inputs): completion order. */
+int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, unsigned wflags)
+{
+	int fua = (wflags & SIM_W_FUA) != 0, ret;
+
+	if (nsect == 0 || lba >= e->sectors || nsect > e->sectors - lba)
+		return -EINVAL;
+	sim_inputs_begin(e->inputs, 1, lba, buf, nsect, fua);
+	ret = sim_write_do(e, lba, buf, nsect, fua);
+	sim_inputs_end(e->inputs, ret == 0);
+	return ret;
 }
 
 int sim_emmc_read(struct sim_emmc *e, uint64_t lba, void *buf, uint32_t nsect)
@@ -749,9 +769,15 @@ static int sim_flush_lie(struct sim_emmc *e)
 	return ret;
 }
 
+/* The card destages everything, as a flush would: logged as one. */
 int sim_emmc_host_reset(struct sim_emmc *e)
 {
-	return e->head ? sim_destage_all(e) : 0;
+	int ret;
+
+	sim_inputs_begin(e->inputs, 2, 0, NULL, 0, 0);
+	ret = e->head ? sim_destage_all(e) : 0;
+	sim_inputs_end(e->inputs, ret == 0);
+	return ret;
 }
 
 static int sim_flush_do(struct sim_emmc *e)
@@ -768,6 +794,7 @@ int sim_emmc_flush(struct sim_emmc *e)
 {
 	int ret;
 
+	sim_inputs_begin(e->inputs, 2, 0, NULL, 0, 0);
 	if (e->cut_op == SIM_CUT_FLUSH && ++e->cut_seen == e->cut_nth)
 		sim_cut_flush_start(e);
 	ret = sim_flush_do(e);
@@ -775,6 +802,7 @@ int sim_emmc_flush(struct sim_emmc *e)
 	 * never reaches the host */
 	if (e->cut_armed)
 		sim_cut_flush_now(e);
+	sim_inputs_end(e->inputs, ret == 0);
 	return ret;
 }
 

@@ -14,6 +14,7 @@
 #include "sim/emmc.h"
 #include "sim/opts_int.h"
 #include "sim/sim_truth.h"
+#include "sim/inputs.h"
 
 #define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
@@ -146,6 +147,7 @@ struct sim_emmc {
 	struct sim_ent *head;	/* oldest */
 	struct sim_ent *tail;	/* newest */
 	struct sim_truth *truth;
+	struct sim_inputs *inputs;	/* keep-inputs: this session's, else NULL */
 	uint32_t session;
 	uint64_t seed;
 	double rate;

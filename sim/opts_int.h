@@ -36,6 +36,9 @@ struct sim_opts {
 	/* Program at file speed, no program time (prepare: nothing a campaign
 	 * measures; docs/sim.md "Timing"). */
 	int untimed;
+	/* Keep the inputs of a crash-state check of the last keep_inputs
+	 * power-ons (sim/inputs.h; 0: none). */
+	uint32_t keep_inputs;
 };
 
 #endif
