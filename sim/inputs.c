@@ -218,8 +218,9 @@ struct log_counts {
 	uint32_t ncycles, cycles_more;
 };
 
-/* Walk the committed log (len bytes): what it holds, and the cycles of its records. */
-static void log_count(int fd, uint64_t len, struct log_counts *c)
+/* Walk the committed log (len bytes): what it holds, and the cycles of its
+ * records. Returns where its last whole entry ends. */
+static uint64_t log_count(int fd, uint64_t len, struct log_counts *c)
 {
 	uint8_t h[LOG_SECT];
 	uint64_t off = LOG_SECT;
@@ -253,6 +254,7 @@ static void log_count(int fd, uint64_t len, struct log_counts *c)
 		}
 		off += LOG_SECT + bytes;
 	}
+	return off;
 }
 
 /* The live page of a folder, if it is this media's, for session. NULL if not. */
@@ -322,10 +324,16 @@ int sim_inputs_finish_prev(struct sim_emmc *e, char *err, size_t errlen)
 	fd = open(path, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return fail(err, errlen, -errno, "open", path);
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size < len)
-		len = st.st_size > LOG_SECT ? (uint64_t)st.st_size : LOG_SECT;
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return fail(err, errlen, ret, "stat", path);
+	}
+	if ((uint64_t)st.st_size < len)
+		len = (uint64_t)st.st_size;
+	/* whole entries only: a log cut short by anything ends at the last one */
+	len = log_count(fd, len, &c);
 	ret = ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
-	log_count(fd, len, &c);
 	if (!ret)
 		ret = log_super(fd, c.entries);
 	close(fd);

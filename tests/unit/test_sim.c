@@ -1681,6 +1681,32 @@ static void test_inputs(void)
 	CU_ASSERT_EQUAL(access(path, F_OK), 0);
 	sim_emmc_close(e);
 
+	/* an entry written but never committed (a kill between the log's write
+	 * and the commit store) is cut off at the next power-on, whole as it looks */
+	media_new("sim-inputs-uncommitted");
+	media_prepare();
+	e = sim_keep(2, NULL);
+	CU_ASSERT_EQUAL(sim_emmc_write(e, pc_slot_lba(&geom, 0), a, SPR, SIM_W_FUA), 0);
+	inputs_path(path, sizeof(path), 1, "writes.log");
+	{
+		uint8_t h[PC_SECTOR] = { 0 };
+		int fd = open(path, O_WRONLY | O_APPEND);
+
+		h[0] = (uint8_t)pc_slot_lba(&geom, 1);	/* sector, 8 sectors, FUA, 4096 bytes */
+		h[8] = SPR;
+		h[16] = 2;
+		h[25] = REC_SIZE >> 8;
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(pc_write_all(fd, h, sizeof(h)), 0);
+		CU_ASSERT_EQUAL(pc_write_all(fd, b, REC_SIZE), 0);
+		close(fd);
+	}
+	sim_emmc_close(e);
+	e = sim_keep(2, NULL);
+	CU_ASSERT_EQUAL(log_read(1, l, 16, &nr), 1);
+	CU_ASSERT_EQUAL(nr, 1);
+	sim_emmc_close(e);
+
 	/* keep-inputs 0 (the default): nothing kept */
 	media_new("sim-inputs-off");
 	media_prepare();
