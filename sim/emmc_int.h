@@ -148,6 +148,8 @@ struct sim_emmc {
 	struct sim_ent *tail;	/* newest */
 	struct sim_truth *truth;
 	struct sim_inputs *inputs;	/* keep-inputs: this session's, else NULL */
+	int after_fresh;		/* this power-on wrote the last session's after.img */
+	uint32_t power_on_writes;	/* media writes of this power-on's faults */
 	uint32_t session;
 	uint64_t seed;
 	double rate;

@@ -1611,6 +1611,15 @@ static void test_inputs(void)
 	json_object_put(cj);
 	inputs_path(path, sizeof(path), 1, "live");
 	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	/* honest: no power-on fault changed the media, so session 2's base.img
+	 * is session 1's after.img under one more name */
+	{
+		struct stat s1, s2;
+
+		inputs_path(path, sizeof(path), 1, "after.img");
+		inputs_path(tmp, sizeof(tmp), 2, "base.img");
+		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino == s2.st_ino);
+	}
 
 	/* relay/vcache.c's reader takes the log whole: 4 entries, A (flushed) and B (FUA) durable */
 	inputs_path(path, sizeof(path), 1, "writes.log");
@@ -1706,6 +1715,39 @@ static void test_inputs(void)
 	CU_ASSERT_EQUAL(log_read(1, l, 16, &nr), 1);
 	CU_ASSERT_EQUAL(nr, 1);
 	sim_emmc_close(e);
+
+	/* a power-on fault changes the media: base.img is its own copy, with the flip */
+	media_new("sim-inputs-bitrot");
+	media_prepare();
+	for (uint32_t s = 1; s <= 3; s++) {
+		struct sim_opts *o = opts(SIM_P_BITROT, 0, 0, 7, 1.0, NULL);
+
+		CU_ASSERT_EQUAL_FATAL(sim_opts_set(o, "keep-inputs", "3", err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(open_with(o, &e), 0);
+		sim_emmc_close(e);
+	}
+	{
+		struct stat s1, s2;
+
+		inputs_path(path, sizeof(path), 2, "after.img");
+		inputs_path(tmp, sizeof(tmp), 3, "base.img");
+		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino != s2.st_ino);
+		inputs_path(path, sizeof(path), 1, "after.img");
+		inputs_path(tmp, sizeof(tmp), 2, "base.img");
+		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino == s2.st_ino);
+	}
+	{
+		int bad, nb;
+		json_object *lines = truth_lines(&bad), *o = truth_find(lines, "bitrot", 0, &nb);
+		uint8_t want[PC_SECTOR];
+
+		CU_ASSERT_EQUAL_FATAL(nb, 1);
+		/* the flipped sector: base.img of session 3 holds it as the media does */
+		media_pread(u64_of(o, "sector_lba"), want, 1);
+		CU_ASSERT_TRUE(image_is(3, "base.img", u64_of(o, "sector_lba"), want, 1));
+		CU_ASSERT_FALSE(image_is(2, "after.img", u64_of(o, "sector_lba"), want, 1));
+		json_object_put(lines);
+	}
 
 	/* keep-inputs 0 (the default): nothing kept */
 	media_new("sim-inputs-off");
