@@ -16,7 +16,7 @@ cat > "$T/c.json" <<JSON
   "defaults": { "relay": { "driver": "sim", "boot_delay_ms": 2 },
     "device": { "backend": "sim", "size": "1M", "record_size": 4096, "program_us": 100, "keep_inputs": 20 },
     "records_per_cycle": 60, "flush_every": 4, "queue_depth": 4,
-    "cut": { "at": "random", "window_ms": [2, 60] }, "off_ms": 2 },
+    "cut": { "at": "acks", "acks": [20, 50] }, "off_ms": 2 },
   "boards": [ { "name": "h", "modes": ["fua", "flush", "none", "journal"] },
               { "name": "l", "modes": ["flush"], "device": { "profile": "lying-flush" } },
               { "name": "off", "modes": ["flush"], "device": { "keep_inputs": 0 } } ] }
