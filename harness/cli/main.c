@@ -200,6 +200,8 @@ static const char report_usage[] =
 	"                   testsuite per device, a testcase per mode), csv (a row per cycle)\n"
 	"      --json       the same as --format json\n"
 	"  -o, --output F   write to file F (replaced only once the report is complete)\n"
+	"  -c, --confidence C  of the bounds on each mode's violation rate: 0.95 or 95%% (default:\n"
+	"                   the campaign's target.confidence, else 95%%; 50%% to 99.99%%)\n"
 	"  -h, --help       this text\n"
 	"\n"
 	"Exit status: 0 every device PASS; 1 a device FAILed (a FAIL or BOOT_FAIL cycle); 3 a\n"
@@ -215,6 +217,7 @@ static int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "confidence", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -224,8 +227,23 @@ static int cmd_report(int argc, char **argv)
 	int c, result, fmt;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:c:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'c': {
+			char *end;
+			double v = strtod(optarg, &end);
+
+			if (end != optarg && *end == '%' && !end[1]) {
+				v /= 100.0;
+				end++;
+			}
+			if (end == optarg || *end || !(v >= 0.5 && v <= 0.9999)) {
+				pc_err("--confidence '%s': expected 0.5 to 0.9999, or 50%% to 99.99%%", optarg);
+				return 2;
+			}
+			o.confidence = v;
+			break;
+		}
 		case 'f':
 			if ((fmt = report_format_from_name(optarg)) < 0) {
 				pc_err("--format '%s': expected text, md, html, json, junit or csv", optarg);

@@ -37,6 +37,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/report/qualify.h"
 #include "harness/campaign/config.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
@@ -395,12 +396,21 @@ static void rep_free(struct rep *r)
 int report_run(const char *const *dirs, int ndirs, FILE *out, const struct report_opts *o, int *result,
 	       char *err, size_t errlen)
 {
-	struct rep r = { .err = err, .errlen = errlen, .own_run = o && o->own_run };
+	struct rep r = { .err = err, .errlen = errlen, .own_run = o && o->own_run, .confidence = 0.95 };
 	enum report_format fmt = !o ? REPORT_FMT_TEXT : o->json ? REPORT_FMT_JSON : o->format;
 	int rc = 0;
 
 	if (errlen)
 		err[0] = 0;
+	if (o && o->confidence) {
+		if (!(o->confidence >= QUAL_CONF_MIN && o->confidence <= QUAL_CONF_MAX)) {
+			snprintf(err, errlen, "report: confidence %g: expected %g to %g", o->confidence, QUAL_CONF_MIN,
+				 QUAL_CONF_MAX);
+			return -EINVAL;
+		}
+		r.confidence = o->confidence;
+		r.conf_given = 1;
+	}
 	if (result)
 		*result = REPORT_INCOMPLETE;
 	if (ndirs < 1) {

@@ -42,6 +42,10 @@ struct verdict {
 	const char *audit_why;
 	int io_note;
 	const char *reason;		/* NULL: none */
+	uint64_t submitted;
+	int phase;			/* enum rep_phase, -1: no writes judged */
+	int has_wear;			/* device.ext_csd said life time or pre-EOL */
+	int life_a, life_b, pre_eol;	/* -1 unknown */
 };
 
 /* report.c */
