@@ -26,7 +26,7 @@
 
 #define FIELD_LEN 4096
 
-static const char css[] =
+const char rep_html_css[] =
 	":root{color-scheme:light}\n"
 	"body{font:14px/1.45 sans-serif;color:#222;background:#fff;margin:0 auto;max-width:1000px;padding:16px 24px}\n"
 	"h1{font-size:24px;margin:0 0 4px}\n"
@@ -844,7 +844,7 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", out);
 	escf(out, "powercut report: %u device%s", r->ndevs, r->ndevs == 1 ? "" : "s");
-	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", css);
+	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", rep_html_css);
 	summary(r, out, dirs, ndirs);
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		int seen = 0;

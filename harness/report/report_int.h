@@ -49,6 +49,11 @@ struct verdict {
 };
 
 /* report.c */
+/* Read the folders dirs into r (r zeroed but for err and errlen), with o's
+ * confidence: 0, or -errno with r->err saying why. rep_release(r) either way. */
+struct report_opts;
+int rep_load(struct rep *r, const char *const *dirs, int ndirs, const struct report_opts *o);
+void rep_release(struct rep *r);
 /* The member key of object o, or NULL (o not an object, or no such member). */
 json_object *rep_jget(json_object *o, const char *key);
 /* Say what is wrong in r->err as "file:line: ..." (line 0: "file: ..."): -EINVAL. */

@@ -94,48 +94,50 @@ int rep_fail(struct rep *r, const char *file, unsigned long line, const char *fm
 
 /* ---- totals and results ---- */
 
+void rep_mode_add(struct rep_mode *t, const struct rep_mode *m)
+{
+	for (int o = 0; o < PC_NOUTCOMES; o++)
+		t->out[o] += m->out[o];
+	for (int c = 0; c < NCLASS; c++) {
+		t->viol[c] += m->viol[c];
+		t->found[c] += m->found[c];
+	}
+	t->violations += m->violations;
+	t->refused += m->refused;
+	t->inflight += m->inflight;
+	t->worked += m->worked;
+	t->torn_cycles += m->torn_cycles;
+	t->rate_sum += m->rate_sum;
+	t->rate_n += m->rate_n;
+	t->mib_sum += m->mib_sum;
+	t->mib_n += m->mib_n;
+	for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
+		t->lat.hist[k] += m->lat.hist[k];
+	t->lat.n += m->lat.n;
+	if (m->lat.max > t->lat.max)
+		t->lat.max = m->lat.max;
+	for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
+		t->tears[k] += m->tears[k];
+	t->tears_n += m->tears_n;
+	if (m->record_sectors > t->record_sectors)
+		t->record_sectors = m->record_sectors;
+	for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
+		t->first_fail[t->nfirst_fail++] = m->first_fail[k];
+	for (int k = 0; k < PC_NRQ; k++)
+		t->rq[k] += m->rq[k];
+	t->audited += m->audited;
+	t->audit_unavailable += m->audit_unavailable;
+	t->io_notes += m->io_notes;
+	for (int k = 0; k < PH_N; k++)
+		t->phase[k] += m->phase[k];
+}
+
 void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t)
 {
 	memset(t, 0, sizeof(*t));
 	pc_strlcpy(t->name, "total", sizeof(t->name));
-	for (unsigned i = 0; i < d->nmodes; i++) {
-		const struct rep_mode *m = &d->modes[i];
-
-		for (int o = 0; o < PC_NOUTCOMES; o++)
-			t->out[o] += m->out[o];
-		for (int c = 0; c < NCLASS; c++) {
-			t->viol[c] += m->viol[c];
-			t->found[c] += m->found[c];
-		}
-		t->violations += m->violations;
-		t->refused += m->refused;
-		t->inflight += m->inflight;
-		t->worked += m->worked;
-		t->torn_cycles += m->torn_cycles;
-		t->rate_sum += m->rate_sum;
-		t->rate_n += m->rate_n;
-		t->mib_sum += m->mib_sum;
-		t->mib_n += m->mib_n;
-		for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
-			t->lat.hist[k] += m->lat.hist[k];
-		t->lat.n += m->lat.n;
-		if (m->lat.max > t->lat.max)
-			t->lat.max = m->lat.max;
-		for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
-			t->tears[k] += m->tears[k];
-		t->tears_n += m->tears_n;
-		if (m->record_sectors > t->record_sectors)
-			t->record_sectors = m->record_sectors;
-		for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
-			t->first_fail[t->nfirst_fail++] = m->first_fail[k];
-		for (int k = 0; k < PC_NRQ; k++)
-			t->rq[k] += m->rq[k];
-		t->audited += m->audited;
-		t->audit_unavailable += m->audit_unavailable;
-		t->io_notes += m->io_notes;
-		for (int k = 0; k < PH_N; k++)
-			t->phase[k] += m->phase[k];
-	}
+	for (unsigned i = 0; i < d->nmodes; i++)
+		rep_mode_add(t, &d->modes[i]);
 }
 
 unsigned long rep_mode_cycles(const struct rep_mode *m)

@@ -242,6 +242,8 @@ struct rep {
 
 /* report.c: totals and results, shared by every writer */
 void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t);
+/* Add the counts of m to t (its name stays). */
+void rep_mode_add(struct rep_mode *t, const struct rep_mode *m);
 unsigned long rep_mode_cycles(const struct rep_mode *m);
 /* The device's result, PASS, FAIL, BOOT_FAIL or INCOMPLETE (t: rep_mode_sum of d) */
 enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t);
@@ -285,6 +287,9 @@ int rep_phase_flags(const struct rep_mode *m, char *buf, size_t len);
 int rep_wear_text(const struct rep_wear *w, char *buf, size_t len);
 /* Order the cycle rows by device, board, cycle. */
 void rep_sort_cycles(struct rep *r);
+
+/* report_html.c: the page's style sheet, for every HTML page of the report room */
+extern const char rep_html_css[];
 
 /* the writers: 0, or -errno (out of memory, or writing failed) */
 int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);
