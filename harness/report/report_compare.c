@@ -8,6 +8,7 @@
 #include "harness/report/report_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,15 @@ static const char *mode_verdict(const struct rep_mode *m)
 	return m->out[PC_OUT_PASS] ? pc_outcome_names[PC_OUT_PASS] : "-";
 }
 
+/* "850 us", "7.17 ms" */
+static void us_text(uint32_t us, char *buf, size_t len)
+{
+	if (us < 1000)
+		snprintf(buf, len, "%u us", us);
+	else
+		snprintf(buf, len, "%.2f ms", us / 1000.0);
+}
+
 struct cells {
 	char verdict[16], cuts[24], viol[24], bound[160], rate[32], p50[32], p99[32];
 };
@@ -143,8 +153,8 @@ static void cells(const struct rep *r, const struct rep_mode *m, struct cells *c
 	if (m->rate_n)
 		snprintf(c->rate, sizeof(c->rate), "%.1f", rep_rate(m));
 	if (m->lat.n) {
-		snprintf(c->p50, sizeof(c->p50), "%u us", rep_lat_q(m, 0.5));
-		snprintf(c->p99, sizeof(c->p99), "%u us", rep_lat_q(m, 0.99));
+		us_text(rep_lat_q(m, 0.5), c->p50, sizeof(c->p50));
+		us_text(rep_lat_q(m, 0.99), c->p99, sizeof(c->p99));
 	}
 }
 
@@ -260,7 +270,7 @@ static int compare_html(FILE *out, const struct side *a, const struct side *b)
 		"<th>devices</th></tr>\n", rep_html_css);
 	html_side(out, "A", a);
 	html_side(out, "B", b);
-	fprintf(out, "</table>\n<h4>Per write mode</h4>\n<table class=\"modes\">\n<tr><th>mode</th><th>side</th>"
+	fprintf(out, "</table>\n<h4>Per write mode</h4>\n<table class=\"modes phases\">\n<tr><th>mode</th><th>side</th>"
 		"<th>verdict</th><th class=\"n\">cuts judged</th><th class=\"n\">cycles violated</th>"
 		"<th class=\"n\">records/s</th><th class=\"n\">latency p50</th><th class=\"n\">p99</th>"
 		"<th>per-cut violation rate (%.4g%%)</th><th class=\"n\">speed B/A</th></tr>\n",

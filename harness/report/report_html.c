@@ -46,6 +46,7 @@ const char rep_html_css[] =
 	".INCOMPLETE{background:#f0a500;color:#222}\n"
 	".why{color:#7a4f00}\n"
 	"p.flag{color:#7a4f00;font-weight:600;margin:2px 0}\n"
+	"table.phases th{white-space:normal;overflow-wrap:normal;max-width:9em}\n"
 	".muted{color:#666}\n"
 	".mono{font-family:monospace;word-break:break-all}\n"
 	"svg.chart{display:block;max-width:100%;height:auto;margin:6px 0 14px;border:1px solid #ddd}\n"
@@ -465,7 +466,7 @@ static void qualify_tables(const struct rep *r, FILE *out, const struct rep_dev 
 		fputs("</table>\n<p class=\"muted\">The upper bound of the per-cut violation probability: "
 		      QUAL_METHOD ", over the judged cuts (PASS and FAIL cycles). No violation reads "
 		      "&ldquo;below&rdquo; the bound, never 0%.</p>\n", out);
-		fputs("<h4>Where the cuts landed</h4>\n<table class=\"modes\">\n<tr><th>mode</th>", out);
+		fputs("<h4>Where the cuts landed</h4>\n<table class=\"modes phases\">\n<tr><th>mode</th>", out);
 		for (int p = 0; p < PH_N; p++)
 			fprintf(out, "<th class=\"n\">%s</th>", rep_phase_labels[p]);
 		fputs("</tr>\n", out);
