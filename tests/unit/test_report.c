@@ -94,6 +94,14 @@ static void make_dirs(void)
 	write_file(dir2, "verdicts.jsonl", host2);
 }
 
+static void unlink_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
+}
+
 /* Run the report into a string. */
 static int run(const char *const *dirs, int n, int json, char **text, char *err, size_t errlen)
 {
@@ -834,6 +842,25 @@ static void test_qualify_figures(void)
 	free(text);
 	o.confidence = 0.2;
 	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, &o, &result, err, sizeof(err)), -EINVAL);
+	/* the campaign's target confidence, unless the report is given one */
+	write_file(dir, "campaign.json", "{\"config\":{\"target\":{\"rate\":0.001,\"confidence\":0.9}}}");
+	o.confidence = 0;
+	f = open_memstream(&text, &len);
+	CU_ASSERT_EQUAL(report_run(dirs, 1, f, &o, &result, err, sizeof(err)), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"text\": \"below 31.9% at 90%\""));	/* 1 - 0.1^(1/6) */
+	free(text);
+	o.confidence = 0.95;
+	f = open_memstream(&text, &len);
+	CU_ASSERT_EQUAL(report_run(dirs, 1, f, &o, &result, err, sizeof(err)), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"text\": \"below 39.3% at 95%\""));
+	free(text);
+	write_file(dir, "campaign.json", "{\"config\":{\"target\":{\"confidence\":95}}}");
+	o.confidence = 0;
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, &o, &result, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "campaign.json: config.target.confidence: expected a number from 0.5 to 0.9999, got 95"));
+	unlink_file(dir, "campaign.json");
 	/* a wear byte out of range is refused, naming the line */
 	write_file(dir, "verdicts.jsonl", QV(1, "PASS", "fua", 1, 1, RND, "\"life_time_a\":300"));
 	o.confidence = 0;
