@@ -107,27 +107,15 @@ static int posix_open_checks(struct dev *d, const struct stat *st, int for_write
 	return posix_fail(d, -ENODEV, "%s is neither a block device nor a regular file", d->o.path);
 }
 
-static int posix_open(struct dev *d, int for_write)
+/* Open the checked path (st: what the checks saw) with flags: the busy
+ * moment after a killed agent waited out. 0, or as posix_open_fail(). */
+static int posix_open_fd(struct dev *d, const struct stat *st, int for_write)
 {
-	struct stat st, fst;
 	int flags = O_DIRECT | O_CLOEXEC | (for_write ? O_RDWR : O_RDONLY);
-	int ret;
 
-	d->fd = -1;
-	d->size = 0;
-	d->is_blockdev = 0;
-	d->priv = NULL;
-	d->err[0] = '\0';
-	if (!d->o.path || !d->o.path[0])
-		return posix_fail(d, -EINVAL, "no device path given");
-	if (stat(d->o.path, &st) != 0)
-		return posix_open_fail(d, for_write, errno);
-	ret = posix_open_checks(d, &st, for_write);
-	if (ret)
-		return ret;
 	/* A second line of defence after the checks: the kernel refuses an
 	 * exclusive open of a block device that is mounted or claimed. */
-	if (for_write && S_ISBLK(st.st_mode))
+	if (for_write && S_ISBLK(st->st_mode))
 		flags |= O_EXCL;
 	d->fd = open(d->o.path, flags);
 	/* The checks found no holder, yet the kernel says busy: most often an
@@ -142,35 +130,85 @@ static int posix_open(struct dev *d, int for_write)
 	}
 	if (d->fd < 0)
 		return posix_open_fail(d, for_write, errno);
-	if (fstat(d->fd, &fst) != 0) {
-		ret = posix_fail(d, -errno, "%s: fstat: %s", d->o.path, strerror(errno));
-		goto err_close;
-	}
-	if ((fst.st_mode & S_IFMT) != (st.st_mode & S_IFMT) || fst.st_rdev != st.st_rdev) {
-		ret = posix_fail(d, -EAGAIN, "%s changed while it was being opened; try again", d->o.path);
-		goto err_close;
-	}
+	return 0;
+}
+
+/* What was opened is what was checked (st); its size, and a block device
+ * that is read-only refused for writing. 0 or -errno (said). */
+static int posix_open_size(struct dev *d, const struct stat *st, int for_write)
+{
+	struct stat fst;
+
+	if (fstat(d->fd, &fst) != 0)
+		return posix_fail(d, -errno, "%s: fstat: %s", d->o.path, strerror(errno));
+	if ((fst.st_mode & S_IFMT) != (st->st_mode & S_IFMT) || fst.st_rdev != st->st_rdev)
+		return posix_fail(d, -EAGAIN, "%s changed while it was being opened; try again", d->o.path);
 	d->is_blockdev = S_ISBLK(fst.st_mode);
 	if (!d->is_blockdev) {
 		d->size = (uint64_t)fst.st_size;
 	} else if (ioctl(d->fd, BLKGETSIZE64, &d->size) != 0) {
-		ret = posix_fail(d, -errno, "%s: BLKGETSIZE64: %s", d->o.path, strerror(errno));
-		goto err_close;
+		return posix_fail(d, -errno, "%s: BLKGETSIZE64: %s", d->o.path, strerror(errno));
 	}
 	/* Recent kernels open a read-only block device O_RDWR and fail each
 	 * write with EPERM: say so now, not at the first record. */
 	if (for_write && d->is_blockdev) {
 		int ro = 0;
 
-		if (ioctl(d->fd, BLKROGET, &ro) != 0) {
-			ret = posix_fail(d, -errno, "%s: BLKROGET: %s", d->o.path, strerror(errno));
-			goto err_close;
-		}
-		if (ro) {
-			ret = posix_open_fail(d, for_write, EROFS);
-			goto err_close;
-		}
+		if (ioctl(d->fd, BLKROGET, &ro) != 0)
+			return posix_fail(d, -errno, "%s: BLKROGET: %s", d->o.path, strerror(errno));
+		if (ro)
+			return posix_open_fail(d, for_write, EROFS);
 	}
+	return 0;
+}
+
+/* How a write with FUA + flush is made: pwritev2 RWF_DSYNC, or, where the
+ * kernel has no pwritev2 flags, an O_DSYNC descriptor. 0 or -errno (said). */
+static int posix_open_dsync(struct dev *d)
+{
+	struct iovec iov = { 0 };
+
+	/* pwritev2 flags need Linux 4.7; qemu-user has no pwritev2 at all.
+	 * An O_DSYNC descriptor makes the kernel do exactly the same. (The
+	 * probe writes zero bytes: it touches nothing, window or not.) */
+	if (pwritev2(d->fd, &iov, 1, 0, RWF_DSYNC) < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) {
+		int e = errno;
+		struct posix_priv *p = d->priv;
+
+		p->dsync_fd = open(d->o.path, O_WRONLY | O_DIRECT | O_DSYNC | O_CLOEXEC);
+		if (p->dsync_fd < 0)
+			return posix_fail(d, -errno, "%s: pwritev2(RWF_DSYNC) is unavailable (%s) and an O_DSYNC "
+					  "descriptor cannot be opened: %s", d->o.path, strerror(e), strerror(errno));
+		snprintf(d->dsync_how, sizeof(d->dsync_how),
+			 "pwrite on an O_DSYNC descriptor (FUA + flush; pwritev2 RWF_DSYNC unavailable: %s)",
+			 strerror(e));
+	}
+	return 0;
+}
+
+static int posix_open(struct dev *d, int for_write)
+{
+	struct stat st;
+	int ret;
+
+	d->fd = -1;
+	d->size = 0;
+	d->is_blockdev = 0;
+	d->priv = NULL;
+	d->err[0] = '\0';
+	if (!d->o.path || !d->o.path[0])
+		return posix_fail(d, -EINVAL, "no device path given");
+	if (stat(d->o.path, &st) != 0)
+		return posix_open_fail(d, for_write, errno);
+	ret = posix_open_checks(d, &st, for_write);
+	if (ret)
+		return ret;
+	ret = posix_open_fd(d, &st, for_write);
+	if (ret)
+		return ret;
+	ret = posix_open_size(d, &st, for_write);
+	if (ret)
+		goto err_close;
 	d->wlo = 0;
 	d->whi = d->size;
 	d->priv = calloc(1, sizeof(struct posix_priv));
@@ -182,27 +220,10 @@ static int posix_open(struct dev *d, int for_write)
 	snprintf(d->dsync_how, sizeof(d->dsync_how), "pwritev2 RWF_DSYNC (FUA + flush)");
 	if (!d->is_blockdev)
 		snprintf(d->relwr_how, sizeof(d->relwr_how), "unavailable: %s is a file, not an MMC device", d->o.path);
-	if (for_write) {
-		struct iovec iov = { 0 };
-		/* pwritev2 flags need Linux 4.7; qemu-user has no pwritev2 at all.
-		 * An O_DSYNC descriptor makes the kernel do exactly the same. (The
-		 * probe writes zero bytes: it touches nothing, window or not.) */
-		if (pwritev2(d->fd, &iov, 1, 0, RWF_DSYNC) < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) {
-			int e = errno;
-			struct posix_priv *p = d->priv;
-
-			p->dsync_fd = open(d->o.path, O_WRONLY | O_DIRECT | O_DSYNC | O_CLOEXEC);
-			if (p->dsync_fd < 0) {
-				ret = posix_fail(d, -errno, "%s: pwritev2(RWF_DSYNC) is unavailable (%s) and an O_DSYNC "
-						 "descriptor cannot be opened: %s", d->o.path, strerror(e), strerror(errno));
-				free(d->priv);
-				d->priv = NULL;
-				goto err_close;
-			}
-			snprintf(d->dsync_how, sizeof(d->dsync_how),
-				 "pwrite on an O_DSYNC descriptor (FUA + flush; pwritev2 RWF_DSYNC unavailable: %s)",
-				 strerror(e));
-		}
+	if (for_write && (ret = posix_open_dsync(d))) {
+		free(d->priv);
+		d->priv = NULL;
+		goto err_close;
 	}
 	return 0;
 

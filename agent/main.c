@@ -135,10 +135,64 @@ static int bad_arg(const char *opt, const char *val, const char *what)
 	return -EINVAL;
 }
 
+/* An option with a number: 0 taken, -EINVAL (said), or 1 not one of them. */
+static int parse_number(int c, struct opts *o)
+{
+	switch (c) {
+	case O_OFFSET:
+		if (pc_parse_u64(optarg, 1, &o->ro.offset))
+			return bad_arg("--offset", optarg, "expected a byte count");
+		return 0;
+	case O_LENGTH:
+		if (pc_parse_u64(optarg, 1, &o->ro.length))
+			return bad_arg("--length", optarg, "expected a byte count");
+		return 0;
+	case O_BAUD:
+		if (pc_parse_u64(optarg, 0, &o->baud) || o->baud > 4000000)
+			return bad_arg("--baud", optarg, "expected a serial rate such as 115200");
+		return 0;
+	case O_RECSZ:
+		if (pc_parse_u64(optarg, 1, &o->record_size) || o->record_size % 512 ||
+		    !o->record_size || o->record_size > PC_MAX_RECORD_SIZE)
+			return bad_arg("--record-size", optarg, "expected a multiple of 512 up to 1M");
+		return 0;
+	case O_SEED:
+		if (pc_parse_seed(optarg, &o->seed))
+			return bad_arg("--seed", optarg, "expected an integer from 0 to 18446744073709551615");
+		return 0;
+	case O_SIZE:
+		if (pc_parse_u64(optarg, 1, &o->size) || o->size % 4096 || !o->size)
+			return bad_arg("--size", optarg, "expected a byte count, multiple of 4096");
+		return 0;
+	case O_BOOTDELAY:
+		if (pc_parse_u64(optarg, 0, &o->boot_delay_ms) || o->boot_delay_ms > 600000)
+			return bad_arg("--boot-delay-ms", optarg, "expected 0..600000");
+		return 0;
+	case O_CTIMEOUT:
+		if (pc_parse_u64(optarg, 0, &o->connect_timeout_ms) || o->connect_timeout_ms > 86400000)
+			return bad_arg("--connect-timeout-ms", optarg, "expected milliseconds");
+		return 0;
+	case O_RECORDS:
+		if (pc_parse_u64(optarg, 0, &o->records) || !o->records || o->records > 1048576)
+			return bad_arg("--records", optarg, "expected 1..1048576");
+		return 0;
+	case O_QD:
+		if (pc_parse_u64(optarg, 0, &o->qd) || !o->qd || o->qd > 32)
+			return bad_arg("--qd", optarg, "expected 1..32");
+		return 0;
+	case O_FLUSHEVERY:
+		if (pc_parse_u64(optarg, 0, &o->flush_every) || !o->flush_every)
+			return bad_arg("--flush-every", optarg, "expected a count >= 1");
+		return 0;
+	default:
+		return 1;
+	}
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	char err[256];
-	int c, li = 0;
+	int c, li = 0, ret;
 
 	memset(o, 0, sizeof(*o));
 	o->record_size = 4096;
@@ -151,52 +205,23 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->pattern = PC_PAT_SEQUENTIAL;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hv", long_opts, &li)) != -1) {
-
+		if ((ret = parse_number(c, o)) <= 0) {
+			if (ret)
+				return ret;
+			continue;
+		}
 		switch (c) {
 		case O_DEVICE: o->ro.spec = optarg; break;
-		case O_OFFSET:
-			if (pc_parse_u64(optarg, 1, &o->ro.offset))
-				return bad_arg("--offset", optarg, "expected a byte count");
-			break;
-		case O_LENGTH:
-			if (pc_parse_u64(optarg, 1, &o->ro.length))
-				return bad_arg("--length", optarg, "expected a byte count");
-			break;
 		case O_WHOLE: o->ro.allow_whole_disk = 1; break;
 		case O_CONNECT: o->connect = optarg; break;
 		case O_CONSOLE: o->console = optarg; break;
 		case O_SYSRQ: o->sysrq = optarg; break;
 		case O_KEY: o->key = optarg; break;
 		case O_FRESHBOOT: o->fresh_boot_id = 1; break;
-		case O_BAUD:
-			if (pc_parse_u64(optarg, 0, &o->baud) || o->baud > 4000000)
-				return bad_arg("--baud", optarg, "expected a serial rate such as 115200");
-			break;
 		case O_BOARD: o->board = optarg; break;
-		case O_RECSZ:
-			if (pc_parse_u64(optarg, 1, &o->record_size) || o->record_size % 512 ||
-			    !o->record_size || o->record_size > PC_MAX_RECORD_SIZE)
-				return bad_arg("--record-size", optarg, "expected a multiple of 512 up to 1M");
-			break;
-		case O_SEED:
-			if (pc_parse_seed(optarg, &o->seed))
-				return bad_arg("--seed", optarg, "expected an integer from 0 to 18446744073709551615");
-			break;
-		case O_SIZE:
-			if (pc_parse_u64(optarg, 1, &o->size) || o->size % 4096 || !o->size)
-				return bad_arg("--size", optarg, "expected a byte count, multiple of 4096");
-			break;
 		case O_YES: o->yes = 1; break;
 		case O_FORCE: o->ro.force = 1; break;
 		case O_CONFIRMDEV: o->ro.confirm_device = optarg; break;
-		case O_BOOTDELAY:
-			if (pc_parse_u64(optarg, 0, &o->boot_delay_ms) || o->boot_delay_ms > 600000)
-				return bad_arg("--boot-delay-ms", optarg, "expected 0..600000");
-			break;
-		case O_CTIMEOUT:
-			if (pc_parse_u64(optarg, 0, &o->connect_timeout_ms) || o->connect_timeout_ms > 86400000)
-				return bad_arg("--connect-timeout-ms", optarg, "expected milliseconds");
-			break;
 		case O_PATTERN:
 			o->pattern = pc_pattern_from_name(optarg);
 			if (o->pattern < 0)
@@ -216,18 +241,6 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (pc_mode_from_name(optarg) < 0)
 				return bad_arg("--mode", optarg, "expected fua, fua+flush, flush, journal, none, relwr or relwr-off");
 			o->mode = optarg;
-			break;
-		case O_RECORDS:
-			if (pc_parse_u64(optarg, 0, &o->records) || !o->records || o->records > 1048576)
-				return bad_arg("--records", optarg, "expected 1..1048576");
-			break;
-		case O_QD:
-			if (pc_parse_u64(optarg, 0, &o->qd) || !o->qd || o->qd > 32)
-				return bad_arg("--qd", optarg, "expected 1..32");
-			break;
-		case O_FLUSHEVERY:
-			if (pc_parse_u64(optarg, 0, &o->flush_every) || !o->flush_every)
-				return bad_arg("--flush-every", optarg, "expected a count >= 1");
 			break;
 		case 'v':
 		case O_VERBOSE: o->verbose = 1; break;

@@ -290,17 +290,25 @@ static int proc_has_arg(pid_t pid, const char *match)
 	return found;
 }
 
-int relay_group_kill_orphans(const char *path, const char *match, char *note, size_t notelen, char *err,
-			     size_t errlen)
-{
-	char buf[GROUP_REC_MAX], boot[64], what[32] = "process", st = 0;
+/* What a group file records: the group, its leader's start, the harness
+ * that made it. */
+struct group_rec {
 	int64_t pgid, start, hpid, hstart;
-	uint64_t now_start = 0, deadline;
+	char what[32];
+};
+
+/* Read the group file at path: 1 with r filled, 0 when there is nothing to
+ * kill (no file; unreadable or of another boot: forgotten, note may say
+ * so), or -errno with err. */
+static int group_rec_read(const char *path, struct group_rec *r, char *note, size_t notelen, char *err,
+			  size_t errlen)
+{
+	char buf[GROUP_REC_MAX], boot[64];
 	json_object *o, *v;
 	ssize_t n;
 	int fd, ret;
 
-	note[0] = 0;
+	snprintf(r->what, sizeof(r->what), "process");
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		if (errno == ENOENT)
@@ -315,20 +323,20 @@ int relay_group_kill_orphans(const char *path, const char *match, char *note, si
 	close(fd);
 	buf[n > 0 ? n : 0] = 0;
 	o = json_tokener_parse(buf);
-	pgid = o ? pc_json_int_in(o, "pgid", 2, GROUP_PID_MAX) : -1;
-	start = o ? pc_json_int_in(o, "start", 0, INT64_MAX) : -1;
-	hpid = o ? pc_json_int_in(o, "harness_pid", 1, GROUP_PID_MAX) : -1;
-	hstart = o ? pc_json_int_in(o, "harness_start", 0, INT64_MAX) : -1;
+	r->pgid = o ? pc_json_int_in(o, "pgid", 2, GROUP_PID_MAX) : -1;
+	r->start = o ? pc_json_int_in(o, "start", 0, INT64_MAX) : -1;
+	r->hpid = o ? pc_json_int_in(o, "harness_pid", 1, GROUP_PID_MAX) : -1;
+	r->hstart = o ? pc_json_int_in(o, "harness_start", 0, INT64_MAX) : -1;
 	boot_id(boot, sizeof(boot));
 	if (o && json_object_object_get_ex(o, "what", &v) && json_object_is_type(v, json_type_string)) {
 		size_t i;
 		const char *s = json_object_get_string(v);
 
-		for (i = 0; s[i] && i < sizeof(what) - 1; i++)
-			what[i] = isalnum((unsigned char)s[i]) ? s[i] : '?';
-		what[i] = 0;
+		for (i = 0; s[i] && i < sizeof(r->what) - 1; i++)
+			r->what[i] = isalnum((unsigned char)s[i]) ? s[i] : '?';
+		r->what[i] = 0;
 	}
-	if (pgid < 0 || start < 0 || hpid < 0 || hstart < 0 || !json_object_object_get_ex(o, "boot_id", &v) ||
+	if (r->pgid < 0 || r->start < 0 || r->hpid < 0 || r->hstart < 0 || !json_object_object_get_ex(o, "boot_id", &v) ||
 	    !json_object_is_type(v, json_type_string)) {
 		json_object_put(o);
 		snprintf(note, notelen, "%s names no process group (unreadable); nothing killed", path);
@@ -348,65 +356,90 @@ int relay_group_kill_orphans(const char *path, const char *match, char *note, si
 		return 0;
 	}
 	json_object_put(o);
-	/* the leader: still the process recorded (a zombie whose group may live
-	 * on), or gone, or another process that got the number since */
-	ret = proc_stat((pid_t)pgid, &st, NULL, &now_start);
-	if (ret == -ENOENT || (!ret && now_start != (uint64_t)start) ||
-	    (!ret && (st == 'Z' || st == 'X') && !group_alive((pid_t)pgid))) {
-		relay_group_forget(path);
-		return 0;
-	}
-	if (ret) {
-		snprintf(err, errlen, "cannot read /proc/%d/stat to tell whether %s process group %d recorded in %s "
-			 "is still running", (int)pgid, what, (int)pgid, path);
-		return ret;
-	}
-	/* never ourselves, whatever a record says */
-	if ((pid_t)pgid == getpid() || (pid_t)pgid == getpgrp()) {
-		snprintf(note, notelen, "%s names this very powercut's process group %d; nothing killed", path,
-			 (int)pgid);
-		relay_group_forget(path);
-		return 0;
-	}
-	/* the process recorded, and a board of ours: anyone may write a record,
-	 * but only a process on this board's media (or drive) is killed */
-	ret = proc_has_arg((pid_t)pgid, match);
-	if (ret <= 0 && !(st == 'Z' || st == 'X')) {
-		if (ret < 0)
-			snprintf(err, errlen, "cannot read /proc/%d/cmdline to tell whether %s process group %d recorded "
-				 "in %s runs on this board: %s", (int)pgid, what, (int)pgid, path, strerror(-ret));
-		else
-			snprintf(note, notelen, "process group %d recorded in %s still runs, but its command line does not "
-				 "name %s: not this board's %s, left alone", (int)pgid, path, match, what);
-		if (ret == 0)
-			relay_group_forget(path);
-		return ret;
-	}
-	/* the harness that started it: if it still runs, the group is not an orphan */
-	if ((pid_t)hpid != getpid() && proc_stat((pid_t)hpid, NULL, NULL, &now_start) == 0 &&
-	    now_start == (uint64_t)hstart) {
-		snprintf(err, errlen, "%s process group %d (recorded in %s) belongs to powercut pid %d, which still "
-			 "runs; stop that one first", what, (int)pgid, path, (int)hpid);
-		return -EBUSY;
-	}
-	if (kill(-(pid_t)pgid, SIGKILL) < 0 && errno != ESRCH) {
+	return 1;
+}
+
+/* SIGKILL the recorded group, and wait (RELAY_ORPHAN_MS) for it to go. */
+static int group_kill(const char *path, const struct group_rec *r, char *note, size_t notelen, char *err,
+		      size_t errlen)
+{
+	uint64_t deadline;
+	int ret;
+
+	if (kill(-(pid_t)r->pgid, SIGKILL) < 0 && errno != ESRCH) {
 		ret = -errno;
-		snprintf(err, errlen, "kill %s process group %d left by an earlier powercut (pid %d): %s", what,
-			 (int)pgid, (int)hpid, strerror(-ret));
+		snprintf(err, errlen, "kill %s process group %d left by an earlier powercut (pid %d): %s", r->what,
+			 (int)r->pgid, (int)r->hpid, strerror(-ret));
 		return ret;
 	}
 	deadline = pc_now_ms() + RELAY_ORPHAN_MS;
-	while (group_alive((pid_t)pgid)) {
+	while (group_alive((pid_t)r->pgid)) {
 		if (pc_now_ms() >= deadline) {
 			snprintf(err, errlen, "%s process group %d left by an earlier powercut (pid %d) still runs %d ms "
-				 "after SIGKILL: stuck in the kernel? Check `ps -g %d` and dmesg", what, (int)pgid,
-				 (int)hpid, RELAY_ORPHAN_MS, (int)pgid);
+				 "after SIGKILL: stuck in the kernel? Check `ps -g %d` and dmesg", r->what, (int)r->pgid,
+				 (int)r->hpid, RELAY_ORPHAN_MS, (int)r->pgid);
 			return -ETIMEDOUT;
 		}
 		pc_sleep_us(10000);
 	}
 	relay_group_forget(path);
 	snprintf(note, notelen, "killed %s process group %d, left running by an earlier powercut (pid %d, gone)",
-		 what, (int)pgid, (int)hpid);
+		 r->what, (int)r->pgid, (int)r->hpid);
 	return 0;
+}
+
+int relay_group_kill_orphans(const char *path, const char *match, char *note, size_t notelen, char *err,
+			     size_t errlen)
+{
+	struct group_rec r;
+	uint64_t now_start = 0;
+	char st = 0;
+	int ret;
+
+	note[0] = 0;
+	ret = group_rec_read(path, &r, note, notelen, err, errlen);
+	if (ret <= 0)
+		return ret;
+	/* the leader: still the process recorded (a zombie whose group may live
+	 * on), or gone, or another process that got the number since */
+	ret = proc_stat((pid_t)r.pgid, &st, NULL, &now_start);
+	if (ret == -ENOENT || (!ret && now_start != (uint64_t)r.start) ||
+	    (!ret && (st == 'Z' || st == 'X') && !group_alive((pid_t)r.pgid))) {
+		relay_group_forget(path);
+		return 0;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot read /proc/%d/stat to tell whether %s process group %d recorded in %s "
+			 "is still running", (int)r.pgid, r.what, (int)r.pgid, path);
+		return ret;
+	}
+	/* never ourselves, whatever a record says */
+	if ((pid_t)r.pgid == getpid() || (pid_t)r.pgid == getpgrp()) {
+		snprintf(note, notelen, "%s names this very powercut's process group %d; nothing killed", path,
+			 (int)r.pgid);
+		relay_group_forget(path);
+		return 0;
+	}
+	/* the process recorded, and a board of ours: anyone may write a record,
+	 * but only a process on this board's media (or drive) is killed */
+	ret = proc_has_arg((pid_t)r.pgid, match);
+	if (ret <= 0 && !(st == 'Z' || st == 'X')) {
+		if (ret < 0)
+			snprintf(err, errlen, "cannot read /proc/%d/cmdline to tell whether %s process group %d recorded "
+				 "in %s runs on this board: %s", (int)r.pgid, r.what, (int)r.pgid, path, strerror(-ret));
+		else
+			snprintf(note, notelen, "process group %d recorded in %s still runs, but its command line does not "
+				 "name %s: not this board's %s, left alone", (int)r.pgid, path, match, r.what);
+		if (ret == 0)
+			relay_group_forget(path);
+		return ret;
+	}
+	/* the harness that started it: if it still runs, the group is not an orphan */
+	if ((pid_t)r.hpid != getpid() && proc_stat((pid_t)r.hpid, NULL, NULL, &now_start) == 0 &&
+	    now_start == (uint64_t)r.hstart) {
+		snprintf(err, errlen, "%s process group %d (recorded in %s) belongs to powercut pid %d, which still "
+			 "runs; stop that one first", r.what, (int)r.pgid, path, (int)r.hpid);
+		return -EBUSY;
+	}
+	return group_kill(path, &r, note, notelen, err, errlen);
 }

@@ -1,5 +1,7 @@
 /*
  * replay.c - `powercut replay`: the verdicts must follow from the events.
+ * One folder's verdicts recomputed and compared with the recorded ones;
+ * the command over several folders, the report and JUnit is replay_cli.c.
  */
 #include "harness/cli/replay.h"
 
@@ -18,8 +20,6 @@
 
 #include "common/util.h"
 #include "harness/engine/engine.h"
-#include "harness/report/report.h"
-#include "harness/report/xml.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
@@ -484,12 +484,127 @@ static int same_text(struct rp *p, const char *path)
 	return same;
 }
 
+/* The folder's campaign.json: the engine made and configured as the live
+ * campaign's was. 0, or -errno with p->err (path: campaign.json's). */
+static int rp_engine(struct rp *p, const char *path)
+{
+	json_object *campaign, *name = NULL, *cfg = NULL, *fv = NULL;
+	char why[384];
+	int major, minor;
+
+	campaign = json_object_from_file(path);
+	if (!campaign) {
+		snprintf(p->err, p->errlen, "%s: cannot read (is %s a results folder?)", path, p->dir);
+		return -ENOENT;
+	}
+	json_object_object_get_ex(campaign, "campaign", &name);
+	p->eng = engine_new(name && json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "?",
+			    on_verdict, NULL, p);
+	if (!p->eng) {
+		json_object_put(campaign);
+		snprintf(p->err, p->errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* the boards and their limits, as the live campaign's engine had them;
+	 * a folder without a configuration gets the engine's defaults */
+	json_object_object_get_ex(campaign, "config", &cfg);
+	json_object_object_get_ex(campaign, "format", &fv);
+	/* the verdicts are recomputed in the folder's own format; a
+	 * newer major one is refused, saying so */
+	if (pc_format_read(fv, path, &major, &minor, p->err, p->errlen)) {
+		json_object_put(campaign);
+		engine_free(p->eng);
+		p->eng = NULL;
+		return -EINVAL;
+	}
+	engine_set_format(p->eng, major);
+	if (engine_configure(p->eng, cfg, why, sizeof(why))) {
+		snprintf(p->err, p->errlen, "%s: %s", path, why);
+		json_object_put(campaign);
+		engine_free(p->eng);
+		p->eng = NULL;
+		return -EINVAL;
+	}
+	json_object_put(campaign);
+	return 0;
+}
+
+/* The recomputed verdicts by board and cycle, from their texts. */
+static int rp_parse_recomputed(struct rp *p)
+{
+	json_object_object_foreach(p->recomputed, k0, idx) {
+		int64_t i = json_object_get_int64(idx);
+		json_object *v0 = i >= 0 && (size_t)i < p->ntext ? json_tokener_parse(p->text[i]) : NULL;
+
+		if (!v0) {
+			snprintf(p->err, p->errlen, "%s: a recomputed verdict does not read back", k0);
+			return -EINVAL;
+		}
+		json_object_object_add(p->recomputed, k0, v0);
+	}
+	return 0;
+}
+
+/* In the order the engine gave them, then the recorded ones it did not
+ * give; a board's first difference in full, the others by cycle. */
+static int rp_compare(struct rp *p)
+{
+	struct replay_result *r = p->r;
+	int ret = 0;
+
+	json_object_object_foreach(p->recomputed, k, v) {
+		json_object *rec;
+		struct replay_board *b = board_get(p, v);
+
+		if (!b)
+			return -ENOMEM;
+		if (!json_object_object_get_ex(p->recorded, k, &rec)) {
+			r->missing++;
+			b->missing++;
+			ret = problem(p, b, NULL, v, "recomputed but not in " PC_FILE_VERDICTS);
+		} else if (!json_object_equal(v, rec)) {
+			r->differ++;
+			b->differ++;
+			ret = problem(p, b, rec, v, NULL);
+		} else {
+			r->matched++;
+			b->matched++;
+		}
+		if (ret)
+			return ret;
+	}
+	json_object_object_foreach(p->recorded, k2, v2) {
+		struct replay_board *b;
+
+		if (json_object_object_get_ex(p->recomputed, k2, NULL))
+			continue;
+		if (!(b = board_get(p, v2)))
+			return -ENOMEM;
+		r->extra++;
+		b->extra++;
+		if ((ret = problem(p, b, v2, NULL, "in " PC_FILE_VERDICTS " but not recomputed from the events")))
+			return ret;
+	}
+	return 0;
+}
+
+/* Write the recomputed verdicts to o->recomputed, one a line. */
+static int rp_write_recomputed(struct rp *p, FILE *f)
+{
+	for (size_t i = 0; i < p->ntext; i++)
+		fprintf(f, "%s\n", p->text[i]);
+	if (fflush(f) || ferror(f)) {
+		snprintf(p->err, p->errlen, "writing the recomputed verdicts: %s", strerror(errno));
+		return -EIO;
+	}
+	return 0;
+}
+
 int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, struct replay_result *r, char *err,
 		    size_t errlen)
 {
 	struct rp p = { .r = r, .out = out, .err = err, .errlen = errlen, .dir = dir };
 	char path[PATH_MAX + 32];
-	json_object *campaign, *name = NULL;
 	int torn, ret;
 
 	memset(r, 0, sizeof(*r));
@@ -498,45 +613,9 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 	 * request (measured: 6% of replay's time) */
 	mallopt(M_MXFAST, 0);
 	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, dir);
-	campaign = json_object_from_file(path);
-	if (!campaign) {
-		snprintf(err, errlen, "%s: cannot read (is %s a results folder?)", path, dir);
-		return -ENOENT;
-	}
-	json_object_object_get_ex(campaign, "campaign", &name);
-	p.eng = engine_new(name && json_object_is_type(name, json_type_string) ? json_object_get_string(name) : "?",
-			   on_verdict, NULL, &p);
-	if (!p.eng) {
-		json_object_put(campaign);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	/* the boards and their limits, as the live campaign's engine had them;
-	 * a folder without a configuration gets the engine's defaults */
-	{
-		json_object *cfg = NULL;
-		json_object *fv = NULL;
-		char why[384];
-		int major, minor;
-
-		json_object_object_get_ex(campaign, "config", &cfg);
-		json_object_object_get_ex(campaign, "format", &fv);
-		/* the verdicts are recomputed in the folder's own format; a
-		 * newer major one is refused, saying so */
-		if (pc_format_read(fv, path, &major, &minor, err, errlen)) {
-			json_object_put(campaign);
-			engine_free(p.eng);
-			return -EINVAL;
-		}
-		engine_set_format(p.eng, major);
-		if (engine_configure(p.eng, cfg, why, sizeof(why))) {
-			snprintf(err, errlen, "%s: %s", path, why);
-			json_object_put(campaign);
-			engine_free(p.eng);
-			return -EINVAL;
-		}
-	}
-	json_object_put(campaign);
+	ret = rp_engine(&p, path);
+	if (ret)
+		return ret;
 	p.recomputed = json_object_new_object();
 	p.recorded = json_object_new_object();
 	p.bmap = json_object_new_object();
@@ -544,14 +623,8 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 	ret = read_events(&p, path, &torn);
 	if (!ret && torn)
 		fprintf(out, "%s: ignoring a torn last line\n", path);
-	if (!ret && o && o->recomputed) {
-		for (size_t i = 0; i < p.ntext; i++)
-			fprintf(o->recomputed, "%s\n", p.text[i]);
-		if (fflush(o->recomputed) || ferror(o->recomputed)) {
-			snprintf(err, errlen, "writing the recomputed verdicts: %s", strerror(errno));
-			ret = -EIO;
-		}
-	}
+	if (!ret && o && o->recomputed)
+		ret = rp_write_recomputed(&p, o->recomputed);
 	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, dir);
 	if (!ret && same_text(&p, path)) {
 		r->recorded = r->matched = (unsigned)p.ntext;
@@ -561,63 +634,10 @@ int replay_dir_opts(const char *dir, FILE *out, const struct replay_opts *o, str
 	}
 	if (!ret)
 		ret = results_each_line(path, on_recorded, &p, &torn, err, errlen);
-	if (!ret) {
-		/* the verdicts by board and cycle, from their texts */
-		json_object_object_foreach(p.recomputed, k0, idx) {
-			int64_t i = json_object_get_int64(idx);
-			json_object *v0 = i >= 0 && (size_t)i < p.ntext ? json_tokener_parse(p.text[i]) : NULL;
-
-			if (!v0) {
-				snprintf(err, errlen, "%s: a recomputed verdict does not read back", k0);
-				ret = -EINVAL;
-				break;
-			}
-			json_object_object_add(p.recomputed, k0, v0);
-		}
-	}
-	/* in the order the engine gave them, then the recorded ones it did
-	 * not give; a board's first difference in full, the others by cycle */
-	if (!ret) {
-		json_object_object_foreach(p.recomputed, k, v) {
-			json_object *rec;
-			struct replay_board *b = board_get(&p, v);
-
-			if (!b) {
-				ret = -ENOMEM;
-				break;
-			}
-			if (!json_object_object_get_ex(p.recorded, k, &rec)) {
-				r->missing++;
-				b->missing++;
-				ret = problem(&p, b, NULL, v, "recomputed but not in " PC_FILE_VERDICTS);
-			} else if (!json_object_equal(v, rec)) {
-				r->differ++;
-				b->differ++;
-				ret = problem(&p, b, rec, v, NULL);
-			} else {
-				r->matched++;
-				b->matched++;
-			}
-			if (ret)
-				break;
-		}
-	}
-	if (!ret) {
-		json_object_object_foreach(p.recorded, k2, v2) {
-			struct replay_board *b;
-
-			if (json_object_object_get_ex(p.recomputed, k2, NULL))
-				continue;
-			if (!(b = board_get(&p, v2))) {
-				ret = -ENOMEM;
-				break;
-			}
-			r->extra++;
-			b->extra++;
-			if ((ret = problem(&p, b, v2, NULL, "in " PC_FILE_VERDICTS " but not recomputed from the events")))
-				break;
-		}
-	}
+	if (!ret)
+		ret = rp_parse_recomputed(&p);
+	if (!ret)
+		ret = rp_compare(&p);
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
 	for (unsigned i = 0; !ret && i < p.nboards; i++)
@@ -645,335 +665,4 @@ out:
 int replay_dir(const char *dir, FILE *out, struct replay_result *r, char *err, size_t errlen)
 {
 	return replay_dir_opts(dir, out, NULL, r, err, errlen);
-}
-
-/* ---- `powercut replay DIR...`: several folders, JUnit XML, the report ---- */
-
-struct folder {
-	const char *dir;
-	int ret;		/* replay_dir_opts()'s */
-	int report_failed;
-	int damaged;		/* lines of events.jsonl refused or skipped: err says which */
-	char err[1024];
-	struct replay_result r;
-	double secs;
-};
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The last component of a folder's path: "sim-honest" for
- * "tests/recordings/sim-honest/". */
-static void base_of(const char *dir, char *buf, size_t len)
-{
-	size_t n = strlen(dir);
-	const char *s;
-
-	while (n > 1 && dir[n - 1] == '/')
-		n--;
-	s = dir + n;
-	while (s > dir && s[-1] != '/')
-		s--;
-	snprintf(buf, len, "%.*s", (int)(dir + n - s), s);
-	if (!buf[0] || !strcmp(buf, ".") || !strcmp(buf, "..") || !strcmp(buf, "/"))
-		snprintf(buf, len, "recording");
-}
-
-/*
- * The report of a folder's recomputed verdicts: a temporary folder holding
- * them as verdicts.jsonl, with links to the recording's campaign.json and
- * events.jsonl (what report_run() reads beside the verdicts), reported as any
- * results folder is. rd is the temporary folder, made by the caller.
- */
-static int report_of(struct folder *fo, const char *rd, FILE *out)
-{
-	static const char *const companions[] = { PC_FILE_CAMPAIGN, PC_FILE_EVENTS };
-	struct report_opts ro = { 0 };
-	const char *dirs[1] = { rd };
-	char src[PATH_MAX + 32], real[PATH_MAX], dst[PATH_MAX + 32];
-	int result;
-
-	for (size_t i = 0; i < PC_ARRAY_SIZE(companions); i++) {
-		snprintf(src, sizeof(src), "%s/%s", fo->dir, companions[i]);
-		snprintf(dst, sizeof(dst), "%s/%s", rd, companions[i]);
-		if (!realpath(src, real) || symlink(real, dst)) {
-			snprintf(fo->err, sizeof(fo->err), "%s: %s (for the report)", src, strerror(errno));
-			return -1;
-		}
-	}
-	fprintf(out, "replay %s: the report of its verdicts as this powercut recomputes them:\n", fo->dir);
-	fflush(out);
-	if (report_run(dirs, 1, out, &ro, &result, fo->err, sizeof(fo->err)))
-		return -1;
-	return 0;
-}
-
-static void report_cleanup(const char *tmp, const char *rd)
-{
-	static const char *const files[] = { PC_FILE_VERDICTS, PC_FILE_CAMPAIGN, PC_FILE_EVENTS };
-	char path[PATH_MAX + 32];
-
-	if (rd[0]) {
-		for (size_t i = 0; i < PC_ARRAY_SIZE(files); i++) {
-			snprintf(path, sizeof(path), "%s/%s", rd, files[i]);
-			unlink(path);
-		}
-		rmdir(rd);
-	}
-	if (tmp[0])
-		rmdir(tmp);
-}
-
-static void one_folder(struct folder *fo, FILE *out, const struct replay_cli *o)
-{
-	struct replay_opts ro = { .boards = 1 };
-	char tmp[PATH_MAX] = "", rd[PATH_MAX + 80] = "", base[256], path[PATH_MAX + 128];
-	const char *td = getenv("TMPDIR");
-	FILE *vf = NULL;
-	double t0;
-
-	if (o->report) {
-		snprintf(tmp, sizeof(tmp), "%s/powercut-replay.XXXXXX", td && td[0] ? td : "/tmp");
-		if (!mkdtemp(tmp)) {
-			snprintf(fo->err, sizeof(fo->err), "%s: %s (a temporary folder for the report)", tmp, strerror(errno));
-			tmp[0] = '\0';
-			fo->ret = -EIO;
-			return;
-		}
-		base_of(fo->dir, base, sizeof(base));
-		snprintf(rd, sizeof(rd), "%s/%s", tmp, base);
-		snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, rd);
-		if (mkdir(rd, 0700) || !(vf = fopen(path, "we"))) {
-			snprintf(fo->err, sizeof(fo->err), "%s: %s", path, strerror(errno));
-			fo->ret = -EIO;
-			goto out;
-		}
-		ro.recomputed = vf;
-	}
-	t0 = now_s();
-	fo->ret = replay_dir_opts(fo->dir, out, &ro, &fo->r, fo->err, sizeof(fo->err));
-	fo->secs = now_s() - t0;
-	if (vf && fclose(vf) && !fo->ret) {
-		snprintf(fo->err, sizeof(fo->err), "%s: %s", path, strerror(errno));
-		fo->ret = -EIO;
-	}
-	vf = NULL;
-	if (fo->ret)
-		goto out;
-	if (!o->quiet || fo->r.differ || fo->r.missing || fo->r.extra)
-		fprintf(out, "replay %s: %u verdicts recomputed, %u match, %u differ, %u missing, %u extra\n", fo->dir,
-			fo->r.recomputed, fo->r.matched, fo->r.differ, fo->r.missing, fo->r.extra);
-	if (fo->r.refused) {
-		unsigned nl = fo->r.refused < REPLAY_REFUSED_LINES ? fo->r.refused : REPLAY_REFUSED_LINES;
-		int n = snprintf(fo->err, sizeof(fo->err), "%s/" PC_FILE_EVENTS ": %u line%s refused or skipped (line%s ",
-				 fo->dir, fo->r.refused, fo->r.refused == 1 ? "" : "s", fo->r.refused == 1 ? "" : "s");
-
-		for (unsigned i = 0; i < nl && n > 0 && (size_t)n < sizeof(fo->err); i++)
-			n += snprintf(fo->err + n, sizeof(fo->err) - (size_t)n, "%s%u", i ? ", " : "",
-				      fo->r.refused_line[i]);
-		if (n > 0 && (size_t)n < sizeof(fo->err))
-			snprintf(fo->err + n, sizeof(fo->err) - (size_t)n,
-				 "%s): a damaged or crafted recording; the verdicts above are from the other lines",
-				 fo->r.refused > nl ? ", ..." : "");
-		fo->damaged = 1;
-	}
-	if (o->report && report_of(fo, rd, out))
-		fo->report_failed = 1;
-out:
-	if (vf)
-		fclose(vf);
-	fflush(out);
-	report_cleanup(tmp, rd);
-}
-
-static void junit_count(struct junit *j, const char *name, unsigned v)
-{
-	char buf[32];
-
-	snprintf(buf, sizeof(buf), "%u", v);
-	junit_property(j, name, buf);
-}
-
-/* A board's first difference, and how many more (NULL: out of memory; free it). */
-static char *difference_text(const struct replay_board *b, unsigned nv, int brief)
-{
-	char *s = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&s, &n);
-
-	if (!f)
-		return NULL;
-	if (brief) {
-		if (b->differ)
-			fprintf(f, "%u of %u verdicts differ", b->differ, nv);
-		if (b->missing)
-			fprintf(f, "%s%u recomputed but not recorded", b->differ ? ", " : "", b->missing);
-		if (b->extra)
-			fprintf(f, "%s%u recorded but not recomputed", b->differ || b->missing ? ", " : "", b->extra);
-		fprintf(f, "; first: %s", b->first_brief ? b->first_brief : "");
-	} else {
-		fputs(b->first, f);
-		if (b->nmore)
-			fprintf(f, "%u more (cycles %s%s)\n", b->nmore, b->more, b->nmore > REPLAY_MORE_CYCLES ? ", ..." : "");
-	}
-	if (ferror(f) | fclose(f)) {
-		free(s);
-		return NULL;
-	}
-	return s;
-}
-
-/* One board of a folder: a testcase, failed at its first difference. */
-static int junit_board(struct junit *j, const struct replay_board *b, const char *cls)
-{
-	unsigned nv = b->recomputed > b->recorded ? b->recomputed : b->recorded;
-	char out[256];
-
-	junit_case_begin(j, cls, b->name);
-	if (b->first) {
-		char *msg = difference_text(b, nv, 1), *text = difference_text(b, nv, 0);
-
-		if (!msg || !text) {
-			free(msg);
-			free(text);
-			return -ENOMEM;
-		}
-		junit_problem_begin(j, "failure", "replay.difference", msg);
-		junit_text(j, text);
-		junit_problem_end(j, "failure");
-		free(msg);
-		free(text);
-	}
-	if (b->has_cycles)
-		snprintf(out, sizeof(out), "%u verdicts, cycles %" PRIu32 "-%" PRIu32 ", %u match", nv, b->cycle_min,
-			 b->cycle_max, b->matched);
-	else
-		snprintf(out, sizeof(out), "%u verdicts, %u match", nv, b->matched);
-	junit_system_out(j, out);
-	junit_case_end(j);
-	return 0;
-}
-
-/*
- * JUnit XML: one testsuite per folder, one testcase per board (its first
- * difference in a failure element); a folder that could not be replayed is
- * one testcase with an error element.
- */
-static int write_junit(const char *file, const struct folder *fs, int n, char *err, size_t errlen)
-{
-	FILE *f = fopen(file, "we");
-	unsigned tests = 0, failures = 0, errors = 0;
-	double secs = 0;
-	struct junit j;
-	int ret = 0;
-
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", file, strerror(errno));
-		return -1;
-	}
-	for (int i = 0; i < n; i++) {
-		if (fs[i].ret || fs[i].report_failed || fs[i].damaged) {
-			tests++;
-			errors++;
-		}
-		if (!fs[i].ret) {
-			tests += fs[i].r.nboards;
-			for (unsigned k = 0; k < fs[i].r.nboards; k++)
-				failures += fs[i].r.boards[k].first != NULL;
-		}
-		secs += fs[i].secs;
-	}
-	junit_begin(&j, f, "powercut replay", tests, failures, errors, secs);
-	for (int i = 0; !ret && i < n; i++) {
-		const struct folder *fo = &fs[i];
-		const struct replay_result *r = &fo->r;
-		unsigned nt = fo->ret ? 0 : r->nboards, nf = 0, ne = fo->ret || fo->report_failed || fo->damaged;
-		char cls[256];
-
-		base_of(fo->dir, cls, sizeof(cls));
-		for (unsigned k = 0; k < nt; k++)
-			nf += r->boards[k].first != NULL;
-		junit_suite_begin(&j, fo->dir, nt + ne, nf, ne, fo->secs, NULL);
-		if (!fo->ret) {
-			junit_count(&j, "verdicts.recomputed", r->recomputed);
-			junit_count(&j, "verdicts.recorded", r->recorded);
-			junit_count(&j, "verdicts.matched", r->matched);
-			junit_count(&j, "verdicts.differ", r->differ);
-			junit_count(&j, "verdicts.missing", r->missing);
-			junit_count(&j, "verdicts.extra", r->extra);
-		}
-		for (unsigned k = 0; !ret && k < nt; k++)
-			ret = junit_board(&j, &r->boards[k], cls);
-		if (ne) {
-			junit_case_begin(&j, cls, "replay");
-			junit_problem_begin(&j, "error", "replay.error", fo->err);
-			junit_problem_end(&j, "error");
-			junit_case_end(&j);
-		}
-		junit_suite_end(&j);
-	}
-	if (!ret)
-		ret = junit_end(&j);
-	if (ret | fclose(f)) {
-		snprintf(err, errlen, "%s: %s", file, ret == -ENOMEM ? "out of memory" : strerror(errno ? errno : EIO));
-		return -1;
-	}
-	return 0;
-}
-
-int replay_main(const char *const *dirs, int ndirs, FILE *out, const struct replay_cli *o)
-{
-	struct folder *fs = calloc((size_t)ndirs, sizeof(*fs));
-	unsigned long tot[6] = { 0 };
-	unsigned bad = 0, differ = 0;
-	int rc;
-
-	if (!fs) {
-		pc_err("out of memory");
-		return 2;
-	}
-	for (int i = 0; i < ndirs; i++) {
-		struct folder *fo = &fs[i];
-
-		fo->dir = dirs[i];
-		one_folder(fo, out, o);
-		if (fo->ret || fo->report_failed || fo->damaged) {
-			pc_err("%s", fo->err);
-			bad++;
-		}
-		if (fo->ret)
-			continue;
-		tot[0] += fo->r.recomputed;
-		tot[1] += fo->r.matched;
-		tot[2] += fo->r.differ;
-		tot[3] += fo->r.missing;
-		tot[4] += fo->r.extra;
-		tot[5] += fo->r.recorded;
-		differ += fo->r.differ || fo->r.missing || fo->r.extra;
-	}
-	rc = bad ? 2 : differ ? 1 : 0;
-	if (ndirs > 1 && (!o->quiet || rc))
-		fprintf(out,
-			"replay: %d folders, %lu verdicts recomputed, %lu match, %lu differ, %lu missing, %lu extra; "
-			"%u folder%s differ%s, %u could not be replayed\n",
-			ndirs, tot[0], tot[1], tot[2], tot[3], tot[4], differ, differ == 1 ? "" : "s",
-			differ == 1 ? "s" : "", bad);
-	fflush(out);
-	if (o->junit) {
-		char err[1024];
-
-		if (write_junit(o->junit, fs, ndirs, err, sizeof(err))) {
-			pc_err("%s", err);
-			rc = 2;
-		}
-	}
-	for (int i = 0; i < ndirs; i++)
-		replay_result_free(&fs[i].r);
-	free(fs);
-	return rc;
 }
