@@ -205,6 +205,10 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 		uint32_t keep;
 		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "keep_inputs"), 0, 1000, &keep)))
 			return rc;
+		if (keep && strcmp(b->relay_driver, "sim"))
+			return cfg_fail(x, path, "only the sim relay starts the agent with --sim-keep-inputs; with "
+					"relay \"%s\" give the agent --sim-keep-inputs %" PRIu32 " yourself and drop "
+					"this key", b->relay_driver, keep);
 		cfg_put(out, "keep_inputs", json_object_new_int64(keep));
 	}
 	if ((v = cfg_jget(d, "cut_after_sectors"))) {
