@@ -68,7 +68,7 @@ int pv_check_seq_range(struct vctx *c, const char *what, uint64_t first, uint64_
 json_object *pv_jint(uint64_t v);
 void pv_add(json_object *o, const char *key, json_object *v);
 
-/* ---- shared by the schemas and builders (proto.c) ---- */
+/* ---- shared by the schemas and builders (proto_check.c) ---- */
 
 /* A board name as HELLO and setup_error carry it: 1 when valid. */
 int pv_board_name_ok(const char *s);
