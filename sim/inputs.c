@@ -440,7 +440,8 @@ int sim_inputs_start(struct sim_emmc *e, uint32_t keep, struct sim_inputs **out,
 		return 0;
 	if (keep > SIM_KEEP_INPUTS_MAX)
 		keep = SIM_KEEP_INPUTS_MAX;
-	if (path_of(dir, sizeof(dir), e, e->session, NULL))
+	/* the longest name in the folder fits, so every one does */
+	if (path_of(dir, sizeof(dir), e, e->session, NULL) || path_of(path, sizeof(path), e, e->session, "base.img.tmp"))
 		return fail(err, errlen, -ENAMETOOLONG, "name the inputs of", e->media);
 	prune(e, keep);
 	remove_dir(dir);	/* an earlier media's */
