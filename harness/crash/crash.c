@@ -110,6 +110,7 @@ struct ctx {
 	uint64_t off_lba;
 	uint32_t spr;
 	int pattern, torn_violation;
+	int in_flight;		/* the last write is the one in flight at the cut */
 	/* the cycle */
 	struct crec *rec;
 	size_t nrec;
@@ -128,6 +129,7 @@ struct ctx {
 	uint8_t *racked;	/* per record: acknowledged in this state */
 	size_t ack_limit;
 	json_object *verdict;
+	int no_truth;		/* the state's truth is not known: no notes of its differences */
 	uint64_t cap_lo, cap_hi;	/* findings of these seqs are kept in captured */
 	char *captured;
 	struct engine *eng;
@@ -306,7 +308,10 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		bytes += n * 512;
 		c->nw++;
 	}
-	c->w = calloc(c->nw ? c->nw : 1, sizeof(*c->w));
+	if (c->in->in_flight.valid && c->in->in_flight.n && c->in->in_flight.n <= 2048 &&
+	    c->in->in_flight.n <= (CRASH_MAX_BYTES - bytes) / 512)
+		bytes += c->in->in_flight.n * 512;
+	c->w = calloc(c->nw + 1, sizeof(*c->w));
 	c->pp = calloc(c->npp ? c->npp : 1, sizeof(*c->pp));
 	c->nsect = bytes / 512;
 	c->data = malloc(bytes ? bytes : 1);
@@ -339,6 +344,17 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		}
 		bytes += (size_t)w->n * 512;
 		c->nw++;
+	}
+	/* the write in flight at the cut: after every logged one, never completed, so volatile; its
+	 * bytes are made once the geometry is known (in_flight_fill) */
+	if (bytes < c->nsect * 512) {
+		struct cwrite *w = &c->w[c->nw++];
+
+		w->lba = c->in->in_flight.lba;
+		w->n = c->in->in_flight.n;
+		w->entry = ne;
+		w->sect0 = bytes / 512;
+		c->in_flight = 1;
 	}
 out:
 	free(e);
@@ -488,6 +504,25 @@ out:
 	if (bfd >= 0)
 		close(bfd);
 	return rc;
+}
+
+/* The bytes of the write in flight: the records it was writing, made from the region's seed. */
+static int in_flight_fill(struct ctx *c, char *err, size_t errlen)
+{
+	const struct crash_in_flight *f = &c->in->in_flight;
+	struct cwrite *w = &c->w[c->nw - 1];
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+
+	if (!c->in_flight)
+		return 0;
+	if (w->lba < slot0 || (w->lba - slot0) % c->spr || w->n % c->spr ||
+	    (w->lba - slot0) / c->spr + w->n / c->spr > c->reg.g.nslots)
+		return fail(err, errlen, -EINVAL, "the write in flight (sectors %" PRIu64 "+%" PRIu64 ") is not whole "
+			    "records of the region", w->lba, w->n);
+	for (uint64_t k = 0; k < w->n / c->spr; k++)
+		pc_record_build(c->data + (w->sect0 + k * c->spr) * 512, &c->reg.g,
+				(uint32_t)((w->lba - slot0) / c->spr + k), f->seq + k, f->cycle, f->flags);
+	return 0;
 }
 
 /* Which record sector each write sector lands on, and whether it holds that record's new bytes. */
@@ -746,7 +781,7 @@ static void note(struct ctx *c, const char *fmt, ...)
 	char buf[512];
 	va_list ap;
 
-	if (json_object_array_length(c->r->notes) >= CRASH_MAX_LISTED)
+	if (json_object_array_length(c->r->notes) >= CRASH_MAX_LISTED || c->no_truth)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
@@ -1029,9 +1064,13 @@ static int do_subsets(struct ctx *c, char *err, size_t errlen)
  * another (distinct words of equal weight), and kept together in one (two
  * w-subsets of m bits with 2w > m meet); dropped together is the state
  * that drops the write. Rows that keep all or none are not tears: left out.
+ * After the m rows come the spr - 1 in-order prefixes (the first 1, 2, ...
+ * sectors kept), the tear of a device that programs a write in order, cut
+ * in the middle: rows m .. m + spr - 2.
  */
 struct design {
 	unsigned m;
+	unsigned rows;		/* m + spr - 1 (0 for one-sector records: no tear) */
 	uint64_t *col;
 };
 
@@ -1050,7 +1089,7 @@ static int design_make(struct design *d, uint32_t spr)
 	uint64_t x;
 
 	d->col = NULL;
-	d->m = 0;
+	d->m = d->rows = 0;
 	if (spr < 2)
 		return 0;
 	for (d->m = 2; d->m < 62 && binom(d->m, d->m / 2 + 1) < spr; d->m++)
@@ -1066,11 +1105,14 @@ static int design_make(struct design *d, uint32_t spr)
 		d->col[i] = x;
 		x = (((r0 ^ x) >> 2) / c0) | r0;	/* the next word of the same weight (Gosper) */
 	}
+	d->rows = d->m + spr - 1;
 	return 0;
 }
 
 static int design_row_kept(const struct design *d, unsigned row, uint32_t idx)
 {
+	if (row >= d->m)
+		return idx < row - d->m + 1;	/* a prefix */
 	return (d->col[idx] >> row) & 1;
 }
 
@@ -1128,7 +1170,7 @@ static int do_tears(struct ctx *c, const struct design *d, char *err, size_t err
 	memset(k, 1, c->nvol ? c->nvol : 1);
 	c->ack_limit = SIZE_MAX;
 	for (unsigned v = 0; v < c->nvol && !rc; v++)
-		for (unsigned row = 0; row < d->m && !rc; row++) {
+		for (unsigned row = 0; row < d->rows && !rc; row++) {
 			if (!design_row_tears(d, row, c->spr) || c->w[c->vol[v]].n < 2)
 				continue;
 			keep_set(c, k);
@@ -1298,94 +1340,147 @@ static int do_illegal(struct ctx *c, const struct design *d, char *err, size_t e
 	return rc < 0 ? rc : 0;
 }
 
-/* The image after the real cut: which of the enumerated states it is, and its verdict. */
+/* Does write wi hold in keep[] exactly the tear of some row? */
+static int tear_row_of(struct ctx *c, const struct design *d, size_t wi)
+{
+	const struct cwrite *w = &c->w[wi];
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+
+	for (unsigned row = 0; row < d->rows; row++) {
+		int same = 1;
+
+		for (uint64_t k = 0; k < w->n && same; k++) {
+			uint64_t lba = w->lba + k;
+			uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
+
+			same = c->keep[w->sect0 + k] == design_row_kept(d, row, idx);
+		}
+		if (same)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The image the boot after the cut scanned: which of the enumerated states it
+ * is, and its verdict, from a full scan (as the real one was). When every
+ * sector the log wrote holds its old or its new bytes and nothing else in
+ * the image changed, what it holds is known and its verdict is compared
+ * with it like any state's; else only with the recorded verdict.
+ */
 static int do_observed(struct ctx *c, const struct design *d, char *err, size_t errlen)
 {
 	uint8_t *vk = calloc(c->nvol ? c->nvol : 1, 1);
-	unsigned char *sec = malloc(512);
-	int pfd = -1, rc = 0, failed = 0, other = 0, durable_lost = 0, torn_w = -1;
+	unsigned char *chunk = malloc(1 << 20);
+	int pfd = -1, rc = 0, failed = 0, other = 0, outside = 0, durable_lost = 0, torn_ok = 1;
 	unsigned torn_n = 0;
+	json_object *partial = c->verify;
+	struct stat st;
 
 	c->r->observed = 0;
-	if (!vk || !sec) {
+	if (!vk || !chunk) {
 		rc = fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	pfd = open(c->in->post, O_RDONLY | O_CLOEXEC);
-	if (pfd < 0) {
+	if (pfd < 0 || fstat(pfd, &st) < 0) {
 		rc = fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
 		goto out;
 	}
-	/* the image as it was, onto the extents */
+	if ((uint64_t)st.st_size != c->map_len) {
+		rc = fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->in->post,
+			  (long long)st.st_size, c->in->base, c->map_len);
+		goto out;
+	}
+	/* the base again, then the image over it, noting changes outside the log's writes */
 	for (size_t i = 0; i < c->next; i++)
-		if (pc_pread_all(pfd, c->ext[i].buf, (size_t)c->ext[i].n * 512, (off_t)(c->ext[i].lba * 512))) {
-			rc = fail(err, errlen, -EIO, "image %s: cannot read the written sectors", c->in->post);
+		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].base, (size_t)c->ext[i].n * 512);
+	for (size_t o = 0, e = 0; o < c->map_len; o += 1 << 20) {
+		size_t len = c->map_len - o < (1u << 20) ? c->map_len - o : 1u << 20;
+
+		if (pc_pread_all(pfd, chunk, len, (off_t)o)) {
+			rc = fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
 			goto out;
-		} else {
-			memcpy(c->map + c->ext[i].lba * 512, c->ext[i].buf, (size_t)c->ext[i].n * 512);
 		}
+		for (size_t k = 0; !outside && k < len; k += 512) {
+			uint64_t lba = (o + k) / 512;
+
+			while (e < c->next && c->ext[e].lba + c->ext[e].n <= lba)
+				e++;
+			if ((e >= c->next || lba < c->ext[e].lba) && memcmp(chunk + k, c->map + o + k, 512))
+				outside = 1;
+		}
+		memcpy(c->map + o, chunk, len);
+	}
 	/* per write sector: does the image hold the write's bytes? */
-	memset(c->recnew, 0, c->nrec * c->spr);
 	for (size_t i = 0, v = 0; i < c->nw; i++) {
 		const struct cwrite *w = &c->w[i];
 		uint64_t kept = 0;
 
 		for (uint64_t k = 0; k < w->n; k++) {
 			size_t s = w->sect0 + k;
-			const unsigned char *img = c->ext[w->ext].buf + w->ext_off + k * 512;
+			const unsigned char *img = c->map + (w->lba + k) * 512;
 
 			c->keep[s] = !memcmp(img, c->data + s * 512, 512);
 			if (!c->keep[s] && memcmp(img, c->ext[w->ext].base + w->ext_off + k * 512, 512))
-				other = 1;	/* neither the old bytes nor the new: not a state enumerated */
+				other = 1;	/* neither the old bytes nor the new */
 			kept += c->keep[s];
-			if (c->tgt[s] >= 0)
-				c->recnew[c->tgt[s]] = c->keep[s] && c->isnew[s];
 		}
 		if (w->durable) {
 			durable_lost |= kept != w->n;
 			continue;
 		}
-		vk[v] = kept == w->n;
+		vk[v++] = kept == w->n;
 		if (kept && kept < w->n) {
 			torn_n++;
-			torn_w = (int)i;
+			torn_ok &= tear_row_of(c, d, i);
 		}
-		v++;
 	}
-	/* among the enumerated: a subset listed, or one volatile write torn by a row, the others kept */
-	if (!other && !durable_lost && torn_n == 0) {
-		for (size_t s = 0; s < c->nseen && !c->r->observed; s++)
-			c->r->observed = !c->nvol || !memcmp(c->seen + s * c->nvol, vk, c->nvol);
-	} else if (!other && !durable_lost && torn_n == 1) {
-		int others_kept = 1;
+	/* what the records hold: the last write in log order whose bytes the image has */
+	memset(c->recnew, 0, c->nrec * c->spr);
+	for (size_t i = 0; i < c->nw; i++)
+		for (uint64_t k = 0; k < c->w[i].n; k++) {
+			size_t s = c->w[i].sect0 + k;
 
-		for (unsigned v = 0; v < c->nvol; v++)
-			if (c->vol[v] != (size_t)torn_w && !vk[v])
-				others_kept = 0;
-		for (unsigned row = 0; others_kept && row < d->m && !c->r->observed; row++) {
-			const struct cwrite *w = &c->w[torn_w];
-			int same = 1;
-			uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+			if (c->tgt[s] >= 0 && c->keep[s])
+				c->recnew[c->tgt[s]] = c->isnew[s];
+		}
+	/* exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
+	 * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset
+	 * of the exhaustive enumeration -- judging is local to a slot */
+	if (!other && !durable_lost) {
+		if (torn_n == 0) {
+			for (size_t s = 0; s < c->nseen && c->r->observed < 2; s++)
+				if (!c->nvol || !memcmp(c->seen + s * c->nvol, vk, c->nvol))
+					c->r->observed = 2;
+		} else if (torn_ok) {
+			unsigned not_whole = 0;
 
-			for (uint64_t k = 0; k < w->n && same; k++) {
-				uint64_t lba = w->lba + k;
-				uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
-
-				same = c->keep[w->sect0 + k] == design_row_kept(d, row, idx);
-			}
-			c->r->observed = same;
+			for (unsigned v = 0; v < c->nvol; v++)
+				not_whole += !vk[v];
+			/* the torn write is the one not whole: all the others kept */
+			c->r->observed = torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 0;
 		}
 	}
 	if (durable_lost)
-		note(c, "cycle %u: the image after the cut lost a write the log made durable", c->in->cycle);
+		note(c, "cycle %u: the image after the cut lost or tore a write the log made durable", c->in->cycle);
+	if (other || outside)
+		note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its verdict is "
+		     "compared with the recorded one only", c->in->cycle, other ? "a written sector neither old nor new" :
+		     "a change outside the log's writes");
 	c->ack_limit = SIZE_MAX;
-	rc = state_judge(c, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen);
+	c->no_truth = other || outside;
+	c->verify = verify_event(c, c->in->cycle + 1, pc_msg_verify(c->pattern, 1));
+	rc = c->verify ? state_judge(c, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen) : -ENOMEM;
+	json_object_put(c->verify);
+	c->verify = partial;
+	c->no_truth = 0;
 	if (rc < 0)
 		goto out;
 	c->r->states++;
-	/* a state outside the model (sub-sector bytes) has no ground truth here: its verdict is compared with
-	 * the recorded one only */
-	if (!other && !durable_lost)
+	c->r->observed_legal = !durable_lost;
+	c->r->observed_known = !other && !outside;
+	if (c->r->observed_known)
 		c->r->mismatches += rc == 0;
 	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s", failed ? "FAIL" : "PASS");
 	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
@@ -1394,7 +1489,7 @@ out:
 	if (pfd >= 0)
 		close(pfd);
 	free(vk);
-	free(sec);
+	free(chunk);
 	return rc;
 }
 
@@ -1431,7 +1526,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		size_t errlen)
 {
 	struct ctx c;
-	struct design d = { 0, NULL };
+	struct design d = { 0, 0, NULL };
 	double t0 = now_ms();
 	int rc;
 
@@ -1450,7 +1545,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		goto out;
 	}
 	if ((rc = events_pick(&c, err, errlen)) || (rc = log_load(&c, err, errlen)) ||
-	    (rc = image_make(&c, err, errlen)) || (rc = map_sectors(&c, err, errlen)) ||
+	    (rc = image_make(&c, err, errlen)) || (rc = in_flight_fill(&c, err, errlen)) ||
+	    (rc = map_sectors(&c, err, errlen)) ||
 	    (rc = verify_make(&c, err, errlen)) || (rc = base_scan(&c, err, errlen)))
 		goto out;
 	if (design_make(&d, c.spr)) {
@@ -1548,7 +1644,10 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 	if (r->observed >= 0) {
 		json_object *x = json_object_new_object();
 
-		json_object_object_add(x, "enumerated", json_object_new_boolean(r->observed));
+		json_object_object_add(x, "enumerated", json_object_new_string(r->observed == 2 ? "exact" :
+										r->observed == 1 ? "by_slot" : "no"));
+		json_object_object_add(x, "legal", json_object_new_boolean(r->observed_legal));
+		json_object_object_add(x, "known", json_object_new_boolean(r->observed_known));
 		json_object_object_add(x, "verdict", json_object_new_string(r->observed_verdict));
 		if (in->recorded)
 			json_object_object_add(x, "recorded", json_object_new_string(in->recorded));

@@ -51,7 +51,13 @@ struct crash_input {
 	json_object *events;	/* array: this board's events of cycle and cycle + 1, in order */
 	const char *base;	/* the device image at the cycle's power-on */
 	const char *log;	/* the dm-log-writes log of that power-on */
-	const char *post;	/* the image after the real cut, or NULL */
+	const char *post;	/* the image the boot after the cut scanned, or NULL */
+	struct crash_in_flight {
+		int valid;	/* the write the device had started and not completed at the cut */
+		uint64_t lba, n, seq;	/* a record's: its bytes are made from (seed, seq, lba) */
+		uint32_t cycle;
+		uint16_t flags;
+	} in_flight;
 	const char *recorded;	/* the verdict verdicts.jsonl holds for the cycle ("PASS"...), or NULL */
 };
 
@@ -77,7 +83,10 @@ struct crash_result {
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
 	unsigned locality_checked, locality_breaks;
-	int observed;			/* -1 no post image; 0 not among the enumerated; 1 among them */
+	int observed;			/* -1 no post image; 0 not among the enumerated states; 2 one of
+					 * them; 1 covered slot by slot (each torn write torn as one was) */
+	int observed_legal;		/* it keeps every write the log made durable */
+	int observed_known;		/* every sector it holds is old or new: its truth is known */
 	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */
 	char observed_verdict[16];
 	double ms;

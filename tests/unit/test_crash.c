@@ -19,15 +19,16 @@
  *   subsets   2 volatile <= 10: every subset, 2^2                        = 4
  *   tears     a record of 8 sectors: the covering design takes m = 5
  *             (C(4,3) = 4 < 8 <= C(5,3) = 10), words of weight 3, so
- *             5 rows, none keeping all or none of the 8 sectors;
- *             2 volatile writes x 5 rows                                  = 10
+ *             5 rows, none keeping all or none of the 8 sectors; then
+ *             the 7 in-order prefixes (1..7 sectors kept): 12 rows;
+ *             2 volatile writes x 12 rows                                 = 24
  *   cuts      one per persistence point: F1 and F2 (no FUA writes)       = 2
- *   states    4 + 10 + 2                                                 = 16
+ *   states    4 + 24 + 2                                                 = 30
  *   injected  8 durable acknowledged writes, each dropped and torn       = 16
  *   caught    all of them                                                = 16
  *   lost_acked_states: the 16 injected ones only                         = 16
  * With the locality check each tear is judged again with the other
- * volatile write dropped: tears 20, states 26, locality_checked 10.
+ * volatile write dropped: tears 48, states 54, locality_checked 24.
  */
 #include "tests/unit/suites.h"
 
@@ -228,9 +229,9 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.acked, 8);
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 10);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 24);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 2);
-	CU_ASSERT_EQUAL(r.states, 16);
+	CU_ASSERT_EQUAL(r.states, 30);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT_EQUAL(r.injected, 16);
 	CU_ASSERT_EQUAL(r.caught, 16);
@@ -242,9 +243,9 @@ static void test_hand_counts(void)
 	o.locality = 1;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 20);
-	CU_ASSERT_EQUAL(r.states, 26);
-	CU_ASSERT_EQUAL(r.locality_checked, 10);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 48);
+	CU_ASSERT_EQUAL(r.states, 54);
+	CU_ASSERT_EQUAL(r.locality_checked, 24);
 	CU_ASSERT_EQUAL(r.locality_breaks, 0);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
@@ -319,12 +320,77 @@ static void test_judge_torn_intact(void)
 	o.hook = torn_is_intact;
 	o.hook_arg = &rewritten;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
-	/* the 10 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation) */
-	CU_ASSERT_EQUAL(rewritten, 18);
-	CU_ASSERT_EQUAL(r.mismatches, 10);
+	/* the 24 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation) */
+	CU_ASSERT_EQUAL(rewritten, 32);
+	CU_ASSERT_EQUAL(r.mismatches, 24);
 	CU_ASSERT_EQUAL(r.injected, 16);
 	CU_ASSERT_EQUAL(r.caught, 8);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* An image after the cut: base, W1..W8, and of the volatile ones W10 whole and
+ * the first 3 sectors of W9 (a prefix tear); or W9 with one sector of neither. */
+static void make_post(const char *path, int garble)
+{
+	uint8_t *rec = malloc(RS), *img = malloc(1 << 20);
+	int fd = open(base_path, O_RDONLY);
+
+	CU_ASSERT_FATAL(rec && img && fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(pc_pread_all(fd, img, 1 << 20, 0), 0);
+	close(fd);
+	for (uint64_t seq = 1; seq <= 10; seq++) {
+		uint32_t slot = pc_slot_of_seq(&G, PC_PAT_SEQUENTIAL, seq);
+
+		pc_record_build(rec, &G, slot, seq, 1, PC_MODE_FLUSH);
+		if (seq == 9 && garble)
+			rec[512 * 5 + 100] ^= 0x40;
+		memcpy(img + pc_slot_lba(&G, slot) * 512, rec, seq == 9 && !garble ? 3 * 512 : RS);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, img, 1 << 20, 0), 0);
+	close(fd);
+	free(rec);
+	free(img);
+}
+
+static void test_observed(void)
+{
+	char post[4300];
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	struct crash_input in = { .board = "b1", .cycle = 1, .base = base_path, .log = log_path, .post = post,
+				  .recorded = "PASS" };
+	char err[512] = "";
+
+	make_inputs();
+	evs = events(0);
+	in.events = evs;
+	snprintf(post, sizeof(post), "%s.after", base_path);
+	crash_opts_default(&o);
+	make_post(post, 0);
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.observed, 2);		/* W9 torn by the 3-sector prefix, W10 kept: a tear judged */
+	CU_ASSERT_EQUAL(r.observed_known, 1);
+	CU_ASSERT_EQUAL(r.observed_legal, 1);
+	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
+	CU_ASSERT_EQUAL(r.observed_agrees, 1);
+	CU_ASSERT_EQUAL(r.states, 31);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+
+	/* a flipped bit in W9: no state enumerated holds it; the engine calls it corrupt, a FAIL */
+	make_post(post, 1);
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.observed, 0);
+	CU_ASSERT_EQUAL(r.observed_known, 0);
+	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
+	CU_ASSERT_EQUAL(r.observed_agrees, 0);
 	crash_result_clear(&r);
 	json_object_put(evs);
 	json_object_put(region_obj);
@@ -337,6 +403,7 @@ int suite_crash(void)
 		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
+		{ "the image after the cut: among the states, its verdict", test_observed },
 	};
 
 	return pc_test_suite("crash", tests, PC_ARRAY_SIZE(tests));
