@@ -62,6 +62,13 @@ static int read_json_file(const char *path, json_object **out)
 	return *out ? 0 : -EINVAL;
 }
 
+static uint64_t jget(json_object *o, const char *k)
+{
+	json_object *v;
+
+	return json_object_object_get_ex(o, k, &v) && json_object_get_int64(v) > 0 ? (uint64_t)json_object_get_int64(v) : 0;
+}
+
 /* The sessions of a board's media that finished and wrote one cycle's records. */
 static int scan_board(struct cs *s, const char *results, const char *board, int want_all, unsigned want,
 		      char *err, size_t errlen)
@@ -91,12 +98,15 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 			continue;
 		if (!json_object_object_get_ex(cj, "finished", &fin) || !json_object_get_boolean(fin) ||
 		    !json_object_object_get_ex(cj, "cycles", &cy) || !json_object_is_type(cy, json_type_array) ||
-		    json_object_array_length(cy) != 1) {
+		    json_object_array_length(cy) > 1) {
 			json_object_put(cj);
 			continue;
 		}
 		{
-			int64_t c = json_object_get_int64(json_object_array_get_idx(cy, 0));
+			/* the cycle whose records the session wrote; none completed: the one in flight */
+			int64_t c = json_object_array_length(cy) ? json_object_get_int64(json_object_array_get_idx(cy, 0)) :
+				    json_object_object_get_ex(cj, "in_flight", &inf) &&
+				    json_object_is_type(inf, json_type_object) ? (int64_t)jget(inf, "cycle") : 0;
 			struct kept *k, *t;
 
 			if (c < 1 || c > UINT32_MAX - 1 || (!want_all && (unsigned)c != want)) {
@@ -192,13 +202,6 @@ static int on_verdict(json_object *v, unsigned lineno, void *arg)
 	    (k = find(s, json_object_get_string(b), (unsigned)json_object_get_int64(c))))
 		snprintf(k->recorded, sizeof(k->recorded), "%s", json_object_get_string(vv));
 	return 0;
-}
-
-static uint64_t jget(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_get_int64(v) > 0 ? (uint64_t)json_object_get_int64(v) : 0;
 }
 
 int cmd_crash_states(int argc, char **argv)
