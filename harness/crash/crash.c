@@ -57,12 +57,17 @@ static uint64_t mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-static double now_ms(void)
+static double clock_ms(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(id, &ts);
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
 /* One write of the log, in 512-byte sectors. */
@@ -1527,7 +1532,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 {
 	struct ctx c;
 	struct design d = { 0, 0, NULL };
-	double t0 = now_ms();
+	double t0 = now_ms(), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -1592,6 +1597,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	if (in->post && (rc = do_observed(&c, &d, err, errlen)))
 		goto out;
 	r->ms = now_ms() - t0;
+	r->cpu_ms = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
 out:
 	free(d.col);
 	ctx_free(&c);
@@ -1654,6 +1660,7 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 		json_object_object_add(o, "observed", x);
 	}
 	json_object_object_add(o, "ms", json_object_new_int64((int64_t)(r->ms + 0.5)));
+	json_object_object_add(o, "cpu_ms", json_object_new_int64((int64_t)(r->cpu_ms + 0.5)));
 	json_object_object_add(o, "ok", json_object_new_boolean(crash_result_ok(r)));
 	if (r->notes && json_object_array_length(r->notes))
 		json_object_object_add(o, "notes", json_object_get(r->notes));

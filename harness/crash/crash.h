@@ -89,7 +89,7 @@ struct crash_result {
 	int observed_known;		/* every sector it holds is old or new: its truth is known */
 	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */
 	char observed_verdict[16];
-	double ms;
+	double ms, cpu_ms;		/* the cycle's wall and CPU time (this process's), all its states */
 	json_object *notes;		/* array of strings: the first mismatches, seqs not durable */
 };
 
