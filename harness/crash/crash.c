@@ -1407,15 +1407,18 @@ static int do_observed(struct ctx *c, const struct design *d, char *err, size_t 
 			rc = fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
 			goto out;
 		}
-		for (size_t k = 0; !outside && k < len; k += 512) {
+		for (size_t k = 0; k < len; k += 512) {
 			uint64_t lba = (o + k) / 512;
 
+			/* only the sectors that differ are copied: the map's other pages stay shared */
+			if (!memcmp(chunk + k, c->map + o + k, 512))
+				continue;
 			while (e < c->next && c->ext[e].lba + c->ext[e].n <= lba)
 				e++;
-			if ((e >= c->next || lba < c->ext[e].lba) && memcmp(chunk + k, c->map + o + k, 512))
+			if (e >= c->next || lba < c->ext[e].lba)
 				outside = 1;
+			memcpy(c->map + o + k, chunk + k, 512);
 		}
-		memcpy(c->map + o, chunk, len);
 	}
 	/* per write sector: does the image hold the write's bytes? */
 	for (size_t i = 0, v = 0; i < c->nw; i++) {
