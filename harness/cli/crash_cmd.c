@@ -94,8 +94,11 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 		if (errno || *end || sess > UINT32_MAX - 1)
 			continue;
 		snprintf(p, sizeof(p), "%s/%s/cycle.json", dir, de->d_name);
-		if (read_json_file(p, &cj))
+		if (read_json_file(p, &cj)) {
+			if (access(p, F_OK) == 0)
+				pc_warn("%s: not a JSON object: that session is left out", p);
 			continue;
+		}
 		if (!json_object_object_get_ex(cj, "finished", &fin) || !json_object_get_boolean(fin) ||
 		    !json_object_object_get_ex(cj, "cycles", &cy) || !json_object_is_type(cy, json_type_array) ||
 		    json_object_array_length(cy) > 1) {

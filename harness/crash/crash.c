@@ -1456,7 +1456,7 @@ static int do_observed(struct ctx *c, const struct design *d, char *err, size_t 
 	/* exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
 	 * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset
 	 * of the exhaustive enumeration -- judging is local to a slot */
-	if (!other && !durable_lost) {
+	if (!other && !outside && !durable_lost) {
 		if (torn_n == 0) {
 			for (size_t s = 0; s < c->nseen && c->r->observed < 2; s++)
 				if (!c->nvol || !memcmp(c->seen + s * c->nvol, vk, c->nvol))
