@@ -260,6 +260,8 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		if (c->first < 1 || c->nrec < 1 || c->nrec > (1u << 20))
 			return fail(err, errlen, -EINVAL, "board %s cycle %u: the work names no records", c->in->board,
 				    cyc);
+		if (w && json_object_object_get_ex(w, "mode", &v) && pc_mode_from_name(json_object_get_string(v)) >= 0)
+			snprintf(c->r->mode, sizeof(c->r->mode), "%s", json_object_get_string(v));
 		c->pattern = PC_PAT_SEQUENTIAL;
 		if (w && json_object_object_get_ex(w, "pattern", &v) &&
 		    pc_pattern_from_name(json_object_get_string(v)) >= 0)
@@ -1626,6 +1628,8 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 
 	json_object_object_add(o, "board", json_object_new_string(in->board));
 	json_object_object_add(o, "cycle", json_object_new_int64(in->cycle));
+	if (r->mode[0])
+		json_object_object_add(o, "mode", json_object_new_string(r->mode));
 	json_object_object_add(o, "states", json_object_new_int64(r->states));
 	json_object_object_add(o, "writes", json_object_new_int64(r->writes));
 	json_object_object_add(o, "durable", json_object_new_int64(r->durable));

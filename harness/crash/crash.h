@@ -75,6 +75,7 @@ struct crash_opts {
 };
 
 struct crash_result {
+	char mode[16];			/* the cycle's write mode, as its work names it */
 	unsigned states;		/* legal states judged (subsets, tears, cuts, observed) */
 	unsigned by_mode[CRASH_M_MAX];
 	double ms_by_mode[CRASH_M_MAX];
