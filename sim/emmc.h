@@ -70,6 +70,11 @@ void sim_opts_free(struct sim_opts *o);
  *                   the Nth cache flush, or inside the Nth FUA write, of the
  *                   power session (a campaign's cut plan "flush" or "fua"),
  *                   US microseconds of program time into it
+ *   untimed         0 or 1: 1 programs at file speed, without the program time
+ *                   (the agent's prepare sets it: nothing a campaign measures)
+ *   keep-inputs     0..1000: keep the inputs of a crash-state check (base image,
+ *                   write log, image at the cut) of the last N power-ons in
+ *                   <media>.inputs/session-S (0: none; docs/sim.md)
  * 0, -EINVAL with err saying what was expected, -ENOENT for an unknown name.
  */
 int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *err, size_t errlen);

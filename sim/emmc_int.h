@@ -14,6 +14,7 @@
 #include "sim/emmc.h"
 #include "sim/opts_int.h"
 #include "sim/sim_truth.h"
+#include "sim/inputs.h"
 
 #define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
@@ -139,12 +140,16 @@ struct sim_emmc {
 	uint64_t dev, ino;
 	unsigned profile;
 	uint32_t program_us;
+	int untimed;		/* no program time: a request's sectors in one pwrite */
 	uint32_t chunk_us;	/* subsector-tear: program time of one chunk */
 	uint32_t cache_sectors;
 	uint32_t cached;	/* live sectors in the cache */
 	struct sim_ent *head;	/* oldest */
 	struct sim_ent *tail;	/* newest */
 	struct sim_truth *truth;
+	struct sim_inputs *inputs;	/* keep-inputs: this session's, else NULL */
+	int after_fresh;		/* this power-on wrote the last session's after.img */
+	uint32_t power_on_writes;	/* media writes of this power-on's faults */
 	uint32_t session;
 	uint64_t seed;
 	double rate;

@@ -11,11 +11,16 @@
  * Every event is appended to events.jsonl and fed to the engine; verdicts are
  * appended to verdicts.jsonl with fsync. A killed harness resumes where its
  * records end, with no verdict lost or written twice. The other parts:
- *   campaign_link.c    the links: listening, connections that have not
- *                      proven themselves, the handshake, serial consoles, lines
+ *   campaign_core.c    the primitives: clock, events, state, power off
+ *   campaign_infra.c   INFRA_ERROR and giving a board up
+ *   campaign_link.c    a board's link: listening, the handshake, serial
+ *                      consoles, lines (handed up through machine_ops)
+ *   campaign_pending.c connections that have not proven themselves
+ *   campaign_reject.c  refusals on record
  *   campaign_plan.c    what a cycle asks: the scan, the work, the cut
+ *   campaign_setup.c   a boot without a hello
  *   campaign_resume.c  verdicts recorded and tallied, campaign.json, resume
- * campaign_int.h holds the state they share.
+ * campaign_int.h holds the state they share, and their layers.
  */
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_int.h"
@@ -51,8 +56,6 @@
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 
-const char *const camp_bstate_names[] = { "off", "booting", "verifying", "writing", "cut", "done", "cutting" };
-
 static volatile sig_atomic_t stop_flag;
 
 static void on_signal(int sig)
@@ -75,41 +78,6 @@ int camp_stopped(void)
 	return (int)stop_flag;
 }
 
-int64_t camp_t(struct camp *c)
-{
-	return c->t_base + (int64_t)(pc_now_ms() - c->t0);
-}
-
-/* ---- events ---- */
-
-json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind)
-{
-	json_object *ev = json_object_new_object();
-
-	json_object_object_add(ev, "t", json_object_new_int64(camp_t(b->c)));
-	json_object_object_add(ev, "board", json_object_new_string(b->cfg->name));
-	json_object_object_add(ev, "cycle", json_object_new_int64(b->cycle));
-	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[kind]));
-	return ev;
-}
-
-/* Append an event and feed it to the engine (which may emit verdicts). */
-int camp_ev_log(struct bctx *b, json_object *ev)
-{
-	struct camp *c = b->c;
-	char err[512] = "";
-	int ret;
-
-	ret = results_event(&c->res, ev);
-	if (ret) {
-		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
-		c->fatal = 1;
-	} else if (engine_feed(c->eng, ev, err, sizeof(err))) {
-		pc_warn("board %s: engine: %s", b->cfg->name, err);
-	}
-	json_object_put(ev);
-	return ret;
-}
 
 static void ev_reason(struct bctx *b, enum pc_ev_kind kind, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
@@ -128,160 +96,6 @@ static void ev_reason(struct bctx *b, enum pc_ev_kind kind, const char *fmt, ...
 
 /* ---- board state machine ---- */
 
-void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms)
-{
-	b->st = st;
-	b->t_state = pc_now_ms();
-	b->deadline = timeout_ms == UINT64_MAX ? UINT64_MAX : b->t_state + timeout_ms;
-}
-
-/* A board whose relay cannot switch it off (sysrq) never is: its agent
- * reboots it on request. */
-int camp_no_off(const struct bctx *b)
-{
-	return (b->relay_caps & RELAY_CAP_NO_OFF) != 0;
-}
-
-/* Asked of the relay's worker, never waited for: it switches in order, so a
- * power-on asked after this comes after it (and off_ms after it). */
-void camp_power_off(struct bctx *b)
-{
-	int ret;
-
-	if (camp_no_off(b))
-		return;
-	ret = relay_worker_send(&b->rw, RELAY_OP_OFF, 0, NULL, NULL, NULL);
-	if (ret)
-		pc_warn("board %s: cannot ask its relay worker to switch off: %s (the worker is restarted)",
-			b->cfg->name, strerror(-ret));
-}
-
-/* A host that ends an authenticated session says why first: the agent on
- * the board prints it, rather than guess at a link closed without a word. */
-static void tell_agent(struct bctx *b, const char *why)
-{
-	json_object *m;
-
-	if (!camp_link_up(b) || (b->st != B_WAIT_HELLO && b->st != B_VERIFY))
-		return;
-	m = pc_msg_error("%s", why);
-	if (m && camp_send_msg(b, m))
-		pc_debug("board %s: could not tell the agent why: %s", b->cfg->name, strerror(errno));
-	json_object_put(m);
-}
-
-static void give_up(struct bctx *b, const char *why)
-{
-	json_object *ev = camp_ev_new(b, PC_EV_GIVE_UP);
-
-	snprintf(b->given_up, sizeof(b->given_up), "%s", why);
-	pc_err("board %s: giving up: %s", b->cfg->name, why);
-	tell_agent(b, why);
-	/* on record: the report calls the board's device INCOMPLETE, saying why
-	 * (the engine takes it as informational) */
-	json_object_object_add(ev, "reason", json_object_new_string(why));
-	camp_ev_log(b, ev);
-	camp_power_off(b);
-	camp_close_link(b);
-	camp_set_state(b, B_DONE, UINT64_MAX);
-}
-
-/* The cycle ends (cut done, or it could not run): move on after the off time. */
-void camp_next_cycle(struct bctx *b)
-{
-	results_sync(&b->c->res);
-	b->cycle++;
-	b->attempt = 0;
-	b->rejects = 0;
-	b->late = 0;
-	b->said[0] = b->said_cause[0] = b->said_via[0] = 0;
-	b->cycles_run++;
-	if (b->cycle > b->c->cycles + 1) {
-		camp_set_state(b, B_DONE, UINT64_MAX);
-		return;
-	}
-	camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
-}
-
-/* Merge extra's fields into ev (extra is put). */
-static void ev_merge(json_object *ev, json_object *extra)
-{
-	if (!extra)
-		return;
-	json_object_object_foreach(extra, k, v)
-		json_object_object_add(ev, k, json_object_get(v));
-	json_object_put(extra);
-}
-
-static void infra_v(struct bctx *b, const char *cause, json_object *extra, const char *fmt, va_list ap)
-	__attribute__((format(printf, 4, 0)));
-static void infra_v(struct bctx *b, const char *cause, json_object *extra, const char *fmt, va_list ap)
-{
-	char buf[1024];
-	json_object *ev;
-
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	pc_warn("board %s cycle %u: %s", b->cfg->name, b->cycle, buf);
-	tell_agent(b, buf);
-	if (b->cycle > b->c->cycles) {
-		/* the final verification: there is no cycle of its own to blame,
-		 * so retry it, then give the last cycle's writes the verdict */
-		camp_power_off(b);
-		camp_close_link(b);
-		if (++b->attempt <= b->cfg->boot_retries) {
-			json_object_put(extra);
-			camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
-			return;
-		}
-		ev = camp_ev_new(b, PC_EV_FINAL_INFRA);
-		{
-			char r[1100];
-
-			snprintf(r, sizeof(r), "the final verification failed: %s", buf);
-			json_object_object_add(ev, "reason", json_object_new_string(r));
-		}
-		if (cause)
-			json_object_object_add(ev, "cause", json_object_new_string(cause));
-		ev_merge(ev, extra);
-		camp_ev_log(b, ev);
-		camp_set_state(b, B_DONE, UINT64_MAX);
-		return;
-	}
-	ev = camp_ev_new(b, PC_EV_INFRA);
-	json_object_object_add(ev, "reason", json_object_new_string(buf));
-	if (cause)
-		json_object_object_add(ev, "cause", json_object_new_string(cause));
-	ev_merge(ev, extra);
-	camp_ev_log(b, ev);
-	camp_power_off(b);
-	camp_close_link(b);
-	if (++b->consecutive_infra >= MAX_CONSECUTIVE_INFRA) {
-		char why[1200];
-		snprintf(why, sizeof(why), "%u infrastructure errors in a row, the last: %s", b->consecutive_infra, buf);
-		camp_next_cycle(b);
-		give_up(b, why);
-		return;
-	}
-	camp_next_cycle(b);
-}
-
-void camp_infra(struct bctx *b, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	infra_v(b, NULL, NULL, fmt, ap);
-	va_end(ap);
-}
-
-void camp_infra_ex(struct bctx *b, const char *cause, json_object *extra, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	infra_v(b, cause, extra, fmt, ap);
-	va_end(ap);
-}
 
 static void power_on(struct bctx *b)
 {
@@ -346,7 +160,7 @@ static void relay_failed(struct bctx *b, const char *fmt, ...)
 	if (ret) {
 		char gu[800];
 		snprintf(gu, sizeof(gu), "the relay worker %s, and a new one could not start: %s", why, strerror(-ret));
-		give_up(b, gu);
+		camp_give_up(b, gu);
 		return;
 	}
 	b->on_seq = 0;
@@ -447,7 +261,7 @@ static void boot_timeout(struct bctx *b)
 }
 
 /* The agent's link closed (campaign_link.c found it so, and let it go). */
-void camp_link_closed(struct bctx *b)
+static void camp_link_closed(struct bctx *b)
 {
 	if (b->st == B_DRAIN) {
 		camp_next_cycle(b);
@@ -470,7 +284,7 @@ static void final_verified(struct bctx *b)
 }
 
 /* A validated message from a board's agent. */
-void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
+static void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
 	struct camp *c = b->c;
 	json_object *ev = camp_ev_new(b, PC_EV_RX);
@@ -524,7 +338,7 @@ void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 }
 
 /* An authenticated agent's hello: check what it says, then ask for the scan. */
-void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
+static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 {
 	json_object *ev = camp_ev_new(b, PC_EV_RX), *region, *v, *msg;
 	uint64_t rs = 0;
@@ -570,7 +384,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 			 "says device.record_size %u; re-prepare the region or fix the configuration", rs,
 			 b->cfg->record_size);
 		ev_reason(b, PC_EV_INFRA, "%s", why);
-		give_up(b, why);
+		camp_give_up(b, why);
 		return;
 	}
 	{
@@ -580,7 +394,7 @@ void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 
 		if (config_device_check(b->cfg, raw, why, sizeof(why))) {
 			ev_reason(b, PC_EV_INFRA, "%s", why);
-			give_up(b, why);
+			camp_give_up(b, why);
 			return;
 		}
 	}
@@ -783,10 +597,25 @@ static void loop_dispatch(struct camp *c, struct loop_fds *f)
 	}
 }
 
+static void ops_infra(struct bctx *b, const char *why)
+{
+	camp_infra(b, "%s", why);
+}
+
+/* What the links (campaign_link.c, campaign_pending.c) hand up. */
+static const struct camp_link_ops machine_ops = {
+	.hello = camp_on_hello,
+	.msg = camp_on_msg,
+	.closed = camp_link_closed,
+	.agent_said = camp_agent_said,
+	.infra = ops_infra,
+};
+
 void camp_loop(struct camp *c)
 {
 	struct loop_fds f;
 
+	c->lops = &machine_ops;
 	while (!all_done(c) && !stop_flag && !c->fatal) {
 		uint64_t next = loop_timers(c), now;
 		int timeout, ret;

@@ -1,7 +1,7 @@
 /*
  * campaign_int.h - the campaign daemon's state, shared by its parts
- * (campaign.c, campaign_link.c, campaign_plan.c, campaign_resume.c). Only
- * they include it: campaign.h is the daemon's interface.
+ * (harness/campaign/campaign*.c). Only they include it: campaign.h is the
+ * daemon's interface.
  */
 #ifndef PC_HARNESS_CAMPAIGN_INT_H
 #define PC_HARNESS_CAMPAIGN_INT_H
@@ -91,6 +91,7 @@ struct camp {
 	int lfd;
 	char connect[160];
 	struct pending pend[MAX_PENDING];
+	const struct camp_link_ops *lops;	/* the state machine's, for the links (camp_loop sets it) */
 	uint64_t t0;		/* ms: campaign clock origin (monotonic) */
 	int64_t t_base;		/* ms: where the clock stood when this run resumed */
 	uint64_t last_progress;
@@ -104,11 +105,20 @@ struct camp {
 	json_object *seen_verdicts;	/* "board/cycle" -> true */
 };
 
-/* campaign.c */
-void camp_catch_signals(void);
-int camp_stopped(void);		/* the signal that asked the loop to end, or 0 */
-void camp_loop(struct camp *c);
-void camp_progress(struct camp *c, int force);
+/* The campaign's files, in layers: each calls only those above it in this
+ * list (and the links hand what they read up through struct camp_link_ops,
+ * which campaign.c registers).
+ *   campaign_core.c     clock, events, a board's state, power off, next cycle
+ *   campaign_resume.c   verdicts recorded and tallied, campaign.json, resume
+ *   campaign_reject.c   refusals on record
+ *   campaign_link.c     a board's link: handshake, lines, consoles, output
+ *   campaign_pending.c  connections not yet proven
+ *   campaign_infra.c    INFRA_ERROR, giving a board up
+ *   campaign_plan.c, campaign_setup.c  the cycle's work and cut; a boot without a hello
+ *   campaign.c          the poll loop and each board's state machine
+ *   campaign_run.c      campaign_run: setup, resume, the loop, the finish */
+
+/* campaign_core.c */
 extern const char *const camp_bstate_names[];
 int64_t camp_t(struct camp *c);
 json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind);
@@ -117,14 +127,19 @@ void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
 int camp_no_off(const struct bctx *b);
 void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
+
+/* campaign_infra.c */
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The same with a cause ("setup", ...) and fields for the event (owned, may be NULL). */
 void camp_infra_ex(struct bctx *b, const char *cause, json_object *extra, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw);
-/* The agent's link closed: what it means depends on where the board is. */
-void camp_link_closed(struct bctx *b);
-void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw);
+void camp_give_up(struct bctx *b, const char *why);
+
+/* campaign.c */
+void camp_catch_signals(void);
+int camp_stopped(void);		/* the signal that asked the loop to end, or 0 */
+void camp_loop(struct camp *c);
+void camp_progress(struct camp *c, int force);
 
 /* campaign_link.c, campaign_plan.c: their headers */
 

@@ -1,8 +1,11 @@
 /*
- * campaign_link.c - the host's side of the links: the TCP listener, the
- * connections that have not proven themselves yet (bounded, evicted oldest
- * first), the challenge-response handshake, serial consoles, and every line
- * that arrives, authenticated or refused on record (docs/protocol.md).
+ * campaign_link.c - a board's link to its agent: the TCP listener, the
+ * output queue, the challenge-response handshake, serial and network
+ * consoles, and every line that arrives on a board's link (docs/protocol.md).
+ * Connections not yet proven are campaign_pending.c's, refusals on record
+ * campaign_reject.c's. What a line means is the state machine's: the link
+ * hands it on through the ops it registered (struct camp_link_ops), never
+ * calling campaign.c by name.
  */
 #include "harness/campaign/campaign_int.h"
 
@@ -37,218 +40,17 @@
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 
-/* Printable ASCII only: a hostile line must not put escapes or bad UTF-8 into a record. */
-static void excerpt(char *out, size_t outlen, const char *line, size_t len)
+/* The cycle ends in an INFRA_ERROR: told to the state machine (its ops). */
+static void link_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void link_infra(struct bctx *b, const char *fmt, ...)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < len && n + 1 < outlen && i < 160; i++)
-		out[n++] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
-	out[n] = 0;
-}
-
-/*
- * Refusals are bounded: a process without the key that connects again and
- * again must not fill the results disk (measured before: 305,447 link_reject
- * events, 41 MB of events.jsonl and 34 MB of stderr in 14.5 s). Per peer
- * address (the port dropped: each connection has its own) the first
- * REJ_WHOLE refusals of an interval are written whole; the others are
- * counted, by kind of reason, and written as one link_reject_summary per peer when
- * the interval ends (REJ_INTERVAL_MS, checked at each refusal and each turn
- * of the loop) or the run does. Whole events also stop once those of the
- * interval pass REJ_BYTES: with at most REJ_PEERS + 1 summaries of at most
- * about 2 KB each, the harness writes at most about 50 KB a minute for
- * refusals, however many come; stderr gets a line per whole event and per
- * summary, no more. Fixed tables: no allocation per refusal.
- */
-#define REJ_PEERS 16		/* peers counted apart; the others share one entry ("*") */
-#define REJ_WHOLE 5		/* whole link_reject events per peer and interval */
-#define REJ_INTERVAL_MS 60000
-#define REJ_REASONS 16		/* distinct reasons per summary; the rest "other_reasons" */
-#define REJ_REASON_LEN 96	/* bytes of a reason kept in a summary */
-#define REJ_BYTES 16384		/* bytes of whole link_reject events per interval */
-
-struct rej_peer {
-	char addr[64];		/* "" : unused */
-	unsigned whole;		/* written whole this interval */
-	unsigned long counted;	/* counted, not written, this interval */
-	unsigned long other;	/* ... with a reason beyond the table */
-	struct {
-		char why[REJ_REASON_LEN + 1];
-		unsigned long n;
-	} reason[REJ_REASONS];
-	unsigned nreason;
-};
-
-static struct {
-	const struct camp *c;	/* the campaign the counts are of */
-	int64_t since;		/* camp_t() the interval started */
-	size_t bytes;		/* of whole events this interval */
-	struct rej_peer peer[REJ_PEERS + 1];	/* the last: every peer beyond the table */
-} rej;
-
-/* "127.0.0.1:5043" -> "127.0.0.1", "[::1]:5043" -> "[::1]"; a device path as it is */
-static void rej_addr(char *out, size_t len, const char *peer)
-{
-	const char *colon = strrchr(peer, ':');
-	size_t n = strlen(peer);
-
-	if (colon && colon[1] && strspn(colon + 1, "0123456789") == strlen(colon + 1) &&
-	    (peer[0] == '[' || strchr(peer, ':') == colon))
-		n = (size_t)(colon - peer);
-	snprintf(out, len, "%.*s", (int)n, peer);
-}
-
-static struct rej_peer *rej_peer_of(const char *addr)
-{
-	for (unsigned i = 0; i < REJ_PEERS; i++) {
-		struct rej_peer *p = &rej.peer[i];
-
-		if (!p->addr[0])
-			snprintf(p->addr, sizeof(p->addr), "%s", addr);
-		if (!strcmp(p->addr, addr))
-			return p;
-	}
-	snprintf(rej.peer[REJ_PEERS].addr, sizeof(rej.peer[REJ_PEERS].addr), "*");
-	return &rej.peer[REJ_PEERS];
-}
-
-/* Counted by kind: the reason as worded with each number as "N" (ports,
- * sizes, times vary from one attempt to the next; the words do not). */
-static void rej_count(struct rej_peer *p, const char *reason)
-{
-	char why[REJ_REASON_LEN + 1];
-	size_t n = 0;
-	unsigned i;
-
-	for (const char *r = reason; *r && n < REJ_REASON_LEN; r++) {
-		if (*r >= '0' && *r <= '9') {
-			if (n && why[n - 1] == 'N' && r > reason && r[-1] >= '0' && r[-1] <= '9')
-				continue;
-			why[n++] = 'N';
-		} else {
-			why[n++] = *r;
-		}
-	}
-	why[n] = '\0';
-	p->counted++;
-	for (i = 0; i < p->nreason; i++)
-		if (!strncmp(p->reason[i].why, why, REJ_REASON_LEN))
-			break;
-	if (i == p->nreason && p->nreason < REJ_REASONS) {
-		snprintf(p->reason[i].why, sizeof(p->reason[i].why), "%s", why);
-		p->reason[i].n = 0;
-		p->nreason++;
-	}
-	if (i < p->nreason)
-		p->reason[i].n++;
-	else
-		p->other++;
-}
-
-static void rej_write(struct camp *c, json_object *ev)
-{
-	int ret = results_event(&c->res, ev);
-
-	if (ret) {
-		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
-		c->fatal = 1;
-	}
-}
-
-/* The summaries of the interval (every peer with refusals counted), and a
- * new interval. */
-static void rej_flush(struct camp *c)
-{
-	int64_t t = camp_t(c);
-
-	for (unsigned i = 0; i <= REJ_PEERS && !c->fatal; i++) {
-		struct rej_peer *p = &rej.peer[i];
-		json_object *ev, *reasons;
-		char list[256] = "";
-		size_t l = 0;
-
-		if (!p->counted)
-			continue;
-		ev = json_object_new_object();
-		reasons = json_object_new_object();
-		json_object_object_add(ev, "t", json_object_new_int64(t));
-		json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_LINK_REJECT_SUMMARY]));
-		json_object_object_add(ev, "peer", json_object_new_string(p->addr));
-		json_object_object_add(ev, "since", json_object_new_int64(rej.since));
-		json_object_object_add(ev, "refused", json_object_new_int64((int64_t)p->counted));
-		for (unsigned k = 0; k < p->nreason; k++) {
-			json_object_object_add(reasons, p->reason[k].why, json_object_new_int64((int64_t)p->reason[k].n));
-			if (k < 2 && l < sizeof(list))
-				l += (size_t)snprintf(list + l, sizeof(list) - l, "%s%lu x %.60s", k ? "; " : "",
-						      p->reason[k].n, p->reason[k].why);
-		}
-		json_object_object_add(ev, "reasons", reasons);
-		if (p->other)
-			json_object_object_add(ev, "other_reasons", json_object_new_int64((int64_t)p->other));
-		pc_warn("%s: %lu more refused since t=%" PRId64 " ms, not logged one by one (%s%s)", p->addr,
-			p->counted, rej.since, list, p->nreason > 2 || p->other ? "; ..." : "");
-		rej_write(c, ev);
-		json_object_put(ev);
-	}
-	memset(rej.peer, 0, sizeof(rej.peer));
-	rej.since = t;
-	rej.bytes = 0;
-}
-
-void camp_link_reject_tick(struct camp *c, int end)
-{
-	if (rej.c != c)
-		return;
-	if (end || camp_t(c) - rej.since >= REJ_INTERVAL_MS)
-		rej_flush(c);
-}
-
-void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
-			const char *fmt, ...)
-{
-	json_object *ev;
-	struct rej_peer *rp;
-	char why[512], shown[168], addr[64];
+	char why[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (b && attempt)
-		b->rejects++;
-	if (rej.c != c) {
-		memset(&rej, 0, sizeof(rej));
-		rej.c = c;
-		rej.since = camp_t(c);
-	}
-	camp_link_reject_tick(c, 0);
-	rej_addr(addr, sizeof(addr), peer);
-	rp = rej_peer_of(addr);
-	if (rp->whole >= REJ_WHOLE || rej.bytes >= REJ_BYTES) {
-		rej_count(rp, why);
-		return;
-	}
-	rp->whole++;
-	ev = json_object_new_object();
-	json_object_object_add(ev, "t", json_object_new_int64(camp_t(c)));
-	if (b) {
-		json_object_object_add(ev, "board", json_object_new_string(b->cfg->name));
-		json_object_object_add(ev, "cycle", json_object_new_int64(b->cycle));
-	}
-	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_LINK_REJECT]));
-	json_object_object_add(ev, "peer", json_object_new_string(peer));
-	json_object_object_add(ev, "reason", json_object_new_string(why));
-	if (line && len) {
-		excerpt(shown, sizeof(shown), line, len);
-		json_object_object_add(ev, "line", json_object_new_string(shown));
-	}
-	pc_warn("%s%s: refused: %s%s", b ? "board " : "", b ? b->cfg->name : peer, why,
-		rp->whole == REJ_WHOLE ? " (further refusals from this address are counted, summarised each minute)"
-				       : "");
-	rej.bytes += strlen(json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN)) + 1;
-	rej_write(c, ev);
-	json_object_put(ev);
+	b->c->lops->infra(b, why);
 }
 
 /*
@@ -410,14 +212,14 @@ static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 	return rc;
 }
 
-static void hs_clear(struct handshake *h)
+void camp_hs_clear(struct handshake *h)
 {
 	free(h->hello);
 	memset(h, 0, sizeof(*h));
 }
 
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
-static int hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
+int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		    int marker)
 {
 	char buf[256];
@@ -425,7 +227,7 @@ static int hs_start(struct bctx *b, struct handshake *h, const char *text, size_
 	size_t off = 0;
 	int n;
 
-	hs_clear(h);
+	camp_hs_clear(h);
 	if (!json_object_object_get_ex(hello, "nonce", &v))
 		return -EINVAL;
 	if (len && text[len - 1] == '\r')
@@ -454,7 +256,7 @@ static int hs_start(struct bctx *b, struct handshake *h, const char *text, size_
 }
 
 /* Does the proof in an auth message answer this handshake? */
-static int hs_proven(struct camp *c, const struct handshake *h, json_object *auth)
+int camp_hs_proven(struct camp *c, const struct handshake *h, json_object *auth)
 {
 	json_object *v;
 
@@ -545,7 +347,7 @@ void camp_link_free(struct camp_link *l)
 		close(l->cfd);
 	outq_clear(&l->q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		hs_clear(&l->shs[i]);
+		camp_hs_clear(&l->shs[i]);
 	l->fd = l->sfd = l->cfd = -1;
 }
 
@@ -578,7 +380,7 @@ void camp_close_link(struct bctx *b)
 	/* lines of the session that ended are not for the next one */
 	outq_clear(&b->link.q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		hs_clear(&b->link.shs[i]);
+		camp_hs_clear(&b->link.shs[i]);
 	/* a power-on (the only call while the board is off): a network
 	 * console that broke reconnects now, one that is up is probed, and
 	 * whether it stays up from here on decides whether this boot was seen */
@@ -652,10 +454,10 @@ void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
 	pc_auth_session_init(&b->link.s, &b->c->key, h->hn, h->an, 1);
 	/* the hello was valid when it came: parse it again for its fields */
 	if (pc_msg_parse(h->hello, h->hello_len, &m, err, sizeof(err))) {
-		camp_infra(b, "the authenticated hello no longer parses: %s", err);
+		link_infra(b, "the authenticated hello no longer parses: %s", err);
 		return;
 	}
-	camp_on_hello(b, &m, m.obj);
+	b->c->lops->hello(b, &m, m.obj);
 	pc_msg_clear(&m);
 }
 
@@ -669,11 +471,11 @@ static void bad_line(struct bctx *b, const char *line, size_t len, const char *w
 	json_object_object_add(ev, "error", json_object_new_string(why));
 	camp_ev_log(b, ev);
 	if (b->st != B_DRAIN)
-		camp_infra(b, "protocol error from the agent: %s", why);
+		link_infra(b, "protocol error from the agent: %s", why);
 }
 
 /* One line on an authenticated link: it must carry the session's next tag. */
-static void board_line(struct bctx *b, const char *line, size_t len)
+void camp_board_line(struct bctx *b, const char *line, size_t len)
 {
 	struct pc_msg m;
 	char err[512];
@@ -691,7 +493,7 @@ static void board_line(struct bctx *b, const char *line, size_t len)
 	if (m.type == PC_MSG_HELLO || m.type == PC_MSG_AUTH)
 		bad_line(b, line, len, "a second hello or proof on one link");
 	else
-		camp_on_msg(b, &m, m.obj);
+		b->c->lops->msg(b, &m, m.obj);
 	pc_msg_clear(&m);
 }
 
@@ -707,7 +509,7 @@ void camp_board_read(struct bctx *b)
 			return;
 		/* the link closed: the state machine says what that means */
 		camp_close_link(b);
-		camp_link_closed(b);
+		b->c->lops->closed(b);
 		return;
 	}
 	while (off < (size_t)n && b->link.fd >= 0) {
@@ -720,7 +522,7 @@ void camp_board_read(struct bctx *b)
 				continue;
 			}
 			if (len)
-				board_line(b, line, len);
+				camp_board_line(b, line, len);
 		}
 	}
 }
@@ -755,7 +557,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 	char err[512];
 
 	if (b->link.fd == b->link.sfd) {
-		board_line(b, mk, len);
+		camp_board_line(b, mk, len);
 		return;
 	}
 	if (pc_msg_parse(mk, len, &m, err, sizeof(err))) {
@@ -790,13 +592,13 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 				if (b->link.shs[i].since < b->link.shs[slot].since)
 					slot = i;
 			}
-			if (hs_start(b, &b->link.shs[slot], mk, len, m.obj, b->link.sfd, 1))
+			if (camp_hs_start(b, &b->link.shs[slot], mk, len, m.obj, b->link.sfd, 1))
 				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
 		}
 	} else if (m.type == PC_MSG_AUTH) {
 		unsigned i;
 
-		for (i = 0; i < MAX_SERIAL_HELLOS && !hs_proven(c, &b->link.shs[i], m.obj); i++)
+		for (i = 0; i < MAX_SERIAL_HELLOS && !camp_hs_proven(c, &b->link.shs[i], m.obj); i++)
 			;
 		if (i == MAX_SERIAL_HELLOS) {
 			camp_link_reject(c, b, 1, dev, mk, len, "a proof that answers none of the challenges sent: "
@@ -806,9 +608,9 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 
 			b->link.shs[i].hello = NULL;	/* moved to h */
 			for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-				hs_clear(&b->link.shs[k]);
+				camp_hs_clear(&b->link.shs[k]);
 			camp_authenticated(b, b->link.sfd, &h);
-			hs_clear(&h);
+			camp_hs_clear(&h);
 		}
 	} else if (m.type == PC_MSG_SETUP_ERROR) {
 		/* the agent on this console cannot get to a hello and says why */
@@ -820,7 +622,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 			char via[PATH_MAX + 32];
 
 			snprintf(via, sizeof(via), "its console %s", dev);
-			camp_agent_said(b, m.obj, via);
+			b->c->lops->agent_said(b, m.obj, via);
 		}
 		camp_link_reject(c, b, 0, dev, mk, len, "the agent says it cannot get to a hello (%s): %s",
 				 json_object_get_string(c1), json_object_get_string(r1));
@@ -835,7 +637,7 @@ static void net_down(struct bctx *b, const char *why)
 {
 	/* a tcp link's captured console: the cycle lost part of its log, not its link */
 	if (b->cfg->link_serial && (b->st == B_WAIT_HELLO || b->st == B_VERIFY || b->st == B_WRITING))
-		camp_infra(b, "%s", why);
+		b->c->lops->infra(b, why);
 	else if (b->st != B_DONE)
 		pc_warn("board %s: %s; reconnecting", b->cfg->name, why);
 }
@@ -846,7 +648,7 @@ static void net_up(struct bctx *b, struct netserial *ns)
 {
 	pc_info("board %s: console %s connected again", b->cfg->name, netserial_url(ns));
 	if (b->cfg->link_serial && b->st == B_WAIT_HELLO && !netserial_up_since_mark(ns))
-		camp_infra(b, "console %s: the link was down when the board was powered on (it came back %" PRIu64
+		link_infra(b, "console %s: the link was down when the board was powered on (it came back %" PRIu64
 			   " ms later); what the board printed before, its agent's hello among it, may be lost",
 			   netserial_url(ns), pc_now_ms() - b->t_power);
 }
@@ -900,232 +702,4 @@ void camp_serial_read(struct bctx *b)
 	}
 	if (fl & NS_DOWN)
 		net_down(b, why);	/* after what came before the break */
-}
-
-void camp_pending_close(struct pending *p)
-{
-	if (p->fd >= 0)
-		close(p->fd);
-	p->fd = -1;
-	p->b = NULL;
-	hs_clear(&p->hs);
-}
-
-/*
- * A connection that has not proved itself yet: its first line must be a hello
- * for a board that is booting (answered with a challenge), its second the
- * proof. Anything else closes it, on record.
- */
-static void pending_line(struct camp *c, struct pending *p, const char *line, size_t len)
-{
-	struct pc_msg m;
-	char err[512];
-	json_object *v;
-	struct bctx *b;
-
-	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
-		camp_link_reject(c, p->b, 1, p->peer, line, len, "%s", err);
-		camp_pending_close(p);
-		return;
-	}
-	if (!p->b && m.type == PC_MSG_SETUP_ERROR) {
-		/* an agent that cannot authenticate (no key) says why, unproven:
-		 * on record, and this cycle's reason if it ends without a hello */
-		json_object *c1, *r1;
-
-		b = json_object_object_get_ex(m.obj, "board", &v) ? camp_board_by_name(c, json_object_get_string(v)) : NULL;
-		json_object_object_get_ex(m.obj, "cause", &c1);
-		json_object_object_get_ex(m.obj, "reason", &r1);
-		if (b && b->st == B_WAIT_HELLO) {
-			char via[128];
-
-			snprintf(via, sizeof(via), "the link (%s, unauthenticated)", p->peer);
-			camp_agent_said(b, m.obj, via);
-		}
-		camp_link_reject(c, b, 0, p->peer, line, len, "the agent says it cannot get to a hello (%s): %s",
-				 json_object_get_string(c1), json_object_get_string(r1));
-		goto drop;
-	}
-	if (!p->b) {
-		if (m.type != PC_MSG_HELLO) {
-			camp_link_reject(c, NULL, 1, p->peer, line, len, "the first line is '%s', not hello",
-				    pc_msg_type_name(m.type));
-			goto drop;
-		}
-		json_object_object_get_ex(m.obj, "board", &v);
-		b = camp_board_by_name(c, json_object_get_string(v));
-		if (!b) {
-			camp_link_reject(c, NULL, 1, p->peer, line, len, "a hello from unknown board '%s'",
-				    json_object_get_string(v));
-			goto drop;
-		}
-		/* what the peer is comes first: an agent without the authenticated
-		 * link is named so whatever the board is doing */
-		if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
-			camp_link_reject(c, b, 1, p->peer, line, len, "a hello without a nonce: an agent without the "
-				    "authenticated link (update it)");
-			goto drop;
-		}
-		if (b->st != B_WAIT_HELLO || b->link.fd >= 0) {
-			camp_link_reject(c, b, 1, p->peer, line, len, "a hello while the board is %s%s (a stale or second agent?)",
-				    camp_bstate_names[b->st], b->link.fd >= 0 ? " and has its agent" : "");
-			goto drop;
-		}
-		if (hs_start(NULL, &p->hs, line, len, m.obj, p->fd, 0)) {
-			camp_link_reject(c, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
-			goto drop;
-		}
-		p->b = b;
-		p->since = pc_now_ms();	/* the proof has as long again */
-		pc_msg_clear(&m);
-		return;
-	}
-	b = p->b;
-	if (m.type != PC_MSG_AUTH) {
-		camp_link_reject(c, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m.type));
-		goto drop;
-	}
-	if (!hs_proven(c, &p->hs, m.obj)) {
-		camp_link_reject(c, b, 1, p->peer, line, len, "the proof does not verify: not the campaign's key, or a "
-			    "copied hello");
-		goto drop;
-	}
-	if (b->st != B_WAIT_HELLO || b->link.fd >= 0) {
-		camp_link_reject(c, b, 1, p->peer, line, len, "a proven agent while the board is %s%s", camp_bstate_names[b->st],
-			    b->link.fd >= 0 ? " and has its agent" : "");
-		goto drop;
-	}
-	pc_msg_clear(&m);
-	{
-		struct handshake h = p->hs;
-		int fd = p->fd;
-
-		b->link.lb = p->lb;	/* what came after the proof */
-		p->hs.hello = NULL;
-		p->fd = -1;
-		camp_pending_close(p);
-		camp_authenticated(b, fd, &h);
-		hs_clear(&h);
-	}
-	/* lines that came with the proof */
-	while (b->link.fd >= 0) {
-		char more[PC_PROTO_MAX_LINE + 2];
-		size_t n;
-		enum pc_line_result r = pc_linebuf_take(&b->link.lb, more, sizeof(more), &n);
-
-		if (r == PC_LINE_NONE)
-			break;
-		if (r == PC_LINE_OK && n)
-			board_line(b, more, n);
-	}
-	return;
-drop:
-	pc_msg_clear(&m);
-	camp_pending_close(p);
-}
-
-void camp_pending_read(struct camp *c, struct pending *p)
-{
-	char data[4096], line[PC_PROTO_MAX_LINE + 2];
-	ssize_t n = read(p->fd, data, sizeof(data));
-	size_t off = 0, len;
-
-	if (n <= 0) {
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		camp_link_reject(c, p->b, p->b != NULL, p->peer, NULL, 0, "the connection closed %s",
-			    p->b ? "before its proof" : "without a hello");
-		camp_pending_close(p);
-		return;
-	}
-	while (off < (size_t)n && p->fd >= 0) {
-		enum pc_line_result r;
-
-		off += pc_linebuf_feed(&p->lb, data + off, (size_t)n - off);
-		while (p->fd >= 0 && (r = pc_linebuf_take(&p->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
-			if (r == PC_LINE_TOO_LONG) {
-				camp_link_reject(c, p->b, 1, p->peer, NULL, 0, "a line longer than %d bytes",
-					    PC_PROTO_MAX_LINE);
-				camp_pending_close(p);
-				return;
-			}
-			if (len)
-				pending_line(c, p, line, len);
-		}
-	}
-}
-
-/*
- * Which waiting connection goes to make room (src: only that address's; NULL:
- * anyone's): the oldest that has not said hello -- a squatter, most likely; a
- * genuine agent says hello as soon as it connects -- else the oldest.
- */
-static unsigned pending_victim(const struct camp *c, const char *src)
-{
-	unsigned quiet = MAX_PENDING, any = MAX_PENDING;
-
-	for (unsigned i = 0; i < MAX_PENDING; i++) {
-		const struct pending *p = &c->pend[i];
-
-		if (p->fd < 0 || (src && strcmp(p->src, src)))
-			continue;
-		if (any == MAX_PENDING || p->since < c->pend[any].since)
-			any = i;
-		if (!p->b && (quiet == MAX_PENDING || p->since < c->pend[quiet].since))
-			quiet = i;
-	}
-	return quiet != MAX_PENDING ? quiet : any;
-}
-
-/*
- * New connections wait here until they prove themselves. The table is bounded,
- * and so is each source's share (two per board, at least 8: many boards may
- * share one address): a source at its limit (or anyone, when the table is
- * full) loses a waiting connection, the oldest that has not said hello first,
- * so connections that squat without speaking cannot lock a genuine agent out.
- */
-void camp_accept_all(struct camp *c)
-{
-	unsigned per_source = 2 * c->nb > MIN_PENDING_PER_SOURCE ? 2 * c->nb : MIN_PENDING_PER_SOURCE;
-
-	if (per_source > MAX_PENDING)
-		per_source = MAX_PENDING;
-	for (;;) {
-		struct sockaddr_storage ss;
-		socklen_t sl = sizeof(ss);
-		int fd = accept4(c->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC), one = 1;
-		char host[NI_MAXHOST] = "?", serv[NI_MAXSERV] = "?";
-		unsigned i, free_i = MAX_PENDING, from_src = 0;
-
-		if (fd < 0)
-			return;
-		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		getnameinfo((struct sockaddr *)&ss, sl, host, sizeof(host), serv, sizeof(serv),
-			    NI_NUMERICHOST | NI_NUMERICSERV);
-		for (i = 0; i < MAX_PENDING; i++) {
-			struct pending *p = &c->pend[i];
-
-			if (p->fd < 0) {
-				if (free_i == MAX_PENDING)
-					free_i = i;
-				continue;
-			}
-			if (!strcmp(p->src, host))
-				from_src++;
-		}
-		if (from_src >= per_source || free_i == MAX_PENDING) {
-			i = pending_victim(c, from_src >= per_source ? host : NULL);
-			camp_link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
-				    "closed to make room: %s", from_src >= per_source ?
-				    "its address has too many connections waiting" : "too many connections waiting");
-			camp_pending_close(&c->pend[i]);
-			free_i = i;
-		}
-		memset(&c->pend[free_i], 0, sizeof(c->pend[free_i]));
-		c->pend[free_i].fd = fd;
-		c->pend[free_i].since = pc_now_ms();
-		pc_strlcpy(c->pend[free_i].src, host, sizeof(c->pend[free_i].src));
-		snprintf(c->pend[free_i].peer, sizeof(c->pend[free_i].peer), strchr(host, ':') ? "[%s]:%s" : "%s:%s",
-			 host, serv);
-	}
 }

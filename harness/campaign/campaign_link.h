@@ -3,7 +3,9 @@
  * its descriptors, line buffers, the handshake, the authenticated session
  * and the output queue; and the connections that have not proven themselves
  * yet. The state machine (campaign.c) polls the descriptors and calls in;
- * only campaign_link.c changes what is here.
+ * only campaign_link.c (and campaign_pending.c, handing a proven connection
+ * over) changes what is here. What arrives goes up through
+ * struct camp_link_ops.
  */
 #ifndef PC_HARNESS_CAMPAIGN_LINK_H
 #define PC_HARNESS_CAMPAIGN_LINK_H
@@ -34,6 +36,25 @@
 
 struct bctx;
 struct camp;
+struct pc_msg;
+
+/*
+ * What the link hands up to the state machine (campaign.c registers them in
+ * struct camp before its loop runs): the link sits below it and never calls
+ * it by name.
+ */
+struct camp_link_ops {
+	/* an agent proved itself: its hello, parsed */
+	void (*hello)(struct bctx *b, struct pc_msg *m, json_object *raw);
+	/* a line on the authenticated link, parsed (not a hello or proof) */
+	void (*msg)(struct bctx *b, struct pc_msg *m, json_object *raw);
+	/* the agent's link closed */
+	void (*closed)(struct bctx *b);
+	/* the agent said why it cannot get to a hello (a setup_error message) */
+	void (*agent_said)(struct bctx *b, json_object *msg, const char *via);
+	/* the cycle cannot go on: an INFRA_ERROR, why (printable) */
+	void (*infra)(struct bctx *b, const char *why);
+};
 
 /* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
 struct handshake {
@@ -85,11 +106,14 @@ void camp_link_free(struct camp_link *l);
  * console log (path) is opened for the harness's own capture. */
 void camp_link_power_on(struct bctx *b, const char *console_log);
 
+/* campaign_reject.c: refusals on record */
 void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
 			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
 /* The link_reject_summary events of the interval, when it is over (end: the
  * run is ending: now). Called each turn of the loop and at the run's end. */
 void camp_link_reject_tick(struct camp *c, int end);
+
+/* campaign_link.c */
 int camp_listen_on(struct camp *c, char *err, size_t errlen);
 /* Send a line to the board's agent: at once, or queued behind what waits
  * (flushed by camp_link_flush). 0, or -errno with errno set: -ENOBUFS when
@@ -109,6 +133,16 @@ int camp_serial_open(struct bctx *b, char *err, size_t errlen);
 void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);
 void camp_board_read(struct bctx *b);
 void camp_serial_read(struct bctx *b);
+/* One line on an authenticated link: it must carry the session's next tag. */
+void camp_board_line(struct bctx *b, const char *line, size_t len);
+void camp_hs_clear(struct handshake *h);
+/* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
+int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
+		  int marker);
+/* Does the proof in an auth message answer this handshake? */
+int camp_hs_proven(struct camp *c, const struct handshake *h, json_object *auth);
+
+/* campaign_pending.c: connections that have not proven themselves yet */
 void camp_pending_close(struct pending *p);
 void camp_pending_read(struct camp *c, struct pending *p);
 void camp_accept_all(struct camp *c);

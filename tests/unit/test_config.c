@@ -328,6 +328,8 @@ static const struct bad_case bad_cases[] = {
 	  "boards[0].device.size: region of 4096 bytes is too small" },
 	{ "rate out of range", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'rate':1.5}}"),
 	  "boards[0].device.rate: 1.5 is out of range 0..1" },
+	{ "keep_inputs out of range", DOC("{'name':'b','relay':{'driver':'sim'},'device':{'keep_inputs':1001}}"),
+	  "boards[0].device.keep_inputs: 1001 is out of range 0..1000" },
 	{ "records over the slots", DOC("{'name':'b','relay':{'driver':'sim'},'records_per_cycle':5000}"),
 	  "boards[0].records_per_cycle: 5000 exceeds the 1022 slots of a 4M sim device with 4096-byte records" },
 	{ "records over the slots, by one", DOC("{'name':'b','relay':{'driver':'sim'},'records_per_cycle':1023}"),
