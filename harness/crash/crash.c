@@ -1,8 +1,9 @@
 /*
- * crash.c - every crash state of one cycle, built, scanned and judged. See crash.h
- * and docs/crash-states.md.
+ * crash.c - one cycle's inputs read, one crash state built, scanned and
+ * judged, the cycle's result. Which states: crash_states.c. See crash.h and
+ * docs/crash-states.md.
  */
-#include "harness/crash/crash.h"
+#include "harness/crash/crash_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -38,8 +39,7 @@ void crash_opts_default(struct crash_opts *o)
 	o->seed = 1;
 }
 
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -49,7 +49,7 @@ static int fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static uint64_t mix(uint64_t x)
+uint64_t crash_mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -70,86 +70,9 @@ static double now_ms(void)
 	return clock_ms(CLOCK_MONOTONIC);
 }
 
-/* One write of the log, in 512-byte sectors. */
-struct cwrite {
-	uint64_t lba, n;
-	size_t entry;		/* its index among the log's entries */
-	int fua, durable;
-	size_t sect0;		/* its first sector in the per-sector tables */
-	size_t ext;		/* the extent holding it, and its byte offset there */
-	size_t ext_off;
-};
-
-/* One record the cycle's work names. */
-struct crec {
-	uint64_t seq;
-	uint32_t slot;
-	int acked;		/* an ACK before the cut named it */
-};
-
-struct extent {
-	uint64_t lba, n;
-	unsigned char *base;	/* the base image's bytes */
-	unsigned char *buf;	/* the state's */
-};
-
-struct ctx {
-	const struct crash_input *in;
-	const struct crash_opts *o;
-	struct crash_result *r;
-	/* the log */
-	struct cwrite *w;
-	size_t nw;
-	size_t *pp;		/* persistence points: entry indexes of flushes and FUA writes */
-	size_t npp;
-	unsigned char *data;	/* every write's bytes, sector by sector */
-	int32_t *tgt;		/* per write sector: record sector rec * spr + idx, or -1 */
-	uint8_t *isnew;		/* per write sector: it holds that record sector's new bytes */
-	size_t nsect;
-	struct extent *ext;
-	size_t next;
-	/* the region */
-	struct region reg;	/* its device is the map */
-	unsigned char *map;
-	size_t map_len;
-	uint64_t off_lba;
-	uint32_t spr;
-	int pattern, torn_violation;
-	int in_flight;		/* the last write is the one in flight at the cut */
-	/* the cycle */
-	struct crec *rec;
-	size_t nrec;
-	int32_t *rec_of_slot;
-	uint64_t first;
-	json_object *pre;	/* events to feed before the base scan (power_on, hello) */
-	json_object *mid;	/* work, rx and cut events */
-	json_object *post;	/* power_on, hello of the next boot */
-	json_object *base_scan;	/* verify and the base image's scan, as events */
-	json_object *verify;	/* the states' verify event */
-	size_t nacks;		/* ACK events in mid */
-	int64_t post_t;
-	/* the state being judged */
-	uint8_t *keep;		/* per write sector */
-	uint8_t *recnew;	/* per record sector: holds its new bytes */
-	uint8_t *racked;	/* per record: acknowledged in this state */
-	size_t ack_limit;
-	json_object *verdict;
-	int no_truth;		/* the state's truth is not known: no notes of its differences */
-	uint64_t cap_lo, cap_hi;	/* findings of these seqs are kept in captured */
-	char *captured;
-	struct engine *eng;
-	int feed_rc;
-	char feed_err[256];
-	/* subsets enumerated (for the observed state) */
-	uint8_t *seen;
-	size_t nseen, capseen;
-	unsigned nvol;
-	size_t *vol;		/* the volatile writes' indexes */
-};
-
 /* ---- inputs ---- */
 
-static const char *msg_type(json_object *ev)
+const char *crash_msg_type(json_object *ev)
 {
 	json_object *m, *t;
 
@@ -165,7 +88,7 @@ static const char *ev_kind(json_object *ev)
 	return json_object_object_get_ex(ev, "ev", &k) ? json_object_get_string(k) : "";
 }
 
-static int64_t ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt)
+int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt)
 {
 	json_object *v;
 
@@ -178,7 +101,7 @@ static int64_t ev_int(json_object *o, const char *k1, const char *k2, int64_t df
 
 static unsigned ev_cycle(json_object *ev)
 {
-	int64_t c = ev_int(ev, "cycle", NULL, -1);
+	int64_t c = crash_ev_int(ev, "cycle", NULL, -1);
 
 	return c < 0 || c > UINT32_MAX ? UINT32_MAX : (unsigned)c;
 }
@@ -215,17 +138,17 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 			start = i;
 	}
 	if (start == n)
-		return fail(err, errlen, -ENOENT, "board %s: no power_on event of cycle %u in the events", c->in->board,
+		return crash_fail(err, errlen, -ENOENT, "board %s: no power_on event of cycle %u in the events", c->in->board,
 			    cyc);
 	c->pre = json_object_new_array();
 	c->mid = json_object_new_array();
 	c->post = json_object_new_array();
 	if (!c->pre || !c->mid || !c->post)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	json_object_array_add(c->pre, json_object_get(json_object_array_get_idx(evs, start)));
 	for (size_t i = start + 1; i < n; i++) {
 		json_object *ev = json_object_array_get_idx(evs, i);
-		const char *k = ev_kind(ev), *t = msg_type(ev);
+		const char *k = ev_kind(ev), *t = crash_msg_type(ev);
 
 		if (ev_cycle(ev) == cyc && !cut) {
 			if (!strcmp(k, "rx") && !strcmp(t, "hello") && !hello) {
@@ -249,16 +172,16 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		}
 	}
 	if (!hello || !work || !cut)
-		return fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
+		return crash_fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
 			    "was cut is needed)", c->in->board, cyc, !hello ? "hello" : !work ? "work" : "cut");
 	{
 		json_object *w, *v, *pol, *pv;
 
 		json_object_object_get_ex(work, "work", &w);
-		c->first = (uint64_t)ev_int(work, "work", "first", 0);
-		c->nrec = (size_t)ev_int(work, "work", "n", 0);
+		c->first = (uint64_t)crash_ev_int(work, "work", "first", 0);
+		c->nrec = (size_t)crash_ev_int(work, "work", "n", 0);
 		if (c->first < 1 || c->nrec < 1 || c->nrec > (1u << 20))
-			return fail(err, errlen, -EINVAL, "board %s cycle %u: the work names no records", c->in->board,
+			return crash_fail(err, errlen, -EINVAL, "board %s cycle %u: the work names no records", c->in->board,
 				    cyc);
 		if (w && json_object_object_get_ex(w, "mode", &v) && pc_mode_from_name(json_object_get_string(v)) >= 0)
 			snprintf(c->r->mode, sizeof(c->r->mode), "%s", json_object_get_string(v));
@@ -280,7 +203,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 			json_object_object_add(m, "boot_id", json_object_new_string("crash-states-next-boot"));
 		json_object_array_add(c->post, h);
 	}
-	c->post_t = ev_int(hello2 ? hello2 : cut, "t", NULL, 0);
+	c->post_t = crash_ev_int(hello2 ? hello2 : cut, "t", NULL, 0);
 	return 0;
 }
 
@@ -293,7 +216,7 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 
 	fd = open(c->in->log, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
 	rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen);
 	if (rc)
 		goto out;
@@ -308,7 +231,7 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
 		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - bytes) / 512) {
-			rc = fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
+			rc = crash_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
 				  c->in->log, CRASH_MAX_WRITES, CRASH_MAX_BYTES >> 20);
 			goto out;
 		}
@@ -323,7 +246,7 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 	c->nsect = bytes / 512;
 	c->data = malloc(bytes ? bytes : 1);
 	if (!c->w || !c->pp || !c->data) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	c->nw = c->npp = 0;
@@ -346,7 +269,7 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		w->durable = fua || i < last_flush;
 		w->sect0 = bytes / 512;
 		if (w->n && pc_pread_all(fd, c->data + bytes, (size_t)w->n * 512, e[i].data)) {
-			rc = fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
+			rc = crash_fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
 			goto out;
 		}
 		bytes += (size_t)w->n * 512;
@@ -383,11 +306,11 @@ static int extents_make(struct ctx *c, int bfd, uint64_t img_sect, char *err, si
 	size_t n = 0;
 
 	if (!t)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->nw; i++) {
 		if (c->w[i].lba > img_sect || c->w[i].n > img_sect - c->w[i].lba) {
 			free(t);
-			return fail(err, errlen, -ERANGE, "log %s: a write of sectors %" PRIu64 "+%" PRIu64
+			return crash_fail(err, errlen, -ERANGE, "log %s: a write of sectors %" PRIu64 "+%" PRIu64
 				    " past the end of the image %s (%" PRIu64 " sectors)", c->in->log, c->w[i].lba,
 				    c->w[i].n, c->in->base, img_sect);
 		}
@@ -411,9 +334,9 @@ static int extents_make(struct ctx *c, int bfd, uint64_t img_sect, char *err, si
 		t[i].base = malloc((size_t)t[i].n * 512);
 		t[i].buf = malloc((size_t)t[i].n * 512);
 		if (!t[i].base || !t[i].buf)
-			return fail(err, errlen, -ENOMEM, "out of memory");
+			return crash_fail(err, errlen, -ENOMEM, "out of memory");
 		if (pc_pread_all(bfd, t[i].base, (size_t)t[i].n * 512, (off_t)(t[i].lba * 512)))
-			return fail(err, errlen, -EIO, "image %s: cannot read sectors %" PRIu64 "+%" PRIu64, c->in->base,
+			return crash_fail(err, errlen, -EIO, "image %s: cannot read sectors %" PRIu64 "+%" PRIu64, c->in->base,
 				    t[i].lba, t[i].n);
 	}
 	for (size_t i = 0; i < c->nw; i++) {
@@ -461,11 +384,11 @@ static int image_make(struct ctx *c, char *err, size_t errlen)
 
 	bfd = open(c->in->base, O_RDONLY | O_CLOEXEC);
 	if (bfd < 0 || fstat(bfd, &st) < 0) {
-		rc = fail(err, errlen, -errno, "image %s: %s", c->in->base, strerror(errno));
+		rc = crash_fail(err, errlen, -errno, "image %s: %s", c->in->base, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size < 512 || st.st_size % 512) {
-		rc = fail(err, errlen, -EINVAL, "image %s: not a regular file of whole 512-byte sectors", c->in->base);
+		rc = crash_fail(err, errlen, -EINVAL, "image %s: not a regular file of whole 512-byte sectors", c->in->base);
 		goto out;
 	}
 	if (json_object_object_get_ex(hello, "msg", &m) && json_object_object_get_ex(m, "region", &rg)) {
@@ -475,7 +398,7 @@ static int image_make(struct ctx *c, char *err, size_t errlen)
 			region_len = (uint64_t)json_object_get_int64(v);
 	}
 	if (region_off % 512 || region_off >= (uint64_t)st.st_size) {
-		rc = fail(err, errlen, -EINVAL, "the hello's region offset %" PRIu64 " does not fit image %s",
+		rc = crash_fail(err, errlen, -EINVAL, "the hello's region offset %" PRIu64 " does not fit image %s",
 			  region_off, c->in->base);
 		goto out;
 	}
@@ -495,7 +418,7 @@ static int image_make(struct ctx *c, char *err, size_t errlen)
 	c->map = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, bfd, 0);
 	if (c->map == MAP_FAILED) {
 		c->map = NULL;
-		rc = fail(err, errlen, -errno, "image %s: cannot map %zu bytes: %s", c->in->base, c->map_len,
+		rc = crash_fail(err, errlen, -errno, "image %s: cannot map %zu bytes: %s", c->in->base, c->map_len,
 			  strerror(errno));
 		goto out;
 	}
@@ -524,7 +447,7 @@ static int in_flight_fill(struct ctx *c, char *err, size_t errlen)
 		return 0;
 	if (w->lba < slot0 || (w->lba - slot0) % c->spr || w->n % c->spr ||
 	    (w->lba - slot0) / c->spr + w->n / c->spr > c->reg.g.nslots)
-		return fail(err, errlen, -EINVAL, "the write in flight (sectors %" PRIu64 "+%" PRIu64 ") is not whole "
+		return crash_fail(err, errlen, -EINVAL, "the write in flight (sectors %" PRIu64 "+%" PRIu64 ") is not whole "
 			    "records of the region", w->lba, w->n);
 	for (uint64_t k = 0; k < w->n / c->spr; k++)
 		pc_record_build(c->data + (w->sect0 + k * c->spr) * 512, &c->reg.g,
@@ -547,9 +470,9 @@ static int map_sectors(struct ctx *c, char *err, size_t errlen)
 	c->racked = calloc(c->nrec, 1);
 	c->vol = calloc(c->nw ? c->nw : 1, sizeof(*c->vol));
 	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->vol)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	if (c->nrec > g->nslots)
-		return fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
+		return crash_fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
 			    "one cycle is not handled)", c->in->cycle, c->nrec, g->nslots);
 	for (uint32_t s = 0; s < g->nslots; s++)
 		c->rec_of_slot[s] = -1;
@@ -594,10 +517,10 @@ static void acks_read(struct ctx *c)
 		json_object *ev = json_object_array_get_idx(c->mid, i), *m;
 		int64_t f, k;
 
-		if (strcmp(msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
+		if (strcmp(crash_msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
 			continue;
-		f = ev_int(m, "first", NULL, 0);
-		k = ev_int(m, "n", NULL, 0);
+		f = crash_ev_int(m, "first", NULL, 0);
+		k = crash_ev_int(m, "n", NULL, 0);
 		for (int64_t s = f; k > 0 && s < f + k; s++)
 			if (s >= (int64_t)c->first && (uint64_t)s < c->first + c->nrec)
 				c->rec[s - (int64_t)c->first].acked = 1;
@@ -652,7 +575,7 @@ static int emit(json_object *msg, void *arg)
 	return a->c->feed_rc;
 }
 
-static json_object *verify_event(struct ctx *c, unsigned cycle, json_object *msg)
+json_object *crash_verify_event(struct ctx *c, unsigned cycle, json_object *msg)
 {
 	json_object *ev = json_object_new_object();
 
@@ -682,7 +605,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	json_object *msg;
 
 	if (!pos)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->nrec; i++)
 		pos[n++] = pc_pos_of_slot(g, (enum pc_pattern)c->pattern, c->rec[i].slot);
 	for (size_t i = 0; i < c->nw; i++)
@@ -697,7 +620,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	r = calloc(n ? n : 1, sizeof(*r));
 	if (!r) {
 		free(pos);
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (nr && r[nr - 1].pos + r[nr - 1].n == pos[i])
@@ -707,11 +630,11 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	}
 	msg = nr && nr <= PC_PROTO_MAX_RANGES ? pc_msg_verify_ranges(c->pattern, r, (uint32_t)nr) :
 						 pc_msg_verify(c->pattern, 1);
-	c->verify = msg ? verify_event(c, c->in->cycle + 1, msg) : NULL;
+	c->verify = msg ? crash_verify_event(c, c->in->cycle + 1, msg) : NULL;
 	/* the scan the next boot's engine is given: these positions */
 	free(pos);
 	free(r);
-	return c->verify ? 0 : fail(err, errlen, -ENOMEM, "out of memory");
+	return c->verify ? 0 : crash_fail(err, errlen, -ENOMEM, "out of memory");
 }
 
 static int base_scan(struct ctx *c, char *err, size_t errlen)
@@ -722,10 +645,10 @@ static int base_scan(struct ctx *c, char *err, size_t errlen)
 
 	c->base_scan = json_object_new_array();
 	a.keep = c->base_scan;
-	json_object_array_add(c->base_scan, verify_event(c, c->in->cycle, pc_msg_verify(c->pattern, 1)));
+	json_object_array_add(c->base_scan, crash_verify_event(c, c->in->cycle, pc_msg_verify(c->pattern, 1)));
 	rc = region_scan(&c->reg, c->pattern, NULL, 0, emit, &a, &st);
 	if (rc)
-		return fail(err, errlen, rc, "scanning the base image %s: %s", c->in->base, strerror(-rc));
+		return crash_fail(err, errlen, rc, "scanning the base image %s: %s", c->in->base, strerror(-rc));
 	return 0;
 }
 
@@ -782,8 +705,7 @@ static void state_truth(struct ctx *c, struct expect *x, uint8_t *viol)
 	}
 }
 
-static void note(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void note(struct ctx *c, const char *fmt, ...)
+void crash_note(struct ctx *c, const char *fmt, ...)
 {
 	char buf[512];
 	va_list ap;
@@ -801,7 +723,7 @@ static void note(struct ctx *c, const char *fmt, ...)
  * acks up to ack_limit. 1 when the verdict says what the state holds, 0 when
  * it does not, -errno. *failed: the verdict is FAIL.
  */
-static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
+int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
 		       char *err, size_t errlen)
 {
 	struct emit_arg a = { c, NULL, c->in->cycle + 1 };
@@ -815,7 +737,7 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 
 	viol = calloc(c->nrec, 1);
 	if (!viol)
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	if (!img_ready && (rc = state_write(c, err, errlen))) {
 		free(viol);
 		return rc;
@@ -825,9 +747,9 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 	for (size_t i = 0, n = json_object_array_length(c->mid); i < n; i++) {
 		json_object *ev = json_object_array_get_idx(c->mid, i), *m;
 
-		if (strcmp(msg_type(ev), "ack") || acks++ >= c->ack_limit || !json_object_object_get_ex(ev, "msg", &m))
+		if (strcmp(crash_msg_type(ev), "ack") || acks++ >= c->ack_limit || !json_object_object_get_ex(ev, "msg", &m))
 			continue;
-		for (int64_t s = ev_int(m, "first", NULL, 0), e = s + ev_int(m, "n", NULL, 0); s < e; s++)
+		for (int64_t s = crash_ev_int(m, "first", NULL, 0), e = s + crash_ev_int(m, "n", NULL, 0); s < e; s++)
 			if (s >= (int64_t)c->first && (uint64_t)s < c->first + c->nrec)
 				c->racked[s - (int64_t)c->first] = 1;
 	}
@@ -837,7 +759,7 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 	c->verdict = NULL;
 	if (!c->eng) {
 		free(viol);
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	if (c->in->config && engine_configure(c->eng, c->in->config, c->feed_err, sizeof(c->feed_err)))
 		c->feed_rc = -EINVAL;
@@ -849,7 +771,7 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 	for (size_t i = 0; i < json_object_array_length(c->mid); i++) {
 		json_object *ev = json_object_array_get_idx(c->mid, i);
 
-		if (!strcmp(msg_type(ev), "ack") && acks++ >= c->ack_limit)
+		if (!strcmp(crash_msg_type(ev), "ack") && acks++ >= c->ack_limit)
 			continue;
 		feed(c, ev);
 	}
@@ -879,12 +801,12 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 	if (c->feed_rc) {
 		json_object_put(c->verdict);
 		free(viol);
-		return fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
+		return crash_fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
 			    "or the scan refused: %s", c->in->board, c->in->cycle, label, c->feed_err);
 	}
 	if (!c->verdict) {
 		free(viol);
-		return fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
+		return crash_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
 			    c->in->board, c->in->cycle, label);
 	}
 	if (c->o->hook)
@@ -895,7 +817,7 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 
 		for (size_t i = 0; arr && fnd && i < json_object_array_length(fnd); i++) {
 			json_object *f = json_object_array_get_idx(fnd, i);
-			int64_t s = ev_int(f, "seq", NULL, -1);
+			int64_t s = crash_ev_int(f, "seq", NULL, -1);
 
 			if (s >= (int64_t)c->cap_lo && s <= (int64_t)c->cap_hi)
 				json_object_array_add(arr, json_object_get(f));
@@ -917,7 +839,7 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 				want = x.counts[i];
 		if (json_object_get_int64(cv) != want) {
 			ok = 0;
-			note(c, "cycle %u %s %s: %s %" PRId64 ", the state holds %" PRId64, c->in->cycle,
+			crash_note(c, "cycle %u %s %s: %s %" PRId64 ", the state holds %" PRId64, c->in->cycle,
 			     crash_mode_name(mode), label, k, json_object_get_int64(cv), want);
 		}
 	}
@@ -927,11 +849,11 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 
 		if (!json_object_object_get_ex(f, "violation", &v) || !json_object_get_boolean(v))
 			continue;
-		s = ev_int(f, "seq", NULL, -1);
+		s = crash_ev_int(f, "seq", NULL, -1);
 		nviol_found++;
 		if (s < (int64_t)c->first || (uint64_t)s >= c->first + c->nrec || !viol[s - (int64_t)c->first]) {
 			ok = 0;
-			note(c, "cycle %u %s %s: the verdict names seq %" PRId64 " a violation; the state does not",
+			crash_note(c, "cycle %u %s %s: the verdict names seq %" PRId64 " a violation; the state does not",
 			     c->in->cycle, crash_mode_name(mode), label, s);
 		}
 	}
@@ -942,12 +864,12 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 			want += viol[i];
 		if (want != nviol_found) {
 			ok = 0;
-			note(c, "cycle %u %s %s: %zu violations named, the state holds %zu", c->in->cycle,
+			crash_note(c, "cycle %u %s %s: %zu violations named, the state holds %zu", c->in->cycle,
 			     crash_mode_name(mode), label, nviol_found, want);
 		}
 	}
 	if (!ok && x.fail != *failed)
-		note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
+		crash_note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
 		     label, *failed ? "FAIL" : "PASS", x.fail ? "FAIL" : "PASS");
 	c->r->lost_acked_states += x.lost > 0;
 	c->r->ms_by_mode[mode] += now_ms() - t0;
@@ -959,548 +881,15 @@ static int state_judge(struct ctx *c, enum crash_mode mode, const char *label, i
 }
 
 /* A legal state: counted, and a mismatch when its verdict is wrong. */
-static int legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen)
+int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen)
 {
-	int failed, rc = state_judge(c, mode, label, 0, &failed, err, errlen);
+	int failed, rc = crash_state_judge(c, mode, label, 0, &failed, err, errlen);
 
 	if (rc < 0)
 		return rc;
 	c->r->states++;
 	c->r->mismatches += rc == 0;
 	return 0;
-}
-
-/* keep[]: every durable write whole; each volatile write as bits say (1 kept). */
-static void keep_set(struct ctx *c, const uint8_t *volkeep)
-{
-	for (size_t i = 0, v = 0; i < c->nw; i++) {
-		int k = c->w[i].durable ? 1 : volkeep[v++];
-
-		memset(c->keep + c->w[i].sect0, k, (size_t)c->w[i].n);
-	}
-}
-
-static int remember(struct ctx *c, const uint8_t *volkeep)
-{
-	if (c->nseen == c->capseen) {
-		size_t cap = c->capseen ? c->capseen * 2 : 64;
-		uint8_t *t = realloc(c->seen, cap * (c->nvol ? c->nvol : 1));
-
-		if (!t)
-			return -ENOMEM;
-		c->seen = t;
-		c->capseen = cap;
-	}
-	if (c->nvol)
-		memcpy(c->seen + c->nseen * c->nvol, volkeep, c->nvol);
-	c->nseen++;
-	return 0;
-}
-
-static int subset(struct ctx *c, const uint8_t *volkeep, const char *label, char *err, size_t errlen)
-{
-	keep_set(c, volkeep);
-	c->ack_limit = SIZE_MAX;
-	if (remember(c, volkeep))
-		return fail(err, errlen, -ENOMEM, "out of memory");
-	return legal(c, CRASH_M_SUBSETS, label, err, errlen);
-}
-
-static int do_subsets(struct ctx *c, char *err, size_t errlen)
-{
-	uint8_t *k = calloc(c->nvol ? c->nvol : 1, 1);
-	char label[64];
-	int rc = 0;
-
-	if (!k)
-		return fail(err, errlen, -ENOMEM, "out of memory");
-	if (c->nvol <= c->o->exhaustive) {
-		for (uint64_t m = 0; m < (1ull << c->nvol) && !rc; m++) {
-			for (unsigned i = 0; i < c->nvol; i++)
-				k[i] = (m >> i) & 1;
-			snprintf(label, sizeof(label), "subset 0x%" PRIx64, m);
-			rc = subset(c, k, label, err, errlen);
-		}
-		free(k);
-		return rc;
-	}
-	memset(k, 1, c->nvol);
-	rc = subset(c, k, "all kept", err, errlen);
-	memset(k, 0, c->nvol);
-	if (!rc)
-		rc = subset(c, k, "all dropped", err, errlen);
-	for (unsigned i = 0; i < c->nvol && !rc; i++) {
-		memset(k, 1, c->nvol);
-		k[i] = 0;
-		snprintf(label, sizeof(label), "drop %u", i);
-		rc = subset(c, k, label, err, errlen);
-		if (rc)
-			break;
-		memset(k, 0, c->nvol);
-		k[i] = 1;
-		snprintf(label, sizeof(label), "keep %u", i);
-		rc = subset(c, k, label, err, errlen);
-	}
-	/* in-order prefixes: the first i volatile writes in completion order (0 and all: above) */
-	for (unsigned i = 1; i < c->nvol && !rc; i++) {
-		for (unsigned j = 0; j < c->nvol; j++)
-			k[j] = j < i;
-		snprintf(label, sizeof(label), "prefix %u", i);
-		rc = subset(c, k, label, err, errlen);
-	}
-	for (unsigned r = 0; r < c->o->random && !rc; r++) {
-		uint64_t x = mix(c->o->seed ^ mix(c->in->cycle) ^ mix(r + 0x243f6a8885a308d3ULL));
-
-		for (unsigned j = 0; j < c->nvol; j++) {
-			if (j % 64 == 0 && j)
-				x = mix(x);
-			k[j] = (x >> (j % 64)) & 1;
-		}
-		snprintf(label, sizeof(label), "random %u", r);
-		rc = subset(c, k, label, err, errlen);
-	}
-	free(k);
-	return rc;
-}
-
-/*
- * The covering design over a record's spr sectors: sector i gets column
- * col(i), the i-th m-bit word of weight w (w > m/2), m the least with
- * C(m, w) >= spr. Row r keeps the sectors whose column has bit r. Any two
- * sectors i != j are (kept, dropped) in one row and (dropped, kept) in
- * another (distinct words of equal weight), and kept together in one (two
- * w-subsets of m bits with 2w > m meet); dropped together is the state
- * that drops the write. Rows that keep all or none are not tears: left out.
- * After the m rows come the spr - 1 in-order prefixes (the first 1, 2, ...
- * sectors kept), the tear of a device that programs a write in order, cut
- * in the middle: rows m .. m + spr - 2.
- */
-struct design {
-	unsigned m;
-	unsigned rows;		/* m + spr - 1 (0 for one-sector records: no tear) */
-	uint64_t *col;
-};
-
-static uint64_t binom(unsigned n, unsigned k)
-{
-	uint64_t r = 1;
-
-	for (unsigned i = 1; i <= k; i++)
-		r = r * (n - k + i) / i;
-	return r;
-}
-
-static int design_make(struct design *d, uint32_t spr)
-{
-	unsigned w;
-	uint64_t x;
-
-	d->col = NULL;
-	d->m = d->rows = 0;
-	if (spr < 2)
-		return 0;
-	for (d->m = 2; d->m < 62 && binom(d->m, d->m / 2 + 1) < spr; d->m++)
-		;
-	w = d->m / 2 + 1;
-	d->col = calloc(spr, sizeof(*d->col));
-	if (!d->col)
-		return -ENOMEM;
-	x = (1ull << w) - 1;
-	for (uint32_t i = 0; i < spr; i++) {
-		uint64_t c0 = x & -x, r0 = x + c0;
-
-		d->col[i] = x;
-		x = (((r0 ^ x) >> 2) / c0) | r0;	/* the next word of the same weight (Gosper) */
-	}
-	d->rows = d->m + spr - 1;
-	return 0;
-}
-
-static int design_row_kept(const struct design *d, unsigned row, uint32_t idx)
-{
-	if (row >= d->m)
-		return idx < row - d->m + 1;	/* a prefix */
-	return (d->col[idx] >> row) & 1;
-}
-
-/* Does the row keep some sectors and drop others? */
-static int design_row_tears(const struct design *d, unsigned row, uint32_t spr)
-{
-	unsigned kept = 0;
-
-	for (uint32_t i = 0; i < spr; i++)
-		kept += design_row_kept(d, row, i);
-	return kept && kept < spr;
-}
-
-/* keep[] of write wi torn by row: each sector by its index in its record. */
-static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned row)
-{
-	const struct cwrite *w = &c->w[wi];
-	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
-
-	for (uint64_t k = 0; k < w->n; k++) {
-		uint64_t lba = w->lba + k;
-		uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
-
-		c->keep[w->sect0 + k] = (uint8_t)design_row_kept(d, row, idx);
-	}
-}
-
-/* The seqs whose new sectors write wi carries. */
-static void write_seqs(struct ctx *c, size_t wi, uint64_t *lo, uint64_t *hi)
-{
-	const struct cwrite *w = &c->w[wi];
-
-	*lo = UINT64_MAX;
-	*hi = 0;
-	for (uint64_t k = 0; k < w->n; k++) {
-		int32_t t = c->tgt[w->sect0 + k];
-
-		if (t >= 0 && c->isnew[w->sect0 + k]) {
-			uint64_t s = c->rec[t / (int32_t)c->spr].seq;
-
-			*lo = s < *lo ? s : *lo;
-			*hi = s > *hi ? s : *hi;
-		}
-	}
-}
-
-static int do_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
-{
-	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
-	char label[64];
-	int rc = 0;
-
-	if (!k)
-		return fail(err, errlen, -ENOMEM, "out of memory");
-	memset(k, 1, c->nvol ? c->nvol : 1);
-	c->ack_limit = SIZE_MAX;
-	for (unsigned v = 0; v < c->nvol && !rc; v++)
-		for (unsigned row = 0; row < d->rows && !rc; row++) {
-			if (!design_row_tears(d, row, c->spr) || c->w[c->vol[v]].n < 2)
-				continue;
-			keep_set(c, k);
-			tear(c, d, c->vol[v], row);
-			snprintf(label, sizeof(label), "write %zu torn by row %u", c->vol[v], row);
-			if (c->o->locality)
-				write_seqs(c, c->vol[v], &c->cap_lo, &c->cap_hi);
-			rc = legal(c, CRASH_M_TEARS, label, err, errlen);
-			if (rc || !c->o->locality || !c->cap_hi)
-				continue;
-			/* judging is local to a slot: the same tear with every other volatile write
-			 * dropped must give the torn records the same findings */
-			{
-				char *with = c->captured;
-
-				c->captured = NULL;
-				memset(k, 0, c->nvol);
-				keep_set(c, k);
-				memset(k, 1, c->nvol);
-				tear(c, d, c->vol[v], row);
-				snprintf(label, sizeof(label), "write %zu torn by row %u, the others dropped", c->vol[v],
-					 row);
-				rc = legal(c, CRASH_M_TEARS, label, err, errlen);
-				c->r->locality_checked++;
-				if (!rc && (!with || !c->captured || strcmp(with, c->captured))) {
-					c->r->locality_breaks++;
-					note(c, "cycle %u: %s: the torn record's findings changed with the other "
-					     "writes: %s / %s", c->in->cycle, label, with ? with : "?",
-					     c->captured ? c->captured : "?");
-				}
-				free(with);
-			}
-			c->cap_lo = c->cap_hi = 0;
-		}
-	free(k);
-	return rc;
-}
-
-/* Is the record acknowledged by ack event ev wholly written by writes durable at point p? */
-static int do_cuts(struct ctx *c, char *err, size_t errlen)
-{
-	uint8_t *dur = malloc(c->nw ? c->nw : 1), *rdur = malloc(c->nrec);
-	char label[64];
-	int rc = 0;
-
-	if (!dur || !rdur) {
-		free(dur);
-		free(rdur);
-		return fail(err, errlen, -ENOMEM, "out of memory");
-	}
-	for (size_t p = 0; p < c->npp && !rc; p++) {
-		size_t at = c->pp[p], limit = 0;
-
-		/* the log up to and with the persistence point; what it made durable */
-		for (size_t i = 0; i < c->nw; i++) {
-			int in = c->w[i].entry <= at;
-			int flushed = 0;
-
-			for (size_t q = 0; q <= p && !flushed; q++)
-				flushed = c->pp[q] > c->w[i].entry && !(c->w[i].fua && c->pp[q] == c->w[i].entry);
-			memset(c->keep + c->w[i].sect0, in, (size_t)c->w[i].n);
-			/* a flush logged after it, up to the point, or its own FUA */
-			dur[i] = in && (c->w[i].fua || flushed);
-		}
-		memset(rdur, 0, c->nrec);
-		{
-			/* a record is durable at p when its new sectors all come from durable writes */
-			uint8_t *cover = calloc(c->nrec * c->spr, 1);
-
-			if (!cover) {
-				rc = fail(err, errlen, -ENOMEM, "out of memory");
-				break;
-			}
-			for (size_t i = 0; i < c->nw; i++)
-				for (uint64_t k = 0; dur[i] && k < c->w[i].n; k++) {
-					size_t s = c->w[i].sect0 + k;
-
-					if (c->tgt[s] >= 0 && c->isnew[s])
-						cover[c->tgt[s]] = 1;
-				}
-			for (size_t r = 0; r < c->nrec; r++) {
-				rdur[r] = 1;
-				for (uint32_t k = 0; k < c->spr; k++)
-					rdur[r] &= cover[r * c->spr + k];
-			}
-			free(cover);
-		}
-		/* the ACKs received by then: the ACK events, in order, while all they name is durable */
-		for (size_t i = 0, n = json_object_array_length(c->mid); i < n; i++) {
-			json_object *ev = json_object_array_get_idx(c->mid, i), *m;
-			int all = 1;
-
-			if (strcmp(msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
-				continue;
-			for (int64_t s = ev_int(m, "first", NULL, 0), e = s + ev_int(m, "n", NULL, 0); s < e && all; s++)
-				all = s >= (int64_t)c->first && (uint64_t)s < c->first + c->nrec &&
-				      rdur[s - (int64_t)c->first];
-			if (!all)
-				break;
-			limit++;
-		}
-		c->ack_limit = limit;
-		snprintf(label, sizeof(label), "cut at log entry %zu (%zu acks)", at, limit);
-		rc = legal(c, CRASH_M_CUTS, label, err, errlen);
-	}
-	free(dur);
-	free(rdur);
-	return rc;
-}
-
-/* Each durable write whose records were all acknowledged: dropped, then torn. */
-static int do_illegal(struct ctx *c, const struct design *d, char *err, size_t errlen)
-{
-	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
-	char label[96];
-	int rc = 0;
-
-	if (!k)
-		return fail(err, errlen, -ENOMEM, "out of memory");
-	memset(k, 1, c->nvol ? c->nvol : 1);
-	c->ack_limit = SIZE_MAX;
-	for (size_t i = 0; i < c->nw && rc >= 0; i++) {
-		const struct cwrite *w = &c->w[i];
-		int acked = 0, all = 1;
-		unsigned row = 0;
-
-		if (!w->durable)
-			continue;
-		for (uint64_t s = 0; s < w->n; s++) {
-			int32_t t = c->tgt[w->sect0 + s];
-
-			if (t >= 0 && c->isnew[w->sect0 + s]) {
-				acked = 1;
-				all &= c->rec[t / (int32_t)c->spr].acked;
-			}
-		}
-		if (!acked || !all)
-			continue;
-		for (int torn = 0; torn < 2 && rc >= 0; torn++) {
-			int failed;
-
-			keep_set(c, k);
-			if (!torn) {
-				memset(c->keep + w->sect0, 0, (size_t)w->n);
-			} else {
-				while (row < d->m && !design_row_tears(d, row, c->spr))
-					row++;
-				if (row >= d->m || w->n < 2)
-					continue;
-				tear(c, d, i, row);
-			}
-			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba,
-				 torn ? "torn" : "dropped");
-			rc = state_judge(c, CRASH_M_ILLEGAL, label, 0, &failed, err, errlen);
-			if (rc < 0)
-				break;
-			c->r->injected++;
-			/* caught: FAIL naming exactly the write's seqs (the judge's full agreement) */
-			if (rc == 1 && failed)
-				c->r->caught++;
-			else
-				note(c, "cycle %u: injected %s not caught", c->in->cycle, label);
-			rc = 0;
-		}
-	}
-	free(k);
-	return rc < 0 ? rc : 0;
-}
-
-/* Does write wi hold in keep[] exactly the tear of some row? */
-static int tear_row_of(struct ctx *c, const struct design *d, size_t wi)
-{
-	const struct cwrite *w = &c->w[wi];
-	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
-
-	for (unsigned row = 0; row < d->rows; row++) {
-		int same = 1;
-
-		for (uint64_t k = 0; k < w->n && same; k++) {
-			uint64_t lba = w->lba + k;
-			uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
-
-			same = c->keep[w->sect0 + k] == design_row_kept(d, row, idx);
-		}
-		if (same)
-			return 1;
-	}
-	return 0;
-}
-
-/*
- * The image the boot after the cut scanned: which of the enumerated states it
- * is, and its verdict, from a full scan (as the real one was). When every
- * sector the log wrote holds its old or its new bytes and nothing else in
- * the image changed, what it holds is known and its verdict is compared
- * with it like any state's; else only with the recorded verdict.
- */
-static int do_observed(struct ctx *c, const struct design *d, char *err, size_t errlen)
-{
-	uint8_t *vk = calloc(c->nvol ? c->nvol : 1, 1);
-	unsigned char *chunk = malloc(1 << 20);
-	int pfd = -1, rc = 0, failed = 0, other = 0, outside = 0, durable_lost = 0, torn_ok = 1;
-	unsigned torn_n = 0;
-	json_object *partial = c->verify;
-	struct stat st;
-
-	c->r->observed = 0;
-	if (!vk || !chunk) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
-	pfd = open(c->in->post, O_RDONLY | O_CLOEXEC);
-	if (pfd < 0 || fstat(pfd, &st) < 0) {
-		rc = fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
-		goto out;
-	}
-	if ((uint64_t)st.st_size != c->map_len) {
-		rc = fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->in->post,
-			  (long long)st.st_size, c->in->base, c->map_len);
-		goto out;
-	}
-	/* the base again, then the image over it, noting changes outside the log's writes */
-	for (size_t i = 0; i < c->next; i++)
-		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].base, (size_t)c->ext[i].n * 512);
-	for (size_t o = 0, e = 0; o < c->map_len; o += 1 << 20) {
-		size_t len = c->map_len - o < (1u << 20) ? c->map_len - o : 1u << 20;
-
-		if (pc_pread_all(pfd, chunk, len, (off_t)o)) {
-			rc = fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
-			goto out;
-		}
-		for (size_t k = 0; k < len; k += 512) {
-			uint64_t lba = (o + k) / 512;
-
-			/* only the sectors that differ are copied: the map's other pages stay shared */
-			if (!memcmp(chunk + k, c->map + o + k, 512))
-				continue;
-			while (e < c->next && c->ext[e].lba + c->ext[e].n <= lba)
-				e++;
-			if (e >= c->next || lba < c->ext[e].lba)
-				outside = 1;
-			memcpy(c->map + o + k, chunk + k, 512);
-		}
-	}
-	/* per write sector: does the image hold the write's bytes? */
-	for (size_t i = 0, v = 0; i < c->nw; i++) {
-		const struct cwrite *w = &c->w[i];
-		uint64_t kept = 0;
-
-		for (uint64_t k = 0; k < w->n; k++) {
-			size_t s = w->sect0 + k;
-			const unsigned char *img = c->map + (w->lba + k) * 512;
-
-			c->keep[s] = !memcmp(img, c->data + s * 512, 512);
-			if (!c->keep[s] && memcmp(img, c->ext[w->ext].base + w->ext_off + k * 512, 512))
-				other = 1;	/* neither the old bytes nor the new */
-			kept += c->keep[s];
-		}
-		if (w->durable) {
-			durable_lost |= kept != w->n;
-			continue;
-		}
-		vk[v++] = kept == w->n;
-		if (kept && kept < w->n) {
-			torn_n++;
-			torn_ok &= tear_row_of(c, d, i);
-		}
-	}
-	/* what the records hold: the last write in log order whose bytes the image has */
-	memset(c->recnew, 0, c->nrec * c->spr);
-	for (size_t i = 0; i < c->nw; i++)
-		for (uint64_t k = 0; k < c->w[i].n; k++) {
-			size_t s = c->w[i].sect0 + k;
-
-			if (c->tgt[s] >= 0 && c->keep[s])
-				c->recnew[c->tgt[s]] = c->isnew[s];
-		}
-	/* exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
-	 * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset
-	 * of the exhaustive enumeration -- judging is local to a slot */
-	if (!other && !outside && !durable_lost) {
-		if (torn_n == 0) {
-			for (size_t s = 0; s < c->nseen && c->r->observed < 2; s++)
-				if (!c->nvol || !memcmp(c->seen + s * c->nvol, vk, c->nvol))
-					c->r->observed = 2;
-		} else if (torn_ok) {
-			unsigned not_whole = 0;
-
-			for (unsigned v = 0; v < c->nvol; v++)
-				not_whole += !vk[v];
-			/* the torn write is the one not whole: all the others kept */
-			c->r->observed = torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 0;
-		}
-	}
-	if (durable_lost)
-		note(c, "cycle %u: the image after the cut lost or tore a write the log made durable", c->in->cycle);
-	if (other || outside)
-		note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its verdict is "
-		     "compared with the recorded one only", c->in->cycle, other ? "a written sector neither old nor new" :
-		     "a change outside the log's writes");
-	c->ack_limit = SIZE_MAX;
-	c->no_truth = other || outside;
-	c->verify = verify_event(c, c->in->cycle + 1, pc_msg_verify(c->pattern, 1));
-	rc = c->verify ? state_judge(c, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen) : -ENOMEM;
-	json_object_put(c->verify);
-	c->verify = partial;
-	c->no_truth = 0;
-	if (rc < 0)
-		goto out;
-	c->r->states++;
-	c->r->observed_legal = !durable_lost;
-	c->r->observed_known = !other && !outside;
-	if (c->r->observed_known)
-		c->r->mismatches += rc == 0;
-	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s", failed ? "FAIL" : "PASS");
-	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
-	rc = 0;
-out:
-	if (pfd >= 0)
-		close(pfd);
-	free(vk);
-	free(chunk);
-	return rc;
 }
 
 static void ctx_free(struct ctx *c)
@@ -1548,9 +937,9 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	r->observed = -1;
 	r->observed_agrees = -1;
 	if (!(r->notes = json_object_new_array()))
-		return fail(err, errlen, -ENOMEM, "out of memory");
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM) {
-		rc = fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
+		rc = crash_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
 			  CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM);
 		goto out;
 	}
@@ -1559,8 +948,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	    (rc = map_sectors(&c, err, errlen)) ||
 	    (rc = verify_make(&c, err, errlen)) || (rc = base_scan(&c, err, errlen)))
 		goto out;
-	if (design_make(&d, c.spr)) {
-		rc = fail(err, errlen, -ENOMEM, "out of memory");
+	if (crash_design_make(&d, c.spr)) {
+		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	acks_read(&c);
@@ -1572,7 +961,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		uint8_t *cover = calloc(c.nrec * c.spr, 1);
 
 		if (!cover) {
-			rc = fail(err, errlen, -ENOMEM, "out of memory");
+			rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
 		for (size_t i = 0; i < c.nw; i++)
@@ -1590,16 +979,16 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 			r->acked += c.rec[i].acked;
 			if (c.rec[i].acked && !whole) {
 				r->acked_not_durable++;
-				note(&c, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", in->cycle,
+				crash_note(&c, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", in->cycle,
 				     c.rec[i].seq);
 			}
 		}
 		free(cover);
 	}
-	if ((rc = do_subsets(&c, err, errlen)) || (rc = do_tears(&c, &d, err, errlen)) ||
-	    (rc = do_cuts(&c, err, errlen)) || (rc = do_illegal(&c, &d, err, errlen)))
+	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
+	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
-	if (in->post && (rc = do_observed(&c, &d, err, errlen)))
+	if (in->post && (rc = crash_observed(&c, &d, err, errlen)))
 		goto out;
 	r->ms = now_ms() - t0;
 	r->cpu_ms = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
