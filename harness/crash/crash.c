@@ -508,23 +508,38 @@ static int map_sectors(struct ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
+int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi)
+{
+	json_object *m;
+	int64_t f, k;
+	uint64_t a, b, end = c->first + c->nrec;
+
+	*lo = *hi = 0;
+	if (strcmp(crash_msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
+		return -1;
+	/* numbers an edited events.jsonl may hold: clamped, never looped over */
+	f = crash_ev_int(m, "first", NULL, 0);
+	k = crash_ev_int(m, "n", NULL, 0);
+	if (f < 1 || k < 1 || (uint64_t)k > UINT64_MAX - (uint64_t)f)
+		return 1;
+	a = (uint64_t)f;
+	b = a + (uint64_t)k;
+	if (b <= c->first || a >= end)
+		return 1;
+	*lo = (size_t)((a > c->first ? a : c->first) - c->first);
+	*hi = (size_t)((b < end ? b : end) - c->first);
+	return a < c->first || b > end;
+}
+
 /* The ACKs before the cut, per record. */
 static void acks_read(struct ctx *c)
 {
-	size_t n = json_object_array_length(c->mid);
+	size_t n = json_object_array_length(c->mid), lo, hi;
 
-	for (size_t i = 0; i < n; i++) {
-		json_object *ev = json_object_array_get_idx(c->mid, i), *m;
-		int64_t f, k;
-
-		if (strcmp(crash_msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
-			continue;
-		f = crash_ev_int(m, "first", NULL, 0);
-		k = crash_ev_int(m, "n", NULL, 0);
-		for (int64_t s = f; k > 0 && s < f + k; s++)
-			if (s >= (int64_t)c->first && (uint64_t)s < c->first + c->nrec)
-				c->rec[s - (int64_t)c->first].acked = 1;
-	}
+	for (size_t i = 0; i < n; i++)
+		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) >= 0)
+			for (size_t r = lo; r < hi; r++)
+				c->rec[r].acked = 1;
 }
 
 /* ---- one state ---- */
@@ -744,14 +759,11 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 	}
 	/* acknowledged in this state: the ACK events up to the limit */
 	memset(c->racked, 0, c->nrec);
-	for (size_t i = 0, n = json_object_array_length(c->mid); i < n; i++) {
-		json_object *ev = json_object_array_get_idx(c->mid, i), *m;
-
-		if (strcmp(crash_msg_type(ev), "ack") || acks++ >= c->ack_limit || !json_object_object_get_ex(ev, "msg", &m))
+	for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
+		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) < 0 || acks++ >= c->ack_limit)
 			continue;
-		for (int64_t s = crash_ev_int(m, "first", NULL, 0), e = s + crash_ev_int(m, "n", NULL, 0); s < e; s++)
-			if (s >= (int64_t)c->first && (uint64_t)s < c->first + c->nrec)
-				c->racked[s - (int64_t)c->first] = 1;
+		for (size_t r = lo; r < hi; r++)
+			c->racked[r] = 1;
 	}
 	state_truth(c, &x, viol);
 	c->eng = engine_new("crash-states", collect, NULL, c);

@@ -120,6 +120,9 @@ uint64_t crash_mix(uint64_t x);
 /* An rx event's message type ("" when none); a number in an object (k2: in its member k1). */
 const char *crash_msg_type(json_object *ev);
 int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt);
+/* The records [*lo, *hi) of the cycle an ACK event names: -1 not an ACK, 0 all it names are the
+ * cycle's, 1 it names others too (or none of the cycle's). */
+int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi);
 /* A verify event of the next boot (takes msg). */
 json_object *crash_verify_event(struct ctx *c, unsigned cycle, json_object *msg);
 /* One of the result's first CRASH_MAX_LISTED notes. */

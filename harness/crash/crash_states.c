@@ -299,15 +299,13 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 			free(cover);
 		}
 		/* the ACKs received by then: the ACK events, in order, while all they name is durable */
-		for (size_t i = 0, n = json_object_array_length(c->mid); i < n; i++) {
-			json_object *ev = json_object_array_get_idx(c->mid, i), *m;
-			int all = 1;
+		for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
+			int rc2 = crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi), all = rc2 == 0;
 
-			if (strcmp(crash_msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
+			if (rc2 < 0)
 				continue;
-			for (int64_t s = crash_ev_int(m, "first", NULL, 0), e = s + crash_ev_int(m, "n", NULL, 0); s < e && all; s++)
-				all = s >= (int64_t)c->first && (uint64_t)s < c->first + c->nrec &&
-				      rdur[s - (int64_t)c->first];
+			for (size_t r = lo; r < hi && all; r++)
+				all = rdur[r];
 			if (!all)
 				break;
 			limit++;
