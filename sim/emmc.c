@@ -274,6 +274,16 @@ uint64_t sim_emmc_sectors(const struct sim_emmc *e)
 	return e->sectors;
 }
 
+void sim_emmc_wear(const struct sim_emmc *e, int *life_a, int *life_b, int *pre_eol)
+{
+	uint64_t w = e->st ? e->st->wear_sectors : 0;
+	uint64_t b = 1 + w / SIM_WEAR_STEP, a = 1 + w / (2ull * SIM_WEAR_STEP);
+
+	*life_a = a > 11 ? 11 : (int)a;
+	*life_b = b > 11 ? 11 : (int)b;
+	*pre_eol = *life_b >= 10 ? 3 : *life_b >= 9 ? 2 : 1;
+}
+
 uint32_t sim_emmc_session(const struct sim_emmc *e)
 {
 	return e->session;
@@ -344,6 +354,7 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 		e->cut_left--;
 		e->cut_prog++;
 	}
+	st->wear_sectors++;
 	st->sect_lba = lba;
 	st->sect_seq = pc_get64(data + PC_OFF_SEQ);
 	st->sect_idx = pc_get16(data + PC_OFF_IDX);

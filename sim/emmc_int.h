@@ -16,7 +16,7 @@
 #include "sim/sim_truth.h"
 #include "sim/inputs.h"
 
-#define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
+#define SIM_ALL_PROFILES	((SIM_P_WEAR << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
 #define SIM_RANDOM_PROFILES	(SIM_P_TEARING_RELWR | SIM_P_PAIRED_PAGE | SIM_P_MISDIRECT | \
 				 SIM_P_BITROT | SIM_P_STALE | SIM_P_BRICK)
@@ -92,6 +92,7 @@ struct sim_state {
 	uint32_t done_session;
 	struct sim_pend pend;
 	uint8_t sect_new[PC_SECTOR];	/* a chunked program's data */
+	uint64_t wear_sectors;		/* sectors programmed since the media was made (SIM_P_WEAR) */
 };
 
 /* One record as it was before a write replaced it. */

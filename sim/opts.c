@@ -30,6 +30,7 @@ static const struct {
 	{ "stale", SIM_P_STALE },
 	{ "brick", SIM_P_BRICK },
 	{ "no-fua", SIM_P_NO_FUA },
+	{ "wear", SIM_P_WEAR },
 };
 
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
