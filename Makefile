@@ -97,7 +97,8 @@ TOOL_SRC    := $(sort $(wildcard tests/tools/*.c))
 objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(AGENT_SIM_SRC) $(AGENT_SRC))
-HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_HOST_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+# the host links the agent's library too: powercut crash-states scans images with its scan code
+HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_HOST_SRC) $(RELAY_SRC) $(HARNESS_SRC) $(AGENT_SRC) agent/dev_nosim.c)
 
 .PHONY: all agent host check lint unit integration demo deps install clean fault-matrix fixtures bench
 all: $(B)/powercut $(B)/powercut-agent
@@ -116,7 +117,7 @@ $(B)/powercut-agent: $(AGENT_OBJ) $(call objs,$(B),$(AGENT_CMD_SRC))
 	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 $(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/cli/main.o
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS))
 
 ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) agent/dev_sim.c $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 

@@ -19,12 +19,7 @@
 
 #include "common/util.h"
 
-/* the dm-log-writes format, as QEMU's block/blklogwrites.c writes it */
-#define LOG_FLUSH_FLAG		(1u << 0)
-#define LOG_FUA_FLAG		(1u << 1)
-#define LOG_DISCARD_FLAG	(1u << 2)
-#define LOG_MARK_FLAG		(1u << 3)
-#define LOG_FLAG_MASK		0xfu
+/* the dm-log-writes format, as QEMU's block/blklogwrites.c writes it (flags: vcache.h) */
 #define WRITE_LOG_MAGIC		0x6a736677736872ULL
 #define WRITE_LOG_VERSION	1ULL
 
@@ -279,14 +274,7 @@ static int vc_is_fua(const struct vc_cmd *cmds, size_t ncmds, uint64_t lba, uint
 
 /* ---- the log ---- */
 
-struct vc_entry {
-	uint64_t sector, nsect;	/* in the log's sector size */
-	off_t data;		/* where its data is in the log */
-	unsigned flags;
-	int fua;
-};
-
-static int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
+int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
 		       size_t errlen)
 {
 	unsigned char hdr[32];

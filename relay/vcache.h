@@ -69,6 +69,30 @@ struct vc_stats {
 	uint64_t trace_writes;		/* SCSI WRITE commands (MMC: blocks written) in the trace */
 };
 
+/* the dm-log-writes entry flags */
+#define LOG_FLUSH_FLAG		(1u << 0)
+#define LOG_FUA_FLAG		(1u << 1)
+#define LOG_DISCARD_FLAG	(1u << 2)
+#define LOG_MARK_FLAG		(1u << 3)
+#define LOG_FLAG_MASK		0xfu
+
+/* One entry of a dm-log-writes log, as vc_log_read() found it. */
+struct vc_entry {
+	uint64_t sector, nsect;	/* in the log's sector size */
+	off_t data;		/* where its data is in the log */
+	unsigned flags;		/* LOG_*_FLAG */
+	int fua;		/* vc_rebuild: the write carried FUA (flag or trace) */
+};
+
+/*
+ * Read the entries of the dm-log-writes log open on fd (path for errors):
+ * the log's sector size into *ssize, the entries (malloc'd, the caller
+ * frees) in log order, up to the first sector that is not a whole entry.
+ * 0, or -errno with err set. Also harness/crash/ reads logs with it.
+ */
+int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
+		size_t errlen);
+
 const char *vc_profile_name(enum vc_profile p);
 /* -1 when the name is none of VC_PROFILES. */
 int vc_profile_parse(const char *name);

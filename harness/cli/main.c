@@ -46,6 +46,8 @@ static const char usage_text[] =
 	"        how many cuts show a violation rate below P (exact binomial bound)\n"
 	"  lava CAMPAIGN --results DIR [--board NAME] [--cycles N] [--print]\n"
 	"        run or resume a campaign in a LAVA test shell and report it to LAVA\n"
+	"  crash-states RESULTS_DIR [--board NAME] [--cycle N|--all] [--exhaustive K] [--random R]\n"
+	"        judge every crash state of the cycles a sim board kept the inputs of\n"
 	"\n"
 	"run and report exit 0 when every device PASSed, 1 when one FAILed (a FAIL or BOOT_FAIL\n"
 	"cycle), 3 when one is INCOMPLETE and none failed (a board given up, too many INFRA_ERROR\n"
@@ -415,6 +417,8 @@ int main(int argc, char **argv)
 		return cmd_key(argc - 1, argv + 1);
 	if (!strcmp(cmd, "lava"))
 		return cmd_lava(argc - 1, argv + 1);
+	if (!strcmp(cmd, "crash-states"))
+		return cmd_crash_states(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plan"))
 		return cmd_plan(argc - 1, argv + 1);
 	pc_err("unknown command '%s' (see powercut --help)", cmd);

@@ -1,0 +1,1076 @@
+/*
+ * crash.c - one cycle's inputs read, one crash state built, scanned and
+ * judged, the cycle's result. Which states: crash_states.c. See crash.h and
+ * docs/crash-states.md.
+ */
+#include "harness/crash/crash_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/region.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "harness/engine/engine.h"
+#include "relay/vcache.h"
+
+static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed" };
+
+const char *crash_mode_name(enum crash_mode m)
+{
+	return (unsigned)m < CRASH_M_MAX ? mode_names[m] : "?";
+}
+
+void crash_opts_default(struct crash_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->exhaustive = CRASH_DEFAULT_EXHAUSTIVE;
+	o->random = CRASH_DEFAULT_RANDOM;
+	o->seed = 1;
+}
+
+int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+uint64_t crash_mix(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ULL;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+	return x ^ (x >> 31);
+}
+
+static double clock_ms(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double now_ms(void)
+{
+	return clock_ms(CLOCK_MONOTONIC);
+}
+
+/* ---- inputs ---- */
+
+const char *crash_msg_type(json_object *ev)
+{
+	json_object *m, *t;
+
+	if (!json_object_object_get_ex(ev, "msg", &m) || !json_object_object_get_ex(m, "type", &t))
+		return "";
+	return json_object_get_string(t);
+}
+
+static const char *ev_kind(json_object *ev)
+{
+	json_object *k;
+
+	return json_object_object_get_ex(ev, "ev", &k) ? json_object_get_string(k) : "";
+}
+
+int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, k1, &v))
+		return dflt;
+	if (k2 && !json_object_object_get_ex(v, k2, &v))
+		return dflt;
+	return json_object_get_int64(v);
+}
+
+static unsigned ev_cycle(json_object *ev)
+{
+	int64_t c = crash_ev_int(ev, "cycle", NULL, -1);
+
+	return c < 0 || c > UINT32_MAX ? UINT32_MAX : (unsigned)c;
+}
+
+static int is_scan_msg(const char *t)
+{
+	return !strcmp(t, "scan_begin") || !strcmp(t, "runs") || !strcmp(t, "slot") || !strcmp(t, "scan_end") ||
+	       !strcmp(t, "same");
+}
+
+/* A copy of ev with another cycle (and t). */
+static json_object *ev_copy(json_object *ev, unsigned cycle)
+{
+	json_object *c = NULL;
+
+	if (json_object_deep_copy(ev, &c, NULL) || !c)
+		return NULL;
+	json_object_object_add(c, "cycle", json_object_new_int64(cycle));
+	return c;
+}
+
+/* Pick this cycle's events: the last power-on of the cycle, its hello, the
+ * work and what the agent said up to the cut; the next power-on and hello. */
+static int events_pick(struct ctx *c, char *err, size_t errlen)
+{
+	json_object *evs = c->in->events, *hello = NULL, *work = NULL, *cut = NULL, *on2 = NULL, *hello2 = NULL;
+	size_t n = json_object_is_type(evs, json_type_array) ? json_object_array_length(evs) : 0, start = n;
+	unsigned cyc = c->in->cycle;
+
+	for (size_t i = 0; i < n; i++) {
+		json_object *ev = json_object_array_get_idx(evs, i);
+
+		if (ev_cycle(ev) == cyc && !strcmp(ev_kind(ev), "power_on"))
+			start = i;
+	}
+	if (start == n)
+		return crash_fail(err, errlen, -ENOENT, "board %s: no power_on event of cycle %u in the events", c->in->board,
+			    cyc);
+	c->pre = json_object_new_array();
+	c->mid = json_object_new_array();
+	c->post = json_object_new_array();
+	if (!c->pre || !c->mid || !c->post)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	json_object_array_add(c->pre, json_object_get(json_object_array_get_idx(evs, start)));
+	for (size_t i = start + 1; i < n; i++) {
+		json_object *ev = json_object_array_get_idx(evs, i);
+		const char *k = ev_kind(ev), *t = crash_msg_type(ev);
+
+		if (ev_cycle(ev) == cyc && !cut) {
+			if (!strcmp(k, "rx") && !strcmp(t, "hello") && !hello) {
+				hello = ev;
+				json_object_array_add(c->pre, json_object_get(ev));
+			} else if (!strcmp(k, "work")) {
+				work = ev;
+				json_object_array_add(c->mid, json_object_get(ev));
+			} else if (work && !strcmp(k, "rx") && !is_scan_msg(t) && strcmp(t, "hello")) {
+				json_object_array_add(c->mid, json_object_get(ev));
+				c->nacks += !strcmp(t, "ack");
+			} else if (work && !strcmp(k, "cut")) {
+				cut = ev;
+				json_object_array_add(c->mid, json_object_get(ev));
+			}
+		} else if (ev_cycle(ev) == cyc + 1) {
+			if (!on2 && !strcmp(k, "power_on"))
+				on2 = ev;
+			else if (on2 && !hello2 && !strcmp(k, "rx") && !strcmp(t, "hello"))
+				hello2 = ev;
+		}
+	}
+	if (!hello || !work || !cut)
+		return crash_fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
+			    "was cut is needed)", c->in->board, cyc, !hello ? "hello" : !work ? "work" : "cut");
+	{
+		json_object *w, *v, *pol, *pv;
+
+		json_object_object_get_ex(work, "work", &w);
+		c->first = (uint64_t)crash_ev_int(work, "work", "first", 0);
+		c->nrec = (size_t)crash_ev_int(work, "work", "n", 0);
+		if (c->first < 1 || c->nrec < 1 || c->nrec > (1u << 20))
+			return crash_fail(err, errlen, -EINVAL, "board %s cycle %u: the work names no records", c->in->board,
+				    cyc);
+		if (w && json_object_object_get_ex(w, "mode", &v) && pc_mode_from_name(json_object_get_string(v)) >= 0)
+			snprintf(c->r->mode, sizeof(c->r->mode), "%s", json_object_get_string(v));
+		c->pattern = PC_PAT_SEQUENTIAL;
+		if (w && json_object_object_get_ex(w, "pattern", &v) &&
+		    pc_pattern_from_name(json_object_get_string(v)) >= 0)
+			c->pattern = pc_pattern_from_name(json_object_get_string(v));
+		if (json_object_object_get_ex(work, "policy", &pol) && json_object_object_get_ex(pol, "torn_unacked", &pv))
+			c->torn_violation = !strcmp(json_object_get_string(pv), "violation");
+	}
+	/* the next boot: as recorded, or made from this one's */
+	json_object_array_add(c->post, on2 ? json_object_get(on2) : ev_copy(json_object_array_get_idx(evs, start), cyc + 1));
+	if (hello2) {
+		json_object_array_add(c->post, json_object_get(hello2));
+	} else {
+		json_object *h = ev_copy(hello, cyc + 1), *m;
+
+		if (h && json_object_object_get_ex(h, "msg", &m))
+			json_object_object_add(m, "boot_id", json_object_new_string("crash-states-next-boot"));
+		json_object_array_add(c->post, h);
+	}
+	c->post_t = crash_ev_int(hello2 ? hello2 : cut, "t", NULL, 0);
+	return 0;
+}
+
+static int log_load(struct ctx *c, char *err, size_t errlen)
+{
+	struct vc_entry *e = NULL;
+	size_t ne = 0, bytes = 0, last_flush = 0;
+	uint32_t ss = 512;
+	int fd, rc;
+
+	fd = open(c->in->log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+	rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen);
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < ne; i++)
+		if (e[i].flags & LOG_FLUSH_FLAG)
+			last_flush = i + 1;
+	for (size_t i = 0; i < ne; i++) {
+		uint64_t n = e[i].nsect * (ss / 512);
+
+		if (e[i].flags & LOG_FLUSH_FLAG || (e[i].flags & LOG_FUA_FLAG && !(e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))))
+			c->npp++;
+		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+			continue;
+		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - bytes) / 512) {
+			rc = crash_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
+				  c->in->log, CRASH_MAX_WRITES, CRASH_MAX_BYTES >> 20);
+			goto out;
+		}
+		bytes += n * 512;
+		c->nw++;
+	}
+	if (c->in->in_flight.valid && c->in->in_flight.n && c->in->in_flight.n <= 2048 &&
+	    c->in->in_flight.n <= (CRASH_MAX_BYTES - bytes) / 512)
+		bytes += c->in->in_flight.n * 512;
+	c->w = calloc(c->nw + 1, sizeof(*c->w));
+	c->pp = calloc(c->npp ? c->npp : 1, sizeof(*c->pp));
+	c->nsect = bytes / 512;
+	c->data = malloc(bytes ? bytes : 1);
+	if (!c->w || !c->pp || !c->data) {
+		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	c->nw = c->npp = 0;
+	bytes = 0;
+	for (size_t i = 0; i < ne; i++) {
+		struct cwrite *w = &c->w[c->nw];
+		int fua = (e[i].flags & LOG_FUA_FLAG) != 0;
+
+		if (e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+			continue;
+		if (e[i].flags & LOG_FLUSH_FLAG || fua)
+			c->pp[c->npp++] = i;
+		if (e[i].flags & LOG_FLUSH_FLAG)
+			continue;
+		w->lba = e[i].sector * (ss / 512);
+		w->n = e[i].nsect * (ss / 512);
+		w->entry = i;
+		w->fua = fua;
+		/* durable from the log alone: FUA, or a flush logged after it */
+		w->durable = fua || i < last_flush;
+		w->sect0 = bytes / 512;
+		if (w->n && pc_pread_all(fd, c->data + bytes, (size_t)w->n * 512, e[i].data)) {
+			rc = crash_fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
+			goto out;
+		}
+		bytes += (size_t)w->n * 512;
+		c->nw++;
+	}
+	/* the write in flight at the cut: after every logged one, never completed, so volatile; its
+	 * bytes are made once the geometry is known (in_flight_fill) */
+	if (bytes < c->nsect * 512) {
+		struct cwrite *w = &c->w[c->nw++];
+
+		w->lba = c->in->in_flight.lba;
+		w->n = c->in->in_flight.n;
+		w->entry = ne;
+		w->sect0 = bytes / 512;
+		c->in_flight = 1;
+	}
+out:
+	free(e);
+	close(fd);
+	return rc;
+}
+
+static int ext_cmp(const void *a, const void *b)
+{
+	const struct extent *x = a, *y = b;
+
+	return x->lba < y->lba ? -1 : x->lba > y->lba;
+}
+
+/* The union of the writes' ranges, merged; each write's place in it. */
+static int extents_make(struct ctx *c, int bfd, uint64_t img_sect, char *err, size_t errlen)
+{
+	struct extent *t = calloc(c->nw ? c->nw : 1, sizeof(*t));
+	size_t n = 0;
+
+	if (!t)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < c->nw; i++) {
+		if (c->w[i].lba > img_sect || c->w[i].n > img_sect - c->w[i].lba) {
+			free(t);
+			return crash_fail(err, errlen, -ERANGE, "log %s: a write of sectors %" PRIu64 "+%" PRIu64
+				    " past the end of the image %s (%" PRIu64 " sectors)", c->in->log, c->w[i].lba,
+				    c->w[i].n, c->in->base, img_sect);
+		}
+		if (c->w[i].n)
+			t[n++] = (struct extent){ .lba = c->w[i].lba, .n = c->w[i].n };
+	}
+	qsort(t, n, sizeof(*t), ext_cmp);
+	c->next = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct extent *x = c->next ? &t[c->next - 1] : NULL;
+
+		if (x && t[i].lba <= x->lba + x->n) {
+			if (t[i].lba + t[i].n > x->lba + x->n)
+				x->n = t[i].lba + t[i].n - x->lba;
+		} else {
+			t[c->next++] = t[i];
+		}
+	}
+	c->ext = t;
+	for (size_t i = 0; i < c->next; i++) {
+		t[i].base = malloc((size_t)t[i].n * 512);
+		t[i].buf = malloc((size_t)t[i].n * 512);
+		if (!t[i].base || !t[i].buf)
+			return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		if (pc_pread_all(bfd, t[i].base, (size_t)t[i].n * 512, (off_t)(t[i].lba * 512)))
+			return crash_fail(err, errlen, -EIO, "image %s: cannot read sectors %" PRIu64 "+%" PRIu64, c->in->base,
+				    t[i].lba, t[i].n);
+	}
+	for (size_t i = 0; i < c->nw; i++) {
+		size_t lo = 0, hi = c->next;
+
+		while (hi - lo > 1) {
+			size_t mid = (lo + hi) / 2;
+
+			if (t[mid].lba <= c->w[i].lba)
+				lo = mid;
+			else
+				hi = mid;
+		}
+		c->w[i].ext = lo;
+		c->w[i].ext_off = (size_t)(c->w[i].lba - (c->next ? t[lo].lba : 0)) * 512;
+	}
+	return 0;
+}
+
+/*
+ * The states' device: the base image mapped copy-on-write, read by the
+ * agent's scan through a dev_ops table of one synchronous read. The image
+ * file is never written; a state is made by copying bytes into the map.
+ * (The scan's synchronous reads give the same lines as its pipelined ones:
+ * tests/unit/test_scan.c.)
+ */
+static int mem_read(struct dev *d, uint64_t off, void *buf, size_t len)
+{
+	if (off > d->size || len > d->size - off)
+		return -EIO;
+	memcpy(buf, (const unsigned char *)d->priv + off, len);
+	return 0;
+}
+
+static const struct dev_ops mem_ops = { .name = "crash-states image", .read = mem_read };
+
+static int image_make(struct ctx *c, char *err, size_t errlen)
+{
+	struct region_opts ro = { 0 };
+	struct region real;
+	json_object *hello = json_object_array_get_idx(c->pre, 1), *m = NULL, *rg = NULL, *v;
+	uint64_t region_off = 0, region_len = 0;
+	struct stat st;
+	int bfd, rc = 0;
+
+	bfd = open(c->in->base, O_RDONLY | O_CLOEXEC);
+	if (bfd < 0 || fstat(bfd, &st) < 0) {
+		rc = crash_fail(err, errlen, -errno, "image %s: %s", c->in->base, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size < 512 || st.st_size % 512) {
+		rc = crash_fail(err, errlen, -EINVAL, "image %s: not a regular file of whole 512-byte sectors", c->in->base);
+		goto out;
+	}
+	if (json_object_object_get_ex(hello, "msg", &m) && json_object_object_get_ex(m, "region", &rg)) {
+		if (json_object_object_get_ex(rg, "offset", &v))
+			region_off = (uint64_t)json_object_get_int64(v);
+		if (json_object_object_get_ex(rg, "bytes", &v))
+			region_len = (uint64_t)json_object_get_int64(v);
+	}
+	if (region_off % 512 || region_off >= (uint64_t)st.st_size) {
+		rc = crash_fail(err, errlen, -EINVAL, "the hello's region offset %" PRIu64 " does not fit image %s",
+			  region_off, c->in->base);
+		goto out;
+	}
+	/* the agent's own open checks the superblocks and gives the geometry */
+	ro.spec = c->in->base;
+	ro.offset = region_off;
+	ro.length = region_len;
+	ro.allow_whole_disk = 1;
+	rc = region_open(&real, &ro, 0, err, errlen);
+	if (rc)
+		goto out;
+	c->reg.g = real.g;
+	c->reg.off = real.off;
+	snprintf(c->reg.path, sizeof(c->reg.path), "%s", c->in->base);
+	region_close(&real);
+	c->map_len = (size_t)st.st_size;
+	c->map = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, bfd, 0);
+	if (c->map == MAP_FAILED) {
+		c->map = NULL;
+		rc = crash_fail(err, errlen, -errno, "image %s: cannot map %zu bytes: %s", c->in->base, c->map_len,
+			  strerror(errno));
+		goto out;
+	}
+	c->reg.dev.ops = &mem_ops;
+	c->reg.dev.size = c->map_len;
+	c->reg.dev.whi = c->map_len;
+	c->reg.dev.fd = -1;
+	c->reg.dev.priv = c->map;
+	c->off_lba = c->reg.off / 512;
+	c->spr = pc_geom_spr(&c->reg.g);
+	rc = extents_make(c, bfd, (uint64_t)st.st_size / 512, err, errlen);
+out:
+	if (bfd >= 0)
+		close(bfd);
+	return rc;
+}
+
+/* The bytes of the write in flight: the records it was writing, made from the region's seed. */
+static int in_flight_fill(struct ctx *c, char *err, size_t errlen)
+{
+	const struct crash_in_flight *f = &c->in->in_flight;
+	struct cwrite *w = &c->w[c->nw - 1];
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+
+	if (!c->in_flight)
+		return 0;
+	if (w->lba < slot0 || (w->lba - slot0) % c->spr || w->n % c->spr ||
+	    (w->lba - slot0) / c->spr + w->n / c->spr > c->reg.g.nslots)
+		return crash_fail(err, errlen, -EINVAL, "the write in flight (sectors %" PRIu64 "+%" PRIu64 ") is not whole "
+			    "records of the region", w->lba, w->n);
+	for (uint64_t k = 0; k < w->n / c->spr; k++)
+		pc_record_build(c->data + (w->sect0 + k * c->spr) * 512, &c->reg.g,
+				(uint32_t)((w->lba - slot0) / c->spr + k), f->seq + k, f->cycle, f->flags);
+	return 0;
+}
+
+/* Which record sector each write sector lands on, and whether it holds that record's new bytes. */
+static int map_sectors(struct ctx *c, char *err, size_t errlen)
+{
+	const struct pc_geom *g = &c->reg.g;
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+
+	c->rec = calloc(c->nrec, sizeof(*c->rec));
+	c->rec_of_slot = malloc((size_t)g->nslots * sizeof(*c->rec_of_slot));
+	c->tgt = malloc((c->nsect ? c->nsect : 1) * sizeof(*c->tgt));
+	c->isnew = calloc(c->nsect ? c->nsect : 1, 1);
+	c->keep = calloc(c->nsect ? c->nsect : 1, 1);
+	c->recnew = calloc(c->nrec * c->spr, 1);
+	c->racked = calloc(c->nrec, 1);
+	c->vol = calloc(c->nw ? c->nw : 1, sizeof(*c->vol));
+	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->vol)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	if (c->nrec > g->nslots)
+		return crash_fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
+			    "one cycle is not handled)", c->in->cycle, c->nrec, g->nslots);
+	for (uint32_t s = 0; s < g->nslots; s++)
+		c->rec_of_slot[s] = -1;
+	for (size_t i = 0; i < c->nrec; i++) {
+		c->rec[i].seq = c->first + i;
+		c->rec[i].slot = pc_slot_of_seq(g, (enum pc_pattern)c->pattern, c->first + i);
+		c->rec_of_slot[c->rec[i].slot] = (int32_t)i;
+	}
+	for (size_t i = 0; i < c->nw; i++) {
+		const struct cwrite *w = &c->w[i];
+
+		for (uint64_t k = 0; k < w->n; k++) {
+			size_t s = w->sect0 + k;
+			uint64_t lba = w->lba + k;
+			struct pc_sector_hdr h;
+			int32_t rec;
+			uint32_t idx;
+
+			c->tgt[s] = -1;
+			if (lba < slot0 || (lba - slot0) / c->spr >= g->nslots)
+				continue;
+			rec = c->rec_of_slot[(lba - slot0) / c->spr];
+			if (rec < 0)
+				continue;
+			idx = (uint32_t)((lba - slot0) % c->spr);
+			c->tgt[s] = rec * (int32_t)c->spr + (int32_t)idx;
+			pc_sector_hdr_decode(c->data + s * 512, &h);
+			c->isnew[s] = h.seq == c->rec[rec].seq && h.idx == idx && h.cycle == c->in->cycle;
+		}
+		if (!w->durable)
+			c->vol[c->nvol++] = i;
+	}
+	return 0;
+}
+
+int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi)
+{
+	json_object *m;
+	int64_t f, k;
+	uint64_t a, b, end = c->first + c->nrec;
+
+	*lo = *hi = 0;
+	if (strcmp(crash_msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
+		return -1;
+	/* numbers an edited events.jsonl may hold: clamped, never looped over */
+	f = crash_ev_int(m, "first", NULL, 0);
+	k = crash_ev_int(m, "n", NULL, 0);
+	if (f < 1 || k < 1 || (uint64_t)k > UINT64_MAX - (uint64_t)f)
+		return 1;
+	a = (uint64_t)f;
+	b = a + (uint64_t)k;
+	if (b <= c->first || a >= end)
+		return 1;
+	*lo = (size_t)((a > c->first ? a : c->first) - c->first);
+	*hi = (size_t)((b < end ? b : end) - c->first);
+	return a < c->first || b > end;
+}
+
+/* The ACKs before the cut, per record. */
+static void acks_read(struct ctx *c)
+{
+	size_t n = json_object_array_length(c->mid), lo, hi;
+
+	for (size_t i = 0; i < n; i++)
+		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) >= 0)
+			for (size_t r = lo; r < hi; r++)
+				c->rec[r].acked = 1;
+}
+
+/* ---- one state ---- */
+
+static int collect(json_object *v, void *arg)
+{
+	struct ctx *c = arg;
+
+	if (ev_cycle(v) == c->in->cycle && !c->verdict)
+		c->verdict = json_object_get(v);
+	return 0;
+}
+
+static int feed(struct ctx *c, json_object *ev)
+{
+	if (!c->feed_rc)
+		c->feed_rc = engine_feed(c->eng, ev, c->feed_err, sizeof(c->feed_err));
+	return c->feed_rc;
+}
+
+/* The scan's messages fed to the engine as the next boot's rx events (or kept, for the base). */
+struct emit_arg {
+	struct ctx *c;
+	json_object *keep;	/* NULL: feed */
+	unsigned cycle;
+};
+
+static int emit(json_object *msg, void *arg)
+{
+	struct emit_arg *a = arg;
+	json_object *ev = json_object_new_object();
+
+	if (!ev) {
+		json_object_put(msg);
+		return -ENOMEM;
+	}
+	json_object_object_add(ev, "t", json_object_new_int64(a->c->post_t));
+	json_object_object_add(ev, "board", json_object_new_string(a->c->in->board));
+	json_object_object_add(ev, "cycle", json_object_new_int64(a->cycle));
+	json_object_object_add(ev, "ev", json_object_new_string("rx"));
+	json_object_object_add(ev, "msg", msg);
+	if (a->keep) {
+		json_object_array_add(a->keep, ev);
+		return 0;
+	}
+	feed(a->c, ev);
+	json_object_put(ev);
+	return a->c->feed_rc;
+}
+
+json_object *crash_verify_event(struct ctx *c, unsigned cycle, json_object *msg)
+{
+	json_object *ev = json_object_new_object();
+
+	json_object_object_add(ev, "t", json_object_new_int64(c->post_t));
+	json_object_object_add(ev, "board", json_object_new_string(c->in->board));
+	json_object_object_add(ev, "cycle", json_object_new_int64(cycle));
+	json_object_object_add(ev, "ev", json_object_new_string("verify"));
+	json_object_object_add(ev, "msg", msg);
+	return ev;
+}
+
+static int pos_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The states' partial scan: the records' slots and every slot a write touched. */
+static int verify_make(struct ctx *c, char *err, size_t errlen)
+{
+	const struct pc_geom *g = &c->reg.g;
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+	size_t cap = c->nrec + c->nsect, n = 0, nr = 0;
+	uint32_t *pos = malloc((cap ? cap : 1) * sizeof(*pos));
+	struct pc_posrange *r = NULL;
+	json_object *msg;
+
+	if (!pos)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < c->nrec; i++)
+		pos[n++] = pc_pos_of_slot(g, (enum pc_pattern)c->pattern, c->rec[i].slot);
+	for (size_t i = 0; i < c->nw; i++)
+		for (uint64_t k = 0; k < c->w[i].n; k++) {
+			uint64_t lba = c->w[i].lba + k;
+
+			if (lba >= slot0 && (lba - slot0) / c->spr < g->nslots)
+				pos[n++] = pc_pos_of_slot(g, (enum pc_pattern)c->pattern,
+							  (uint32_t)((lba - slot0) / c->spr));
+		}
+	qsort(pos, n, sizeof(*pos), pos_cmp);
+	r = calloc(n ? n : 1, sizeof(*r));
+	if (!r) {
+		free(pos);
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (nr && r[nr - 1].pos + r[nr - 1].n == pos[i])
+			r[nr - 1].n++;
+		else if (!nr || r[nr - 1].pos + r[nr - 1].n <= pos[i])
+			r[nr++] = (struct pc_posrange){ pos[i], 1 };
+	}
+	msg = nr && nr <= PC_PROTO_MAX_RANGES ? pc_msg_verify_ranges(c->pattern, r, (uint32_t)nr) :
+						 pc_msg_verify(c->pattern, 1);
+	c->verify = msg ? crash_verify_event(c, c->in->cycle + 1, msg) : NULL;
+	/* the scan the next boot's engine is given: these positions */
+	free(pos);
+	free(r);
+	return c->verify ? 0 : crash_fail(err, errlen, -ENOMEM, "out of memory");
+}
+
+static int base_scan(struct ctx *c, char *err, size_t errlen)
+{
+	struct emit_arg a = { c, NULL, c->in->cycle };
+	struct scan_stats st;
+	int rc;
+
+	c->base_scan = json_object_new_array();
+	a.keep = c->base_scan;
+	json_object_array_add(c->base_scan, crash_verify_event(c, c->in->cycle, pc_msg_verify(c->pattern, 1)));
+	rc = region_scan(&c->reg, c->pattern, NULL, 0, emit, &a, &st);
+	if (rc)
+		return crash_fail(err, errlen, rc, "scanning the base image %s: %s", c->in->base, strerror(-rc));
+	return 0;
+}
+
+/* Compose the state's image from keep[] and write it; recnew[] follows. */
+static int state_write(struct ctx *c, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < c->next; i++)
+		memcpy(c->ext[i].buf, c->ext[i].base, (size_t)c->ext[i].n * 512);
+	memset(c->recnew, 0, c->nrec * c->spr);
+	for (size_t i = 0; i < c->nw; i++) {
+		const struct cwrite *w = &c->w[i];
+		unsigned char *dst = c->ext[w->ext].buf + w->ext_off;
+
+		for (uint64_t k = 0; k < w->n; k++) {
+			size_t s = w->sect0 + k;
+
+			if (!c->keep[s])
+				continue;
+			memcpy(dst + k * 512, c->data + s * 512, 512);
+			if (c->tgt[s] >= 0)
+				c->recnew[c->tgt[s]] = c->isnew[s];
+		}
+	}
+	for (size_t i = 0; i < c->next; i++)
+		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].buf, (size_t)c->ext[i].n * 512);
+	(void)err;
+	(void)errlen;
+	return 0;
+}
+
+enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_N };
+static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn" };
+
+struct expect {
+	unsigned counts[X_N];
+	int fail;
+	unsigned lost;		/* acknowledged records not intact */
+};
+
+/* What the state holds, record by record: the ground truth. */
+static void state_truth(struct ctx *c, struct expect *x, uint8_t *viol)
+{
+	memset(x, 0, sizeof(*x));
+	for (size_t i = 0; i < c->nrec; i++) {
+		unsigned nnew = 0, cls;
+
+		for (uint32_t k = 0; k < c->spr; k++)
+			nnew += c->recnew[i * c->spr + k];
+		cls = nnew == c->spr ? X_INTACT : nnew == 0 ? (c->racked[i] ? X_LOST_ACKED : X_NOT_WRITTEN) : X_TORN;
+		x->counts[cls]++;
+		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation);
+		x->lost += c->racked[i] && cls != X_INTACT;
+		x->fail |= viol[i];
+	}
+}
+
+void crash_note(struct ctx *c, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	if (json_object_array_length(c->r->notes) >= CRASH_MAX_LISTED || c->no_truth)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	json_object_array_add(c->r->notes, json_object_new_string(buf));
+}
+
+/*
+ * Judge the state in keep[] (or, img_ready, the image already written) with
+ * acks up to ack_limit. 1 when the verdict says what the state holds, 0 when
+ * it does not, -errno. *failed: the verdict is FAIL.
+ */
+int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
+		       char *err, size_t errlen)
+{
+	struct emit_arg a = { c, NULL, c->in->cycle + 1 };
+	uint8_t *viol = c->racked + 0;	/* replaced below */
+	struct expect x;
+	struct scan_stats st;
+	json_object *cnt, *v, *fnd;
+	size_t acks = 0, nviol_found = 0;
+	int rc, ok = 1;
+	double t0 = now_ms();
+
+	viol = calloc(c->nrec, 1);
+	if (!viol)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	if (!img_ready && (rc = state_write(c, err, errlen))) {
+		free(viol);
+		return rc;
+	}
+	/* acknowledged in this state: the ACK events up to the limit */
+	memset(c->racked, 0, c->nrec);
+	for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
+		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) < 0 || acks++ >= c->ack_limit)
+			continue;
+		for (size_t r = lo; r < hi; r++)
+			c->racked[r] = 1;
+	}
+	state_truth(c, &x, viol);
+	c->eng = engine_new("crash-states", collect, NULL, c);
+	c->feed_rc = 0;
+	c->verdict = NULL;
+	if (!c->eng) {
+		free(viol);
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	if (c->in->config && engine_configure(c->eng, c->in->config, c->feed_err, sizeof(c->feed_err)))
+		c->feed_rc = -EINVAL;
+	for (size_t i = 0; i < json_object_array_length(c->pre); i++)
+		feed(c, json_object_array_get_idx(c->pre, i));
+	for (size_t i = 0; i < json_object_array_length(c->base_scan); i++)
+		feed(c, json_object_array_get_idx(c->base_scan, i));
+	acks = 0;
+	for (size_t i = 0; i < json_object_array_length(c->mid); i++) {
+		json_object *ev = json_object_array_get_idx(c->mid, i);
+
+		if (!strcmp(crash_msg_type(ev), "ack") && acks++ >= c->ack_limit)
+			continue;
+		feed(c, ev);
+	}
+	for (size_t i = 0; i < json_object_array_length(c->post); i++)
+		feed(c, json_object_array_get_idx(c->post, i));
+	feed(c, c->verify);
+	if (!c->feed_rc) {
+		json_object *vm;
+		struct pc_msg m;
+		struct pc_posrange *rg = NULL;
+		uint32_t nrg = 0;
+
+		/* the same positions the verify event asked for */
+		if (json_object_object_get_ex(c->verify, "msg", &vm) && !pc_msg_parse_obj(vm, &m, err, errlen)) {
+			if (!m.u.verify.full) {
+				rg = m.u.verify.ranges;
+				nrg = m.u.verify.nranges;
+			}
+			rc = region_scan(&c->reg, c->pattern, rg, nrg, emit, &a, &st);
+			pc_msg_clear(&m);
+			if (rc && !c->feed_rc)
+				c->feed_rc = rc;
+		}
+	}
+	engine_free(c->eng);
+	c->eng = NULL;
+	if (c->feed_rc) {
+		json_object_put(c->verdict);
+		free(viol);
+		return crash_fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
+			    "or the scan refused: %s", c->in->board, c->in->cycle, label, c->feed_err);
+	}
+	if (!c->verdict) {
+		free(viol);
+		return crash_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
+			    c->in->board, c->in->cycle, label);
+	}
+	if (c->o->hook)
+		c->o->hook(c->verdict, c->o->hook_arg);
+	fnd = json_object_object_get(c->verdict, "findings");
+	if (c->cap_hi) {
+		json_object *arr = json_object_new_array();
+
+		for (size_t i = 0; arr && fnd && i < json_object_array_length(fnd); i++) {
+			json_object *f = json_object_array_get_idx(fnd, i);
+			int64_t s = crash_ev_int(f, "seq", NULL, -1);
+
+			if (s >= (int64_t)c->cap_lo && s <= (int64_t)c->cap_hi)
+				json_object_array_add(arr, json_object_get(f));
+		}
+		free(c->captured);
+		c->captured = arr ? strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN)) : NULL;
+		json_object_put(arr);
+	}
+	/* compare: the outcome, the classes' counts, and which seqs are violations */
+	*failed = !strcmp(json_object_get_string(json_object_object_get(c->verdict, "verdict")), "FAIL");
+	if (*failed != x.fail)
+		ok = 0;
+	cnt = json_object_object_get(c->verdict, "counts");
+	json_object_object_foreach(cnt, k, cv) {
+		int64_t want = 0;
+
+		for (unsigned i = 0; i < X_N; i++)
+			if (!strcmp(k, x_names[i]))
+				want = x.counts[i];
+		if (json_object_get_int64(cv) != want) {
+			ok = 0;
+			crash_note(c, "cycle %u %s %s: %s %" PRId64 ", the state holds %" PRId64, c->in->cycle,
+			     crash_mode_name(mode), label, k, json_object_get_int64(cv), want);
+		}
+	}
+	for (size_t i = 0; fnd && i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i);
+		int64_t s;
+
+		if (!json_object_object_get_ex(f, "violation", &v) || !json_object_get_boolean(v))
+			continue;
+		s = crash_ev_int(f, "seq", NULL, -1);
+		nviol_found++;
+		if (s < (int64_t)c->first || (uint64_t)s >= c->first + c->nrec || !viol[s - (int64_t)c->first]) {
+			ok = 0;
+			crash_note(c, "cycle %u %s %s: the verdict names seq %" PRId64 " a violation; the state does not",
+			     c->in->cycle, crash_mode_name(mode), label, s);
+		}
+	}
+	{
+		size_t want = 0;
+
+		for (size_t i = 0; i < c->nrec; i++)
+			want += viol[i];
+		if (want != nviol_found) {
+			ok = 0;
+			crash_note(c, "cycle %u %s %s: %zu violations named, the state holds %zu", c->in->cycle,
+			     crash_mode_name(mode), label, nviol_found, want);
+		}
+	}
+	if (!ok && x.fail != *failed)
+		crash_note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
+		     label, *failed ? "FAIL" : "PASS", x.fail ? "FAIL" : "PASS");
+	c->r->lost_acked_states += x.lost > 0;
+	c->r->ms_by_mode[mode] += now_ms() - t0;
+	c->r->by_mode[mode]++;
+	json_object_put(c->verdict);
+	c->verdict = NULL;
+	free(viol);
+	return ok;
+}
+
+/* A legal state: counted, and a mismatch when its verdict is wrong. */
+int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen)
+{
+	int failed, rc = crash_state_judge(c, mode, label, 0, &failed, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	c->r->states++;
+	c->r->mismatches += rc == 0;
+	return 0;
+}
+
+static void ctx_free(struct ctx *c)
+{
+	for (size_t i = 0; c->ext && i < c->next; i++) {
+		free(c->ext[i].base);
+		free(c->ext[i].buf);
+	}
+	free(c->ext);
+	if (c->map)
+		munmap(c->map, c->map_len);
+	free(c->w);
+	free(c->pp);
+	free(c->data);
+	free(c->tgt);
+	free(c->isnew);
+	free(c->keep);
+	free(c->recnew);
+	free(c->racked);
+	free(c->rec);
+	free(c->rec_of_slot);
+	free(c->seen);
+	free(c->vol);
+	free(c->captured);
+	json_object_put(c->pre);
+	json_object_put(c->mid);
+	json_object_put(c->post);
+	json_object_put(c->base_scan);
+	json_object_put(c->verify);
+}
+
+int crash_check(const struct crash_input *in, const struct crash_opts *o, struct crash_result *r, char *err,
+		size_t errlen)
+{
+	struct ctx c;
+	struct design d = { 0, 0, NULL };
+	double t0 = now_ms(), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	memset(&c, 0, sizeof(c));
+	c.in = in;
+	c.o = o;
+	c.r = r;
+	r->observed = -1;
+	r->observed_agrees = -1;
+	if (!(r->notes = json_object_new_array()))
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM) {
+		rc = crash_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
+			  CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM);
+		goto out;
+	}
+	if ((rc = events_pick(&c, err, errlen)) || (rc = log_load(&c, err, errlen)) ||
+	    (rc = image_make(&c, err, errlen)) || (rc = in_flight_fill(&c, err, errlen)) ||
+	    (rc = map_sectors(&c, err, errlen)) ||
+	    (rc = verify_make(&c, err, errlen)) || (rc = base_scan(&c, err, errlen)))
+		goto out;
+	if (crash_design_make(&d, c.spr)) {
+		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	acks_read(&c);
+	r->writes = (unsigned)c.nw;
+	r->volatile_ = c.nvol;
+	r->durable = (unsigned)(c.nw - c.nvol);
+	/* acknowledged but not durable: a record an ACK named that durable writes do not wholly hold */
+	{
+		uint8_t *cover = calloc(c.nrec * c.spr, 1);
+
+		if (!cover) {
+			rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < c.nw; i++)
+			for (uint64_t k = 0; c.w[i].durable && k < c.w[i].n; k++) {
+				size_t s = c.w[i].sect0 + k;
+
+				if (c.tgt[s] >= 0 && c.isnew[s])
+					cover[c.tgt[s]] = 1;
+			}
+		for (size_t i = 0; i < c.nrec; i++) {
+			int whole = 1;
+
+			for (uint32_t k = 0; k < c.spr; k++)
+				whole &= cover[i * c.spr + k];
+			r->acked += c.rec[i].acked;
+			if (c.rec[i].acked && !whole) {
+				r->acked_not_durable++;
+				crash_note(&c, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", in->cycle,
+				     c.rec[i].seq);
+			}
+		}
+		free(cover);
+	}
+	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
+	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
+		goto out;
+	if (in->post && (rc = crash_observed(&c, &d, err, errlen)))
+		goto out;
+	r->ms = now_ms() - t0;
+	r->cpu_ms = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+out:
+	free(d.col);
+	ctx_free(&c);
+	if (rc)
+		crash_result_clear(r);
+	return rc;
+}
+
+void crash_result_clear(struct crash_result *r)
+{
+	json_object_put(r->notes);
+	r->notes = NULL;
+}
+
+int crash_result_ok(const struct crash_result *r)
+{
+	return r->acked_not_durable == 0 && r->mismatches == 0 && r->caught == r->injected && r->locality_breaks == 0;
+}
+
+json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r)
+{
+	json_object *o = json_object_new_object(), *bm = json_object_new_object();
+
+	json_object_object_add(o, "board", json_object_new_string(in->board));
+	json_object_object_add(o, "cycle", json_object_new_int64(in->cycle));
+	if (r->mode[0])
+		json_object_object_add(o, "mode", json_object_new_string(r->mode));
+	json_object_object_add(o, "states", json_object_new_int64(r->states));
+	json_object_object_add(o, "writes", json_object_new_int64(r->writes));
+	json_object_object_add(o, "durable", json_object_new_int64(r->durable));
+	json_object_object_add(o, "volatile", json_object_new_int64(r->volatile_));
+	json_object_object_add(o, "acked", json_object_new_int64(r->acked));
+	json_object_object_add(o, "acked_not_durable", json_object_new_int64(r->acked_not_durable));
+	json_object_object_add(o, "lost_acked_states", json_object_new_int64(r->lost_acked_states));
+	json_object_object_add(o, "mismatches", json_object_new_int64(r->mismatches));
+	json_object_object_add(o, "injected", json_object_new_int64(r->injected));
+	json_object_object_add(o, "caught", json_object_new_int64(r->caught));
+	if (r->locality_checked) {
+		json_object_object_add(o, "locality_checked", json_object_new_int64(r->locality_checked));
+		json_object_object_add(o, "locality_breaks", json_object_new_int64(r->locality_breaks));
+	}
+	for (unsigned m = 0; m < CRASH_M_MAX; m++) {
+		json_object *x = json_object_new_object();
+		json_object_object_add(x, "states", json_object_new_int64(r->by_mode[m]));
+		char ms[32];
+
+		snprintf(ms, sizeof(ms), "%.1f", r->ms_by_mode[m]);
+		json_object_object_add(x, "ms", json_object_new_double_s(r->ms_by_mode[m], ms));
+		json_object_object_add(bm, crash_mode_name((enum crash_mode)m), x);
+	}
+	json_object_object_add(o, "by_mode", bm);
+	if (r->observed >= 0) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "enumerated", json_object_new_string(r->observed == 2 ? "exact" :
+										r->observed == 1 ? "by_slot" : "no"));
+		json_object_object_add(x, "legal", json_object_new_boolean(r->observed_legal));
+		json_object_object_add(x, "known", json_object_new_boolean(r->observed_known));
+		json_object_object_add(x, "verdict", json_object_new_string(r->observed_verdict));
+		if (in->recorded)
+			json_object_object_add(x, "recorded", json_object_new_string(in->recorded));
+		json_object_object_add(o, "observed", x);
+	}
+	json_object_object_add(o, "ms", json_object_new_int64((int64_t)(r->ms + 0.5)));
+	json_object_object_add(o, "cpu_ms", json_object_new_int64((int64_t)(r->cpu_ms + 0.5)));
+	json_object_object_add(o, "ok", json_object_new_boolean(crash_result_ok(r)));
+	if (r->notes && json_object_array_length(r->notes))
+		json_object_object_add(o, "notes", json_object_get(r->notes));
+	return o;
+}

@@ -1,0 +1,113 @@
+/*
+ * crash.h - every crash state of one cycle, judged (issue 23, docs/crash-states.md).
+ *
+ * A cut shows one outcome. From a cycle's kept inputs -- the image at its
+ * power-on (base), the dm-log-writes log of what the device completed, in
+ * completion order with the FUA flag, and the cycle's events -- this builds
+ * the crash states the block layer's durability rules allow, scans each one
+ * with the agent's own scan code (agent/region.c) and judges it with the
+ * verdict engine (harness/engine), in-process, and compares each verdict
+ * with what the state holds.
+ *
+ * Durable, from the log alone (never from the ACKs): a write the log marks
+ * FUA, and every write logged before a flush. The rest is volatile.
+ *
+ * The states, per cycle (CRASH_M_*):
+ *   subsets  every subset of the volatile writes kept (the others dropped)
+ *            while there are at most opts.exhaustive of them; beyond: all
+ *            kept, all dropped, each single drop, each single keep, each
+ *            in-order prefix, and opts.random seeded random subsets;
+ *   tears    each volatile write torn by each row of a covering design
+ *            over its record's sectors (the other volatile writes kept);
+ *   cuts     a virtual cut at each persistence point (a flush or a FUA write
+ *            in the log): the log up to it, with the ACKs received by then;
+ *   illegal  each durable acknowledged write dropped, and torn: the judge
+ *            must FAIL each, naming exactly its seqs (injected, caught);
+ *   observed the image after the real cut (when kept), judged too.
+ */
+#ifndef PC_HARNESS_CRASH_H
+#define PC_HARNESS_CRASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+enum crash_mode { CRASH_M_SUBSETS, CRASH_M_TEARS, CRASH_M_CUTS, CRASH_M_ILLEGAL, CRASH_M_OBSERVED, CRASH_M_MAX };
+
+#define CRASH_DEFAULT_EXHAUSTIVE	10u	/* every subset up to 2^10 states */
+#define CRASH_MAX_EXHAUSTIVE		16u
+#define CRASH_DEFAULT_RANDOM		64u
+#define CRASH_MAX_RANDOM		100000u
+/* bounds on one cycle's inputs (they are untrusted) */
+#define CRASH_MAX_WRITES		65536u		/* writes in one log */
+#define CRASH_MAX_BYTES			(256u << 20)	/* bytes the log's writes cover, together */
+#define CRASH_MAX_LISTED		16u		/* mismatching states described one by one */
+
+struct crash_input {
+	const char *board;
+	unsigned cycle;		/* the write cycle judged: its events, and the power-on after it */
+	json_object *config;	/* campaign.json's "config" (engine_configure), or NULL */
+	json_object *events;	/* array: this board's events of cycle and cycle + 1, in order */
+	const char *base;	/* the device image at the cycle's power-on */
+	const char *log;	/* the dm-log-writes log of that power-on */
+	const char *post;	/* the image the boot after the cut scanned, or NULL */
+	struct crash_in_flight {
+		int valid;	/* the write the device had started and not completed at the cut */
+		uint64_t lba, n, seq;	/* a record's: its bytes are made from (seed, seq, lba) */
+		uint32_t cycle;
+		uint16_t flags;
+	} in_flight;
+	const char *recorded;	/* the verdict verdicts.jsonl holds for the cycle ("PASS"...), or NULL */
+};
+
+/* A test's stand-in for a faulty judge: it may rewrite each verdict before it is compared. */
+typedef void (*crash_verdict_hook)(json_object *verdict, void *arg);
+
+struct crash_opts {
+	unsigned exhaustive;	/* every subset while the volatile writes are at most this many */
+	unsigned random;	/* seeded random subsets beyond */
+	uint64_t seed;
+	int locality;		/* judge each tear twice, the other volatile writes kept then dropped:
+				 * the torn record's findings must not change (locality_breaks) */
+	crash_verdict_hook hook;
+	void *hook_arg;
+};
+
+struct crash_result {
+	char mode[16];			/* the cycle's write mode, as its work names it */
+	unsigned states;		/* legal states judged (subsets, tears, cuts, observed) */
+	unsigned by_mode[CRASH_M_MAX];
+	double ms_by_mode[CRASH_M_MAX];
+	unsigned writes, durable, volatile_, acked, acked_not_durable;
+	unsigned lost_acked_states;	/* states (legal or injected) that lose an acknowledged record */
+	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
+	unsigned injected, caught;
+	unsigned locality_checked, locality_breaks;
+	int observed;			/* -1 no post image; 0 not among the enumerated states; 2 one of
+					 * them; 1 covered slot by slot (each torn write torn as one was) */
+	int observed_legal;		/* it keeps every write the log made durable */
+	int observed_known;		/* every sector it holds is old or new: its truth is known */
+	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */
+	char observed_verdict[16];
+	double ms, cpu_ms;		/* the cycle's wall and CPU time (this process's), all its states */
+	json_object *notes;		/* array of strings: the first mismatches, seqs not durable */
+};
+
+void crash_opts_default(struct crash_opts *o);
+
+/*
+ * Check one cycle. 0 with r filled (free r->notes with crash_result_clear),
+ * or -errno with err naming the file and what to do (an input missing,
+ * malformed or past the bounds).
+ */
+int crash_check(const struct crash_input *in, const struct crash_opts *o, struct crash_result *r, char *err,
+		size_t errlen);
+void crash_result_clear(struct crash_result *r);
+/* The JSON line of a cycle (a new object). */
+json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r);
+/* 1 when the cycle passes: acked_not_durable 0, mismatches 0, caught = injected. */
+int crash_result_ok(const struct crash_result *r);
+const char *crash_mode_name(enum crash_mode m);
+
+#endif

@@ -1,0 +1,148 @@
+/*
+ * crash_int.h - the crash-state checker's state, shared by its two parts.
+ * Nothing outside harness/crash includes it: crash.h is the interface.
+ *
+ *   crash.c         the inputs (events, log, images), one state built,
+ *                   scanned and judged, the result
+ *   crash_states.c  which states: subsets, tears (the covering design),
+ *                   virtual cuts, illegal states, the observed image
+ */
+#ifndef PC_HARNESS_CRASH_INT_H
+#define PC_HARNESS_CRASH_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "agent/region.h"
+#include "harness/crash/crash.h"
+#include "harness/engine/engine.h"
+
+/* One write of the log, in 512-byte sectors. */
+struct cwrite {
+	uint64_t lba, n;
+	size_t entry;		/* its index among the log's entries */
+	int fua, durable;
+	size_t sect0;		/* its first sector in the per-sector tables */
+	size_t ext;		/* the extent holding it, and its byte offset there */
+	size_t ext_off;
+};
+
+/* One record the cycle's work names. */
+struct crec {
+	uint64_t seq;
+	uint32_t slot;
+	int acked;		/* an ACK before the cut named it */
+};
+
+struct extent {
+	uint64_t lba, n;
+	unsigned char *base;	/* the base image's bytes */
+	unsigned char *buf;	/* the state's */
+};
+
+struct ctx {
+	const struct crash_input *in;
+	const struct crash_opts *o;
+	struct crash_result *r;
+	/* the log */
+	struct cwrite *w;
+	size_t nw;
+	size_t *pp;		/* persistence points: entry indexes of flushes and FUA writes */
+	size_t npp;
+	unsigned char *data;	/* every write's bytes, sector by sector */
+	int32_t *tgt;		/* per write sector: record sector rec * spr + idx, or -1 */
+	uint8_t *isnew;		/* per write sector: it holds that record sector's new bytes */
+	size_t nsect;
+	struct extent *ext;
+	size_t next;
+	/* the region */
+	struct region reg;	/* its device is the map */
+	unsigned char *map;
+	size_t map_len;
+	uint64_t off_lba;
+	uint32_t spr;
+	int pattern, torn_violation;
+	int in_flight;		/* the last write is the one in flight at the cut */
+	/* the cycle */
+	struct crec *rec;
+	size_t nrec;
+	int32_t *rec_of_slot;
+	uint64_t first;
+	json_object *pre;	/* events to feed before the base scan (power_on, hello) */
+	json_object *mid;	/* work, rx and cut events */
+	json_object *post;	/* power_on, hello of the next boot */
+	json_object *base_scan;	/* verify and the base image's scan, as events */
+	json_object *verify;	/* the states' verify event */
+	size_t nacks;		/* ACK events in mid */
+	int64_t post_t;
+	/* the state being judged */
+	uint8_t *keep;		/* per write sector */
+	uint8_t *recnew;	/* per record sector: holds its new bytes */
+	uint8_t *racked;	/* per record: acknowledged in this state */
+	size_t ack_limit;
+	json_object *verdict;
+	int no_truth;		/* the state's truth is not known: no notes of its differences */
+	uint64_t cap_lo, cap_hi;	/* findings of these seqs are kept in captured */
+	char *captured;
+	struct engine *eng;
+	int feed_rc;
+	char feed_err[256];
+	/* subsets enumerated (for the observed state) */
+	uint8_t *seen;
+	size_t nseen, capseen;
+	unsigned nvol;
+	size_t *vol;		/* the volatile writes' indexes */
+};
+
+/*
+ * The covering design over a record's spr sectors: sector i gets column
+ * col(i), the i-th m-bit word of weight w (w > m/2), m the least with
+ * C(m, w) >= spr. Row r keeps the sectors whose column has bit r. Any two
+ * sectors i != j are (kept, dropped) in one row and (dropped, kept) in
+ * another (distinct words of equal weight), and kept together in one (two
+ * w-subsets of m bits with 2w > m meet); dropped together is the state
+ * that drops the write. Rows that keep all or none are not tears: left out.
+ * After the m rows come the spr - 1 in-order prefixes (the first 1, 2, ...
+ * sectors kept), the tear of a device that programs a write in order, cut
+ * in the middle: rows m .. m + spr - 2.
+ */
+struct design {
+	unsigned m;
+	unsigned rows;		/* m + spr - 1 (0 for one-sector records: no tear) */
+	uint64_t *col;
+};
+
+/* -errno rc, err set from fmt. */
+int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+uint64_t crash_mix(uint64_t x);
+/* An rx event's message type ("" when none); a number in an object (k2: in its member k1). */
+const char *crash_msg_type(json_object *ev);
+int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt);
+/* The records [*lo, *hi) of the cycle an ACK event names: -1 not an ACK, 0 all it names are the
+ * cycle's, 1 it names others too (or none of the cycle's). */
+int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi);
+/* A verify event of the next boot (takes msg). */
+json_object *crash_verify_event(struct ctx *c, unsigned cycle, json_object *msg);
+/* One of the result's first CRASH_MAX_LISTED notes. */
+void crash_note(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/*
+ * Judge the state in keep[] (or, img_ready, the image already in the map)
+ * with the ACKs up to c->ack_limit: 1 when its verdict says what it holds,
+ * 0 when not, -errno. *failed: the verdict is FAIL.
+ */
+int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
+		      char *err, size_t errlen);
+/* A legal state: judged, counted, a mismatch when its verdict is wrong. 0 or -errno. */
+int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen);
+
+/* crash_states.c: the kinds of states, each 0 or -errno. */
+int crash_design_make(struct design *d, uint32_t spr);
+int crash_subsets(struct ctx *c, char *err, size_t errlen);
+int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen);
+int crash_cuts(struct ctx *c, char *err, size_t errlen);
+int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errlen);
+int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,535 @@
+/*
+ * crash_states.c - which crash states a cycle has: every subset of the
+ * volatile writes (or the bounded sample beyond), each volatile write torn
+ * by a covering design and by its in-order prefixes, a virtual cut at each
+ * persistence point, the illegal states, and the image after the real cut.
+ * See crash.h and docs/crash-states.md.
+ */
+#include "harness/crash/crash_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+
+/* keep[]: every durable write whole; each volatile write as bits say (1 kept). */
+static void keep_set(struct ctx *c, const uint8_t *volkeep)
+{
+	for (size_t i = 0, v = 0; i < c->nw; i++) {
+		int k = c->w[i].durable ? 1 : volkeep[v++];
+
+		memset(c->keep + c->w[i].sect0, k, (size_t)c->w[i].n);
+	}
+}
+
+static int remember(struct ctx *c, const uint8_t *volkeep)
+{
+	if (c->nseen == c->capseen) {
+		size_t cap = c->capseen ? c->capseen * 2 : 64;
+		uint8_t *t = realloc(c->seen, cap * (c->nvol ? c->nvol : 1));
+
+		if (!t)
+			return -ENOMEM;
+		c->seen = t;
+		c->capseen = cap;
+	}
+	if (c->nvol)
+		memcpy(c->seen + c->nseen * c->nvol, volkeep, c->nvol);
+	c->nseen++;
+	return 0;
+}
+
+static int subset(struct ctx *c, const uint8_t *volkeep, const char *label, char *err, size_t errlen)
+{
+	keep_set(c, volkeep);
+	c->ack_limit = SIZE_MAX;
+	if (remember(c, volkeep))
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	return crash_legal(c, CRASH_M_SUBSETS, label, err, errlen);
+}
+
+int crash_subsets(struct ctx *c, char *err, size_t errlen)
+{
+	uint8_t *k = calloc(c->nvol ? c->nvol : 1, 1);
+	char label[64];
+	int rc = 0;
+
+	if (!k)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	if (c->nvol <= c->o->exhaustive) {
+		for (uint64_t m = 0; m < (1ull << c->nvol) && !rc; m++) {
+			for (unsigned i = 0; i < c->nvol; i++)
+				k[i] = (m >> i) & 1;
+			snprintf(label, sizeof(label), "subset 0x%" PRIx64, m);
+			rc = subset(c, k, label, err, errlen);
+		}
+		free(k);
+		return rc;
+	}
+	memset(k, 1, c->nvol);
+	rc = subset(c, k, "all kept", err, errlen);
+	memset(k, 0, c->nvol);
+	if (!rc)
+		rc = subset(c, k, "all dropped", err, errlen);
+	for (unsigned i = 0; i < c->nvol && !rc; i++) {
+		memset(k, 1, c->nvol);
+		k[i] = 0;
+		snprintf(label, sizeof(label), "drop %u", i);
+		rc = subset(c, k, label, err, errlen);
+		if (rc)
+			break;
+		memset(k, 0, c->nvol);
+		k[i] = 1;
+		snprintf(label, sizeof(label), "keep %u", i);
+		rc = subset(c, k, label, err, errlen);
+	}
+	/* in-order prefixes: the first i volatile writes in completion order (0 and all: above) */
+	for (unsigned i = 1; i < c->nvol && !rc; i++) {
+		for (unsigned j = 0; j < c->nvol; j++)
+			k[j] = j < i;
+		snprintf(label, sizeof(label), "prefix %u", i);
+		rc = subset(c, k, label, err, errlen);
+	}
+	for (unsigned r = 0; r < c->o->random && !rc; r++) {
+		uint64_t x = crash_mix(c->o->seed ^ crash_mix(c->in->cycle) ^ crash_mix(r + 0x243f6a8885a308d3ULL));
+
+		for (unsigned j = 0; j < c->nvol; j++) {
+			if (j % 64 == 0 && j)
+				x = crash_mix(x);
+			k[j] = (x >> (j % 64)) & 1;
+		}
+		snprintf(label, sizeof(label), "random %u", r);
+		rc = subset(c, k, label, err, errlen);
+	}
+	free(k);
+	return rc;
+}
+
+
+static uint64_t binom(unsigned n, unsigned k)
+{
+	uint64_t r = 1;
+
+	for (unsigned i = 1; i <= k; i++)
+		r = r * (n - k + i) / i;
+	return r;
+}
+
+int crash_design_make(struct design *d, uint32_t spr)
+{
+	unsigned w;
+	uint64_t x;
+
+	d->col = NULL;
+	d->m = d->rows = 0;
+	if (spr < 2)
+		return 0;
+	for (d->m = 2; d->m < 62 && binom(d->m, d->m / 2 + 1) < spr; d->m++)
+		;
+	w = d->m / 2 + 1;
+	d->col = calloc(spr, sizeof(*d->col));
+	if (!d->col)
+		return -ENOMEM;
+	x = (1ull << w) - 1;
+	for (uint32_t i = 0; i < spr; i++) {
+		uint64_t c0 = x & -x, r0 = x + c0;
+
+		d->col[i] = x;
+		x = (((r0 ^ x) >> 2) / c0) | r0;	/* the next word of the same weight (Gosper) */
+	}
+	d->rows = d->m + spr - 1;
+	return 0;
+}
+
+static int design_row_kept(const struct design *d, unsigned row, uint32_t idx)
+{
+	if (row >= d->m)
+		return idx < row - d->m + 1;	/* a prefix */
+	return (d->col[idx] >> row) & 1;
+}
+
+/* Does the row keep some sectors and drop others? */
+static int design_row_tears(const struct design *d, unsigned row, uint32_t spr)
+{
+	unsigned kept = 0;
+
+	for (uint32_t i = 0; i < spr; i++)
+		kept += design_row_kept(d, row, i);
+	return kept && kept < spr;
+}
+
+/* keep[] of write wi torn by row: each sector by its index in its record. */
+static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned row)
+{
+	const struct cwrite *w = &c->w[wi];
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+
+	for (uint64_t k = 0; k < w->n; k++) {
+		uint64_t lba = w->lba + k;
+		uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
+
+		c->keep[w->sect0 + k] = (uint8_t)design_row_kept(d, row, idx);
+	}
+}
+
+/* The seqs whose new sectors write wi carries. */
+static void write_seqs(struct ctx *c, size_t wi, uint64_t *lo, uint64_t *hi)
+{
+	const struct cwrite *w = &c->w[wi];
+
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (uint64_t k = 0; k < w->n; k++) {
+		int32_t t = c->tgt[w->sect0 + k];
+
+		if (t >= 0 && c->isnew[w->sect0 + k]) {
+			uint64_t s = c->rec[t / (int32_t)c->spr].seq;
+
+			*lo = s < *lo ? s : *lo;
+			*hi = s > *hi ? s : *hi;
+		}
+	}
+}
+
+int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
+{
+	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
+	char label[64];
+	int rc = 0;
+
+	if (!k)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	memset(k, 1, c->nvol ? c->nvol : 1);
+	c->ack_limit = SIZE_MAX;
+	for (unsigned v = 0; v < c->nvol && !rc; v++)
+		for (unsigned row = 0; row < d->rows && !rc; row++) {
+			if (!design_row_tears(d, row, c->spr) || c->w[c->vol[v]].n < 2)
+				continue;
+			keep_set(c, k);
+			tear(c, d, c->vol[v], row);
+			snprintf(label, sizeof(label), "write %zu torn by row %u", c->vol[v], row);
+			if (c->o->locality)
+				write_seqs(c, c->vol[v], &c->cap_lo, &c->cap_hi);
+			rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
+			if (rc || !c->o->locality || !c->cap_hi)
+				continue;
+			/* judging is local to a slot: the same tear with every other volatile write
+			 * dropped must give the torn records the same findings */
+			{
+				char *with = c->captured;
+
+				c->captured = NULL;
+				memset(k, 0, c->nvol);
+				keep_set(c, k);
+				memset(k, 1, c->nvol);
+				tear(c, d, c->vol[v], row);
+				snprintf(label, sizeof(label), "write %zu torn by row %u, the others dropped", c->vol[v],
+					 row);
+				rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
+				c->r->locality_checked++;
+				if (!rc && (!with || !c->captured || strcmp(with, c->captured))) {
+					c->r->locality_breaks++;
+					crash_note(c, "cycle %u: %s: the torn record's findings changed with the other "
+					     "writes: %s / %s", c->in->cycle, label, with ? with : "?",
+					     c->captured ? c->captured : "?");
+				}
+				free(with);
+			}
+			c->cap_lo = c->cap_hi = 0;
+		}
+	free(k);
+	return rc;
+}
+
+/* A virtual cut at each persistence point: the log up to it, the ACKs received by then. */
+int crash_cuts(struct ctx *c, char *err, size_t errlen)
+{
+	uint8_t *dur = malloc(c->nw ? c->nw : 1), *rdur = malloc(c->nrec);
+	char label[64];
+	int rc = 0;
+
+	if (!dur || !rdur) {
+		free(dur);
+		free(rdur);
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	}
+	for (size_t p = 0; p < c->npp && !rc; p++) {
+		size_t at = c->pp[p], limit = 0;
+
+		/* the log up to and with the persistence point; what it made durable */
+		for (size_t i = 0; i < c->nw; i++) {
+			int in = c->w[i].entry <= at;
+			int flushed = 0;
+
+			for (size_t q = 0; q <= p && !flushed; q++)
+				flushed = c->pp[q] > c->w[i].entry && !(c->w[i].fua && c->pp[q] == c->w[i].entry);
+			memset(c->keep + c->w[i].sect0, in, (size_t)c->w[i].n);
+			/* a flush logged after it, up to the point, or its own FUA */
+			dur[i] = in && (c->w[i].fua || flushed);
+		}
+		memset(rdur, 0, c->nrec);
+		{
+			/* a record is durable at p when its new sectors all come from durable writes */
+			uint8_t *cover = calloc(c->nrec * c->spr, 1);
+
+			if (!cover) {
+				rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+				break;
+			}
+			for (size_t i = 0; i < c->nw; i++)
+				for (uint64_t k = 0; dur[i] && k < c->w[i].n; k++) {
+					size_t s = c->w[i].sect0 + k;
+
+					if (c->tgt[s] >= 0 && c->isnew[s])
+						cover[c->tgt[s]] = 1;
+				}
+			for (size_t r = 0; r < c->nrec; r++) {
+				rdur[r] = 1;
+				for (uint32_t k = 0; k < c->spr; k++)
+					rdur[r] &= cover[r * c->spr + k];
+			}
+			free(cover);
+		}
+		/* the ACKs received by then: the ACK events, in order, while all they name is durable */
+		for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
+			int rc2 = crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi), all = rc2 == 0;
+
+			if (rc2 < 0)
+				continue;
+			for (size_t r = lo; r < hi && all; r++)
+				all = rdur[r];
+			if (!all)
+				break;
+			limit++;
+		}
+		c->ack_limit = limit;
+		snprintf(label, sizeof(label), "cut at log entry %zu (%zu acks)", at, limit);
+		rc = crash_legal(c, CRASH_M_CUTS, label, err, errlen);
+	}
+	free(dur);
+	free(rdur);
+	return rc;
+}
+
+/* Each durable write whose records were all acknowledged: dropped, then torn. */
+int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errlen)
+{
+	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
+	char label[96];
+	int rc = 0;
+
+	if (!k)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	memset(k, 1, c->nvol ? c->nvol : 1);
+	c->ack_limit = SIZE_MAX;
+	for (size_t i = 0; i < c->nw && rc >= 0; i++) {
+		const struct cwrite *w = &c->w[i];
+		int acked = 0, all = 1;
+		unsigned row = 0;
+
+		if (!w->durable)
+			continue;
+		for (uint64_t s = 0; s < w->n; s++) {
+			int32_t t = c->tgt[w->sect0 + s];
+
+			if (t >= 0 && c->isnew[w->sect0 + s]) {
+				acked = 1;
+				all &= c->rec[t / (int32_t)c->spr].acked;
+			}
+		}
+		if (!acked || !all)
+			continue;
+		for (int torn = 0; torn < 2 && rc >= 0; torn++) {
+			int failed;
+
+			keep_set(c, k);
+			if (!torn) {
+				memset(c->keep + w->sect0, 0, (size_t)w->n);
+			} else {
+				while (row < d->m && !design_row_tears(d, row, c->spr))
+					row++;
+				if (row >= d->m || w->n < 2)
+					continue;
+				tear(c, d, i, row);
+			}
+			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba,
+				 torn ? "torn" : "dropped");
+			rc = crash_state_judge(c, CRASH_M_ILLEGAL, label, 0, &failed, err, errlen);
+			if (rc < 0)
+				break;
+			c->r->injected++;
+			/* caught: FAIL naming exactly the write's seqs (the judge's full agreement) */
+			if (rc == 1 && failed)
+				c->r->caught++;
+			else
+				crash_note(c, "cycle %u: injected %s not caught", c->in->cycle, label);
+			rc = 0;
+		}
+	}
+	free(k);
+	return rc < 0 ? rc : 0;
+}
+
+/* Does write wi hold in keep[] exactly the tear of some row? */
+static int tear_row_of(struct ctx *c, const struct design *d, size_t wi)
+{
+	const struct cwrite *w = &c->w[wi];
+	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+
+	for (unsigned row = 0; row < d->rows; row++) {
+		int same = 1;
+
+		for (uint64_t k = 0; k < w->n && same; k++) {
+			uint64_t lba = w->lba + k;
+			uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
+
+			same = c->keep[w->sect0 + k] == design_row_kept(d, row, idx);
+		}
+		if (same)
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * The image the boot after the cut scanned: which of the enumerated states it
+ * is, and its verdict, from a full scan (as the real one was). When every
+ * sector the log wrote holds its old or its new bytes and nothing else in
+ * the image changed, what it holds is known and its verdict is compared
+ * with it like any state's; else only with the recorded verdict.
+ */
+int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen)
+{
+	uint8_t *vk = calloc(c->nvol ? c->nvol : 1, 1);
+	unsigned char *chunk = malloc(1 << 20);
+	int pfd = -1, rc = 0, failed = 0, other = 0, outside = 0, durable_lost = 0, torn_ok = 1;
+	unsigned torn_n = 0;
+	json_object *partial = c->verify;
+	struct stat st;
+
+	c->r->observed = 0;
+	if (!vk || !chunk) {
+		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	pfd = open(c->in->post, O_RDONLY | O_CLOEXEC);
+	if (pfd < 0 || fstat(pfd, &st) < 0) {
+		rc = crash_fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
+		goto out;
+	}
+	if ((uint64_t)st.st_size != c->map_len) {
+		rc = crash_fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->in->post,
+			  (long long)st.st_size, c->in->base, c->map_len);
+		goto out;
+	}
+	/* the base again, then the image over it, noting changes outside the log's writes */
+	for (size_t i = 0; i < c->next; i++)
+		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].base, (size_t)c->ext[i].n * 512);
+	for (size_t o = 0, e = 0; o < c->map_len; o += 1 << 20) {
+		size_t len = c->map_len - o < (1u << 20) ? c->map_len - o : 1u << 20;
+
+		if (pc_pread_all(pfd, chunk, len, (off_t)o)) {
+			rc = crash_fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
+			goto out;
+		}
+		for (size_t k = 0; k < len; k += 512) {
+			uint64_t lba = (o + k) / 512;
+
+			/* only the sectors that differ are copied: the map's other pages stay shared */
+			if (!memcmp(chunk + k, c->map + o + k, 512))
+				continue;
+			while (e < c->next && c->ext[e].lba + c->ext[e].n <= lba)
+				e++;
+			if (e >= c->next || lba < c->ext[e].lba)
+				outside = 1;
+			memcpy(c->map + o + k, chunk + k, 512);
+		}
+	}
+	/* per write sector: does the image hold the write's bytes? */
+	for (size_t i = 0, v = 0; i < c->nw; i++) {
+		const struct cwrite *w = &c->w[i];
+		uint64_t kept = 0;
+
+		for (uint64_t k = 0; k < w->n; k++) {
+			size_t s = w->sect0 + k;
+			const unsigned char *img = c->map + (w->lba + k) * 512;
+
+			c->keep[s] = !memcmp(img, c->data + s * 512, 512);
+			if (!c->keep[s] && memcmp(img, c->ext[w->ext].base + w->ext_off + k * 512, 512))
+				other = 1;	/* neither the old bytes nor the new */
+			kept += c->keep[s];
+		}
+		if (w->durable) {
+			durable_lost |= kept != w->n;
+			continue;
+		}
+		vk[v++] = kept == w->n;
+		if (kept && kept < w->n) {
+			torn_n++;
+			torn_ok &= tear_row_of(c, d, i);
+		}
+	}
+	/* what the records hold: the last write in log order whose bytes the image has */
+	memset(c->recnew, 0, c->nrec * c->spr);
+	for (size_t i = 0; i < c->nw; i++)
+		for (uint64_t k = 0; k < c->w[i].n; k++) {
+			size_t s = c->w[i].sect0 + k;
+
+			if (c->tgt[s] >= 0 && c->keep[s])
+				c->recnew[c->tgt[s]] = c->isnew[s];
+		}
+	/* exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
+	 * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset
+	 * of the exhaustive enumeration -- judging is local to a slot */
+	if (!other && !outside && !durable_lost) {
+		if (torn_n == 0) {
+			for (size_t s = 0; s < c->nseen && c->r->observed < 2; s++)
+				if (!c->nvol || !memcmp(c->seen + s * c->nvol, vk, c->nvol))
+					c->r->observed = 2;
+		} else if (torn_ok) {
+			unsigned not_whole = 0;
+
+			for (unsigned v = 0; v < c->nvol; v++)
+				not_whole += !vk[v];
+			/* the torn write is the one not whole: all the others kept */
+			c->r->observed = torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 0;
+		}
+	}
+	if (durable_lost)
+		crash_note(c, "cycle %u: the image after the cut lost or tore a write the log made durable", c->in->cycle);
+	if (other || outside)
+		crash_note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its verdict is "
+		     "compared with the recorded one only", c->in->cycle, other ? "a written sector neither old nor new" :
+		     "a change outside the log's writes");
+	c->ack_limit = SIZE_MAX;
+	c->no_truth = other || outside;
+	c->verify = crash_verify_event(c, c->in->cycle + 1, pc_msg_verify(c->pattern, 1));
+	rc = c->verify ? crash_state_judge(c, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen) : -ENOMEM;
+	json_object_put(c->verify);
+	c->verify = partial;
+	c->no_truth = 0;
+	if (rc < 0)
+		goto out;
+	c->r->states++;
+	c->r->observed_legal = !durable_lost;
+	c->r->observed_known = !other && !outside;
+	if (c->r->observed_known)
+		c->r->mismatches += rc == 0;
+	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s", failed ? "FAIL" : "PASS");
+	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
+	rc = 0;
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free(vk);
+	free(chunk);
+	return rc;
+}

@@ -1,0 +1,410 @@
+/*
+ * test_crash.c - every crash state of a hand-made cycle (harness/crash,
+ * docs/crash-states.md), its counts derived by hand below; and the two
+ * negative controls: an ACK the log does not make durable, and a judge
+ * that calls a torn record intact.
+ *
+ * The cycle: mode flush, 12 records of 4096 bytes (8 sectors), flush every
+ * 4, queue depth 4, on a 1 MiB region prepared by the agent's own code at
+ * offset 0 of an image file. The device completed, in this order (the log):
+ *
+ *   W2 W1 W4 W3 F1  W5 W7 W6 W8 F2  W10 W9  (cut; W11, W12 never completed)
+ *
+ * and the agent said SUBMIT 1+4, ACK 1+4, SUBMIT 5+4, ACK 5+4, SUBMIT 9+4.
+ *
+ * By hand:
+ *   durable   W1..W8: each is followed in the log by a flush (F1 or F2)  = 8
+ *   volatile  W9, W10: no flush after them, no FUA                      = 2
+ *   acked     1..8; every one durable: acked_not_durable                 = 0
+ *   subsets   2 volatile <= 10: every subset, 2^2                        = 4
+ *   tears     a record of 8 sectors: the covering design takes m = 5
+ *             (C(4,3) = 4 < 8 <= C(5,3) = 10), words of weight 3, so
+ *             5 rows, none keeping all or none of the 8 sectors; then
+ *             the 7 in-order prefixes (1..7 sectors kept): 12 rows;
+ *             2 volatile writes x 12 rows                                 = 24
+ *   cuts      one per persistence point: F1 and F2 (no FUA writes)       = 2
+ *   states    4 + 24 + 2                                                 = 30
+ *   injected  8 durable acknowledged writes, each dropped and torn       = 16
+ *   caught    all of them                                                = 16
+ *   lost_acked_states: the 16 injected ones only                         = 16
+ * With the locality check each tear is judged again with the other
+ * volatile write dropped: tears 48, states 54, locality_checked 24.
+ */
+#include "tests/unit/suites.h"
+
+#include <CUnit/CUnit.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/region.h"
+#include "common/proto.h"
+#include "common/record.h"
+#include "common/util.h"
+#include "harness/crash/crash.h"
+#include "relay/vcache.h"
+
+#define RS 4096u
+
+static char base_path[4200], log_path[4200];
+static struct pc_geom G;
+static json_object *region_obj;
+
+static void put_hdr(int fd, off_t off, uint64_t sector, uint64_t nsect, uint64_t flags)
+{
+	uint8_t h[512] = { 0 };
+
+	pc_put64(h, sector);
+	pc_put64(h + 8, nsect);
+	pc_put64(h + 16, flags);
+	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
+}
+
+/* The base image and the log above. */
+static void make_inputs(void)
+{
+	const char *dir = pc_test_tmpdir("crash");
+	static const int order[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 10, 9 };
+	struct region_opts ro = { 0 };
+	struct region r;
+	char err[512] = "";
+	uint8_t sb[512] = { 0 }, *rec = malloc(RS);
+	off_t off = 512;
+	int fd;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rec);
+	snprintf(base_path, sizeof(base_path), "%s/base.img", dir);
+	snprintf(log_path, sizeof(log_path), "%s/log", dir);
+	unlink(base_path);
+	fd = open(base_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(ftruncate(fd, 1 << 20), 0);
+	close(fd);
+	ro.spec = base_path;
+	ro.allow_whole_disk = 1;
+	if (region_prepare(&ro, RS, 7, 0, 0, err, sizeof(err)))
+		fprintf(stderr, "region_prepare: %s\n", err);
+	CU_ASSERT_EQUAL_FATAL(region_open(&r, &ro, 0, err, sizeof(err)), 0);
+	G = r.g;
+	json_object_put(region_obj);
+	region_obj = region_describe(&r);
+	region_close(&r);
+
+	fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	pc_put64(sb, 0x6a736677736872ULL);	/* dm-log-writes: magic, version 1, entries, sector size */
+	pc_put64(sb + 8, 1);
+	pc_put64(sb + 16, PC_ARRAY_SIZE(order));
+	pc_put32(sb + 24, 512);
+	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, sb, sizeof(sb), 0), 0);
+	for (size_t i = 0; i < PC_ARRAY_SIZE(order); i++) {
+		if (order[i] < 0) {
+			put_hdr(fd, off, 0, 0, LOG_FLUSH_FLAG);
+			off += 512;
+			continue;
+		}
+		uint32_t slot = pc_slot_of_seq(&G, PC_PAT_SEQUENTIAL, (uint64_t)order[i]);
+
+		pc_record_build(rec, &G, slot, (uint64_t)order[i], 1, PC_MODE_FLUSH);
+		put_hdr(fd, off, pc_slot_lba(&G, slot), RS / 512, 0);
+		CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, rec, RS, off + 512), 0);
+		off += 512 + RS;
+	}
+	close(fd);
+	free(rec);
+}
+
+static json_object *ev(unsigned cycle, const char *kind)
+{
+	static int64_t t;
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "t", json_object_new_int64(++t));
+	json_object_object_add(o, "board", json_object_new_string("b1"));
+	json_object_object_add(o, "cycle", json_object_new_int64(cycle));
+	json_object_object_add(o, "ev", json_object_new_string(kind));
+	return o;
+}
+
+static json_object *rx(unsigned cycle, json_object *msg)
+{
+	json_object *o = ev(cycle, "rx");
+
+	json_object_object_add(o, "msg", msg);
+	return o;
+}
+
+static json_object *hello(const char *boot)
+{
+	json_object *m = pc_msg_new(PC_MSG_HELLO), *q = json_object_new_object(), *d = json_object_new_object();
+
+	json_object_object_add(m, "board", json_object_new_string("b1"));
+	json_object_object_add(m, "agent", json_object_new_string("test"));
+	json_object_object_add(m, "boot_id", json_object_new_string(boot));
+	json_object_object_add(m, "kernel", json_object_new_string("6.1.0-test"));
+	json_object_object_add(m, "backend", json_object_new_string("posix"));
+	json_object_object_add(m, "region", json_object_get(region_obj));
+	json_object_object_add(d, "name", json_object_new_string("TEST"));
+	json_object_object_add(d, "cid", json_object_new_string("00112233445566778899aabbccddeeff"));
+	json_object_object_add(m, "device", d);
+	json_object_object_add(q, "fua", json_object_new_int(1));
+	json_object_object_add(q, "write_cache", json_object_new_string("write back"));
+	json_object_object_add(m, "queue", q);
+	return m;
+}
+
+/* The cycle's events; ack9: the agent also acknowledged seq 9 (a lie the log shows). */
+static json_object *events(int ack9)
+{
+	struct pc_work w = { .cycle = 1, .first = 1, .n = 12, .mode = PC_MODE_FLUSH, .pattern = PC_PAT_SEQUENTIAL,
+			     .record_size = RS, .flush_every = 4, .qd = 4, .seed = 1 };
+	json_object *a = json_object_new_array(), *e, *pol = json_object_new_object();
+
+	e = ev(1, "power_on");
+	json_object_object_add(e, "mode", json_object_new_string("flush"));
+	json_object_array_add(a, e);
+	json_object_array_add(a, rx(1, hello("boot1")));
+	e = ev(1, "work");
+	json_object_object_add(e, "work", pc_msg_work(&w));
+	json_object_object_add(pol, "torn_unacked", json_object_new_string("allowed"));
+	json_object_object_add(pol, "torn_sector_unacked", json_object_new_string("allowed"));
+	json_object_object_add(pol, "unclassified", json_object_new_string("allowed"));
+	json_object_object_add(e, "policy", pol);
+	json_object_array_add(a, e);
+	json_object_array_add(a, rx(1, pc_msg_range(PC_MSG_SUBMIT, 1, 4)));
+	json_object_array_add(a, rx(1, pc_msg_range(PC_MSG_ACK, 1, 4)));
+	json_object_array_add(a, rx(1, pc_msg_range(PC_MSG_SUBMIT, 5, 4)));
+	json_object_array_add(a, rx(1, pc_msg_range(PC_MSG_ACK, 5, 4)));
+	json_object_array_add(a, rx(1, pc_msg_range(PC_MSG_SUBMIT, 9, 4)));
+	if (ack9)
+		json_object_array_add(a, rx(1, pc_msg_range(PC_MSG_ACK, 9, 1)));
+	e = ev(1, "cut");
+	json_object_object_add(e, "plan", json_object_new_string("random"));
+	json_object_object_add(e, "at_ms", json_object_new_int(10));
+	json_object_object_add(e, "acks_before_cut", json_object_new_int(ack9 ? 9 : 8));
+	json_object_array_add(a, e);
+	json_object_array_add(a, ev(2, "power_on"));
+	json_object_array_add(a, rx(2, hello("boot2")));
+	return a;
+}
+
+static int check(json_object *evs, const struct crash_opts *o, struct crash_result *r)
+{
+	struct crash_input in = { .board = "b1", .cycle = 1, .events = evs, .base = base_path, .log = log_path };
+	char err[512] = "";
+	int rc = crash_check(&in, o, r, err, sizeof(err));
+
+	if (rc)
+		fprintf(stderr, "crash_check: %s\n", err);
+	return rc;
+}
+
+static void dump(const struct crash_result *r)
+{
+	struct crash_input in = { .board = "b1", .cycle = 1 };
+	json_object *j = crash_result_json(&in, r);
+
+	if (!crash_result_ok(r) || getenv("PC_TEST_VERBOSE"))
+		fprintf(stderr, "%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PLAIN));
+	json_object_put(j);
+}
+
+static void test_hand_counts(void)
+{
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+
+	make_inputs();
+	evs = events(0);
+	crash_opts_default(&o);
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.writes, 10);
+	CU_ASSERT_EQUAL(r.durable, 8);
+	CU_ASSERT_EQUAL(r.volatile_, 2);
+	CU_ASSERT_EQUAL(r.acked, 8);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 24);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 2);
+	CU_ASSERT_EQUAL(r.states, 30);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_EQUAL(r.injected, 16);
+	CU_ASSERT_EQUAL(r.caught, 16);
+	CU_ASSERT_EQUAL(r.lost_acked_states, 16);
+	CU_ASSERT(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* judging is local to a slot: a tear's findings do not depend on the other write */
+	o.locality = 1;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 48);
+	CU_ASSERT_EQUAL(r.states, 54);
+	CU_ASSERT_EQUAL(r.locality_checked, 24);
+	CU_ASSERT_EQUAL(r.locality_breaks, 0);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+
+	/* beyond the exhaustive bound (0 here): all kept, all dropped, 2 drops, 2 keeps, 1 prefix, 3 random */
+	o.locality = 0;
+	o.exhaustive = 0;
+	o.random = 3;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 2 + 2 + 2 + 1 + 3);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* Negative control 1: seq 9 acknowledged, though no flush followed W9 in the log. */
+static void test_ack_open_group(void)
+{
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+
+	make_inputs();
+	evs = events(1);
+	crash_opts_default(&o);
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(r.acked, 9);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 1);
+	/* the judge still says what each state holds: the states dropping or tearing W9 FAIL */
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT(r.lost_acked_states > 16);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* A faulty judge: every torn record called intact. */
+static void torn_is_intact(json_object *v, void *arg)
+{
+	json_object *cnt, *torn, *intact, *fnd, *keep = json_object_new_array();
+	int *n = arg;
+
+	if (!json_object_object_get_ex(v, "counts", &cnt) || !json_object_object_get_ex(cnt, "torn", &torn) ||
+	    !json_object_object_get_ex(cnt, "intact", &intact) || json_object_get_int64(torn) == 0) {
+		json_object_put(keep);
+		return;
+	}
+	(*n)++;
+	json_object_object_add(cnt, "intact", json_object_new_int64(json_object_get_int64(intact) +
+								    json_object_get_int64(torn)));
+	json_object_object_add(cnt, "torn", json_object_new_int64(0));
+	json_object_object_get_ex(v, "findings", &fnd);
+	for (size_t i = 0; fnd && i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i), *c;
+
+		if (!json_object_object_get_ex(f, "class", &c) || strcmp(json_object_get_string(c), "torn"))
+			json_object_array_add(keep, json_object_get(f));
+	}
+	json_object_object_add(v, "findings", keep);
+}
+
+static void test_judge_torn_intact(void)
+{
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	int rewritten = 0;
+
+	make_inputs();
+	evs = events(0);
+	crash_opts_default(&o);
+	o.hook = torn_is_intact;
+	o.hook_arg = &rewritten;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	/* the 24 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation) */
+	CU_ASSERT_EQUAL(rewritten, 32);
+	CU_ASSERT_EQUAL(r.mismatches, 24);
+	CU_ASSERT_EQUAL(r.injected, 16);
+	CU_ASSERT_EQUAL(r.caught, 8);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* An image after the cut: base, W1..W8, and of the volatile ones W10 whole and
+ * the first 3 sectors of W9 (a prefix tear); or W9 with one sector of neither. */
+static void make_post(const char *path, int garble)
+{
+	uint8_t *rec = malloc(RS), *img = malloc(1 << 20);
+	int fd = open(base_path, O_RDONLY);
+
+	CU_ASSERT_FATAL(rec && img && fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(pc_pread_all(fd, img, 1 << 20, 0), 0);
+	close(fd);
+	for (uint64_t seq = 1; seq <= 10; seq++) {
+		uint32_t slot = pc_slot_of_seq(&G, PC_PAT_SEQUENTIAL, seq);
+
+		pc_record_build(rec, &G, slot, seq, 1, PC_MODE_FLUSH);
+		if (seq == 9 && garble)
+			rec[512 * 5 + 100] ^= 0x40;
+		memcpy(img + pc_slot_lba(&G, slot) * 512, rec, seq == 9 && !garble ? 3 * 512 : RS);
+	}
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, img, 1 << 20, 0), 0);
+	close(fd);
+	free(rec);
+	free(img);
+}
+
+static void test_observed(void)
+{
+	char post[4300];
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	struct crash_input in = { .board = "b1", .cycle = 1, .base = base_path, .log = log_path, .post = post,
+				  .recorded = "PASS" };
+	char err[512] = "";
+
+	make_inputs();
+	evs = events(0);
+	in.events = evs;
+	snprintf(post, sizeof(post), "%s.after", base_path);
+	crash_opts_default(&o);
+	make_post(post, 0);
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.observed, 2);		/* W9 torn by the 3-sector prefix, W10 kept: a tear judged */
+	CU_ASSERT_EQUAL(r.observed_known, 1);
+	CU_ASSERT_EQUAL(r.observed_legal, 1);
+	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
+	CU_ASSERT_EQUAL(r.observed_agrees, 1);
+	CU_ASSERT_EQUAL(r.states, 31);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+
+	/* a flipped bit in W9: no state enumerated holds it; the engine calls it corrupt, a FAIL */
+	make_post(post, 1);
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.observed, 0);
+	CU_ASSERT_EQUAL(r.observed_known, 0);
+	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
+	CU_ASSERT_EQUAL(r.observed_agrees, 0);
+	crash_result_clear(&r);
+	json_object_put(evs);
+	json_object_put(region_obj);
+	region_obj = NULL;
+}
+
+int suite_crash(void)
+{
+	static const struct pc_test tests[] = {
+		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
+		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
+		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
+		{ "the image after the cut: among the states, its verdict", test_observed },
+	};
+
+	return pc_test_suite("crash", tests, PC_ARRAY_SIZE(tests));
+}
