@@ -106,6 +106,11 @@ if ! check "lava-server manage migrate makes the schema" manage migrate --noinpu
 	tail -5 "$T/log/manage.log"
 	finish
 fi
+# job ids from 1000 + this test's pid: a job's docker container is named
+# after its id (lava-docker-test-shell-ID-LEVEL), and t-lava's lava-run jobs
+# (ids 1, 2 and 100) may run beside this test
+check "...job ids start at $((1000 + $$))" runuser -u postgres -- "$PGBIN/psql" -q -h 127.0.0.1 -p "$pgport" -U postgres -d lava -o /dev/null \
+	-c "SELECT setval('lava_scheduler_app_testjob_id_seq', $((1000 + $$)))"
 check "...an admin user" manage users add --superuser --staff --passwd admin admin
 nice lava-server manage tokens add --user admin > "$T/admin.token" 2>> "$T/log/manage.log"
 check "...its API token" grep -Eq '^[a-z0-9]{32,}$' "$T/admin.token"
