@@ -398,8 +398,9 @@ vm-check-emmc: vm-deps
 #                     (tools/lava/dockerd), build the test shell's image
 #                     (tools/lava/shell-image), then the tests that need them,
 #                     which may not skip (PC_LAVA_REQUIRE=1): t-lava-scripts,
-#                     t-lava (lava-run jobs)
-LAVA_TESTS := t-lava-scripts t-lava
+#                     t-lava (lava-run jobs), t-lava-server (lava-server,
+#                     PostgreSQL, two lava-workers, lavacli)
+LAVA_TESTS := t-lava-scripts t-lava t-lava-server
 .PHONY: lava-check
 lava-check: deps
 	@tools/install-deps tools/debian-packages-lava.txt

@@ -107,7 +107,8 @@ extern const struct relay_ops relay_qemu_ops;
 
 /*
  * Resolve host and service (a TCP stream) within deadline (pc_now_ms()
- * time) through getaddrinfo_a, so a dead DNS server cannot stall the
+ * time): a numeric address directly, a name in a thread of its own (fork-safe,
+ * unlike getaddrinfo_a), so a dead DNS server cannot stall the
  * caller past it. 0 with *res (freeaddrinfo() it), or -ENOMEM, -EIO (the
  * lookup could not start), -ETIMEDOUT ("resolving HOST timed out after
  * TIMEOUT_MS ms") or -EHOSTUNREACH ("cannot resolve HOST: why") with err.

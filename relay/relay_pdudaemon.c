@@ -23,7 +23,7 @@
  * one short request per operation.
  *
  * Every step - name resolution, connect, send, receive - shares one deadline
- * of timeout_ms: resolution goes through getaddrinfo_a() so a dead DNS server
+ * of timeout_ms: resolution goes through relay_resolve() so a dead DNS server
  * cannot stall the harness, and the socket is non-blocking under poll().
  *
  * docs/lab.md has what this does to the cut instant, measured against the

@@ -211,7 +211,8 @@ vm_setup() {
 
 # A lab PDU for sim boards behind Debian's real pdudaemon (the LAVA tests):
 # pdu_lab AGENT writes $T/pdu.sh (outlet N powers the board named in
-# $T/outlet-N: "NAME HOST:PORT PROFILE"; on starts its agent with setsid,
+# $T/outlet-N: "NAME HOST:PORT PROFILE", or "NAME /dev/pts/N PROFILE" for an
+# agent on its serial console (a pty); on starts its agent with setsid,
 # off SIGKILLs its process group; each switch is logged in $T/pdu.log),
 # starts pdudaemon with a localcmdline PDU "lab" on a free port ($dport,
 # its pid added to $pids) and waits for it to answer.
@@ -223,8 +224,9 @@ act=\$1 outlet=\$2
 read -r b connect profile < "$T/outlet-\$outlet" || exit 1
 echo "\$act \$b" >> "$T/pdu.log"
 case \$act in
-on) setsid "$agent" run --fresh-boot-id --device "sim:$T/\$b.img" --sim-profile "\$profile" \\
-	--connect "\$connect" --key "$T/agent.key" --board \$b >> "$T/\$b.log" 2>&1 < /dev/null & echo \$! > "$T/\$b.pid" ;;
+on) case \$connect in /*) link="--console \$connect" ;; *) link="--connect \$connect" ;; esac
+	setsid "$agent" run --fresh-boot-id --device "sim:$T/\$b.img" --sim-profile "\$profile" \
+	\$link --key "$T/agent.key" --board \$b >> "$T/\$b.log" 2>&1 < /dev/null & echo \$! > "$T/\$b.pid" ;;
 off) { read -r p < "$T/\$b.pid"; } 2> /dev/null && kill -KILL -- -\$p 2> /dev/null; : > "$T/\$b.pid" ;;
 esac
 SH

@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <netdb.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -657,6 +659,37 @@ static void test_sim_errors(void)
 	sim_fixture_free(&f);
 }
 
+/* relay_resolve() in a forked process after a lookup in its parent, as the
+ * harness resolves a network console before it forks a board's process, then
+ * the board's pdudaemon: with getaddrinfo_a() the child's lookup waited for a
+ * helper thread the fork had not copied, until its deadline. */
+static int resolve_ok(const char *host)
+{
+	struct addrinfo *res = NULL;
+	char err[256];
+	int rc = relay_resolve(host, "16421", pc_now_ms() + 10000, 10000, &res, err, sizeof(err));
+
+	if (res)
+		freeaddrinfo(res);
+	return rc == 0;
+}
+
+static void test_resolve_fork(void)
+{
+	int st = -1;
+	pid_t pid;
+
+	CU_ASSERT_FATAL(resolve_ok("localhost"));
+	CU_ASSERT_FATAL(resolve_ok("127.0.0.1"));
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0)
+		_exit(resolve_ok("127.0.0.1") && resolve_ok("localhost") && resolve_ok("::1") ? 0 : 1);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, 0), pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	CU_ASSERT(resolve_ok("localhost"));
+}
+
 int suite_relay(void)
 {
 	CU_pSuite s = CU_add_suite("relay", NULL, NULL);
@@ -672,7 +705,8 @@ int suite_relay(void)
 	    !CU_add_test(s, "command timeout", test_command_timeout) ||
 	    !CU_add_test(s, "sim power", test_sim_power) ||
 	    !CU_add_test(s, "sim agent exits", test_sim_agent_exit) ||
-	    !CU_add_test(s, "sim errors", test_sim_errors))
+	    !CU_add_test(s, "sim errors", test_sim_errors) ||
+	    !CU_add_test(s, "resolve after fork", test_resolve_fork))
 		return -1;
 	return 0;
 }
