@@ -22,50 +22,8 @@
 
 /* ---- per-type schemas ---- */
 
-int pv_board_name_ok(const char *s)
-{
-	size_t n = strlen(s);
 
-	if (n < 1 || n > 63)
-		return 0;
-	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
 
-static int uuid_text_ok(const char *s)
-{
-	uint8_t u[16];
-
-	if (strlen(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
-		return 0;
-	return pc_uuid_parse(s, u) == 0;
-}
-
-int pv_parse_region(struct vctx *c, json_object *reg)
-{
-	struct pc_geom g;
-	const char *s;
-	uint64_t bytes, seed;
-	uint32_t rs, slots;
-	char why[160];
-
-	if (pv_get_str(c, reg, "region.", "uuid", &s))
-		return -EINVAL;
-	if (!uuid_text_ok(s))
-		return pv_verr(c, "field \"region.uuid\": expected a UUID (36 characters, 8-4-4-4-12 hex digits)");
-	if (pv_get_int(c, reg, "region.", "bytes", 1, UINT64_MAX, &bytes) ||
-	    pv_get_record_size(c, reg, "region.", &rs) ||
-	    pv_get_u32(c, reg, "region.", "slots", 1, UINT32_MAX, &slots) ||
-	    pv_get_int(c, reg, "region.", "seed", 0, UINT64_MAX, &seed))
-		return -EINVAL;
-	/* the geometry is a pure function of size and record size: a peer that
-	 * disagrees with it is not talking about a region we can verify */
-	if (pc_geom_init(&g, bytes, rs, seed, why, sizeof(why)))
-		return pv_verr(c, "field \"region\": %s", why);
-	if (g.nslots != slots)
-		return pv_verr(c, "field \"region\": %" PRIu64 " bytes of %" PRIu32 "-byte records hold %"
-			    PRIu32 " slots, not %" PRIu32, bytes, rs, g.nslots, slots);
-	return 0;
-}
 
 static int parse_hello(struct vctx *c, json_object *o, struct pc_msg *m)
 {
@@ -244,13 +202,6 @@ static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
-/* [a-z0-9_], 1..32: a cause the host can match without quoting it */
-int pv_cause_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n >= 1 && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
-}
 
 static int parse_setup_error(struct vctx *c, json_object *o, struct pc_msg *m)
 {
@@ -290,15 +241,7 @@ static int parse_auth(struct vctx *c, json_object *o, struct pc_msg *m)
 }
 
 /* A JSON integer >= 0, exactly (json-c keeps values above INT64_MAX as uint64). */
-const char *pc_io_op_name(unsigned op)
-{
-	return op == PC_IO_FLUSH ? "flush" : op == PC_IO_FUA ? "fua" : "?";
-}
 
-unsigned pc_io_op_from_name(const char *s)
-{
-	return !s ? 0 : !strcmp(s, "flush") ? PC_IO_FLUSH : !strcmp(s, "fua") ? PC_IO_FUA : 0;
-}
 
 static int get_io_op(struct vctx *c, json_object *v, const char *key, unsigned *op)
 {
@@ -371,35 +314,28 @@ static int parse_work(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
-static const struct {
-	const char *name;
-	int (*parse)(struct vctx *c, json_object *o, struct pc_msg *m);
-} msg_types[PC_MSG_TYPE_MAX] = {
-	[PC_MSG_HELLO]		= { "hello", parse_hello },
-	[PC_MSG_SCAN_BEGIN]	= { "scan_begin", pv_parse_scan_begin },
-	[PC_MSG_RUNS]		= { "runs", pv_parse_runs },
-	[PC_MSG_SLOT]		= { "slot", pv_parse_slot },
-	[PC_MSG_SCAN_END]	= { "scan_end", pv_parse_scan_end },
-	[PC_MSG_SUBMIT]		= { "submit", parse_range },
-	[PC_MSG_ACK]		= { "ack", parse_range },
-	[PC_MSG_DONE]		= { "done", parse_done },
-	[PC_MSG_ERROR]		= { "error", parse_error },
-	[PC_MSG_VERIFY]		= { "verify", pv_parse_verify },
-	[PC_MSG_WORK]		= { "work", parse_work },
-	[PC_MSG_CRASH]		= { "crash", parse_crash },
-	[PC_MSG_CHALLENGE]	= { "challenge", parse_challenge },
-	[PC_MSG_AUTH]		= { "auth", parse_auth },
-	[PC_MSG_KNOWN]		= { "known", pv_parse_known },
-	[PC_MSG_SAME]		= { "same", pv_parse_same },
-	[PC_MSG_IO]		= { "io", parse_io },
-	[PC_MSG_AUDIT]		= { "audit", parse_audit },
-	[PC_MSG_SETUP_ERROR]	= { "setup_error", parse_setup_error },
+/* Each message type's schema (its name: pc_msg_type_name()). */
+static int (*const msg_parsers[PC_MSG_TYPE_MAX])(struct vctx *c, json_object *o, struct pc_msg *m) = {
+	[PC_MSG_HELLO]		= parse_hello,
+	[PC_MSG_SCAN_BEGIN]	= pv_parse_scan_begin,
+	[PC_MSG_RUNS]		= pv_parse_runs,
+	[PC_MSG_SLOT]		= pv_parse_slot,
+	[PC_MSG_SCAN_END]	= pv_parse_scan_end,
+	[PC_MSG_SUBMIT]		= parse_range,
+	[PC_MSG_ACK]		= parse_range,
+	[PC_MSG_DONE]		= parse_done,
+	[PC_MSG_ERROR]		= parse_error,
+	[PC_MSG_VERIFY]		= pv_parse_verify,
+	[PC_MSG_WORK]		= parse_work,
+	[PC_MSG_CRASH]		= parse_crash,
+	[PC_MSG_CHALLENGE]	= parse_challenge,
+	[PC_MSG_AUTH]		= parse_auth,
+	[PC_MSG_KNOWN]		= pv_parse_known,
+	[PC_MSG_SAME]		= pv_parse_same,
+	[PC_MSG_IO]		= parse_io,
+	[PC_MSG_AUDIT]		= parse_audit,
+	[PC_MSG_SETUP_ERROR]	= parse_setup_error,
 };
-
-const char *pc_msg_type_name(enum pc_msg_type t)
-{
-	return (unsigned)t < PC_MSG_TYPE_MAX ? msg_types[t].name : "?";
-}
 
 /* ---- parsing a line ---- */
 
@@ -489,7 +425,7 @@ static int parse_header(struct vctx *c, json_object *o, enum pc_msg_type *t)
 		return pv_verr(c, "protocol version %" PRId64 " not supported (this build speaks %d)",
 			    ver, PC_PROTO_VERSION);
 	for (int i = 0; i < PC_MSG_TYPE_MAX; i++) {
-		if (strlen(name) == namelen && strcmp(name, msg_types[i].name) == 0) {
+		if (strlen(name) == namelen && strcmp(name, pc_msg_type_name((enum pc_msg_type)i)) == 0) {
 			*t = (enum pc_msg_type)i;
 			return 0;
 		}
@@ -532,7 +468,7 @@ int pc_msg_parse_obj(json_object *o, struct pc_msg *m, char *err, size_t errlen)
 	m->type = t;
 	m->obj = json_object_get(o);
 	c.type = pc_msg_type_name(t);
-	ret = msg_types[t].parse(&c, o, m);
+	ret = msg_parsers[t](&c, o, m);
 	if (ret)
 		pc_msg_clear(m);
 	return ret;

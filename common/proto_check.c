@@ -1,7 +1,10 @@
 /*
  * proto_check.c - the validation helpers every schema uses (presence, JSON
  * type and range of a field, errors that quote untrusted text safely), and
- * the json helpers the rest of the code uses on validated objects.
+ * the json helpers the rest of the code uses on validated objects; the
+ * names of message types and I/O operations, and the schemas more than one
+ * message shares (a board name, a cause, the region). The bottom of the
+ * protocol's files: it calls none of the other proto*.c.
  */
 #include "common/proto.h"
 #include "common/proto_int.h"
@@ -352,4 +355,97 @@ json_object *pc_json_first_line(int fd, char *buf, size_t len)
 		o = NULL;
 	}
 	return o;
+}
+
+/* ---- names and shared schemas (every proto*.c file may use them) ---- */
+
+/* The message types' names: the protocol's "type" field. */
+static const char *const msg_type_names[PC_MSG_TYPE_MAX] = {
+	[PC_MSG_HELLO]		= "hello",
+	[PC_MSG_SCAN_BEGIN]	= "scan_begin",
+	[PC_MSG_RUNS]		= "runs",
+	[PC_MSG_SLOT]		= "slot",
+	[PC_MSG_SCAN_END]	= "scan_end",
+	[PC_MSG_SUBMIT]		= "submit",
+	[PC_MSG_ACK]		= "ack",
+	[PC_MSG_DONE]		= "done",
+	[PC_MSG_ERROR]		= "error",
+	[PC_MSG_VERIFY]		= "verify",
+	[PC_MSG_WORK]		= "work",
+	[PC_MSG_CRASH]		= "crash",
+	[PC_MSG_CHALLENGE]	= "challenge",
+	[PC_MSG_AUTH]		= "auth",
+	[PC_MSG_KNOWN]		= "known",
+	[PC_MSG_SAME]		= "same",
+	[PC_MSG_IO]		= "io",
+	[PC_MSG_AUDIT]		= "audit",
+	[PC_MSG_SETUP_ERROR]	= "setup_error",
+};
+
+const char *pc_msg_type_name(enum pc_msg_type t)
+{
+	return (unsigned)t < PC_MSG_TYPE_MAX ? msg_type_names[t] : "?";
+}
+
+const char *pc_io_op_name(unsigned op)
+{
+	return op == PC_IO_FLUSH ? "flush" : op == PC_IO_FUA ? "fua" : "?";
+}
+
+unsigned pc_io_op_from_name(const char *s)
+{
+	return !s ? 0 : !strcmp(s, "flush") ? PC_IO_FLUSH : !strcmp(s, "fua") ? PC_IO_FUA : 0;
+}
+
+int pv_board_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 63)
+		return 0;
+	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
+}
+
+/* [a-z0-9_], 1..32: a cause the host can match without quoting it */
+int pv_cause_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
+static int uuid_text_ok(const char *s)
+{
+	uint8_t u[16];
+
+	if (strlen(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-')
+		return 0;
+	return pc_uuid_parse(s, u) == 0;
+}
+
+int pv_parse_region(struct vctx *c, json_object *reg)
+{
+	struct pc_geom g;
+	const char *s;
+	uint64_t bytes, seed;
+	uint32_t rs, slots;
+	char why[160];
+
+	if (pv_get_str(c, reg, "region.", "uuid", &s))
+		return -EINVAL;
+	if (!uuid_text_ok(s))
+		return pv_verr(c, "field \"region.uuid\": expected a UUID (36 characters, 8-4-4-4-12 hex digits)");
+	if (pv_get_int(c, reg, "region.", "bytes", 1, UINT64_MAX, &bytes) ||
+	    pv_get_record_size(c, reg, "region.", &rs) ||
+	    pv_get_u32(c, reg, "region.", "slots", 1, UINT32_MAX, &slots) ||
+	    pv_get_int(c, reg, "region.", "seed", 0, UINT64_MAX, &seed))
+		return -EINVAL;
+	/* the geometry is a pure function of size and record size: a peer that
+	 * disagrees with it is not talking about a region we can verify */
+	if (pc_geom_init(&g, bytes, rs, seed, why, sizeof(why)))
+		return pv_verr(c, "field \"region\": %s", why);
+	if (g.nslots != slots)
+		return pv_verr(c, "field \"region\": %" PRIu64 " bytes of %" PRIu32 "-byte records hold %"
+			    PRIu32 " slots, not %" PRIu32, bytes, rs, g.nslots, slots);
+	return 0;
 }

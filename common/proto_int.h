@@ -1,12 +1,14 @@
 /*
- * proto_int.h - what the files of the protocol share (private to common/proto*.c):
+ * proto_int.h - what the files of the protocol share (private to common/proto*.c),
+ * in layers: each calls only those below it.
  *
- *   proto.c        the message types, the session's schemas, parsing a line
+ *   proto.c        the session's schemas, parsing a line (the type table)
  *   proto_scan.c   the scan report's schemas and builders (scan_begin ... same, verify)
- *   proto_check.c  the validation helpers every schema uses, json helpers
  *   proto_build.c  the session's builders (json-c)
  *   proto_line.c   the line grammar: the writer's lines without json-c, framing,
  *                  the line reader, base64
+ *   proto_check.c  the validation helpers every schema uses, json helpers, the
+ *                  names of message types and I/O operations, shared schemas
  */
 #ifndef PC_COMMON_PROTO_INT_H
 #define PC_COMMON_PROTO_INT_H
@@ -68,7 +70,7 @@ int pv_check_seq_range(struct vctx *c, const char *what, uint64_t first, uint64_
 json_object *pv_jint(uint64_t v);
 void pv_add(json_object *o, const char *key, json_object *v);
 
-/* ---- shared by the schemas and builders (proto.c) ---- */
+/* ---- shared by the schemas and builders (proto_check.c) ---- */
 
 /* A board name as HELLO and setup_error carry it: 1 when valid. */
 int pv_board_name_ok(const char *s);
