@@ -127,6 +127,9 @@ $(B)/tools/%: $(B)/obj/tests/tools/%.o $(call objs,$(B),$(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
 
+# inputcheck reads the sim's kept write logs with the virtual board's reader too
+$(B)/tools/inputcheck: $(call objs,$(B),relay/vcache.c)
+
 TOOLS = $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 
 # The tests run sanitized builds of everything.

@@ -298,22 +298,43 @@ static void take(struct audit *a, unsigned kdev, const char *rwbs, uint64_t sect
 		a->ignored++;
 		return;
 	}
-	/* the rest of a request issued again reached the device once */
-	if (nsect && audit_remainder(&a->last, rwbs, sector, nsect))
-		return;
-	audit_count(&a->c, rwbs, nsect);
+	audit_count_write(&a->c, &a->last, rwbs, sector, nsect);
 }
 
-int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect)
+void audit_count_write(struct audit_counts *c, struct audit_last *l, const char *rwbs, uint64_t sector,
+		       unsigned nsect)
+{
+	uint64_t more = 0;
+
+	/* the rest of a request issued again reached the device once: no new
+	 * request, and only the sectors not counted yet (the original's first
+	 * ones, when it is read after its remainder) */
+	if (!nsect || !audit_remainder(l, rwbs, sector, nsect, &more)) {
+		audit_count(c, rwbs, nsect);
+		return;
+	}
+	for (unsigned i = 0; more && i < c->n; i++)
+		if (!strcmp(c->k[i].rwbs, rwbs))
+			c->k[i].sectors += more;
+}
+
+int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect, uint64_t *more)
 {
 	uint64_t end = sector + nsect;
 	unsigned i = l->next % AUDIT_RECENT;
 
+	*more = 0;
 	for (unsigned k = 0; k < AUDIT_RECENT; k++) {
-		if (l->r[k].end && end == l->r[k].end && sector > l->r[k].start && !strcmp(rwbs, l->r[k].rwbs)) {
+		if (!l->r[k].end || end != l->r[k].end || sector == l->r[k].start || strcmp(rwbs, l->r[k].rwbs))
+			continue;
+		/* a later start: a remainder, its sectors counted already; an
+		 * earlier one: the original, read after a remainder of it (the
+		 * CPUs' trace buffers are read one after the other) */
+		if (sector < l->r[k].start) {
+			*more = l->r[k].start - sector;
 			l->r[k].start = sector;
-			return 1;
 		}
+		return 1;
 	}
 	pc_strlcpy(l->r[i].rwbs, rwbs, sizeof(l->r[i].rwbs));
 	l->r[i].start = sector;

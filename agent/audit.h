@@ -98,17 +98,25 @@ void audit_count(struct audit_counts *c, const char *rwbs, uint64_t sectors);
  * the sim device's own counts. Never fails: a->on says whether it counts,
  * a->why why not. */
 /*
- * 1 when a write request [sector, sector + nsect) of kind rwbs is the rest of
- * one of the last AUDIT_RECENT counted, issued again: same kind, same end, a
- * later start.
+ * 1 when a write request [sector, sector + nsect) of kind rwbs is part of one
+ * of the last AUDIT_RECENT counted, issued again: same kind, same end, another
+ * start.
  * The MMC driver completes a reliable write of more sectors than the card
  * writes reliably at once (EXT_CSD rel_wr_sec_c) only in part, and the
  * block layer issues the remainder of the same request again (8, 7, ... 1
  * sectors of a 4 KiB FUA write when rel_wr_sec_c is 1): those sectors
- * reached the device once, the request was made once. Else 0, and the
+ * reached the device once, the request was made once. The trace is read a
+ * CPU's buffer after another, so a remainder may be read before the request
+ * it is the rest of: a later start is a remainder (*more 0), an earlier one
+ * the request itself (*more: its sectors before the part counted). The same
+ * start is a new request (the same record written again). Else 0, and the
  * request joins the recent ones (the oldest leaves).
  */
-int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect);
+int audit_remainder(struct audit_last *l, const char *rwbs, uint64_t sector, unsigned nsect, uint64_t *more);
+/* Count a request the kernel issued (audit_count), a remainder as above:
+ * each request once, each sector once, whichever order they are read in. */
+void audit_count_write(struct audit_counts *c, struct audit_last *l, const char *rwbs, uint64_t sector,
+		       unsigned nsect);
 void audit_open(struct audit *a, struct region *r);
 /* Forget what was counted (the work starts): what is pending is read and dropped. */
 void audit_reset(struct audit *a);

@@ -1,7 +1,5 @@
 /*
  * dev.c - the table of device backends: which ops serve a device spec.
- * The top of the device files: the backends never call it (the write
- * window they all check is dev_window.c's).
  */
 #include "agent/dev.h"
 

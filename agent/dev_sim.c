@@ -347,6 +347,19 @@ static void sim_identity(struct dev *d, json_object *obj)
 	/* the truth log counts power sessions: this lets the host map them to cycles */
 	if (s)
 		json_object_object_add(obj, "session", json_object_new_int64(sim_emmc_session(s->e)));
+	if (s && (prof & SIM_P_WEAR)) {
+		/* the wear fields of EXT_CSD, as blockdev_ext_csd_json names them */
+		json_object *x = json_object_new_object();
+		int a, b, eol;
+
+		sim_emmc_wear(s->e, &a, &b, &eol);
+		json_object_object_add(x, "available", json_object_new_boolean(1));
+		json_object_object_add(x, "source", json_object_new_string("sim"));
+		json_object_object_add(x, "pre_eol_info", json_object_new_int(eol));
+		json_object_object_add(x, "life_time_a", json_object_new_int(a));
+		json_object_object_add(x, "life_time_b", json_object_new_int(b));
+		json_object_object_add(obj, "ext_csd", x);
+	}
 	json_object_object_add(f, "rate", pc_json_double(sim_opts_rate(o)));
 	json_object_object_add(f, "seed", json_object_new_uint64(sim_opts_seed(o)));
 	json_object_object_add(obj, "faults", f);

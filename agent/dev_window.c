@@ -1,7 +1,8 @@
 /*
- * dev_window.c - the write window every backend checks right before a write
- * goes out (docs/devices.md): a write outside [wlo, whi) is refused. The
- * bottom of the device files: it calls no backend.
+ * dev_window.c - the one window of the device the agent may write (the
+ * prepared region), and the check every backend makes before a write goes
+ * out (docs/design.md section 4: the agent never writes outside its region).
+ * Below the backends: dev_posix.c and dev_sim.c call it, dev.c picks them.
  */
 #include "agent/dev.h"
 

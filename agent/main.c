@@ -65,6 +65,7 @@ static const struct option long_opts[] = {
 	{ "sim-rate", required_argument, NULL, O_SIM },
 	{ "sim-cut-after", required_argument, NULL, O_SIM },
 	{ "sim-cut-at", required_argument, NULL, O_SIM },
+	{ "sim-keep-inputs", required_argument, NULL, O_SIM },
 	{ "verbose", no_argument, NULL, O_VERBOSE },	/* debug messages on stderr */
 	{ "mode", required_argument, NULL, O_MODE },
 	{ "records", required_argument, NULL, O_RECORDS },
@@ -99,6 +100,8 @@ static const char usage_text[] =
 	"  --sim-cut-at OP:N[:US]  sim: cut the power at the start of the Nth cache flush (OP flush) or\n"
 	"                          inside the Nth FUA write (OP fua) of this boot, US microseconds of\n"
 	"                          program time into it (default 0)\n"
+	"  --sim-keep-inputs N     sim: keep each power-on's base image, write log and image at the\n"
+	"                          cut, of the last N power-ons, in MEDIA.inputs/ (default 0: none)\n"
 	"  -v, --verbose           debug messages (what the host asks, scan statistics) on stderr\n"
 	"\n"
 	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
@@ -274,6 +277,7 @@ static int emit_stdout(json_object *msg, void *arg)
 
 static int cmd_prepare(struct opts *o)
 {
+	const char *path;
 	char err[1024] = "";
 	int ret;
 
@@ -285,6 +289,14 @@ static int cmd_prepare(struct opts *o)
 		pc_err("--force overwrites what libblkid finds on %s only with --confirm-device DEV, the device "
 		       "path typed again", o->ro.spec);
 		return 2;
+	}
+	/* the sim programs a prepare at file speed: no campaign measures it */
+	if (o->ro.spec && dev_ops_for(o->ro.spec, &path) == &dev_sim_ops) {
+		if (dev_sim_opt(&o->sims, "untimed", "1", err, sizeof(err))) {
+			pc_err("%s", err);
+			return 1;
+		}
+		o->ro.sim = o->sims;
 	}
 	ret = region_prepare(&o->ro, (uint32_t)o->record_size, o->seed, o->size, 1, err, sizeof(err));
 	if (ret) {

@@ -22,9 +22,6 @@
 
 /* ---- per-type schemas ---- */
 
-
-
-
 static int parse_hello(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	static const char *const strs[] = { "agent", "boot_id", "kernel", "backend" };
@@ -202,7 +199,6 @@ static int parse_error(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
-
 static int parse_setup_error(struct vctx *c, json_object *o, struct pc_msg *m)
 {
 	const char *s;
@@ -240,9 +236,7 @@ static int parse_auth(struct vctx *c, json_object *o, struct pc_msg *m)
 	return pv_get_hex(c, o, "mac", PC_AUTH_PROOF_BYTES, &s);
 }
 
-/* A JSON integer >= 0, exactly (json-c keeps values above INT64_MAX as uint64). */
-
-
+/* "flush" or "fua", as IO and WORK's announce name an operation */
 static int get_io_op(struct vctx *c, json_object *v, const char *key, unsigned *op)
 {
 	char q[36];	/* 32 characters, "...", NUL */
@@ -314,27 +308,27 @@ static int parse_work(struct vctx *c, json_object *o, struct pc_msg *m)
 	return 0;
 }
 
-/* Each message type's schema (its name: pc_msg_type_name()). */
-static int (*const msg_parsers[PC_MSG_TYPE_MAX])(struct vctx *c, json_object *o, struct pc_msg *m) = {
-	[PC_MSG_HELLO]		= parse_hello,
-	[PC_MSG_SCAN_BEGIN]	= pv_parse_scan_begin,
-	[PC_MSG_RUNS]		= pv_parse_runs,
-	[PC_MSG_SLOT]		= pv_parse_slot,
-	[PC_MSG_SCAN_END]	= pv_parse_scan_end,
-	[PC_MSG_SUBMIT]		= parse_range,
-	[PC_MSG_ACK]		= parse_range,
-	[PC_MSG_DONE]		= parse_done,
-	[PC_MSG_ERROR]		= parse_error,
-	[PC_MSG_VERIFY]		= pv_parse_verify,
-	[PC_MSG_WORK]		= parse_work,
-	[PC_MSG_CRASH]		= parse_crash,
-	[PC_MSG_CHALLENGE]	= parse_challenge,
-	[PC_MSG_AUTH]		= parse_auth,
-	[PC_MSG_KNOWN]		= pv_parse_known,
-	[PC_MSG_SAME]		= pv_parse_same,
-	[PC_MSG_IO]		= parse_io,
-	[PC_MSG_AUDIT]		= parse_audit,
-	[PC_MSG_SETUP_ERROR]	= parse_setup_error,
+/* the schema of each message type (its name: pc_msg_type_name, proto_check.c) */
+static int (*const msg_parse[PC_MSG_TYPE_MAX])(struct vctx *c, json_object *o, struct pc_msg *m) = {
+	[PC_MSG_HELLO] = parse_hello,
+	[PC_MSG_SCAN_BEGIN] = pv_parse_scan_begin,
+	[PC_MSG_RUNS] = pv_parse_runs,
+	[PC_MSG_SLOT] = pv_parse_slot,
+	[PC_MSG_SCAN_END] = pv_parse_scan_end,
+	[PC_MSG_SUBMIT] = parse_range,
+	[PC_MSG_ACK] = parse_range,
+	[PC_MSG_DONE] = parse_done,
+	[PC_MSG_ERROR] = parse_error,
+	[PC_MSG_VERIFY] = pv_parse_verify,
+	[PC_MSG_WORK] = parse_work,
+	[PC_MSG_CRASH] = parse_crash,
+	[PC_MSG_CHALLENGE] = parse_challenge,
+	[PC_MSG_AUTH] = parse_auth,
+	[PC_MSG_KNOWN] = pv_parse_known,
+	[PC_MSG_SAME] = pv_parse_same,
+	[PC_MSG_IO] = parse_io,
+	[PC_MSG_AUDIT] = parse_audit,
+	[PC_MSG_SETUP_ERROR] = parse_setup_error,
 };
 
 /* ---- parsing a line ---- */
@@ -468,7 +462,7 @@ int pc_msg_parse_obj(json_object *o, struct pc_msg *m, char *err, size_t errlen)
 	m->type = t;
 	m->obj = json_object_get(o);
 	c.type = pc_msg_type_name(t);
-	ret = msg_parsers[t](&c, o, m);
+	ret = msg_parse[t](&c, o, m);
 	if (ret)
 		pc_msg_clear(m);
 	return ret;

@@ -1,10 +1,7 @@
 /*
  * proto_check.c - the validation helpers every schema uses (presence, JSON
  * type and range of a field, errors that quote untrusted text safely), and
- * the json helpers the rest of the code uses on validated objects; the
- * names of message types and I/O operations, and the schemas more than one
- * message shares (a board name, a cause, the region). The bottom of the
- * protocol's files: it calls none of the other proto*.c.
+ * the json helpers the rest of the code uses on validated objects.
  */
 #include "common/proto.h"
 #include "common/proto_int.h"
@@ -357,29 +354,28 @@ json_object *pc_json_first_line(int fd, char *buf, size_t len)
 	return o;
 }
 
-/* ---- names and shared schemas (every proto*.c file may use them) ---- */
+/* ---- names and checks the schemas and the builders share ---- */
 
-/* The message types' names: the protocol's "type" field. */
 static const char *const msg_type_names[PC_MSG_TYPE_MAX] = {
-	[PC_MSG_HELLO]		= "hello",
-	[PC_MSG_SCAN_BEGIN]	= "scan_begin",
-	[PC_MSG_RUNS]		= "runs",
-	[PC_MSG_SLOT]		= "slot",
-	[PC_MSG_SCAN_END]	= "scan_end",
-	[PC_MSG_SUBMIT]		= "submit",
-	[PC_MSG_ACK]		= "ack",
-	[PC_MSG_DONE]		= "done",
-	[PC_MSG_ERROR]		= "error",
-	[PC_MSG_VERIFY]		= "verify",
-	[PC_MSG_WORK]		= "work",
-	[PC_MSG_CRASH]		= "crash",
-	[PC_MSG_CHALLENGE]	= "challenge",
-	[PC_MSG_AUTH]		= "auth",
-	[PC_MSG_KNOWN]		= "known",
-	[PC_MSG_SAME]		= "same",
-	[PC_MSG_IO]		= "io",
-	[PC_MSG_AUDIT]		= "audit",
-	[PC_MSG_SETUP_ERROR]	= "setup_error",
+	[PC_MSG_HELLO] = "hello",
+	[PC_MSG_SCAN_BEGIN] = "scan_begin",
+	[PC_MSG_RUNS] = "runs",
+	[PC_MSG_SLOT] = "slot",
+	[PC_MSG_SCAN_END] = "scan_end",
+	[PC_MSG_SUBMIT] = "submit",
+	[PC_MSG_ACK] = "ack",
+	[PC_MSG_DONE] = "done",
+	[PC_MSG_ERROR] = "error",
+	[PC_MSG_VERIFY] = "verify",
+	[PC_MSG_WORK] = "work",
+	[PC_MSG_CRASH] = "crash",
+	[PC_MSG_CHALLENGE] = "challenge",
+	[PC_MSG_AUTH] = "auth",
+	[PC_MSG_KNOWN] = "known",
+	[PC_MSG_SAME] = "same",
+	[PC_MSG_IO] = "io",
+	[PC_MSG_AUDIT] = "audit",
+	[PC_MSG_SETUP_ERROR] = "setup_error",
 };
 
 const char *pc_msg_type_name(enum pc_msg_type t)
@@ -397,6 +393,14 @@ unsigned pc_io_op_from_name(const char *s)
 	return !s ? 0 : !strcmp(s, "flush") ? PC_IO_FLUSH : !strcmp(s, "fua") ? PC_IO_FUA : 0;
 }
 
+/* [a-z0-9_], 1..32: a cause the host can match without quoting it */
+int pv_cause_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 1 && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
+}
+
 int pv_board_name_ok(const char *s)
 {
 	size_t n = strlen(s);
@@ -404,14 +408,6 @@ int pv_board_name_ok(const char *s)
 	if (n < 1 || n > 63)
 		return 0;
 	return strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n;
-}
-
-/* [a-z0-9_], 1..32: a cause the host can match without quoting it */
-int pv_cause_ok(const char *s)
-{
-	size_t n = strlen(s);
-
-	return n >= 1 && n <= 32 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789_") == n;
 }
 
 static int uuid_text_ok(const char *s)

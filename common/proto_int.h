@@ -1,14 +1,12 @@
 /*
- * proto_int.h - what the files of the protocol share (private to common/proto*.c),
- * in layers: each calls only those below it.
+ * proto_int.h - what the files of the protocol share (private to common/proto*.c):
  *
- *   proto.c        the session's schemas, parsing a line (the type table)
+ *   proto.c        the message types, the session's schemas, parsing a line
  *   proto_scan.c   the scan report's schemas and builders (scan_begin ... same, verify)
+ *   proto_check.c  the validation helpers every schema uses, json helpers
  *   proto_build.c  the session's builders (json-c)
  *   proto_line.c   the line grammar: the writer's lines without json-c, framing,
  *                  the line reader, base64
- *   proto_check.c  the validation helpers every schema uses, json helpers, the
- *                  names of message types and I/O operations, shared schemas
  */
 #ifndef PC_COMMON_PROTO_INT_H
 #define PC_COMMON_PROTO_INT_H

@@ -50,6 +50,7 @@ struct sim_priv {
 	char profile[128];
 	uint64_t size, seed;
 	uint64_t record_size, program_us, cache_sectors, cut_after;
+	uint64_t keep_inputs;	/* device.keep_inputs: --sim-keep-inputs (0: not passed) */
 	double rate;
 	int boot_delay_ms, timeout_ms;
 	int prepare_timeout_ms;	/* preparing the medium, once, before the loop */
@@ -109,7 +110,8 @@ static int sim_read_device(struct relay *r, struct sim_priv *p, json_object *dev
 	    sim_dev_u64(r, dev, "program_us", 0, 20, &p->program_us) ||
 	    sim_dev_u64(r, dev, "cut_after_sectors", 0, 0, &p->cut_after) ||
 	    sim_dev_u64(r, dev, "cache_sectors", 0, 256, &p->cache_sectors) ||
-	    sim_dev_u64(r, dev, "seed", 0, 1, &p->seed))
+	    sim_dev_u64(r, dev, "seed", 0, 1, &p->seed) ||
+	    sim_dev_u64(r, dev, "keep_inputs", 0, 0, &p->keep_inputs))
 		return -EINVAL;
 	pc_strlcpy(p->profile, "honest", sizeof(p->profile));
 	if (dev && json_object_object_get_ex(dev, "profile", &v)) {
@@ -487,11 +489,12 @@ static int sim_get(struct relay *r)
 static int sim_on(struct relay *r)
 {
 	struct sim_priv *p = r->priv;
-	char dev[PATH_MAX + 8], pus[32], cache[32], seed[32], rate[40], delay[32], cut[32];
+	char dev[PATH_MAX + 8], pus[32], cache[32], seed[32], rate[40], delay[32], cut[32], keep[32];
 	char *argv[] = { p->agent, "run", "--device", dev, "--sim-profile", p->profile,
 			 "--sim-program-us", pus, "--sim-cache-sectors", cache, "--sim-seed", seed,
 			 "--sim-rate", rate, "--connect", p->connect, "--board", r->board,
-			 "--boot-delay-ms", delay, "--key", p->key, "--fresh-boot-id", NULL, NULL, NULL, NULL, NULL };
+			 "--boot-delay-ms", delay, "--key", p->key, "--fresh-boot-id", NULL, NULL, NULL, NULL, NULL,
+			 NULL, NULL };
 	size_t n = 0;
 	int fd, rc;
 
@@ -523,6 +526,12 @@ static int sim_on(struct relay *r)
 		 * itself there, exactly */
 		argv[n++] = "--sim-cut-at";
 		argv[n++] = r->cut;
+	}
+	if (p->keep_inputs) {
+		/* each power-on's inputs of a crash-state check (docs/sim.md) */
+		snprintf(keep, sizeof(keep), "%" PRIu64, p->keep_inputs);
+		argv[n++] = "--sim-keep-inputs";
+		argv[n++] = keep;
 	}
 	if (r->console[0])
 		fd = open(r->console, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -169,6 +169,7 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 						  .cache_sectors = SIM_DEF_CACHE_SECTORS, .seed = 1, .rate = 0.01 };
 	const struct sim_opts *o = opts ? opts : &defaults;
 	struct sim_emmc *e;
+	char ierr[PATH_MAX + 128];
 	int ret;
 
 	*out = NULL;
@@ -188,6 +189,7 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 	e->fd = -1;
 	e->profile = o->profile;
 	e->program_us = o->program_us ? o->program_us : SIM_DEF_PROGRAM_US;
+	e->untimed = o->untimed;
 	e->chunk_us = e->program_us / SIM_CHUNKS ? e->program_us / SIM_CHUNKS : 1;
 	e->cut_after = o->cut_after;
 	if ((o->cut_op == SIM_CUT_FLUSH || o->cut_op == SIM_CUT_FUA) && o->cut_nth) {
@@ -211,10 +213,19 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 	ret = sim_state_open(e, err, errlen);
 	if (!ret && (e->profile & SIM_P_STALE))
 		ret = sim_ring_open(e, err, errlen);
+	/* the inputs of the last session end here, before this power-on's
+	 * faults; keeping them never stops the device (a full disk says so on
+	 * stderr, the board's console) */
+	if (!ret && e->session == 1)
+		sim_inputs_forget(e);
+	if (!ret && sim_inputs_finish_prev(e, ierr, sizeof(ierr)))
+		fprintf(stderr, "powercut sim: %s\n", ierr);
 	if (!ret)
 		ret = sim_power_on(e, err, errlen);
 	if (ret)
 		goto fail;
+	if (sim_inputs_start(e, o->keep_inputs, &e->inputs, ierr, sizeof(ierr)))
+		fprintf(stderr, "powercut sim: %s\n", ierr);
 	*out = e;
 	return 0;
 
@@ -243,6 +254,7 @@ void sim_emmc_close(struct sim_emmc *e)
 		e->head = x->next;
 		sim_ent_free(x);
 	}
+	sim_inputs_close(e->inputs);
 	sim_truth_close(e->truth);
 	free(e->cut_ents);
 	if (e->ring)
@@ -260,6 +272,16 @@ void sim_emmc_close(struct sim_emmc *e)
 uint64_t sim_emmc_sectors(const struct sim_emmc *e)
 {
 	return e->sectors;
+}
+
+void sim_emmc_wear(const struct sim_emmc *e, int *life_a, int *life_b, int *pre_eol)
+{
+	uint64_t w = e->st ? e->st->wear_sectors : 0;
+	uint64_t b = 1 + w / SIM_WEAR_STEP, a = 1 + w / (2ull * SIM_WEAR_STEP);
+
+	*life_a = a > 11 ? 11 : (int)a;
+	*life_b = b > 11 ? 11 : (int)b;
+	*pre_eol = *life_b >= 10 ? 3 : *life_b >= 9 ? 2 : 1;
 }
 
 uint32_t sim_emmc_session(const struct sim_emmc *e)
@@ -312,10 +334,13 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 	struct sim_state *st = e->st;
 	uint32_t k = 1, us = e->program_us;
 
-	if (!atomic && (e->profile & SIM_P_SUBSECTOR_TEAR) && pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC) {
+	if (!atomic && !e->untimed && (e->profile & SIM_P_SUBSECTOR_TEAR) &&
+	    pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC) {
 		k = SIM_CHUNKS;
 		us = e->chunk_us;
 	}
+	if (e->untimed)
+		us = 0;
 	if (e->cut_after && pc_get32(data + PC_OFF_MAGIC) == PC_REC_MAGIC && ++e->programmed > e->cut_after) {
 		/* the deterministic cut point: exactly cut_after sectors made it */
 		struct sim_truth_kv kv[] = { { "after", e->cut_after }, { "lba", lba } };
@@ -329,6 +354,7 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 		e->cut_left--;
 		e->cut_prog++;
 	}
+	st->wear_sectors++;
 	st->sect_lba = lba;
 	st->sect_seq = pc_get64(data + PC_OFF_SEQ);
 	st->sect_idx = pc_get16(data + PC_OFF_IDX);
@@ -343,7 +369,8 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 		size_t len = PC_SECTOR / k;
 		ssize_t n;
 
-		pc_sleep_us(us);
+		if (us)
+			pc_sleep_us(us);
 		do
 			n = pwrite(e->fd, data + c * len, len, (off_t)(lba * PC_SECTOR + c * len));
 		while (n < 0 && errno == EINTR);
@@ -361,6 +388,29 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 	return 0;
 }
 
+/*
+ * Untimed (prepare): a run of sectors in one pwrite, at file speed. The
+ * kernel copies a pwrite page by page and a SIGKILL can only stop it between
+ * pages, so it stays atomic per sector; the status page tracks no sector
+ * (a cut here is not one a campaign measures: no tear, no paired page).
+ */
+static int sim_program_bulk(struct sim_emmc *e, uint64_t lba, const uint8_t *buf, uint32_t nsect)
+{
+	size_t len = (size_t)nsect * PC_SECTOR, done = 0;
+
+	e->st->prog = 0;
+	while (done < len) {
+		ssize_t n = pwrite(e->fd, buf + done, len - done, (off_t)(lba * PC_SECTOR + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
 /* Program the sectors of a request (those live, if live is given) in order. */
 static int sim_program_run(struct sim_emmc *e, uint64_t lba, const uint8_t *buf, uint32_t nsect,
 			   const uint8_t *live, int atomic)
@@ -368,6 +418,24 @@ static int sim_program_run(struct sim_emmc *e, uint64_t lba, const uint8_t *buf,
 	e->st->req_lba = lba;
 	e->st->req_n = nsect;
 	e->st->req_seq = pc_get64(buf + PC_OFF_SEQ);
+	/* untimed: runs of live sectors at file speed, unless a planned cut
+	 * counts sectors (cut-after, a flush cut's delay) */
+	if (e->untimed && !e->cut_after && !e->cut_armed) {
+		for (uint32_t i = 0, j; i < nsect; i = j) {
+			int ret;
+
+			if (live && !live[i]) {
+				j = i + 1;
+				continue;
+			}
+			for (j = i + 1; j < nsect && (!live || live[j]); j++)
+				;
+			ret = sim_program_bulk(e, lba + i, buf + (size_t)i * PC_SECTOR, j - i);
+			if (ret)
+				return ret;
+		}
+		return 0;
+	}
 	for (uint32_t i = 0; i < nsect; i++) {
 		if (live && !live[i])
 			continue;
@@ -634,12 +702,8 @@ static void __attribute__((noreturn)) sim_cut_fua(struct sim_emmc *e, uint64_t l
 	sim_kill_board();
 }
 
-int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, unsigned wflags)
+static int sim_write_do(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, int fua)
 {
-	int fua = (wflags & SIM_W_FUA) != 0;
-
-	if (nsect == 0 || lba >= e->sectors || nsect > e->sectors - lba)
-		return -EINVAL;
 	if (fua && e->cut_op == SIM_CUT_FUA && ++e->cut_seen == e->cut_nth)
 		sim_cut_fua(e, lba, buf, nsect);
 	if ((e->profile & SIM_P_MISDIRECT) && sim_chance(e)) {
@@ -659,6 +723,19 @@ int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t n
 		return ret ? ret : sim_program_direct(e, lba, buf, nsect);
 	}
 	return sim_cache_insert(e, lba, buf, nsect, fua);
+}
+
+/* Every request is logged as it completes (keep-inputs): completion order. */
+int sim_emmc_write(struct sim_emmc *e, uint64_t lba, const void *buf, uint32_t nsect, unsigned wflags)
+{
+	int fua = (wflags & SIM_W_FUA) != 0, ret;
+
+	if (nsect == 0 || lba >= e->sectors || nsect > e->sectors - lba)
+		return -EINVAL;
+	sim_inputs_begin(e->inputs, 1, lba, buf, nsect, fua);
+	ret = sim_write_do(e, lba, buf, nsect, fua);
+	sim_inputs_end(e->inputs, ret == 0);
+	return ret;
 }
 
 int sim_emmc_read(struct sim_emmc *e, uint64_t lba, void *buf, uint32_t nsect)
@@ -703,9 +780,15 @@ static int sim_flush_lie(struct sim_emmc *e)
 	return ret;
 }
 
+/* The card destages everything, as a flush would: logged as one. */
 int sim_emmc_host_reset(struct sim_emmc *e)
 {
-	return e->head ? sim_destage_all(e) : 0;
+	int ret;
+
+	sim_inputs_begin(e->inputs, 2, 0, NULL, 0, 0);
+	ret = e->head ? sim_destage_all(e) : 0;
+	sim_inputs_end(e->inputs, ret == 0);
+	return ret;
 }
 
 static int sim_flush_do(struct sim_emmc *e)
@@ -722,6 +805,7 @@ int sim_emmc_flush(struct sim_emmc *e)
 {
 	int ret;
 
+	sim_inputs_begin(e->inputs, 2, 0, NULL, 0, 0);
 	if (e->cut_op == SIM_CUT_FLUSH && ++e->cut_seen == e->cut_nth)
 		sim_cut_flush_start(e);
 	ret = sim_flush_do(e);
@@ -729,6 +813,7 @@ int sim_emmc_flush(struct sim_emmc *e)
 	 * never reaches the host */
 	if (e->cut_armed)
 		sim_cut_flush_now(e);
+	sim_inputs_end(e->inputs, ret == 0);
 	return ret;
 }
 

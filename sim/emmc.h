@@ -40,6 +40,13 @@ struct sim_emmc;
  * write as the block layer would, a plain write and then a cache flush; the
  * card never sees a reliable write (agent/dev_sim.c). */
 #define SIM_P_NO_FUA		(1u << 10)
+/* The card wears fast: EXT_CSD's DEVICE_LIFE_TIME_EST_TYP_B rises one step
+ * (10% of the rated life) per SIM_WEAR_STEP sectors programmed since the
+ * media was made, TYP_A at half that pace, PRE_EOL_INFO warns at step 9 and
+ * is urgent at 10 (reported in the identity's ext_csd only under this
+ * profile: the sim's other profiles claim no EXT_CSD). */
+#define SIM_P_WEAR		(1u << 11)
+#define SIM_WEAR_STEP		2048u
 
 /* Parse "honest", "lying-flush", "a+b"...; 0 or -EINVAL (err names the bad part). */
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen);
@@ -70,6 +77,11 @@ void sim_opts_free(struct sim_opts *o);
  *                   the Nth cache flush, or inside the Nth FUA write, of the
  *                   power session (a campaign's cut plan "flush" or "fua"),
  *                   US microseconds of program time into it
+ *   untimed         0 or 1: 1 programs at file speed, without the program time
+ *                   (the agent's prepare sets it: nothing a campaign measures)
+ *   keep-inputs     0..1000: keep the inputs of a crash-state check (base image,
+ *                   write log, image at the cut) of the last N power-ons in
+ *                   <media>.inputs/session-S (0: none; docs/sim.md)
  * 0, -EINVAL with err saying what was expected, -ENOENT for an unknown name.
  */
 int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *err, size_t errlen);
@@ -112,6 +124,11 @@ int sim_emmc_flush(struct sim_emmc *e);
 /* The host reboots but the card keeps power (a sysrq crash): the card goes
  * on to program everything in its cache, whatever its flush would say. */
 int sim_emmc_host_reset(struct sim_emmc *e);
+
+/* EXT_CSD's wear fields as the card reports them (SIM_P_WEAR): life time
+ * type A and B (1..11) and pre-EOL info (1..3), from the sectors programmed
+ * since the media was made. */
+void sim_emmc_wear(const struct sim_emmc *e, int *life_a, int *life_b, int *pre_eol);
 
 /* Power session number (1 for the first power-on of a media file). */
 uint32_t sim_emmc_session(const struct sim_emmc *e);

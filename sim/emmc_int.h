@@ -14,8 +14,9 @@
 #include "sim/emmc.h"
 #include "sim/opts_int.h"
 #include "sim/sim_truth.h"
+#include "sim/inputs.h"
 
-#define SIM_ALL_PROFILES	((SIM_P_NO_FUA << 1) - 1)
+#define SIM_ALL_PROFILES	((SIM_P_WEAR << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
 #define SIM_RANDOM_PROFILES	(SIM_P_TEARING_RELWR | SIM_P_PAIRED_PAGE | SIM_P_MISDIRECT | \
 				 SIM_P_BITROT | SIM_P_STALE | SIM_P_BRICK)
@@ -91,6 +92,7 @@ struct sim_state {
 	uint32_t done_session;
 	struct sim_pend pend;
 	uint8_t sect_new[PC_SECTOR];	/* a chunked program's data */
+	uint64_t wear_sectors;		/* sectors programmed since the media was made (SIM_P_WEAR) */
 };
 
 /* One record as it was before a write replaced it. */
@@ -139,12 +141,16 @@ struct sim_emmc {
 	uint64_t dev, ino;
 	unsigned profile;
 	uint32_t program_us;
+	int untimed;		/* no program time: a request's sectors in one pwrite */
 	uint32_t chunk_us;	/* subsector-tear: program time of one chunk */
 	uint32_t cache_sectors;
 	uint32_t cached;	/* live sectors in the cache */
 	struct sim_ent *head;	/* oldest */
 	struct sim_ent *tail;	/* newest */
 	struct sim_truth *truth;
+	struct sim_inputs *inputs;	/* keep-inputs: this session's, else NULL */
+	int after_fresh;		/* this power-on wrote the last session's after.img */
+	uint32_t power_on_writes;	/* media writes of this power-on's faults */
 	uint32_t session;
 	uint64_t seed;
 	double rate;

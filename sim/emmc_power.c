@@ -229,6 +229,7 @@ static int sim_pend_run(struct sim_emmc *e, int resume)
 		const uint8_t *src = sim_pend_src(e, p);
 
 		if (src) {
+			e->power_on_writes++;	/* before: a failed write may have changed something */
 			ret = pc_pwrite_all(e->fd, src, (size_t)p->n * PC_SECTOR, (off_t)(p->lba * PC_SECTOR));
 			if (ret)
 				return ret;

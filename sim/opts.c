@@ -30,6 +30,7 @@ static const struct {
 	{ "stale", SIM_P_STALE },
 	{ "brick", SIM_P_BRICK },
 	{ "no-fua", SIM_P_NO_FUA },
+	{ "wear", SIM_P_WEAR },
 };
 
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
@@ -190,8 +191,20 @@ int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *er
 	if (!strcmp(name, "cut-at"))
 		return opt_cut_at(o, val) ? opt_bad(err, errlen, "expected flush:N[:US] or fua:N[:US], "
 						    "N 1..4294967295, US 0..1000000") : 0;
+	if (!strcmp(name, "untimed")) {
+		if (strcmp(val, "0") && strcmp(val, "1"))
+			return opt_bad(err, errlen, "expected 0 or 1");
+		o->untimed = val[0] == '1';
+		return 0;
+	}
+	if (!strcmp(name, "keep-inputs")) {
+		if (pc_parse_u64(val, 0, &v) || v > 1000)
+			return opt_bad(err, errlen, "expected 0..1000 (power-ons whose inputs are kept; 0: none)");
+		o->keep_inputs = (uint32_t)v;
+		return 0;
+	}
 	snprintf(err, errlen, "no sim option '%s' (profile, program-us, cache-sectors, seed, rate, cut-after, "
-		 "cut-at)", name);
+		 "cut-at, untimed, keep-inputs)", name);
 	return -ENOENT;
 }
 

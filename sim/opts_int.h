@@ -33,6 +33,12 @@ struct sim_opts {
 	unsigned cut_op;	/* SIM_CUT_FLUSH or SIM_CUT_FUA; 0: none */
 	uint32_t cut_nth;	/* 1..: which one of the session (0: none) */
 	uint32_t cut_delay_us;
+	/* Program at file speed, no program time (prepare: nothing a campaign
+	 * measures; docs/sim.md "Timing"). */
+	int untimed;
+	/* Keep the inputs of a crash-state check of the last keep_inputs
+	 * power-ons (sim/inputs.h; 0: none). */
+	uint32_t keep_inputs;
 };
 
 #endif

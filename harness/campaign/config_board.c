@@ -70,7 +70,7 @@ static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 
 static const char *const sim_keys[] = {
 	"backend", "record_size", "max_region_bytes", "size", "profile", "program_us", "cache_sectors", "seed",
-	"rate", "cut_after_sectors", NULL,
+	"rate", "cut_after_sectors", "keep_inputs", NULL,
 };
 /* What the board's agent must say in its HELLO, when the device section
  * names it (config_device_check): any backend. "path" is posix only. */
@@ -201,6 +201,16 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	cfg_put(out, "seed", json_object_new_uint64(seed));
 	/* keep the text the user wrote ("0.01", not 0.010000000000000000208) */
 	cfg_put(out, "rate", v ? cfg_copy(v) : json_object_new_double(rate));
+	if ((v = cfg_jget(d, "keep_inputs"))) {
+		uint32_t keep;
+		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "keep_inputs"), 0, 1000, &keep)))
+			return rc;
+		if (keep && strcmp(b->relay_driver, "sim"))
+			return cfg_fail(x, path, "only the sim relay starts the agent with --sim-keep-inputs; with "
+					"relay \"%s\" give the agent --sim-keep-inputs %" PRIu32 " yourself and drop "
+					"this key", b->relay_driver, keep);
+		cfg_put(out, "keep_inputs", json_object_new_int64(keep));
+	}
 	if ((v = cfg_jget(d, "cut_after_sectors"))) {
 		uint64_t cut;
 		if ((rc = cfg_u64(x, v, cfg_bpath(x, path, sizeof(path), "device", "cut_after_sectors"), 1, UINT32_MAX, &cut)))

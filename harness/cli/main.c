@@ -200,6 +200,12 @@ static const char report_usage[] =
 	"                   testsuite per device, a testcase per mode), csv (a row per cycle)\n"
 	"      --json       the same as --format json\n"
 	"  -o, --output F   write to file F (replaced only once the report is complete)\n"
+	"  -c, --confidence C  of the bounds on each mode's violation rate: 0.95 or 95%% (default:\n"
+	"                   the campaign's target.confidence, else 95%%; 50%% to 99.99%%)\n"
+	"      --compare A B [RESULTS_DIR...]  two parts side by side (text, or --format html):\n"
+	"                   per mode each one's verdict, cuts, bound, records/s, latency, and B's\n"
+	"                   speed over A's. A and B are results folders, or, with RESULTS_DIRs,\n"
+	"                   devices of them (an id or part of one, or a board's name); exit 0, or 2\n"
 	"  -h, --help       this text\n"
 	"\n"
 	"Exit status: 0 every device PASS; 1 a device FAILed (a FAIL or BOOT_FAIL cycle); 3 a\n"
@@ -215,17 +221,34 @@ static int cmd_report(int argc, char **argv)
 		{ "format", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "confidence", required_argument, NULL, 'c' },
+		{ "compare", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *outpath = NULL;
+	const char *outpath = NULL, *cmp_a = NULL;
 	char err[1024] = "", tmp[PATH_MAX];
 	FILE *out = stdout;
 	int c, result, fmt;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "f:o:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "f:o:c:h", lo, NULL)) != -1) {
 		switch (c) {
+		case 'c': {
+			char *end;
+			double v = strtod(optarg, &end);
+
+			if (end != optarg && *end == '%' && !end[1]) {
+				v /= 100.0;
+				end++;
+			}
+			if (end == optarg || *end || !(v >= 0.5 && v <= 0.9999)) {
+				pc_err("--confidence '%s': expected 0.5 to 0.9999, or 50%% to 99.99%%", optarg);
+				return 2;
+			}
+			o.confidence = v;
+			break;
+		}
 		case 'f':
 			if ((fmt = report_format_from_name(optarg)) < 0) {
 				pc_err("--format '%s': expected text, md, html, json, junit or csv", optarg);
@@ -235,11 +258,20 @@ static int cmd_report(int argc, char **argv)
 			break;
 		case 'j': o.format = REPORT_FMT_JSON; break;
 		case 'o': outpath = optarg; break;
+		case 'C': cmp_a = optarg; break;
 		case 'h': fputs(report_usage, stdout); return 0;
 		default: fputs(report_usage, stderr); return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (cmp_a && optind >= argc) {
+		pc_err("report --compare A B: B is missing (see powercut report --help)");
+		return 2;
+	}
+	if (cmp_a && o.format != REPORT_FMT_TEXT && o.format != REPORT_FMT_HTML) {
+		pc_err("report --compare: text or html only");
+		return 2;
+	}
+	if (!cmp_a && optind >= argc) {
 		pc_err("report: no results folder given (see powercut report --help)");
 		return 2;
 	}
@@ -251,7 +283,14 @@ static int cmd_report(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (report_run((const char *const *)argv + optind, argc - optind, out, &o, &result, err, sizeof(err))) {
+	if (cmp_a) {
+		result = 0;
+		c = report_compare(cmp_a, argv[optind], (const char *const *)argv + optind + 1, argc - optind - 1, out,
+				   &o, err, sizeof(err));
+	} else {
+		c = report_run((const char *const *)argv + optind, argc - optind, out, &o, &result, err, sizeof(err));
+	}
+	if (c) {
 		pc_err("%s", err);
 		if (outpath) {
 			fclose(out);

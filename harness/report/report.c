@@ -37,6 +37,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/report/qualify.h"
 #include "harness/campaign/config.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
@@ -345,7 +346,7 @@ static int rep_order(struct rep *r)
 	return 0;
 }
 
-static void rep_free(struct rep *r)
+void rep_release(struct rep *r)
 {
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		struct rep_dev *d = &r->devs[i];
@@ -395,12 +396,21 @@ static void rep_free(struct rep *r)
 int report_run(const char *const *dirs, int ndirs, FILE *out, const struct report_opts *o, int *result,
 	       char *err, size_t errlen)
 {
-	struct rep r = { .err = err, .errlen = errlen, .own_run = o && o->own_run };
+	struct rep r = { .err = err, .errlen = errlen, .own_run = o && o->own_run, .confidence = 0.95 };
 	enum report_format fmt = !o ? REPORT_FMT_TEXT : o->json ? REPORT_FMT_JSON : o->format;
 	int rc = 0;
 
 	if (errlen)
 		err[0] = 0;
+	if (o && o->confidence) {
+		if (!(o->confidence >= QUAL_CONF_MIN && o->confidence <= QUAL_CONF_MAX)) {
+			snprintf(err, errlen, "report: confidence %g: expected %g to %g", o->confidence, QUAL_CONF_MIN,
+				 QUAL_CONF_MAX);
+			return -EINVAL;
+		}
+		r.confidence = o->confidence;
+		r.conf_given = 1;
+	}
 	if (result)
 		*result = REPORT_INCOMPLETE;
 	if (ndirs < 1) {
@@ -429,7 +439,27 @@ int report_run(const char *const *dirs, int ndirs, FILE *out, const struct repor
 	}
 	if (!rc && result)
 		*result = rep_result(&r);
-	rep_free(&r);
+	rep_release(&r);
+	return rc;
+}
+
+int rep_load(struct rep *r, const char *const *dirs, int ndirs, const struct report_opts *o)
+{
+	int rc = 0;
+
+	r->own_run = o && o->own_run;
+	r->confidence = 0.95;
+	if (o && o->confidence) {
+		if (!(o->confidence >= QUAL_CONF_MIN && o->confidence <= QUAL_CONF_MAX))
+			return rep_fail(r, "report", 0, "confidence %g: expected %g to %g", o->confidence,
+					QUAL_CONF_MIN, QUAL_CONF_MAX);
+		r->confidence = o->confidence;
+		r->conf_given = 1;
+	}
+	for (int i = 0; i < ndirs && !rc; i++)
+		rc = rep_folder(r, dirs[i]);
+	if (!rc && ((rc = rep_finish(r)) || (rc = rep_order(r))))
+		snprintf(r->err, r->errlen, "report: out of memory");
 	return rc;
 }
 

@@ -43,6 +43,8 @@ int report_format_from_name(const char *s);
 struct report_opts {
 	int json;		/* one JSON document instead of the table (format json) */
 	enum report_format format;
+	double confidence;	/* of the violation-rate bounds, 0: the campaign's target.confidence,
+				 * else 0.95 (QUAL_CONF_MIN..QUAL_CONF_MAX) */
 	int own_run;		/* the caller is the run that holds the folder's lock (it is
 				 * done with its cycles): its lock is not "still running" */
 };
@@ -58,6 +60,17 @@ struct report_opts {
  */
 int report_run(const char *const *dirs, int ndirs, FILE *out, const struct report_opts *o, int *result,
 	       char *err, size_t errlen);
+/*
+ * `powercut report --compare A B`: two parts side by side, per mode the
+ * rates with their bounds, the speed ratio, the latency and each side's
+ * result (text, or html with o->format REPORT_FMT_HTML). A and B are each a
+ * results folder (or verdicts file), or, when dirs are given, a device of
+ * them: its id, a part of it, or a board's name. 0, or -errno/-EINVAL with
+ * err saying what is wrong (a side that names no device, or more than one
+ * part, is refused naming what it found).
+ */
+int report_compare(const char *a, const char *b, const char *const *dirs, int ndirs, FILE *out,
+		   const struct report_opts *o, char *err, size_t errlen);
 /* The same, printing, without the result. */
 int report_print(const char *const *dirs, int ndirs, FILE *out, int json, char *err, size_t errlen);
 

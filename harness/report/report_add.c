@@ -251,6 +251,24 @@ static void cond_set(struct rep_dev *d, const struct rep_board *bd, const struct
 	}
 }
 
+/* EXT_CSD's wear as this verdict's HELLO said it: the first, every change
+ * (the first REP_WEAR_PTS points kept), and the latest. */
+static void wear_add(struct rep_dev *d, const struct verdict *vd, unsigned board)
+{
+	struct rep_wear w = { .board = board, .cycle = (unsigned long)vd->cycle, .time_ms = vd->time_ms,
+			      .a = vd->life_a, .b = vd->life_b, .eol = vd->pre_eol };
+	const struct rep_wear *last = d->has_wear ? &d->wear_last : NULL;
+
+	if (!last || last->a != w.a || last->b != w.b || last->eol != w.eol) {
+		if (last)
+			d->wear_changes++;
+		if (d->nwear < REP_WEAR_PTS)
+			d->wear[d->nwear++] = w;
+	}
+	d->wear_last = w;
+	d->has_wear = 1;
+}
+
 static int cycle_row(struct rep *r, const struct verdict *vd, unsigned board, unsigned dev)
 {
 	struct rep_cycle *c;
@@ -283,6 +301,7 @@ static int cycle_row(struct rep *r, const struct verdict *vd, unsigned board, un
 	c->lat_p50 = (uint32_t)vd->lat_p50;
 	c->lat_p99 = (uint32_t)vd->lat_p99;
 	c->lat_max = (uint32_t)vd->lat_max;
+	c->phase = (signed char)vd->phase;
 	return 0;
 }
 
@@ -430,6 +449,10 @@ int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 		pc_strlcpy(m->audit_why, vd->audit_why ? vd->audit_why : "", sizeof(m->audit_why));
 	}
 	m->io_notes += (unsigned long)vd->io_note;
+	if (vd->phase >= 0 && vd->phase < PH_N)
+		m->phase[vd->phase]++;
+	if (vd->has_wear)
+		wear_add(d, vd, (unsigned)(bd - r->boards));
 	if ((vd->out == PC_OUT_INFRA_ERROR || vd->out == PC_OUT_BOOT_FAIL) && reason_add(d, vd))
 		return -ENOMEM;
 	if (vd->out == PC_OUT_FAIL && m->nfirst_fail < REP_FIRST_FAILS) {

@@ -12,6 +12,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/report/qualify.h"
 #include "harness/report/xml.h"
 
 /* ---- CSV (RFC 4180) ---- */
@@ -43,11 +44,14 @@ int report_csv(const struct rep *r, FILE *out)
 	for (int c = 0; c < NCLASS; c++)
 		fprintf(out, ",%s", pc_class_names[c]);
 	fputs(",violations,records_planned,records_acked,records_per_s,mib_per_s,latency_p50_us,latency_p99_us,"
-	      "latency_max_us\n", out);
+	      "latency_max_us,cut_phase,mode_cuts,mode_violated,mode_rate_upper,confidence\n", out);
 	for (size_t i = 0; i < r->ncycles; i++) {
 		const struct rep_cycle *c = &r->cycles[i];
 		const struct rep_board *b = &r->boards[c->board];
 		const struct rep_dev *d = &r->devs[c->dev];
+		const struct rep_mode *m;
+		unsigned long nv, nc;
+		double up;
 
 		csv(out, b->name);
 		fprintf(out, ",%lu,%s,%s,%s,", c->cycle, c->time_ms >= 0 ? rep_time_text(c->time_ms, t, sizeof(t)) : "",
@@ -64,7 +68,14 @@ int report_csv(const struct rep *r, FILE *out)
 		if (c->mib >= 0)
 			fprintf(out, "%.3f", c->mib);
 		if (c->lat_n)
-			fprintf(out, ",%u,%u,%u\n", c->lat_p50, c->lat_p99, c->lat_max);
+			fprintf(out, ",%u,%u,%u", c->lat_p50, c->lat_p99, c->lat_max);
+		else
+			fputs(",,,", out);
+		/* where its cut landed, and the bound of its device and mode */
+		fprintf(out, ",%s,", c->phase >= 0 && c->phase < PH_N ? rep_phase_keys[(int)c->phase] : "");
+		m = c->mode >= 0 ? rep_find_mode(d, pc_mode_name(c->mode)) : NULL;
+		if (m && (up = rep_bound(r, m, &nv, &nc)) >= 0)
+			fprintf(out, "%lu,%lu,%.10f,%g\n", nc, nv, up, r->confidence);
 		else
 			fputs(",,,\n", out);
 	}
@@ -118,9 +129,20 @@ static void junit_mode(struct junit *j, const struct rep *r, const struct rep_de
 		}
 		junit_problem_end(j, "error");
 	}
-	snprintf(msg, sizeof(msg), "cycles %lu: PASS %lu, FAIL %lu, BOOT_FAIL %lu, INFRA_ERROR %lu; cuts in flight %lu",
-		 rep_mode_cycles(m), m->out[PC_OUT_PASS], m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL],
-		 m->out[PC_OUT_INFRA_ERROR], m->inflight);
+	{
+		char bound[160], flags[256];
+		size_t at;
+
+		at = (size_t)snprintf(msg, sizeof(msg), "cycles %lu: PASS %lu, FAIL %lu, BOOT_FAIL %lu, INFRA_ERROR %lu; "
+				      "cuts in flight %lu\nviolation rate per cut (%s): %s\ncuts landed:",
+				      rep_mode_cycles(m), m->out[PC_OUT_PASS], m->out[PC_OUT_FAIL],
+				      m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight, QUAL_METHOD,
+				      rep_bound_text(r, m, bound, sizeof(bound)));
+		for (int p = 0; p < PH_N && at < sizeof(msg); p++)
+			at += (size_t)snprintf(msg + at, sizeof(msg) - at, " %s=%lu", rep_phase_keys[p], m->phase[p]);
+		if (at < sizeof(msg) && rep_phase_flags(m, flags, sizeof(flags)))
+			snprintf(msg + at, sizeof(msg) - at, "\nflag: %s", flags);
+	}
 	junit_system_out(j, msg);
 	junit_case_end(j);
 }
@@ -194,6 +216,23 @@ int report_junit(const struct rep *r, FILE *out)
 		for (int k = 0; k < ID_N; k++)
 			if (d->ident[k].v)
 				junit_property(&j, rep_id_keys[k], rep_field_text(&d->ident[k], b, sizeof(b)));
+		/* the figures a CI dashboard keeps: each mode's bound, the wear */
+		for (unsigned k = 0; k < d->nmodes; k++) {
+			char name[64], v[160];
+
+			if (!d->modes[k].name[0] || rep_bound(r, &d->modes[k], NULL, NULL) < 0)
+				continue;
+			snprintf(name, sizeof(name), "violation_rate.%s", d->modes[k].name);
+			junit_property(&j, name, rep_bound_text(r, &d->modes[k], v, sizeof(v)));
+		}
+		if (d->has_wear) {
+			char v[160];
+
+			rep_wear_text(&d->wear[0], v, sizeof(v));
+			junit_property(&j, "wear.first", v);
+			rep_wear_text(&d->wear_last, v, sizeof(v));
+			junit_property(&j, "wear.last", v);
+		}
 		for (unsigned k = 0; k < d->nmodes; k++)
 			junit_mode(&j, r, d, &d->modes[k], dres);
 		junit_suite_end(&j);

@@ -20,12 +20,13 @@
 #include <string.h>
 
 #include "common/record.h"
+#include "harness/report/qualify.h"
 #include "harness/report/report_model.h"
 #include "harness/report/svg.h"
 
 #define FIELD_LEN 4096
 
-static const char css[] =
+const char rep_html_css[] =
 	":root{color-scheme:light}\n"
 	"body{font:14px/1.45 sans-serif;color:#222;background:#fff;margin:0 auto;max-width:1000px;padding:16px 24px}\n"
 	"h1{font-size:24px;margin:0 0 4px}\n"
@@ -44,6 +45,8 @@ static const char css[] =
 	".PASS{background:#2ca02c}.FAIL{background:#d62728}.BOOT_FAIL{background:#7b1fa2}"
 	".INCOMPLETE{background:#f0a500;color:#222}\n"
 	".why{color:#7a4f00}\n"
+	"p.flag{color:#7a4f00;font-weight:600;margin:2px 0}\n"
+	"table.phases th{white-space:normal;overflow-wrap:normal;max-width:9em}\n"
 	".muted{color:#666}\n"
 	".mono{font-family:monospace;word-break:break-all}\n"
 	"svg.chart{display:block;max-width:100%;height:auto;margin:6px 0 14px;border:1px solid #ddd}\n"
@@ -430,6 +433,88 @@ static void mode_tables(FILE *out, const struct rep_dev *d, const struct rep_mod
 	      out);
 }
 
+/* What a qualification signs: each mode's bound, where its cuts landed (a
+ * phase the mode is about that no cut reached is flagged), and the wear. */
+static void qualify_tables(const struct rep *r, FILE *out, const struct rep_dev *d)
+{
+	char b[512];
+	int any = 0;
+
+	for (unsigned i = 0; i < d->nmodes; i++)
+		any |= d->modes[i].name[0] && rep_bound(r, &d->modes[i], NULL, NULL) >= 0;
+	if (any) {
+		fprintf(out, "<h4>Violation rate per cut, %.4g%% confidence</h4>\n", r->confidence * 100.0);
+		fputs("<table class=\"modes\">\n<tr><th>mode</th><th class=\"n\">cuts judged</th>"
+		      "<th class=\"n\">cuts in flight</th><th class=\"n\">cycles violated</th>"
+		      "<th>per-cut violation rate</th></tr>\n", out);
+		for (unsigned i = 0; i < d->nmodes; i++) {
+			const struct rep_mode *m = &d->modes[i];
+			unsigned long k, n;
+
+			if (!m->name[0] || rep_bound(r, m, &k, &n) < 0)
+				continue;
+			fputs("<tr><td>", out);
+			esc(out, m->name);
+			fputs("</td>", out);
+			num_cell(out, n, 0);
+			num_cell(out, m->inflight, 0);
+			num_cell(out, k, k > 0);
+			fprintf(out, "<td%s>", k ? " class=\"bad\"" : "");
+			esc(out, rep_bound_text(r, m, b, sizeof(b)));
+			fputs("</td></tr>\n", out);
+		}
+		fputs("</table>\n<p class=\"muted\">The upper bound of the per-cut violation probability: "
+		      QUAL_METHOD ", over the judged cuts (PASS and FAIL cycles). No violation reads "
+		      "&ldquo;below&rdquo; the bound, never 0%.</p>\n", out);
+		fputs("<h4>Where the cuts landed</h4>\n<table class=\"modes phases\">\n<tr><th>mode</th>", out);
+		for (int p = 0; p < PH_N; p++)
+			fprintf(out, "<th class=\"n\">%s</th>", rep_phase_labels[p]);
+		fputs("</tr>\n", out);
+		for (unsigned i = 0; i < d->nmodes; i++) {
+			const struct rep_mode *m = &d->modes[i];
+
+			if (!m->name[0])
+				continue;
+			fputs("<tr><td>", out);
+			esc(out, m->name);
+			fputs("</td>", out);
+			for (int p = 0; p < PH_N; p++)
+				num_cell(out, m->phase[p], 0);
+			fputs("</tr>\n", out);
+		}
+		fputs("</table>\n", out);
+		for (unsigned i = 0; i < d->nmodes; i++)
+			if (rep_phase_flags(&d->modes[i], b, sizeof(b))) {
+				fputs("<p class=\"flag\">&#9873; ", out);
+				esc(out, b);
+				fputs("</p>\n", out);
+			}
+		fputs("<p class=\"muted\">From each judged cycle's records and cut: a flush or a FUA write only when "
+		      "the cut plan fired at one (plan <code>flush</code> or <code>fua</code>); a random instant "
+		      "that fell in one cannot be told from the host.</p>\n", out);
+	}
+	if (d->has_wear) {
+		fprintf(out, "<h4>Wear (EXT_CSD), %lu change%s</h4>\n", d->wear_changes, d->wear_changes == 1 ? "" : "s");
+		fputs("<table class=\"modes\">\n<tr><th></th><th>board</th><th class=\"n\">cycle</th><th>time</th>"
+		      "<th class=\"n\">life time A</th><th class=\"n\">life time B</th><th class=\"n\">pre-EOL</th>"
+		      "</tr>\n", out);
+		for (unsigned i = 0; i <= d->nwear; i++) {
+			const struct rep_wear *w = i < d->nwear ? &d->wear[i] : &d->wear_last;
+			char t[40];
+
+			fprintf(out, "<tr><td>%s</td><td>", !i ? "first" : i < d->nwear ? "change" : "last");
+			esc(out, r->boards[w->board].name);
+			fprintf(out, "</td><td class=\"n\">%lu</td><td>", w->cycle);
+			esc(out, rep_time_text(w->time_ms, t, sizeof(t)));
+			fprintf(out, "</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n%s\">%d</td></tr>\n",
+				w->a, w->b, w->eol >= 2 ? " bad" : "", w->eol);
+		}
+		fputs("</table>\n<p class=\"muted\">DEVICE_LIFE_TIME_EST_TYP_A/B: 1 is 0-10% of the rated life used, "
+		      "10 is 90-100%, 11 past it; PRE_EOL_INFO: 1 normal, 2 warning (80% of the reserved blocks "
+		      "used), 3 urgent; -1: not reported.</p>\n", out);
+	}
+}
+
 static void first_fails(const struct rep *r, FILE *out, const struct rep_dev *d)
 {
 	unsigned n = 0;
@@ -742,6 +827,7 @@ static int unit(const struct rep *r, FILE *out, unsigned i)
 	}
 	conditions(r, out, d);
 	mode_tables(out, d, &t);
+	qualify_tables(r, out, d);
 	first_fails(r, out, d);
 	unjudged(out, d);
 	fputs("<h4>Charts</h4>\n", out);
@@ -759,7 +845,7 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
 	      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>", out);
 	escf(out, "powercut report: %u device%s", r->ndevs, r->ndevs == 1 ? "" : "s");
-	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", css);
+	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", rep_html_css);
 	summary(r, out, dirs, ndirs);
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		int seen = 0;

@@ -42,9 +42,18 @@ struct verdict {
 	const char *audit_why;
 	int io_note;
 	const char *reason;		/* NULL: none */
+	uint64_t submitted;
+	int phase;			/* enum rep_phase, -1: no writes judged */
+	int has_wear;			/* device.ext_csd said life time or pre-EOL */
+	int life_a, life_b, pre_eol;	/* -1 unknown */
 };
 
 /* report.c */
+/* Read the folders dirs into r (r zeroed but for err and errlen), with o's
+ * confidence: 0, or -errno with r->err saying why. rep_release(r) either way. */
+struct report_opts;
+int rep_load(struct rep *r, const char *const *dirs, int ndirs, const struct report_opts *o);
+void rep_release(struct rep *r);
 /* The member key of object o, or NULL (o not an object, or no such member). */
 json_object *rep_jget(json_object *o, const char *key);
 /* Say what is wrong in r->err as "file:line: ..." (line 0: "file: ..."): -EINVAL. */

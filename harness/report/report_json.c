@@ -14,6 +14,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/report/qualify.h"
 
 static json_object *jint(uint64_t v)
 {
@@ -111,6 +112,28 @@ static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_
 		json_object_array_add(ff, f);
 	}
 	json_object_object_add(o, "first_fail", ff);
+	{
+		/* what a qualification signs: the bound, where the cuts landed */
+		json_object *b = json_object_new_object(), *ph = json_object_new_object(), *fl = json_object_new_array();
+		unsigned long k, n;
+		double up = rep_bound(r, m, &k, &n);
+		char txt[160];
+
+		json_object_object_add(b, "method", json_object_new_string(QUAL_METHOD));
+		json_object_object_add(b, "confidence", jdouble(r->confidence, 4));
+		json_object_object_add(b, "cuts", jint(n));
+		json_object_object_add(b, "cuts_in_flight", jint(m->inflight));
+		json_object_object_add(b, "violated", jint(k));
+		json_object_object_add(b, "upper", up >= 0 ? jdouble(up, 10) : NULL);
+		json_object_object_add(b, "text", json_object_new_string(rep_bound_text(r, m, txt, sizeof(txt))));
+		json_object_object_add(o, "violation_rate", b);
+		for (int p = 0; p < PH_N; p++)
+			json_object_object_add(ph, rep_phase_keys[p], jint(m->phase[p]));
+		json_object_object_add(o, "cut_phases", ph);
+		if (rep_phase_flags(m, txt, sizeof(txt)))
+			json_object_array_add(fl, json_object_new_string(txt));
+		json_object_object_add(o, "flags", fl);
+	}
 }
 
 static json_object *strlist_json(const struct strlist *l)
@@ -205,6 +228,29 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 			json_object_object_add(ran, m->ran[k].name, jint(m->ran[k].n));
 		json_object_object_add(mo, "ran_as", ran);
 		json_object_array_add(modes, mo);
+	}
+	if (d->has_wear) {
+		/* EXT_CSD's wear: the first verdict's, every change, the last */
+		json_object *w = json_object_new_object(), *pts = json_object_new_array();
+
+		for (unsigned i = 0; i <= d->nwear; i++) {
+			const struct rep_wear *x = i < d->nwear ? &d->wear[i] : &d->wear_last;
+			json_object *p = json_object_new_object();
+
+			json_object_object_add(p, "board", json_object_new_string(r->boards[x->board].name));
+			json_object_object_add(p, "cycle", jint(x->cycle));
+			json_object_object_add(p, "time", time_json(x->time_ms));
+			json_object_object_add(p, "life_time_a", x->a >= 0 ? json_object_new_int(x->a) : NULL);
+			json_object_object_add(p, "life_time_b", x->b >= 0 ? json_object_new_int(x->b) : NULL);
+			json_object_object_add(p, "pre_eol_info", x->eol >= 0 ? json_object_new_int(x->eol) : NULL);
+			if (i < d->nwear)
+				json_object_array_add(pts, p);
+			else
+				json_object_object_add(w, "last", p);
+		}
+		json_object_object_add(w, "changes", jint(d->wear_changes));
+		json_object_object_add(w, "points", pts);
+		json_object_object_add(o, "wear", w);
 	}
 	return o;
 }

@@ -19,6 +19,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/report/qualify.h"
 
 /* Cycle outcomes and record classes: docs/design.md section 6 (a contract), named in
  * verdict.h. */
@@ -27,6 +28,12 @@ const char *const rep_id_keys[ID_N] = { "name", "manfid", "cid", "fua", "write_c
 const char *const rep_cond_keys[COND_N] = { "record_size", "region_bytes", "records_per_cycle", "modes",
 					    "pattern", "flush_every", "queue_depth", "cut", "off_ms", "policy",
 					    "ext_csd" };
+
+const char *const rep_phase_keys[PH_N] = { "before_first_write", "none_acked", "acked_more_in_flight",
+					   "flush", "fua", "after_last_ack" };
+const char *const rep_phase_labels[PH_N] = { "before the first write", "writes, none acknowledged",
+					     "acknowledged, more in flight", "during a flush",
+					     "during a FUA write", "after the last ACK" };
 
 static int strlist_find(const struct strlist *l, const char *s)
 {
@@ -87,46 +94,50 @@ int rep_fail(struct rep *r, const char *file, unsigned long line, const char *fm
 
 /* ---- totals and results ---- */
 
+void rep_mode_add(struct rep_mode *t, const struct rep_mode *m)
+{
+	for (int o = 0; o < PC_NOUTCOMES; o++)
+		t->out[o] += m->out[o];
+	for (int c = 0; c < NCLASS; c++) {
+		t->viol[c] += m->viol[c];
+		t->found[c] += m->found[c];
+	}
+	t->violations += m->violations;
+	t->refused += m->refused;
+	t->inflight += m->inflight;
+	t->worked += m->worked;
+	t->torn_cycles += m->torn_cycles;
+	t->rate_sum += m->rate_sum;
+	t->rate_n += m->rate_n;
+	t->mib_sum += m->mib_sum;
+	t->mib_n += m->mib_n;
+	for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
+		t->lat.hist[k] += m->lat.hist[k];
+	t->lat.n += m->lat.n;
+	if (m->lat.max > t->lat.max)
+		t->lat.max = m->lat.max;
+	for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
+		t->tears[k] += m->tears[k];
+	t->tears_n += m->tears_n;
+	if (m->record_sectors > t->record_sectors)
+		t->record_sectors = m->record_sectors;
+	for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
+		t->first_fail[t->nfirst_fail++] = m->first_fail[k];
+	for (int k = 0; k < PC_NRQ; k++)
+		t->rq[k] += m->rq[k];
+	t->audited += m->audited;
+	t->audit_unavailable += m->audit_unavailable;
+	t->io_notes += m->io_notes;
+	for (int k = 0; k < PH_N; k++)
+		t->phase[k] += m->phase[k];
+}
+
 void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t)
 {
 	memset(t, 0, sizeof(*t));
 	pc_strlcpy(t->name, "total", sizeof(t->name));
-	for (unsigned i = 0; i < d->nmodes; i++) {
-		const struct rep_mode *m = &d->modes[i];
-
-		for (int o = 0; o < PC_NOUTCOMES; o++)
-			t->out[o] += m->out[o];
-		for (int c = 0; c < NCLASS; c++) {
-			t->viol[c] += m->viol[c];
-			t->found[c] += m->found[c];
-		}
-		t->violations += m->violations;
-		t->refused += m->refused;
-		t->inflight += m->inflight;
-		t->worked += m->worked;
-		t->torn_cycles += m->torn_cycles;
-		t->rate_sum += m->rate_sum;
-		t->rate_n += m->rate_n;
-		t->mib_sum += m->mib_sum;
-		t->mib_n += m->mib_n;
-		for (unsigned k = 0; k < PC_LAT_BUCKETS; k++)
-			t->lat.hist[k] += m->lat.hist[k];
-		t->lat.n += m->lat.n;
-		if (m->lat.max > t->lat.max)
-			t->lat.max = m->lat.max;
-		for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
-			t->tears[k] += m->tears[k];
-		t->tears_n += m->tears_n;
-		if (m->record_sectors > t->record_sectors)
-			t->record_sectors = m->record_sectors;
-		for (unsigned k = 0; k < m->nfirst_fail && t->nfirst_fail < REP_FIRST_FAILS; k++)
-			t->first_fail[t->nfirst_fail++] = m->first_fail[k];
-		for (int k = 0; k < PC_NRQ; k++)
-			t->rq[k] += m->rq[k];
-		t->audited += m->audited;
-		t->audit_unavailable += m->audit_unavailable;
-		t->io_notes += m->io_notes;
-	}
+	for (unsigned i = 0; i < d->nmodes; i++)
+		rep_mode_add(t, &d->modes[i]);
 }
 
 unsigned long rep_mode_cycles(const struct rep_mode *m)
@@ -275,3 +286,129 @@ const char *rep_time_text(int64_t ms, char *buf, size_t len)
 	return buf;
 }
 
+
+/* ---- what a qualification signs ---- */
+
+double rep_bound(const struct rep *r, const struct rep_mode *m, unsigned long *k, unsigned long *n)
+{
+	unsigned long kk = m->out[PC_OUT_FAIL], nn = m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL];
+
+	if (k)
+		*k = kk;
+	if (n)
+		*n = nn;
+	if (!nn)
+		return -1.0;
+	return qual_upper(kk, nn, r->confidence);
+}
+
+const char *rep_pct_text(double p, char *buf, size_t len)
+{
+	double pct = p * 100.0;
+
+	if (pct >= 99.95)
+		snprintf(buf, len, "100%%");
+	else if (pct >= 10)
+		snprintf(buf, len, "%.1f%%", pct);
+	else if (pct >= 1)
+		snprintf(buf, len, "%.2f%%", pct);
+	else {
+		/* three significant digits, however small */
+		int dec = 3;
+
+		for (double x = pct; x > 0 && x < 1 && dec < 12; x *= 10)
+			dec++;
+		snprintf(buf, len, "%.*f%%", dec - 1, pct);
+	}
+	return buf;
+}
+
+/* "95%", "99.9%" */
+static const char *conf_text(double c, char *buf, size_t len)
+{
+	snprintf(buf, len, "%.4g%%", c * 100.0);
+	return buf;
+}
+
+const char *rep_bound_text(const struct rep *r, const struct rep_mode *m, char *buf, size_t len)
+{
+	unsigned long k, n;
+	double up = rep_bound(r, m, &k, &n);
+	char u[32], c[32], seen[32];
+
+	if (up < 0) {
+		snprintf(buf, len, "no cut judged");
+		return buf;
+	}
+	rep_pct_text(up, u, sizeof(u));
+	conf_text(r->confidence, c, sizeof(c));
+	if (!k)
+		snprintf(buf, len, "below %s at %s", u, c);
+	else
+		snprintf(buf, len, "%lu of %lu cuts (%s): below %s at %s", k, n,
+			 rep_pct_text((double)k / (double)n, seen, sizeof(seen)), u, c);
+	return buf;
+}
+
+int rep_phase_flags(const struct rep_mode *m, char *buf, size_t len)
+{
+	unsigned long cuts = 0;
+	int mode = m->name[0] ? pc_mode_from_name(m->name) : -1, nf = 0;
+	size_t at = 0;
+
+	buf[0] = 0;
+	for (int k = 0; k < PH_N; k++)
+		cuts += m->phase[k];
+	if (!cuts || mode < 0)
+		return 0;
+	/* the phases a mode is about: its flushes, its FUA writes, writes in flight */
+	int flushes = mode == PC_MODE_FLUSH || mode == PC_MODE_JOURNAL;
+	int fuas = mode == PC_MODE_FUA || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL;
+	const char *flag[3] = {
+		flushes && !m->phase[PH_FLUSH] ? "during a flush" : NULL,
+		fuas && !m->phase[PH_FUA] ? "during a FUA write" : NULL,
+		!m->phase[PH_NONE_ACKED] && !m->phase[PH_ACKED_PENDING] && !m->phase[PH_FLUSH] && !m->phase[PH_FUA] ?
+			"with writes in flight" : NULL,
+	};
+	for (int i = 0; i < 3; i++) {
+		int w;
+
+		if (!flag[i])
+			continue;
+		w = snprintf(buf + at, len - at, "%s%s", nf ? " or " : "no cut landed ", flag[i]);
+		if (w > 0 && at + (size_t)w < len)
+			at += (size_t)w;
+		nf++;
+	}
+	if (nf)
+		snprintf(buf + at, len - at, " in mode %s", m->name);
+	return nf;
+}
+
+/* DEVICE_LIFE_TIME_EST_TYP_A/B: 1 is 0-10% of the life used ... 10 is 90-100%, 11 past it. */
+static void life_text(int v, char *buf, size_t len)
+{
+	if (v < 0)
+		snprintf(buf, len, "?");
+	else if (v == 0)
+		snprintf(buf, len, "0 (not defined)");
+	else if (v <= 10)
+		snprintf(buf, len, "%d (%d-%d%% used)", v, (v - 1) * 10, v * 10);
+	else if (v == 11)
+		snprintf(buf, len, "11 (exceeded)");
+	else
+		snprintf(buf, len, "%d (reserved)", v);
+}
+
+int rep_wear_text(const struct rep_wear *w, char *buf, size_t len)
+{
+	char a[32], b[32];
+	static const char *const eol[] = { "not defined", "normal", "warning", "urgent" };
+
+	life_text(w->a, a, sizeof(a));
+	life_text(w->b, b, sizeof(b));
+	if (w->eol < 0)
+		return snprintf(buf, len, "life time A %s, B %s, pre-EOL ?", a, b);
+	return snprintf(buf, len, "life time A %s, B %s, pre-EOL %d (%s)", a, b, w->eol,
+			w->eol <= 3 ? eol[w->eol] : "reserved");
+}

@@ -51,6 +51,33 @@ struct rep_fail_ref {
 	char what[96];		/* "lost_acked=3 torn=1" */
 };
 
+/* Where a cut landed in its cycle's writes (docs/results.md#where-the-cuts-landed),
+ * from the verdict's records and cut: the flush and FUA phases only when the
+ * cut plan fired at an announced flush or FUA write (a random instant that
+ * fell in one cannot be told from the host). */
+enum rep_phase {
+	PH_BEFORE,		/* no record submitted before the cut */
+	PH_NONE_ACKED,		/* records submitted, none acknowledged */
+	PH_ACKED_PENDING,	/* some acknowledged, later ones submitted and not yet */
+	PH_FLUSH,		/* at a cache flush (cut plan flush) */
+	PH_FUA,			/* at a FUA write (cut plan fua) */
+	PH_AFTER,		/* after the last ACK: nothing in flight (or the work was done) */
+	PH_N
+};
+extern const char *const rep_phase_keys[PH_N];	/* "before_first_write", ... (JSON, CSV) */
+extern const char *const rep_phase_labels[PH_N];	/* "before the first write", ... */
+
+/* Wear: EXT_CSD's DEVICE_LIFE_TIME_EST_TYP_A/B and PRE_EOL_INFO as the
+ * verdicts' device carried them, at the first verdict, every change, and the
+ * last (REP_WEAR_PTS kept; the last always). */
+#define REP_WEAR_PTS 32
+struct rep_wear {
+	unsigned board;		/* index into rep.boards */
+	unsigned long cycle;
+	int64_t time_ms;	/* -1 unknown */
+	int a, b, eol;		/* -1 unknown */
+};
+
 struct rep_mode {
 	char name[32];			/* "" when the cycle wrote nothing and no mode is known */
 	unsigned long out[PC_NOUTCOMES];
@@ -81,6 +108,7 @@ struct rep_mode {
 	uint64_t rq[PC_NRQ];
 	unsigned long audited, audit_unavailable, io_notes;
 	char audit_why[160];		/* why unavailable (the latest) */
+	unsigned long phase[PH_N];	/* judged cycles with writes, by where the cut landed */
 };
 
 enum { ID_NAME, ID_MANFID, ID_CID, ID_FUA, ID_WCACHE, ID_KERNEL, ID_FWREV, ID_SERIAL, ID_TYPE, ID_AGENT, ID_N };
@@ -134,6 +162,11 @@ struct rep_dev {
 	double limit;		/* incomplete_infra_share (the strictest of its folders) */
 	int64_t first_ms, last_ms;	/* wall clock of its first and last verdict (-1: unknown) */
 	unsigned long ncycles;	/* its rows in rep.cycles */
+	struct rep_wear wear[REP_WEAR_PTS];	/* the first, every change; wear_last the latest */
+	unsigned nwear;
+	unsigned long wear_changes;	/* changes seen (some may not be kept) */
+	struct rep_wear wear_last;
+	int has_wear;
 };
 
 /* One results folder, and what its companions say. */
@@ -184,6 +217,7 @@ struct rep_cycle {
 	double mib;			/* MiB/s, < 0 none */
 	uint32_t lat_p50, lat_p99, lat_max;	/* us; lat_n 0: none */
 	uint32_t lat_n;
+	signed char phase;		/* enum rep_phase, -1 none (no writes, not judged) */
 };
 
 struct rep {
@@ -202,10 +236,14 @@ struct rep {
 	void *seen;			/* the de-duplication set (report.c) */
 	char *err;
 	size_t errlen;
+	double confidence;		/* of the bounds (report_opts, else campaign.json target, else 0.95) */
+	int conf_given;			/* set by the caller: campaign.json does not override it */
 };
 
 /* report.c: totals and results, shared by every writer */
 void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t);
+/* Add the counts of m to t (its name stays). */
+void rep_mode_add(struct rep_mode *t, const struct rep_mode *m);
 unsigned long rep_mode_cycles(const struct rep_mode *m);
 /* The device's result, PASS, FAIL, BOOT_FAIL or INCOMPLETE (t: rep_mode_sum of d) */
 enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t);
@@ -231,8 +269,27 @@ const char *rep_io_became(const struct rep_dev *d, const struct rep_mode *m, cha
 double rep_cost_vs_none(const struct rep_dev *d, const struct rep_mode *m);
 /* RFC 3339 UTC of a wall clock in ms ("-" when < 0). */
 const char *rep_time_text(int64_t ms, char *buf, size_t len);
+/*
+ * The bound on a mode's per-cut violation probability: n judged cuts (PASS
+ * and FAIL cycles), k of them FAIL; the one-sided Clopper-Pearson upper
+ * bound at r->confidence (qualify.h), < 0 when nothing was judged.
+ */
+double rep_bound(const struct rep *r, const struct rep_mode *m, unsigned long *k, unsigned long *n);
+/* "below 9.50% at 95%", "3 of 30 cuts (10.0%): below 26.5% at 95%" or "no cut judged". */
+const char *rep_bound_text(const struct rep *r, const struct rep_mode *m, char *buf, size_t len);
+/* A percentage with 3 significant digits ("0.0998%", "9.50%", "100%"). */
+const char *rep_pct_text(double p, char *buf, size_t len);
+/* The flags of a mode's cut phases: phases its plan never reached, one
+ * sentence each ("no cut landed during a flush in mode flush"), joined by
+ * "; " into buf; "" when none. Returns the number of flags. */
+int rep_phase_flags(const struct rep_mode *m, char *buf, size_t len);
+/* Does the device's wear (EXT_CSD life time, pre-EOL) show? */
+int rep_wear_text(const struct rep_wear *w, char *buf, size_t len);
 /* Order the cycle rows by device, board, cycle. */
 void rep_sort_cycles(struct rep *r);
+
+/* report_html.c: the page's style sheet, for every HTML page of the report room */
+extern const char rep_html_css[];
 
 /* the writers: 0, or -errno (out of memory, or writing failed) */
 int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndirs);

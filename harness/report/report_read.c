@@ -20,6 +20,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/campaign/config.h"
+#include "harness/report/qualify.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 
@@ -276,6 +277,20 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 			goto out;
 		}
 		dd->limit = json_object_get_double(v);
+	}
+	/* the campaign's target confidence bounds its rates, unless the
+	 * report was given one (the first folder that says wins) */
+	if ((v = rep_jget(rep_jget(cfg, "target"), "confidence")) && !r->conf_given) {
+		double c = json_object_get_double(v);
+
+		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
+		    !(c >= QUAL_CONF_MIN && c <= QUAL_CONF_MAX)) {
+			rc = rep_fail(r, path, 0, "config.target.confidence: expected a number from %g to %g, got %s",
+				      QUAL_CONF_MIN, QUAL_CONF_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+			goto out;
+		}
+		r->confidence = c;
+		r->conf_given = 1;
 	}
 	boards = rep_jget(cfg, "boards");
 	if (boards && json_object_is_type(boards, json_type_array))

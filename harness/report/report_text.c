@@ -13,6 +13,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/report/qualify.h"
 
 #define REP_WIDTH 100
 
@@ -232,6 +233,66 @@ static void print_speed(FILE *out, const struct rep_dev *d)
 	}
 }
 
+/* The bound on each mode's violation rate, where its cuts landed, and what
+ * its cut plan never reached. */
+static void print_qualify(FILE *out, const struct rep *r, const struct rep_dev *d)
+{
+	char b[160], flags[512];
+	int any = 0;
+
+	for (unsigned i = 0; i < d->nmodes; i++)
+		any |= d->modes[i].name[0] && rep_bound(r, &d->modes[i], NULL, NULL) >= 0;
+	if (!any)
+		return;
+	fprintf(out, "  violation rate per cut (%s, %.4g%% confidence):\n", QUAL_METHOD, r->confidence * 100.0);
+	fprintf(out, "  mode          cuts  in-flight  violated  rate\n");
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		unsigned long k, n;
+
+		if (!m->name[0] || rep_bound(r, m, &k, &n) < 0)
+			continue;
+		fprintf(out, "  %-10s%8lu%11lu%10lu  %s\n", m->name, n, m->inflight, k, rep_bound_text(r, m, b, sizeof(b)));
+	}
+	fprintf(out, "  where the cuts landed: before  none-acked  acked+more  flush  FUA  after-ACK\n");
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		unsigned long cuts = 0;
+
+		for (int k = 0; k < PH_N; k++)
+			cuts += m->phase[k];
+		if (!m->name[0] || !cuts)
+			continue;
+		fprintf(out, "  %-20s%8lu%12lu%12lu%7lu%5lu%11lu\n", m->name, m->phase[PH_BEFORE], m->phase[PH_NONE_ACKED],
+			m->phase[PH_ACKED_PENDING], m->phase[PH_FLUSH], m->phase[PH_FUA], m->phase[PH_AFTER]);
+	}
+	for (unsigned i = 0; i < d->nmodes; i++)
+		if (rep_phase_flags(&d->modes[i], flags, sizeof(flags))) {
+			fprintf(out, "  flag: ");
+			print_wrapped(out, flags, 8);
+		}
+}
+
+/* EXT_CSD's wear at the first verdict, every change, and the last. */
+static void print_wear(FILE *out, const struct rep *r, const struct rep_dev *d)
+{
+	char w[160], t[40];
+
+	if (!d->has_wear)
+		return;
+	fprintf(out, "  wear (EXT_CSD), %lu change%s:\n", d->wear_changes, d->wear_changes == 1 ? "" : "s");
+	for (unsigned i = 0; i < d->nwear; i++) {
+		rep_wear_text(&d->wear[i], w, sizeof(w));
+		fprintf(out, "    %s board %s cycle %lu (%s): %s\n", i ? "then " : "first", r->boards[d->wear[i].board].name,
+			d->wear[i].cycle, rep_time_text(d->wear[i].time_ms, t, sizeof(t)), w);
+	}
+	if (d->wear_changes + 1 > d->nwear)
+		fprintf(out, "    (%lu more changes not listed)\n", d->wear_changes + 1 - d->nwear);
+	rep_wear_text(&d->wear_last, w, sizeof(w));
+	fprintf(out, "    last  board %s cycle %lu (%s): %s\n", r->boards[d->wear_last.board].name, d->wear_last.cycle,
+		rep_time_text(d->wear_last.time_ms, t, sizeof(t)), w);
+}
+
 static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d)
 {
 	char b[4][160];
@@ -263,7 +324,9 @@ static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d
 			fprintf(out, "  note: %s ran as %s in %lu cycle%s (see queue fua / write_cache)\n",
 				d->modes[i].name, d->modes[i].ran[k].name, d->modes[i].ran[k].n,
 				d->modes[i].ran[k].n == 1 ? "" : "s");
+	print_qualify(out, r, d);
 	print_speed(out, d);
+	print_wear(out, r, d);
 	for (unsigned i = 0; i < d->nmodes; i++)
 		for (unsigned k = 0; k < d->modes[i].nfirst_fail; k++) {
 			const struct rep_fail_ref *f = &d->modes[i].first_fail[k];
@@ -368,6 +431,66 @@ static void md_list(FILE *out, const struct strlist *l)
 		if (i)
 			fputs(", ", out);
 		md(out, l->v[i]);
+	}
+}
+
+/* The bounds, the cut phases and their flags, and the wear, as Markdown. */
+static void md_qualify(FILE *out, const struct rep *r, const struct rep_dev *d)
+{
+	char b[512];
+
+	fprintf(out, "\nViolation rate per cut (%s, %.4g%% confidence):\n\n"
+		"| mode | cuts | cuts in flight | violated | rate |\n|---|---:|---:|---:|---|\n", QUAL_METHOD,
+		r->confidence * 100.0);
+	for (unsigned k = 0; k < d->nmodes; k++) {
+		const struct rep_mode *m = &d->modes[k];
+		unsigned long v, n;
+
+		if (!m->name[0] || rep_bound(r, m, &v, &n) < 0)
+			continue;
+		fputs("| ", out);
+		md(out, m->name);
+		fprintf(out, " | %lu | %lu | %lu | ", n, m->inflight, v);
+		md(out, rep_bound_text(r, m, b, sizeof(b)));
+		fputs(" |\n", out);
+	}
+	fprintf(out, "\nWhere the cuts landed:\n\n| mode |");
+	for (int p = 0; p < PH_N; p++)
+		fprintf(out, " %s |", rep_phase_labels[p]);
+	fprintf(out, "\n|---|");
+	for (int p = 0; p < PH_N; p++)
+		fprintf(out, "---:|");
+	fputc('\n', out);
+	for (unsigned k = 0; k < d->nmodes; k++) {
+		const struct rep_mode *m = &d->modes[k];
+
+		if (!m->name[0])
+			continue;
+		fputs("| ", out);
+		md(out, m->name);
+		fputs(" |", out);
+		for (int p = 0; p < PH_N; p++)
+			fprintf(out, " %lu |", m->phase[p]);
+		fputc('\n', out);
+	}
+	for (unsigned k = 0, said = 0; k < d->nmodes; k++)
+		if (rep_phase_flags(&d->modes[k], b, sizeof(b))) {
+			fprintf(out, "%s- **flag**: ", said++ ? "" : "\n");
+			md(out, b);
+			fputc('\n', out);
+		}
+	if (d->has_wear) {
+		fprintf(out, "\nWear (EXT_CSD), %lu change%s:\n\n", d->wear_changes, d->wear_changes == 1 ? "" : "s");
+		for (unsigned k = 0; k <= d->nwear; k++) {
+			const struct rep_wear *w = k < d->nwear ? &d->wear[k] : &d->wear_last;
+
+			fprintf(out, "- %s: board ", !k ? "first" : k < d->nwear ? "then" : "last");
+			md(out, r->boards[w->board].name);
+			fprintf(out, " cycle %lu: ", w->cycle);
+			rep_wear_text(w, b, sizeof(b));
+			md(out, b);
+			fputc('\n', out);
+		}
 	}
 }
 
@@ -480,6 +603,7 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 			md(out, viol);
 			fputs(" |\n", out);
 		}
+		md_qualify(out, r, d);
 		for (unsigned k = 0, said = 0; k < d->nmodes; k++)
 			for (unsigned f = 0; f < d->modes[k].nfirst_fail; f++, said = 1) {
 				const struct rep_fail_ref *x = &d->modes[k].first_fail[f];

@@ -255,6 +255,56 @@ static int verdict_audit(struct rep *r, const char *file, unsigned long line, js
 	return 0;
 }
 
+/* An EXT_CSD byte the device's ext_csd gives (0..255), or -1. */
+static int wear_byte(struct rep *r, const char *file, unsigned long line, json_object *x, const char *key, int *out)
+{
+	json_object *v = rep_jget(x, key);
+	int64_t n;
+
+	*out = -1;
+	if (!v || json_object_is_type(v, json_type_null))
+		return 0;
+	n = json_object_get_int64(v);
+	if (!json_object_is_type(v, json_type_int) || n < 0 || n > 255)
+		return rep_fail(r, file, line, "device.ext_csd.%s: expected a byte (0 to 255)", key);
+	*out = (int)n;
+	return 0;
+}
+
+/*
+ * Where the cut landed (enum rep_phase) of a judged cycle with writes, from
+ * its records and cut: an announced flush or FUA write when the plan fired
+ * there (or the sim cut itself at it), else by what was submitted and
+ * acknowledged. -1 when the cycle wrote nothing judged.
+ */
+static int verdict_phase(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd,
+			 int *phase)
+{
+	json_object *cut = rep_jget(v, "cut");
+	const char *trig = NULL, *plan = NULL;
+	int rc;
+
+	*phase = -1;
+	if ((rc = rep_opt_string(r, file, line, cut, "trigger", "cut.trigger", &trig)) ||
+	    (rc = rep_opt_string(r, file, line, cut, "plan", "cut.plan", &plan)))
+		return rc;
+	if (!vd->planned || (vd->out != PC_OUT_PASS && vd->out != PC_OUT_FAIL))
+		return 0;
+	if (trig && (!strcmp(trig, pc_trigger_names[PC_CUT_FLUSH]) ||
+		     (!strcmp(trig, pc_trigger_names[PC_CUT_SIM_EXACT]) && plan && !strcmp(plan, "flush"))))
+		*phase = PH_FLUSH;
+	else if (trig && (!strcmp(trig, pc_trigger_names[PC_CUT_FUA]) ||
+			  (!strcmp(trig, pc_trigger_names[PC_CUT_SIM_EXACT]) && plan && !strcmp(plan, "fua"))))
+		*phase = PH_FUA;
+	else if (!vd->submitted)
+		*phase = PH_BEFORE;
+	else if ((trig && !strcmp(trig, pc_trigger_names[PC_CUT_WORK_DONE])) || vd->acked >= vd->submitted)
+		*phase = PH_AFTER;
+	else
+		*phase = vd->acked ? PH_ACKED_PENDING : PH_NONE_ACKED;
+	return 0;
+}
+
 int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_object *v,
 			 struct verdict *vd)
 {
@@ -360,6 +410,16 @@ int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_
 	    (rc = verdict_audit(r, file, line, rep_jget(v, "io_audit"), vd)))
 		return rc;
 	vd->io_note = rep_jget(v, "io_note") != NULL;
+	if ((rc = rep_opt_count(r, file, line, rep_jget(rep_jget(v, "records"), "submitted"), "records.submitted",
+				&vd->submitted)) ||
+	    (rc = verdict_phase(r, file, line, v, vd, &vd->phase)))
+		return rc;
+	o = rep_jget(vd->device, "ext_csd");
+	if ((rc = wear_byte(r, file, line, o, "life_time_a", &vd->life_a)) ||
+	    (rc = wear_byte(r, file, line, o, "life_time_b", &vd->life_b)) ||
+	    (rc = wear_byte(r, file, line, o, "pre_eol_info", &vd->pre_eol)))
+		return rc;
+	vd->has_wear = vd->life_a >= 0 || vd->life_b >= 0 || vd->pre_eol >= 0;
 	return 0;
 }
 

@@ -93,6 +93,20 @@ check "the planned nths on fu spread over 1..16 (at least 10 distinct: $(jq -s '
 "$PC" replay "$T/r" > "$T/replay.out" 2>&1
 check "replay reproduces all 200 verdicts" grep -q "200 verdicts recomputed, 200 match, 0 differ" "$T/replay.out"
 jq -r '.board + " " + .cut.plan + " nth " + (.cut.nth|tostring)' "$T/r/verdicts.jsonl" | sort | uniq -c | sort -rn | head -3
+# where the cuts landed, as the report counts them: every cut of a flush plan
+# at a flush, of a fua plan at a FUA write; a plan that never reaches a
+# phase its mode is about is flagged (journal cut at FUA writes only)
+"$PC" report --format json "$T/r" > "$T/rep.json" 2>/dev/null
+phases() { # board mode: "PHASE=N ..." of the cuts not zero, and the flags
+	jq -r --arg b "$1" --arg m "$2" '.devices[] | select(.boards == [$b]) | .modes[] | select(.mode == $m) |
+		([.cut_phases | to_entries[] | select(.value > 0) | "\(.key)=\(.value)"] + .flags) | join(" ")' "$T/rep.json"
+}
+check "report: board fl, flush: every cut at a flush, no flag ($(phases fl flush))" \
+	[ "$(phases fl flush)" = "flush=$(jq -s '[.[] | select(.board == "fl" and .mode == "flush")] | length' "$T/r/verdicts.jsonl")" ]
+check "report: board fu, fua: every cut at a FUA write, no flag ($(phases fu fua))" \
+	[ "$(phases fu fua)" = "fua=$(jq -s '[.[] | select(.board == "fu" and .mode == "fua")] | length' "$T/r/verdicts.jsonl")" ]
+check "report: board jd, journal cut at FUA writes only: flagged for its flushes ($(phases jd journal))" \
+	[ "$(phases jd journal)" = "fua=50 no cut landed during a flush in mode journal" ]
 
 # ---- the same plan twice: the same verdicts, finding for finding
 cat > "$T/d.json" <<JSON

@@ -131,4 +131,94 @@ for v in '"time":"yesterday"' '"latency_us":{"n":2,"p50":1,"p99":1,"max":1,"hist
 	if [ $rc -eq 2 ] && printf '%s' "$out" | grep -q "verdicts.jsonl:1:"; then ok "refused: $v"; else bad "not refused (exit $rc): $v: $out"; fi
 done
 
+# what a qualification signs, in every format: per device and mode the bound
+# on the per-cut violation rate (Clopper-Pearson, recomputed here by bisection
+# on the exact binomial sum) and where the cuts landed
+J=$T/r.json
+nmodes=$(jq '[.devices[].modes[] | select(.mode != null and .violation_rate.cuts > 0)] | length' "$J")
+ndevs=$(jq '[.devices[] | select([.modes[] | select(.mode != null and .violation_rate.cuts > 0)] | length > 0)] | length' "$J")
+echo "  modes with judged cuts: $nmodes on $ndevs devices"
+check "json: modes with judged cuts on every device ($nmodes on $ndevs)" test "$ndevs" -eq 4
+check "json: every such mode names the method, 95%, cuts = PASS + FAIL, an upper bound in (0, 1]" \
+	test "$(jq '[.devices[].modes[] | select(.mode != null and .violation_rate.cuts > 0) | .violation_rate as $v |
+		select($v.method == "Clopper-Pearson exact binomial, one-sided" and $v.confidence == 0.95 and
+		$v.cuts == (.verdicts.PASS + .verdicts.FAIL) and $v.violated == .verdicts.FAIL and $v.upper > 0 and
+		$v.upper <= 1)] | length' "$J")" -eq "$nmodes"
+check "json: no violation reads 'below X at 95%', never 0%" \
+	test "$(jq '[.devices[].modes[] | select(.violation_rate.cuts > 0 and .violation_rate.violated == 0) |
+		select(.violation_rate.text | test("^below [0-9.]+% at 95%$"))] | length' "$J")" -eq \
+	"$(jq '[.devices[].modes[] | select(.violation_rate.cuts > 0 and .violation_rate.violated == 0)] | length' "$J")"
+check "json: the lying device's flush mode has violations, bounded ('K of N cuts ... below')" \
+	test "$(jq -r '.devices[] | select(.boards == ["lying-1"]) | .modes[] | select(.mode == "flush") | .violation_rate.text' "$J" |
+		grep -cE '^[1-9][0-9]* of [0-9]+ cuts \([0-9.]+%\): below [0-9.]+% at 95%$')" -eq 1
+jq -r '.devices[].modes[] | select(.violation_rate.cuts > 0) | [.violation_rate.violated, .violation_rate.cuts, .violation_rate.upper] | @tsv' "$J" >"$T/bounds.tsv"
+python3 - "$T/bounds.tsv" >"$T/bounds.out" 2>&1 <<'PY'
+import sys
+from math import comb
+def cdf(k, n, p):
+    return sum(comb(n, i) * p**i * (1 - p)**(n - i) for i in range(k + 1))
+def upper(k, n, c):
+    if k == n:
+        return 1.0
+    lo, hi = 0.0, 1.0
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        if cdf(k, n, mid) > 1 - c: lo = mid
+        else: hi = mid
+    return hi
+rows = [l.split("\t") for l in open(sys.argv[1]).read().split("\n") if l]
+assert rows
+for k, n, u in rows:
+    want = upper(int(k), int(n), 0.95)
+    assert abs(float(u) - want) <= 1e-6 * want, (k, n, u, want)
+    print(k, n, u, "%.8f" % want)
+PY
+rc=$?
+check "json: every bound agrees with the exact binomial recomputed by bisection ($(wc -l <"$T/bounds.tsv") modes)" test $rc -eq 0
+head -3 "$T/bounds.out" | sed 's/^/    k n upper reference: /'
+check "json: the cut phases add up to the cuts with writes (none beyond the judged cuts)" \
+	test "$(jq '[.devices[].modes[] | select(.violation_rate.cuts > 0) | select(([.cut_phases[]] | add) > 0 and
+		([.cut_phases[]] | add) <= .violation_rate.cuts)] | length' "$J")" -eq "$nmodes"
+check "text: a bound row per mode with cuts ($nmodes)" \
+	test "$(grep -cE '^  [a-z+-]+ +[0-9]+ +[0-9]+ +[0-9]+  ([0-9]+ of [0-9]+ cuts \([0-9.]+%\): )?below [0-9.]+% at 95%$' "$T/r.text")" -eq "$nmodes"
+check "text: the method named once per device" test "$(grep -c 'violation rate per cut (Clopper-Pearson exact binomial, one-sided, 95% confidence)' "$T/r.text")" -eq "$ndevs"
+check "text: a cut-phase table per device" test "$(grep -c '^  where the cuts landed: before  none-acked  acked+more  flush  FUA  after-ACK$' "$T/r.text")" -eq "$ndevs"
+check "text: a random or acks plan never lands at a flush: flagged" grep -q '^  flag: no cut landed during a flush in mode flush$' "$T/r.text"
+check "md: the bound and the cut-phase table per device" \
+	test "$(grep -c '^Violation rate per cut (Clopper-Pearson' "$T/r.md") $(grep -c '^Where the cuts landed:$' "$T/r.md")" = "$ndevs $ndevs"
+check "md: a bound row per mode with cuts" test "$(grep -cE '^\| [a-z+-]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| .*below [0-9.]+% at 95% \|$' "$T/r.md")" -eq "$nmodes"
+check "html: the bound and the cut-phase table per device" \
+	test "$(grep -c '<h4>Violation rate per cut, 95% confidence</h4>' "$T/r.html") $(grep -c '<h4>Where the cuts landed</h4>' "$T/r.html")" = "$ndevs $ndevs"
+check "html: a bound cell per mode with cuts" test "$(grep -oE '<td( class="bad")?>([0-9]+ of [0-9]+ cuts \([0-9.]+%\): )?below [0-9.]+% at 95%</td>' "$T/r.html" | wc -l)" -eq "$nmodes"
+check "junit: a violation_rate property per mode with cuts" \
+	test "$(grep -cE '<property name="violation_rate\.[a-z+-]+" value="([0-9]+ of [0-9]+ cuts \([0-9.]+%\): )?below [0-9.]+% at 95%"/>' "$T/r.junit")" -eq "$nmodes"
+check "junit: the cut phases in each testcase's output" test "$(grep -c '^cuts landed: before_first_write=' "$T/r.junit")" -eq "$nmodes"
+check "csv: a cut phase on every cycle with a cut, the mode's bound beside it" \
+	test "$(awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next } $c["cut_phase"] != "" && $c["mode_rate_upper"] > 0 && $c["confidence"] == 0.95' "$T/r.csv" | wc -l)" -eq \
+	"$(jq '[.devices[].modes[] | select(.mode != null) | .cut_phases[]] | add' "$J")"
+"$PC" report --format json --confidence 99% "$A" >"$T/r99.json" 2>/dev/null
+check "--confidence 99%: every bound is at 99%" \
+	test "$(jq '[.devices[].modes[] | select(.violation_rate.cuts > 0) | select(.violation_rate.confidence == 0.99 and
+		(.violation_rate.text | test(" at 99%$")))] | length' "$T/r99.json")" -eq \
+	"$(jq '[.devices[].modes[] | select(.violation_rate.cuts > 0)] | length' "$T/r99.json")"
+expect_fail "--confidence out of range is refused" "expected 0.5 to 0.9999" "$PC" report --confidence 99.999% "$A"
+
+# two parts side by side: devices of a folder, and two folders
+"$PC" report --compare honest-1 lying-1 "$A" >"$T/cmp.txt" 2>&1
+rc=$?
+check "--compare honest-1 lying-1: exit 0 (was $rc)" test $rc -eq 0
+check "--compare: each side's result (A PASS, B FAIL)" \
+	test "$(grep -cE '^A: honest-1: PASS \(|^B: lying-1: FAIL \(' "$T/cmp.txt")" -eq 2
+check "--compare: flush fails on B with its bound, passes on A below its bound" \
+	test "$(grep -A1 -E '^flush +A' "$T/cmp.txt" | grep -cE ' A +PASS .*below [0-9.]+% at 95%$| B +FAIL .*[0-9]+ of [0-9]+ cuts .*below [0-9.]+% at 95%$')" -eq 2
+check "--compare: B's speed over A's per mode" grep -qE '^ +speed B/A [0-9]+\.[0-9]{2}x$' "$T/cmp.txt"
+"$PC" report --compare "$A" "$B" --format html -o "$T/cmp.html" >/dev/null 2>&1
+rc=$?
+check "--compare two folders, html: exit 0 (was $rc)" test $rc -eq 0
+check "--compare html: both sides' results and the per-mode table" \
+	test "$(grep -c '<span class="badge FAIL">FAIL</span>\|<span class="badge PASS">PASS</span>\|<th>per-cut violation rate (95%)</th>' "$T/cmp.html")" -eq 3
+expect_fail "--compare naming no device is refused, listing the devices" "names no device of the folders given" \
+	"$PC" report --compare nosuch lying-1 "$A"
+expect_fail "--compare in json is refused" "text or html only" "$PC" report --compare "$A" "$B" --format json
+
 finish

@@ -27,6 +27,11 @@ static void test_upper_references(void)
 	near(qual_upper(0, 120, 0.95), 0.02465540);
 	near(qual_upper(1, 50, 0.95), 0.09139813);
 	near(qual_upper(0, 1, 0.95), 0.95);
+	/* at other confidences (the report's --confidence), by the same bisection */
+	near(qual_upper(0, 300, 0.99), 0.01523335);
+	near(qual_upper(3, 500, 0.99), 0.01994917);
+	near(qual_upper(1, 10, 0.90), 0.33684772);
+	near(qual_upper(7, 15, 0.95), 0.70001353);	/* sim-lying-flush, mode flush */
 }
 
 static void test_upper_edges(void)

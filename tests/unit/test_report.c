@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
+#include "harness/report/qualify.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 
@@ -90,6 +92,14 @@ static void make_dirs(void)
 	CU_ASSERT_EQUAL_FATAL(pc_mkdir_p(dir2, 0755), 0);
 	write_file(dir1, "verdicts.jsonl", host1);
 	write_file(dir2, "verdicts.jsonl", host2);
+}
+
+static void unlink_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX + 32];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	unlink(path);
 }
 
 /* Run the report into a string. */
@@ -750,6 +760,114 @@ static void test_incomplete_bad(void)
 	CU_ASSERT_EQUAL(result, REPORT_PASS);
 }
 
+/* A judged cycle of board q: its records, cut and the device's EXT_CSD wear. */
+#define QV(cyc, verdict, mode, sub, ack, cut, wear)                                                        \
+	"{\"campaign\":\"q\",\"board\":\"q1\",\"cycle\":" #cyc ",\"verdict\":\"" verdict "\",\"mode\":\"" mode  \
+	"\",\"device\":{\"id\":\"mmc:Q:1\",\"ext_csd\":{" wear "}},\"records\":{\"first\":1,\"planned\":16,"     \
+	"\"submitted\":" #sub ",\"acked\":" #ack "},\"violations\":0,\"cut\":" cut "}\n"
+#define RND "{\"plan\":\"random\",\"trigger\":\"random instant\"}"
+#define W1 "\"life_time_a\":1,\"life_time_b\":1,\"pre_eol_info\":1"
+#define W2 "\"life_time_a\":1,\"life_time_b\":2,\"pre_eol_info\":1"
+#define W3 "\"life_time_a\":2,\"life_time_b\":3,\"pre_eol_info\":2"
+
+/* The bound on each mode's rate, where the cuts landed, the flags, the wear. */
+static void test_qualify_figures(void)
+{
+	/* journal: one cut in each phase; flush: random cuts only, one FAIL */
+	static const char v[] =
+		QV(1, "PASS", "journal", 0, 0, RND, W1)
+		QV(2, "PASS", "journal", 4, 0, RND, W1)
+		QV(3, "PASS", "journal", 8, 4, RND, W2)
+		QV(4, "PASS", "journal", 8, 4, "{\"plan\":\"flush\",\"trigger\":\"flush\"}", W2)
+		QV(5, "PASS", "journal", 8, 4, "{\"plan\":\"fua\",\"trigger\":\"sim exact\"}", W2)
+		QV(6, "PASS", "journal", 16, 8, "{\"plan\":\"random\",\"trigger\":\"work done\"}", W3)
+		QV(7, "PASS", "flush", 8, 8, RND, W3)
+		QV(8, "FAIL", "flush", 8, 4, RND, W3);
+	const char *dir = pc_test_tmpdir("report-qualify"), *dirs[1] = { dir };
+	char err[512] = "", *text = NULL;
+	size_t len = 0;
+	struct report_opts o = { .format = REPORT_FMT_JSON };
+	json_object *doc, *d, *m, *w;
+	FILE *f;
+	int result;
+
+	write_file(dir, "verdicts.jsonl", v);
+	f = open_memstream(&text, &len);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(report_run(dirs, 1, f, &o, &result, err, sizeof(err)), 0);
+	fclose(f);
+	doc = json_tokener_parse(text);
+	free(text);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(doc);
+	d = device(doc, "mmc:Q:1");
+	m = mode(d, "journal");
+	CU_ASSERT_EQUAL(num(m, "cut_phases.before_first_write"), 1);
+	CU_ASSERT_EQUAL(num(m, "cut_phases.none_acked"), 1);
+	CU_ASSERT_EQUAL(num(m, "cut_phases.acked_more_in_flight"), 1);
+	CU_ASSERT_EQUAL(num(m, "cut_phases.flush"), 1);
+	CU_ASSERT_EQUAL(num(m, "cut_phases.fua"), 1);
+	CU_ASSERT_EQUAL(num(m, "cut_phases.after_last_ack"), 1);
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(m, "flags")), 0);
+	/* 0 of 6 at 95%: 1 - 0.05^(1/6), read "below", never "0%" */
+	CU_ASSERT_EQUAL(num(m, "violation_rate.cuts"), 6);
+	CU_ASSERT_EQUAL(num(m, "violation_rate.violated"), 0);
+	CU_ASSERT_DOUBLE_EQUAL(json_object_get_double(json_object_object_get(json_object_object_get(m, "violation_rate"),
+									      "upper")), 1 - pow(0.05, 1.0 / 6), 1e-9);
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(m, "violation_rate"), "text"), "below 39.3% at 95%");
+	CU_ASSERT_STRING_EQUAL(str(json_object_object_get(m, "violation_rate"), "method"), QUAL_METHOD);
+	m = mode(d, "flush");
+	CU_ASSERT_EQUAL(num(m, "cut_phases.after_last_ack"), 1);
+	CU_ASSERT_EQUAL(num(m, "cut_phases.acked_more_in_flight"), 1);
+	/* 1 of 2 at 95%: sqrt(0.95), I_p(2, 1) = p^2 */
+	CU_ASSERT_DOUBLE_EQUAL(json_object_get_double(json_object_object_get(json_object_object_get(m, "violation_rate"),
+									      "upper")), sqrt(0.95), 1e-9);
+	CU_ASSERT_STRING_EQUAL(json_object_get_string(json_object_array_get_idx(json_object_object_get(m, "flags"), 0)),
+			       "no cut landed during a flush in mode flush");
+	/* wear: the first, two changes, the last */
+	w = json_object_object_get(d, "wear");
+	CU_ASSERT_EQUAL(num(w, "changes"), 2);
+	CU_ASSERT_EQUAL(json_object_array_length(json_object_object_get(w, "points")), 3);
+	CU_ASSERT_EQUAL(num(w, "last.cycle"), 8);
+	CU_ASSERT_EQUAL(num(w, "last.life_time_b"), 3);
+	CU_ASSERT_EQUAL(num(w, "last.pre_eol_info"), 2);
+	CU_ASSERT_EQUAL(num(json_object_array_get_idx(json_object_object_get(w, "points"), 1), "cycle"), 3);
+	json_object_put(doc);
+
+	/* another confidence, and one out of range */
+	o.confidence = 0.99;
+	f = open_memstream(&text, &len);
+	CU_ASSERT_EQUAL(report_run(dirs, 1, f, &o, &result, err, sizeof(err)), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"text\": \"below 53.6% at 99%\""));	/* 1 - 0.01^(1/6) */
+	free(text);
+	o.confidence = 0.2;
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, &o, &result, err, sizeof(err)), -EINVAL);
+	/* the campaign's target confidence, unless the report is given one */
+	write_file(dir, "campaign.json", "{\"config\":{\"target\":{\"rate\":0.001,\"confidence\":0.9}}}");
+	o.confidence = 0;
+	f = open_memstream(&text, &len);
+	CU_ASSERT_EQUAL(report_run(dirs, 1, f, &o, &result, err, sizeof(err)), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"text\": \"below 31.9% at 90%\""));	/* 1 - 0.1^(1/6) */
+	free(text);
+	o.confidence = 0.95;
+	f = open_memstream(&text, &len);
+	CU_ASSERT_EQUAL(report_run(dirs, 1, f, &o, &result, err, sizeof(err)), 0);
+	fclose(f);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"text\": \"below 39.3% at 95%\""));
+	free(text);
+	write_file(dir, "campaign.json", "{\"config\":{\"target\":{\"confidence\":95}}}");
+	o.confidence = 0;
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, &o, &result, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "campaign.json: config.target.confidence: expected a number from 0.5 to 0.9999, got 95"));
+	unlink_file(dir, "campaign.json");
+	/* a wear byte out of range is refused, naming the line */
+	write_file(dir, "verdicts.jsonl", QV(1, "PASS", "fua", 1, 1, RND, "\"life_time_a\":300"));
+	o.confidence = 0;
+	CU_ASSERT_EQUAL(report_run(dirs, 1, NULL, &o, &result, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "verdicts.jsonl:1: device.ext_csd.life_time_a: expected a byte"));
+}
+
 int suite_report(void)
 {
 	CU_pSuite s = CU_add_suite("report", NULL, NULL);
@@ -764,7 +882,8 @@ int suite_report(void)
 	    !CU_add_test(s, "INCOMPLETE: a board given up", test_incomplete_given_up) ||
 	    !CU_add_test(s, "INCOMPLETE: cycles left", test_incomplete_cycles) ||
 	    !CU_add_test(s, "INCOMPLETE: still running, killed", test_incomplete_lock) ||
-	    !CU_add_test(s, "INCOMPLETE: damaged events and campaign.json", test_incomplete_bad))
+	    !CU_add_test(s, "INCOMPLETE: damaged events and campaign.json", test_incomplete_bad) ||
+	    !CU_add_test(s, "bounds, cut phases, flags and wear", test_qualify_figures))
 		return -1;
 	return 0;
 }

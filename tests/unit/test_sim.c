@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,6 +25,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "sim/emmc.h"
+#include "relay/vcache.h"
 
 #define MEDIA_BYTES	(1u << 20)	/* 2048 sectors */
 #define REC_SIZE	4096u		/* 8 sectors */
@@ -316,6 +318,7 @@ static void test_bad_opts(void)
 		{ "cut-at", "flush:0", "expected flush:N[:US] or fua:N[:US]" },
 		{ "cut-at", "trim:3", "expected flush:N[:US] or fua:N[:US]" },
 		{ "cut-after", "x", "expected a sector count" },
+		{ "untimed", "2", "expected 0 or 1" },
 		{ "no-such", "1", "no sim option 'no-such'" },
 	};
 	struct sim_opts *o = sim_opts_new();
@@ -417,13 +420,22 @@ static void test_fua_supersedes(void)
 	sim_emmc_close(e);
 }
 
-static void test_capacity_pressure(void)
+/* Untimed (prepare) or timed, the cache behaves the same; only the time goes. */
+static void capacity_pressure(int untimed)
 {
 	uint8_t a[8 * PC_SECTOR], b[8 * PC_SECTOR], c[8 * PC_SECTOR], d[4 * PC_SECTOR], got[8 * PC_SECTOR];
-	struct sim_emmc *e;
+	struct sim_emmc *e = NULL;
 
-	media_new("sim-pressure");
-	e = sim_on(SIM_P_HONEST, 0, 16);
+	media_new(untimed ? "sim-pressure-untimed" : "sim-pressure");
+	if (untimed) {
+		/* a second a sector if the time were kept: the test would take a minute */
+		struct sim_opts *o = opts(SIM_P_HONEST, 1000000, 16, 0, 0, NULL);
+
+		CU_ASSERT_EQUAL_FATAL(sim_opts_set(o, "untimed", "1", err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(open_with(o, &e), 0);
+	} else {
+		e = sim_on(SIM_P_HONEST, 0, 16);
+	}
 	fill(a, 8, 0xaa);
 	fill(b, 8, 0xbb);
 	fill(c, 8, 0xcc);
@@ -459,6 +471,16 @@ static void test_capacity_pressure(void)
 	CU_ASSERT_TRUE(media_equals(500, c, 4));
 	free(big);
 	sim_emmc_close(e);
+}
+
+static void test_capacity_pressure(void)
+{
+	capacity_pressure(0);
+}
+
+static void test_untimed(void)
+{
+	capacity_pressure(1);
 }
 
 /* A dropped line of session 1 for seq, with k of n sectors. */
@@ -1403,6 +1425,340 @@ static void test_brick(void)
 		sim_emmc_close(sim_on_f(SIM_P_BRICK, 0, 1, 0.0));
 }
 
+/* ---- the inputs kept per power-on (keep-inputs) ---- */
+
+/* One entry of a dm-log-writes log, as the test reads it. */
+struct lent {
+	uint64_t sector, n, flags, len;
+	long data;	/* offset of its data in the log */
+};
+
+static uint64_t le64_at(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void inputs_path(char *buf, size_t len, uint32_t session, const char *file)
+{
+	snprintf(buf, len, "%s.inputs/session-%u/%s", media, session, file);
+}
+
+/*
+ * The log of a session, strictly: superblock, then whole entries to the
+ * end of the file (no slack). -1 if anything is off; else the entry count,
+ * *nr the superblock's nr_entries.
+ */
+static int log_read(uint32_t session, struct lent *out, int max, uint64_t *nr)
+{
+	char path[PATH_MAX + 64];
+	uint8_t h[PC_SECTOR];
+	struct stat st;
+	long off = PC_SECTOR;
+	int fd, n = 0;
+
+	inputs_path(path, sizeof(path), session, "writes.log");
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || fstat(fd, &st) < 0 || pc_pread_all(fd, h, PC_SECTOR, 0) ||
+	    le64_at(h) != 0x6a736677736872ULL || le64_at(h + 8) != 1 || (le64_at(h + 24) & 0xffffffffu) != 512) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	*nr = le64_at(h + 16);
+	while (off < st.st_size) {
+		if (n == max || pc_pread_all(fd, h, PC_SECTOR, off)) {
+			n = -1;
+			break;
+		}
+		out[n] = (struct lent){ le64_at(h), le64_at(h + 8), le64_at(h + 16), le64_at(h + 24), off + PC_SECTOR };
+		if (out[n].len != out[n].n * PC_SECTOR || (out[n].flags & ~3ull) ||
+		    (long)(off + PC_SECTOR + out[n].len) > st.st_size) {
+			n = -1;
+			break;
+		}
+		off += PC_SECTOR + (long)out[n].len;
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
+/* The entry's data equals want. */
+static int log_data_is(uint32_t session, const struct lent *x, const void *want)
+{
+	char path[PATH_MAX + 64];
+	uint8_t *got = malloc(x->len);
+	int fd, eq;
+
+	inputs_path(path, sizeof(path), session, "writes.log");
+	fd = open(path, O_RDONLY);
+	eq = fd >= 0 && got && pc_pread_all(fd, got, x->len, x->data) == 0 && memcmp(got, want, x->len) == 0;
+	if (fd >= 0)
+		close(fd);
+	free(got);
+	return eq;
+}
+
+static json_object *cycle_json(uint32_t session)
+{
+	char path[PATH_MAX + 64];
+
+	inputs_path(path, sizeof(path), session, "cycle.json");
+	return json_object_from_file(path);
+}
+
+/* The sector at lba of a kept image equals want. */
+static int image_is(uint32_t session, const char *file, uint64_t lba, const void *want, uint32_t nsect)
+{
+	char path[PATH_MAX + 64];
+	uint8_t *got = malloc((size_t)nsect * PC_SECTOR);
+	int fd, eq;
+
+	inputs_path(path, sizeof(path), session, file);
+	fd = open(path, O_RDONLY);
+	eq = fd >= 0 && got && pc_pread_all(fd, got, (size_t)nsect * PC_SECTOR, (off_t)(lba * PC_SECTOR)) == 0 &&
+	     memcmp(got, want, (size_t)nsect * PC_SECTOR) == 0;
+	if (fd >= 0)
+		close(fd);
+	free(got);
+	return eq;
+}
+
+static struct sim_emmc *sim_keep(uint32_t keep, const char *cut_at)
+{
+	struct sim_opts *o = opts(SIM_P_HONEST, 0, 0, 0, 0, cut_at);
+	struct sim_emmc *e = NULL;
+	char v[16];
+
+	snprintf(v, sizeof(v), "%u", keep);
+	CU_ASSERT_EQUAL_FATAL(sim_opts_set(o, "keep-inputs", v, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(open_with(o, &e), 0);
+	return e;
+}
+
+static void test_inputs(void)
+{
+	uint8_t a[REC_SIZE], b[REC_SIZE], c[REC_SIZE], d[REC_SIZE], f[REC_SIZE], gen0[REC_SIZE];
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 64], verr[256];
+	struct lent l[16];
+	struct sim_emmc *e;
+	struct vc_stats vs;
+	struct vc_params vp = { 0 };
+	json_object *cj, *v;
+	uint64_t nr;
+	int n, status;
+	pid_t pid;
+
+	media_new("sim-inputs");
+	media_prepare();
+	record(a, 0, 1);
+	record(b, 1, 2);
+	record(c, 2, 3);
+	record(d, 3, 4);
+	record(f, 4, 5);
+	/* session 1: A cached, B FUA, a flush, C cached, a read, an orderly close */
+	e = sim_keep(2, NULL);
+	CU_ASSERT_EQUAL(sim_emmc_session(e), 1);
+	CU_ASSERT_EQUAL(sim_emmc_write(e, pc_slot_lba(&geom, 0), a, SPR, 0), 0);
+	CU_ASSERT_EQUAL(sim_emmc_write(e, pc_slot_lba(&geom, 1), b, SPR, SIM_W_FUA), 0);
+	CU_ASSERT_EQUAL(sim_emmc_flush(e), 0);
+	CU_ASSERT_EQUAL(sim_emmc_write(e, pc_slot_lba(&geom, 2), c, SPR, 0), 0);
+	CU_ASSERT_EQUAL(sim_emmc_read(e, pc_slot_lba(&geom, 2), gen0, SPR), 0);
+	/* a refused request is no request: not logged */
+	CU_ASSERT_EQUAL(sim_emmc_write(e, MEDIA_BYTES / PC_SECTOR, a, SPR, 0), -EINVAL);
+	sim_emmc_close(e);
+	/* the folder is not finished before the next power-on */
+	cj = cycle_json(1);
+	CU_ASSERT_TRUE(json_object_object_get_ex(cj, "finished", &v) && !json_object_get_boolean(v));
+	json_object_put(cj);
+	inputs_path(path, sizeof(path), 1, "after.img");
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+
+	/* session 2 finishes session 1: the log in completion order, with flags */
+	e = sim_keep(2, NULL);
+	n = log_read(1, l, 16, &nr);
+	CU_ASSERT_EQUAL_FATAL(n, 4);
+	CU_ASSERT_EQUAL(nr, 4);
+	CU_ASSERT_TRUE(l[0].sector == pc_slot_lba(&geom, 0) && l[0].n == SPR && l[0].flags == 0);
+	CU_ASSERT_TRUE(log_data_is(1, &l[0], a));
+	CU_ASSERT_TRUE(l[1].sector == pc_slot_lba(&geom, 1) && l[1].n == SPR && l[1].flags == 2);
+	CU_ASSERT_TRUE(log_data_is(1, &l[1], b));
+	CU_ASSERT_TRUE(l[2].n == 0 && l[2].flags == 1 && l[2].len == 0);
+	CU_ASSERT_TRUE(l[3].sector == pc_slot_lba(&geom, 2) && l[3].flags == 0);
+	CU_ASSERT_TRUE(log_data_is(1, &l[3], c));
+	/* base: as prepared; after: A and B programmed, C lost with the cache */
+	pc_record_build(gen0, &geom, 2, 0, 0, 0);
+	CU_ASSERT_TRUE(image_is(1, "base.img", pc_slot_lba(&geom, 2), gen0, SPR));
+	CU_ASSERT_TRUE(image_is(1, "after.img", pc_slot_lba(&geom, 0), a, SPR));
+	CU_ASSERT_TRUE(image_is(1, "after.img", pc_slot_lba(&geom, 1), b, SPR));
+	CU_ASSERT_TRUE(image_is(1, "after.img", pc_slot_lba(&geom, 2), gen0, SPR));
+	CU_ASSERT_FALSE(image_is(1, "base.img", pc_slot_lba(&geom, 0), a, SPR));
+	cj = cycle_json(1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cj);
+	CU_ASSERT_TRUE(json_object_object_get_ex(cj, "finished", &v) && json_object_get_boolean(v));
+	CU_ASSERT_STRING_EQUAL(str_of(cj, "end"), "close");
+	CU_ASSERT_EQUAL(u64_of(cj, "writes"), 3);
+	CU_ASSERT_EQUAL(u64_of(cj, "fua_writes"), 1);
+	CU_ASSERT_EQUAL(u64_of(cj, "flushes"), 1);
+	CU_ASSERT_TRUE(json_object_object_get_ex(cj, "in_flight", &v) && v == NULL);
+	CU_ASSERT_TRUE(json_object_object_get_ex(cj, "cycles", &v) && json_object_array_length(v) == 1 &&
+		       json_object_get_int(json_object_array_get_idx(v, 0)) == 1);
+	CU_ASSERT_TRUE(json_object_object_get_ex(cj, "region", &v) && u64_of(v, "seed") == 0x5eed);
+	json_object_put(cj);
+	inputs_path(path, sizeof(path), 1, "live");
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	/* honest: no power-on fault changed the media, so session 2's base.img
+	 * is session 1's after.img under one more name */
+	{
+		struct stat s1, s2;
+
+		inputs_path(path, sizeof(path), 1, "after.img");
+		inputs_path(tmp, sizeof(tmp), 2, "base.img");
+		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino == s2.st_ino);
+	}
+
+	/* relay/vcache.c's reader takes the log whole: 4 entries, A (flushed) and B (FUA) durable */
+	inputs_path(path, sizeof(path), 1, "writes.log");
+	inputs_path(tmp, sizeof(tmp), 1, "vcache.img");
+	{
+		uint8_t *img = malloc(MEDIA_BYTES);
+		char bpath[PATH_MAX + 64];
+		int in, out;
+
+		inputs_path(bpath, sizeof(bpath), 1, "base.img");
+		in = open(bpath, O_RDONLY);
+		out = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		CU_ASSERT_FATAL(img && in >= 0 && out >= 0);
+		CU_ASSERT_EQUAL(pc_pread_all(in, img, MEDIA_BYTES, 0), 0);
+		CU_ASSERT_EQUAL(pc_pwrite_all(out, img, MEDIA_BYTES, 0), 0);
+		close(in);
+		close(out);
+		free(img);
+	}
+	vp.log = path;
+	vp.media = tmp;
+	vp.profile = VC_HONEST;
+	vp.power_on = 1;
+	CU_ASSERT_EQUAL(vc_rebuild(&vp, &vs, verr, sizeof(verr)), 0);
+	CU_ASSERT_EQUAL(vs.entries, 4);
+	CU_ASSERT_EQUAL(vs.writes, 3);
+	CU_ASSERT_EQUAL(vs.flushes, 1);
+	CU_ASSERT_EQUAL(vs.fua_writes, 1);
+	CU_ASSERT_EQUAL(vs.durable, 2);
+	unlink(tmp);
+	sim_emmc_close(e);
+
+	/* session 3 is cut inside its FUA write F, after D: F is in flight, not logged */
+	pid = fork();
+	CU_ASSERT_FATAL(pid >= 0);
+	if (pid == 0) {
+		/* its own group: the sim's cut kills the group */
+		if (setpgid(0, 0))
+			_exit(2);
+		e = sim_keep(2, "fua:1");
+		if (sim_emmc_write(e, pc_slot_lba(&geom, 3), d, SPR, 0))
+			_exit(3);
+		sim_emmc_write(e, pc_slot_lba(&geom, 4), f, SPR, SIM_W_FUA);
+		_exit(4);
+	}
+	CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+	CU_ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	e = sim_keep(2, NULL);
+	CU_ASSERT_EQUAL(sim_emmc_session(e), 4);
+	n = log_read(3, l, 16, &nr);
+	CU_ASSERT_EQUAL_FATAL(n, 1);
+	CU_ASSERT_EQUAL(nr, 1);
+	CU_ASSERT_TRUE(l[0].sector == pc_slot_lba(&geom, 3) && l[0].flags == 0 && log_data_is(3, &l[0], d));
+	cj = cycle_json(3);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cj);
+	CU_ASSERT_STRING_EQUAL(str_of(cj, "end"), "cut");
+	CU_ASSERT_TRUE(json_object_object_get_ex(cj, "in_flight", &v) && v);
+	CU_ASSERT_STRING_EQUAL(str_of(v, "op"), "write");
+	CU_ASSERT_EQUAL(u64_of(v, "lba"), pc_slot_lba(&geom, 4));
+	CU_ASSERT_EQUAL(u64_of(v, "n"), SPR);
+	CU_ASSERT_EQUAL(u64_of(v, "seq"), 5);
+	CU_ASSERT_TRUE(json_object_object_get_ex(v, "fua", &v) && json_object_get_boolean(v));
+	json_object_put(cj);
+	/* keep 2 at session 4: sessions 2, 3 and 4 stay, 1 is gone */
+	inputs_path(path, sizeof(path), 1, "cycle.json");
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+	inputs_path(path, sizeof(path), 2, "cycle.json");
+	CU_ASSERT_EQUAL(access(path, F_OK), 0);
+	sim_emmc_close(e);
+
+	/* an entry written but never committed (a kill between the log's write
+	 * and the commit store) is cut off at the next power-on, whole as it looks */
+	media_new("sim-inputs-uncommitted");
+	media_prepare();
+	e = sim_keep(2, NULL);
+	CU_ASSERT_EQUAL(sim_emmc_write(e, pc_slot_lba(&geom, 0), a, SPR, SIM_W_FUA), 0);
+	inputs_path(path, sizeof(path), 1, "writes.log");
+	{
+		uint8_t h[PC_SECTOR] = { 0 };
+		int fd = open(path, O_WRONLY | O_APPEND);
+
+		h[0] = (uint8_t)pc_slot_lba(&geom, 1);	/* sector, 8 sectors, FUA, 4096 bytes */
+		h[8] = SPR;
+		h[16] = 2;
+		h[25] = REC_SIZE >> 8;
+		CU_ASSERT_FATAL(fd >= 0);
+		CU_ASSERT_EQUAL(pc_write_all(fd, h, sizeof(h)), 0);
+		CU_ASSERT_EQUAL(pc_write_all(fd, b, REC_SIZE), 0);
+		close(fd);
+	}
+	sim_emmc_close(e);
+	e = sim_keep(2, NULL);
+	CU_ASSERT_EQUAL(log_read(1, l, 16, &nr), 1);
+	CU_ASSERT_EQUAL(nr, 1);
+	sim_emmc_close(e);
+
+	/* a power-on fault changes the media: base.img is its own copy, with the flip */
+	media_new("sim-inputs-bitrot");
+	media_prepare();
+	for (uint32_t s = 1; s <= 3; s++) {
+		struct sim_opts *o = opts(SIM_P_BITROT, 0, 0, 7, 1.0, NULL);
+
+		CU_ASSERT_EQUAL_FATAL(sim_opts_set(o, "keep-inputs", "3", err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL_FATAL(open_with(o, &e), 0);
+		sim_emmc_close(e);
+	}
+	{
+		struct stat s1, s2;
+
+		inputs_path(path, sizeof(path), 2, "after.img");
+		inputs_path(tmp, sizeof(tmp), 3, "base.img");
+		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino != s2.st_ino);
+		inputs_path(path, sizeof(path), 1, "after.img");
+		inputs_path(tmp, sizeof(tmp), 2, "base.img");
+		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino == s2.st_ino);
+	}
+	{
+		int bad, nb;
+		json_object *lines = truth_lines(&bad), *o = truth_find(lines, "bitrot", 0, &nb);
+		uint8_t want[PC_SECTOR];
+
+		CU_ASSERT_EQUAL_FATAL(nb, 1);
+		/* the flipped sector: base.img of session 3 holds it as the media does */
+		media_pread(u64_of(o, "sector_lba"), want, 1);
+		CU_ASSERT_TRUE(image_is(3, "base.img", u64_of(o, "sector_lba"), want, 1));
+		CU_ASSERT_FALSE(image_is(2, "after.img", u64_of(o, "sector_lba"), want, 1));
+		json_object_put(lines);
+	}
+
+	/* keep-inputs 0 (the default): nothing kept */
+	media_new("sim-inputs-off");
+	media_prepare();
+	e = sim_on(SIM_P_HONEST, 0, 0);
+	CU_ASSERT_EQUAL(sim_emmc_write(e, pc_slot_lba(&geom, 0), a, SPR, SIM_W_FUA), 0);
+	sim_emmc_close(e);
+	snprintf(path, sizeof(path), "%s.inputs", media);
+	CU_ASSERT_EQUAL(access(path, F_OK), -1);
+}
+
 static void test_dev_sim(void)
 {
 	uint8_t *buf = aligned_alloc(4096, 4 * REC_SIZE), *got = aligned_alloc(4096, REC_SIZE);
@@ -1595,6 +1951,7 @@ int suite_sim(void)
 		{ "flush destages to the media", test_flush_destages },
 		{ "FUA programs directly and supersedes the cache", test_fua_supersedes },
 		{ "capacity pressure destages oldest first", test_capacity_pressure },
+		{ "untimed (prepare): the same cache at file speed", test_untimed },
 		{ "lying-flush logs and settles drops", test_lying_flush },
 		{ "honest re-open drops nothing", test_honest_reopen },
 		{ "fua-ignored logs and settles drops", test_fua_ignored },
@@ -1610,6 +1967,7 @@ int suite_sim(void)
 		{ "bitrot: bits flip at rest", test_bitrot },
 		{ "stale: an old record comes back", test_stale },
 		{ "brick: the device dies for good", test_brick },
+		{ "keep-inputs: base, exact write log, image at the cut", test_inputs },
 		{ "dev sim backend", test_dev_sim },
 		{ "dev sim backend: no-fua emulates FUA with a flush", test_dev_sim_no_fua },
 	};

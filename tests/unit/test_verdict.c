@@ -263,22 +263,55 @@ static void test_io_audit(void)
 	{
 		static struct audit_last l;
 		unsigned again = 0;
+		uint64_t more, total = 0;
 
-		for (unsigned k = 0; k < 8; k++)
-			again += (unsigned)audit_remainder(&l, "WFS", 2056 + k, 8 - k);
+		for (unsigned k = 0; k < 8; k++) {
+			again += (unsigned)audit_remainder(&l, "WFS", 2056 + k, 8 - k, &more);
+			total += more;
+		}
 		CU_ASSERT_EQUAL(again, 7);
+		CU_ASSERT_EQUAL(total, 0);
 		/* at a queue depth of 4, four records' remainders interleave */
 		again = 0;
 		for (unsigned k = 0; k < 8; k++)
 			for (unsigned q = 0; q < 4; q++)
-				again += (unsigned)audit_remainder(&l, "WFS", 3000 + 8 * q + k, 8 - k);
+				again += (unsigned)audit_remainder(&l, "WFS", 3000 + 8 * q + k, 8 - k, &more);
 		CU_ASSERT_EQUAL(again, 28);
 		/* the next record: a request of its own */
-		CU_ASSERT_EQUAL(audit_remainder(&l, "WFS", 2064, 8), 0);
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WFS", 2064, 8, &more), 0);
 		/* another kind with the same end, or the same start again: new */
-		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2065, 7), 0);
-		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2065, 7), 0);
-		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2060, 12), 0);	/* starts earlier */
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2065, 7, &more), 0);
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2065, 7, &more), 0);
+		/* an earlier start with the same end: the request itself, read
+		 * after its remainder; its 5 first sectors not counted yet */
+		CU_ASSERT_EQUAL(audit_remainder(&l, "WS", 2060, 12, &more), 1);
+		CU_ASSERT_EQUAL(more, 5);
+	}
+	/* what is counted, whichever order two CPUs' trace buffers are read in:
+	 * in order, reversed, and the remainders of four records interleaved
+	 * and shuffled (each record's original somewhere among its remainders) */
+	{
+		static const unsigned shuffle[8] = { 3, 0, 6, 1, 7, 2, 5, 4 };
+
+		for (int order = 0; order < 3; order++) {
+			struct audit_counts c;
+			static struct audit_last l;
+
+			memset(&c, 0, sizeof(c));
+			memset(&l, 0, sizeof(l));
+			for (unsigned i = 0; i < 8; i++)
+				for (unsigned q = 0; q < 4; q++) {
+					unsigned k = order == 0 ? i : order == 1 ? 7 - i : shuffle[(i + q) % 8];
+
+					audit_count_write(&c, &l, "WFS", 4000 + 8 * q + k, 8 - k);
+				}
+			audit_count(&c, "FF", 0);
+			CU_ASSERT_EQUAL_FATAL(c.n, 2);
+			CU_ASSERT_STRING_EQUAL(c.k[0].rwbs, "WFS");
+			CU_ASSERT_EQUAL(c.k[0].count, 4);
+			CU_ASSERT_EQUAL(c.k[0].sectors, 32);
+			CU_ASSERT_EQUAL(c.k[1].count, 1);
+		}
 	}
 
 	/* the AUDIT message: counted kinds, or why not; anything else refused */
