@@ -561,45 +561,17 @@ static int all_same(const uint8_t *p, size_t n, uint8_t *v)
 
 /* Classify one slot's sectors: whole record, or a slot report. rerr[i] != 0
  * marks sectors whose read failed. */
-static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const int *rerr)
+/* Each sector of a record that is not whole, as the slot message says it:
+ * a read error, a valid header, a fill byte, or bad (its CRC32C; raw or
+ * hash decided later). NULL: out of memory. */
+static struct pc_sect_report *sect_look(const struct pc_geom *g, const uint8_t *rec, const int *rerr)
 {
-	const struct pc_geom *g = &s->r->g;
 	uint32_t spr = pc_geom_spr(g);
-	uint64_t lba0 = pc_slot_lba(g, slot);
-	struct pc_sect_report *sect;
-	struct pc_slot_report rep;
-	struct pc_sector_hdr h, first = { 0 };
-	int whole = 1, readable = 1;
+	struct pc_sect_report *sect = calloc(spr, sizeof(*sect));
+	struct pc_sector_hdr h;
 
-	for (uint32_t i = 0; i < spr && readable; i++)
-		readable = !rerr[i];
-	if (readable && pc_record_whole(rec, g, lba0, &first)) {
-		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
-		return;
-	}
-	/* not whole: the sector-by-sector look says what it is instead */
-	for (uint32_t i = 0; i < spr && whole; i++) {
-		if (rerr[i] || pc_sector_check(rec + (size_t)i * PC_SECTOR, g, &h) != PC_SECT_VALID ||
-		    h.lba != lba0 + i || h.idx != i) {
-			whole = 0;
-			break;
-		}
-		if (i == 0)
-			first = h;
-		else if (h.seq != first.seq || h.cycle != first.cycle || h.flags != first.flags)
-			whole = 0;
-	}
-	if (whole) {
-		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
-		return;
-	}
-	s->occ[slot].whole = 0;
-	s->st->anomalies++;
-	sect = calloc(spr, sizeof(*sect));
-	if (!sect) {
-		s->ret = -ENOMEM;
-		return;
-	}
+	if (!sect)
+		return NULL;
 	for (uint32_t i = 0; i < spr; i++) {
 		const uint8_t *p = rec + (size_t)i * PC_SECTOR;
 		struct pc_sect_report *e = &sect[i];
@@ -624,24 +596,35 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 			e->value = pc_crc32c(0, p, PC_SECTOR);
 		}
 	}
-	if (s->nkslots) {
-		struct pc_known_slot key = { slot, pc_slot_digest(sect, spr) };
+	return sect;
+}
 
-		if (bsearch(&key, s->kslots, s->nkslots, sizeof(key), kslot_cmp)) {
-			/* exactly the damage the host holds: its number is enough */
-			uint32_t *n = s->nsame % 1024 ? s->same : realloc(s->same, (s->nsame + 1024) * sizeof(*n));
+/* Is this exactly the damage the host holds (KNOWN)? Then its number is
+ * enough: 1, the slot counted as the same. */
+static int slot_same(struct scan *s, uint32_t slot, const struct pc_sect_report *sect, uint32_t spr)
+{
+	struct pc_known_slot key = { slot, pc_slot_digest(sect, spr) };
+	uint32_t *n;
 
-			free(sect);
-			if (!n) {
-				s->ret = -ENOMEM;
-				return;
-			}
-			s->same = n;
-			s->same[s->nsame++] = slot;
-			s->st->same++;
-			return;
-		}
+	if (!s->nkslots || !bsearch(&key, s->kslots, s->nkslots, sizeof(key), kslot_cmp))
+		return 0;
+	n = s->nsame % 1024 ? s->same : realloc(s->same, (s->nsame + 1024) * sizeof(*n));
+	if (!n) {
+		s->ret = -ENOMEM;
+		return 1;
 	}
+	s->same = n;
+	s->same[s->nsame++] = slot;
+	s->st->same++;
+	return 1;
+}
+
+/* A damaged slot's report: bad sectors the host does not hold go raw (up
+ * to PC_PROTO_MAX_RAW a scan), then the slot messages. */
+static void slot_report(struct scan *s, uint32_t slot, struct pc_sect_report *sect, uint32_t spr, const uint8_t *rec)
+{
+	struct pc_slot_report rep;
+
 	for (uint32_t i = 0; i < spr; i++) {
 		struct pc_sect_report *e = &sect[i];
 
@@ -677,6 +660,48 @@ static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const i
 		emit(s, pc_msg_slot(&rep));
 		i = j;
 	}
+}
+
+static void scan_slot(struct scan *s, uint32_t slot, const uint8_t *rec, const int *rerr)
+{
+	const struct pc_geom *g = &s->r->g;
+	uint32_t spr = pc_geom_spr(g);
+	uint64_t lba0 = pc_slot_lba(g, slot);
+	struct pc_sect_report *sect;
+	struct pc_sector_hdr h, first = { 0 };
+	int whole = 1, readable = 1;
+
+	for (uint32_t i = 0; i < spr && readable; i++)
+		readable = !rerr[i];
+	if (readable && pc_record_whole(rec, g, lba0, &first)) {
+		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
+		return;
+	}
+	/* not whole: the sector-by-sector look says what it is instead */
+	for (uint32_t i = 0; i < spr && whole; i++) {
+		if (rerr[i] || pc_sector_check(rec + (size_t)i * PC_SECTOR, g, &h) != PC_SECT_VALID ||
+		    h.lba != lba0 + i || h.idx != i) {
+			whole = 0;
+			break;
+		}
+		if (i == 0)
+			first = h;
+		else if (h.seq != first.seq || h.cycle != first.cycle || h.flags != first.flags)
+			whole = 0;
+	}
+	if (whole) {
+		s->occ[slot] = (struct occupant){ first.seq, first.cycle, first.flags, 1 };
+		return;
+	}
+	s->occ[slot].whole = 0;
+	s->st->anomalies++;
+	sect = sect_look(g, rec, rerr);
+	if (!sect) {
+		s->ret = -ENOMEM;
+		return;
+	}
+	if (!slot_same(s, slot, sect, spr))
+		slot_report(s, slot, sect, spr, rec);
 	free(sect);
 }
 

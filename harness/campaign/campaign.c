@@ -338,15 +338,16 @@ static void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 }
 
 /* An authenticated agent's hello: check what it says, then ask for the scan. */
-static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
+/* An authenticated hello that cannot begin the cycle: the same boot as the
+ * last power-on, a slow boot, no usable region, another record size or
+ * device than the configuration's, a region the engine refused. 1 when it
+ * ended the cycle (said, on record), 0 when the board may be verified. */
+static int hello_refused(struct bctx *b, json_object *raw)
 {
-	json_object *ev = camp_ev_new(b, PC_EV_RX), *region, *v, *msg;
+	json_object *region, *v;
 	uint64_t rs = 0;
 	const char *boot_id = "";
-	int known;
 
-	json_object_object_add(ev, "msg", json_object_get(raw));
-	camp_ev_log(b, ev);
 	if (json_object_object_get_ex(raw, "boot_id", &v))
 		boot_id = json_object_get_string(v);
 	if (b->boot_id[0] && !strcmp(b->boot_id, boot_id)) {
@@ -354,7 +355,7 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		 * (or the agent survived the cut), so this cycle proves nothing */
 		camp_infra(b, "the agent's boot id %s did not change since the last power-on: the board did not "
 		      "really lose power (check the relay wiring), or an agent survived the cut", boot_id);
-		return;
+		return 1;
 	}
 	pc_strlcpy(b->boot_id, boot_id, sizeof(b->boot_id));
 	b->spoke = 1;
@@ -368,13 +369,13 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		camp_infra_ex(b, "slow_boot", x, "slow boot: the agent's HELLO came %" PRIu64 " ms after power-on, %" PRIu64
 			      " ms after the boot timeout of %u ms: raise boot_timeout_ms (to %" PRIu64 ", say); the "
 			      "device is not blamed", ms, pc_now_ms() - b->t_late, b->cfg->boot_timeout_ms, sug);
-		return;
+		return 1;
 	}
 	if (json_object_object_get_ex(raw, "region_error", &v)) {
 		/* no superblock of its own: the agent scans and writes nothing, and
 		 * the geometry the host remembers is never imposed on it */
 		camp_infra(b, "the agent has no usable powercut region: %s", json_object_get_string(v));
-		return;
+		return 1;
 	}
 	if (json_object_object_get_ex(raw, "region", &region) && json_object_object_get_ex(region, "record_size", &v))
 		rs = (uint64_t)json_object_get_int64(v);
@@ -385,7 +386,7 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 			 b->cfg->record_size);
 		ev_reason(b, PC_EV_INFRA, "%s", why);
 		camp_give_up(b, why);
-		return;
+		return 1;
 	}
 	{
 		/* the device the agent opened is the one the configuration names,
@@ -395,14 +396,26 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		if (config_device_check(b->cfg, raw, why, sizeof(why))) {
 			ev_reason(b, PC_EV_INFRA, "%s", why);
 			camp_give_up(b, why);
-			return;
+			return 1;
 		}
 	}
 	if (engine_board_refused(b->c->eng, b->cfg->name)) {
 		/* a region beyond the board's configuration: nothing of this boot is judged */
 		camp_infra(b, "%s", engine_board_refused(b->c->eng, b->cfg->name));
-		return;
+		return 1;
 	}
+	return 0;
+}
+
+static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
+{
+	json_object *ev = camp_ev_new(b, PC_EV_RX), *msg;
+	int known;
+
+	json_object_object_add(ev, "msg", json_object_get(raw));
+	camp_ev_log(b, ev);
+	if (hello_refused(b, raw))
+		return;
 	known = camp_send_known(b);
 	if (known < 0) {
 		camp_infra(b, "sending KNOWN failed: %s", camp_link_strerror(b, errno));

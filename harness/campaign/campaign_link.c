@@ -549,6 +549,59 @@ static void serial_noise(struct bctx *b, const char *line)
  * agent has proved itself, only a hello (answered with a challenge) and a
  * proof are of use; after, only lines with the session's tags.
  */
+/* A marked hello on the console while the board boots: answered with a
+ * challenge, or refused on record. */
+static void serial_hello(struct bctx *b, const struct pc_msg *m, const char *mk, size_t len)
+{
+	const char *dev = b->cfg->serial_device;
+	json_object *v;
+	unsigned slot = 0;
+
+	json_object_object_get_ex(m->obj, "board", &v);
+	if (strcmp(json_object_get_string(v), b->cfg->name)) {
+		camp_link_reject(b->c, b, 1, dev, mk, len, "a hello for board '%s' on board %s's console",
+			    json_object_get_string(v), b->cfg->name);
+	} else if (!json_object_object_get_ex(m->obj, "nonce", NULL)) {
+		camp_link_reject(b->c, b, 1, dev, mk, len, "a hello without a nonce: an agent without the "
+			    "authenticated link (update it)");
+	} else {
+		/* answer it; keep the latest few (a rogue's hello must not
+		 * push the genuine agent's out before it answers) */
+		for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
+			if (!b->link.shs[i].hello) {
+				slot = i;
+				break;
+			}
+			if (b->link.shs[i].since < b->link.shs[slot].since)
+				slot = i;
+		}
+		if (camp_hs_start(b, &b->link.shs[slot], mk, len, m->obj, b->link.sfd, 1))
+			pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
+	}
+}
+
+/* A marked proof on the console: the console becomes the board's
+ * authenticated link if it answers one of the challenges sent. */
+static void serial_proof(struct bctx *b, const struct pc_msg *m, const char *mk, size_t len)
+{
+	unsigned i;
+
+	for (i = 0; i < MAX_SERIAL_HELLOS && !camp_hs_proven(b->c, &b->link.shs[i], m->obj); i++)
+		;
+	if (i == MAX_SERIAL_HELLOS) {
+		camp_link_reject(b->c, b, 1, b->cfg->serial_device, mk, len, "a proof that answers none of the "
+				 "challenges sent: not the campaign's key, or a copied hello");
+	} else {
+		struct handshake h = b->link.shs[i];
+
+		b->link.shs[i].hello = NULL;	/* moved to h */
+		for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
+			camp_hs_clear(&b->link.shs[k]);
+		camp_authenticated(b, b->link.sfd, &h);
+		camp_hs_clear(&h);
+	}
+}
+
 static void serial_line(struct bctx *b, const char *mk, size_t len)
 {
 	struct camp *c = b->c;
@@ -571,47 +624,9 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 		json_object_object_add(ev, "msg", json_object_get(m.obj));
 		camp_ev_log(b, ev);
 	} else if (m.type == PC_MSG_HELLO) {
-		json_object *v;
-		unsigned slot = 0;
-
-		json_object_object_get_ex(m.obj, "board", &v);
-		if (strcmp(json_object_get_string(v), b->cfg->name)) {
-			camp_link_reject(c, b, 1, dev, mk, len, "a hello for board '%s' on board %s's console",
-				    json_object_get_string(v), b->cfg->name);
-		} else if (!json_object_object_get_ex(m.obj, "nonce", NULL)) {
-			camp_link_reject(c, b, 1, dev, mk, len, "a hello without a nonce: an agent without the "
-				    "authenticated link (update it)");
-		} else {
-			/* answer it; keep the latest few (a rogue's hello must not
-			 * push the genuine agent's out before it answers) */
-			for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
-				if (!b->link.shs[i].hello) {
-					slot = i;
-					break;
-				}
-				if (b->link.shs[i].since < b->link.shs[slot].since)
-					slot = i;
-			}
-			if (camp_hs_start(b, &b->link.shs[slot], mk, len, m.obj, b->link.sfd, 1))
-				pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
-		}
+		serial_hello(b, &m, mk, len);
 	} else if (m.type == PC_MSG_AUTH) {
-		unsigned i;
-
-		for (i = 0; i < MAX_SERIAL_HELLOS && !camp_hs_proven(c, &b->link.shs[i], m.obj); i++)
-			;
-		if (i == MAX_SERIAL_HELLOS) {
-			camp_link_reject(c, b, 1, dev, mk, len, "a proof that answers none of the challenges sent: "
-				    "not the campaign's key, or a copied hello");
-		} else {
-			struct handshake h = b->link.shs[i];
-
-			b->link.shs[i].hello = NULL;	/* moved to h */
-			for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-				camp_hs_clear(&b->link.shs[k]);
-			camp_authenticated(b, b->link.sfd, &h);
-			camp_hs_clear(&h);
-		}
+		serial_proof(b, &m, mk, len);
 	} else if (m.type == PC_MSG_SETUP_ERROR) {
 		/* the agent on this console cannot get to a hello and says why */
 		json_object *v, *c1, *r1;
