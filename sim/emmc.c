@@ -114,24 +114,6 @@ static int sim_map_media(struct sim_emmc *e, char *err, size_t errlen)
 	return 0;
 }
 
-/* The seeded generator: splitmix64 over (seed, session), so runs reproduce. */
-static uint64_t sim_rand(struct sim_emmc *e)
-{
-	e->rng += 0x9e3779b97f4a7c15ull;
-	return pc_mix64(e->rng);
-}
-
-uint64_t sim_below(struct sim_emmc *e, uint64_t n)
-{
-	return n ? sim_rand(e) % n : 0;
-}
-
-/* True with probability rate (always at 1.0, never at 0). */
-int sim_chance(struct sim_emmc *e)
-{
-	return (double)(sim_rand(e) >> 11) * 0x1p-53 < e->rate;
-}
-
 /*
  * The slot area, from the superblock at LBA 0 if the region is prepared, so
  * faults never land in a superblock; else everything but the 8 sectors at
@@ -149,17 +131,6 @@ static void sim_geom_load(struct sim_emmc *e)
 	e->g = g;
 	e->have_geom = 1;
 	e->slot_hi = pc_slot_lba(&g, g.nslots);
-}
-
-/* First LBA of the record holding sector lba, whose header says it is sector idx. */
-uint64_t sim_rec_start(const struct sim_emmc *e, uint64_t lba, uint32_t idx)
-{
-	if (e->have_geom && lba >= e->slot_lo && lba < e->slot_hi) {
-		uint32_t spr = pc_geom_spr(&e->g);
-
-		return e->slot_lo + (lba - e->slot_lo) / spr * spr;
-	}
-	return lba >= e->slot_lo && idx <= lba - e->slot_lo ? lba - idx : lba;
 }
 
 int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emmc **out, char *err,

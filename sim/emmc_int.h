@@ -1,8 +1,9 @@
 /*
- * emmc_int.h - the emulated eMMC's state, shared by its two files (private to
+ * emmc_int.h - the emulated eMMC's state, shared by its files (private to
  * sim/): emmc.c (power on and off, the cache, programming, the host's
- * requests) and emmc_power.c (the files that outlive a cut, and the faults
- * taken at power-on). See emmc.h and docs/sim.md.
+ * requests), emmc_power.c (the files that outlive a cut, and the faults
+ * taken at power-on) and emmc_util.c below both (the seeded generator, where
+ * a record starts). See emmc.h and docs/sim.md.
  */
 #ifndef PC_SIM_EMMC_INT_H
 #define PC_SIM_EMMC_INT_H
@@ -179,6 +180,7 @@ int sim_power_on(struct sim_emmc *e, char *err, size_t errlen);
 int sim_ring_open(struct sim_emmc *e, char *err, size_t errlen);
 void sim_ring_save(struct sim_emmc *e, uint64_t lba, uint32_t n, const uint8_t *newd);
 int sim_state_open(struct sim_emmc *e, char *err, size_t errlen);
+/* emmc_util.c */
 uint64_t sim_below(struct sim_emmc *e, uint64_t n);
 int sim_chance(struct sim_emmc *e);
 uint64_t sim_rec_start(const struct sim_emmc *e, uint64_t lba, uint32_t idx);

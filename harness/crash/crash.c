@@ -1,6 +1,7 @@
 /*
- * crash.c - one cycle's inputs read, one crash state built, scanned and
- * judged, the cycle's result. Which states: crash_states.c. See crash.h and
+ * crash.c - one cycle's inputs read (events, log, images), the cycle driven
+ * through its states, the result. Which states: crash_states.c; one state
+ * built, scanned and judged: crash_judge.c. See crash.h and
  * docs/crash-states.md.
  */
 #include "harness/crash/crash_int.h"
@@ -24,13 +25,6 @@
 #include "harness/engine/engine.h"
 #include "relay/vcache.h"
 
-static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed" };
-
-const char *crash_mode_name(enum crash_mode m)
-{
-	return (unsigned)m < CRASH_M_MAX ? mode_names[m] : "?";
-}
-
 void crash_opts_default(struct crash_opts *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -39,71 +33,13 @@ void crash_opts_default(struct crash_opts *o)
 	o->seed = 1;
 }
 
-int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
-uint64_t crash_mix(uint64_t x)
-{
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
-}
-
-static double clock_ms(clockid_t id)
-{
-	struct timespec ts;
-
-	clock_gettime(id, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static double now_ms(void)
-{
-	return clock_ms(CLOCK_MONOTONIC);
-}
-
 /* ---- inputs ---- */
-
-const char *crash_msg_type(json_object *ev)
-{
-	json_object *m, *t;
-
-	if (!json_object_object_get_ex(ev, "msg", &m) || !json_object_object_get_ex(m, "type", &t))
-		return "";
-	return json_object_get_string(t);
-}
 
 static const char *ev_kind(json_object *ev)
 {
 	json_object *k;
 
 	return json_object_object_get_ex(ev, "ev", &k) ? json_object_get_string(k) : "";
-}
-
-int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt)
-{
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, k1, &v))
-		return dflt;
-	if (k2 && !json_object_object_get_ex(v, k2, &v))
-		return dflt;
-	return json_object_get_int64(v);
-}
-
-static unsigned ev_cycle(json_object *ev)
-{
-	int64_t c = crash_ev_int(ev, "cycle", NULL, -1);
-
-	return c < 0 || c > UINT32_MAX ? UINT32_MAX : (unsigned)c;
 }
 
 static int is_scan_msg(const char *t)
@@ -134,7 +70,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 	for (size_t i = 0; i < n; i++) {
 		json_object *ev = json_object_array_get_idx(evs, i);
 
-		if (ev_cycle(ev) == cyc && !strcmp(ev_kind(ev), "power_on"))
+		if (crash_ev_cycle(ev) == cyc && !strcmp(ev_kind(ev), "power_on"))
 			start = i;
 	}
 	if (start == n)
@@ -150,7 +86,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		json_object *ev = json_object_array_get_idx(evs, i);
 		const char *k = ev_kind(ev), *t = crash_msg_type(ev);
 
-		if (ev_cycle(ev) == cyc && !cut) {
+		if (crash_ev_cycle(ev) == cyc && !cut) {
 			if (!strcmp(k, "rx") && !strcmp(t, "hello") && !hello) {
 				hello = ev;
 				json_object_array_add(c->pre, json_object_get(ev));
@@ -164,7 +100,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 				cut = ev;
 				json_object_array_add(c->mid, json_object_get(ev));
 			}
-		} else if (ev_cycle(ev) == cyc + 1) {
+		} else if (crash_ev_cycle(ev) == cyc + 1) {
 			if (!on2 && !strcmp(k, "power_on"))
 				on2 = ev;
 			else if (on2 && !hello2 && !strcmp(k, "rx") && !strcmp(t, "hello"))
@@ -508,29 +444,6 @@ static int map_sectors(struct ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi)
-{
-	json_object *m;
-	int64_t f, k;
-	uint64_t a, b, end = c->first + c->nrec;
-
-	*lo = *hi = 0;
-	if (strcmp(crash_msg_type(ev), "ack") || !json_object_object_get_ex(ev, "msg", &m))
-		return -1;
-	/* numbers an edited events.jsonl may hold: clamped, never looped over */
-	f = crash_ev_int(m, "first", NULL, 0);
-	k = crash_ev_int(m, "n", NULL, 0);
-	if (f < 1 || k < 1 || (uint64_t)k > UINT64_MAX - (uint64_t)f)
-		return 1;
-	a = (uint64_t)f;
-	b = a + (uint64_t)k;
-	if (b <= c->first || a >= end)
-		return 1;
-	*lo = (size_t)((a > c->first ? a : c->first) - c->first);
-	*hi = (size_t)((b < end ? b : end) - c->first);
-	return a < c->first || b > end;
-}
-
 /* The ACKs before the cut, per record. */
 static void acks_read(struct ctx *c)
 {
@@ -540,66 +453,6 @@ static void acks_read(struct ctx *c)
 		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) >= 0)
 			for (size_t r = lo; r < hi; r++)
 				c->rec[r].acked = 1;
-}
-
-/* ---- one state ---- */
-
-static int collect(json_object *v, void *arg)
-{
-	struct ctx *c = arg;
-
-	if (ev_cycle(v) == c->in->cycle && !c->verdict)
-		c->verdict = json_object_get(v);
-	return 0;
-}
-
-static int feed(struct ctx *c, json_object *ev)
-{
-	if (!c->feed_rc)
-		c->feed_rc = engine_feed(c->eng, ev, c->feed_err, sizeof(c->feed_err));
-	return c->feed_rc;
-}
-
-/* The scan's messages fed to the engine as the next boot's rx events (or kept, for the base). */
-struct emit_arg {
-	struct ctx *c;
-	json_object *keep;	/* NULL: feed */
-	unsigned cycle;
-};
-
-static int emit(json_object *msg, void *arg)
-{
-	struct emit_arg *a = arg;
-	json_object *ev = json_object_new_object();
-
-	if (!ev) {
-		json_object_put(msg);
-		return -ENOMEM;
-	}
-	json_object_object_add(ev, "t", json_object_new_int64(a->c->post_t));
-	json_object_object_add(ev, "board", json_object_new_string(a->c->in->board));
-	json_object_object_add(ev, "cycle", json_object_new_int64(a->cycle));
-	json_object_object_add(ev, "ev", json_object_new_string("rx"));
-	json_object_object_add(ev, "msg", msg);
-	if (a->keep) {
-		json_object_array_add(a->keep, ev);
-		return 0;
-	}
-	feed(a->c, ev);
-	json_object_put(ev);
-	return a->c->feed_rc;
-}
-
-json_object *crash_verify_event(struct ctx *c, unsigned cycle, json_object *msg)
-{
-	json_object *ev = json_object_new_object();
-
-	json_object_object_add(ev, "t", json_object_new_int64(c->post_t));
-	json_object_object_add(ev, "board", json_object_new_string(c->in->board));
-	json_object_object_add(ev, "cycle", json_object_new_int64(cycle));
-	json_object_object_add(ev, "ev", json_object_new_string("verify"));
-	json_object_object_add(ev, "msg", msg);
-	return ev;
 }
 
 static int pos_cmp(const void *a, const void *b)
@@ -652,258 +505,6 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	return c->verify ? 0 : crash_fail(err, errlen, -ENOMEM, "out of memory");
 }
 
-static int base_scan(struct ctx *c, char *err, size_t errlen)
-{
-	struct emit_arg a = { c, NULL, c->in->cycle };
-	struct scan_stats st;
-	int rc;
-
-	c->base_scan = json_object_new_array();
-	a.keep = c->base_scan;
-	json_object_array_add(c->base_scan, crash_verify_event(c, c->in->cycle, pc_msg_verify(c->pattern, 1)));
-	rc = region_scan(&c->reg, c->pattern, NULL, 0, emit, &a, &st);
-	if (rc)
-		return crash_fail(err, errlen, rc, "scanning the base image %s: %s", c->in->base, strerror(-rc));
-	return 0;
-}
-
-/* Compose the state's image from keep[] and write it; recnew[] follows. */
-static int state_write(struct ctx *c, char *err, size_t errlen)
-{
-	for (size_t i = 0; i < c->next; i++)
-		memcpy(c->ext[i].buf, c->ext[i].base, (size_t)c->ext[i].n * 512);
-	memset(c->recnew, 0, c->nrec * c->spr);
-	for (size_t i = 0; i < c->nw; i++) {
-		const struct cwrite *w = &c->w[i];
-		unsigned char *dst = c->ext[w->ext].buf + w->ext_off;
-
-		for (uint64_t k = 0; k < w->n; k++) {
-			size_t s = w->sect0 + k;
-
-			if (!c->keep[s])
-				continue;
-			memcpy(dst + k * 512, c->data + s * 512, 512);
-			if (c->tgt[s] >= 0)
-				c->recnew[c->tgt[s]] = c->isnew[s];
-		}
-	}
-	for (size_t i = 0; i < c->next; i++)
-		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].buf, (size_t)c->ext[i].n * 512);
-	(void)err;
-	(void)errlen;
-	return 0;
-}
-
-enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_N };
-static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn" };
-
-struct expect {
-	unsigned counts[X_N];
-	int fail;
-	unsigned lost;		/* acknowledged records not intact */
-};
-
-/* What the state holds, record by record: the ground truth. */
-static void state_truth(struct ctx *c, struct expect *x, uint8_t *viol)
-{
-	memset(x, 0, sizeof(*x));
-	for (size_t i = 0; i < c->nrec; i++) {
-		unsigned nnew = 0, cls;
-
-		for (uint32_t k = 0; k < c->spr; k++)
-			nnew += c->recnew[i * c->spr + k];
-		cls = nnew == c->spr ? X_INTACT : nnew == 0 ? (c->racked[i] ? X_LOST_ACKED : X_NOT_WRITTEN) : X_TORN;
-		x->counts[cls]++;
-		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation);
-		x->lost += c->racked[i] && cls != X_INTACT;
-		x->fail |= viol[i];
-	}
-}
-
-void crash_note(struct ctx *c, const char *fmt, ...)
-{
-	char buf[512];
-	va_list ap;
-
-	if (json_object_array_length(c->r->notes) >= CRASH_MAX_LISTED || c->no_truth)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	json_object_array_add(c->r->notes, json_object_new_string(buf));
-}
-
-/*
- * Judge the state in keep[] (or, img_ready, the image already written) with
- * acks up to ack_limit. 1 when the verdict says what the state holds, 0 when
- * it does not, -errno. *failed: the verdict is FAIL.
- */
-int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
-		       char *err, size_t errlen)
-{
-	struct emit_arg a = { c, NULL, c->in->cycle + 1 };
-	uint8_t *viol = c->racked + 0;	/* replaced below */
-	struct expect x;
-	struct scan_stats st;
-	json_object *cnt, *v, *fnd;
-	size_t acks = 0, nviol_found = 0;
-	int rc, ok = 1;
-	double t0 = now_ms();
-
-	viol = calloc(c->nrec, 1);
-	if (!viol)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
-	if (!img_ready && (rc = state_write(c, err, errlen))) {
-		free(viol);
-		return rc;
-	}
-	/* acknowledged in this state: the ACK events up to the limit */
-	memset(c->racked, 0, c->nrec);
-	for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
-		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) < 0 || acks++ >= c->ack_limit)
-			continue;
-		for (size_t r = lo; r < hi; r++)
-			c->racked[r] = 1;
-	}
-	state_truth(c, &x, viol);
-	c->eng = engine_new("crash-states", collect, NULL, c);
-	c->feed_rc = 0;
-	c->verdict = NULL;
-	if (!c->eng) {
-		free(viol);
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
-	}
-	if (c->in->config && engine_configure(c->eng, c->in->config, c->feed_err, sizeof(c->feed_err)))
-		c->feed_rc = -EINVAL;
-	for (size_t i = 0; i < json_object_array_length(c->pre); i++)
-		feed(c, json_object_array_get_idx(c->pre, i));
-	for (size_t i = 0; i < json_object_array_length(c->base_scan); i++)
-		feed(c, json_object_array_get_idx(c->base_scan, i));
-	acks = 0;
-	for (size_t i = 0; i < json_object_array_length(c->mid); i++) {
-		json_object *ev = json_object_array_get_idx(c->mid, i);
-
-		if (!strcmp(crash_msg_type(ev), "ack") && acks++ >= c->ack_limit)
-			continue;
-		feed(c, ev);
-	}
-	for (size_t i = 0; i < json_object_array_length(c->post); i++)
-		feed(c, json_object_array_get_idx(c->post, i));
-	feed(c, c->verify);
-	if (!c->feed_rc) {
-		json_object *vm;
-		struct pc_msg m;
-		struct pc_posrange *rg = NULL;
-		uint32_t nrg = 0;
-
-		/* the same positions the verify event asked for */
-		if (json_object_object_get_ex(c->verify, "msg", &vm) && !pc_msg_parse_obj(vm, &m, err, errlen)) {
-			if (!m.u.verify.full) {
-				rg = m.u.verify.ranges;
-				nrg = m.u.verify.nranges;
-			}
-			rc = region_scan(&c->reg, c->pattern, rg, nrg, emit, &a, &st);
-			pc_msg_clear(&m);
-			if (rc && !c->feed_rc)
-				c->feed_rc = rc;
-		}
-	}
-	engine_free(c->eng);
-	c->eng = NULL;
-	if (c->feed_rc) {
-		json_object_put(c->verdict);
-		free(viol);
-		return crash_fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
-			    "or the scan refused: %s", c->in->board, c->in->cycle, label, c->feed_err);
-	}
-	if (!c->verdict) {
-		free(viol);
-		return crash_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
-			    c->in->board, c->in->cycle, label);
-	}
-	if (c->o->hook)
-		c->o->hook(c->verdict, c->o->hook_arg);
-	fnd = json_object_object_get(c->verdict, "findings");
-	if (c->cap_hi) {
-		json_object *arr = json_object_new_array();
-
-		for (size_t i = 0; arr && fnd && i < json_object_array_length(fnd); i++) {
-			json_object *f = json_object_array_get_idx(fnd, i);
-			int64_t s = crash_ev_int(f, "seq", NULL, -1);
-
-			if (s >= (int64_t)c->cap_lo && s <= (int64_t)c->cap_hi)
-				json_object_array_add(arr, json_object_get(f));
-		}
-		free(c->captured);
-		c->captured = arr ? strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN)) : NULL;
-		json_object_put(arr);
-	}
-	/* compare: the outcome, the classes' counts, and which seqs are violations */
-	*failed = !strcmp(json_object_get_string(json_object_object_get(c->verdict, "verdict")), "FAIL");
-	if (*failed != x.fail)
-		ok = 0;
-	cnt = json_object_object_get(c->verdict, "counts");
-	json_object_object_foreach(cnt, k, cv) {
-		int64_t want = 0;
-
-		for (unsigned i = 0; i < X_N; i++)
-			if (!strcmp(k, x_names[i]))
-				want = x.counts[i];
-		if (json_object_get_int64(cv) != want) {
-			ok = 0;
-			crash_note(c, "cycle %u %s %s: %s %" PRId64 ", the state holds %" PRId64, c->in->cycle,
-			     crash_mode_name(mode), label, k, json_object_get_int64(cv), want);
-		}
-	}
-	for (size_t i = 0; fnd && i < json_object_array_length(fnd); i++) {
-		json_object *f = json_object_array_get_idx(fnd, i);
-		int64_t s;
-
-		if (!json_object_object_get_ex(f, "violation", &v) || !json_object_get_boolean(v))
-			continue;
-		s = crash_ev_int(f, "seq", NULL, -1);
-		nviol_found++;
-		if (s < (int64_t)c->first || (uint64_t)s >= c->first + c->nrec || !viol[s - (int64_t)c->first]) {
-			ok = 0;
-			crash_note(c, "cycle %u %s %s: the verdict names seq %" PRId64 " a violation; the state does not",
-			     c->in->cycle, crash_mode_name(mode), label, s);
-		}
-	}
-	{
-		size_t want = 0;
-
-		for (size_t i = 0; i < c->nrec; i++)
-			want += viol[i];
-		if (want != nviol_found) {
-			ok = 0;
-			crash_note(c, "cycle %u %s %s: %zu violations named, the state holds %zu", c->in->cycle,
-			     crash_mode_name(mode), label, nviol_found, want);
-		}
-	}
-	if (!ok && x.fail != *failed)
-		crash_note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
-		     label, *failed ? "FAIL" : "PASS", x.fail ? "FAIL" : "PASS");
-	c->r->lost_acked_states += x.lost > 0;
-	c->r->ms_by_mode[mode] += now_ms() - t0;
-	c->r->by_mode[mode]++;
-	json_object_put(c->verdict);
-	c->verdict = NULL;
-	free(viol);
-	return ok;
-}
-
-/* A legal state: counted, and a mismatch when its verdict is wrong. */
-int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen)
-{
-	int failed, rc = crash_state_judge(c, mode, label, 0, &failed, err, errlen);
-
-	if (rc < 0)
-		return rc;
-	c->r->states++;
-	c->r->mismatches += rc == 0;
-	return 0;
-}
-
 static void ctx_free(struct ctx *c)
 {
 	for (size_t i = 0; c->ext && i < c->next; i++) {
@@ -938,7 +539,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 {
 	struct ctx c;
 	struct design d = { 0, 0, NULL };
-	double t0 = now_ms(), c0 = clock_ms(CLOCK_PROCESS_CPUTIME_ID);
+	double t0 = crash_clock_ms(CLOCK_MONOTONIC), c0 = crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
 	int rc;
 
 	memset(r, 0, sizeof(*r));
@@ -958,7 +559,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	if ((rc = events_pick(&c, err, errlen)) || (rc = log_load(&c, err, errlen)) ||
 	    (rc = image_make(&c, err, errlen)) || (rc = in_flight_fill(&c, err, errlen)) ||
 	    (rc = map_sectors(&c, err, errlen)) ||
-	    (rc = verify_make(&c, err, errlen)) || (rc = base_scan(&c, err, errlen)))
+	    (rc = verify_make(&c, err, errlen)) || (rc = crash_base_scan(&c, err, errlen)))
 		goto out;
 	if (crash_design_make(&d, c.spr)) {
 		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
@@ -1002,8 +603,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		goto out;
 	if (in->post && (rc = crash_observed(&c, &d, err, errlen)))
 		goto out;
-	r->ms = now_ms() - t0;
-	r->cpu_ms = clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
+	r->ms = crash_clock_ms(CLOCK_MONOTONIC) - t0;
+	r->cpu_ms = crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
 out:
 	free(d.col);
 	ctx_free(&c);

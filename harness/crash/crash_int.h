@@ -1,17 +1,20 @@
 /*
- * crash_int.h - the crash-state checker's state, shared by its two parts.
+ * crash_int.h - the crash-state checker's state, shared by its three parts,
+ * in layers (each calls only the ones below it).
  * Nothing outside harness/crash includes it: crash.h is the interface.
  *
- *   crash.c         the inputs (events, log, images), one state built,
- *                   scanned and judged, the result
+ *   crash.c         the inputs (events, log, images), the cycle driven
+ *                   through its states, the result
  *   crash_states.c  which states: subsets, tears (the covering design),
  *                   virtual cuts, illegal states, the observed image
+ *   crash_judge.c   one state built, scanned and judged; shared helpers
  */
 #ifndef PC_HARNESS_CRASH_INT_H
 #define PC_HARNESS_CRASH_INT_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
@@ -114,17 +117,23 @@ struct design {
 	uint64_t *col;
 };
 
-/* -errno rc, err set from fmt. */
+/* crash_judge.c: helpers, then one state. -errno rc, err set from fmt. */
 int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 uint64_t crash_mix(uint64_t x);
 /* An rx event's message type ("" when none); a number in an object (k2: in its member k1). */
 const char *crash_msg_type(json_object *ev);
 int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt);
+/* An event's cycle (UINT32_MAX when none or out of range). */
+unsigned crash_ev_cycle(json_object *ev);
+/* A clock's time in ms (CLOCK_MONOTONIC, CLOCK_PROCESS_CPUTIME_ID). */
+double crash_clock_ms(clockid_t id);
 /* The records [*lo, *hi) of the cycle an ACK event names: -1 not an ACK, 0 all it names are the
  * cycle's, 1 it names others too (or none of the cycle's). */
 int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi);
 /* A verify event of the next boot (takes msg). */
 json_object *crash_verify_event(struct ctx *c, unsigned cycle, json_object *msg);
+/* The base image scanned into c->base_scan (a verify event and the scan's rx events). 0 or -errno. */
+int crash_base_scan(struct ctx *c, char *err, size_t errlen);
 /* One of the result's first CRASH_MAX_LISTED notes. */
 void crash_note(struct ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /*
