@@ -290,12 +290,18 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		fprintf(x->out, "not running: the last run (pid %ld on %s) stopped with cycles left (ended %s); the same "
 		       "powercut run command resumes it\n", li->pid, li->host, t1);
 		break;
-	case RUN_FINISHED:
+	case RUN_FINISHED: {
+		const char *rule = "";
+
+		for (unsigned i = 0; i < x->nb; i++)
+			if (stopped_by_rule(&x->b[i].ev))
+				rule = " or stopped by its rule";
 		if (li->known && li->ended)
-			fprintf(x->out, "finished: every board ran its cycles or stopped by its rule (the last run ended %s)\n", t1);
+			fprintf(x->out, "finished: every board ran its cycles%s (the last run ended %s)\n", rule, t1);
 		else
-			fprintf(x->out, "finished: every board ran its cycles or stopped by its rule\n");
+			fprintf(x->out, "finished: every board ran its cycles%s\n", rule);
 		break;
+	}
 	case RUN_NOT_RUNNING:
 		fprintf(x->out, "not running\n");
 		break;

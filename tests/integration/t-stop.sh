@@ -20,12 +20,14 @@ trap 'pc_rc=$?; for p in $pids; do kill $p 2>/dev/null; done; rm_T' EXIT
 clock() { tail -1 "$1/events.jsonl" | jq '.t'; }
 verdicts() { jq -rs 'sort_by(.cycle) | map(.verdict) | join(" ")' "$1/verdicts.jsonl"; }
 
-# ---- the fault matrix's brick board (bench/fault-matrix.json), alone:
-# boot_timeout_ms 300 as bench/fault-matrix --long has it (a bricked board
-# otherwise waits 2 s a boot), bricking at rate 1.0: at its first boot past the quiet ones (the second)
+# ---- the fault matrix's brick board (bench/fault-matrix.json), alone, 10
+# cycles: boot_timeout_ms 1500 (the matrix's 2000 would only wait longer; a
+# loaded machine can take more than 300 ms to boot a sim board, and a board
+# never heard is a setup matter, not a BOOT_FAIL), bricking at rate 1.0: at
+# its first boot past the quiet ones (the second)
 brick() { # NAME STOP_JSON
-	sed 's/@CYCLES@/16/' bench/fault-matrix.json | jq --argjson stop "$2" '.campaign = "'"$1"'" |
-		.boards |= map(select(.name == "brick") | .boot_timeout_ms = 300 | .device.rate = 1.0 |
+	sed 's/@CYCLES@/10/' bench/fault-matrix.json | jq --argjson stop "$2" '.campaign = "'"$1"'" |
+		.boards |= map(select(.name == "brick") | .boot_timeout_ms = 1500 | .device.rate = 1.0 |
 		if $stop == null then . else .stop = $stop end)' > "$T/$1.json"
 }
 brick never '{"boot_fails": 0}'
@@ -36,7 +38,7 @@ rc_never=$?
 rc=$?
 echo "  rule off: $(verdicts "$T/never")"
 echo "  rule on:  $(verdicts "$T/dies")"
-nb=$(jq -s '[.[] | select(.verdict == "BOOT_FAIL" and .cycle <= 16)] | length' "$T/never/verdicts.jsonl")
+nb=$(jq -s '[.[] | select(.verdict == "BOOT_FAIL")] | length' "$T/never/verdicts.jsonl")
 check "with the rule off the bricked board times out boot after boot ($nb BOOT_FAIL cycles >= 5)" [ "$nb" -ge 5 ]
 check "...and exits 1 (was $rc_never)" [ "$rc_never" -eq 1 ]
 check "with stop.boot_fails at its default (3), the run exits 1: a BOOT_FAIL (was $rc)" [ "$rc" -eq 1 ]
