@@ -320,6 +320,8 @@ static void camp_on_msg(struct bctx *b, struct pc_msg *m, json_object *raw)
 			b->consecutive_infra = 0;
 			if (b->cycle > c->cycles)
 				final_verified(b);
+			else if (camp_stop_due(b))	/* a rule stops it before it writes */
+				final_verified(b);
 			else
 				camp_start_work(b);
 		}
@@ -629,7 +631,7 @@ void camp_loop(struct camp *c)
 	struct loop_fds f;
 
 	c->lops = &machine_ops;
-	while (!all_done(c) && !stop_flag && !c->fatal) {
+	while (!all_done(c) && !stop_flag && !c->fatal && !camp_disk_low(c, 0)) {
 		uint64_t next = loop_timers(c), now;
 		int timeout, ret;
 

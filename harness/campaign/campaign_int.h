@@ -18,6 +18,7 @@
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_link.h"
 #include "harness/campaign/campaign_plan.h"
+#include "harness/campaign/campaign_stop.h"
 #include "harness/engine/engine.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
@@ -77,6 +78,7 @@ struct bctx {
 	char said[PC_PROTO_MAX_REASON + 1];
 	char said_via[PATH_MAX + 64];
 	struct camp_tally tally;	/* campaign_resume.c's */
+	struct camp_stop stop;		/* campaign_stop.c's */
 	unsigned cycles_run;	/* in this run: each board's pace, for progress */
 };
 
@@ -103,6 +105,7 @@ struct camp {
 	struct pc_auth_key key;
 	/* resume: verdicts already in the file */
 	json_object *seen_verdicts;	/* "board/cycle" -> true */
+	struct camp_disk disk;		/* campaign_stop.c's: the results filesystem's floor */
 };
 
 /* The campaign's files, in layers: each calls only those above it in this

@@ -67,6 +67,7 @@ static struct bctx *tally(struct camp *c, const char *board, json_object *v)
 	default:
 		b->tally.infra++;
 	}
+	camp_stop_count(b, v);
 	return b;
 }
 
@@ -171,6 +172,7 @@ static int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
 				if (json_object_object_get_ex(m, "boot_id", &id))
 					pc_strlcpy(b->boot_id, json_object_get_string(id), sizeof(b->boot_id));
 			}
+			camp_stop_replayed(b, ev);
 		}
 	}
 	if (engine_feed(c->eng, ev, err, sizeof(err)))
@@ -199,6 +201,32 @@ int camp_resume(struct camp *c, const char *dir)
 	return 0;
 }
 
+/* Do two configurations say the same of when to stop (campaign_stop.h)? */
+static int stop_keys_same(json_object *a, json_object *b)
+{
+	static const char *const keys[] = { "target", "results_min_free" };
+	json_object *x, *y, *ba, *bb;
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(keys); i++) {
+		x = y = NULL;
+		json_object_object_get_ex(a, keys[i], &x);
+		json_object_object_get_ex(b, keys[i], &y);
+		if (!json_object_equal(x, y))
+			return 0;
+	}
+	if (!json_object_object_get_ex(a, "boards", &ba) || !json_object_object_get_ex(b, "boards", &bb) ||
+	    json_object_array_length(ba) != json_object_array_length(bb))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(ba); i++) {
+		x = y = NULL;
+		json_object_object_get_ex(json_object_array_get_idx(ba, i), "stop", &x);
+		json_object_object_get_ex(json_object_array_get_idx(bb, i), "stop", &y);
+		if (!json_object_equal(x, y))
+			return 0;
+	}
+	return 1;
+}
+
 int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 {
 	char path[PATH_MAX + 32];
@@ -208,8 +236,10 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 
 	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, c->res.dir);
 	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
-	/* --cycles may grow a campaign: compare everything else */
+	/* --cycles may grow a campaign, and when to stop is the run's choice:
+	 * compare everything else */
 	json_object_object_del(cfgcopy, "cycles");
+	camp_stop_keys_del(cfgcopy);
 	old = json_object_from_file(path);
 	*existing = old != NULL;
 	if (old) {
@@ -229,15 +259,32 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 		json_object_object_get_ex(old, "config", &oc);
 		json_object_deep_copy(oc, &ocopy, NULL);
 		json_object_object_del(ocopy, "cycles");
+		camp_stop_keys_del(ocopy);
 		same = ocopy && json_object_equal(ocopy, cfgcopy);
 		json_object_put(ocopy);
-		json_object_put(old);
 		json_object_put(cfgcopy);
 		if (!same) {
+			json_object_put(old);
 			snprintf(err, errlen, "%s holds a campaign with a different configuration; resume it with "
 				 "the configuration it was started with, or choose another --results folder", c->res.dir);
 			return -EEXIST;
 		}
+		/* the stop keys of this run, on record (status reads the target
+		 * and the floor there); the first run's cycles stay */
+		json_object_object_get_ex(old, "config", &oc);
+		if (oc && !stop_keys_same(oc, c->cfg->root)) {
+			json_object *nc = NULL, *cy = NULL;
+			int ret;
+
+			json_object_deep_copy(c->cfg->root, &nc, NULL);
+			if (json_object_object_get_ex(oc, "cycles", &cy))
+				json_object_object_add(nc, "cycles", json_object_get(cy));
+			json_object_object_add(old, "config", nc);
+			ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, old, err, errlen);
+			json_object_put(old);
+			return ret;
+		}
+		json_object_put(old);
 		return 0;
 	}
 	json_object_put(cfgcopy);

@@ -152,6 +152,8 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 			camp_set_state(b, B_DONE, UINT64_MAX);
 			continue;
 		}
+		if (camp_stop_at_start(b))
+			continue;	/* a rule stopped it, in an earlier run or now */
 		if (c->resuming)
 			pc_info("board %s: resuming at cycle %u%s", b->cfg->name, b->cycle,
 				es.pending ? " (the last cycle's writes are checked first)" : "");
@@ -295,16 +297,20 @@ static int camp_finish(struct camp *c, const char *dir)
 	 * one the board reached, never beyond what the engine has seen. */
 	for (unsigned i = 0; i < c->nb && !c->fatal; i++) {
 		struct bctx *b = &c->b[i];
-		json_object *ev = camp_ev_new(b, PC_EV_RUN_END);
+		json_object *ev;
 		unsigned last = b->cycle - 1 < c->cycles ? b->cycle - 1 : c->cycles;
 
+		if (b->stop.run_ended)
+			continue;	/* stopped by a rule: its run_end is written */
+		ev = camp_ev_new(b, PC_EV_RUN_END);
 		json_object_object_add(ev, "cycle", json_object_new_int64(last));
 		json_object_object_add(ev, "cycles", json_object_new_int64(c->cycles));
-		json_object_object_add(ev, "end", json_object_new_string(
-			b->given_up[0] ? pc_run_end_names[PC_END_GIVEN_UP] : b->st == B_DONE ? pc_run_end_names[PC_END_FINISHED] : pc_run_end_names[PC_END_INTERRUPTED]));
+		json_object_object_add(ev, "end", json_object_new_string(camp_stop_end_name(b)));
 		camp_ev_log(b, ev);
 	}
 	results_sync(&c->res);
+	if (c->disk.below)
+		return CAMPAIGN_ERROR;	/* said when it was found; every verdict is on disk */
 	if (camp_stopped())
 		pc_warn("interrupted (signal %d); every verdict so far is on disk; run the same command to resume",
 			camp_stopped());
@@ -386,6 +392,8 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		goto out;
 	json_object_put(c.seen_verdicts);
 	c.seen_verdicts = NULL;
+	if (camp_disk_low(&c, 1))
+		goto out;	/* below results_min_free already: said, nothing started */
 	c.t0 = pc_now_ms();
 	if (c.format >= 2 && run_start(&c)) {
 		pc_err("%s/events.jsonl: write failed", dir);

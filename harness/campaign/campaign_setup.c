@@ -193,7 +193,7 @@ void camp_boot_judge(struct bctx *b)
 	struct camp *c = b->c;
 	struct camp_console_facts f;
 	char path[PATH_MAX + 64], cons[PATH_MAX + 300];
-	unsigned attempts = b->attempt + 1;
+	unsigned attempts = b->attempt + 1, dead = 0;
 	int setup;
 	json_object *x, *ev;
 
@@ -253,9 +253,17 @@ void camp_boot_judge(struct bctx *b)
 		f.kernel[0] ? "kernel" : "output"));
 	if (b->said[0])
 		json_object_object_add(ev, "agent_said", said_json(b));
+	/* stop.boot_fails in a row: the device is dead, its finding (the
+	 * engine puts it in the verdict) */
+	if (b->cycle <= c->cycles && (dead = camp_stop_dead(b)))
+		json_object_object_add(ev, PC_DEAD_DEVICE, json_object_new_int64(dead));
 	camp_ev_log(b, ev);
 	if (b->cycle > c->cycles) {
 		camp_set_state(b, B_DONE, UINT64_MAX);
+		return;
+	}
+	if (dead) {
+		camp_stop_dead_board(b, dead);
 		return;
 	}
 	b->consecutive_infra = 0;

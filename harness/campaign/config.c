@@ -110,7 +110,117 @@ fail:
 /* ---- the document ---- */
 
 static const char *const top_keys[] = { "campaign", "cycles", "seed", "listen", "key_file", "incomplete_infra_share",
-					  "defaults", "boards", NULL };
+					  "target", "results_min_free", "defaults", "boards", NULL };
+
+/* A number within [lo, hi] (either end open when its flag says so). */
+static int cfg_num(struct cfg_ctx *x, json_object *v, const char *path, double lo, int lo_open, double hi,
+		   int hi_open, const char *what, double *out)
+{
+	double d;
+
+	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
+		return cfg_fail(x, path, "expected a number (%s), got %s", what, cfg_jtype(v));
+	d = json_object_get_double(v);
+	if (!(lo_open ? d > lo : d >= lo) || !(hi_open ? d < hi : d <= hi))
+		return cfg_fail(x, path, "%g is out of range %s%g..%g%s (%s)", d, lo_open ? "(" : "", lo, hi,
+				hi_open ? ", exclusive)" : lo_open ? ")" : "", what);
+	*out = d;
+	return 0;
+}
+
+/* "target": {"rate": 0.001, "confidence": 0.95}: a board stops once each of
+ * its modes shows its per-cut violation rate below rate at confidence. */
+static int cfg_target(struct cfg_ctx *x, json_object *t, struct campaign_cfg *c)
+{
+	static const char *const keys[] = { "rate", "confidence", NULL };
+	json_object *v;
+	int rc;
+
+	if (!json_object_is_type(t, json_type_object))
+		return cfg_fail(x, "target", "expected {\"rate\": R, \"confidence\": C}, got %s", cfg_jtype(t));
+	if ((rc = cfg_check_keys(x, t, "target", keys)))
+		return rc;
+	if (!(v = cfg_jget(t, "rate")))
+		return cfg_fail(x, "target", "missing required key 'rate' (the per-cut violation rate to show "
+				"the device below, e.g. 0.001 for 0.1%%)");
+	if ((rc = cfg_num(x, v, "target.rate", CFG_TARGET_RATE_MIN, 0, 1.0, 1,
+			  "a share of the cuts: 0.001 is 0.1%", &c->target_rate)))
+		return rc;
+	c->target_confidence = CFG_DEFAULT_TARGET_CONF;
+	if ((v = cfg_jget(t, "confidence")) &&
+	    (rc = cfg_num(x, v, "target.confidence", CFG_TARGET_CONF_MIN, 0, CFG_TARGET_CONF_MAX, 0,
+			  "0.95 is 95%", &c->target_confidence)))
+		return rc;
+	return 0;
+}
+
+/* "results_min_free": bytes, an integer or "256M". */
+static int cfg_min_free(struct cfg_ctx *x, json_object *v, uint64_t *out)
+{
+	if (json_object_is_type(v, json_type_string)) {
+		if (pc_parse_u64(json_object_get_string(v), 1, out) != 0)
+			return cfg_fail(x, "results_min_free", "expected bytes, as an integer or a string like "
+					"\"256M\", got '%s'", json_object_get_string(v));
+	} else if (json_object_is_type(v, json_type_int)) {
+		int rc = cfg_u64(x, v, "results_min_free", 0, CFG_MAX_MIN_FREE, out);
+		if (rc)
+			return rc;
+	} else {
+		return cfg_fail(x, "results_min_free", "expected bytes, as an integer or a string like \"256M\", got %s",
+				cfg_jtype(v));
+	}
+	if (*out > CFG_MAX_MIN_FREE)
+		return cfg_fail(x, "results_min_free", "%" PRIu64 " bytes is more than 1T: a typo?", *out);
+	return 0;
+}
+
+void config_set_target(struct campaign_cfg *c, double rate, double confidence)
+{
+	json_object *t = json_object_new_object();
+
+	c->target_rate = rate;
+	c->target_confidence = confidence;
+	cfg_put(t, "rate", json_object_new_double(rate));
+	cfg_put(t, "confidence", json_object_new_double(confidence));
+	if (c->root)
+		cfg_put(c->root, "target", t);
+	else
+		json_object_put(t);
+}
+
+int config_target_parse(const char *s, double *rate, double *confidence, char *err, size_t errlen)
+{
+	char *end;
+	double r, c = CFG_DEFAULT_TARGET_CONF;
+
+	errno = 0;
+	r = strtod(s, &end);
+	if (end == s || errno || (*end && *end != ','))
+		goto bad;
+	if (*end == ',') {
+		const char *cs = end + 1;
+
+		c = strtod(cs, &end);
+		if (end == cs || errno || *end)
+			goto bad;
+	}
+	if (!(r >= CFG_TARGET_RATE_MIN && r < 1.0)) {
+		snprintf(err, errlen, "target rate %g is out of range %g..1 (exclusive): a share of the cuts, 0.001 "
+			 "is 0.1%%", r, CFG_TARGET_RATE_MIN);
+		return -EINVAL;
+	}
+	if (!(c >= CFG_TARGET_CONF_MIN && c <= CFG_TARGET_CONF_MAX)) {
+		snprintf(err, errlen, "target confidence %g is out of range %g..%g (0.95 is 95%%)", c,
+			 CFG_TARGET_CONF_MIN, CFG_TARGET_CONF_MAX);
+		return -EINVAL;
+	}
+	*rate = r;
+	*confidence = c;
+	return 0;
+bad:
+	snprintf(err, errlen, "'%s': expected RATE or RATE,CONFIDENCE (e.g. 0.001 or 0.001,0.95)", s);
+	return -EINVAL;
+}
 
 static int cfg_defaults(struct cfg_ctx *x, json_object *d)
 {
@@ -217,6 +327,11 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 			return cfg_fail(x, "incomplete_infra_share", "%g is out of range 0..1 (a share of the cycles: "
 					"0.1 is 10%%)", c->incomplete_infra_share);
 	}
+	if ((v = cfg_jget(doc, "target")) && (rc = cfg_target(x, v, c)))
+		return rc;
+	c->min_free = CFG_DEFAULT_MIN_FREE;
+	if ((v = cfg_jget(doc, "results_min_free")) && (rc = cfg_min_free(x, v, &c->min_free)))
+		return rc;
 	if ((x->defaults = cfg_jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
 		return rc;
 	if (!(v = cfg_jget(doc, "boards")))
@@ -238,6 +353,17 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 	 * before the key still resumes, and the report applies the same default */
 	if (share)
 		cfg_put(root, "incomplete_infra_share", cfg_copy(share));
+	/* likewise; status reads the target from campaign.json */
+	if (cfg_jget(doc, "target")) {
+		json_object *t = json_object_new_object(), *tv = cfg_jget(doc, "target");
+
+		cfg_put(t, "rate", cfg_copy(cfg_jget(tv, "rate")));
+		cfg_put(t, "confidence", cfg_jget(tv, "confidence") ? cfg_copy(cfg_jget(tv, "confidence")) :
+			json_object_new_double(c->target_confidence));
+		cfg_put(root, "target", t);
+	}
+	if (cfg_jget(doc, "results_min_free"))
+		cfg_put(root, "results_min_free", json_object_new_uint64(c->min_free));
 	cfg_put(root, "boards", boards);
 	return cfg_boards(x, v, c, boards);
 }

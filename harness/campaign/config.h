@@ -28,6 +28,19 @@
 /* incomplete_infra_share: a device with a larger share of INFRA_ERROR cycles
  * is INCOMPLETE in the report (and `run` exits 3), never PASS */
 #define CFG_DEFAULT_INCOMPLETE_INFRA_SHARE	0.10
+/* stop.boot_fails: this many BOOT_FAILs in a row and the board's device is
+ * dead (a finding of the device): the board stops. 0: never. */
+#define CFG_DEFAULT_STOP_BOOT_FAILS	3u
+#define CFG_MAX_STOP_BOOT_FAILS		1000u
+/* results_min_free: the campaign stops cleanly (exit 2, resumable) before
+ * the results folder's filesystem has less free than this */
+#define CFG_DEFAULT_MIN_FREE		(256ull << 20)
+#define CFG_MAX_MIN_FREE		(1ull << 40)
+/* target: what a rate target may ask (harness/report/qualify.h's bounds) */
+#define CFG_TARGET_RATE_MIN		1e-7
+#define CFG_TARGET_CONF_MIN		0.5
+#define CFG_TARGET_CONF_MAX		0.9999
+#define CFG_DEFAULT_TARGET_CONF		0.95
 
 enum cut_plan {
 	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
@@ -74,6 +87,9 @@ struct board_cfg {
 	int audit_require;		/* audit "require": requests not seen, or not the mode's, are INFRA_ERROR */
 	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
 	unsigned nboot_patterns;
+	/* stop rules (docs/config.md "stop") */
+	uint32_t stop_boot_fails;	/* stop.boot_fails: BOOT_FAILs in a row that name the device dead, 0 never */
+	int stop_on_fail;		/* stop.on_fail "stop": a screening run, the board stops at its first FAIL */
 };
 
 struct campaign_cfg {
@@ -84,6 +100,10 @@ struct campaign_cfg {
 	char listen[128];		/* "host:port"; port 0 picks a free one */
 	char key_file[PATH_MAX];	/* key_file: the agents' key ("": <results>/agent.key) */
 	double incomplete_infra_share;	/* 0..1: more INFRA_ERROR than this is INCOMPLETE */
+	/* target: {rate, confidence}: a board stops once each of its modes shows
+	 * its violation rate below rate at confidence (0: no target) */
+	double target_rate, target_confidence;
+	uint64_t min_free;		/* results_min_free: bytes the results filesystem keeps free */
 	struct board_cfg *boards;
 	unsigned nboards;
 	json_object *root;		/* the whole document, as resolved (defaults filled in) */
@@ -107,6 +127,12 @@ int config_parse(const char *text, const char *name, struct campaign_cfg *c, cha
  */
 #define CFG_REAL_OFF_MS		500
 unsigned config_warnings(const struct campaign_cfg *c, char *buf, size_t len);
+/* A target given as text, "RATE" or "RATE,CONFIDENCE" (--target): 0, or -EINVAL
+ * with err saying what is wrong. */
+int config_target_parse(const char *s, double *rate, double *confidence, char *err, size_t errlen);
+/* Set the campaign's target (--target over the file's "target"), in c and
+ * in its resolved document (campaign.json records it). */
+void config_set_target(struct campaign_cfg *c, double rate, double confidence);
 /* A campaign or board name: 1 to 63 of [A-Za-z0-9_.-]. */
 int config_valid_name(const char *s);
 /* Accepts a zeroed or freed config. */

@@ -28,7 +28,7 @@
 const char *const cfg_board_keys[] = {
 	"name", "relay", "device", "pattern", "modes", "records_per_cycle", "flush_every",
 	"queue_depth", "cut", "boot_timeout_ms", "boot_retries", "verify_timeout_ms",
-	"work_timeout_ms", "off_ms", "verify", "policy", "link", "audit", NULL,
+	"work_timeout_ms", "off_ms", "verify", "policy", "link", "audit", "stop", NULL,
 };
 
 static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
@@ -744,6 +744,53 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	return 0;
 }
 
+/*
+ * "stop": {"boot_fails": N, "on_fail": "continue" | "stop"}: when a board
+ * stops before its cycles are run. N BOOT_FAILs in a row name the device
+ * dead, a finding of the device (0: never); "stop" ends a screening run at
+ * the board's first FAIL, "continue" (the default) keeps going for a rate.
+ * Written out only when given: a campaign.json from before the key still
+ * resumes.
+ */
+static int cfg_stop(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
+{
+	static const char *const keys[] = { "boot_fails", "on_fail", NULL };
+	json_object *v = cfg_bval(x, "stop"), *f, *os;
+	char path[160];
+	const char *of;
+	int rc;
+
+	b->stop_boot_fails = CFG_DEFAULT_STOP_BOOT_FAILS;
+	b->stop_on_fail = 0;
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_object))
+		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "stop", NULL),
+				"expected {\"boot_fails\": N, \"on_fail\": \"continue\"|\"stop\"}, got %s", cfg_jtype(v));
+	json_object_object_foreach(v, key, val) {
+		(void)val;
+		if (!cfg_in_list(key, keys))
+			return cfg_unknown_key(x, cfg_bsec(x, path, sizeof(path), "stop", key), key, keys, NULL);
+	}
+	if ((f = cfg_jget(v, "boot_fails")) &&
+	    (rc = cfg_u32(x, f, cfg_bpath(x, path, sizeof(path), "stop", "boot_fails"), 0, CFG_MAX_STOP_BOOT_FAILS,
+			  &b->stop_boot_fails)))
+		return rc;
+	if ((f = cfg_jget(v, "on_fail"))) {
+		if ((rc = cfg_str(x, f, cfg_bpath(x, path, sizeof(path), "stop", "on_fail"), &of)))
+			return rc;
+		if (strcmp(of, "continue") && strcmp(of, "stop"))
+			return cfg_fail(x, path, "'%s': expected \"continue\" (keep going, for a rate) or \"stop\" "
+					"(a screening run: the board stops at its first FAIL)", of);
+		b->stop_on_fail = !strcmp(of, "stop");
+	}
+	os = json_object_new_object();
+	cfg_put(os, "boot_fails", json_object_new_int64(b->stop_boot_fails));
+	cfg_put(os, "on_fail", json_object_new_string(b->stop_on_fail ? "stop" : "continue"));
+	cfg_put(out, "stop", os);
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	uint32_t def, min, max;
@@ -828,7 +875,8 @@ int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				"-byte records (a cycle must not write any slot twice)",
 				b->records_per_cycle, nslots, cfg_size_text(size, st, sizeof(st)), b->record_size);
 	}
-	if ((rc = cfg_verify(x, b, out)) || (rc = cfg_policy(x, b, out)) || (rc = cfg_link(x, b, out)))
+	if ((rc = cfg_verify(x, b, out)) || (rc = cfg_policy(x, b, out)) || (rc = cfg_link(x, b, out)) ||
+	    (rc = cfg_stop(x, b, out)))
 		return rc;
 	return cfg_cut(x, b, out);
 }

@@ -28,8 +28,10 @@
 static const char usage_text[] =
 	"usage: powercut COMMAND [OPTIONS]\n"
 	"\n"
-	"  run CONFIG [--results DIR] [--cycles N] [--agent PATH] [--quiet] [--no-report]\n"
-	"        run (or resume) a power-cut campaign; default results folder results/<campaign>/\n"
+	"  run CONFIG [--results DIR] [--cycles N] [--target RATE[,CONF]] [--agent PATH] [--quiet]\n"
+	"      [--no-report]\n"
+	"        run (or resume) a power-cut campaign; default results folder results/<campaign>/;\n"
+	"        --target: a board stops once each mode shows its violation rate below RATE\n"
 	"  replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
 	"        recompute every verdict from events.jsonl; exit 1 on any difference, 2 on errors\n"
 	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
@@ -81,11 +83,14 @@ static int cmd_run(int argc, char **argv)
 		{ "agent", required_argument, NULL, 'a' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "no-report", no_argument, NULL, 'n' },
+		{ "target", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct campaign_opts o = { 0 };
 	struct campaign_cfg cfg = { 0 };
+	double trate = 0, tconf = 0;
+	char terr[256];
 	uint64_t v;
 	int c, rc;
 
@@ -103,6 +108,12 @@ static int cmd_run(int argc, char **argv)
 		case 'a': o.agent = optarg; break;
 		case 'q': o.quiet = 1; break;
 		case 'n': o.no_report = 1; break;
+		case 't':
+			if (config_target_parse(optarg, &trate, &tconf, terr, sizeof(terr))) {
+				pc_err("--target %s", terr);
+				return 2;
+			}
+			break;
 		case 'h': return usage(stdout, 0);
 		default: return 2;
 		}
@@ -113,6 +124,8 @@ static int cmd_run(int argc, char **argv)
 	}
 	if (cli_load(argv[optind], &cfg))
 		return 2;
+	if (trate > 0)
+		config_set_target(&cfg, trate, tconf);
 	warn_config(&cfg);
 	rc = campaign_run(&cfg, &o);
 	config_free(&cfg);

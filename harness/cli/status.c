@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +47,7 @@
 #include "common/util.h"
 #include "harness/campaign/config.h"
 #include "harness/engine/engine.h"
+#include "harness/report/qualify.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
@@ -85,6 +87,93 @@ static void utc_time(int64_t t, char *buf, size_t len)
 
 /* ---- what it all says ---- */
 
+/* A board that stopped by a rule before its plan (its last run_end says which). */
+static int stopped_by_rule(const struct st_evs *e)
+{
+	return e->end - 1 == PC_END_DEAD_DEVICE || e->end - 1 == PC_END_FIRST_FAIL || e->end - 1 == PC_END_TARGET_MET;
+}
+
+static const char *stop_text(int end)
+{
+	switch (end) {
+	case PC_END_DEAD_DEVICE: return "stopped: the device is dead (stop.boot_fails BOOT_FAILs in a row)";
+	case PC_END_FIRST_FAIL: return "stopped at its first FAIL (stop.on_fail)";
+	case PC_END_TARGET_MET: return "stopped: the target is met";
+	case PC_END_DISK_FLOOR: return "stopped: the results filesystem reached results_min_free";
+	default: return NULL;
+	}
+}
+
+/* The results filesystem: free bytes (statvfs on the folder: local, one
+ * call), and how fast events.jsonl grew over its tail, per second of the
+ * campaign's clock. */
+struct st_disk {
+	int have_free;
+	uint64_t free, total;
+	double rate;		/* bytes/s, < 0 unknown */
+	double floor_s;		/* seconds to the floor at that rate, < 0 unknown */
+};
+
+static void disk_read(const struct st_ctx *x, struct st_disk *d)
+{
+	struct statvfs sv;
+
+	d->have_free = statvfs(x->dir, &sv) == 0;
+	d->free = d->have_free ? (uint64_t)sv.f_bavail * sv.f_frsize : 0;
+	d->total = d->have_free ? (uint64_t)sv.f_blocks * sv.f_frsize : 0;
+	d->rate = d->floor_s = -1;
+	if (x->rate_t_set && x->rate_t1 - x->rate_t0 >= 1000 && x->ev_size > x->rate_off)
+		d->rate = (double)(x->ev_size - x->rate_off) * 1000.0 / (double)(x->rate_t1 - x->rate_t0);
+	if (d->have_free && d->rate > 0)
+		d->floor_s = d->free > x->min_free ? (double)(d->free - x->min_free) / d->rate : 0;
+	if (d->floor_s > ST_ETA_MAX)
+		d->floor_s = ST_ETA_MAX;
+}
+
+/* "1.5G", "320K", "12 bytes" */
+static const char *size_text(double v, char *buf, size_t len)
+{
+	static const char sfx[] = "KMGTP";
+	int i = -1;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%.0f bytes", v);
+	else
+		snprintf(buf, len, "%.*f%c", v < 10 ? 1 : 0, v, sfx[i]);
+	return buf;
+}
+
+/* Towards the target, per configured mode of a board: its bound now, the
+ * cuts it needs in all (with the FAILs seen so far; 0: out of reach). */
+struct st_goal {
+	int mode;
+	uint64_t cuts, fails, need;
+	double bound;
+	int met;
+};
+
+static unsigned board_goals(const struct st_ctx *x, const struct st_board *b, struct st_goal *g)
+{
+	unsigned n = 0;
+
+	for (int m = 1; m < PC_MODE_MAX; m++) {
+		if (!b->mode_on[m] && !b->cuts[m])
+			continue;
+		g[n].mode = m;
+		g[n].cuts = b->cuts[m];
+		g[n].fails = b->fails[m];
+		g[n].bound = qual_upper(b->fails[m], b->cuts[m], x->target_conf);
+		g[n].need = qual_cuts_needed(b->fails[m], x->target_rate, x->target_conf);
+		g[n].met = g[n].bound >= 0 && g[n].bound <= x->target_rate;
+		n++;
+	}
+	return n;
+}
+
 enum st_run { RUN_RUNNING, RUN_KILLED, RUN_STOPPED, RUN_FINISHED, RUN_NOT_RUNNING, RUN_UNKNOWN };
 static const char *const run_keys[] = { "running", "killed", "stopped", "finished", "not_running", "unknown" };
 
@@ -101,6 +190,9 @@ static void derive(struct st_ctx *x, int running)
 		if (e->run_plan)
 			plan = e->run_plan;
 		else if (e->plan > plan)
+			plan = e->plan;
+		/* stopped by a rule: its run_end's cycles are where it stopped */
+		if (stopped_by_rule(e) && e->plan)
 			plan = e->plan;
 		if (e->work > plan)
 			plan = e->work;
@@ -198,12 +290,18 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		fprintf(x->out, "not running: the last run (pid %ld on %s) stopped with cycles left (ended %s); the same "
 		       "powercut run command resumes it\n", li->pid, li->host, t1);
 		break;
-	case RUN_FINISHED:
+	case RUN_FINISHED: {
+		const char *rule = "";
+
+		for (unsigned i = 0; i < x->nb; i++)
+			if (stopped_by_rule(&x->b[i].ev))
+				rule = " or stopped by its rule";
 		if (li->known && li->ended)
-			fprintf(x->out, "finished: every board ran its cycles (the last run ended %s)\n", t1);
+			fprintf(x->out, "finished: every board ran its cycles%s (the last run ended %s)\n", rule, t1);
 		else
-			fprintf(x->out, "finished: every board ran its cycles\n");
+			fprintf(x->out, "finished: every board ran its cycles%s\n", rule);
 		break;
+	}
 	case RUN_NOT_RUNNING:
 		fprintf(x->out, "not running\n");
 		break;
@@ -220,6 +318,22 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		       x->v_lines);
 	} else {
 		fprintf(x->out, "no event yet; 0 events, %" PRIu64 " verdicts\n", x->v_lines);
+	}
+	{
+		struct st_disk d;
+		char f[32], fl[32], r[32], fe[32];
+
+		disk_read(x, &d);
+		if (d.have_free) {
+			fprintf(x->out, "results filesystem: %s free (floor %s, results_min_free)", size_text((double)d.free, f, sizeof(f)),
+				size_text((double)x->min_free, fl, sizeof(fl)));
+			if (d.rate >= 0) {
+				status_hmm(d.floor_s, fe, sizeof(fe));
+				fprintf(x->out, "; events.jsonl grows %s/min while a run writes it, the floor in %s at that pace",
+					size_text(d.rate * 60, r, sizeof(r)), d.rate > 0 ? fe : "never");
+			}
+			fprintf(x->out, "\n");
+		}
 	}
 	for (unsigned i = 0; i < x->nb; i++) {
 		int l = (int)strlen(x->b[i].name);
@@ -242,6 +356,24 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 			fprintf(x->out, "  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
 			       b->fail_what[0] ? b->fail_what : "no violation class recorded",
 			       b->fail_time[0] ? ", at " : "", b->fail_time);
+		if (stop_text(b->ev.end - 1))
+			fprintf(x->out, "  %*s  %s\n", w, "", stop_text(b->ev.end - 1));
+		if (x->target_rate > 0) {
+			struct st_goal g[PC_MODE_MAX];
+			unsigned n = board_goals(x, b, g);
+
+			fprintf(x->out, "  %*s  target: below %g at %g%%:", w, "", x->target_rate, x->target_conf * 100);
+			for (unsigned k = 0; k < n; k++) {
+				fprintf(x->out, "%s %s %s %.3g after %" PRIu64 " cuts (%" PRIu64 " FAIL)", k ? ";" : "",
+					pc_mode_name((enum pc_mode)g[k].mode), g[k].met ? "met," : "bound", g[k].bound,
+					g[k].cuts, g[k].fails);
+				if (!g[k].met && g[k].need)
+					fprintf(x->out, ", %" PRIu64 " more", g[k].need > g[k].cuts ? g[k].need - g[k].cuts : 0);
+				else if (!g[k].met)
+					fprintf(x->out, ", out of reach");
+			}
+			fprintf(x->out, "%s\n", n ? "" : " no mode");
+		}
 	}
 }
 
@@ -287,6 +419,27 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 	json_object_object_add(doc, "events_exact", json_object_new_boolean(x->ev_from == 0));
 	json_object_object_add(doc, "events_bytes", json_object_new_int64(x->ev_size));
 	json_object_object_add(doc, "verdicts", json_object_new_int64((int64_t)x->v_lines));
+	{
+		struct st_disk d;
+		json_object *dj = json_object_new_object();
+
+		disk_read(x, &d);
+		json_object_object_add(dj, "free_bytes", d.have_free ? json_object_new_int64((int64_t)d.free) : NULL);
+		json_object_object_add(dj, "total_bytes", d.have_free ? json_object_new_int64((int64_t)d.total) : NULL);
+		json_object_object_add(dj, "min_free_bytes", json_object_new_int64((int64_t)x->min_free));
+		json_object_object_add(dj, "events_bytes_per_s", d.rate >= 0 ? json_object_new_double(d.rate) : NULL);
+		json_object_object_add(dj, "floor_eta_s", d.floor_s >= 0 ? json_object_new_int64((int64_t)d.floor_s) : NULL);
+		json_object_object_add(doc, "disk", dj);
+		if (x->target_rate > 0) {
+			json_object *t = json_object_new_object();
+
+			json_object_object_add(t, "rate", json_object_new_double(x->target_rate));
+			json_object_object_add(t, "confidence", json_object_new_double(x->target_conf));
+			json_object_object_add(doc, "target", t);
+		} else {
+			json_object_object_add(doc, "target", NULL);
+		}
+	}
 	for (unsigned i = 0; i < x->nb; i++) {
 		struct st_board *b = &x->b[i];
 		json_object *o = json_object_new_object(), *cnt = json_object_new_object();
@@ -316,6 +469,26 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 		json_object_object_add(o, "eta_s", b->eta_s >= 0 ? json_object_new_int64((int64_t)(b->eta_s + 0.5)) : NULL);
 		eta_text(b, buf, sizeof(buf));
 		json_object_object_add(o, "eta", json_object_new_string(buf));
+		json_object_object_add(o, "stopped", b->ev.end && b->ev.end - 1 > PC_END_GIVEN_UP ?
+				       json_object_new_string(pc_run_end_names[b->ev.end - 1]) : NULL);
+		if (x->target_rate > 0) {
+			struct st_goal g[PC_MODE_MAX];
+			unsigned n = board_goals(x, b, g);
+			json_object *tg = json_object_new_array();
+
+			for (unsigned k = 0; k < n; k++) {
+				json_object *gj = json_object_new_object();
+
+				json_object_object_add(gj, "mode", json_object_new_string(pc_mode_name((enum pc_mode)g[k].mode)));
+				json_object_object_add(gj, "cuts", json_object_new_int64((int64_t)g[k].cuts));
+				json_object_object_add(gj, "fails", json_object_new_int64((int64_t)g[k].fails));
+				json_object_object_add(gj, "bound", json_object_new_double(g[k].bound));
+				json_object_object_add(gj, "cuts_needed", g[k].need ? json_object_new_int64((int64_t)g[k].need) : NULL);
+				json_object_object_add(gj, "met", json_object_new_boolean(g[k].met));
+				json_object_array_add(tg, gj);
+			}
+			json_object_object_add(o, "target", tg);
+		}
 		json_object_array_add(boards, o);
 	}
 	json_object_object_add(doc, "boards", boards);

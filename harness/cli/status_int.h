@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "common/record.h"
 #include "harness/cli/status.h"
 #include "harness/results/verdict.h"
 
@@ -30,6 +31,7 @@ struct st_evs {
 	unsigned starts;	/* power-ons of a new cycle, with their time */
 	unsigned c0, c1;	/* the first and the last of them */
 	int64_t t0, t1;
+	int end;		/* its last run_end's end (enum pc_run_end) + 1; 0: none or unknown */
 };
 
 struct st_board {
@@ -49,6 +51,10 @@ struct st_board {
 	uint64_t fail_cnt[PC_NCLASSES];	/* the last FAIL's violations by class */
 	char fail_what[256];		/* the same as text: "lost_acked=3 torn=1" */
 	char fail_time[48];
+	/* towards the target: per mode (enum pc_mode), the cuts that count
+	 * (pc_cut_counts) and the FAILs among them; the modes configured */
+	uint64_t cuts[PC_MODE_MAX], fails[PC_MODE_MAX];
+	uint8_t mode_on[PC_MODE_MAX];
 };
 
 struct st_ctx {
@@ -70,6 +76,14 @@ struct st_ctx {
 	struct st_evs *win;	/* the window being read */
 	/* verdicts.jsonl */
 	uint64_t v_lines;
+	/* campaign.json: the target (rate 0: none) and the free-space floor */
+	double target_rate, target_conf;
+	uint64_t min_free;
+	/* events.jsonl's growth over its tail: the first line with a "t" in it
+	 * (where, when) and the last one's t (campaign clock, ms) */
+	int rate_window, rate_t_set;
+	off_t rate_off;
+	int64_t rate_t0, rate_t1;
 	char err[1024];
 };
 

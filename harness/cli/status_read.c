@@ -54,6 +54,20 @@ static struct st_board *board_find(struct st_ctx *x, const struct status_span *v
 	return NULL;
 }
 
+/* A number value (a plain JSON number, at most 40 characters): 0, or -1. */
+static int span_double(const struct status_span *v, double *out)
+{
+	char buf[48], *end;
+
+	if (v->type != ST_V_NUMBER || !v->n || v->n > 40)
+		return -1;
+	memcpy(buf, v->p, v->n);
+	buf[v->n] = 0;
+	errno = 0;
+	*out = strtod(buf, &end);
+	return *end || errno ? -1 : 0;
+}
+
 typedef int (*line_fn)(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno);
 
 /*
@@ -105,9 +119,10 @@ static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 int status_read_campaign(struct st_ctx *x)
 {
 	static const char *const dkeys[] = { "config" };
-	static const char *const ckeys[] = { "campaign", "cycles", "boards" };
-	static const char *const bkeys[] = { "name" };
-	struct status_span cfg, c[3], el, name;
+	static const char *const ckeys[] = { "campaign", "cycles", "boards", "target", "results_min_free" };
+	static const char *const bkeys[] = { "name", "modes" };
+	static const char *const tkeys[] = { "rate", "confidence" };
+	struct status_span cfg, c[5], el, name[2], t[2];
 	struct stat st;
 	char *buf;
 	size_t len = 0, cap, pos = 0;
@@ -147,7 +162,7 @@ int status_read_campaign(struct st_ctx *x)
 		fail(x, "%s: not a JSON object", x->path);
 		goto out;
 	}
-	if (cfg.type != ST_V_OBJECT || status_scan(cfg.p, cfg.n, 0, ckeys, 3, c)) {
+	if (cfg.type != ST_V_OBJECT || status_scan(cfg.p, cfg.n, 0, ckeys, 5, c)) {
 		fail(x, "%s: no \"config\" object", x->path);
 		goto out;
 	}
@@ -160,6 +175,24 @@ int status_read_campaign(struct st_ctx *x)
 		goto out;
 	}
 	x->cycles = (unsigned)cycles;
+	/* the target and the floor, as the run checked them (absent: none, the default) */
+	x->min_free = CFG_DEFAULT_MIN_FREE;
+	if (c[4].type != ST_V_ABSENT && status_span_u64(&c[4], CFG_MAX_MIN_FREE, &x->min_free)) {
+		fail(x, "%s: config.results_min_free is not a byte count 0..%llu", x->path,
+		     (unsigned long long)CFG_MAX_MIN_FREE);
+		goto out;
+	}
+	if (c[3].type != ST_V_ABSENT) {
+		if (c[3].type != ST_V_OBJECT || status_scan(c[3].p, c[3].n, 0, tkeys, 2, t) ||
+		    span_double(&t[0], &x->target_rate) || !(x->target_rate >= CFG_TARGET_RATE_MIN && x->target_rate < 1) ||
+		    span_double(&t[1], &x->target_conf) ||
+		    !(x->target_conf >= CFG_TARGET_CONF_MIN && x->target_conf <= CFG_TARGET_CONF_MAX)) {
+			x->target_rate = 0;
+			fail(x, "%s: config.target is not {\"rate\": %g..1, \"confidence\": %g..%g}", x->path,
+			     CFG_TARGET_RATE_MIN, CFG_TARGET_CONF_MIN, CFG_TARGET_CONF_MAX);
+			goto out;
+		}
+	}
 	/* count them (stopping past the most there may be), then read them */
 	while (c[2].type == ST_V_ARRAY && x->nb <= CFG_MAX_BOARDS && (r = status_array_next(&c[2], &pos, &el)) == 1)
 		x->nb++;
@@ -178,11 +211,23 @@ int status_read_campaign(struct st_ctx *x)
 	for (unsigned i = 0; i < x->nb; i++) {
 		r = status_array_next(&c[2], &pos, &el);
 		assert(r == 1);
-		if (el.type != ST_V_OBJECT || status_scan(el.p, el.n, 0, bkeys, 1, &name) ||
-		    status_span_str(&name, x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name)) {
+		if (el.type != ST_V_OBJECT || status_scan(el.p, el.n, 0, bkeys, 2, name) ||
+		    status_span_str(&name[0], x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name)) {
 			fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
 			     x->path, i);
 			goto out;
+		}
+		if (name[1].type == ST_V_ARRAY) {
+			struct status_span m;
+			size_t mpos = 0;
+			char mode[16];
+			int mi;
+
+			/* the modes the target must be shown for (one not known here: ignored) */
+			while (status_array_next(&name[1], &mpos, &m) == 1)
+				if (!status_span_str(&m, mode, sizeof(mode)) && (mi = pc_mode_from_name(mode)) > 0 &&
+				    mi < PC_MODE_MAX)
+					x->b[i].mode_on[mi] = 1;
 		}
 		x->b[i].cycle_ms = x->b[i].eta_s = -1;
 	}
@@ -197,17 +242,18 @@ out:
 
 static int on_verdict(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno)
 {
-	static const char *const keys[] = { "board", "cycle", "verdict" };
-	struct status_span v[3];
+	static const char *const keys[] = { "board", "cycle", "verdict", "mode", "counts" };
+	static const char *const ckeys[] = { "not_written", "torn", "torn_sector" };
+	struct status_span v[5], cn[3];
 	struct st_board *b;
-	char name[64], outcome[32];
-	uint64_t cycle;
-	int k;
+	char name[64], outcome[32], mode[16];
+	uint64_t cycle, c3[3] = { 0, 0, 0 };
+	int k, m;
 
 	if (!len)
 		return 0;
 	x->v_lines++;
-	if (status_scan(line, len, trunc, keys, 3, v) < 0)
+	if (status_scan(line, len, trunc, keys, 5, v) < 0)
 		return fail(x, "%s:%" PRIu64 ": not a JSON object", x->path, lineno);
 	if (status_span_str(&v[0], name, sizeof(name)))
 		return fail(x, "%s:%" PRIu64 ": \"board\" is not a board name", x->path, lineno);
@@ -220,6 +266,17 @@ static int on_verdict(struct st_ctx *x, const char *line, size_t len, int trunc,
 	if (!b)
 		return 0;	/* not a board of this campaign: not shown */
 	b->n[k]++;
+	/* towards the target: the cuts that count, per mode (pc_cut_counts) */
+	if (!status_span_str(&v[3], mode, sizeof(mode)) && (m = pc_mode_from_name(mode)) > 0 && m < PC_MODE_MAX) {
+		if (v[4].type == ST_V_OBJECT && status_scan(v[4].p, v[4].n, 0, ckeys, 3, cn) == 0)
+			for (unsigned i = 0; i < 3; i++)
+				if (status_span_u64(&cn[i], UINT32_MAX, &c3[i]))
+					c3[i] = 0;
+		if (pc_cut_counts(k, c3[0], c3[1], c3[2])) {
+			b->cuts[m]++;
+			b->fails[m] += k == PC_OUT_FAIL;
+		}
+	}
 	if (cycle > b->last_verdict)
 		b->last_verdict = (unsigned)cycle;
 	if (k == PC_OUT_FAIL && cycle >= b->fail_cycle) {
@@ -333,6 +390,17 @@ static int on_event(struct st_ctx *x, const char *line, size_t len, int trunc, o
 		return 0;
 	if (status_scan(line, len, trunc, keys, 7, v) < 0)
 		return bad_event(x, off, "not a JSON object");
+	if (x->rate_window && v[0].type != ST_V_ABSENT && !status_span_u64(&v[0], ENGINE_MAX_T, &t)) {
+		/* the campaign's clock (ms; it runs on from run to run, pauses
+		 * left out) at the first and the last line of the tail: how fast
+		 * the file grows while a run writes it */
+		if (!x->rate_t_set) {
+			x->rate_off = off;
+			x->rate_t0 = (int64_t)t;
+			x->rate_t_set = 1;
+		}
+		x->rate_t1 = (int64_t)t;
+	}
 	b = board_find(x, &v[1]);
 	if (!b || v[2].type == ST_V_ABSENT || v[3].type == ST_V_ABSENT)
 		return 0;	/* another board's, or no board's (a refused link) */
@@ -357,6 +425,8 @@ static int on_event(struct st_ctx *x, const char *line, size_t len, int trunc, o
 		e->work = (unsigned)cycle;
 	if (k == PC_EV_RUN_END && !status_span_u64(&v[6], CFG_MAX_CYCLES, &plan))
 		e->plan = (unsigned)plan;
+	if (k == PC_EV_RUN_END)
+		e->end = pc_run_end_from_name(end) + 1;
 	if (k == PC_EV_POWER_ON && !status_span_u64(&v[6], CFG_MAX_CYCLES, &plan))
 		e->run_plan = (unsigned)plan;
 	e->state = status_next_state(e->state, k, rxtype[0] ? rxtype : NULL, end[0] ? end : NULL);
@@ -395,7 +465,9 @@ int status_read_events(struct st_ctx *x)
 	x->win = calloc(x->nb, sizeof(*x->win));
 	if (!x->win)
 		return fail(x, "out of memory");
+	x->rate_window = 1;
 	ret = each_line(x, x->ev_fd, from, x->ev_size, x->ev_size, on_event);
+	x->rate_window = 0;
 	for (unsigned i = 0; i < x->nb; i++)
 		x->b[i].ev = x->win[i];
 	/* a board whose last event is older than the tail: read further back,

@@ -306,7 +306,12 @@ enum status_bstate status_next_state(enum status_bstate prev, int ev, const char
 		case PC_END_GIVEN_UP:
 			return ST_GIVEN_UP;
 		case PC_END_INTERRUPTED:
+		case PC_END_DISK_FLOOR:
 			return ST_OFF;
+		case PC_END_DEAD_DEVICE:
+		case PC_END_FIRST_FAIL:
+		case PC_END_TARGET_MET:
+			return ST_DONE;	/* stopped by its rule: nothing left to run */
 		default:
 			return prev;
 		}

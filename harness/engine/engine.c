@@ -792,8 +792,20 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 			b->w->cut = c;
 		}
 		return 0;
-	case PC_EV_BOOT_FAIL:
-		return eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
+	case PC_EV_BOOT_FAIL: {
+		uint64_t dead = 0;
+		int rc;
+
+		/* the campaign's decision, on record: N BOOT_FAILs in a row, the
+		 * device is dead (an older harness never says: 0) */
+		if (json_object_object_get_ex(ev, PC_DEAD_DEVICE, NULL) &&
+		    pc_json_u64(ev, PC_DEAD_DEVICE, ENGINE_MAX_CYCLE, &dead, err, errlen))
+			return -EINVAL;
+		e->dead_device = (uint32_t)dead;
+		rc = eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
+		e->dead_device = 0;
+		return rc;
+	}
 	case PC_EV_FINAL_INFRA:
 	case PC_EV_FINAL_BOOT_FAIL:
 		/* the final verification has no cycle of its own: a refused boot

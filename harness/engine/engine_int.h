@@ -188,6 +188,9 @@ struct engine {
 	char host[72];
 	uint64_t slots;		/* slots of every board's adopted geometry, together */
 	uint32_t dmg_ceiling;	/* damaged sectors held per board */
+	/* the boot_fail being fed names the device dead (its "dead_device": N
+	 * BOOT_FAILs in a row, the campaign's stop.boot_fails): its verdict says so */
+	uint32_t dead_device;
 };
 
 /* ---- judging ---- */

@@ -204,6 +204,8 @@ static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *
 	}
 	if (e->format >= 2)
 		core_fields(e, b, v);
+	if (e->dead_device)
+		eng_add_int(v, PC_DEAD_DEVICE, e->dead_device);
 	ret = e->vfn ? e->vfn(v, e->arg) : 0;
 	json_object_put(v);
 	return ret;

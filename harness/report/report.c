@@ -114,6 +114,15 @@ static int finish_board(struct rep *r, struct rep_board *b)
 		d->limit = dd->limit;
 	if (r->ndirs > 1)
 		snprintf(where, sizeof(where), " (in %s)", dd->arg);
+	if (b->stop_reason) {
+		/* why it ran fewer cycles than configured: said, never incomplete */
+		char *s = NULL;
+
+		if (asprintf(&s, "%s%s%s", d->stopped ? d->stopped : "", d->stopped ? "; " : "", b->stop_reason) < 0)
+			return -ENOMEM;
+		free(d->stopped);
+		d->stopped = s;
+	}
 	/* the plan of the last run that said (run_end); else the configuration,
 	 * grown by --cycles as far as any board of the folder got */
 	if (b->has_plan)
@@ -369,6 +378,7 @@ void rep_release(struct rep *r)
 			json_object_put(d->why[k].j);
 		}
 		free(d->why);
+		free(d->stopped);
 		for (unsigned k = 0; k < d->nreasons; k++) {
 			free(d->reasons[k].text);
 			free(d->reasons[k].key);
@@ -378,6 +388,7 @@ void rep_release(struct rep *r)
 	for (unsigned i = 0; i < r->nboards; i++) {
 		free(r->boards[i].name);
 		free(r->boards[i].gu_reason);
+		free(r->boards[i].stop_reason);
 	}
 	free(r->boards);
 	for (unsigned i = 0; i < r->ndirs; i++) {

@@ -816,8 +816,13 @@ static int unit(const struct rep *r, FILE *out, unsigned i)
 		fputs("<p class=\"muted\">No agent ever reported this device's identity: only boot failures were "
 		      "seen.</p>\n", out);
 	/* also under a FAIL: the evidence was incomplete, whatever it proved */
-	if (d->nwhy) {
+	if (d->nwhy || d->stopped) {
 		fputs("<ul class=\"why\">\n", out);
+		if (d->stopped) {
+			fputs("<li>stopped: ", out);
+			esc(out, d->stopped);
+			fputs("</li>\n", out);
+		}
 		for (unsigned k = 0; k < d->nwhy; k++) {
 			fputs("<li>incomplete: ", out);
 			esc(out, d->why[k].text);

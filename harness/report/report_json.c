@@ -195,6 +195,7 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 	for (unsigned k = 0; k < d->nwhy; k++)
 		json_object_array_add(why, json_object_get(d->why[k].j));
 	json_object_object_add(o, "incomplete", why);
+	json_object_object_add(o, "stopped", d->stopped ? json_object_new_string(d->stopped) : NULL);
 	{
 		/* why cycles were not judged (INFRA_ERROR) or did not boot (BOOT_FAIL) */
 		json_object *rs = json_object_new_array();

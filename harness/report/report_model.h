@@ -156,6 +156,7 @@ struct rep_dev {
 	unsigned nmodes;
 	struct rep_why *why;	/* empty: complete */
 	unsigned nwhy;
+	char *stopped;		/* boards of it a stop rule ended early: "board B at cycle N: why; ...", or NULL */
 	struct rep_reason reasons[REP_REASONS];	/* why cycles were not judged or failed to boot */
 	unsigned nreasons;
 	unsigned long reasons_more;	/* such cycles in no kept group */
@@ -198,6 +199,7 @@ struct rep_board {
 	char *gu_reason;
 	int has_plan;			/* a run_end event said how many cycles its run planned */
 	unsigned long plan;
+	char *stop_reason;		/* its last run_end's, when a stop rule ended it early, else NULL */
 	json_object *cfg;		/* its campaign.json configuration (borrowed), or NULL */
 	unsigned record_sectors;	/* its record size in sectors, 0 unknown */
 };

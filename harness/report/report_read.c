@@ -366,6 +366,22 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
 	b->plan = (unsigned long)n;
 	if (pc_run_end_from_name(s) != PC_END_GIVEN_UP)
 		b->given_up = 0;
+	free(b->stop_reason);
+	b->stop_reason = NULL;
+	if (pc_run_end_from_name(s) > PC_END_GIVEN_UP && pc_run_end_from_name(s) != PC_END_DISK_FLOOR) {
+		/* a stop rule ended the board early: its cycles are where it stopped */
+		const char *why = NULL;
+
+		if ((rc = rep_opt_string(r, path, lineno, v, "reason", "reason", &why)))
+			return rc;
+		if (asprintf(&b->stop_reason, "board %s at cycle %lu: %s", board, b->plan, why ? why : s) < 0) {
+			b->stop_reason = NULL;
+			return rep_fail(r, path, lineno, "out of memory");
+		}
+		for (char *p = b->stop_reason; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				*p = '?';
+	}
 	return 0;
 }
 

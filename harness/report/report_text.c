@@ -353,6 +353,10 @@ static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d
 	fprintf(out, "  result: %s (", pc_result_names[rep_dev_result(d, &t)]);
 	print_detail(out, &t);
 	fprintf(out, ")\n");
+	if (d->stopped) {
+		fprintf(out, "  %-12s", "stopped:");
+		print_wrapped(out, d->stopped, 14);
+	}
 	/* also under a FAIL: the evidence was incomplete, whatever it proved */
 	for (unsigned k = 0; k < d->nwhy; k++) {
 		fprintf(out, "  incomplete: ");
@@ -560,6 +564,11 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 				md(out, rep_field_text(&d->cond[k], b, sizeof(b)));
 				fputc('\n', out);
 			}
+		if (d->stopped) {
+			fprintf(out, "- stopped: ");
+			md(out, d->stopped);
+			fputc('\n', out);
+		}
 		for (unsigned k = 0; k < d->nwhy; k++) {
 			fprintf(out, "- incomplete: ");
 			md(out, d->why[k].text);

@@ -33,7 +33,9 @@ const char *const pc_incomplete_names[PC_NINCOMPLETE] = {
 	"given_up", "cycles_missing", "running", "killed", "infra_share", "nothing_judged",
 };
 
-const char *const pc_run_end_names[PC_NRUN_ENDS] = { "finished", "interrupted", "given_up" };
+const char *const pc_run_end_names[PC_NRUN_ENDS] = {
+	"finished", "interrupted", "given_up", PC_DEAD_DEVICE, "first_fail", "target_met", "disk_floor",
+};
 
 const char *const pc_trigger_names[PC_NTRIGGERS] = {
 	"random instant", "acks", "flush", "fua", "sim exact", "work done", "work timeout", "link lost",
@@ -77,6 +79,13 @@ int pc_run_end_from_name(const char *s)
 int pc_trigger_from_name(const char *s)
 {
 	return name_index(pc_trigger_names, PC_NTRIGGERS, s);
+}
+
+int pc_cut_counts(int outcome, uint64_t not_written, uint64_t torn, uint64_t torn_sector)
+{
+	if (outcome == PC_OUT_FAIL)
+		return 1;
+	return outcome == PC_OUT_PASS && not_written + torn + torn_sector > 0;
 }
 
 void pc_policy_default(struct pc_policy *p, int mode)

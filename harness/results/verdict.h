@@ -69,11 +69,17 @@ enum pc_incomplete {
 };
 extern const char *const pc_incomplete_names[PC_NINCOMPLETE];
 
-/* How a run ended for a board (a run_end event's "end"). */
+/* How a run ended for a board (a run_end event's "end"). The stop rules'
+ * ends (docs/config.md "stop", "target", "results_min_free") come after the
+ * first three; a reader that knows only those takes them as unknown. */
 enum pc_run_end {
 	PC_END_FINISHED,
 	PC_END_INTERRUPTED,
 	PC_END_GIVEN_UP,
+	PC_END_DEAD_DEVICE,	/* stop.boot_fails BOOT_FAILs in a row: the device is dead (its finding) */
+	PC_END_FIRST_FAIL,	/* stop.on_fail "stop": a screening run ends at the board's first FAIL */
+	PC_END_TARGET_MET,	/* target: every mode shows its rate below the target */
+	PC_END_DISK_FLOOR,	/* the results filesystem reached results_min_free: resumable */
 	PC_NRUN_ENDS
 };
 extern const char *const pc_run_end_names[PC_NRUN_ENDS];
@@ -101,6 +107,12 @@ int pc_trigger_from_name(const char *s);
 /* The "what" of a collateral finding for a write the device refused (a
  * report counts them apart). */
 #define PC_WHAT_WRITE_REFUSED	"write_refused"
+
+/* A device-level finding with no record behind it: the device stopped
+ * booting for good (stop.boot_fails BOOT_FAILs in a row). The boot_fail event
+ * that decides it carries "dead_device": N, and so does its verdict (the
+ * engine copies it: replay reproduces it); the run_end says the same. */
+#define PC_DEAD_DEVICE		"dead_device"
 
 /* The files of a results folder (docs/results.md); macros, so that a
  * message can spell a path as "%s/" PC_FILE_EVENTS. */
@@ -133,6 +145,15 @@ enum pc_ev_kind {
 extern const char *const pc_ev_names[PC_NEV_KINDS];
 /* The kind named s, or -1 (an event of a newer harness: informational). */
 int pc_ev_from_name(const char *s);
+
+/*
+ * Does a judged cycle count as a cut towards a rate target (target,
+ * docs/config.md)? A PASS whose cut caught writes in flight (a record
+ * not_written, torn or torn_sector), and every FAIL (a violation is a cut
+ * that caught something); not a cut that landed while the device was idle,
+ * nor a BOOT_FAIL or INFRA_ERROR. outcome: enum pc_outcome.
+ */
+int pc_cut_counts(int outcome, uint64_t not_written, uint64_t torn, uint64_t torn_sector);
 
 /* What the policy says of unacknowledged findings of the classes that are
  * violations only sometimes: 1 when they are. */

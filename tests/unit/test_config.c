@@ -426,6 +426,71 @@ static void test_bad(void)
 	}
 }
 
+/* Stop rules, the target and the disk floor: defaults, values, the resolved
+ * document (written out only when given: older campaign.json still match). */
+static void test_stop_rules(void)
+{
+	struct campaign_cfg c;
+	char err[512];
+	json_object *v;
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC(MIN_BOARD)), "s.json", &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.boards[0].stop_boot_fails, CFG_DEFAULT_STOP_BOOT_FAILS);
+	CU_ASSERT_EQUAL(c.boards[0].stop_on_fail, 0);
+	CU_ASSERT_EQUAL(c.target_rate, 0);
+	CU_ASSERT_EQUAL(c.min_free, CFG_DEFAULT_MIN_FREE);
+	CU_ASSERT_FALSE(json_object_object_get_ex(c.root, "target", NULL));
+	CU_ASSERT_FALSE(json_object_object_get_ex(c.root, "results_min_free", NULL));
+	CU_ASSERT_FALSE(json_object_object_get_ex(json_object_array_get_idx(
+		json_object_object_get(c.root, "boards"), 0), "stop", NULL));
+	config_free(&c);
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J("{'campaign':'t','cycles':3,'target':{'rate':0.001},'results_min_free':'64M',"
+		"'defaults':{'stop':{'boot_fails':5}},'boards':[" MIN_BOARD ",{'name':'b2','relay':{'driver':'sim'},"
+		"'stop':{'on_fail':'stop','boot_fails':0}}]}"), "s.json", &c, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(c.boards[0].stop_boot_fails, 5);
+	CU_ASSERT_EQUAL(c.boards[0].stop_on_fail, 0);
+	CU_ASSERT_EQUAL(c.boards[1].stop_boot_fails, 0);
+	CU_ASSERT_EQUAL(c.boards[1].stop_on_fail, 1);
+	CU_ASSERT_DOUBLE_EQUAL(c.target_rate, 0.001, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(c.target_confidence, CFG_DEFAULT_TARGET_CONF, 1e-12);
+	CU_ASSERT_EQUAL(c.min_free, 64u << 20);
+	CU_ASSERT_TRUE(json_object_object_get_ex(c.root, "target", &v));
+	CU_ASSERT_DOUBLE_EQUAL(json_object_get_double(json_object_object_get(v, "confidence")), 0.95, 1e-12);
+	CU_ASSERT_EQUAL(json_object_get_int64(json_object_object_get(c.root, "results_min_free")), 64 << 20);
+	v = json_object_object_get(json_object_array_get_idx(json_object_object_get(c.root, "boards"), 1), "stop");
+	CU_ASSERT_STRING_EQUAL(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN),
+			       "{\"boot_fails\":0,\"on_fail\":\"stop\"}");
+	config_set_target(&c, 0.01, 0.9);
+	CU_ASSERT_DOUBLE_EQUAL(c.target_rate, 0.01, 1e-12);
+	CU_ASSERT_TRUE(json_object_object_get_ex(c.root, "target", &v));
+	CU_ASSERT_DOUBLE_EQUAL(json_object_get_double(json_object_object_get(v, "rate")), 0.01, 1e-12);
+	config_free(&c);
+}
+
+/* --target's text. */
+static void test_target_text(void)
+{
+	double r = 0, cf = 0;
+	char err[256];
+
+	CU_ASSERT_EQUAL(config_target_parse("0.001", &r, &cf, err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(r, 0.001, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(cf, 0.95, 1e-12);
+	CU_ASSERT_EQUAL(config_target_parse("0.05,0.9", &r, &cf, err, sizeof(err)), 0);
+	CU_ASSERT_DOUBLE_EQUAL(r, 0.05, 1e-12);
+	CU_ASSERT_DOUBLE_EQUAL(cf, 0.9, 1e-12);
+	CU_ASSERT_EQUAL(config_target_parse("1", &r, &cf, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "target rate 1 is out of range"));
+	CU_ASSERT_EQUAL(config_target_parse("0.01,95", &r, &cf, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "target confidence 95 is out of range 0.5..0.9999"));
+	CU_ASSERT_EQUAL(config_target_parse("0.1%", &r, &cf, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "'0.1%': expected RATE or RATE,CONFIDENCE"));
+	CU_ASSERT_EQUAL(config_target_parse("", &r, &cf, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(config_target_parse("0.1,", &r, &cf, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(config_target_parse("nan", &r, &cf, err, sizeof(err)), -EINVAL);
+}
+
 static void test_load_files(void)
 {
 	const char *dir = pc_test_tmpdir("config");
@@ -660,6 +725,8 @@ int suite_config(void)
 	    !CU_add_test(s, "defaults merge into boards", test_defaults) ||
 	    !CU_add_test(s, "resolved document reloads", test_roundtrip) ||
 	    !CU_add_test(s, "bad documents: exact messages", test_bad) ||
+	    !CU_add_test(s, "stop rules, target, results_min_free", test_stop_rules) ||
+	    !CU_add_test(s, "--target RATE[,CONFIDENCE]", test_target_text) ||
 	    !CU_add_test(s, "files: missing, directory, empty, ok", test_load_files) ||
 	    !CU_add_test(s, "configs/*.json load", test_shipped_configs) ||
 	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64) ||

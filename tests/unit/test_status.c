@@ -205,6 +205,11 @@ static void test_states(void)
 	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_RUN_END, NULL, "finished"), ST_DONE);
 	CU_ASSERT_EQUAL(status_next_state(ST_GIVEN_UP, PC_EV_RUN_END, NULL, "given_up"), ST_GIVEN_UP);
 	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RUN_END, NULL, "interrupted"), ST_OFF);
+	/* the stop rules: the board is done, except at the disk floor (resumable) */
+	CU_ASSERT_EQUAL(status_next_state(ST_OFF, PC_EV_RUN_END, NULL, "dead_device"), ST_DONE);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_RUN_END, NULL, "first_fail"), ST_DONE);
+	CU_ASSERT_EQUAL(status_next_state(ST_VERIFYING, PC_EV_RUN_END, NULL, "target_met"), ST_DONE);
+	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RUN_END, NULL, "disk_floor"), ST_OFF);
 	/* what says nothing of the state leaves it */
 	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RX, "error", NULL), ST_WRITING);
 	CU_ASSERT_EQUAL(status_next_state(ST_WRITING, PC_EV_RX, NULL, NULL), ST_WRITING);

@@ -494,12 +494,32 @@ static void test_audit_raw(void)
 	}
 }
 
+/* What counts as a cut towards a target, and the run ends' names. */
+static void test_stop_names(void)
+{
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_PASS, 0, 0, 0), 0);	/* idle: proves nothing */
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_PASS, 3, 0, 0), 1);
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_PASS, 0, 1, 0), 1);
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_PASS, 0, 0, 1), 1);
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_FAIL, 0, 0, 0), 1);	/* a violation caught something */
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_BOOT_FAIL, 5, 0, 0), 0);
+	CU_ASSERT_EQUAL(pc_cut_counts(PC_OUT_INFRA_ERROR, 5, 0, 0), 0);
+	CU_ASSERT_EQUAL(pc_run_end_from_name("dead_device"), PC_END_DEAD_DEVICE);
+	CU_ASSERT_EQUAL(pc_run_end_from_name("first_fail"), PC_END_FIRST_FAIL);
+	CU_ASSERT_EQUAL(pc_run_end_from_name("target_met"), PC_END_TARGET_MET);
+	CU_ASSERT_EQUAL(pc_run_end_from_name("disk_floor"), PC_END_DISK_FLOOR);
+	CU_ASSERT_EQUAL(pc_run_end_from_name("given_up"), PC_END_GIVEN_UP);
+	CU_ASSERT_EQUAL(pc_run_end_from_name("stopped"), -1);
+	CU_ASSERT_STRING_EQUAL(PC_DEAD_DEVICE, pc_run_end_names[PC_END_DEAD_DEVICE]);
+}
+
 int suite_verdict(void)
 {
 	CU_pSuite s = CU_add_suite("verdict", NULL, NULL);
 
 	if (!s ||
 	    !CU_add_test(s, "results format version", test_format) ||
+	    !CU_add_test(s, "stop rules: cuts towards a target, run ends", test_stop_names) ||
 	    !CU_add_test(s, "latency buckets", test_lat_buckets) ||
 	    !CU_add_test(s, "latency quantiles", test_lat_quantile) ||
 	    !CU_add_test(s, "ACK latencies", test_ack_latency) ||
