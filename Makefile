@@ -332,13 +332,12 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #   make vm-run-fua configs/vm-fua.json: the FUA boards, a SCSI disk (vm2) and
 #                   an NVMe namespace (vm3), their cables around it
 #   make vm-run-emmc configs/vm-emmc.json: the eMMC board (results/vm-emmc/)
-#   make vm-check   vm-deps, vm-image, then tests/integration/t-vm.sh,
-#                   t-vm-fua.sh and t-vm-cache.sh, which may not skip
-#                   (PC_VM_REQUIRE=1)
-#   make vm-check-emmc  vm-deps, vm-image-emmc, then t-vm-emmc.sh (not yet in
-#                   .ci/run: its fua audit check finds the remainder counting
-#                   inexact when the guest's two CPUs trace out of order,
-#                   docs/vm.md)
+#   make vm-check   vm-deps, cross-deps, vm-image, vm-image-emmc, then
+#                   tests/integration/t-vm.sh, t-vm-fua.sh and t-vm-cache.sh
+#                   one after the other, and t-vm-emmc.sh alongside them (the
+#                   eMMC board's cycles are mostly its guest booting), all
+#                   of which may not skip (PC_VM_REQUIRE=1)
+#   make vm-check-emmc  vm-deps, vm-image-emmc, then t-vm-emmc.sh alone
 VM_DIR    := build/vm
 VM_STATIC := build/static
 VM_TESTS  := t-vm t-vm-fua t-vm-cache
@@ -374,15 +373,21 @@ vm-run-fua: all vm-image
 	$(B)/powercut run configs/vm-fua.json --agent $(B)/powercut-agent; rc=$$?; \
 		tools/board/cable stop $(VM_DIR)/cable-vm2; tools/board/cable stop $(VM_DIR)/cable-vm3; exit $$rc
 
-# every test runs, a failure of the first does not hide the second's
+# every test runs, a failure of the first does not hide the second's; the
+# eMMC board's test runs in the background, its output shown at the end
 vm-check: vm-deps
-	@$(MAKE) --no-print-directory all vm-image
+	@tools/install-cross-deps
+	@$(MAKE) --no-print-directory all vm-image-emmc
 	@mkdir -p build/test-tmp
-	@rc=0; for t in $(VM_TESTS); do \
+	@tmp=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp}; log=build/test-tmp/vm-check-emmc.log; \
+	PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$$tmp bash tests/integration/t-vm-emmc.sh > $$log 2>&1 & emmc=$$!; \
+	rc=0; for t in $(VM_TESTS); do \
 		echo "== $$t"; \
-		PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} \
+		PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$$tmp \
 			bash tests/integration/$$t.sh || { echo "vm-check: $$t FAILED"; rc=1; }; \
-	done; exit $$rc
+	done; \
+	wait $$emmc; erc=$$?; echo "== t-vm-emmc (alongside)"; cat $$log; \
+	[ $$erc -eq 0 ] || { echo "vm-check: t-vm-emmc FAILED"; rc=1; }; exit $$rc
 
 vm-check-emmc: vm-deps
 	@tools/install-cross-deps

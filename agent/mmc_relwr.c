@@ -57,6 +57,34 @@ int mmc_relwr_encode(struct mmc_relwr_cmd cmds[2], uint64_t block, uint32_t nblo
 	return 0;
 }
 
+/* R1 card status bits (JEDEC eMMC 5.1, 6.13), as the kernel's mmc.h names them */
+#define R1_OUT_OF_RANGE		(1u << 31)
+#define R1_ADDRESS_ERROR	(1u << 30)
+#define R1_BLOCK_LEN_ERROR	(1u << 29)
+#define R1_WP_VIOLATION		(1u << 26)
+#define R1_ILLEGAL_COMMAND	(1u << 22)
+#define R1_CARD_ECC_FAILED	(1u << 21)
+#define R1_CC_ERROR		(1u << 20)
+#define R1_ERROR		(1u << 19)
+#define R1_WRITE_ERRORS	(R1_OUT_OF_RANGE | R1_ADDRESS_ERROR | R1_BLOCK_LEN_ERROR | R1_WP_VIOLATION | \
+			 R1_CARD_ECC_FAILED | R1_CC_ERROR | R1_ERROR)
+
+int mmc_relwr_status(uint32_t r1_cmd23, uint32_t r1_cmd25, int reliable, char *err, size_t errlen)
+{
+	if (r1_cmd23 & R1_ILLEGAL_COMMAND) {
+		snprintf(err, errlen, "relwr refused by the card: CMD23%s answered ILLEGAL_COMMAND (R1 0x%08x): the "
+			 "card takes no %s", reliable ? " with the reliable-write bit" : "", r1_cmd23,
+			 reliable ? "reliable write" : "block count");
+		return -EOPNOTSUPP;
+	}
+	if ((r1_cmd23 | r1_cmd25) & (R1_WRITE_ERRORS | R1_ILLEGAL_COMMAND)) {
+		snprintf(err, errlen, "the card reported the write failed: R1 0x%08x after CMD23, 0x%08x after CMD25",
+			 r1_cmd23, r1_cmd25);
+		return -EIO;
+	}
+	return 0;
+}
+
 struct mmc_relwr {
 	int fd;			/* the whole card */
 	uint64_t start;		/* the partition's first block on the card */
@@ -181,7 +209,14 @@ int mmc_relwr_write(struct mmc_relwr *m, uint64_t off, const void *buf, size_t l
 			 ret == -EPERM || ret == -EACCES ? " (needs CAP_SYS_RAWIO)" : "");
 		return ret;
 	}
-	return 0;
+	ret = mmc_relwr_status(mc.cmds[0].response[0], mc.cmds[1].response[0], reliable, err, errlen);
+	if (ret) {
+		char why[256];
+
+		pc_strlcpy(why, err, sizeof(why));
+		snprintf(err, errlen, "%s: block %" PRIu64 ": %s", m->card, m->start + off / 512, why);
+	}
+	return ret;
 #else
 	snprintf(err, errlen, "built without linux/mmc/ioctl.h: no raw MMC writes");
 	return -ENOTSUP;

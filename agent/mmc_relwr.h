@@ -45,8 +45,20 @@ struct mmc_relwr;
 int mmc_relwr_open(const char *path, struct mmc_relwr **out, char *err, size_t errlen);
 void mmc_relwr_close(struct mmc_relwr *m);
 
+/*
+ * The cards' answers to a write's two commands (R1 card status; the kernel
+ * returns them to user space but does not look at them): 0; -EOPNOTSUPP
+ * when the card refused the reliable write itself (ILLEGAL_COMMAND in
+ * CMD23's answer: a card without reliable writes; the agent cannot run relwr
+ * there, the device lost nothing); -EIO when the card reported the write
+ * failed (an error bit in either answer: address, write protection, ECC,
+ * card or generic error). err says which bits.
+ */
+int mmc_relwr_status(uint32_t r1_cmd23, uint32_t r1_cmd25, int reliable, char *err, size_t errlen);
+
 /* Write len bytes at byte offset off of the device named at open (partition
- * offsets are translated to the card). 0 or -errno with err set. */
+ * offsets are translated to the card). 0 or -errno with err set; the card's
+ * answers as mmc_relwr_status() reads them. */
 int mmc_relwr_write(struct mmc_relwr *m, uint64_t off, const void *buf, size_t len, int reliable,
 		    char *err, size_t errlen);
 

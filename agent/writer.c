@@ -517,7 +517,8 @@ static int run_relwr(struct ws *s, int reliable)
 			ret = out_flush(s);
 		if (!ret) {
 			ret = s->r->dev.ops->relwr(&s->r->dev, off, buf, s->r->g.record_size, reliable);
-			/* not an MMC device, no CAP_SYS_RAWIO, or our own window: the
+			/* not an MMC device, no CAP_SYS_RAWIO, a card without
+			 * reliable writes (-EOPNOTSUPP), or our own window: the
 			 * agent cannot do relwr here, the device refused nothing */
 			if (ret == -ENOTTY || ret == -EPERM || ret == -EACCES || ret == -ENOTSUP || ret == -ERANGE ||
 			    ret == -EINVAL)

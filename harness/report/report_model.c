@@ -234,6 +234,12 @@ const char *rep_io_became(const struct rep_dev *d, const struct rep_mode *m, cha
 	/* the queue as the device's verdicts said it, unless it varied */
 	pc_queue_read(d && !d->ident[ID_FUA].varies ? d->ident[ID_FUA].v : NULL,
 		      d && !d->ident[ID_WCACHE].varies ? d->ident[ID_WCACHE].v : NULL, &q);
+	/* on an eMMC, fua is reliable writes: what EXT_CSD says of them */
+	if (d && !d->cond[COND_EXT_CSD].varies && !d->cond[COND_RECORD_SIZE].varies && d->cond[COND_RECORD_SIZE].v &&
+	    json_object_is_type(d->cond[COND_RECORD_SIZE].v, json_type_int) &&
+	    json_object_get_int64(d->cond[COND_RECORD_SIZE].v) > 0)
+		pc_queue_read_emmc(d->cond[COND_EXT_CSD].v, (uint64_t)json_object_get_int64(d->cond[COND_RECORD_SIZE].v),
+				   &q);
 	return pc_io_became(mode, m->rq, 1, &q, buf, len);
 }
 

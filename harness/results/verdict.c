@@ -252,6 +252,8 @@ void pc_queue_read(struct json_object *fua, struct json_object *write_cache, str
 	const char *wc;
 
 	q->fua = q->write_through = -1;
+	q->rel_wr_sec_c = q->wr_rel_param = -1;
+	q->record_sectors = 0;
 	if (fua && (json_object_is_type(fua, json_type_int) || json_object_is_type(fua, json_type_boolean)))
 		q->fua = json_object_get_int(fua) != 0;
 	wc = write_cache && json_object_is_type(write_cache, json_type_string) ? json_object_get_string(write_cache) : "";
@@ -259,6 +261,45 @@ void pc_queue_read(struct json_object *fua, struct json_object *write_cache, str
 		q->write_through = 1;
 	else if (!strcmp(wc, "write back"))
 		q->write_through = 0;
+}
+
+void pc_queue_read_emmc(struct json_object *ext_csd, uint64_t record_size, struct pc_queue *q)
+{
+	struct json_object *v;
+	int64_t n;
+
+	q->rel_wr_sec_c = q->wr_rel_param = -1;
+	q->record_sectors = record_size % 512 == 0 && record_size / 512 <= 65535 ? (unsigned)(record_size / 512) : 0;
+	if (!ext_csd || !json_object_object_get_ex(ext_csd, "available", &v) || !json_object_get_boolean(v))
+		return;
+	/* EXT_CSD bytes: 0..255, else unknown */
+	if (json_object_object_get_ex(ext_csd, "rel_wr_sec_c", &v) && json_object_is_type(v, json_type_int) &&
+	    (n = json_object_get_int64(v)) >= 0 && n <= 255)
+		q->rel_wr_sec_c = (int)n;
+	if (json_object_object_get_ex(ext_csd, "wr_rel_param", &v) && json_object_is_type(v, json_type_int) &&
+	    (n = json_object_get_int64(v)) >= 0 && n <= 255)
+		q->wr_rel_param = (int)n;
+}
+
+/* An eMMC's FUA writes: reliable writes, and how many a record takes. Linux's
+ * mmc_block in legacy mode (EN_REL_WR clear) writes rel_wr_sec_c sectors per
+ * command, re-issuing the request for the rest. */
+static void io_became_relwr(const struct pc_queue *q, const char *flushes, char *buf, size_t len)
+{
+	unsigned rs = q->record_sectors, per;
+	char size[32];
+
+	if (rs % 2 == 0)
+		snprintf(size, sizeof(size), rs % 2048 == 0 ? "%u MiB" : "%u KiB", rs % 2048 == 0 ? rs / 2048 : rs / 2);
+	else
+		snprintf(size, sizeof(size), "%u-byte", rs * 512);
+	if (q->wr_rel_param > 0 && (q->wr_rel_param & 0x04)) {
+		snprintf(buf, len, "reliable writes, one per %s record: wr_rel_param 0x%02x (EN_REL_WR)%s", size,
+			 (unsigned)q->wr_rel_param, flushes);
+		return;
+	}
+	per = (rs + (unsigned)q->rel_wr_sec_c - 1) / (unsigned)q->rel_wr_sec_c;
+	snprintf(buf, len, "reliable writes, %u per %s record: rel_wr_sec_c %d%s", per, size, q->rel_wr_sec_c, flushes);
 }
 
 const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, const struct pc_queue *q,
@@ -272,6 +313,8 @@ const char *pc_io_became(int mode, const uint64_t sums[PC_NRQ], int done, const 
 		snprintf(buf, len, "nothing reached the device");
 	else if (o && !w && !f)
 		snprintf(buf, len, "driver commands (raw MMC)%s", fl ? " and flushes" : "");
+	else if (mode == PC_MODE_FUA && f && q && q->rel_wr_sec_c > 0 && q->record_sectors)
+		io_became_relwr(q, fl ? ", and flushes" : "", buf, len);
 	else if (mode == PC_MODE_FUA && f)
 		snprintf(buf, len, "FUA writes (native)%s", fl ? ", and flushes" : "");
 	else if (mode == PC_MODE_FUA && fl)

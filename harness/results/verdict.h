@@ -226,13 +226,23 @@ void pc_rq_add(const char *rwbs, uint64_t n, uint64_t sums[PC_NRQ]);
 struct pc_queue {
 	int fua;		/* the queue takes FUA writes */
 	int write_through;	/* the queue claims no volatile cache: the kernel drops FUA and flushes */
+	/* an eMMC's EXT_CSD (-1: unknown, or not an eMMC), where FUA becomes
+	 * reliable writes; and the record's sectors (0: unknown) */
+	int rel_wr_sec_c;	/* [222] sectors one reliable write covers (legacy mode) */
+	int wr_rel_param;	/* [166] bit 2 EN_REL_WR: any size is one reliable write */
+	unsigned record_sectors;
 };
 struct json_object;
 /* The facts from a queue's fua and write_cache values (either NULL, null,
- * or anything else: unknown). */
+ * or anything else: unknown); the eMMC fields unknown. */
 void pc_queue_read(struct json_object *fua, struct json_object *write_cache, struct pc_queue *q);
+/* The eMMC fields from a verdict's device.ext_csd ({"available": true,
+ * "rel_wr_sec_c": N, "wr_rel_param": N, ...}; anything else: unknown) and a
+ * record size in bytes (0: unknown). */
+void pc_queue_read_emmc(struct json_object *ext_csd, uint64_t record_size, struct pc_queue *q);
 /* What mode (enum pc_mode) became on the way to the device, in words
- * ("FUA writes (native)", "writes + flushes: FUA emulated", ...); done: the
+ * ("FUA writes (native)", "writes + flushes: FUA emulated", on an eMMC
+ * "reliable writes, 8 per 4 KiB record: rel_wr_sec_c 1", ...); done: the
  * work ran to its end (a flush mode cut before its first flush flushed
  * nothing yet, and that is no surprise); q: what the queue claims (NULL:
  * unknown), so that a write-through queue, which drops FUA and flushes by

@@ -14,7 +14,8 @@
 #           from QEMU's MMC trace (CMD23 with bit 31):
 #             ef1 lying-flush: plain writes lost or torn at the cut, reliable
 #                 writes kept: flush cycles FAIL exactly as the rebuild says,
-#                 fua and relwr cycles PASS;
+#                 fua and relwr cycles PASS (cut after 8-40 acknowledged
+#                 records, so each cycle has acknowledged writes to lose);
 #             ef2 fua-ignored: reliable writes cached too: fua cycles FAIL
 #                 exactly as the rebuild says;
 #             ef3 a blkdebug read error in a cold slot from power-on 2 on:
@@ -157,6 +158,11 @@ $(board_json ef2 '["fua"]' '"volatile_cache": {"profile": "fua-ignored", "seed":
 $(board_json ef3 '["flush"]' '"errors": [{"op": "read", "sector": '"$RD"', "from_power_on": 2}]')
   ] }
 JSON
+# ef1 is cut after 8 to 40 acknowledged records, not at a random instant:
+# under load a cut 100-1500 ms into the work can come before the first flush
+# group is acknowledged, and a lying flush has nothing acknowledged to lose
+cfg f1.json '.boards[0].cut = {"at": "acks", "acks": [8, 40]}' f.json
+mv "$T/f1.json" "$T/f.json"
 check "the fault campaign is valid" "$PC" check-config "$T/f.json"
 "$PC" run "$T/f.json" --results "$T/rf" --quiet --no-report > "$T/outf" 2>&1
 rc=$?

@@ -47,6 +47,22 @@ static void test_encode(void)
 	CU_ASSERT_EQUAL(mmc_relwr_encode(c, 1ull << 23, 1, buf, 1, 1), -EINVAL);
 }
 
+/* The card's answers: a card without reliable writes is named, a failed write is the device's. */
+static void test_status(void)
+{
+	char err[256] = "";
+
+	/* tran state, ready for data: no error */
+	CU_ASSERT_EQUAL(mmc_relwr_status(0x00000900, 0x00000900, 1, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(mmc_relwr_status(0x00400900, 0x00000900, 1, err, sizeof(err)), -EOPNOTSUPP);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "relwr refused by the card: CMD23 with the reliable-write bit answered "
+					   "ILLEGAL_COMMAND (R1 0x00400900)"));
+	CU_ASSERT_EQUAL(mmc_relwr_status(0x00000900, 0x04000900, 1, err, sizeof(err)), -EIO);	/* WP_VIOLATION */
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "0x04000900 after CMD25"));
+	CU_ASSERT_EQUAL(mmc_relwr_status(0x80000900, 0x00000900, 0, err, sizeof(err)), -EIO);	/* OUT_OF_RANGE */
+	CU_ASSERT_EQUAL(mmc_relwr_status(0x00000900, 0x00400900, 1, err, sizeof(err)), -EIO);
+}
+
 static void test_not_mmc(void)
 {
 	const char *dir = pc_test_tmpdir("relwr");
@@ -226,6 +242,7 @@ int suite_relwr(void)
 	if (!s)
 		return -1;
 	if (!CU_add_test(s, "CMD23 + CMD25 encoding", test_encode) ||
+	    !CU_add_test(s, "the card's R1 answers: a refused reliable write is named", test_status) ||
 	    !CU_add_test(s, "refused on anything but an MMC device", test_not_mmc) ||
 	    !CU_add_test(s, "relwr and relwr-off through the writer (sim)", test_sim_modes) ||
 	    !CU_add_test(s, "the writer's lines of a reap go out together (sim, fua, QD 8)", test_sink_gathers))

@@ -177,13 +177,40 @@ static void test_io_audit(void)
 	pc_rq_add("WFS", 64, sums);
 	CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, NULL, b, sizeof(b)), "FUA writes (native)");
 	CU_ASSERT_EQUAL(pc_io_mismatch(PC_MODE_FUA, sums, 1, NULL), 0);
+	/* on an eMMC: reliable writes, rel_wr_sec_c sectors a command (legacy
+	 * mode), or one a record with EN_REL_WR; no EXT_CSD: as before */
+	{
+		struct pc_queue eq;
+		json_object *x = json_tokener_parse("{\"available\": true, \"rev\": 3, \"wr_rel_param\": 0, "
+						    "\"rel_wr_sec_c\": 1}");
+
+		pc_queue_read(NULL, NULL, &eq);
+		pc_queue_read_emmc(x, 4096, &eq);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &eq, b, sizeof(b)),
+				       "reliable writes, 8 per 4 KiB record: rel_wr_sec_c 1");
+		pc_queue_read_emmc(x, 512, &eq);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &eq, b, sizeof(b)),
+				       "reliable writes, 1 per 512-byte record: rel_wr_sec_c 1");
+		json_object_object_add(x, "rel_wr_sec_c", json_object_new_int(16));
+		pc_queue_read_emmc(x, 65536, &eq);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &eq, b, sizeof(b)),
+				       "reliable writes, 8 per 64 KiB record: rel_wr_sec_c 16");
+		json_object_object_add(x, "wr_rel_param", json_object_new_int(0x05));
+		pc_queue_read_emmc(x, 4096, &eq);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &eq, b, sizeof(b)),
+				       "reliable writes, one per 4 KiB record: wr_rel_param 0x05 (EN_REL_WR)");
+		json_object_object_add(x, "available", json_object_new_boolean(0));
+		pc_queue_read_emmc(x, 4096, &eq);
+		CU_ASSERT_STRING_EQUAL(pc_io_became(PC_MODE_FUA, sums, 1, &eq, b, sizeof(b)), "FUA writes (native)");
+		json_object_put(x);
+	}
 
 	/* the queue as HELLO said it */
 	{
 		json_object *one = json_object_new_int(1), *zero = json_object_new_int(0), *str = json_object_new_string("1");
 		json_object *wt = json_object_new_string("write through"), *wb = json_object_new_string("write back");
 		json_object *unk = json_object_new_string("unknown");
-		struct pc_queue q, sd = { 0, 1 }, nofua = { 0, 0 }, fuaq = { 1, 0 };
+		struct pc_queue q, sd = { 0, 1, -1, -1, 0 }, nofua = { 0, 0, -1, -1, 0 }, fuaq = { 1, 0, -1, -1, 0 };
 
 		pc_queue_read(zero, wt, &q);
 		CU_ASSERT(q.fua == 0 && q.write_through == 1);
