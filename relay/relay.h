@@ -48,6 +48,15 @@ enum relay_cap {
 	 * asks it to; the "cut" is the agent crashing the board on request,
 	 * and the device keeps its power. */
 	RELAY_CAP_NO_OFF = 1u << 2,
+	/* The relay switches real hardware (a GPIO line, a USB or serial relay
+	 * board, a PDU): the config warns about what a real board needs. */
+	RELAY_CAP_HARDWARE = 1u << 3,
+	/* The board is emulated on this host (the sim, a QEMU machine): its
+	 * device is no real part, whatever its backend. */
+	RELAY_CAP_VIRTUAL = 1u << 4,
+	/* The relay starts the agent on a sim device itself (the sim), so the
+	 * sim's per-board options (device.keep_inputs) reach the agent. */
+	RELAY_CAP_SIM_AGENT = 1u << 5,
 };
 
 struct relay_ops {

@@ -107,7 +107,7 @@ const struct relay_ops relay_gpiod_ops = {
 	.off = gpiod_unreachable,
 	.get = gpiod_unreachable,
 	.close = gpiod_close,
-	.caps = RELAY_CAP_HOLD,
+	.caps = RELAY_CAP_HOLD | RELAY_CAP_HARDWARE,
 	.ident = gpiod_ident_raw,
 };
 
@@ -517,7 +517,7 @@ const struct relay_ops relay_gpiod_ops = {
 	.off = gpiod_off,
 	.get = gpiod_get,
 	.close = gpiod_close,
-	.caps = RELAY_CAP_HOLD,
+	.caps = RELAY_CAP_HOLD | RELAY_CAP_HARDWARE,
 	.ident = gpiod_ident,
 };
 

@@ -333,4 +333,5 @@ const struct relay_ops relay_hidrelay_ops = {
 	.get = hidr_get,
 	.close = hidr_close,
 	.ident = hidr_ident,
+	.caps = RELAY_CAP_HARDWARE,
 };

@@ -223,4 +223,5 @@ const struct relay_ops relay_lcus_ops = {
 	.get = lcus_get,
 	.close = lcus_close,
 	.ident = lcus_ident,
+	.caps = RELAY_CAP_HARDWARE,
 };

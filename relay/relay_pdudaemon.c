@@ -477,4 +477,5 @@ const struct relay_ops relay_pdudaemon_ops = {
 	.get = pdu_get,
 	.close = pdu_close,
 	.ident = pdu_ident,
+	.caps = RELAY_CAP_HARDWARE,
 };

@@ -631,4 +631,5 @@ const struct relay_ops relay_qemu_ops = {
 	.off = qemu_off,
 	.get = qemu_get,
 	.close = qemu_close,
+	.caps = RELAY_CAP_VIRTUAL,
 };

@@ -588,5 +588,5 @@ const struct relay_ops relay_sim_ops = {
 	.off = sim_off,
 	.get = sim_get,
 	.close = sim_close,
-	.caps = RELAY_CAP_EXACT_CUT,
+	.caps = RELAY_CAP_EXACT_CUT | RELAY_CAP_VIRTUAL | RELAY_CAP_SIM_AGENT,
 };

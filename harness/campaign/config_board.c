@@ -202,10 +202,13 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	/* keep the text the user wrote ("0.01", not 0.010000000000000000208) */
 	cfg_put(out, "rate", v ? cfg_copy(v) : json_object_new_double(rate));
 	if ((v = cfg_jget(d, "keep_inputs"))) {
+		const struct relay_ops *ops = relay_find(b->relay_driver);
 		uint32_t keep;
+
 		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "keep_inputs"), 0, 1000, &keep)))
 			return rc;
-		if (keep && strcmp(b->relay_driver, "sim"))
+		/* the relay's ability, not its name: only one that starts the agent on a sim device passes it */
+		if (keep && !(ops && (ops->caps & RELAY_CAP_SIM_AGENT)))
 			return cfg_fail(x, path, "only the sim relay starts the agent with --sim-keep-inputs; with "
 					"relay \"%s\" give the agent --sim-keep-inputs %" PRIu32 " yourself and drop "
 					"this key", b->relay_driver, keep);

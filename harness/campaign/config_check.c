@@ -101,11 +101,12 @@ int config_device_check(const struct board_cfg *b, json_object *hello, char *why
 /* A board whose relay or device is real hardware, not the sim or a VM. */
 static int cfg_real_board(const struct board_cfg *b)
 {
-	static const char *const real_relays[] = { "gpiod", "hidrelay", "lcus", "pdudaemon", NULL };
+	const struct relay_ops *ops = relay_find(b->relay_driver);
+	unsigned caps = ops ? ops->caps : 0;
 
-	/* a posix device behind a qemu relay is a virtual machine's disk */
-	return cfg_in_list(b->relay_driver, real_relays) ||
-	       (!strcmp(b->backend, "posix") && strcmp(b->relay_driver, "qemu") && strcmp(b->relay_driver, "sim"));
+	/* a posix device behind a virtual board's relay is a virtual disk */
+	return (caps & RELAY_CAP_HARDWARE) ||
+	       (!strcmp(b->backend, "posix") && !(caps & RELAY_CAP_VIRTUAL));
 }
 
 __attribute__((format(printf, 4, 5)))
