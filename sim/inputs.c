@@ -108,18 +108,21 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
-/* Write a whole file through a temporary name and a rename. */
-static int write_file(const char *path, const void *buf, size_t len)
+/* A file written whole under path.tmp, then renamed over path: tmp_open
+ * opens the temporary, tmp_commit closes it and renames it (or removes it
+ * when ret says the writing failed). */
+static int tmp_open(const char *path, char *tmp, size_t tmplen)
 {
-	char tmp[PATH_MAX + 8];
-	int fd, ret;
+	int fd;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
+	if ((size_t)snprintf(tmp, tmplen, "%s.tmp", path) >= tmplen)
 		return -ENAMETOOLONG;
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	ret = pc_write_all(fd, buf, len);
+	return fd < 0 ? -errno : fd;
+}
+
+static int tmp_commit(int fd, const char *tmp, const char *path, int ret)
+{
 	close(fd);
 	if (!ret && rename(tmp, path) < 0)
 		ret = -errno;
@@ -128,19 +131,27 @@ static int write_file(const char *path, const void *buf, size_t len)
 	return ret;
 }
 
+/* Write a whole file through a temporary name and a rename. */
+static int write_file(const char *path, const void *buf, size_t len)
+{
+	char tmp[PATH_MAX + 8];
+	int fd = tmp_open(path, tmp, sizeof(tmp));
+
+	if (fd < 0)
+		return fd;
+	return tmp_commit(fd, tmp, path, pc_write_all(fd, buf, len));
+}
+
 /* The whole media, as it is now, into path (a temporary name, then a rename). */
 static int copy_media(const struct sim_emmc *e, const char *path)
 {
 	char tmp[PATH_MAX + 8];
 	uint64_t len = e->sectors * PC_SECTOR;
 	loff_t off = 0;
-	int fd, ret = 0;
+	int fd = tmp_open(path, tmp, sizeof(tmp)), ret = 0;
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	/* in the kernel (a reflink where the filesystem can), else from the map */
 	while ((uint64_t)off < len) {
 		ssize_t n = copy_file_range(e->fd, &off, fd, NULL, len - (uint64_t)off, 0);
@@ -152,12 +163,7 @@ static int copy_media(const struct sim_emmc *e, const char *path)
 		ret = pc_pwrite_all(fd, e->map + off, len - (uint64_t)off, (off_t)off);
 		break;
 	}
-	close(fd);
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
+	return tmp_commit(fd, tmp, path, ret);
 }
 
 static json_object *region_json(const struct sim_emmc *e)
