@@ -357,7 +357,8 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 		json_object_put(arr);
 	}
 	/* compare: the outcome, the classes' counts, and which seqs are violations */
-	*failed = !strcmp(json_object_get_string(json_object_object_get(c->verdict, "verdict")), "FAIL");
+	*failed = pc_outcome_from_name(json_object_get_string(json_object_object_get(c->verdict, "verdict"))) ==
+		  PC_OUT_FAIL;
 	if (*failed != x.fail)
 		ok = 0;
 	cnt = json_object_object_get(c->verdict, "counts");
@@ -400,7 +401,8 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 	}
 	if (!ok && x.fail != *failed)
 		crash_note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
-		     label, *failed ? "FAIL" : "PASS", x.fail ? "FAIL" : "PASS");
+		     label, pc_outcome_names[*failed ? PC_OUT_FAIL : PC_OUT_PASS],
+		     pc_outcome_names[x.fail ? PC_OUT_FAIL : PC_OUT_PASS]);
 	c->r->lost_acked_states += x.lost > 0;
 	c->r->ms_by_mode[mode] += now_ms() - t0;
 	c->r->by_mode[mode]++;

@@ -523,7 +523,8 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 	c->r->observed_known = !other && !outside;
 	if (c->r->observed_known)
 		c->r->mismatches += rc == 0;
-	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s", failed ? "FAIL" : "PASS");
+	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s",
+		 pc_outcome_names[failed ? PC_OUT_FAIL : PC_OUT_PASS]);
 	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
 	rc = 0;
 out:

@@ -129,6 +129,7 @@ static void us_text(uint32_t us, char *buf, size_t len)
 }
 
 struct cells {
+	int bad;	/* a FAIL or BOOT_FAIL in the mode */
 	char verdict[16], cuts[24], viol[24], bound[160], rate[32], p50[32], p99[32];
 };
 
@@ -137,6 +138,7 @@ static void cells(const struct rep *r, const struct rep_mode *m, struct cells *c
 	unsigned long k = 0, n = 0;
 
 	snprintf(c->verdict, sizeof(c->verdict), "%s", mode_verdict(m));
+	c->bad = m && rep_mode_cycles(m) && (m->out[PC_OUT_FAIL] || m->out[PC_OUT_BOOT_FAIL]);
 	snprintf(c->cuts, sizeof(c->cuts), "-");
 	snprintf(c->viol, sizeof(c->viol), "-");
 	snprintf(c->bound, sizeof(c->bound), "-");
@@ -189,6 +191,17 @@ static void text_side(FILE *out, const char *tag, const struct side *s)
 	fprintf(out, ")\n");
 }
 
+/* Mode name's cells on each side and B's speed over A's. */
+static void mode_pair(const struct side *a, const struct side *b, const char *name, struct cells *ca,
+		      struct cells *cb, char *ratio, size_t ratiolen)
+{
+	const struct rep_mode *ma = side_mode(a, name), *mb = side_mode(b, name);
+
+	cells(a->r, ma, ca);
+	cells(b->r, mb, cb);
+	speed_ratio(ma, mb, ratio, ratiolen);
+}
+
 static int compare_text(FILE *out, const struct side *a, const struct side *b)
 {
 	const char *names[2 * CMP_MODES];
@@ -201,17 +214,15 @@ static int compare_text(FILE *out, const struct side *a, const struct side *b)
 		a->r->confidence * 100.0);
 	fprintf(out, "mode        side  verdict     cuts  violated  records/s   lat p50   lat p99  rate\n");
 	for (unsigned i = 0; i < n; i++) {
-		const struct rep_mode *ma = side_mode(a, names[i]), *mb = side_mode(b, names[i]);
 		struct cells ca, cb;
 		char ratio[32];
 
-		cells(a->r, ma, &ca);
-		cells(b->r, mb, &cb);
+		mode_pair(a, b, names[i], &ca, &cb, ratio, sizeof(ratio));
 		fprintf(out, "%-10s  A     %-9s %6s %9s %10s %9s %9s  %s\n", names[i], ca.verdict, ca.cuts, ca.viol, ca.rate,
 			ca.p50, ca.p99, ca.bound);
 		fprintf(out, "%-10s  B     %-9s %6s %9s %10s %9s %9s  %s\n", "", cb.verdict, cb.cuts, cb.viol, cb.rate,
 			cb.p50, cb.p99, cb.bound);
-		fprintf(out, "%-10s  speed B/A %s\n", "", speed_ratio(ma, mb, ratio, sizeof(ratio)));
+		fprintf(out, "%-10s  speed B/A %s\n", "", ratio);
 	}
 	return ferror(out) ? -EIO : 0;
 }
@@ -237,7 +248,7 @@ static void html_side(FILE *out, const char *tag, const struct side *s)
 
 static void html_row(FILE *out, const char *mode, const char *tag, const struct cells *c, const char *ratio, int rows)
 {
-	int bad = !strcmp(c->verdict, "FAIL") || !strcmp(c->verdict, "BOOT_FAIL");
+	int bad = c->bad;
 
 	fputs("<tr>", out);
 	if (mode) {
@@ -276,13 +287,11 @@ static int compare_html(FILE *out, const struct side *a, const struct side *b)
 		"<th>per-cut violation rate (%.4g%%)</th><th class=\"n\">speed B/A</th></tr>\n",
 		a->r->confidence * 100.0);
 	for (unsigned i = 0; i < n; i++) {
-		const struct rep_mode *ma = side_mode(a, names[i]), *mb = side_mode(b, names[i]);
 		struct cells ca, cb;
 		char ratio[32];
 
-		cells(a->r, ma, &ca);
-		cells(b->r, mb, &cb);
-		html_row(out, names[i], "A", &ca, speed_ratio(ma, mb, ratio, sizeof(ratio)), 2);
+		mode_pair(a, b, names[i], &ca, &cb, ratio, sizeof(ratio));
+		html_row(out, names[i], "A", &ca, ratio, 2);
 		html_row(out, NULL, "B", &cb, NULL, 2);
 	}
 	fputs("</table>\n<p class=\"muted\">The rate: the upper bound of the per-cut violation probability, " QUAL_METHOD

@@ -217,6 +217,8 @@ rc=$?
 check "--compare two folders, html: exit 0 (was $rc)" test $rc -eq 0
 check "--compare html: both sides' results and the per-mode table" \
 	test "$(grep -c '<span class="badge FAIL">FAIL</span>\|<span class="badge PASS">PASS</span>\|<th>per-cut violation rate (95%)</th>' "$T/cmp.html")" -eq 3
+check "--compare html: a mode that FAILs is marked bad, one that PASSes is not" \
+	sh -c "grep -q '<td class=\"bad\">FAIL</td>' '$T/cmp.html' && ! grep -q '<td class=\"bad\">PASS</td>' '$T/cmp.html'"
 expect_fail "--compare naming no device is refused, listing the devices" "names no device of the folders given" \
 	"$PC" report --compare nosuch lying-1 "$A"
 expect_fail "--compare in json is refused" "text or html only" "$PC" report --compare "$A" "$B" --format json
