@@ -20,7 +20,6 @@
 #include "common/util.h"
 
 /* the dm-log-writes format, as QEMU's block/blklogwrites.c writes it (flags: vcache.h) */
-#define WRITE_LOG_MAGIC		0x6a736677736872ULL
 #define WRITE_LOG_VERSION	1ULL
 
 #define VC_MAX_WRITE		(64u << 20)	/* bytes in one logged write */

@@ -70,6 +70,8 @@ struct vc_stats {
 };
 
 /* the dm-log-writes entry flags */
+/* a dm-log-writes superblock's first 8 bytes (little-endian) */
+#define WRITE_LOG_MAGIC		0x6a736677736872ULL
 #define LOG_FLUSH_FLAG		(1u << 0)
 #define LOG_FUA_FLAG		(1u << 1)
 #define LOG_DISCARD_FLAG	(1u << 2)

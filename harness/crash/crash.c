@@ -156,6 +156,26 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 	rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen);
 	if (rc)
 		goto out;
+	/* The sim commits its superblock (magic, entry count) after each whole
+	 * entry and trims an uncommitted tail (docs/sim.md): a kept log without
+	 * one, or holding another number of entries, is damaged input, never a
+	 * finding against the agent's ordering. */
+	{
+		unsigned char sb[24];
+		uint64_t magic = 0, count = 0;
+
+		if (pread(fd, sb, sizeof(sb), 0) == (ssize_t)sizeof(sb))
+			for (int i = 7; i >= 0; i--) {
+				magic = magic << 8 | sb[i];
+				count = count << 8 | sb[16 + i];
+			}
+		if (magic != WRITE_LOG_MAGIC || count != ne) {
+			rc = crash_fail(err, errlen, -EPROTO, "log %s: %s (damaged, or not a log the sim kept)",
+					c->in->log, magic != WRITE_LOG_MAGIC ? "no dm-log-writes superblock" :
+					"its superblock's entry count is not the entries it holds");
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < ne; i++)
 		if (e[i].flags & LOG_FLUSH_FLAG)
 			last_flush = i + 1;

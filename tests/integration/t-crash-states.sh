@@ -90,4 +90,12 @@ check "mode none, an ACK of seq $last added: acked_not_durable 1" jqt '.acked_no
 
 rm -rf "$T/lie/boards/honest/media.img.inputs" "$T/lie/boards/lying/media.img.inputs"
 expect_fail "no kept inputs: exit 2 saying how to keep them" "keep_inputs" "$PC" crash-states "$T/lie"
+# a damaged kept log is damaged input (exit 2), never a finding against the agent
+cp -r "$R" "$T/dmg"
+log=$(ls "$T"/dmg/boards/honest/media.img.inputs/session-*/writes.log | head -1)
+head -c 700 /dev/urandom > "$log"
+"$PC" crash-states "$T/dmg" --all > "$T/dmg.out" 2>&1
+rc=$?
+check "a damaged log: exit 2 (was $rc)" test $rc -eq 2
+check "...naming the log as damaged" grep -q "no dm-log-writes superblock (damaged" "$T/dmg.out"
 finish
