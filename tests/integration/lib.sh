@@ -166,6 +166,24 @@ stop_daemons() {
 	for p in "$@"; do kill -KILL "$p" 2> /dev/null; done
 }
 
+# lava_skip WHY: a LAVA test that cannot run here skips, unless
+# PC_LAVA_REQUIRE=1 (make lava-check): then it fails, naming WHY.
+# lava_setup: the LAVA tests' start. They run only with PC_LAVA=1 or
+# PC_LAVA_REQUIRE=1: make check leaves them to make lava-check, so a LAVA
+# package that happens to be installed (or, in .ci/run, is being installed
+# in the background while make check runs) never runs them twice or half.
+lava_skip() {
+	if [ "${PC_LAVA_REQUIRE:-0}" = 1 ]; then
+		bad "LAVA must run here (PC_LAVA_REQUIRE=1) but: $*"
+		finish
+	fi
+	skip "$*; make lava-check installs what it needs and runs it"
+}
+lava_setup() {
+	[ "${PC_LAVA:-0}" = 1 ] || [ "${PC_LAVA_REQUIRE:-0}" = 1 ] ||
+		lava_skip "not asked for (PC_LAVA=1 runs it)"
+}
+
 # vm_setup WHAT: the virtual-board tests' start. Skips (exit 77) unless
 # PC_VM=1 or PC_VM_REQUIRE=1 (then a skip is a failure: make vm-check), or
 # when QEMU or ptypair is missing; builds the board image (make vm-image)

@@ -10,14 +10,9 @@
 . "$(dirname "$0")/lib.sh"
 echo "t-lava-scripts: powercut lava through LAVA's lava-test-case"
 LTS=/usr/lib/python3/dist-packages/lava_dispatcher/lava_test_shell
-if [ ! -f "$LTS/lava-test-case" ]; then
-	if [ "${PC_LAVA_REQUIRE:-0}" = 1 ]; then
-		bad "lava-dispatcher must be installed here (PC_LAVA_REQUIRE=1): $LTS/lava-test-case is missing"
-		finish
-	fi
-	skip "lava-dispatcher is not installed: make lava-check installs it and runs this test"
-fi
-command -v jq > /dev/null || skip "jq is not installed"
+lava_setup
+[ -f "$LTS/lava-test-case" ] || lava_skip "lava-dispatcher is not installed ($LTS/lava-test-case is missing)"
+command -v jq > /dev/null || lava_skip "jq is not installed"
 trap 'pc_rc=$?; [ -s "$T/b.pid" ] && kill -KILL -- "-$(cat "$T/b.pid")" 2>/dev/null; rm_T' EXIT
 
 # LAVA's scripts, as the test shell installs them (an interpreter line added)

@@ -18,13 +18,7 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 echo "t-lava-server: two LAVA workers, lava-server with PostgreSQL, jobs submitted with lavacli"
-lava_skip() {
-	if [ "${PC_LAVA_REQUIRE:-0}" = 1 ]; then
-		bad "LAVA must run here (PC_LAVA_REQUIRE=1) but: $*"
-		finish
-	fi
-	skip "$*; make lava-check installs what it needs and runs it"
-}
+lava_setup
 # Debian's python3 (a python3 earlier in PATH may be a shim)
 PY=$(command -v /usr/bin/python3 || command -v python3)
 PGBIN=$(ls -d /usr/lib/postgresql/*/bin 2> /dev/null | sort -V | tail -1)

@@ -25,13 +25,7 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 echo "t-lava: powercut campaigns as LAVA jobs (lava-run, docker test shell, pdudaemon)"
-lava_skip() {
-	if [ "${PC_LAVA_REQUIRE:-0}" = 1 ]; then
-		bad "LAVA must run here (PC_LAVA_REQUIRE=1) but: $*"
-		finish
-	fi
-	skip "$*; make lava-check installs what it needs and runs it"
-}
+lava_setup
 for c in lava-run docker dockerd debootstrap pdudaemon ser2net telnet curl jq; do
 	command -v $c > /dev/null || lava_skip "$c is not installed"
 done
@@ -105,7 +99,8 @@ job() { # NAME TIMEOUT-S: the job running board NAME's campaign
 	sed -e "s|@CAMPAIGN@|$T/$1.json|; s|@RESULTS@|$T/r-$1|; s|@POWERCUT@|$ROOT/build/powercut|; s|@TIMEOUT@|$2|" \
 		configs/lava/job.yaml > "$T/$1.job.yaml"
 }
-campaign() { # NAME OUTLET PROFILE CYCLES [CONNECT]: with CONNECT, the agent on its serial console ($board_end)
+campaign() { # NAME OUTLET PROFILE CYCLES [CONNECT]: with CONNECT, the agent on its serial console ($board_end);
+	# the board stays off for $off_ms (default 50) at each cut
 	local lport link=""
 	lport=$(free_port)
 	if [ -n "${5:-}" ]; then
@@ -119,7 +114,7 @@ campaign() { # NAME OUTLET PROFILE CYCLES [CONNECT]: with CONNECT, the agent on 
 { "campaign": "lava-$1", "cycles": $4, "seed": 4, "listen": "127.0.0.1:$lport", "key_file": "$T/agent.key",
   "boards": [ { "name": "$1", "device": { "backend": "sim", "record_size": 4096 }, $link
     "modes": ["fua", "flush"], "records_per_cycle": 200, "flush_every": 8,
-    "cut": { "at": "acks", "acks": [16, 120] }, "boot_timeout_ms": 8000, "off_ms": 50 } ] }
+    "cut": { "at": "acks", "acks": [16, 120] }, "boot_timeout_ms": 8000, "off_ms": ${off_ms:-50} } ] }
 JSON
 	device "$1" "$2" "${5:-}"
 }
@@ -200,7 +195,10 @@ check "...powercut-lying-flush failed" test "$(result_of lying 1 powercut-lying-
 check "...powercut-lying failed" test "$(result_of lying 1 powercut-lying)" = fail
 
 # ---- 5: a job timeout shorter than the campaign, then a second job ----
-campaign long 3 honest 60
+# off 600 ms at each of 60 cuts: the campaign takes at least 36 s however
+# fast the machine, longer than the first job's 25 s (on an idle machine 60
+# cycles with 50 ms off took under 25 s and the job completed)
+off_ms=600 campaign long 3 honest 60
 job long 25
 lava long 1
 check "the first job ran out of time (not Complete)" test "$(job_result long 1)" != pass
