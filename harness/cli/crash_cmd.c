@@ -45,7 +45,7 @@ struct kept {
 	unsigned cycle;
 	char dir[PATH_MAX];		/* session-S */
 	char next_base[PATH_MAX];	/* session-(S+1)/base.img, or "" */
-	json_object *in_flight;
+	struct crash_kept meta;		/* its cycle.json, bounded */
 	json_object *events;		/* the board's events of cycle and cycle + 1 */
 	char recorded[16];
 };
@@ -62,11 +62,47 @@ static int read_json_file(const char *path, json_object **out)
 	return *out ? 0 : -EINVAL;
 }
 
-static uint64_t jget(json_object *o, const char *k)
+/* One session's folder: its cycle.json read and bounded (damaged: an error), and when it finished and
+ * its records are one cycle's (want_all, or want), that cycle kept. */
+static int kept_add(struct cs *s, const char *dir, const char *name, const char *board, int want_all,
+		    unsigned want, char *err, size_t errlen)
 {
-	json_object *v;
+	char p[PATH_MAX + 300];
+	struct crash_kept m;
+	unsigned long sess;
+	struct kept *k, *t;
+	char *end;
+	int rc;
 
-	return json_object_object_get_ex(o, k, &v) && json_object_get_int64(v) > 0 ? (uint64_t)json_object_get_int64(v) : 0;
+	errno = 0;
+	sess = strtoul(name + 8, &end, 10);
+	if (errno || *end || name[8] < '0' || name[8] > '9' || sess < 1 || sess > UINT32_MAX - 1)
+		return 0;
+	snprintf(p, sizeof(p), "%s/%s/cycle.json", dir, name);
+	if (access(p, F_OK))
+		return 0;	/* a folder the sim is making */
+	if ((rc = crash_kept_read(p, (uint32_t)sess, &m, err, errlen)))
+		return rc;
+	if (!m.finished || m.ncycles > 1 || m.cycles_more || !m.cycle || (!want_all && m.cycle != want))
+		return 0;
+	if (s->n >= MAX_CYCLES_KEPT) {
+		snprintf(err, errlen, "%s: more than %u kept cycles; give --cycle", dir, MAX_CYCLES_KEPT);
+		return -E2BIG;
+	}
+	if (!(t = realloc(s->k, (s->n + 1) * sizeof(*s->k))))
+		return -ENOMEM;
+	s->k = t;
+	k = &s->k[s->n++];
+	memset(k, 0, sizeof(*k));
+	k->meta = m;
+	k->board = strdup(board);
+	k->cycle = m.cycle;
+	snprintf(k->dir, sizeof(k->dir), "%s/%s", dir, name);
+	snprintf(k->next_base, sizeof(k->next_base), "%s/session-%lu/base.img", dir, sess + 1);
+	if (access(k->next_base, R_OK))
+		k->next_base[0] = 0;
+	k->events = json_object_new_array();
+	return k->board && k->events ? 0 : -ENOMEM;
 }
 
 /* The sessions of a board's media that finished and wrote one cycle's records. */
@@ -76,82 +112,19 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 	char dir[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
+	int rc = 0;
 
 	snprintf(dir, sizeof(dir), "%s/boards/%s/media.img.inputs", results, board);
 	d = opendir(dir);
 	if (!d)
 		return 0;
-	while ((de = readdir(d))) {
-		char p[PATH_MAX + 300];
-		json_object *cj = NULL, *cy, *fin, *inf;
-		unsigned long sess;
-		char *end;
-
-		if (strncmp(de->d_name, "session-", 8))
-			continue;
-		errno = 0;
-		sess = strtoul(de->d_name + 8, &end, 10);
-		if (errno || *end || sess > UINT32_MAX - 1)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s/cycle.json", dir, de->d_name);
-		if (read_json_file(p, &cj)) {
-			if (access(p, F_OK) == 0)
-				pc_warn("%s: not a JSON object: that session is left out", p);
-			continue;
-		}
-		if (!json_object_object_get_ex(cj, "finished", &fin) || !json_object_get_boolean(fin) ||
-		    !json_object_object_get_ex(cj, "cycles", &cy) || !json_object_is_type(cy, json_type_array) ||
-		    json_object_array_length(cy) > 1) {
-			json_object_put(cj);
-			continue;
-		}
-		{
-			/* the cycle whose records the session wrote; none completed: the one in flight */
-			int64_t c = json_object_array_length(cy) ? json_object_get_int64(json_object_array_get_idx(cy, 0)) :
-				    json_object_object_get_ex(cj, "in_flight", &inf) &&
-				    json_object_is_type(inf, json_type_object) ? (int64_t)jget(inf, "cycle") : 0;
-			struct kept *k, *t;
-
-			if (c < 1 || c > UINT32_MAX - 1 || (!want_all && (unsigned)c != want)) {
-				json_object_put(cj);
-				continue;
-			}
-			if (s->n >= MAX_CYCLES_KEPT) {
-				json_object_put(cj);
-				closedir(d);
-				snprintf(err, errlen, "%s: more than %u kept cycles; give --cycle", dir, MAX_CYCLES_KEPT);
-				return -E2BIG;
-			}
-			t = realloc(s->k, (s->n + 1) * sizeof(*s->k));
-			if (!t) {
-				json_object_put(cj);
-				closedir(d);
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			s->k = t;
-			k = &s->k[s->n++];
-			memset(k, 0, sizeof(*k));
-			k->board = strdup(board);
-			k->cycle = (unsigned)c;
-			snprintf(k->dir, sizeof(k->dir), "%s/%s", dir, de->d_name);
-			snprintf(k->next_base, sizeof(k->next_base), "%s/session-%lu/base.img", dir, sess + 1);
-			if (access(k->next_base, R_OK))
-				k->next_base[0] = 0;
-			if (json_object_object_get_ex(cj, "in_flight", &inf) && json_object_is_type(inf, json_type_object))
-				k->in_flight = json_object_get(inf);
-			k->events = json_object_new_array();
-			if (!k->board || !k->events) {
-				json_object_put(cj);
-				closedir(d);
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-		}
-		json_object_put(cj);
-	}
+	while (!rc && (de = readdir(d)))
+		if (!strncmp(de->d_name, "session-", 8))
+			rc = kept_add(s, dir, de->d_name, board, want_all, want, err, errlen);
 	closedir(d);
-	return 0;
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return rc;
 }
 
 static int kept_cmp(const void *a, const void *b)
@@ -338,21 +311,8 @@ int cmd_crash_states(int argc, char **argv)
 		snprintf(after, sizeof(after), "%s/after.img", k->dir);
 		/* what the next boot scanned: its base image (after.img plus that power-on's faults) */
 		in.post = k->next_base[0] ? k->next_base : access(after, R_OK) ? NULL : after;
-		if (k->in_flight) {
-			json_object *op, *raw;
-
-			if (json_object_object_get_ex(k->in_flight, "op", &op) &&
-			    !strcmp(json_object_get_string(op), "write") &&
-			    !(json_object_object_get_ex(k->in_flight, "raw", &raw) && json_object_get_boolean(raw)) &&
-			    jget(k->in_flight, "seq")) {
-				in.in_flight.valid = 1;
-				in.in_flight.lba = jget(k->in_flight, "lba");
-				in.in_flight.n = jget(k->in_flight, "n");
-				in.in_flight.seq = jget(k->in_flight, "seq");
-				in.in_flight.cycle = (uint32_t)jget(k->in_flight, "cycle");
-				in.in_flight.flags = (uint16_t)jget(k->in_flight, "flags");
-			}
-		}
+		in.in_flight = k->meta.in_flight;
+		in.kept = &k->meta;
 		if (crash_check(&in, &o, &r, err, sizeof(err))) {
 			pc_err("board %s cycle %u (%s): %s", k->board, k->cycle, k->dir, err);
 			rc = 2;
@@ -370,7 +330,6 @@ out:
 	for (size_t i = 0; i < s.n; i++) {
 		free(s.k[i].board);
 		json_object_put(s.k[i].events);
-		json_object_put(s.k[i].in_flight);
 	}
 	free(s.k);
 	json_object_put(camp);
