@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -39,6 +40,8 @@ static const char crash_usage[] =
 	"See docs/crash-states.md.\n";
 
 #define MAX_CYCLES_KEPT 4096u
+#define CRASH_FILE "crash-states.jsonl"	/* the lines kept in the results folder */
+#define KEPT_NONE 3			/* kept_find found nothing to check (exit 2) */
 
 struct kept {
 	char *board;
@@ -48,6 +51,7 @@ struct kept {
 	struct crash_kept meta;		/* its cycle.json, bounded */
 	json_object *events;		/* the board's events of cycle and cycle + 1 */
 	char recorded[16];
+	char *line;			/* its JSON line, once checked */
 };
 
 struct cs {
@@ -180,7 +184,16 @@ static int on_verdict(json_object *v, unsigned lineno, void *arg)
 	return 0;
 }
 
-int cmd_crash_states(int argc, char **argv)
+/* What the command line asks for. */
+struct args {
+	struct crash_opts o;
+	const char *board, *results;
+	int want_all;
+	unsigned want;
+};
+
+/* -1, or the exit status (2: a bad option; 0: --help). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option lo[] = {
 		{ "board", required_argument, NULL, 'b' },
@@ -193,72 +206,61 @@ int cmd_crash_states(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct crash_opts o;
-	struct cs s = { NULL, 0, NULL };
-	const char *board = NULL, *results;
-	char path[PATH_MAX + 64], err[1024] = "";
-	json_object *camp = NULL, *boards, *cfg;
-	int want_all = 1, c, rc = 0, torn = 0;
-	unsigned want = 0;
 	uint64_t v;
+	int c;
 
-	crash_opts_default(&o);
+	crash_opts_default(&a->o);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "b:c:ah", lo, NULL)) != -1) {
 		switch (c) {
-		case 'b': board = optarg; break;
+		case 'b': a->board = optarg; break;
 		case 'c':
-			if (pc_parse_u64(optarg, 0, &v) || v < 1 || v > UINT32_MAX - 1) {
-				pc_err("--cycle '%s': expected a cycle number", optarg);
-				return 2;
-			}
-			want = (unsigned)v;
-			want_all = 0;
+			if (pc_parse_u64(optarg, 0, &v) || v < 1 || v > UINT32_MAX - 1)
+				return pc_err("--cycle '%s': expected a cycle number", optarg), 2;
+			a->want = (unsigned)v;
+			a->want_all = 0;
 			break;
-		case 'a': want_all = 1; break;
+		case 'a': a->want_all = 1; break;
 		case 'x':
-			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_EXHAUSTIVE) {
-				pc_err("--exhaustive '%s': expected 0..%u", optarg, CRASH_MAX_EXHAUSTIVE);
-				return 2;
-			}
-			o.exhaustive = (unsigned)v;
+			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_EXHAUSTIVE)
+				return pc_err("--exhaustive '%s': expected 0..%u", optarg, CRASH_MAX_EXHAUSTIVE), 2;
+			a->o.exhaustive = (unsigned)v;
 			break;
 		case 'r':
-			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_RANDOM) {
-				pc_err("--random '%s': expected 0..%u", optarg, CRASH_MAX_RANDOM);
-				return 2;
-			}
-			o.random = (unsigned)v;
+			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_RANDOM)
+				return pc_err("--random '%s': expected 0..%u", optarg, CRASH_MAX_RANDOM), 2;
+			a->o.random = (unsigned)v;
 			break;
 		case 's':
-			if (pc_parse_u64(optarg, 0, &v)) {
-				pc_err("--seed '%s': expected a number", optarg);
-				return 2;
-			}
-			o.seed = v;
+			if (pc_parse_u64(optarg, 0, &v))
+				return pc_err("--seed '%s': expected a number", optarg), 2;
+			a->o.seed = v;
 			break;
-		case 'l': o.locality = 1; break;
+		case 'l': a->o.locality = 1; break;
 		case 'h': fputs(crash_usage, stdout); return 0;
 		default: return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		pc_err("crash-states takes one results folder (see powercut crash-states --help)");
-		return 2;
-	}
-	results = argv[optind];
-	snprintf(path, sizeof(path), "%s/campaign.json", results);
-	if (read_json_file(path, &camp)) {
-		pc_err("%s: cannot read it as JSON: is %s a results folder?", path, results);
-		return 2;
-	}
-	if (!json_object_object_get_ex(camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &boards) ||
-	    !json_object_is_type(boards, json_type_array)) {
-		pc_err("%s: no config.boards", path);
-		json_object_put(camp);
-		return 2;
-	}
-	s.config = cfg;
+	if (optind != argc - 1)
+		return pc_err("crash-states takes one results folder (see powercut crash-states --help)"), 2;
+	a->results = argv[optind];
+	return -1;
+}
+
+/* Every board's kept cycles (campaign.json's boards), their events and recorded verdicts. 0 or 2. */
+static int kept_find(struct cs *s, const struct args *a, json_object **camp)
+{
+	char path[PATH_MAX + 64], err[1024] = "";
+	json_object *boards, *cfg;
+	int rc = 0, torn = 0;
+
+	snprintf(path, sizeof(path), "%s/campaign.json", a->results);
+	if (read_json_file(path, camp))
+		return pc_err("%s: cannot read it as JSON: is %s a results folder?", path, a->results), KEPT_NONE;
+	if (!json_object_object_get_ex(*camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &boards) ||
+	    !json_object_is_type(boards, json_type_array))
+		return pc_err("%s: no config.boards", path), KEPT_NONE;
+	s->config = cfg;
 	for (size_t i = 0; i < json_object_array_length(boards) && !rc; i++) {
 		json_object *nm;
 		const char *name;
@@ -266,72 +268,161 @@ int cmd_crash_states(int argc, char **argv)
 		if (!json_object_object_get_ex(json_object_array_get_idx(boards, i), "name", &nm))
 			continue;
 		name = json_object_get_string(nm);
-		if (board && strcmp(board, name))
+		if ((a->board && strcmp(a->board, name)) || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
 			continue;
-		if (strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
-			continue;
-		rc = scan_board(&s, results, name, want_all, want, err, sizeof(err));
+		rc = scan_board(s, a->results, name, a->want_all, a->want, err, sizeof(err));
+	}
+	if (rc)
+		return pc_err("%s", err), KEPT_NONE;
+	if (!s->n)
+		return pc_err("%s: no kept inputs%s%s%s (a sim board keeps them with \"device\": {\"keep_inputs\": K}; "
+			      "see docs/crash-states.md)", a->results, a->board ? " of board " : "",
+			      a->board ? a->board : "", a->want_all ? "" : " for that cycle"), KEPT_NONE;
+	qsort(s->k, s->n, sizeof(*s->k), kept_cmp);
+	snprintf(path, sizeof(path), "%s/events.jsonl", a->results);
+	if (results_each_line(path, on_event, s, &torn, err, sizeof(err)))
+		return pc_err("%s", err), KEPT_NONE;
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", a->results);
+	if (results_each_line(path, on_verdict, s, &torn, err, sizeof(err)))
+		return pc_err("%s", err), KEPT_NONE;
+	return 0;
+}
+
+/* Check one kept cycle, print its line and keep it for crash-states.jsonl: 0 ok, 1 not, 2 an error. */
+static int check_one(struct cs *s, struct kept *k, const struct crash_opts *o)
+{
+	char base[PATH_MAX + 16], log[PATH_MAX + 16], after[PATH_MAX + 16], err[1024] = "";
+	struct crash_input in = { .board = k->board, .cycle = k->cycle, .config = s->config,
+				  .events = k->events, .base = base, .log = log,
+				  .recorded = k->recorded[0] ? k->recorded : NULL };
+	struct crash_result r;
+	json_object *line;
+	int rc;
+
+	snprintf(base, sizeof(base), "%s/base.img", k->dir);
+	snprintf(log, sizeof(log), "%s/writes.log", k->dir);
+	snprintf(after, sizeof(after), "%s/after.img", k->dir);
+	/* what the next boot scanned: its base image (after.img plus that power-on's faults) */
+	in.post = k->next_base[0] ? k->next_base : access(after, R_OK) ? NULL : after;
+	in.in_flight = k->meta.in_flight;
+	in.kept = &k->meta;
+	if (crash_check(&in, o, &r, err, sizeof(err))) {
+		pc_err("board %s cycle %u (%s): %s", k->board, k->cycle, k->dir, err);
+		return 2;
+	}
+	line = crash_result_json(&in, &r);
+	k->line = strdup(json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n", json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	fflush(stdout);
+	json_object_put(line);
+	rc = crash_result_ok(&r) ? 0 : 1;
+	crash_result_clear(&r);
+	return rc;
+}
+
+/* kept_find's error: nothing was checked (rc of the loop: 0, 1 or 2 with a cycle's error). */
+static int kept_rc(int rc)
+{
+	return rc == KEPT_NONE;
+}
+
+/*
+ * crash-states.jsonl in the results folder: the lines of earlier runs whose
+ * cycles this run did not check, then this run's, written whole under a
+ * temporary name, fsync'd and renamed over it. A killed run leaves the
+ * earlier file as it was; a rerun replaces a cycle's line, never adds a
+ * second one. 0, or -1 with the error said.
+ */
+struct keep_old {
+	struct cs *s;
+	FILE *f;
+};
+
+static int on_old(json_object *o, unsigned lineno, void *arg)
+{
+	struct keep_old *ko = arg;
+	json_object *b, *c;
+	struct kept *k = NULL;
+
+	(void)lineno;
+	if (json_object_object_get_ex(o, "board", &b) && json_object_object_get_ex(o, "cycle", &c) &&
+	    json_object_get_int64(c) >= 1 && json_object_get_int64(c) <= UINT32_MAX)
+		k = find(ko->s, json_object_get_string(b), (unsigned)json_object_get_int64(c));
+	if (!k || !k->line)
+		fprintf(ko->f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+									JSON_C_TO_STRING_NOSLASHESCAPE));
+	return 0;
+}
+
+static int crash_file_keep(struct cs *s, const char *results)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], err[1024] = "";
+	struct keep_old ko = { s, NULL };
+	int fd, rc = 0, dfd;
+
+	snprintf(path, sizeof(path), "%s/" CRASH_FILE, results);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !(ko.f = fdopen(fd, "w"))) {
+		pc_err("%s: %s: the lines above are not kept in the results folder", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (access(path, F_OK) == 0 && results_each_line(path, on_old, &ko, NULL, err, sizeof(err))) {
+		pc_err("%s: %s is left as it was (mend or remove it)", err, path);
+		rc = -1;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->k[i].line)
+			fprintf(ko.f, "%s\n", s->k[i].line);
+	if (!rc && (fflush(ko.f) || ferror(ko.f) || fsync(fd))) {
+		pc_err("%s: %s", tmp, strerror(errno));
+		rc = -1;
+	}
+	if (fclose(ko.f) && !rc) {
+		pc_err("%s: %s", tmp, strerror(errno));
+		rc = -1;
+	}
+	if (!rc && rename(tmp, path)) {
+		pc_err("%s: %s", path, strerror(errno));
+		rc = -1;
 	}
 	if (rc) {
-		pc_err("%s", err);
-		rc = 2;
-		goto out;
+		unlink(tmp);
+		return rc;
 	}
-	if (!s.n) {
-		pc_err("%s: no kept inputs%s%s%s (a sim board keeps them with \"device\": {\"keep_inputs\": K}; "
-		       "see docs/crash-states.md)", results, board ? " of board " : "", board ? board : "",
-		       want_all ? "" : " for that cycle");
-		rc = 2;
-		goto out;
+	if ((dfd = open(results, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
 	}
-	qsort(s.k, s.n, sizeof(*s.k), kept_cmp);
-	snprintf(path, sizeof(path), "%s/events.jsonl", results);
-	if (results_each_line(path, on_event, &s, &torn, err, sizeof(err))) {
-		pc_err("%s", err);
-		rc = 2;
-		goto out;
-	}
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", results);
-	if (results_each_line(path, on_verdict, &s, &torn, err, sizeof(err))) {
-		pc_err("%s", err);
-		rc = 2;
-		goto out;
-	}
-	for (size_t i = 0; i < s.n; i++) {
-		struct kept *k = &s.k[i];
-		char base[PATH_MAX + 16], log[PATH_MAX + 16], after[PATH_MAX + 16];
-		struct crash_input in = { .board = k->board, .cycle = k->cycle, .config = s.config,
-					  .events = k->events, .base = base, .log = log,
-					  .recorded = k->recorded[0] ? k->recorded : NULL };
-		struct crash_result r;
-		json_object *line;
+	return 0;
+}
 
-		snprintf(base, sizeof(base), "%s/base.img", k->dir);
-		snprintf(log, sizeof(log), "%s/writes.log", k->dir);
-		snprintf(after, sizeof(after), "%s/after.img", k->dir);
-		/* what the next boot scanned: its base image (after.img plus that power-on's faults) */
-		in.post = k->next_base[0] ? k->next_base : access(after, R_OK) ? NULL : after;
-		in.in_flight = k->meta.in_flight;
-		in.kept = &k->meta;
-		if (crash_check(&in, &o, &r, err, sizeof(err))) {
-			pc_err("board %s cycle %u (%s): %s", k->board, k->cycle, k->dir, err);
-			rc = 2;
-			continue;
-		}
-		line = crash_result_json(&in, &r);
-		printf("%s\n", json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-		fflush(stdout);
-		json_object_put(line);
-		if (!crash_result_ok(&r) && rc == 0)
-			rc = 1;
-		crash_result_clear(&r);
+int cmd_crash_states(int argc, char **argv)
+{
+	struct args a = { .want_all = 1 };
+	struct cs s = { NULL, 0, NULL };
+	json_object *camp = NULL;
+	int rc = parse_args(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
+	rc = kept_find(&s, &a, &camp);
+	for (size_t i = 0; i < s.n && !kept_rc(rc); i++) {
+		int r1 = check_one(&s, &s.k[i], &a.o);
+
+		if (r1 == 2 || (r1 == 1 && rc == 0))
+			rc = r1;
 	}
-out:
+	if (!kept_rc(rc) && crash_file_keep(&s, a.results))
+		rc = 2;
 	for (size_t i = 0; i < s.n; i++) {
 		free(s.k[i].board);
+		free(s.k[i].line);
 		json_object_put(s.k[i].events);
 	}
 	free(s.k);
 	json_object_put(camp);
-	return rc;
+	return kept_rc(rc) ? 2 : rc;
 }

@@ -74,6 +74,33 @@ check "lying-flush: some cut lost a flushed write, and its verdict is the record
 	jqt -s 'any(.[]; .observed.legal == false and .observed.verdict == "FAIL" and .observed.recorded == "FAIL")' \
 	"$T/lying.jsonl"
 
+# crash-states.jsonl in the results folder: the lines printed, one per cycle; a rerun replaces a
+# cycle's line (never a second one); the report says per mode how many crash states were checked
+nh=$(wc -l < "$T/honest.jsonl"); nl=$(wc -l < "$T/lying.jsonl")
+check "crash-states.jsonl holds the $nh honest and $nl lying lines" \
+	[ "$(wc -l < "$R/crash-states.jsonl")" -eq $((nh + nl)) ]
+check "...the honest lines as printed" sh -c "grep -F -x -f '$T/honest.jsonl' '$R/crash-states.jsonl' | wc -l | grep -qx $nh"
+"$PC" crash-states "$R" --board honest --all > /dev/null 2>&1
+check "a rerun replaces its cycles' lines: still $((nh + nl)), one per board and cycle" \
+	jqt -s --argjson n $((nh + nl)) 'length == $n and ([.[] | [.board, .cycle]] | unique | length) == $n' \
+	"$R/crash-states.jsonl"
+"$PC" report "$R" > "$T/report.txt" 2>&1
+"$PC" report "$R" --format md > "$T/report.md" 2>&1
+"$PC" report "$R" --format html > "$T/report.html" 2>&1
+"$PC" report "$R" --format json > "$T/report.json" 2>&1
+for m in flush none; do
+	n=$(jq -r --arg m "$m" 'select(.mode == $m) | .states' "$T/honest.jsonl" | head -1)
+	check "report (text), honest $m: its verdict holds for all $n crash states" \
+		grep -qF "board honest, mode $m, 1 cycle: this cycle's verdict holds for all $n crash states the block layer allows" \
+		"$T/report.txt"
+	check "report (md), honest $m: a row of $n crash states" grep -qE "^\| honest \| $m \| 1 \| $n \|" "$T/report.md"
+	check "report (html), honest $m: a row of $n crash states" \
+		grep -qF "<tr><td>honest</td><td>$m</td><td>1</td><td>$n</td>" "$T/report.html"
+	check "report (json), honest $m: $n crash states, holds" \
+		jqt --arg m "$m" --argjson n "$n" \
+		'any(.crash_states[]; .board == "honest" and .mode == $m and .states == $n and .holds)' "$T/report.json"
+done
+
 # negative control: an ACK in the mode none cycle, where nothing is ever flushed
 c=$(jq -r 'select(.mode == "none") | .cycle' "$T/modes.jsonl" | head -1)
 last=$(jq -r --argjson c "$c" 'select(.board == "honest" and .cycle == $c and .ev == "work") | .work.first' \
