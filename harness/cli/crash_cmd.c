@@ -35,13 +35,16 @@ static const char crash_usage[] =
 	"16); beyond, R seeded random subsets (default 64) among others. --locality judges\n"
 	"each tear twice to show a slot is judged alone.\n"
 	"\n"
+	"The lines are kept in RESULTS_DIR/crash-states.jsonl too (a rerun replaces a cycle's\n"
+	"line), which powercut report shows per board and mode.\n"
+	"\n"
 	"Exit 0 when every cycle has acked_not_durable 0, mismatches 0 and caught = injected;\n"
-	"1 when one does not; 2 on errors (no kept inputs, a missing or malformed file).\n"
+	"1 when one does not; 2 on errors (no kept inputs, a missing, malformed or damaged\n"
+	"file: a field of cycle.json or writes.log out of its bounds).\n"
 	"See docs/crash-states.md.\n";
 
 #define MAX_CYCLES_KEPT 4096u
 #define CRASH_FILE "crash-states.jsonl"	/* the lines kept in the results folder */
-#define KEPT_NONE 3			/* kept_find found nothing to check (exit 2) */
 
 struct kept {
 	char *board;
@@ -122,9 +125,12 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 	d = opendir(dir);
 	if (!d)
 		return 0;
-	while (!rc && (de = readdir(d)))
-		if (!strncmp(de->d_name, "session-", 8))
-			rc = kept_add(s, dir, de->d_name, board, want_all, want, err, errlen);
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "session-", 8))
+			continue;
+		if ((rc = kept_add(s, dir, de->d_name, board, want_all, want, err, errlen)))
+			break;
+	}
 	closedir(d);
 	if (rc == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
@@ -256,10 +262,10 @@ static int kept_find(struct cs *s, const struct args *a, json_object **camp)
 
 	snprintf(path, sizeof(path), "%s/campaign.json", a->results);
 	if (read_json_file(path, camp))
-		return pc_err("%s: cannot read it as JSON: is %s a results folder?", path, a->results), KEPT_NONE;
+		return pc_err("%s: cannot read it as JSON: is %s a results folder?", path, a->results), -1;
 	if (!json_object_object_get_ex(*camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &boards) ||
 	    !json_object_is_type(boards, json_type_array))
-		return pc_err("%s: no config.boards", path), KEPT_NONE;
+		return pc_err("%s: no config.boards", path), -1;
 	s->config = cfg;
 	for (size_t i = 0; i < json_object_array_length(boards) && !rc; i++) {
 		json_object *nm;
@@ -273,18 +279,18 @@ static int kept_find(struct cs *s, const struct args *a, json_object **camp)
 		rc = scan_board(s, a->results, name, a->want_all, a->want, err, sizeof(err));
 	}
 	if (rc)
-		return pc_err("%s", err), KEPT_NONE;
+		return pc_err("%s", err), -1;
 	if (!s->n)
 		return pc_err("%s: no kept inputs%s%s%s (a sim board keeps them with \"device\": {\"keep_inputs\": K}; "
 			      "see docs/crash-states.md)", a->results, a->board ? " of board " : "",
-			      a->board ? a->board : "", a->want_all ? "" : " for that cycle"), KEPT_NONE;
+			      a->board ? a->board : "", a->want_all ? "" : " for that cycle"), -1;
 	qsort(s->k, s->n, sizeof(*s->k), kept_cmp);
 	snprintf(path, sizeof(path), "%s/events.jsonl", a->results);
 	if (results_each_line(path, on_event, s, &torn, err, sizeof(err)))
-		return pc_err("%s", err), KEPT_NONE;
+		return pc_err("%s", err), -1;
 	snprintf(path, sizeof(path), "%s/verdicts.jsonl", a->results);
 	if (results_each_line(path, on_verdict, s, &torn, err, sizeof(err)))
-		return pc_err("%s", err), KEPT_NONE;
+		return pc_err("%s", err), -1;
 	return 0;
 }
 
@@ -318,12 +324,6 @@ static int check_one(struct cs *s, struct kept *k, const struct crash_opts *o)
 	rc = crash_result_ok(&r) ? 0 : 1;
 	crash_result_clear(&r);
 	return rc;
-}
-
-/* kept_find's error: nothing was checked (rc of the loop: 0, 1 or 2 with a cycle's error). */
-static int kept_rc(int rc)
-{
-	return rc == KEPT_NONE;
 }
 
 /*
@@ -408,15 +408,20 @@ int cmd_crash_states(int argc, char **argv)
 
 	if (rc >= 0)
 		return rc;
-	rc = kept_find(&s, &a, &camp);
-	for (size_t i = 0; i < s.n && !kept_rc(rc); i++) {
+	if (kept_find(&s, &a, &camp)) {
+		rc = 2;		/* nothing checked */
+		goto out;
+	}
+	rc = 0;
+	for (size_t i = 0; i < s.n; i++) {
 		int r1 = check_one(&s, &s.k[i], &a.o);
 
 		if (r1 == 2 || (r1 == 1 && rc == 0))
-			rc = r1;
+			rc = r1;	/* 2: a cycle's inputs damaged; the others are still checked */
 	}
-	if (!kept_rc(rc) && crash_file_keep(&s, a.results))
+	if (crash_file_keep(&s, a.results))
 		rc = 2;
+out:
 	for (size_t i = 0; i < s.n; i++) {
 		free(s.k[i].board);
 		free(s.k[i].line);
@@ -424,5 +429,5 @@ int cmd_crash_states(int argc, char **argv)
 	}
 	free(s.k);
 	json_object_put(camp);
-	return kept_rc(rc) ? 2 : rc;
+	return rc;
 }

@@ -489,7 +489,7 @@ static int inputs_check(struct ctx *c, char *err, size_t errlen)
 					  c->w[i].entry, c->w[i].lba, c->w[i].n, lo, hi - lo, c->in->base);
 	if (!k)
 		return 0;
-	if (k->media_bytes != c->map_len)
+	if (k->have_media && k->media_bytes != c->map_len)
 		return kept_bad(c, "media_bytes", k->media_bytes, "the base image's bytes are", c->map_len, err, errlen);
 	if (!k->have_region)
 		return 0;

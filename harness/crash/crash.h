@@ -59,7 +59,8 @@ struct crash_kept {
 	char path[4096];		/* the cycle.json, for errors */
 	uint32_t session;
 	int finished;
-	uint64_t media_bytes;
+	uint64_t media_bytes;		/* the base image's bytes (have_media), else CRASH_MAX_MEDIA */
+	int have_media;
 	int have_region;		/* region: the base image's superblock must say the same */
 	char region_uuid[37];
 	uint64_t region_seed, region_bytes;	/* region_bytes 0: not given */

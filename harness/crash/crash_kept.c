@@ -262,8 +262,11 @@ int crash_kept_read(const char *path, uint32_t session, struct crash_kept *o, ch
 		rc = bad(&k, "end", "'%.32s' is none of cut, close, unknown", json_object_get_string(v));
 		goto out;
 	}
-	if ((rc = kint(&k, cj, "media_bytes", "media_bytes", 1, 512, CRASH_MAX_MEDIA, &o->media_bytes)))
+	/* the sim's: its whole media; a qemu board keeps the region alone, without it */
+	o->media_bytes = CRASH_MAX_MEDIA;
+	if ((rc = kint(&k, cj, "media_bytes", "media_bytes", 0, 512, CRASH_MAX_MEDIA, &o->media_bytes)) < 0)
 		goto out;
+	o->have_media = !rc;
 	if (o->media_bytes % 512) {
 		rc = bad(&k, "media_bytes", "%" PRIu64 " is not whole 512-byte sectors", o->media_bytes);
 		goto out;

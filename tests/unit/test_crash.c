@@ -426,6 +426,13 @@ static void test_kept_bounds(void)
 		{ "\"flags\":3", "\"flags\":4096", "field in_flight.flags" },
 		{ "\"media_bytes\":1048576", "\"media_bytes\":1048577", "field media_bytes" },
 	};
+	/* as the qemu relay keeps them (relay.keep_inputs): the region alone, no media_bytes */
+	static const char qemu[] = "{\"format\":1,\"session\":7,\"finished\":true,\"end\":\"cut\",\"backend\":\"qemu\","
+		"\"keep_inputs\":20,\"drive\":\"/r/d.img\",\"drive_region\":{\"partition\":\"p2\",\"offset\":1048576,"
+		"\"bytes\":4194304},\"cycles\":[6],\"profile\":\"honest\",\"writes\":40,\"fua_writes\":0,"
+		"\"flushes\":5,\"log_entries\":45,\"log_bytes\":90000,\"trace_commands\":50,\"in_flight_writes\":0,"
+		"\"unlogged_writes\":0,\"unmatched_writes\":0,\"completed_unlogged_writes\":0,\"outside_writes\":0,"
+		"\"in_flight\":null}";
 	char path[4200], text[1024], err[512];
 	struct crash_kept k;
 
@@ -434,6 +441,9 @@ static void test_kept_bounds(void)
 	CU_ASSERT_EQUAL(crash_kept_read(path, 7, &k, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(k.cycle, 6);
 	CU_ASSERT(k.in_flight.valid && k.in_flight.seq == 203 && k.in_flight.n == 8);
+	CU_ASSERT_EQUAL_FATAL(put_file(path, qemu), 0);
+	CU_ASSERT_EQUAL(crash_kept_read(path, 7, &k, err, sizeof(err)), 0);
+	CU_ASSERT(k.cycle == 6 && !k.have_media && !k.in_flight.valid);
 	for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
 		const char *at = strstr(good, bad[i].from);
 
