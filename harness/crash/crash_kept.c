@@ -172,8 +172,9 @@ static int kept_cycles(const struct kread *k, json_object *cj, struct crash_kept
 			   CRASH_KEPT_MAX_CYCLES);
 	o->ncycles = (unsigned)json_object_array_length(cy);
 	for (size_t i = 0; i < o->ncycles; i++) {
-		/* a record header's cycle: a campaign cycle, 1 .. 2^32 - 2 (the next one is judged) */
-		if ((rc = kval(k, json_object_array_get_idx(cy, i), "cycles", 1, UINT32_MAX - 1, &x)))
+		/* a record header's cycle: a campaign cycle, 1 .. 2^32 - 2 (the next one is judged), or 0
+		 * (a fill record, as prepare writes: no cycle's, not checked) */
+		if ((rc = kval(k, json_object_array_get_idx(cy, i), "cycles", 0, UINT32_MAX - 1, &x)))
 			return rc;
 		if (i == 0)
 			o->cycle = (uint32_t)x;
@@ -276,7 +277,7 @@ int crash_kept_read(const char *path, uint32_t session, struct crash_kept *o, ch
 	if (o->finished && ((rc = kept_counts(&k, cj, o)) || (rc = kept_cycles(&k, cj, o))))
 		goto out;
 	/* the cycle of its records; none completed: the one in flight */
-	if (!o->cycle && o->in_flight.valid)
+	if (!o->ncycles && o->in_flight.valid)
 		o->cycle = o->in_flight.cycle;
 out:
 	json_object_put(cj);
