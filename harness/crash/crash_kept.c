@@ -132,6 +132,9 @@ static int kept_region(const struct kread *k, json_object *cj, struct crash_kept
 	return 0;
 }
 
+static const char *const qemu_counts[] = { "trace_commands", "in_flight_writes", "unlogged_writes",
+					    "unmatched_writes", "completed_unlogged_writes", "outside_writes" };
+
 /* The log's counts, written when the session finished. */
 static int kept_counts(const struct kread *k, json_object *cj, struct crash_kept *o)
 {
@@ -154,6 +157,13 @@ static int kept_counts(const struct kread *k, json_object *cj, struct crash_kept
 			   json_object_get_string(v));
 	if ((rc = ktyped(k, cj, "cycles_more", "cycles_more", 0, json_type_boolean, &v)))
 		return rc;
+	/* the qemu relay's counts of its trace (relay/vckeep.c): bounded, not used here */
+	for (size_t i = 0; i < sizeof(qemu_counts) / sizeof(qemu_counts[0]); i++) {
+		uint64_t x;
+
+		if ((rc = kint(k, cj, qemu_counts[i], qemu_counts[i], 0, 0, UINT32_MAX, &x)) < 0)
+			return rc;
+	}
 	o->cycles_more = v && json_object_get_boolean(v);
 	o->have_counts = 1;
 	return 0;

@@ -165,6 +165,8 @@ cj '.region.seed = 5';			hostile "cycle.json region.seed not the region's" "cycl
 cj '.rate = 7';				hostile "cycle.json rate 7" "cycle.json: field rate"
 cj '.cycles = [range(0; 65) | . + 1]';	hostile "cycle.json 65 cycles" "cycle.json: field cycles"
 cj '.log_error = "No space left on device"'; hostile "cycle.json log_error" "cycle.json: field log_error"
+cj '.in_flight_writes = 99999999999';	hostile "cycle.json in_flight_writes 10^11 (a qemu relay's count)" \
+	"cycle.json: field in_flight_writes"
 inf() { cj --argjson s "$hfirst" --argjson c "$hc" \
 	".in_flight = ({op: \"write\", lba: 40, n: 8, fua: false, raw: false, seq: \$s, cycle: \$c, flags: 3} + $1)"; }
 inf '{lba: 100000000000}';		hostile "in flight at LBA 10^11" "cycle.json: field in_flight.lba"
