@@ -301,16 +301,108 @@ static struct sim_live *live_map(const struct sim_emmc *e, uint32_t session, int
 	return l;
 }
 
+/* The log of session prev cut back to its last committed whole entry, its superblock rewritten:
+ * its counts into *c, its length into *len. 0 or -errno (err set). */
+static int log_finish(const struct sim_emmc *e, uint32_t prev, const struct sim_live *l, int in_flight,
+		      struct log_counts *c, uint64_t *len, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd, ret;
+
+	/* the request in flight never committed its entry: the log ends before it */
+	*len = in_flight ? l->begin_bytes : l->log_bytes;
+	if (path_of(path, sizeof(path), e, prev, "writes.log"))
+		return fail(err, errlen, -ENAMETOOLONG, "name the log of", e->media);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return fail(err, errlen, -errno, "open", path);
+	if (fstat(fd, &st) < 0) {
+		ret = -errno;
+		close(fd);
+		return fail(err, errlen, ret, "stat", path);
+	}
+	if ((uint64_t)st.st_size < *len)
+		*len = (uint64_t)st.st_size;
+	/* whole entries only: a log cut short by anything ends at the last one */
+	*len = log_count(fd, *len, c);
+	ret = ftruncate(fd, (off_t)*len) < 0 ? -errno : 0;
+	if (!ret)
+		ret = log_super(fd, c->entries);
+	close(fd);
+	return ret ? fail(err, errlen, ret, "finish", path) : 0;
+}
+
+/* cycle.json's in_flight: the request the session had started and not completed, or NULL. */
+static json_object *in_flight_json(const struct sim_live *l, int in_flight)
+{
+	json_object *f;
+
+	if (!in_flight)
+		return NULL;
+	f = json_object_new_object();
+	if (l->op == OP_FLUSH) {
+		json_object_object_add(f, "op", json_object_new_string("flush"));
+		return f;
+	}
+	json_object_object_add(f, "op", json_object_new_string("write"));
+	json_object_object_add(f, "lba", json_object_new_uint64(l->lba));
+	json_object_object_add(f, "n", json_object_new_int64(l->n));
+	json_object_object_add(f, "fua", json_object_new_boolean(l->fua != 0));
+	json_object_object_add(f, "raw", json_object_new_boolean(l->raw != 0));
+	if (!l->raw) {
+		json_object_object_add(f, "seq", json_object_new_uint64(l->seq));
+		json_object_object_add(f, "cycle", json_object_new_int64(l->cycle));
+		json_object_object_add(f, "flags", json_object_new_int64(l->flags));
+	}
+	return f;
+}
+
+/* Session prev's cycle.json rewritten finished: how it ended, the log's counts, the request in flight. */
+static int cycle_json_finish(const struct sim_emmc *e, uint32_t prev, const struct sim_live *l, int in_flight,
+			     const struct log_counts *c, uint64_t len, char *err, size_t errlen)
+{
+	char path[PATH_MAX];
+	json_object *cj, *a;
+	int ret;
+
+	if (path_of(path, sizeof(path), e, prev, "cycle.json"))
+		return fail(err, errlen, -ENAMETOOLONG, "name the cycle.json of", e->media);
+	cj = json_object_from_file(path);
+	if (!cj || !json_object_is_type(cj, json_type_object)) {
+		json_object_put(cj);
+		cj = json_object_new_object();
+	}
+	json_object_object_add(cj, "finished", json_object_new_boolean(1));
+	json_object_object_add(cj, "end", json_object_new_string(l->closed ? "close" : "cut"));
+	a = json_object_new_array();
+	for (uint32_t i = 0; i < c->ncycles; i++)
+		json_object_array_add(a, json_object_new_int64(c->cycles[i]));
+	json_object_object_add(cj, "cycles", a);
+	if (c->cycles_more)
+		json_object_object_add(cj, "cycles_more", json_object_new_boolean(1));
+	json_object_object_add(cj, "writes", json_object_new_uint64(c->writes));
+	json_object_object_add(cj, "fua_writes", json_object_new_uint64(c->fua_writes));
+	json_object_object_add(cj, "flushes", json_object_new_uint64(c->flushes));
+	json_object_object_add(cj, "log_entries", json_object_new_uint64(c->entries));
+	json_object_object_add(cj, "log_bytes", json_object_new_uint64(len));
+	if (l->error)
+		json_object_object_add(cj, "log_error", json_object_new_string(strerror(l->error)));
+	json_object_object_add(cj, "in_flight", in_flight_json(l, in_flight));
+	ret = write_json(path, cj);
+	json_object_put(cj);
+	return ret ? fail(err, errlen, ret, "write", path) : 0;
+}
+
 int sim_inputs_finish_prev(struct sim_emmc *e, char *err, size_t errlen)
 {
 	uint32_t prev = e->session - 1;
 	char dir[PATH_MAX], path[PATH_MAX];
 	struct sim_live *l;
 	struct log_counts c;
-	json_object *cj, *a, *f;
 	struct stat st;
 	uint64_t len;
-	int in_flight, fd, ret;
+	int in_flight, ret;
 
 	if (prev < 1 || path_of(dir, sizeof(dir), e, prev, NULL) || stat(dir, &st) < 0)
 		return 0;
@@ -322,85 +414,21 @@ int sim_inputs_finish_prev(struct sim_emmc *e, char *err, size_t errlen)
 			remove_dir(dir);
 		return 0;
 	}
-	/* the request in flight never committed its entry: the log ends before it */
 	in_flight = l->op != OP_NONE && l->entries == l->op_entries;
-	len = in_flight ? l->begin_bytes : l->log_bytes;
-	if (path_of(path, sizeof(path), e, prev, "writes.log"))
-		return fail(err, errlen, -ENAMETOOLONG, "name", dir);
-	fd = open(path, O_RDWR | O_CLOEXEC);
-	if (fd < 0)
-		return fail(err, errlen, -errno, "open", path);
-	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		close(fd);
-		return fail(err, errlen, ret, "stat", path);
-	}
-	if ((uint64_t)st.st_size < len)
-		len = (uint64_t)st.st_size;
-	/* whole entries only: a log cut short by anything ends at the last one */
-	len = log_count(fd, len, &c);
-	ret = ftruncate(fd, (off_t)len) < 0 ? -errno : 0;
-	if (!ret)
-		ret = log_super(fd, c.entries);
-	close(fd);
-	if (ret)
-		return fail(err, errlen, ret, "finish", path);
+	ret = log_finish(e, prev, l, in_flight, &c, &len, err, errlen);
 	/* the media as the session left it, before this power-on's faults */
-	if (path_of(path, sizeof(path), e, prev, "after.img"))
-		return fail(err, errlen, -ENAMETOOLONG, "name", dir);
-	ret = copy_media(e, path);
-	if (ret)
-		return fail(err, errlen, ret, "write", path);
-	e->after_fresh = 1;
-	if (path_of(path, sizeof(path), e, prev, "cycle.json"))
-		return fail(err, errlen, -ENAMETOOLONG, "name", dir);
-	cj = json_object_from_file(path);
-	if (!cj || !json_object_is_type(cj, json_type_object)) {
-		json_object_put(cj);
-		cj = json_object_new_object();
+	if (!ret && path_of(path, sizeof(path), e, prev, "after.img"))
+		ret = fail(err, errlen, -ENAMETOOLONG, "name", dir);
+	if (!ret && (ret = copy_media(e, path)))
+		ret = fail(err, errlen, ret, "write", path);
+	if (!ret) {
+		e->after_fresh = 1;
+		ret = cycle_json_finish(e, prev, l, in_flight, &c, len, err, errlen);
 	}
-	json_object_object_add(cj, "finished", json_object_new_boolean(1));
-	json_object_object_add(cj, "end", json_object_new_string(l->closed ? "close" : "cut"));
-	a = json_object_new_array();
-	for (uint32_t i = 0; i < c.ncycles; i++)
-		json_object_array_add(a, json_object_new_int64(c.cycles[i]));
-	json_object_object_add(cj, "cycles", a);
-	if (c.cycles_more)
-		json_object_object_add(cj, "cycles_more", json_object_new_boolean(1));
-	json_object_object_add(cj, "writes", json_object_new_uint64(c.writes));
-	json_object_object_add(cj, "fua_writes", json_object_new_uint64(c.fua_writes));
-	json_object_object_add(cj, "flushes", json_object_new_uint64(c.flushes));
-	json_object_object_add(cj, "log_entries", json_object_new_uint64(c.entries));
-	json_object_object_add(cj, "log_bytes", json_object_new_uint64(len));
-	if (l->error)
-		json_object_object_add(cj, "log_error", json_object_new_string(strerror(l->error)));
-	if (!in_flight) {
-		f = NULL;
-	} else if (l->op == OP_FLUSH) {
-		f = json_object_new_object();
-		json_object_object_add(f, "op", json_object_new_string("flush"));
-	} else {
-		f = json_object_new_object();
-		json_object_object_add(f, "op", json_object_new_string("write"));
-		json_object_object_add(f, "lba", json_object_new_uint64(l->lba));
-		json_object_object_add(f, "n", json_object_new_int64(l->n));
-		json_object_object_add(f, "fua", json_object_new_boolean(l->fua != 0));
-		json_object_object_add(f, "raw", json_object_new_boolean(l->raw != 0));
-		if (!l->raw) {
-			json_object_object_add(f, "seq", json_object_new_uint64(l->seq));
-			json_object_object_add(f, "cycle", json_object_new_int64(l->cycle));
-			json_object_object_add(f, "flags", json_object_new_int64(l->flags));
-		}
-	}
-	json_object_object_add(cj, "in_flight", f);
-	ret = write_json(path, cj);
-	json_object_put(cj);
 	munmap(l, SIM_PAGE);
-	if (ret)
-		return fail(err, errlen, ret, "write", path);
-	if (!path_of(path, sizeof(path), e, prev, "live"))
+	if (!ret && !path_of(path, sizeof(path), e, prev, "live"))
 		unlink(path);
-	return 0;
+	return ret;
 }
 
 /* Remove the folders of sessions outside [session - keep, session]. */

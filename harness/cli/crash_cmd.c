@@ -5,6 +5,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -34,20 +35,26 @@ static const char crash_usage[] =
 	"16); beyond, R seeded random subsets (default 64) among others. --locality judges\n"
 	"each tear twice to show a slot is judged alone.\n"
 	"\n"
+	"The lines are kept in RESULTS_DIR/crash-states.jsonl too (a rerun replaces a cycle's\n"
+	"line), which powercut report shows per board and mode.\n"
+	"\n"
 	"Exit 0 when every cycle has acked_not_durable 0, mismatches 0 and caught = injected;\n"
-	"1 when one does not; 2 on errors (no kept inputs, a missing or malformed file).\n"
+	"1 when one does not; 2 on errors (no kept inputs, a missing, malformed or damaged\n"
+	"file: a field of cycle.json or writes.log out of its bounds).\n"
 	"See docs/crash-states.md.\n";
 
 #define MAX_CYCLES_KEPT 4096u
+#define CRASH_FILE "crash-states.jsonl"	/* the lines kept in the results folder */
 
 struct kept {
 	char *board;
 	unsigned cycle;
 	char dir[PATH_MAX];		/* session-S */
 	char next_base[PATH_MAX];	/* session-(S+1)/base.img, or "" */
-	json_object *in_flight;
+	struct crash_kept meta;		/* its cycle.json, bounded */
 	json_object *events;		/* the board's events of cycle and cycle + 1 */
 	char recorded[16];
+	char *line;			/* its JSON line, once checked */
 };
 
 struct cs {
@@ -62,11 +69,47 @@ static int read_json_file(const char *path, json_object **out)
 	return *out ? 0 : -EINVAL;
 }
 
-static uint64_t jget(json_object *o, const char *k)
+/* One session's folder: its cycle.json read and bounded (damaged: an error), and when it finished and
+ * its records are one cycle's (want_all, or want), that cycle kept. */
+static int kept_add(struct cs *s, const char *dir, const char *name, const char *board, int want_all,
+		    unsigned want, char *err, size_t errlen)
 {
-	json_object *v;
+	char p[PATH_MAX + 300];
+	struct crash_kept m;
+	unsigned long sess;
+	struct kept *k, *t;
+	char *end;
+	int rc;
 
-	return json_object_object_get_ex(o, k, &v) && json_object_get_int64(v) > 0 ? (uint64_t)json_object_get_int64(v) : 0;
+	errno = 0;
+	sess = strtoul(name + 8, &end, 10);
+	if (errno || *end || name[8] < '0' || name[8] > '9' || sess < 1 || sess > UINT32_MAX - 1)
+		return 0;
+	snprintf(p, sizeof(p), "%s/%s/cycle.json", dir, name);
+	if (access(p, F_OK))
+		return 0;	/* a folder the sim is making */
+	if ((rc = crash_kept_read(p, (uint32_t)sess, &m, err, errlen)))
+		return rc;
+	if (!m.finished || m.ncycles > 1 || m.cycles_more || !m.cycle || (!want_all && m.cycle != want))
+		return 0;
+	if (s->n >= MAX_CYCLES_KEPT) {
+		snprintf(err, errlen, "%s: more than %u kept cycles; give --cycle", dir, MAX_CYCLES_KEPT);
+		return -E2BIG;
+	}
+	if (!(t = realloc(s->k, (s->n + 1) * sizeof(*s->k))))
+		return -ENOMEM;
+	s->k = t;
+	k = &s->k[s->n++];
+	memset(k, 0, sizeof(*k));
+	k->meta = m;
+	k->board = strdup(board);
+	k->cycle = m.cycle;
+	snprintf(k->dir, sizeof(k->dir), "%s/%s", dir, name);
+	snprintf(k->next_base, sizeof(k->next_base), "%s/session-%lu/base.img", dir, sess + 1);
+	if (access(k->next_base, R_OK))
+		k->next_base[0] = 0;
+	k->events = json_object_new_array();
+	return k->board && k->events ? 0 : -ENOMEM;
 }
 
 /* The sessions of a board's media that finished and wrote one cycle's records. */
@@ -76,82 +119,22 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 	char dir[PATH_MAX];
 	struct dirent *de;
 	DIR *d;
+	int rc = 0;
 
 	snprintf(dir, sizeof(dir), "%s/boards/%s/media.img.inputs", results, board);
 	d = opendir(dir);
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {
-		char p[PATH_MAX + 300];
-		json_object *cj = NULL, *cy, *fin, *inf;
-		unsigned long sess;
-		char *end;
-
 		if (strncmp(de->d_name, "session-", 8))
 			continue;
-		errno = 0;
-		sess = strtoul(de->d_name + 8, &end, 10);
-		if (errno || *end || sess > UINT32_MAX - 1)
-			continue;
-		snprintf(p, sizeof(p), "%s/%s/cycle.json", dir, de->d_name);
-		if (read_json_file(p, &cj)) {
-			if (access(p, F_OK) == 0)
-				pc_warn("%s: not a JSON object: that session is left out", p);
-			continue;
-		}
-		if (!json_object_object_get_ex(cj, "finished", &fin) || !json_object_get_boolean(fin) ||
-		    !json_object_object_get_ex(cj, "cycles", &cy) || !json_object_is_type(cy, json_type_array) ||
-		    json_object_array_length(cy) > 1) {
-			json_object_put(cj);
-			continue;
-		}
-		{
-			/* the cycle whose records the session wrote; none completed: the one in flight */
-			int64_t c = json_object_array_length(cy) ? json_object_get_int64(json_object_array_get_idx(cy, 0)) :
-				    json_object_object_get_ex(cj, "in_flight", &inf) &&
-				    json_object_is_type(inf, json_type_object) ? (int64_t)jget(inf, "cycle") : 0;
-			struct kept *k, *t;
-
-			if (c < 1 || c > UINT32_MAX - 1 || (!want_all && (unsigned)c != want)) {
-				json_object_put(cj);
-				continue;
-			}
-			if (s->n >= MAX_CYCLES_KEPT) {
-				json_object_put(cj);
-				closedir(d);
-				snprintf(err, errlen, "%s: more than %u kept cycles; give --cycle", dir, MAX_CYCLES_KEPT);
-				return -E2BIG;
-			}
-			t = realloc(s->k, (s->n + 1) * sizeof(*s->k));
-			if (!t) {
-				json_object_put(cj);
-				closedir(d);
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-			s->k = t;
-			k = &s->k[s->n++];
-			memset(k, 0, sizeof(*k));
-			k->board = strdup(board);
-			k->cycle = (unsigned)c;
-			snprintf(k->dir, sizeof(k->dir), "%s/%s", dir, de->d_name);
-			snprintf(k->next_base, sizeof(k->next_base), "%s/session-%lu/base.img", dir, sess + 1);
-			if (access(k->next_base, R_OK))
-				k->next_base[0] = 0;
-			if (json_object_object_get_ex(cj, "in_flight", &inf) && json_object_is_type(inf, json_type_object))
-				k->in_flight = json_object_get(inf);
-			k->events = json_object_new_array();
-			if (!k->board || !k->events) {
-				json_object_put(cj);
-				closedir(d);
-				snprintf(err, errlen, "out of memory");
-				return -ENOMEM;
-			}
-		}
-		json_object_put(cj);
+		if ((rc = kept_add(s, dir, de->d_name, board, want_all, want, err, errlen)))
+			break;
 	}
 	closedir(d);
-	return 0;
+	if (rc == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return rc;
 }
 
 static int kept_cmp(const void *a, const void *b)
@@ -207,7 +190,16 @@ static int on_verdict(json_object *v, unsigned lineno, void *arg)
 	return 0;
 }
 
-int cmd_crash_states(int argc, char **argv)
+/* What the command line asks for. */
+struct args {
+	struct crash_opts o;
+	const char *board, *results;
+	int want_all;
+	unsigned want;
+};
+
+/* -1, or the exit status (2: a bad option; 0: --help). */
+static int parse_args(int argc, char **argv, struct args *a)
 {
 	static const struct option lo[] = {
 		{ "board", required_argument, NULL, 'b' },
@@ -220,72 +212,61 @@ int cmd_crash_states(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct crash_opts o;
-	struct cs s = { NULL, 0, NULL };
-	const char *board = NULL, *results;
-	char path[PATH_MAX + 64], err[1024] = "";
-	json_object *camp = NULL, *boards, *cfg;
-	int want_all = 1, c, rc = 0, torn = 0;
-	unsigned want = 0;
 	uint64_t v;
+	int c;
 
-	crash_opts_default(&o);
+	crash_opts_default(&a->o);
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "b:c:ah", lo, NULL)) != -1) {
 		switch (c) {
-		case 'b': board = optarg; break;
+		case 'b': a->board = optarg; break;
 		case 'c':
-			if (pc_parse_u64(optarg, 0, &v) || v < 1 || v > UINT32_MAX - 1) {
-				pc_err("--cycle '%s': expected a cycle number", optarg);
-				return 2;
-			}
-			want = (unsigned)v;
-			want_all = 0;
+			if (pc_parse_u64(optarg, 0, &v) || v < 1 || v > UINT32_MAX - 1)
+				return pc_err("--cycle '%s': expected a cycle number", optarg), 2;
+			a->want = (unsigned)v;
+			a->want_all = 0;
 			break;
-		case 'a': want_all = 1; break;
+		case 'a': a->want_all = 1; break;
 		case 'x':
-			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_EXHAUSTIVE) {
-				pc_err("--exhaustive '%s': expected 0..%u", optarg, CRASH_MAX_EXHAUSTIVE);
-				return 2;
-			}
-			o.exhaustive = (unsigned)v;
+			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_EXHAUSTIVE)
+				return pc_err("--exhaustive '%s': expected 0..%u", optarg, CRASH_MAX_EXHAUSTIVE), 2;
+			a->o.exhaustive = (unsigned)v;
 			break;
 		case 'r':
-			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_RANDOM) {
-				pc_err("--random '%s': expected 0..%u", optarg, CRASH_MAX_RANDOM);
-				return 2;
-			}
-			o.random = (unsigned)v;
+			if (pc_parse_u64(optarg, 0, &v) || v > CRASH_MAX_RANDOM)
+				return pc_err("--random '%s': expected 0..%u", optarg, CRASH_MAX_RANDOM), 2;
+			a->o.random = (unsigned)v;
 			break;
 		case 's':
-			if (pc_parse_u64(optarg, 0, &v)) {
-				pc_err("--seed '%s': expected a number", optarg);
-				return 2;
-			}
-			o.seed = v;
+			if (pc_parse_u64(optarg, 0, &v))
+				return pc_err("--seed '%s': expected a number", optarg), 2;
+			a->o.seed = v;
 			break;
-		case 'l': o.locality = 1; break;
+		case 'l': a->o.locality = 1; break;
 		case 'h': fputs(crash_usage, stdout); return 0;
 		default: return 2;
 		}
 	}
-	if (optind != argc - 1) {
-		pc_err("crash-states takes one results folder (see powercut crash-states --help)");
-		return 2;
-	}
-	results = argv[optind];
-	snprintf(path, sizeof(path), "%s/campaign.json", results);
-	if (read_json_file(path, &camp)) {
-		pc_err("%s: cannot read it as JSON: is %s a results folder?", path, results);
-		return 2;
-	}
-	if (!json_object_object_get_ex(camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &boards) ||
-	    !json_object_is_type(boards, json_type_array)) {
-		pc_err("%s: no config.boards", path);
-		json_object_put(camp);
-		return 2;
-	}
-	s.config = cfg;
+	if (optind != argc - 1)
+		return pc_err("crash-states takes one results folder (see powercut crash-states --help)"), 2;
+	a->results = argv[optind];
+	return -1;
+}
+
+/* Every board's kept cycles (campaign.json's boards), their events and recorded verdicts. 0 or 2. */
+static int kept_find(struct cs *s, const struct args *a, json_object **camp)
+{
+	char path[PATH_MAX + 64], err[1024] = "";
+	json_object *boards, *cfg;
+	int rc = 0, torn = 0;
+
+	snprintf(path, sizeof(path), "%s/campaign.json", a->results);
+	if (read_json_file(path, camp))
+		return pc_err("%s: cannot read it as JSON: is %s a results folder?", path, a->results), -1;
+	if (!json_object_object_get_ex(*camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &boards) ||
+	    !json_object_is_type(boards, json_type_array))
+		return pc_err("%s: no config.boards", path), -1;
+	s->config = cfg;
 	for (size_t i = 0; i < json_object_array_length(boards) && !rc; i++) {
 		json_object *nm;
 		const char *name;
@@ -293,84 +274,158 @@ int cmd_crash_states(int argc, char **argv)
 		if (!json_object_object_get_ex(json_object_array_get_idx(boards, i), "name", &nm))
 			continue;
 		name = json_object_get_string(nm);
-		if (board && strcmp(board, name))
+		if ((a->board && strcmp(a->board, name)) || strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
 			continue;
-		if (strchr(name, '/') || !strcmp(name, "..") || !strcmp(name, "."))
-			continue;
-		rc = scan_board(&s, results, name, want_all, want, err, sizeof(err));
+		rc = scan_board(s, a->results, name, a->want_all, a->want, err, sizeof(err));
+	}
+	if (rc)
+		return pc_err("%s", err), -1;
+	if (!s->n)
+		return pc_err("%s: no kept inputs%s%s%s (a sim board keeps them with \"device\": {\"keep_inputs\": K}; "
+			      "see docs/crash-states.md)", a->results, a->board ? " of board " : "",
+			      a->board ? a->board : "", a->want_all ? "" : " for that cycle"), -1;
+	qsort(s->k, s->n, sizeof(*s->k), kept_cmp);
+	snprintf(path, sizeof(path), "%s/events.jsonl", a->results);
+	if (results_each_line(path, on_event, s, &torn, err, sizeof(err)))
+		return pc_err("%s", err), -1;
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", a->results);
+	if (results_each_line(path, on_verdict, s, &torn, err, sizeof(err)))
+		return pc_err("%s", err), -1;
+	return 0;
+}
+
+/* Check one kept cycle, print its line and keep it for crash-states.jsonl: 0 ok, 1 not, 2 an error. */
+static int check_one(struct cs *s, struct kept *k, const struct crash_opts *o)
+{
+	char base[PATH_MAX + 16], log[PATH_MAX + 16], after[PATH_MAX + 16], err[1024] = "";
+	struct crash_input in = { .board = k->board, .cycle = k->cycle, .config = s->config,
+				  .events = k->events, .base = base, .log = log,
+				  .recorded = k->recorded[0] ? k->recorded : NULL };
+	struct crash_result r;
+	json_object *line;
+	int rc;
+
+	snprintf(base, sizeof(base), "%s/base.img", k->dir);
+	snprintf(log, sizeof(log), "%s/writes.log", k->dir);
+	snprintf(after, sizeof(after), "%s/after.img", k->dir);
+	/* what the next boot scanned: its base image (after.img plus that power-on's faults) */
+	in.post = k->next_base[0] ? k->next_base : access(after, R_OK) ? NULL : after;
+	in.in_flight = k->meta.in_flight;
+	in.kept = &k->meta;
+	if (crash_check(&in, o, &r, err, sizeof(err))) {
+		pc_err("board %s cycle %u (%s): %s", k->board, k->cycle, k->dir, err);
+		return 2;
+	}
+	line = crash_result_json(&in, &r);
+	k->line = strdup(json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	printf("%s\n", json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	fflush(stdout);
+	json_object_put(line);
+	rc = crash_result_ok(&r) ? 0 : 1;
+	crash_result_clear(&r);
+	return rc;
+}
+
+/*
+ * crash-states.jsonl in the results folder: the lines of earlier runs whose
+ * cycles this run did not check, then this run's, written whole under a
+ * temporary name, fsync'd and renamed over it. A killed run leaves the
+ * earlier file as it was; a rerun replaces a cycle's line, never adds a
+ * second one. 0, or -1 with the error said.
+ */
+struct keep_old {
+	struct cs *s;
+	FILE *f;
+};
+
+static int on_old(json_object *o, unsigned lineno, void *arg)
+{
+	struct keep_old *ko = arg;
+	json_object *b, *c;
+	struct kept *k = NULL;
+
+	(void)lineno;
+	if (json_object_object_get_ex(o, "board", &b) && json_object_object_get_ex(o, "cycle", &c) &&
+	    json_object_get_int64(c) >= 1 && json_object_get_int64(c) <= UINT32_MAX)
+		k = find(ko->s, json_object_get_string(b), (unsigned)json_object_get_int64(c));
+	if (!k || !k->line)
+		fprintf(ko->f, "%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+									JSON_C_TO_STRING_NOSLASHESCAPE));
+	return 0;
+}
+
+static int crash_file_keep(struct cs *s, const char *results)
+{
+	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], err[1024] = "";
+	struct keep_old ko = { s, NULL };
+	int fd, rc = 0, dfd;
+
+	snprintf(path, sizeof(path), "%s/" CRASH_FILE, results);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !(ko.f = fdopen(fd, "w"))) {
+		pc_err("%s: %s: the lines above are not kept in the results folder", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	if (access(path, F_OK) == 0 && results_each_line(path, on_old, &ko, NULL, err, sizeof(err))) {
+		pc_err("%s: %s is left as it was (mend or remove it)", err, path);
+		rc = -1;
+	}
+	for (size_t i = 0; i < s->n; i++)
+		if (s->k[i].line)
+			fprintf(ko.f, "%s\n", s->k[i].line);
+	if (!rc && (fflush(ko.f) || ferror(ko.f) || fsync(fd))) {
+		pc_err("%s: %s", tmp, strerror(errno));
+		rc = -1;
+	}
+	if (fclose(ko.f) && !rc) {
+		pc_err("%s: %s", tmp, strerror(errno));
+		rc = -1;
+	}
+	if (!rc && rename(tmp, path)) {
+		pc_err("%s: %s", path, strerror(errno));
+		rc = -1;
 	}
 	if (rc) {
-		pc_err("%s", err);
-		rc = 2;
+		unlink(tmp);
+		return rc;
+	}
+	if ((dfd = open(results, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
+		fsync(dfd);
+		close(dfd);
+	}
+	return 0;
+}
+
+int cmd_crash_states(int argc, char **argv)
+{
+	struct args a = { .want_all = 1 };
+	struct cs s = { NULL, 0, NULL };
+	json_object *camp = NULL;
+	int rc = parse_args(argc, argv, &a);
+
+	if (rc >= 0)
+		return rc;
+	if (kept_find(&s, &a, &camp)) {
+		rc = 2;		/* nothing checked */
 		goto out;
 	}
-	if (!s.n) {
-		pc_err("%s: no kept inputs%s%s%s (a sim board keeps them with \"device\": {\"keep_inputs\": K}; "
-		       "see docs/crash-states.md)", results, board ? " of board " : "", board ? board : "",
-		       want_all ? "" : " for that cycle");
-		rc = 2;
-		goto out;
-	}
-	qsort(s.k, s.n, sizeof(*s.k), kept_cmp);
-	snprintf(path, sizeof(path), "%s/events.jsonl", results);
-	if (results_each_line(path, on_event, &s, &torn, err, sizeof(err))) {
-		pc_err("%s", err);
-		rc = 2;
-		goto out;
-	}
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", results);
-	if (results_each_line(path, on_verdict, &s, &torn, err, sizeof(err))) {
-		pc_err("%s", err);
-		rc = 2;
-		goto out;
-	}
+	rc = 0;
 	for (size_t i = 0; i < s.n; i++) {
-		struct kept *k = &s.k[i];
-		char base[PATH_MAX + 16], log[PATH_MAX + 16], after[PATH_MAX + 16];
-		struct crash_input in = { .board = k->board, .cycle = k->cycle, .config = s.config,
-					  .events = k->events, .base = base, .log = log,
-					  .recorded = k->recorded[0] ? k->recorded : NULL };
-		struct crash_result r;
-		json_object *line;
+		int r1 = check_one(&s, &s.k[i], &a.o);
 
-		snprintf(base, sizeof(base), "%s/base.img", k->dir);
-		snprintf(log, sizeof(log), "%s/writes.log", k->dir);
-		snprintf(after, sizeof(after), "%s/after.img", k->dir);
-		/* what the next boot scanned: its base image (after.img plus that power-on's faults) */
-		in.post = k->next_base[0] ? k->next_base : access(after, R_OK) ? NULL : after;
-		if (k->in_flight) {
-			json_object *op, *raw;
-
-			if (json_object_object_get_ex(k->in_flight, "op", &op) &&
-			    !strcmp(json_object_get_string(op), "write") &&
-			    !(json_object_object_get_ex(k->in_flight, "raw", &raw) && json_object_get_boolean(raw)) &&
-			    jget(k->in_flight, "seq")) {
-				in.in_flight.valid = 1;
-				in.in_flight.lba = jget(k->in_flight, "lba");
-				in.in_flight.n = jget(k->in_flight, "n");
-				in.in_flight.seq = jget(k->in_flight, "seq");
-				in.in_flight.cycle = (uint32_t)jget(k->in_flight, "cycle");
-				in.in_flight.flags = (uint16_t)jget(k->in_flight, "flags");
-			}
-		}
-		if (crash_check(&in, &o, &r, err, sizeof(err))) {
-			pc_err("board %s cycle %u (%s): %s", k->board, k->cycle, k->dir, err);
-			rc = 2;
-			continue;
-		}
-		line = crash_result_json(&in, &r);
-		printf("%s\n", json_object_to_json_string_ext(line, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-		fflush(stdout);
-		json_object_put(line);
-		if (!crash_result_ok(&r) && rc == 0)
-			rc = 1;
-		crash_result_clear(&r);
+		if (r1 == 2 || (r1 == 1 && rc == 0))
+			rc = r1;	/* 2: a cycle's inputs damaged; the others are still checked */
 	}
+	if (crash_file_keep(&s, a.results))
+		rc = 2;
 out:
 	for (size_t i = 0; i < s.n; i++) {
 		free(s.k[i].board);
+		free(s.k[i].line);
 		json_object_put(s.k[i].events);
-		json_object_put(s.k[i].in_flight);
 	}
 	free(s.k);
 	json_object_put(camp);

@@ -143,70 +143,114 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-static int log_load(struct ctx *c, char *err, size_t errlen)
+/* The sim commits its superblock (magic, entry count) after each whole
+ * entry and trims an uncommitted tail (docs/sim.md): a kept log without
+ * one, or holding another number of entries, is damaged input, never a
+ * finding against the agent's ordering. */
+static int log_super_check(struct ctx *c, int fd, size_t ne, char *err, size_t errlen)
 {
-	struct vc_entry *e = NULL;
-	size_t ne = 0, bytes = 0, last_flush = 0;
-	uint32_t ss = 512;
-	int fd, rc;
+	unsigned char sb[24];
+	uint64_t magic = 0, count = 0;
 
-	fd = open(c->in->log, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
-	rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen);
-	if (rc)
-		goto out;
-	/* The sim commits its superblock (magic, entry count) after each whole
-	 * entry and trims an uncommitted tail (docs/sim.md): a kept log without
-	 * one, or holding another number of entries, is damaged input, never a
-	 * finding against the agent's ordering. */
-	{
-		unsigned char sb[24];
-		uint64_t magic = 0, count = 0;
-
-		if (pread(fd, sb, sizeof(sb), 0) == (ssize_t)sizeof(sb))
-			for (int i = 7; i >= 0; i--) {
-				magic = magic << 8 | sb[i];
-				count = count << 8 | sb[16 + i];
-			}
-		if (magic != WRITE_LOG_MAGIC || count != ne) {
-			rc = crash_fail(err, errlen, -EPROTO, "log %s: %s (damaged, or not a log the sim kept)",
-					c->in->log, magic != WRITE_LOG_MAGIC ? "no dm-log-writes superblock" :
-					"its superblock's entry count is not the entries it holds");
-			goto out;
+	if (pread(fd, sb, sizeof(sb), 0) == (ssize_t)sizeof(sb))
+		for (int i = 7; i >= 0; i--) {
+			magic = magic << 8 | sb[i];
+			count = count << 8 | sb[16 + i];
 		}
-	}
-	for (size_t i = 0; i < ne; i++)
-		if (e[i].flags & LOG_FLUSH_FLAG)
-			last_flush = i + 1;
+	if (magic == WRITE_LOG_MAGIC && count == ne)
+		return 0;
+	return crash_fail(err, errlen, -EPROTO, "log %s: %s (damaged, or not a log the sim kept)", c->in->log,
+			  magic != WRITE_LOG_MAGIC ? "no dm-log-writes superblock" :
+			  "its superblock's entry count is not the entries it holds");
+}
+
+static int log_bad(struct ctx *c, size_t i, const char *field, uint64_t v, const char *why, char *err,
+		   size_t errlen)
+{
+	return crash_fail(err, errlen, -EPROTO, "log %s: entry %zu: %s %" PRIu64 " %s (damaged, or not a log the sim "
+			  "kept)", c->in->log, i, field, v, why);
+}
+
+/* One entry's header, bounded: a write of 1.. sectors, not past 2^64 once in 512-byte sectors, its
+ * data_len 0 (the kernel's and QEMU's logs) or its bytes (the sim's); a flush of none. */
+static int log_entry_check(struct ctx *c, int fd, const struct vc_entry *e, size_t i, uint32_t ss, char *err,
+			   size_t errlen)
+{
+	unsigned char h[8];
+	uint64_t dlen = 0;
+
+	if (e->flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+		return 0;	/* skipped: they size nothing */
+	if (pc_pread_all(fd, h, sizeof(h), e->data - (off_t)ss + 24))
+		return crash_fail(err, errlen, -EIO, "log %s: cannot read entry %zu", c->in->log, i);
+	for (int k = 7; k >= 0; k--)
+		dlen = dlen << 8 | h[k];
+	if (e->flags & LOG_FLUSH_FLAG)
+		return e->nsect ? log_bad(c, i, "nr_sectors", e->nsect, "in a flush", err, errlen) :
+		       dlen ? log_bad(c, i, "data_len", dlen, "in a flush", err, errlen) : 0;
+	if (!e->nsect)
+		return log_bad(c, i, "nr_sectors", 0, "in a write", err, errlen);
+	if (e->sector > CRASH_MAX_MEDIA / ss)
+		return log_bad(c, i, "sector", e->sector, "is past any device", err, errlen);
+	if (dlen && dlen != e->nsect * ss)
+		return log_bad(c, i, "data_len", dlen, "is not its sectors' bytes", err, errlen);
+	return 0;
+}
+
+/* The log's entries checked, bounded and counted (c->nw, c->npp, *bytes), against its cycle.json. */
+static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, uint32_t ss, size_t *bytes,
+		     char *err, size_t errlen)
+{
+	const struct crash_kept *k = c->in->kept;
+	uint64_t fl = 0, fua = 0;
+	struct stat st;
+	int rc;
+
 	for (size_t i = 0; i < ne; i++) {
 		uint64_t n = e[i].nsect * (ss / 512);
 
+		if ((rc = log_entry_check(c, fd, &e[i], i, ss, err, errlen)))
+			return rc;
 		if (e[i].flags & LOG_FLUSH_FLAG || (e[i].flags & LOG_FUA_FLAG && !(e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))))
 			c->npp++;
+		fl += !!(e[i].flags & LOG_FLUSH_FLAG);
 		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
-		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - bytes) / 512) {
-			rc = crash_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
-				  c->in->log, CRASH_MAX_WRITES, CRASH_MAX_BYTES >> 20);
-			goto out;
-		}
-		bytes += n * 512;
+		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - *bytes) / 512)
+			return crash_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
+					  c->in->log, CRASH_MAX_WRITES, CRASH_MAX_BYTES >> 20);
+		fua += !!(e[i].flags & LOG_FUA_FLAG);
+		*bytes += n * 512;
 		c->nw++;
 	}
-	if (c->in->in_flight.valid && c->in->in_flight.n && c->in->in_flight.n <= 2048 &&
-	    c->in->in_flight.n <= (CRASH_MAX_BYTES - bytes) / 512)
-		bytes += c->in->in_flight.n * 512;
-	c->w = calloc(c->nw + 1, sizeof(*c->w));
-	c->pp = calloc(c->npp ? c->npp : 1, sizeof(*c->pp));
-	c->nsect = bytes / 512;
-	c->data = malloc(bytes ? bytes : 1);
-	if (!c->w || !c->pp || !c->data) {
-		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
+	if (!k || !k->have_counts)
+		return 0;
+	if (fstat(fd, &st) < 0)
+		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+	if (k->log_entries != ne || k->writes != c->nw || k->flushes != fl || k->fua_writes != fua ||
+	    k->log_bytes != (uint64_t)st.st_size)
+		return crash_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", the log %s holds %" PRIu64
+				  " (damaged, or not the sim's)", k->path,
+				  k->log_entries != ne ? "log_entries" : k->writes != c->nw ? "writes" :
+				  k->flushes != fl ? "flushes" : k->fua_writes != fua ? "fua_writes" : "log_bytes",
+				  k->log_entries != ne ? k->log_entries : k->writes != c->nw ? k->writes :
+				  k->flushes != fl ? k->flushes : k->fua_writes != fua ? k->fua_writes : k->log_bytes,
+				  c->in->log,
+				  k->log_entries != ne ? (uint64_t)ne : k->writes != c->nw ? (uint64_t)c->nw :
+				  k->flushes != fl ? fl : k->fua_writes != fua ? fua : (uint64_t)st.st_size);
+	return 0;
+}
+
+/* The log's writes and their bytes, and the write in flight's place after them. */
+static int log_fill(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, uint32_t ss, char *err,
+		    size_t errlen)
+{
+	size_t bytes = 0, last_flush = 0;
+
+	for (size_t i = 0; i < ne; i++)
+		if (e[i].flags & LOG_FLUSH_FLAG)
+			last_flush = i + 1;
 	c->nw = c->npp = 0;
-	bytes = 0;
 	for (size_t i = 0; i < ne; i++) {
 		struct cwrite *w = &c->w[c->nw];
 		int fua = (e[i].flags & LOG_FUA_FLAG) != 0;
@@ -224,10 +268,8 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		/* durable from the log alone: FUA, or a flush logged after it */
 		w->durable = fua || i < last_flush;
 		w->sect0 = bytes / 512;
-		if (w->n && pc_pread_all(fd, c->data + bytes, (size_t)w->n * 512, e[i].data)) {
-			rc = crash_fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
-			goto out;
-		}
+		if (pc_pread_all(fd, c->data + bytes, (size_t)w->n * 512, e[i].data))
+			return crash_fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
 		bytes += (size_t)w->n * 512;
 		c->nw++;
 	}
@@ -242,6 +284,39 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		w->sect0 = bytes / 512;
 		c->in_flight = 1;
 	}
+	return 0;
+}
+
+static int log_load(struct ctx *c, char *err, size_t errlen)
+{
+	const struct crash_in_flight *f = &c->in->in_flight;
+	struct vc_entry *e = NULL;
+	size_t ne = 0, bytes = 0;
+	uint32_t ss = 512;
+	int fd, rc;
+
+	fd = open(c->in->log, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+	if ((rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen)) ||
+	    (rc = log_super_check(c, fd, ne, err, errlen)) || (rc = log_count(c, fd, e, ne, ss, &bytes, err, errlen)))
+		goto out;
+	if (f->valid && (!f->n || f->n > (CRASH_MAX_BYTES - bytes) / 512)) {
+		rc = crash_fail(err, errlen, -E2BIG, "%s: field in_flight.n: %" PRIu64 " sectors, past %u MiB with the "
+				"log's writes (damaged input)", c->in->kept ? c->in->kept->path : "the write in flight",
+				f->n, CRASH_MAX_BYTES >> 20);
+		goto out;
+	}
+	if (f->valid)
+		bytes += f->n * 512;
+	c->w = calloc(c->nw + 1, sizeof(*c->w));
+	c->pp = calloc(c->npp ? c->npp : 1, sizeof(*c->pp));
+	c->nsect = bytes / 512;
+	c->data = malloc(bytes ? bytes : 1);
+	if (!c->w || !c->pp || !c->data)
+		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+	else
+		rc = log_fill(c, fd, e, ne, ss, err, errlen);
 out:
 	free(e);
 	close(fd);
@@ -392,19 +467,72 @@ out:
 	return rc;
 }
 
+static int kept_bad(struct ctx *c, const char *field, uint64_t v, const char *what, uint64_t want, char *err,
+		    size_t errlen)
+{
+	return crash_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", %s %" PRIu64 " (damaged, or not the "
+			  "sim's)", c->in->kept->path, field, v, what, want);
+}
+
+/* The base image and its region are the ones cycle.json names; every write of the log is in the region. */
+static int inputs_check(struct ctx *c, char *err, size_t errlen)
+{
+	const struct crash_kept *k = c->in->kept;
+	const struct pc_geom *g = &c->reg.g;
+	uint64_t lo = c->reg.off / 512, hi = lo + g->region_bytes / 512;
+	char u[37];
+
+	for (size_t i = 0; i < c->nw - (size_t)c->in_flight; i++)
+		if (c->w[i].lba < lo || c->w[i].lba > hi || c->w[i].n > hi - c->w[i].lba)
+			return crash_fail(err, errlen, -ERANGE, "log %s: entry %zu: sectors %" PRIu64 "+%" PRIu64 " are not "
+					  "in the region (sectors %" PRIu64 "+%" PRIu64 " of %s)", c->in->log,
+					  c->w[i].entry, c->w[i].lba, c->w[i].n, lo, hi - lo, c->in->base);
+	if (!k)
+		return 0;
+	if (k->have_media && k->media_bytes != c->map_len)
+		return kept_bad(c, "media_bytes", k->media_bytes, "the base image's bytes are", c->map_len, err, errlen);
+	if (!k->have_region)
+		return 0;
+	pc_uuid_format(g->uuid, u);
+	if (strcmp(k->region_uuid, u))
+		return crash_fail(err, errlen, -EPROTO, "%s: field region.uuid: %s, the base image's region is %s "
+				  "(damaged, or not the sim's)", k->path, k->region_uuid, u);
+	if (k->region_seed != g->seed)
+		return kept_bad(c, "region.seed", k->region_seed, "the base image's region has", g->seed, err, errlen);
+	if (k->record_size != g->record_size)
+		return kept_bad(c, "region.record_size", k->record_size, "the base image's region has", g->record_size,
+				err, errlen);
+	if (k->nslots != g->nslots)
+		return kept_bad(c, "region.nslots", k->nslots, "the base image's region has", g->nslots, err, errlen);
+	if (k->region_bytes && k->region_bytes != g->region_bytes)
+		return kept_bad(c, "region.region_bytes", k->region_bytes, "the base image's region has",
+				g->region_bytes, err, errlen);
+	return 0;
+}
+
 /* The bytes of the write in flight: the records it was writing, made from the region's seed. */
 static int in_flight_fill(struct ctx *c, char *err, size_t errlen)
 {
 	const struct crash_in_flight *f = &c->in->in_flight;
 	struct cwrite *w = &c->w[c->nw - 1];
 	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+	const char *ifp = c->in->kept ? c->in->kept->path : "the write in flight";
 
 	if (!c->in_flight)
 		return 0;
 	if (w->lba < slot0 || (w->lba - slot0) % c->spr || w->n % c->spr ||
 	    (w->lba - slot0) / c->spr + w->n / c->spr > c->reg.g.nslots)
-		return crash_fail(err, errlen, -EINVAL, "the write in flight (sectors %" PRIu64 "+%" PRIu64 ") is not whole "
-			    "records of the region", w->lba, w->n);
+		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.lba: the write in flight (sectors %" PRIu64
+				  "+%" PRIu64 ") is not whole records of the region", ifp, w->lba, w->n);
+	if (f->seq < c->first || f->seq - c->first >= c->nrec || w->n / c->spr > c->nrec - (f->seq - c->first))
+		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.seq: %" PRIu64 "+%" PRIu64 " records, not "
+				  "among the cycle's %" PRIu64 "+%zu", ifp, f->seq, w->n / c->spr, c->first, c->nrec);
+	if (f->cycle != c->in->cycle)
+		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.cycle: %" PRIu32 ", not the cycle judged (%u)",
+				  ifp, f->cycle, c->in->cycle);
+	if (c->r->mode[0] && (int)(f->flags & PC_FL_MODE_MASK) != pc_mode_from_name(c->r->mode))
+		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.flags: %u, not the mode of the cycle's work "
+				  "(%s)", ifp, f->flags, c->r->mode);
 	for (uint64_t k = 0; k < w->n / c->spr; k++)
 		pc_record_build(c->data + (w->sect0 + k * c->spr) * 512, &c->reg.g,
 				(uint32_t)((w->lba - slot0) / c->spr + k), f->seq + k, f->cycle, f->flags);
@@ -577,7 +705,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		goto out;
 	}
 	if ((rc = events_pick(&c, err, errlen)) || (rc = log_load(&c, err, errlen)) ||
-	    (rc = image_make(&c, err, errlen)) || (rc = in_flight_fill(&c, err, errlen)) ||
+	    (rc = image_make(&c, err, errlen)) || (rc = inputs_check(&c, err, errlen)) ||
+	    (rc = in_flight_fill(&c, err, errlen)) ||
 	    (rc = map_sectors(&c, err, errlen)) ||
 	    (rc = verify_make(&c, err, errlen)) || (rc = crash_base_scan(&c, err, errlen)))
 		goto out;

@@ -42,7 +42,44 @@ enum crash_mode { CRASH_M_SUBSETS, CRASH_M_TEARS, CRASH_M_CUTS, CRASH_M_ILLEGAL,
 /* bounds on one cycle's inputs (they are untrusted) */
 #define CRASH_MAX_WRITES		65536u		/* writes in one log */
 #define CRASH_MAX_BYTES			(256u << 20)	/* bytes the log's writes cover, together */
+#define CRASH_MAX_MEDIA			(1ULL << 50)	/* bytes of a board's media */
 #define CRASH_MAX_LISTED		16u		/* mismatching states described one by one */
+
+#define CRASH_KEPT_MAX_CYCLES		64u	/* distinct record cycles a cycle.json lists */
+
+struct crash_in_flight {
+	int valid;		/* a record write the device had started and not completed at the cut */
+	uint64_t lba, n, seq;	/* a record's: its bytes are made from (seed, seq, lba) */
+	uint32_t cycle;
+	uint16_t flags;
+};
+
+/* One kept session's cycle.json (crash_kept_read), every field bounded. */
+struct crash_kept {
+	char path[4096];		/* the cycle.json, for errors */
+	uint32_t session;
+	int finished;
+	uint64_t media_bytes;		/* the base image's bytes (have_media), else CRASH_MAX_MEDIA */
+	int have_media;
+	int have_region;		/* region: the base image's superblock must say the same */
+	char region_uuid[37];
+	uint64_t region_seed, region_bytes;	/* region_bytes 0: not given */
+	uint32_t record_size, nslots;
+	int have_counts;		/* finished: the log's counts (the log must hold these) */
+	uint64_t writes, fua_writes, flushes, log_entries, log_bytes;
+	unsigned ncycles;		/* distinct record cycles the log holds */
+	int cycles_more;		/* more than CRASH_KEPT_MAX_CYCLES */
+	uint32_t cycle;			/* its records' first cycle; none: the write in flight's; 0: none */
+	int in_flight_op;		/* 0 none, 1 write, 2 flush */
+	struct crash_in_flight in_flight;
+};
+
+/*
+ * Read a session's cycle.json (path, the session of its folder's name):
+ * 0, or -EPROTO with err naming the file and the first field that is
+ * missing, of the wrong type or out of its bounds (damaged input).
+ */
+int crash_kept_read(const char *path, uint32_t session, struct crash_kept *k, char *err, size_t errlen);
 
 struct crash_input {
 	const char *board;
@@ -52,13 +89,10 @@ struct crash_input {
 	const char *base;	/* the device image at the cycle's power-on */
 	const char *log;	/* the dm-log-writes log of that power-on */
 	const char *post;	/* the image the boot after the cut scanned, or NULL */
-	struct crash_in_flight {
-		int valid;	/* the write the device had started and not completed at the cut */
-		uint64_t lba, n, seq;	/* a record's: its bytes are made from (seed, seq, lba) */
-		uint32_t cycle;
-		uint16_t flags;
-	} in_flight;
+	struct crash_in_flight in_flight;
 	const char *recorded;	/* the verdict verdicts.jsonl holds for the cycle ("PASS"...), or NULL */
+	const struct crash_kept *kept;	/* the session's cycle.json, checked against the log and the
+					 * base image; NULL: none */
 };
 
 /* A test's stand-in for a faulty judge: it may rewrite each verdict before it is compared. */

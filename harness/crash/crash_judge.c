@@ -251,31 +251,11 @@ void crash_note(struct ctx *c, const char *fmt, ...)
 	json_object_array_add(c->r->notes, json_object_new_string(buf));
 }
 
-/*
- * Judge the state in keep[] (or, img_ready, the image already written) with
- * acks up to ack_limit. 1 when the verdict says what the state holds, 0 when
- * it does not, -errno. *failed: the verdict is FAIL.
- */
-int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
-		       char *err, size_t errlen)
+/* Acknowledged in this state: the records of the ACK events up to the limit. */
+static void state_acks(struct ctx *c)
 {
-	struct emit_arg a = { c, NULL, c->in->cycle + 1 };
-	uint8_t *viol = c->racked + 0;	/* replaced below */
-	struct expect x;
-	struct scan_stats st;
-	json_object *cnt, *v, *fnd;
-	size_t acks = 0, nviol_found = 0;
-	int rc, ok = 1;
-	double t0 = now_ms();
+	size_t acks = 0;
 
-	viol = calloc(c->nrec, 1);
-	if (!viol)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
-	if (!img_ready && (rc = state_write(c, err, errlen))) {
-		free(viol);
-		return rc;
-	}
-	/* acknowledged in this state: the ACK events up to the limit */
 	memset(c->racked, 0, c->nrec);
 	for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
 		if (crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi) < 0 || acks++ >= c->ack_limit)
@@ -283,21 +263,48 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 		for (size_t r = lo; r < hi; r++)
 			c->racked[r] = 1;
 	}
-	state_truth(c, &x, viol);
+}
+
+/* The state's image scanned at the positions the verify event asked for, the lines fed to the engine. */
+static void state_scan(struct ctx *c, char *err, size_t errlen)
+{
+	struct emit_arg a = { c, NULL, c->in->cycle + 1 };
+	struct scan_stats st;
+	json_object *vm;
+	struct pc_msg m;
+	struct pc_posrange *rg = NULL;
+	uint32_t nrg = 0;
+	int rc;
+
+	if (!json_object_object_get_ex(c->verify, "msg", &vm) || pc_msg_parse_obj(vm, &m, err, errlen))
+		return;
+	if (!m.u.verify.full) {
+		rg = m.u.verify.ranges;
+		nrg = m.u.verify.nranges;
+	}
+	rc = region_scan(&c->reg, c->pattern, rg, nrg, emit, &a, &st);
+	pc_msg_clear(&m);
+	if (rc && !c->feed_rc)
+		c->feed_rc = rc;
+}
+
+/* A fresh engine fed the cycle (the ACKs up to the limit), the next boot and the state's scan:
+ * c->verdict, or -errno. */
+static int state_engine(struct ctx *c, const char *label, char *err, size_t errlen)
+{
+	size_t acks = 0;
+
 	c->eng = engine_new("crash-states", collect, NULL, c);
 	c->feed_rc = 0;
 	c->verdict = NULL;
-	if (!c->eng) {
-		free(viol);
+	if (!c->eng)
 		return crash_fail(err, errlen, -ENOMEM, "out of memory");
-	}
 	if (c->in->config && engine_configure(c->eng, c->in->config, c->feed_err, sizeof(c->feed_err)))
 		c->feed_rc = -EINVAL;
 	for (size_t i = 0; i < json_object_array_length(c->pre); i++)
 		feed(c, json_object_array_get_idx(c->pre, i));
 	for (size_t i = 0; i < json_object_array_length(c->base_scan); i++)
 		feed(c, json_object_array_get_idx(c->base_scan, i));
-	acks = 0;
 	for (size_t i = 0; i < json_object_array_length(c->mid); i++) {
 		json_object *ev = json_object_array_get_idx(c->mid, i);
 
@@ -308,70 +315,57 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 	for (size_t i = 0; i < json_object_array_length(c->post); i++)
 		feed(c, json_object_array_get_idx(c->post, i));
 	feed(c, c->verify);
-	if (!c->feed_rc) {
-		json_object *vm;
-		struct pc_msg m;
-		struct pc_posrange *rg = NULL;
-		uint32_t nrg = 0;
-
-		/* the same positions the verify event asked for */
-		if (json_object_object_get_ex(c->verify, "msg", &vm) && !pc_msg_parse_obj(vm, &m, err, errlen)) {
-			if (!m.u.verify.full) {
-				rg = m.u.verify.ranges;
-				nrg = m.u.verify.nranges;
-			}
-			rc = region_scan(&c->reg, c->pattern, rg, nrg, emit, &a, &st);
-			pc_msg_clear(&m);
-			if (rc && !c->feed_rc)
-				c->feed_rc = rc;
-		}
-	}
+	if (!c->feed_rc)
+		state_scan(c, err, errlen);
 	engine_free(c->eng);
 	c->eng = NULL;
 	if (c->feed_rc) {
 		json_object_put(c->verdict);
-		free(viol);
+		c->verdict = NULL;
 		return crash_fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
 			    "or the scan refused: %s", c->in->board, c->in->cycle, label, c->feed_err);
 	}
-	if (!c->verdict) {
-		free(viol);
+	if (!c->verdict)
 		return crash_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
 			    c->in->board, c->in->cycle, label);
-	}
-	if (c->o->hook)
-		c->o->hook(c->verdict, c->o->hook_arg);
-	fnd = json_object_object_get(c->verdict, "findings");
-	if (c->cap_hi) {
-		json_object *arr = json_object_new_array();
+	return 0;
+}
 
-		for (size_t i = 0; arr && fnd && i < json_object_array_length(fnd); i++) {
-			json_object *f = json_object_array_get_idx(fnd, i);
-			int64_t s = crash_ev_int(f, "seq", NULL, -1);
+/* The findings of the seqs [cap_lo, cap_hi], as text, into c->captured. */
+static void state_capture(struct ctx *c, json_object *fnd)
+{
+	json_object *arr = json_object_new_array();
 
-			if (s >= (int64_t)c->cap_lo && s <= (int64_t)c->cap_hi)
-				json_object_array_add(arr, json_object_get(f));
-		}
-		free(c->captured);
-		c->captured = arr ? strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN)) : NULL;
-		json_object_put(arr);
+	for (size_t i = 0; arr && fnd && i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i);
+		int64_t s = crash_ev_int(f, "seq", NULL, -1);
+
+		if (s >= (int64_t)c->cap_lo && s <= (int64_t)c->cap_hi)
+			json_object_array_add(arr, json_object_get(f));
 	}
-	/* compare: the outcome, the classes' counts, and which seqs are violations */
-	*failed = pc_outcome_from_name(json_object_get_string(json_object_object_get(c->verdict, "verdict"))) ==
-		  PC_OUT_FAIL;
-	if (*failed != x.fail)
-		ok = 0;
-	cnt = json_object_object_get(c->verdict, "counts");
+	free(c->captured);
+	c->captured = arr ? strdup(json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN)) : NULL;
+	json_object_put(arr);
+}
+
+/* The verdict against the state: the classes' counts and which seqs are violations. 1 when they agree. */
+static int state_compare(struct ctx *c, enum crash_mode mode, const char *label, const struct expect *x,
+			 const uint8_t *viol, json_object *fnd)
+{
+	json_object *cnt = json_object_object_get(c->verdict, "counts"), *v;
+	size_t nviol_found = 0, want = 0;
+	int ok = 1;
+
 	json_object_object_foreach(cnt, k, cv) {
-		int64_t want = 0;
+		int64_t w = 0;
 
 		for (unsigned i = 0; i < X_N; i++)
 			if (!strcmp(k, x_names[i]))
-				want = x.counts[i];
-		if (json_object_get_int64(cv) != want) {
+				w = x->counts[i];
+		if (json_object_get_int64(cv) != w) {
 			ok = 0;
 			crash_note(c, "cycle %u %s %s: %s %" PRId64 ", the state holds %" PRId64, c->in->cycle,
-			     crash_mode_name(mode), label, k, json_object_get_int64(cv), want);
+			     crash_mode_name(mode), label, k, json_object_get_int64(cv), w);
 		}
 	}
 	for (size_t i = 0; fnd && i < json_object_array_length(fnd); i++) {
@@ -388,17 +382,47 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 			     c->in->cycle, crash_mode_name(mode), label, s);
 		}
 	}
-	{
-		size_t want = 0;
-
-		for (size_t i = 0; i < c->nrec; i++)
-			want += viol[i];
-		if (want != nviol_found) {
-			ok = 0;
-			crash_note(c, "cycle %u %s %s: %zu violations named, the state holds %zu", c->in->cycle,
-			     crash_mode_name(mode), label, nviol_found, want);
-		}
+	for (size_t i = 0; i < c->nrec; i++)
+		want += viol[i];
+	if (want != nviol_found) {
+		ok = 0;
+		crash_note(c, "cycle %u %s %s: %zu violations named, the state holds %zu", c->in->cycle,
+		     crash_mode_name(mode), label, nviol_found, want);
 	}
+	return ok;
+}
+
+/*
+ * Judge the state in keep[] (or, img_ready, the image already written) with
+ * acks up to ack_limit. 1 when the verdict says what the state holds, 0 when
+ * it does not, -errno. *failed: the verdict is FAIL.
+ */
+int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
+		       char *err, size_t errlen)
+{
+	uint8_t *viol;
+	struct expect x;
+	json_object *fnd;
+	int rc, ok;
+	double t0 = now_ms();
+
+	viol = calloc(c->nrec, 1);
+	if (!viol)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	if ((!img_ready && (rc = state_write(c, err, errlen))) ||
+	    (state_acks(c), state_truth(c, &x, viol), rc = state_engine(c, label, err, errlen))) {
+		free(viol);
+		return rc;
+	}
+	if (c->o->hook)
+		c->o->hook(c->verdict, c->o->hook_arg);
+	fnd = json_object_object_get(c->verdict, "findings");
+	if (c->cap_hi)
+		state_capture(c, fnd);
+	/* compare: the outcome, the classes' counts, and which seqs are violations */
+	*failed = pc_outcome_from_name(json_object_get_string(json_object_object_get(c->verdict, "verdict"))) ==
+		  PC_OUT_FAIL;
+	ok = state_compare(c, mode, label, &x, viol, fnd) && *failed == x.fail;
 	if (!ok && x.fail != *failed)
 		crash_note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
 		     label, pc_outcome_names[*failed ? PC_OUT_FAIL : PC_OUT_PASS],

@@ -399,27 +399,26 @@ static int tear_row_of(struct ctx *c, const struct design *d, size_t wi)
 	return 0;
 }
 
-/*
- * The image the boot after the cut scanned: which of the enumerated states it
- * is, and its verdict, from a full scan (as the real one was). When every
- * sector the log wrote holds its old or its new bytes and nothing else in
- * the image changed, what it holds is known and its verdict is compared
- * with it like any state's; else only with the recorded verdict.
- */
-int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen)
-{
-	uint8_t *vk = calloc(c->nvol ? c->nvol : 1, 1);
-	unsigned char *chunk = malloc(1 << 20);
-	int pfd = -1, rc = 0, failed = 0, other = 0, outside = 0, durable_lost = 0, torn_ok = 1;
-	unsigned torn_n = 0;
-	json_object *partial = c->verify;
-	struct stat st;
+/* What the image after the cut holds, against the log. */
+struct obs {
+	uint8_t *vk;		/* per volatile write: kept whole */
+	int other;		/* a written sector neither old nor new */
+	int outside;		/* a change outside the log's writes */
+	int durable_lost;	/* a durable write lost or torn */
+	int torn_ok;		/* each torn write torn by a row of the design */
+	unsigned torn_n;	/* volatile writes torn */
+};
 
-	c->r->observed = 0;
-	if (!vk || !chunk) {
-		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
+/* The base image again in the map, then the image after the cut over it, noting changes outside the
+ * log's writes (only the sectors that differ are copied: the map's other pages stay shared). */
+static int obs_load(struct ctx *c, struct obs *ob, char *err, size_t errlen)
+{
+	unsigned char *chunk = malloc(1 << 20);
+	struct stat st;
+	int pfd = -1, rc = 0;
+
+	if (!chunk)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
 	pfd = open(c->in->post, O_RDONLY | O_CLOEXEC);
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
 		rc = crash_fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
@@ -430,7 +429,6 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 			  (long long)st.st_size, c->in->base, c->map_len);
 		goto out;
 	}
-	/* the base again, then the image over it, noting changes outside the log's writes */
 	for (size_t i = 0; i < c->next; i++)
 		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].base, (size_t)c->ext[i].n * 512);
 	for (size_t o = 0, e = 0; o < c->map_len; o += 1 << 20) {
@@ -443,17 +441,26 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 		for (size_t k = 0; k < len; k += 512) {
 			uint64_t lba = (o + k) / 512;
 
-			/* only the sectors that differ are copied: the map's other pages stay shared */
 			if (!memcmp(chunk + k, c->map + o + k, 512))
 				continue;
 			while (e < c->next && c->ext[e].lba + c->ext[e].n <= lba)
 				e++;
 			if (e >= c->next || lba < c->ext[e].lba)
-				outside = 1;
+				ob->outside = 1;
 			memcpy(c->map + o + k, chunk + k, 512);
 		}
 	}
-	/* per write sector: does the image hold the write's bytes? */
+out:
+	if (pfd >= 0)
+		close(pfd);
+	free(chunk);
+	return rc;
+}
+
+/* Per write sector: does the image hold the write's bytes (keep[]); and what the records hold: the
+ * last write in log order whose bytes the image has (recnew[]). */
+static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
+{
 	for (size_t i = 0, v = 0; i < c->nw; i++) {
 		const struct cwrite *w = &c->w[i];
 		uint64_t kept = 0;
@@ -464,20 +471,19 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 
 			c->keep[s] = !memcmp(img, c->data + s * 512, 512);
 			if (!c->keep[s] && memcmp(img, c->ext[w->ext].base + w->ext_off + k * 512, 512))
-				other = 1;	/* neither the old bytes nor the new */
+				ob->other = 1;	/* neither the old bytes nor the new */
 			kept += c->keep[s];
 		}
 		if (w->durable) {
-			durable_lost |= kept != w->n;
+			ob->durable_lost |= kept != w->n;
 			continue;
 		}
-		vk[v++] = kept == w->n;
+		ob->vk[v++] = kept == w->n;
 		if (kept && kept < w->n) {
-			torn_n++;
-			torn_ok &= tear_row_of(c, d, i);
+			ob->torn_n++;
+			ob->torn_ok &= tear_row_of(c, d, i);
 		}
 	}
-	/* what the records hold: the last write in log order whose bytes the image has */
 	memset(c->recnew, 0, c->nrec * c->spr);
 	for (size_t i = 0; i < c->nw; i++)
 		for (uint64_t k = 0; k < c->w[i].n; k++) {
@@ -486,51 +492,86 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 			if (c->tgt[s] >= 0 && c->keep[s])
 				c->recnew[c->tgt[s]] = c->isnew[s];
 		}
-	/* exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
-	 * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset
-	 * of the exhaustive enumeration -- judging is local to a slot */
-	if (!other && !outside && !durable_lost) {
-		if (torn_n == 0) {
-			for (size_t s = 0; s < c->nseen && c->r->observed < 2; s++)
-				if (!c->nvol || !memcmp(c->seen + s * c->nvol, vk, c->nvol))
-					c->r->observed = 2;
-		} else if (torn_ok) {
-			unsigned not_whole = 0;
+}
 
-			for (unsigned v = 0; v < c->nvol; v++)
-				not_whole += !vk[v];
-			/* the torn write is the one not whole: all the others kept */
-			c->r->observed = torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 0;
-		}
+/* Exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
+ * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset of the
+ * exhaustive enumeration -- judging is local to a slot; else 0. */
+static int obs_enumerated(struct ctx *c, const struct obs *ob)
+{
+	unsigned not_whole = 0;
+
+	if (ob->other || ob->outside || ob->durable_lost)
+		return 0;
+	if (ob->torn_n == 0) {
+		for (size_t s = 0; s < c->nseen; s++)
+			if (!c->nvol || !memcmp(c->seen + s * c->nvol, ob->vk, c->nvol))
+				return 2;
+		return 0;
 	}
-	if (durable_lost)
-		crash_note(c, "cycle %u: the image after the cut lost or tore a write the log made durable", c->in->cycle);
-	if (other || outside)
-		crash_note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its verdict is "
-		     "compared with the recorded one only", c->in->cycle, other ? "a written sector neither old nor new" :
-		     "a change outside the log's writes");
+	if (!ob->torn_ok)
+		return 0;
+	for (unsigned v = 0; v < c->nvol; v++)
+		not_whole += !ob->vk[v];
+	/* the torn write is the one not whole: all the others kept */
+	return ob->torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 0;
+}
+
+/* The observed state judged with a full scan, as the real boot; compared with what it holds when
+ * that is known, and with the recorded verdict. 0 or -errno. */
+static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errlen)
+{
+	json_object *partial = c->verify;
+	int rc, failed = 0;
+
 	c->ack_limit = SIZE_MAX;
-	c->no_truth = other || outside;
+	c->no_truth = ob->other || ob->outside;
 	c->verify = crash_verify_event(c, c->in->cycle + 1, pc_msg_verify(c->pattern, 1));
 	rc = c->verify ? crash_state_judge(c, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen) : -ENOMEM;
 	json_object_put(c->verify);
 	c->verify = partial;
 	c->no_truth = 0;
 	if (rc < 0)
-		goto out;
+		return rc;
 	c->r->states++;
-	c->r->observed_legal = !durable_lost;
-	c->r->observed_known = !other && !outside;
+	c->r->observed_legal = !ob->durable_lost;
+	c->r->observed_known = !ob->other && !ob->outside;
 	if (c->r->observed_known)
 		c->r->mismatches += rc == 0;
 	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s",
 		 pc_outcome_names[failed ? PC_OUT_FAIL : PC_OUT_PASS]);
 	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
-	rc = 0;
-out:
-	if (pfd >= 0)
-		close(pfd);
-	free(vk);
-	free(chunk);
+	return 0;
+}
+
+/*
+ * The image the boot after the cut scanned: which of the enumerated states it
+ * is, and its verdict, from a full scan (as the real one was). When every
+ * sector the log wrote holds its old or its new bytes and nothing else in
+ * the image changed, what it holds is known and its verdict is compared
+ * with it like any state's; else only with the recorded verdict.
+ */
+int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen)
+{
+	struct obs ob = { .vk = calloc(c->nvol ? c->nvol : 1, 1), .torn_ok = 1 };
+	int rc;
+
+	c->r->observed = 0;
+	if (!ob.vk)
+		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+	rc = obs_load(c, &ob, err, errlen);
+	if (!rc) {
+		obs_classify(c, d, &ob);
+		c->r->observed = obs_enumerated(c, &ob);
+		if (ob.durable_lost)
+			crash_note(c, "cycle %u: the image after the cut lost or tore a write the log made durable",
+				   c->in->cycle);
+		if (ob.other || ob.outside)
+			crash_note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its "
+				   "verdict is compared with the recorded one only", c->in->cycle,
+				   ob.other ? "a written sector neither old nor new" : "a change outside the log's writes");
+		rc = obs_judge(c, &ob, err, errlen);
+	}
+	free(ob.vk);
 	return rc;
 }

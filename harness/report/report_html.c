@@ -21,6 +21,7 @@
 
 #include "common/record.h"
 #include "harness/report/qualify.h"
+#include "harness/report/report_crash.h"
 #include "harness/report/report_model.h"
 #include "harness/report/svg.h"
 
@@ -878,6 +879,8 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 				return rc;
 		fputs("</section>\n", out);
 	}
+	if ((rc = rep_crash_print(r, out, REPORT_FMT_HTML)))
+		return rc;
 	fputs("<footer class=\"muted\"><p>powercut report. Outcomes: PASS, FAIL (any violation), BOOT_FAIL (no agent "
 	      "after the boot timeout and its retries), INFRA_ERROR (relay, link or host trouble: never counted "
 	      "against the device); a device is INCOMPLETE when the campaign judged too little of it.</p></footer>\n"

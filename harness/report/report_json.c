@@ -6,6 +6,7 @@
  * "queue", "kernel", "rate" and "latency_us" as in a verdict. Documented
  * field by field in docs/results.md.
  */
+#include "harness/report/report_crash.h"
 #include "harness/report/report_model.h"
 
 #include <errno.h>
@@ -277,6 +278,7 @@ int report_json(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	json_object_object_add(doc, "devices", devs);
 	for (unsigned i = 0; i < r->ndevs; i++)
 		json_object_array_add(devs, device_json(r, &r->devs[i]));
+	rep_crash_json(r, doc);	/* ENOMEM: the document without it */
 	fprintf(out, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY |
 							    JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(doc);

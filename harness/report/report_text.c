@@ -5,6 +5,7 @@
  * violations per mode, speed and latency per mode with the cost of each
  * durability mode against none, and where tears fall.
  */
+#include "harness/report/report_crash.h"
 #include "harness/report/report_model.h"
 
 #include <errno.h>
@@ -414,7 +415,7 @@ int report_text(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 		}
 		print_device(out, r, &r->devs[i]);
 	}
-	return ferror(out) ? -EIO : 0;
+	return rep_crash_print(r, out, REPORT_FMT_TEXT);
 }
 
 /* ---- Markdown ---- */
@@ -626,5 +627,5 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 				fputc('\n', out);
 			}
 	}
-	return ferror(out) ? -EIO : 0;
+	return rep_crash_print(r, out, REPORT_FMT_MD);
 }

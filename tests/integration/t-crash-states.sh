@@ -74,6 +74,33 @@ check "lying-flush: some cut lost a flushed write, and its verdict is the record
 	jqt -s 'any(.[]; .observed.legal == false and .observed.verdict == "FAIL" and .observed.recorded == "FAIL")' \
 	"$T/lying.jsonl"
 
+# crash-states.jsonl in the results folder: the lines printed, one per cycle; a rerun replaces a
+# cycle's line (never a second one); the report says per mode how many crash states were checked
+nh=$(wc -l < "$T/honest.jsonl"); nl=$(wc -l < "$T/lying.jsonl")
+check "crash-states.jsonl holds the $nh honest and $nl lying lines" \
+	[ "$(wc -l < "$R/crash-states.jsonl")" -eq $((nh + nl)) ]
+check "...the honest lines as printed" sh -c "grep -F -x -f '$T/honest.jsonl' '$R/crash-states.jsonl' | wc -l | grep -qx $nh"
+"$PC" crash-states "$R" --board honest --all > /dev/null 2>&1
+check "a rerun replaces its cycles' lines: still $((nh + nl)), one per board and cycle" \
+	jqt -s --argjson n $((nh + nl)) 'length == $n and ([.[] | [.board, .cycle]] | unique | length) == $n' \
+	"$R/crash-states.jsonl"
+"$PC" report "$R" > "$T/report.txt" 2>&1
+"$PC" report "$R" --format md > "$T/report.md" 2>&1
+"$PC" report "$R" --format html > "$T/report.html" 2>&1
+"$PC" report "$R" --format json > "$T/report.json" 2>&1
+for m in flush none; do
+	n=$(jq -r --arg m "$m" 'select(.mode == $m) | .states' "$T/honest.jsonl" | head -1)
+	check "report (text), honest $m: its verdict holds for all $n crash states" \
+		grep -qF "board honest, mode $m, 1 cycle: this cycle's verdict holds for all $n crash states the block layer allows" \
+		"$T/report.txt"
+	check "report (md), honest $m: a row of $n crash states" grep -qE "^\| honest \| $m \| 1 \| $n \|" "$T/report.md"
+	check "report (html), honest $m: a row of $n crash states" \
+		grep -qF "<tr><td>honest</td><td>$m</td><td>1</td><td>$n</td>" "$T/report.html"
+	check "report (json), honest $m: $n crash states, holds" \
+		jqt --arg m "$m" --argjson n "$n" \
+		'any(.crash_states[]; .board == "honest" and .mode == $m and .states == $n and .holds)' "$T/report.json"
+done
+
 # negative control: an ACK in the mode none cycle, where nothing is ever flushed
 c=$(jq -r 'select(.mode == "none") | .cycle' "$T/modes.jsonl" | head -1)
 last=$(jq -r --argjson c "$c" 'select(.board == "honest" and .cycle == $c and .ev == "work") | .work.first' \
@@ -98,4 +125,61 @@ head -c 700 /dev/urandom > "$log"
 rc=$?
 check "a damaged log: exit 2 (was $rc)" test $rc -eq 2
 check "...naming the log as damaged" grep -q "no dm-log-writes superblock (damaged" "$T/dmg.out"
+
+# Hostile kept inputs: every field of cycle.json and of writes.log is bounded before it sizes
+# anything, and checked against the log, the base image and its region; a bad one is damaged
+# input: exit 2 naming the file and the field (never a cycle judged ok, never a finding).
+rm -rf "$T/dmg" "$T/lie"
+cp -r "$R" "$T/h"
+hc=$(jq -r 'select(.mode == "flush") | .cycle' "$T/modes.jsonl" | head -1)
+hfirst=$(jq -r --argjson c "$hc" 'select(.board == "honest" and .cycle == $c and .ev == "work") | .work.first' \
+	"$R/events.jsonl")
+hdir=""
+for f in "$T"/h/boards/honest/media.img.inputs/session-*/cycle.json; do
+	jqt --argjson c "$hc" '.cycles == [$c]' "$f" && hdir=$(dirname "$f")
+done
+check "the flush cycle $hc's kept session found" [ -n "$hdir" ]
+cp "$hdir/cycle.json" "$T/cycle.json.orig"
+cp "$hdir/writes.log" "$T/writes.log.orig"
+hostile() { # hostile "what" "field": crash-states on the altered copy exits 2 naming the file and field
+	local out rc
+	out=$("$PC" crash-states "$T/h" --board honest --cycle "$hc" 2>&1); rc=$?
+	check "$1: exit 2 (was $rc)" [ $rc -eq 2 ]
+	check "$1: ...naming $2" grep -qF -- "$2" <<< "$out"
+	[ $rc -eq 2 ] || head -c 600 <<< "$out"
+	cp "$T/cycle.json.orig" "$hdir/cycle.json"
+	cp "$T/writes.log.orig" "$hdir/writes.log"
+}
+cj() { jq -c "$@" "$T/cycle.json.orig" > "$hdir/cycle.json"; }
+cj '.cycles = [4294967296]';		hostile "cycle.json cycles [2^32]" "cycle.json: field cycles"
+cj '.seed = -1';			hostile "cycle.json seed -1" "cycle.json: field seed"
+cj '.format = 2';			hostile "cycle.json format 2" "cycle.json: field format"
+cj '.session = 99999';			hostile "cycle.json session not its folder's" "cycle.json: field session"
+cj '.end = "boom"';			hostile "cycle.json end" "cycle.json: field end"
+cj '.writes = 1000000000';		hostile "cycle.json writes 10^9" "cycle.json: field writes"
+cj '.writes += 1 | .log_entries += 1';	hostile "cycle.json writes one more than the log" "cycle.json: field log_entries"
+cj '.log_bytes += 512';			hostile "cycle.json log_bytes not the log's" "cycle.json: field log_bytes"
+cj '.media_bytes += 512';		hostile "cycle.json media_bytes not the base image's" "cycle.json: field media_bytes"
+cj '.region.nslots += 1';		hostile "cycle.json region.nslots not the region's" "cycle.json: field region.nslots"
+cj '.region.seed = 5';			hostile "cycle.json region.seed not the region's" "cycle.json: field region.seed"
+cj '.rate = 7';				hostile "cycle.json rate 7" "cycle.json: field rate"
+cj '.cycles = [range(0; 65) | . + 1]';	hostile "cycle.json 65 cycles" "cycle.json: field cycles"
+cj '.log_error = "No space left on device"'; hostile "cycle.json log_error" "cycle.json: field log_error"
+cj '.in_flight_writes = 99999999999';	hostile "cycle.json in_flight_writes 10^11 (a qemu relay's count)" \
+	"cycle.json: field in_flight_writes"
+inf() { cj --argjson s "$hfirst" --argjson c "$hc" \
+	".in_flight = ({op: \"write\", lba: 40, n: 8, fua: false, raw: false, seq: \$s, cycle: \$c, flags: 3} + $1)"; }
+inf '{lba: 100000000000}';		hostile "in flight at LBA 10^11" "cycle.json: field in_flight.lba"
+inf '{n: 4000000000}';			hostile "in flight of 4*10^9 sectors" "cycle.json: field in_flight.n"
+inf '{n: 600000}';			hostile "in flight of 600000 sectors (past the bound)" "cycle.json: field in_flight.n"
+inf '{seq: 1000000}';			hostile "in flight, a seq not the cycle's" "cycle.json: field in_flight.seq"
+inf '{cycle: 4294967296}';		hostile "in flight, cycle 2^32" "cycle.json: field in_flight.cycle"
+inf '{flags: 65535}';			hostile "in flight, flags not a record's" "cycle.json: field in_flight.flags"
+inf '{op: "trim"}';			hostile "in flight, op trim" "cycle.json: field in_flight.op"
+# writes.log: its first entry's header (at byte 512: sector, nr_sectors, flags, data_len)
+poke() { printf "$2" | dd of="$hdir/writes.log" bs=1 seek="$1" conv=notrunc status=none; }
+poke 519 '\x10';			hostile "writes.log sector 2^60" "entry 0: sector"
+poke 536 '\x01';			hostile "writes.log data_len not its sectors' bytes" "entry 0: data_len"
+poke 524 '\x01';			hostile "writes.log nr_sectors 2^32+8" "entry count is not the entries it holds"
+poke 16 '\xff\xff\xff\x7f';		hostile "writes.log superblock count 2^31" "entry count is not the entries it holds"
 finish

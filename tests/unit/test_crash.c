@@ -397,6 +397,67 @@ static void test_observed(void)
 	region_obj = NULL;
 }
 
+static int put_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644), rc;
+
+	if (fd < 0)
+		return -1;
+	rc = pc_write_all(fd, text, strlen(text));
+	close(fd);
+	return rc;
+}
+
+/* A kept session's cycle.json: every field bounded, a bad one named (crash_kept_read). */
+static void test_kept_bounds(void)
+{
+	static const char good[] = "{\"format\":1,\"session\":7,\"finished\":true,\"end\":\"cut\",\"media\":\"m\","
+		"\"media_bytes\":1048576,\"profile\":\"honest\",\"program_us\":20,\"cache_sectors\":256,\"seed\":1,"
+		"\"rate\":0.01,\"keep_inputs\":20,\"cycles\":[6],\"writes\":40,\"fua_writes\":0,\"flushes\":5,"
+		"\"log_entries\":45,\"log_bytes\":90000,\"in_flight\":{\"op\":\"write\",\"lba\":808,\"n\":8,"
+		"\"fua\":false,\"raw\":false,\"seq\":203,\"cycle\":6,\"flags\":3}}";
+	static const struct { const char *from, *to, *field; } bad[] = {
+		{ "\"cycles\":[6]", "\"cycles\":[4294967296]", "field cycles" },
+		{ "\"seed\":1,", "\"seed\":-1,", "field seed" },
+		{ "\"lba\":808", "\"lba\":100000000000", "field in_flight.lba" },
+		{ "\"n\":8", "\"n\":4000000000", "field in_flight.n" },
+		{ "\"writes\":40", "\"writes\":41", "field log_entries" },
+		{ "\"session\":7", "\"session\":8", "field session" },
+		{ "\"flags\":3", "\"flags\":4096", "field in_flight.flags" },
+		{ "\"media_bytes\":1048576", "\"media_bytes\":1048577", "field media_bytes" },
+	};
+	/* as the qemu relay keeps them (relay.keep_inputs): the region alone, no media_bytes */
+	static const char qemu[] = "{\"format\":1,\"session\":7,\"finished\":true,\"end\":\"cut\",\"backend\":\"qemu\","
+		"\"keep_inputs\":20,\"drive\":\"/r/d.img\",\"drive_region\":{\"partition\":\"p2\",\"offset\":1048576,"
+		"\"bytes\":4194304},\"cycles\":[6],\"profile\":\"honest\",\"writes\":40,\"fua_writes\":0,"
+		"\"flushes\":5,\"log_entries\":45,\"log_bytes\":90000,\"trace_commands\":50,\"in_flight_writes\":0,"
+		"\"unlogged_writes\":0,\"unmatched_writes\":0,\"completed_unlogged_writes\":0,\"outside_writes\":0,"
+		"\"in_flight\":null}";
+	char path[4200], text[1024], err[512];
+	struct crash_kept k;
+
+	snprintf(path, sizeof(path), "%s/cycle.json", pc_test_tmpdir("crash"));
+	CU_ASSERT_EQUAL_FATAL(put_file(path, good), 0);
+	CU_ASSERT_EQUAL(crash_kept_read(path, 7, &k, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(k.cycle, 6);
+	CU_ASSERT(k.in_flight.valid && k.in_flight.seq == 203 && k.in_flight.n == 8);
+	CU_ASSERT_EQUAL_FATAL(put_file(path, qemu), 0);
+	CU_ASSERT_EQUAL(crash_kept_read(path, 7, &k, err, sizeof(err)), 0);
+	CU_ASSERT(k.cycle == 6 && !k.have_media && !k.in_flight.valid);
+	for (size_t i = 0; i < PC_ARRAY_SIZE(bad); i++) {
+		const char *at = strstr(good, bad[i].from);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+		snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good, bad[i].to, at + strlen(bad[i].from));
+		CU_ASSERT_EQUAL_FATAL(put_file(path, text), 0);
+		err[0] = 0;
+		CU_ASSERT_EQUAL(crash_kept_read(path, 7, &k, err, sizeof(err)), -EPROTO);
+		if (!strstr(err, bad[i].field))
+			fprintf(stderr, "%s: wanted '%s', got '%s'\n", bad[i].to, bad[i].field, err);
+		CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].field));
+	}
+}
+
 int suite_crash(void)
 {
 	static const struct pc_test tests[] = {
@@ -404,6 +465,7 @@ int suite_crash(void)
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
 		{ "the image after the cut: among the states, its verdict", test_observed },
+		{ "a kept cycle.json: every field bounded, a bad one named", test_kept_bounds },
 	};
 
 	return pc_test_suite("crash", tests, PC_ARRAY_SIZE(tests));
