@@ -340,7 +340,7 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #   make vm-check-emmc  vm-deps, vm-image-emmc, then t-vm-emmc.sh alone
 VM_DIR    := build/vm
 VM_STATIC := build/static
-VM_TESTS  := t-vm t-vm-fua t-vm-cache
+VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep
 .PHONY: vm-deps vm-image vm-image-emmc vm-run vm-run-fua vm-run-emmc vm-check vm-check-emmc
 vm-deps:
 	@tools/board/install-deps

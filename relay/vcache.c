@@ -86,14 +86,15 @@ static int vc_cmd_cmp(const void *a, const void *b)
 }
 
 /* "... scsi_disk_new_request Command: lun=0 tag=0x1 data= 0x2a 0x08 0x00 ..." */
-static int vc_trace_line(const char *line, struct vc_cmd *c)
+int vc_scsi_cdb(const char *line, uint32_t *tag, unsigned char cdb[16])
 {
 	const char *s = strstr(line, "scsi_disk_new_request");
-	unsigned b[16];
+	const char *t = s ? strstr(s, "tag=0x") : NULL;
 	int nb = 0;
 
 	if (!s || !(s = strstr(s, "data=")))
 		return 0;
+	*tag = t && t < s ? (uint32_t)strtoul(t + 6, NULL, 16) : 0;
 	s += 5;
 	while (nb < 16) {
 		char *end;
@@ -107,22 +108,35 @@ static int vc_trace_line(const char *line, struct vc_cmd *c)
 		v = strtoul(s, &end, 16);
 		if (errno || end == s + 2 || v > 0xff)
 			break;
-		b[nb++] = (unsigned)v;
+		cdb[nb++] = (unsigned char)v;
 		s = end;
 	}
+	return nb;
+}
+
+int vc_scsi_write(const unsigned char *b, int nb, uint64_t *lba, uint64_t *n, int *fua)
+{
 	if (nb >= 10 && b[0] == 0x2a) {		/* WRITE(10) */
-		c->lba = (uint64_t)b[2] << 24 | b[3] << 16 | b[4] << 8 | b[5];
-		c->n = b[7] << 8 | b[8];
+		*lba = (uint64_t)b[2] << 24 | b[3] << 16 | b[4] << 8 | b[5];
+		*n = (uint64_t)b[7] << 8 | b[8];
 	} else if (nb >= 16 && b[0] == 0x8a) {	/* WRITE(16) */
-		c->lba = 0;
+		*lba = 0;
 		for (int i = 2; i < 10; i++)
-			c->lba = c->lba << 8 | b[i];
-		c->n = (uint64_t)b[10] << 24 | b[11] << 16 | b[12] << 8 | b[13];
+			*lba = *lba << 8 | b[i];
+		*n = (uint64_t)b[10] << 24 | (uint64_t)b[11] << 16 | (uint64_t)b[12] << 8 | b[13];
 	} else {
 		return 0;
 	}
-	c->fua = (b[1] & 0x08) != 0;
+	*fua = (b[1] & 0x08) != 0;
 	return 1;
+}
+
+static int vc_trace_line(const char *line, struct vc_cmd *c)
+{
+	unsigned char b[16];
+	uint32_t tag;
+
+	return vc_scsi_write(b, vc_scsi_cdb(line, &tag, b), &c->lba, &c->n, &c->fua);
 }
 
 /*
