@@ -333,7 +333,8 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #                   an NVMe namespace (vm3), their cables around it
 #   make vm-run-emmc configs/vm-emmc.json: the eMMC board (results/vm-emmc/)
 #   make vm-check   vm-deps, cross-deps, vm-image, vm-image-emmc, then
-#                   tests/integration/t-vm.sh, t-vm-fua.sh and t-vm-cache.sh
+#                   tests/integration/t-vm.sh, t-vm-fua.sh, t-vm-cache.sh and
+#                   t-vm-crash-keep.sh
 #                   one after the other, and t-vm-emmc.sh alongside them (the
 #                   eMMC board's cycles are mostly its guest booting), all
 #                   of which may not skip (PC_VM_REQUIRE=1)

@@ -378,11 +378,9 @@ static int vk_item_cmp(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-static const struct vk_cmd *vk_sort_cmds;
-
-static int vk_idx_cmp(const void *a, const void *b)
+static int vk_idx_cmp(const void *a, const void *b, void *arg)
 {
-	const struct vk_cmd *x = &vk_sort_cmds[*(const size_t *)a], *y = &vk_sort_cmds[*(const size_t *)b];
+	const struct vk_cmd *cmds = arg, *x = &cmds[*(const size_t *)a], *y = &cmds[*(const size_t *)b];
 
 	if (x->lba != y->lba)
 		return x->lba < y->lba ? -1 : 1;
@@ -516,8 +514,7 @@ static int vk_order(struct vk_trace *t, const struct vc_entry *e, size_t ne, con
 			by[nby++] = i;
 		else if (t->c[i].done)	/* a flush stands where it was issued */
 			it[nit++] = (struct vk_item){ t->c[i].issued, SIZE_MAX, LOG_FLUSH_FLAG };
-	vk_sort_cmds = t->c;
-	qsort(by, nby, sizeof(*by), vk_idx_cmp);
+	qsort_r(by, nby, sizeof(*by), vk_idx_cmp, t->c);
 	for (size_t i = 0; i < ne; i++) {
 		struct vk_cmd *c;
 
