@@ -166,6 +166,35 @@ static int vk_copy_region(const struct vk_session *s, const char *path, char *er
 			    strerror(-rc)) : 0;
 }
 
+/* 1 when the file at path holds exactly the drive's region now. */
+static int vk_same_region(const struct vk_session *s, const char *path)
+{
+	enum { CHUNK = 1 << 20 };
+	unsigned char *a = malloc(CHUNK), *b = malloc(CHUNK);
+	int fa = open(path, O_RDONLY | O_CLOEXEC), fb = open(s->drive, O_RDONLY | O_CLOEXEC), same = 0;
+	struct stat st;
+
+	if (a && b && fa >= 0 && fb >= 0 && fstat(fa, &st) == 0 && (uint64_t)st.st_size == s->region_len) {
+		uint64_t o = 0;
+
+		for (; o < s->region_len; o += CHUNK) {
+			size_t n = s->region_len - o < CHUNK ? (size_t)(s->region_len - o) : CHUNK;
+
+			if (pc_pread_all(fa, a, n, (off_t)o) || pc_pread_all(fb, b, n, (off_t)(s->region_off + o)) ||
+			    memcmp(a, b, n))
+				break;
+		}
+		same = o >= s->region_len;
+	}
+	free(a);
+	free(b);
+	if (fa >= 0)
+		close(fa);
+	if (fb >= 0)
+		close(fb);
+	return same;
+}
+
 static int vk_write_json(const char *path, json_object *o)
 {
 	const char *js = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
@@ -233,7 +262,7 @@ static json_object *vk_cycle_json(const struct vk_session *s, int finished)
 
 int vk_begin(const struct vk_session *s, char *err, size_t errlen)
 {
-	char dir[PATH_MAX], path[PATH_MAX];
+	char dir[PATH_MAX], path[PATH_MAX], prev[PATH_MAX];
 	json_object *o;
 	int rc;
 
@@ -244,8 +273,12 @@ int vk_begin(const struct vk_session *s, char *err, size_t errlen)
 		return vk_fail(err, errlen, -ENAMETOOLONG, "keep_inputs: %s: path too long", s->root);
 	if (mkdir(dir, 0755) < 0)
 		return vk_fail(err, errlen, -errno, "keep_inputs: cannot create %s: %s", dir, strerror(errno));
-	if ((rc = vk_copy_region(s, path, err, errlen)))
-		return rc;
+	/* the last session's after.img when the drive still holds it (images are never written in
+	 * place: a hard link saves a copy), else a copy */
+	if (s->session < 2 || vk_path(prev, sizeof(prev), s, s->session - 1, "after.img") ||
+	    !vk_same_region(s, prev) || link(prev, path) < 0)
+		if ((rc = vk_copy_region(s, path, err, errlen)))
+			return rc;
 	vk_path(path, sizeof(path), s, s->session, "cycle.json");
 	o = vk_cycle_json(s, 0);
 	rc = o ? vk_write_json(path, o) : -ENOMEM;

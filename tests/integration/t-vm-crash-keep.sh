@@ -71,6 +71,9 @@ check "finished sessions that wrote one cycle's records each: ${fin:-0} of $CYCL
 check "every finished session has its four files" sh -c 'for d in "$1"/session-*; do
 	grep -q "\"finished\":true" "$d/cycle.json" || continue
 	for f in base.img writes.log after.img; do [ -s "$d/$f" ] || exit 1; done; done' sh "$K"
+check "each power-on's base.img is the last one's after.img, hard-linked (one copy of the region a power-on)" \
+	sh -c 'for d in "$1"/session-*; do s=${d##*-}; p="$1/session-$((s - 1))/after.img"; [ -e "$p" ] || continue
+		[ "$(stat -c %i "$d/base.img")" = "$(stat -c %i "$p")" ] || exit 1; done' sh "$K"
 check "the base and after images are the region (the partition, $length bytes)" \
 	[ "$(stat -c %s "$K"/session-*/base.img | sort -u)" = "$length" ]
 cat "$K"/session-*/cycle.json | jq -s -c 'map(select(.finished)) | sort_by(.session) | .[] |

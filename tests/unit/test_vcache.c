@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -499,6 +500,16 @@ static void test_keep(void)
 	/* keep 1: sessions 2 and 3 */
 	snprintf(path, sizeof(path), "%s/session-1", root);
 	CU_ASSERT(access(path, F_OK) != 0);
+	{
+		/* the drive unchanged since the cut: session 3's base is session 2's after, linked */
+		struct stat a, b;
+
+		snprintf(path, sizeof(path), "%s/session-2/after.img", root);
+		CU_ASSERT_EQUAL(stat(path, &a), 0);
+		snprintf(path, sizeof(path), "%s/session-3/base.img", root);
+		CU_ASSERT_EQUAL(stat(path, &b), 0);
+		CU_ASSERT_EQUAL(a.st_ino, b.st_ino);
+	}
 	snprintf(path, sizeof(path), "%s/session-3/writes.log", root);
 	fd = open(path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
