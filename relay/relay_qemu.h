@@ -21,6 +21,7 @@
 
 #include "relay/relay.h"
 #include "relay/vcache.h"
+#include "relay/vckeep.h"
 
 #define QEMU_DEFAULT	"qemu-system-x86_64"
 #define QEMU_MAX_EXTRA	64
@@ -69,6 +70,10 @@ struct qemu_priv {
 	char vc_pending[PATH_MAX];	/* "POWER_ON TRACE_OFFSET": a log not yet replayed onto the drive */
 	char vc_record[PATH_MAX];	/* what each rebuild kept and lost (vcache.jsonl) */
 	char power_ons[PATH_MAX];
+	/* relay.keep_inputs: the crash-state inputs of the last keep power-ons (vckeep.h) */
+	unsigned keep;
+	char vk_root[PATH_MAX];		/* <state>/vc-inputs */
+	uint64_t region_off, region_len;	/* the drive's partition "pc-region", bytes */
 	char dbg_conf[PATH_MAX];	/* blkdebug's rules for this power-on */
 	struct qemu_err {
 		int write;		/* else read */

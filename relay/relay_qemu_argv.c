@@ -257,6 +257,9 @@ static void qemu_argv_trace(struct qemu_argv *a, size_t *n, const struct qemu_pr
 	else if (p->vc)
 		/* which WRITEs carried FUA: the SCSI commands */
 		qemu_argv_add(a, n, "-trace", "scsi_disk_new_request", NULL);
+	if (p->keep)
+		/* when each command completed, by tag: the kept log's order (vckeep.h) */
+		qemu_argv_add(a, n, "-trace", "scsi_req_dequeue", NULL);
 }
 
 int qemu_build_argv(struct relay *r, struct qemu_priv *p, int qmp_fd, struct qemu_argv *a)

@@ -15,7 +15,7 @@
 static const char *const qemu_keys[] = {
 	"driver", "kernel", "initrd", "drive", "console", "append", "memory_mb", "extra_args",
 	"qemu", "accel", "cache", "timeout_ms", "disk", "serial", "fua", "volatile_cache", "errors",
-	"machine", "dtb",
+	"machine", "dtb", "keep_inputs",
 };
 
 static const char *const qemu_accels[] = { "auto", "kvm", "tcg" };
@@ -211,6 +211,28 @@ static int qemu_check_errors(json_object *cfg, char *err, size_t errlen)
 	return 0;
 }
 
+/* "keep_inputs": K, the crash-state inputs of the last K power-ons (vckeep.h) */
+static int qemu_check_keep(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v;
+	int rc;
+
+	if (!cfg || !json_object_object_get_ex(cfg, "keep_inputs", &v))
+		return 0;
+	rc = relay_check_int(cfg, "keep_inputs", 0, VK_MAX_KEEP, err, errlen);
+	if (rc || json_object_get_int64(v) == 0)
+		return rc;
+	/* the inputs are the volatile cache's log, ordered by QEMU's trace of its
+	 * SCSI disk: the eMMC's trace says when no command completes */
+	if (!json_object_object_get_ex(cfg, "volatile_cache", NULL) || strcmp(qemu_cfg_disk(cfg), "scsi") != 0) {
+		snprintf(err, errlen, "keep_inputs: only a SCSI disk with a volatile cache (\"disk\": \"scsi\", "
+			 "\"volatile_cache\": {...}) keeps them: its write log and QEMU's trace of the disk's commands "
+			 "are the inputs");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* The eMMC board (machine ast2600-evb) has its own disk, device tree and accelerator. */
 static int qemu_check_machine(json_object *cfg, char *err, size_t errlen)
 {
@@ -301,5 +323,7 @@ int qemu_check(json_object *cfg, char *err, size_t errlen)
 		rc = qemu_check_vc(cfg, err, errlen);
 	if (!rc)
 		rc = qemu_check_errors(cfg, err, errlen);
+	if (!rc)
+		rc = qemu_check_keep(cfg, err, errlen);
 	return rc;
 }

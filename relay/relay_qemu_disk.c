@@ -116,6 +116,17 @@ int qemu_blockdev_open(struct relay *r, struct qemu_priv *p, json_object *cfg, c
 		p->vc_profile = (enum vc_profile)vc_profile_parse(relay_cfg_str(v, "profile", "honest"));
 		p->vc_seed = (uint64_t)relay_cfg_int(v, "seed", 1);
 	}
+	p->keep = (unsigned)relay_cfg_int(cfg, "keep_inputs", 0);
+	if (p->keep) {
+		char err[sizeof(r->err) - 16];
+
+		if ((rc = qemu_state_path(r, p->vk_root, sizeof(p->vk_root), state_dir, "vc-inputs")))
+			return rc;
+		if ((rc = vk_region_find(p->drive, &p->region_off, &p->region_len, err, sizeof(err)))) {
+			relay_errf(r, "%s", err);
+			return rc;
+		}
+	}
 	if (json_object_object_get_ex(cfg, "errors", &v))
 		for (size_t i = 0; i < json_object_array_length(v) && i < QEMU_MAX_ERRORS; i++) {
 			json_object *e = json_object_array_get_idx(v, i);
@@ -270,6 +281,16 @@ int qemu_vc_replay(struct relay *r, struct qemu_priv *p)
 		relay_errf(r, "volatile cache: %s", err);
 		return rc;
 	}
+	if (p->keep) {
+		struct vk_session ks = { p->vk_root, vp.power_on, p->keep, p->drive, p->region_off, p->region_len };
+
+		/* the rebuilt drive is the session's after.img; the log and trace its writes.log */
+		rc = vk_finish(&ks, p->vc_log, p->log, vp.trace_off, vc_profile_name(p->vc_profile), err, sizeof(err));
+		if (rc) {
+			relay_errf(r, "%s", err);
+			return rc;
+		}
+	}
 	unlink(p->vc_pending);
 	return 0;
 }
@@ -301,6 +322,16 @@ int qemu_disk_prepare(struct relay *r, struct qemu_priv *p)
 		return rc;
 	if (!p->vc)
 		return 0;
+	if (p->keep) {
+		struct vk_session ks = { p->vk_root, p->power_on, p->keep, p->drive, p->region_off, p->region_len };
+		char err[sizeof(r->err) - 16];
+
+		/* the region as this power-on finds it: the session's base.img */
+		if ((rc = vk_begin(&ks, err, sizeof(err)))) {
+			relay_errf(r, "%s", err);
+			return rc;
+		}
+	}
 	if ((rc = qemu_copy_image(r, p->drive, p->run_img)) < 0)
 		return rc;
 	fd = open(p->vc_log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -86,14 +86,15 @@ static int vc_cmd_cmp(const void *a, const void *b)
 }
 
 /* "... scsi_disk_new_request Command: lun=0 tag=0x1 data= 0x2a 0x08 0x00 ..." */
-static int vc_trace_line(const char *line, struct vc_cmd *c)
+int vc_scsi_cdb(const char *line, uint32_t *tag, unsigned char cdb[16])
 {
 	const char *s = strstr(line, "scsi_disk_new_request");
-	unsigned b[16];
+	const char *t = s ? strstr(s, "tag=0x") : NULL;
 	int nb = 0;
 
 	if (!s || !(s = strstr(s, "data=")))
 		return 0;
+	*tag = t && t < s ? (uint32_t)strtoul(t + 6, NULL, 16) : 0;
 	s += 5;
 	while (nb < 16) {
 		char *end;
@@ -107,22 +108,35 @@ static int vc_trace_line(const char *line, struct vc_cmd *c)
 		v = strtoul(s, &end, 16);
 		if (errno || end == s + 2 || v > 0xff)
 			break;
-		b[nb++] = (unsigned)v;
+		cdb[nb++] = (unsigned char)v;
 		s = end;
 	}
+	return nb;
+}
+
+int vc_scsi_write(const unsigned char *b, int nb, uint64_t *lba, uint64_t *n, int *fua)
+{
 	if (nb >= 10 && b[0] == 0x2a) {		/* WRITE(10) */
-		c->lba = (uint64_t)b[2] << 24 | b[3] << 16 | b[4] << 8 | b[5];
-		c->n = b[7] << 8 | b[8];
+		*lba = (uint64_t)b[2] << 24 | b[3] << 16 | b[4] << 8 | b[5];
+		*n = (uint64_t)b[7] << 8 | b[8];
 	} else if (nb >= 16 && b[0] == 0x8a) {	/* WRITE(16) */
-		c->lba = 0;
+		*lba = 0;
 		for (int i = 2; i < 10; i++)
-			c->lba = c->lba << 8 | b[i];
-		c->n = (uint64_t)b[10] << 24 | b[11] << 16 | b[12] << 8 | b[13];
+			*lba = *lba << 8 | b[i];
+		*n = (uint64_t)b[10] << 24 | (uint64_t)b[11] << 16 | (uint64_t)b[12] << 8 | b[13];
 	} else {
 		return 0;
 	}
-	c->fua = (b[1] & 0x08) != 0;
+	*fua = (b[1] & 0x08) != 0;
 	return 1;
+}
+
+static int vc_trace_line(const char *line, struct vc_cmd *c)
+{
+	unsigned char b[16];
+	uint32_t tag;
+
+	return vc_scsi_write(b, vc_scsi_cdb(line, &tag, b), &c->lba, &c->n, &c->fua);
 }
 
 /*
@@ -411,36 +425,12 @@ static int vc_record(const struct vc_params *vp, const struct vc_stats *st, json
 	return rc;
 }
 
-int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_t errlen)
+/* Which writes carried FUA (flag or trace), the counts; returns the entries the last flush covers. */
+static size_t vc_classify(struct vc_entry *e, size_t ne, const struct vc_cmd *cmds, size_t ncmds, uint32_t ss,
+			  struct vc_stats *st)
 {
-	struct vc_entry *e = NULL;
-	struct vc_cmd *cmds = NULL;
-	size_t ne = 0, ncmds = 0, last_flush = 0, buflen = 0;
-	json_object *dropped = NULL, *torn = NULL;
-	unsigned char *buf = NULL;
-	int lfd = -1, mfd = -1, rc;
-	struct stat ms;
-	uint32_t ss = 512;
+	size_t last_flush = 0;
 
-	memset(st, 0, sizeof(*st));
-	lfd = open(vp->log, O_RDONLY | O_CLOEXEC);
-	if (lfd < 0) {
-		rc = vc_fail(err, errlen, -errno, "log %s: %s", vp->log, strerror(errno));
-		goto out;
-	}
-	rc = vc_log_read(lfd, vp->log, &ss, &e, &ne, err, errlen);
-	if (!rc)
-		rc = vc_trace_read(vp, &cmds, &ncmds, err, errlen);
-	if (rc)
-		goto out;
-	mfd = open(vp->media, O_WRONLY | O_CLOEXEC);
-	if (mfd < 0 || fstat(mfd, &ms) < 0) {
-		rc = vc_fail(err, errlen, -errno, "image %s: %s", vp->media, strerror(errno));
-		goto out;
-	}
-	st->entries = ne;
-	st->trace_writes = ncmds;
-	/* a completed flush makes every write logged before it durable */
 	for (size_t i = 0; i < ne; i++) {
 		if (e[i].flags & LOG_FLUSH_FLAG) {
 			st->flushes++;
@@ -454,74 +444,111 @@ int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_
 			st->fua_writes += (uint64_t)e[i].fua;
 		}
 	}
-	dropped = json_object_new_array();
-	torn = json_object_new_array();
-	if (!dropped || !torn) {
-		rc = vc_fail(err, errlen, -ENOMEM, "out of memory");
+	return last_flush;
+}
+
+/* What the cache does with write i: kept (durable, or 40%), lost (30%) or torn (30%: *bits, 1 kept). */
+static enum vc_fate vc_fate_of(const struct vc_params *vp, const struct vc_entry *w, size_t i, int durable,
+			       uint64_t *bits)
+{
+	uint64_t r = splitmix64(vp->seed ^ splitmix64(vp->power_on) ^ splitmix64(i + 0x51ed270b27b6f9c1ULL));
+	uint64_t all = w->nsect >= 64 ? ~0ULL : (1ULL << w->nsect) - 1;
+
+	*bits = 0;
+	if (durable || r % 10 < 4)
+		return VC_KEEP;
+	if (r % 10 < 7)
+		return VC_DROP;
+	*bits = splitmix64(r);
+	/* a tear keeps some sectors and loses others */
+	if (w->nsect == 1)
+		return *bits & 1 ? VC_KEEP : VC_DROP;
+	if (w->nsect <= 64 && (*bits & all) == 0)
+		*bits |= 1;
+	else if (w->nsect <= 64 && (~*bits & all) == 0)
+		*bits &= ~1ULL;
+	return VC_TEAR;
+}
+
+/* A write not kept whole, into the record: [sector, sectors] and, torn, the sectors kept ('1') and
+ * lost ('0') in order (64 at most: the pattern repeats past that). */
+static void vc_note_lost(json_object *dropped, json_object *torn, const struct vc_entry *w, uint32_t ss,
+			 enum vc_fate fate, uint64_t bits)
+{
+	json_object *a;
+	char mask[65];
+	uint64_t m = w->nsect < 64 ? w->nsect : 64;
+
+	if (fate == VC_KEEP || json_object_array_length(dropped) + json_object_array_length(torn) >= VC_RECORD_MAX ||
+	    !(a = json_object_new_array()))
+		return;
+	json_object_array_add(a, json_object_new_uint64(w->sector * (ss / 512)));
+	json_object_array_add(a, json_object_new_uint64(w->nsect * (ss / 512)));
+	if (fate == VC_DROP) {
+		json_object_array_add(dropped, a);
+		return;
+	}
+	for (uint64_t k = 0; k < m; k++)
+		mask[k] = (bits >> k & 1) ? '1' : '0';
+	mask[m] = 0;
+	json_object_array_add(a, json_object_new_string(mask));
+	json_object_array_add(torn, a);
+}
+
+int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_t errlen)
+{
+	struct vc_entry *e = NULL;
+	struct vc_cmd *cmds = NULL;
+	size_t ne = 0, ncmds = 0, last_flush, buflen = 0;
+	json_object *dropped = json_object_new_array(), *torn = json_object_new_array();
+	unsigned char *buf = NULL;
+	int lfd, mfd = -1, rc;
+	struct stat ms;
+	uint32_t ss = 512;
+
+	memset(st, 0, sizeof(*st));
+	lfd = open(vp->log, O_RDONLY | O_CLOEXEC);
+	if (lfd < 0) {
+		rc = vc_fail(err, errlen, -errno, "log %s: %s", vp->log, strerror(errno));
 		goto out;
 	}
-	for (size_t i = 0; i < ne; i++) {
+	rc = vc_log_read(lfd, vp->log, &ss, &e, &ne, err, errlen);
+	if (!rc)
+		rc = vc_trace_read(vp, &cmds, &ncmds, err, errlen);
+	if (!rc && (!dropped || !torn))
+		rc = vc_fail(err, errlen, -ENOMEM, "out of memory");
+	if (rc)
+		goto out;
+	mfd = open(vp->media, O_WRONLY | O_CLOEXEC);
+	if (mfd < 0 || fstat(mfd, &ms) < 0) {
+		rc = vc_fail(err, errlen, -errno, "image %s: %s", vp->media, strerror(errno));
+		goto out;
+	}
+	st->entries = ne;
+	st->trace_writes = ncmds;
+	/* a completed flush makes every write logged before it durable */
+	last_flush = vc_classify(e, ne, cmds, ncmds, ss, st);
+	for (size_t i = 0; i < ne && !rc; i++) {
 		const struct vc_entry *w = &e[i];
-		uint64_t r, bits = 0;
+		int durable = vp->profile == VC_HONEST ? (i < last_flush || w->fua) :
+			      vp->profile == VC_LYING_FLUSH ? w->fua : 0;
 		enum vc_fate fate;
-		int durable;
+		uint64_t bits;
 
 		if (w->flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
-		durable = vp->profile == VC_HONEST ? (i < last_flush || w->fua) :
-			  vp->profile == VC_LYING_FLUSH ? w->fua : 0;
-		r = splitmix64(vp->seed ^ splitmix64(vp->power_on) ^ splitmix64(i + 0x51ed270b27b6f9c1ULL));
-		/* what the cache had not written yet: 40% kept, 30% lost, 30% torn */
-		fate = durable || r % 10 < 4 ? VC_KEEP : r % 10 < 7 ? VC_DROP : VC_TEAR;
-		if (fate == VC_TEAR) {
-			bits = splitmix64(r);
-			/* a tear keeps some sectors and loses others */
-			if (w->nsect == 1)
-				fate = bits & 1 ? VC_KEEP : VC_DROP;
-			else if (w->nsect <= 64 && (bits & ((w->nsect == 64 ? 0 : 1ULL << w->nsect) - 1)) == 0)
-				bits |= 1;
-			else if (w->nsect <= 64 && (~bits & ((w->nsect == 64 ? 0 : 1ULL << w->nsect) - 1)) == 0)
-				bits &= ~1ULL;
-		}
+		fate = vc_fate_of(vp, w, i, durable, &bits);
 		st->durable += (uint64_t)durable;
-		if (fate == VC_KEEP)
-			st->kept++;
-		else if (fate == VC_DROP)
-			st->dropped++;
-		else
-			st->torn++;
-		if (fate != VC_KEEP && json_object_array_length(dropped) + json_object_array_length(torn) <
-					       VC_RECORD_MAX) {
-			json_object *a = json_object_new_array();
-
-			json_object_array_add(a, json_object_new_uint64(w->sector * (ss / 512)));
-			json_object_array_add(a, json_object_new_uint64(w->nsect * (ss / 512)));
-			if (fate == VC_TEAR) {
-				/* the sectors kept, '1', and lost, '0', in order (64 at most: the
-				 * pattern repeats past that) */
-				char mask[65];
-				uint64_t m = w->nsect < 64 ? w->nsect : 64;
-
-				for (uint64_t k = 0; k < m; k++)
-					mask[k] = (bits >> k & 1) ? '1' : '0';
-				mask[m] = 0;
-				json_object_array_add(a, json_object_new_string(mask));
-				json_object_array_add(torn, a);
-			} else {
-				json_object_array_add(dropped, a);
-			}
-		}
-		if (fate == VC_DROP)
-			continue;
-		rc = vc_apply(lfd, mfd, w, ss, ms.st_size, bits, &buf, &buflen, fate, err, errlen);
-		if (rc)
-			goto out;
+		st->kept += fate == VC_KEEP;
+		st->dropped += fate == VC_DROP;
+		st->torn += fate == VC_TEAR;
+		vc_note_lost(dropped, torn, w, ss, fate, bits);
+		if (fate != VC_DROP)
+			rc = vc_apply(lfd, mfd, w, ss, ms.st_size, bits, &buf, &buflen, fate, err, errlen);
 	}
-	if (fsync(mfd) < 0) {
+	if (!rc && fsync(mfd) < 0)
 		rc = vc_fail(err, errlen, -errno, "fsync %s: %s", vp->media, strerror(errno));
-		goto out;
-	}
-	if (vp->record)
+	if (!rc && vp->record)
 		rc = vc_record(vp, st, dropped, torn, err, errlen);
 out:
 	json_object_put(dropped);

@@ -95,6 +95,15 @@ struct vc_entry {
 int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
 		size_t errlen);
 
+/*
+ * One line of QEMU's scsi_disk_new_request trace: the command's tag into
+ * *tag and its CDB bytes into cdb; returns how many (0: not such a line).
+ * vc_scsi_write: 1 when the CDB is a WRITE(10) or WRITE(16), with its first
+ * block, blocks and FUA bit. Also relay/vckeep.c reads the trace with them.
+ */
+int vc_scsi_cdb(const char *line, uint32_t *tag, unsigned char cdb[16]);
+int vc_scsi_write(const unsigned char *cdb, int ncdb, uint64_t *lba, uint64_t *n, int *fua);
+
 const char *vc_profile_name(enum vc_profile p);
 /* -1 when the name is none of VC_PROFILES. */
 int vc_profile_parse(const char *name);

@@ -123,6 +123,10 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 
 	snprintf(dir, sizeof(dir), "%s/boards/%s/media.img.inputs", results, board);
 	d = opendir(dir);
+	if (!d) {	/* a qemu board's (relay.keep_inputs, docs/vm.md) */
+		snprintf(dir, sizeof(dir), "%s/boards/%s/vc-inputs", results, board);
+		d = opendir(dir);
+	}
 	if (!d)
 		return 0;
 	while ((de = readdir(d))) {

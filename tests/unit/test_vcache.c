@@ -13,12 +13,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
 #include "common/util.h"
 #include "relay/vcache.h"
+#include "relay/vckeep.h"
 #include "tests/unit/suites.h"
 
 #define SS		512
@@ -418,6 +420,127 @@ static void test_mmc_trace(void)
 	CU_ASSERT(lost_rel > 0);
 }
 
+/*
+ * Kept inputs (relay/vckeep.c): a drive whose GPT partition "pc-region" is
+ * sectors 8..71 (the region), media sector k holding 0xee; the trace and the
+ * blklogwrites log of one power-on:
+ *   W1 (16+8) and W2 (24+8) issued; W1 completes; a SYNCHRONIZE CACHE F is
+ *   issued; W2 completes; F completes; W3 (32+8, FUA, W1's tag again) issued
+ *   and completed; W4 (40+8) issued and logged, never completed; W5 (48+8)
+ *   issued, neither logged nor completed.
+ *   blklogwrites: W1 W2 flush W3 flush W4 -- W2 logged before the flush,
+ *   though it completed after F was issued: F does not make it durable.
+ * The kept log: W1, F, W2, W3 (FUA), W4, region-relative: 8, -, 16, 24, 32.
+ */
+static void test_keep(void)
+{
+	static const struct ent klog[] = {
+		{ 16, 8, 0, 0x10 }, { 24, 8, 0, 0x20 }, { 0, 0, 1, 0 }, { 32, 8, 0, 0x30 }, { 0, 0, 1, 0 },
+		{ 40, 8, 0, 0x40 },
+	};
+	static const char *const tr[] = {
+		"scsi_disk_new_request Command: lun=0 tag=0x1 data= 0x2a 0x00 0x00 0x00 0x00 0x10 0x00 0x00 0x08 0x00\n",
+		"scsi_disk_new_request Command: lun=0 tag=0x2 data= 0x2a 0x00 0x00 0x00 0x00 0x18 0x00 0x00 0x08 0x00\n",
+		"scsi_req_dequeue target 0 lun 0 tag 1\n",
+		"scsi_disk_new_request Command: lun=0 tag=0x3 data= 0x35 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00 0x00\n",
+		"scsi_req_dequeue target 0 lun 0 tag 2\n",
+		"scsi_req_dequeue target 0 lun 0 tag 3\n",
+		"scsi_disk_new_request Command: lun=0 tag=0x1 data= 0x2a 0x08 0x00 0x00 0x00 0x20 0x00 0x00 0x08 0x00\n",
+		"scsi_req_dequeue target 0 lun 0 tag 1\n",
+		"scsi_disk_new_request Command: lun=0 tag=0x2 data= 0x2a 0x00 0x00 0x00 0x00 0x28 0x00 0x00 0x08 0x00\n",
+		"scsi_disk_new_request Command: lun=0 tag=0x4 data= 0x2a 0x00 0x00 0x00 0x00 0x30 0x00 0x00 0x08 0x00\n",
+	};
+	static const uint64_t want_sector[] = { 8, 0, 16, 24, 32 }, want_flags[] = { 0, 1, 0, 2, 0 };
+	unsigned char sec[SS];
+	char root[PATH_MAX], path[PATH_MAX + 64], err[512];
+	uint64_t off = 0, len = 0;
+	struct vc_entry *e = NULL;
+	size_t ne = 0;
+	uint32_t ss = 0;
+	json_object *cj;
+	FILE *f;
+	int fd;
+
+	setup();
+	write_log(klog, PC_ARRAY_SIZE(klog), 0, 0);
+	f = fopen(tracep, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("scsi_req_dequeue target 0 lun 0 tag 9\n", f);	/* before the power-on's offset */
+	for (size_t i = 0; i < PC_ARRAY_SIZE(tr); i++)
+		fputs(tr[i], f);
+	fclose(f);
+	/* no GPT yet */
+	CU_ASSERT_EQUAL(vk_region_find(mediap, &off, &len, err, sizeof(err)), -EINVAL);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "has no GPT"));
+	fd = open(mediap, O_WRONLY);
+	memset(sec, 0, sizeof(sec));
+	memcpy(sec, "EFI PART", 8);
+	put_le64(sec + 72, 2);	/* entries at sector 2: 4 of 128 bytes */
+	sec[80] = 4;
+	sec[84] = 128;
+	CU_ASSERT(pwrite(fd, sec, SS, SS) == SS);
+	memset(sec, 0, sizeof(sec));
+	put_le64(sec + 128 + 32, 8);	/* the second entry */
+	put_le64(sec + 128 + 40, 71);
+	for (size_t k = 0; k < strlen("pc-region"); k++)
+		sec[128 + 56 + 2 * k] = (unsigned char)"pc-region"[k];
+	CU_ASSERT(pwrite(fd, sec, SS, 2 * SS) == SS);
+	close(fd);
+	CU_ASSERT_EQUAL_FATAL(vk_region_find(mediap, &off, &len, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(off, 8 * SS);
+	CU_ASSERT_EQUAL(len, 64 * SS);
+	snprintf(root, sizeof(root), "%s/vc-inputs", dir);
+	for (uint64_t s = 1; s <= 3; s++) {
+		struct vk_session ks = { root, s, 1, mediap, off, len };
+
+		CU_ASSERT_EQUAL(vk_begin(&ks, err, sizeof(err)), 0);
+		CU_ASSERT_EQUAL(vk_finish(&ks, logp, tracep, (off_t)strlen("scsi_req_dequeue target 0 lun 0 tag 9\n"),
+					  "honest", err, sizeof(err)), 0);
+	}
+	/* keep 1: sessions 2 and 3 */
+	snprintf(path, sizeof(path), "%s/session-1", root);
+	CU_ASSERT(access(path, F_OK) != 0);
+	{
+		/* the drive unchanged since the cut: session 3's base is session 2's after, linked */
+		struct stat a, b;
+
+		snprintf(path, sizeof(path), "%s/session-2/after.img", root);
+		CU_ASSERT_EQUAL(stat(path, &a), 0);
+		snprintf(path, sizeof(path), "%s/session-3/base.img", root);
+		CU_ASSERT_EQUAL(stat(path, &b), 0);
+		CU_ASSERT_EQUAL(a.st_ino, b.st_ino);
+	}
+	snprintf(path, sizeof(path), "%s/session-3/writes.log", root);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT_FATAL(fd >= 0);
+	CU_ASSERT_EQUAL(vc_log_read(fd, path, &ss, &e, &ne, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(ss, SS);
+	CU_ASSERT_EQUAL_FATAL(ne, PC_ARRAY_SIZE(want_sector));
+	for (size_t i = 0; i < ne; i++) {
+		CU_ASSERT_EQUAL(e[i].sector, want_sector[i]);
+		CU_ASSERT_EQUAL(e[i].flags, want_flags[i]);
+	}
+	/* the data came along: W2's first sector */
+	CU_ASSERT(pread(fd, sec, SS, e[2].data) == SS && sec[0] == 0x20);
+	CU_ASSERT(pread(fd, sec, 8, 16) == 8 && sec[0] == 5);	/* nr_entries in the superblock */
+	close(fd);
+	free(e);
+	snprintf(path, sizeof(path), "%s/session-3/cycle.json", root);
+	cj = json_object_from_file(path);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cj);
+	CU_ASSERT_STRING_EQUAL(json_object_to_json_string(json_object_object_get(cj, "finished")), "true");
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(cj, "writes")), 4);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(cj, "fua_writes")), 1);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(cj, "in_flight_writes")), 1);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(cj, "unlogged_writes")), 1);
+	CU_ASSERT_EQUAL(json_object_get_int(json_object_object_get(cj, "unmatched_writes")), 0);
+	json_object_put(cj);
+	snprintf(path, sizeof(path), "%s/session-3/after.img", root);
+	fd = open(path, O_RDONLY);
+	CU_ASSERT(fd >= 0 && lseek(fd, 0, SEEK_END) == 64 * SS);
+	close(fd);
+}
+
 int suite_vcache(void)
 {
 	CU_pSuite s = CU_add_suite("vcache", NULL, NULL);
@@ -425,7 +548,8 @@ int suite_vcache(void)
 	if (!s ||
 	    !CU_add_test(s, "profiles, tears, the same image twice", test_profiles) ||
 	    !CU_add_test(s, "hostile logs", test_hostile) ||
-	    !CU_add_test(s, "eMMC: reliable writes from the MMC trace", test_mmc_trace))
+	    !CU_add_test(s, "eMMC: reliable writes from the MMC trace", test_mmc_trace) ||
+	    !CU_add_test(s, "kept inputs: the SCSI disk's completion order", test_keep))
 		return -1;
 	return 0;
 }
