@@ -809,7 +809,8 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 		json_object *x = json_object_new_object();
 
 		json_object_object_add(x, "enumerated", json_object_new_string(r->observed == 2 ? "exact" :
-										r->observed == 1 ? "by_slot" : "no"));
+										r->observed == 1 ? "by_slot" :
+										r->observed == 3 ? "added" : "no"));
 		json_object_object_add(x, "legal", json_object_new_boolean(r->observed_legal));
 		json_object_object_add(x, "known", json_object_new_boolean(r->observed_known));
 		json_object_object_add(x, "verdict", json_object_new_string(r->observed_verdict));

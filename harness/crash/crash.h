@@ -118,8 +118,10 @@ struct crash_result {
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
 	unsigned locality_checked, locality_breaks;
-	int observed;			/* -1 no post image; 0 not among the enumerated states; 2 one of
-					 * them; 1 covered slot by slot (each torn write torn as one was) */
+	int observed;			/* -1 no post image; 0 not legal, or bytes no state has; 2 one of
+					 * the enumerated states; 1 covered slot by slot (each torn write
+					 * torn as one was); 3 legal and known but not in the design:
+					 * added to the enumeration as one more state */
 	int observed_legal;		/* it keeps every write the log made durable */
 	int observed_known;		/* every sector it holds is old or new: its truth is known */
 	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */

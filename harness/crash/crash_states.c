@@ -496,7 +496,10 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
 
 /* Exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
  * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset of the
- * exhaustive enumeration -- judging is local to a slot; else 0. */
+ * exhaustive enumeration -- judging is local to a slot; or a legal state whose truth is known but
+ * that the design does not hold (3: a tear mask no row has, a subset the random draws missed): the
+ * enumeration gets it as one more state, judged like the others; else 0 (not legal, or bytes no
+ * state has). */
 static int obs_enumerated(struct ctx *c, const struct obs *ob)
 {
 	unsigned not_whole = 0;
@@ -507,14 +510,14 @@ static int obs_enumerated(struct ctx *c, const struct obs *ob)
 		for (size_t s = 0; s < c->nseen; s++)
 			if (!c->nvol || !memcmp(c->seen + s * c->nvol, ob->vk, c->nvol))
 				return 2;
-		return 0;
+		return 3;
 	}
 	if (!ob->torn_ok)
-		return 0;
+		return 3;
 	for (unsigned v = 0; v < c->nvol; v++)
 		not_whole += !ob->vk[v];
 	/* the torn write is the one not whole: all the others kept */
-	return ob->torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 0;
+	return ob->torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 3;
 }
 
 /* The observed state judged with a full scan, as the real boot; compared with what it holds when
