@@ -204,6 +204,44 @@ static json_object *geom_json(const struct pc_geom *g)
 	return o;
 }
 
+/*
+ * Neither superblock copy is one this run may use (ra, rb: what sb_check
+ * said of A and B): -ENOENT with err saying why and what to do; else 0.
+ */
+static int sb_none_usable(const struct region *r, const struct region_opts *o, int ra, int rb,
+			  const struct pc_geom *ga, uint64_t bound, char *err, size_t errlen)
+{
+	if (ra == -EFBIG && !r->sb_ok[1]) {
+		/* a region prepared larger than this run may use: --length (or
+		 * --offset, or the device) differs from what prepare was given */
+		if (o->length)
+			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+				 "superblock A), but --length %" PRIu64 " asks for less: run with --length %" PRIu64
+				 " or without --length to use it (prepare would destroy its records)", r->path, r->off,
+				 ga->region_bytes, o->length, ga->region_bytes);
+		else
+			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
+				 "device it was prepared on, at this --offset?", r->path, r->off, ga->region_bytes, bound);
+		return -ENOENT;	/* no superblock this run may use, as below */
+	}
+	if (r->sb_ok[0] || r->sb_ok[1])
+		return 0;
+	if (ra == -ENOENT && rb == -ENOENT)
+		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
+			 " (superblock A: %s; superblock B: %s); if --device, --offset and --length are what "
+			 "prepare was given, run 'powercut-agent prepare' first", r->path, r->off, r->sb_why[0],
+			 r->sb_why[1]);
+	else
+		/* something of a region is there: prepare would destroy what the
+		 * host may still judge (its HELLO carries both copies) */
+		snprintf(err, errlen, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
+			 "superblock B: %s); check that --offset and --length are what prepare was given "
+			 "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
+			 r->sb_why[1]);
+	return -ENOENT;
+}
+
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
 {
 	struct pc_geom ga, gb;
@@ -229,37 +267,8 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 	for (int c = 0; c < 2; c++)
 		if (r->sb_ok[c])
 			r->sb_why[c][0] = '\0';
-	if (ra == -EFBIG && !r->sb_ok[1]) {
-		/* a region prepared larger than this run may use: --length (or
-		 * --offset, or the device) differs from what prepare was given */
-		if (o->length)
-			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
-				 "superblock A), but --length %" PRIu64 " asks for less: run with --length %" PRIu64
-				 " or without --length to use it (prepare would destroy its records)", r->path, r->off,
-				 ga.region_bytes, o->length, ga.region_bytes);
-		else
-			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
-				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
-				 "device it was prepared on, at this --offset?", r->path, r->off, ga.region_bytes, bound);
-		ret = -ENOENT;	/* no superblock this run may use, as below */
+	if ((ret = sb_none_usable(r, o, ra, rb, &ga, bound, err, errlen)))
 		goto fail;
-	}
-	if (!r->sb_ok[0] && !r->sb_ok[1]) {
-		if (ra == -ENOENT && rb == -ENOENT)
-			snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
-				 " (superblock A: %s; superblock B: %s); if --device, --offset and --length are what "
-				 "prepare was given, run 'powercut-agent prepare' first", r->path, r->off, r->sb_why[0],
-				 r->sb_why[1]);
-		else
-			/* something of a region is there: prepare would destroy what the
-			 * host may still judge (its HELLO carries both copies) */
-			snprintf(err, errlen, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
-				 "superblock B: %s); check that --offset and --length are what prepare was given "
-				 "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
-				 r->sb_why[1]);
-		ret = -ENOENT;
-		goto fail;
-	}
 	if (r->sb_ok[0] && r->sb_ok[1] && !geom_same(&ga, &gb)) {
 		/* which copy is the region's cannot be told here: no I/O on it. Both
 		 * copies go to the host in HELLO (region_sb_state), which holds the
