@@ -387,6 +387,33 @@ static int prepare_may_claim(struct region *r, const struct region_opts *o, uint
 	return found;
 }
 
+/*
+ * Every slot written with its generation-0 record, per slots a write; when
+ * verbose, progress each second from last (the prepare's start).
+ */
+static int prepare_slots(struct region *r, uint32_t record_size, uint8_t *buf, uint32_t per, int verbose,
+			 uint64_t last)
+{
+	int ret = 0;
+
+	for (uint32_t slot = 0; slot < r->g.nslots && !ret; slot += per) {
+		uint32_t n = r->g.nslots - slot < per ? r->g.nslots - slot : per;
+		uint64_t off;
+
+		for (uint32_t i = 0; i < n; i++)
+			pc_record_build(buf + (size_t)i * record_size, &r->g, slot + i, 0, 0, 0);
+		ret = region_slot_offset(r, slot, &off);
+		if (!ret)
+			ret = r->dev.ops->write(&r->dev, off, buf, (size_t)n * record_size, 0);
+		if (verbose && pc_now_ms() - last > 1000) {
+			last = pc_now_ms();
+			fprintf(stderr, "prepare: %u/%u slots (%.0f%%)\n", slot + n, r->g.nslots,
+				100.0 * (slot + n) / r->g.nslots);
+		}
+	}
+	return ret;
+}
+
 int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,
 		   uint64_t sim_size, int verbose, char *err, size_t errlen)
 {
@@ -394,8 +421,8 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 	const struct dev_ops *ops;
 	const char *path;
 	uint8_t *sb = NULL, *buf = NULL;
-	uint64_t len, t0 = pc_now_ms(), last = t0;
-	uint32_t per, slot;
+	uint64_t len, t0 = pc_now_ms();
+	uint32_t per;
 	int ret;
 
 	ops = dev_ops_for(o->spec, &path);
@@ -435,21 +462,8 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 	memset(sb, 0, ALIGN);
 	for (int c = 0; c < 2 && !ret; c++)
 		ret = r.dev.ops->write(&r.dev, r.off + pc_sb_lba(&r.g, c) * PC_SECTOR, sb, ALIGN, 0);
-	for (slot = 0; slot < r.g.nslots && !ret; slot += per) {
-		uint32_t n = r.g.nslots - slot < per ? r.g.nslots - slot : per;
-		uint64_t off;
-
-		for (uint32_t i = 0; i < n; i++)
-			pc_record_build(buf + (size_t)i * record_size, &r.g, slot + i, 0, 0, 0);
-		ret = region_slot_offset(&r, slot, &off);
-		if (!ret)
-			ret = r.dev.ops->write(&r.dev, off, buf, (size_t)n * record_size, 0);
-		if (verbose && pc_now_ms() - last > 1000) {
-			last = pc_now_ms();
-			fprintf(stderr, "prepare: %u/%u slots (%.0f%%)\n", slot + n, r.g.nslots,
-				100.0 * (slot + n) / r.g.nslots);
-		}
-	}
+	if (!ret)
+		ret = prepare_slots(&r, record_size, buf, per, verbose, t0);
 	if (!ret)
 		ret = r.dev.ops->flush(&r.dev);
 	for (int c = 0; c < 2 && !ret; c++) {
