@@ -655,6 +655,63 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 	return rc;
 }
 
+/* The campaign as run (campaign_for_lava) written to cfg: 0, or -1 raised to LAVA. */
+static int lava_write_campaign(struct teller *t, const char *campaign, const char *board, const char *cfg,
+			       char *name, size_t namelen)
+{
+	char err[1024];
+	json_object *doc = campaign_for_lava(campaign, board, name, namelen, err, sizeof(err));
+
+	if (!doc) {
+		test_raise(t, "powercut: %s", err);
+		return -1;
+	}
+	if (json_object_to_file_ext(cfg, doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
+		json_object_put(doc);
+		test_raise(t, "powercut: board %s: cannot write %s: %s", name, cfg, strerror(errno));
+		return -1;
+	}
+	json_object_put(doc);
+	printf("powercut lava: board %s: the campaign as run is %s\n", name, cfg);
+	fflush(stdout);
+	return 0;
+}
+
+/* powercut run on the campaign as run, no report: its exit status. */
+static int lava_run(const char *cfg, const char *results, const char *cycles, const char *agent)
+{
+	char *run[12] = { "run", (char *)cfg, "--results", (char *)results, "--no-report" };
+	int n = 5;
+
+	if (cycles) {
+		run[n++] = "--cycles";
+		run[n++] = (char *)cycles;
+	}
+	if (agent) {
+		run[n++] = "--agent";
+		run[n++] = (char *)agent;
+	}
+	run[n] = NULL;
+	return self_run(run);
+}
+
+/* powercut report as JSON into rep, then given to LAVA as test cases: 0, or -1 raised. */
+static int lava_give_report(struct teller *t, char *rep, const char *results, const char *name)
+{
+	char err[1024];
+	char *report[] = { "report", "--format", "json", "-o", rep, (char *)results, NULL };
+	int rrc = self_run(report), lrc;
+	json_object *r = rrc >= 0 && rrc != 2 ? load_json(rep, err, sizeof(err)) : NULL;
+
+	if (!r) {
+		test_raise(t, "powercut: board %s: powercut report exited %d: no report to give LAVA", name, rrc);
+		return -1;
+	}
+	lrc = report_to_lava(t, r, name);
+	json_object_put(r);
+	return t->raised || lrc ? -1 : 0;
+}
+
 int cmd_lava(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -668,7 +725,7 @@ int cmd_lava(int argc, char **argv)
 	};
 	const char *results = NULL, *board = NULL, *cycles = NULL, *agent = NULL;
 	struct teller t = { 0 };
-	char err[1024], name[128] = "?", cfg[PATH_MAX], rep[PATH_MAX];
+	char name[128] = "?", cfg[PATH_MAX], rep[PATH_MAX];
 	int o;
 
 	optind = 1;
@@ -697,47 +754,15 @@ int cmd_lava(int argc, char **argv)
 	snprintf(cfg, sizeof(cfg), "%.*s.lava.json", (int)rl, results);
 	snprintf(rep, sizeof(rep), "%.*s.report.json", (int)rl, results);
 
-	json_object *doc = campaign_for_lava(argv[optind], board, name, sizeof(name), err, sizeof(err));
-	if (!doc) {
-		test_raise(&t, "powercut: %s", err);
+	if (lava_write_campaign(&t, argv[optind], board, cfg, name, sizeof(name)))
 		return 2;
-	}
-	if (json_object_to_file_ext(cfg, doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
-		json_object_put(doc);
-		test_raise(&t, "powercut: board %s: cannot write %s: %s", name, cfg, strerror(errno));
-		return 2;
-	}
-	json_object_put(doc);
-	printf("powercut lava: board %s: the campaign as run is %s\n", name, cfg);
-	fflush(stdout);
-
-	char *run[12] = { "run", cfg, "--results", (char *)results, "--no-report" };
-	int n = 5;
-	if (cycles) {
-		run[n++] = "--cycles";
-		run[n++] = (char *)cycles;
-	}
-	if (agent) {
-		run[n++] = "--agent";
-		run[n++] = (char *)agent;
-	}
-	run[n] = NULL;
-	int rc = self_run(run);
+	int rc = lava_run(cfg, results, cycles, agent);
 	if (rc == 2 || rc < 0) {
 		test_raise(&t, "powercut: board %s: powercut run exited %d (an error of the run, not a verdict): "
 			   "its messages are in the job log", name, rc);
 		return 2;
 	}
-	char *report[] = { "report", "--format", "json", "-o", rep, (char *)results, NULL };
-	int rrc = self_run(report);
-	json_object *r = rrc >= 0 && rrc != 2 ? load_json(rep, err, sizeof(err)) : NULL;
-	if (!r) {
-		test_raise(&t, "powercut: board %s: powercut report exited %d: no report to give LAVA", name, rrc);
-		return 2;
-	}
-	int lrc = report_to_lava(&t, r, name);
-	json_object_put(r);
-	if (t.raised || lrc)
+	if (lava_give_report(&t, rep, results, name))
 		return 2;
 	printf("powercut lava: board %s: results given to LAVA (powercut run exited %d)\n", name, rc);
 	return 0;
