@@ -403,6 +403,67 @@ static int serve_work(struct region *r, struct writer_io *io, struct link *l, co
 	return ret;
 }
 
+/* VERIFY: the region scanned, damage the host knows (from KNOWN lines) not sent again; kn is used up. */
+static int serve_verify(struct region *r, struct link *l, const struct pc_msg *m, struct scan_known *kn)
+{
+	struct scan_stats st;
+	int ret = region_scan_known(r, m->u.verify.pattern, m->u.verify.full ? NULL : m->u.verify.ranges,
+				    m->u.verify.nranges, kn, emit_link, l, &st);
+
+	free(kn->k);
+	free(kn->slots);
+	memset(kn, 0, sizeof(*kn));
+	if (ret == -ERANGE) {
+		link_send(l, pc_msg_error("verify asks for positions past the region's %u slots", r->g.nslots));
+	} else if (ret) {
+		link_send(l, pc_msg_error("scan of %s failed: %s", r->path, strerror(-ret)));
+	} else {
+		pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %u known, %" PRIu64 " ms",
+			 st.slots, st.anomalies, st.raw_sent, st.known, st.ms);
+	}
+	return ret;
+}
+
+/* One message from the host: 0 to read the next, or why this session ends. */
+static int serve_msg(struct opts *o, struct region *r, struct writer_io *io, struct link *l, struct pc_msg *m,
+		     struct scan_known *kn, int have_region)
+{
+	int ret;
+
+	if (m->type == PC_MSG_ERROR) {
+		/* the host ends this boot and says why (its hello refused: a
+		 * region it cannot use, another device, ...): nothing to retry */
+		json_object *t;
+
+		json_object_object_get_ex(m->obj, "msg", &t);
+		pc_err("the host ended this session: %s", json_object_get_string(t));
+		return -ECONNABORTED;
+	}
+	if (!have_region && (m->type == PC_MSG_VERIFY || m->type == PC_MSG_WORK)) {
+		/* never adopt a geometry: no superblock of our own, no I/O */
+		link_send(l, pc_msg_error("no usable powercut region on %s: refusing to %s", o->ro.spec,
+					  m->type == PC_MSG_WORK ? "write" : "scan"));
+		return -EPERM;
+	}
+	switch (m->type) {
+	case PC_MSG_CRASH:
+		return crash(o, have_region ? r : NULL, l);
+	case PC_MSG_KNOWN:
+		/* bounded: past the limits old damage is sent again, as before */
+		ret = known_add(kn, m);
+		if (ret)
+			link_send(l, pc_msg_error("out of memory for the host's known damage"));
+		return ret;
+	case PC_MSG_VERIFY:
+		return serve_verify(r, l, m, kn);
+	case PC_MSG_WORK:
+		return serve_work(r, io, l, m);
+	default:
+		link_send(l, pc_msg_error("agent does not accept '%s' messages", pc_msg_type_name(m->type)));
+		return -EINVAL;
+	}
+}
+
 /* One authenticated session: the host's requests until it hangs up. */
 static int serve(struct opts *o, struct region *r, struct writer_io *io, struct link *l, int have_region)
 {
@@ -413,83 +474,26 @@ static int serve(struct opts *o, struct region *r, struct writer_io *io, struct 
 
 	for (;;) {
 		struct pc_msg m;
-		struct scan_stats st;
 
 		ret = link_recv(l, &m, err, sizeof(err));
 		if (ret == -EPIPE) {
-			free(kn.k);
-			free(kn.slots);
-			return 0;	/* the host hung up: the cycle is over */
+			ret = 0;	/* the host hung up: the cycle is over */
+			break;
 		}
 		if (ret) {
 			pc_err("bad message from the host: %s", err);
 			link_send(l, pc_msg_error("agent cannot use host message: %s", err));
-			free(kn.k);
-			free(kn.slots);
-			return ret;
+			break;
 		}
 		pc_debug("host asks: %s", pc_msg_type_name(m.type));
-		if (m.type == PC_MSG_ERROR) {
-			/* the host ends this boot and says why (its hello refused: a
-			 * region it cannot use, another device, ...): nothing to retry */
-			json_object *t;
-
-			json_object_object_get_ex(m.obj, "msg", &t);
-			pc_err("the host ended this session: %s", json_object_get_string(t));
-			pc_msg_clear(&m);
-			free(kn.k);
-			free(kn.slots);
-			return -ECONNABORTED;
-		}
-		if (!have_region && (m.type == PC_MSG_VERIFY || m.type == PC_MSG_WORK)) {
-			/* never adopt a geometry: no superblock of our own, no I/O */
-			link_send(l, pc_msg_error("no usable powercut region on %s: refusing to %s", o->ro.spec,
-						  m.type == PC_MSG_WORK ? "write" : "scan"));
-			pc_msg_clear(&m);
-			free(kn.k);
-			free(kn.slots);
-			return -EPERM;
-		}
-		switch (m.type) {
-		case PC_MSG_CRASH:
-			ret = crash(o, have_region ? r : NULL, l);
-			break;
-		case PC_MSG_KNOWN:
-			/* bounded: past the limits old damage is sent again, as before */
-			ret = known_add(&kn, &m);
-			if (ret)
-				link_send(l, pc_msg_error("out of memory for the host's known damage"));
-			break;
-		case PC_MSG_VERIFY:
-			ret = region_scan_known(r, m.u.verify.pattern, m.u.verify.full ? NULL : m.u.verify.ranges,
-						m.u.verify.nranges, &kn, emit_link, l, &st);
-			free(kn.k);
-			free(kn.slots);
-			memset(&kn, 0, sizeof(kn));
-			if (ret == -ERANGE) {
-				link_send(l, pc_msg_error("verify asks for positions past the region's %u slots",
-							  r->g.nslots));
-			} else if (ret) {
-				link_send(l, pc_msg_error("scan of %s failed: %s", r->path, strerror(-ret)));
-			} else {
-				pc_debug("scanned %u slots: %u not whole, %u raw sectors sent, %u known, %" PRIu64 " ms",
-					 st.slots, st.anomalies, st.raw_sent, st.known, st.ms);
-			}
-			break;
-		case PC_MSG_WORK:
-			ret = serve_work(r, io, l, &m);
-			break;
-		default:
-			link_send(l, pc_msg_error("agent does not accept '%s' messages", pc_msg_type_name(m.type)));
-			ret = -EINVAL;
-		}
+		ret = serve_msg(o, r, io, l, &m, &kn, have_region);
 		pc_msg_clear(&m);
-		if (ret) {
-			free(kn.k);
-			free(kn.slots);
-			return ret;
-		}
+		if (ret)
+			break;
 	}
+	free(kn.k);
+	free(kn.slots);
+	return ret;
 }
 
 /*

@@ -51,6 +51,51 @@ static int line_count(const char *text, size_t len, void *arg)
 	return 0;
 }
 
+static void print_json(json_object *out)
+{
+	puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(out);
+}
+
+/* The refused write, for scripts: the same facts the host gets. */
+static void print_write_error(const char *err, const struct writer_result *res, const struct audit *aud)
+{
+	json_object *out = json_object_new_object(), *we = json_object_new_object();
+
+	json_object_object_add(we, "errno", json_object_new_int(res->write_errno));
+	json_object_object_add(we, "lba", json_object_new_uint64(res->write_lba));
+	json_object_object_add(we, "seq", json_object_new_uint64(res->write_seq));
+	json_object_object_add(we, "mode", json_object_new_string(pc_mode_name(res->mode_run)));
+	json_object_object_add(we, "op", json_object_new_string(res->write_op ? res->write_op : "write"));
+	json_object_object_add(out, "error", json_object_new_string(err));
+	json_object_object_add(out, "write_error", we);
+	json_object_object_add(out, "io_audit", audit_json(aud));
+	print_json(out);
+}
+
+/* What was written, how fast, and what reached the device. */
+static void print_result(const struct opts *o, const struct region *r, const struct writer_io *io,
+			 const struct writer_result *res, const struct audit *aud)
+{
+	json_object *out = json_object_new_object();
+
+	json_object_object_add(out, "mode", json_object_new_string(o->mode));
+	json_object_object_add(out, "mode_run", json_object_new_string(pc_mode_name(res->mode_run)));
+	json_object_object_add(out, "pattern", json_object_new_string(pc_pattern_name(o->pattern)));
+	json_object_object_add(out, "record_size", json_object_new_int64(r->g.record_size));
+	json_object_object_add(out, "qd", json_object_new_int64((int64_t)o->qd));
+	json_object_object_add(out, "records", json_object_new_int64((int64_t)res->records));
+	json_object_object_add(out, "acked", json_object_new_int64((int64_t)res->acked));
+	json_object_object_add(out, "ms", json_object_new_int64((int64_t)res->ms));
+	json_object_object_add(out, "records_per_s",
+			       json_object_new_double(res->ms ? (double)res->records * 1000.0 / (double)res->ms : 0));
+	json_object_object_add(out, "mib_per_s", json_object_new_double(
+		res->ms ? (double)res->records * r->g.record_size / 1048576.0 * 1000.0 / (double)res->ms : 0));
+	json_object_object_add(out, "io", writer_describe(r, io));
+	json_object_object_add(out, "io_audit", audit_json(aud));
+	print_json(out);
+}
+
 int cmd_write(struct opts *o)
 {
 	struct region r;
@@ -60,7 +105,6 @@ int cmd_write(struct opts *o)
 	struct pc_work w = { 0 };
 	struct audit aud;
 	char err[1024] = "";
-	json_object *out;
 	int ret;
 
 	if (!o->mode || !o->yes) {
@@ -90,44 +134,14 @@ int cmd_write(struct opts *o)
 	audit_poll(&aud);
 	if (ret) {
 		pc_err("%s", err);
-		if (res.write_errno) {
-			/* the refused write, for scripts: the same facts the host gets */
-			json_object *we = json_object_new_object();
-
-			out = json_object_new_object();
-			json_object_object_add(we, "errno", json_object_new_int(res.write_errno));
-			json_object_object_add(we, "lba", json_object_new_uint64(res.write_lba));
-			json_object_object_add(we, "seq", json_object_new_uint64(res.write_seq));
-			json_object_object_add(we, "mode", json_object_new_string(pc_mode_name(res.mode_run)));
-			json_object_object_add(we, "op", json_object_new_string(res.write_op ? res.write_op : "write"));
-			json_object_object_add(out, "error", json_object_new_string(err));
-			json_object_object_add(out, "write_error", we);
-			json_object_object_add(out, "io_audit", audit_json(&aud));
-			puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-			json_object_put(out);
-		}
+		if (res.write_errno)
+			print_write_error(err, &res, &aud);
 		audit_close(&aud);
 		region_close(&r);
 		writer_release(&io);
 		return 1;
 	}
-	out = json_object_new_object();
-	json_object_object_add(out, "mode", json_object_new_string(o->mode));
-	json_object_object_add(out, "mode_run", json_object_new_string(pc_mode_name(res.mode_run)));
-	json_object_object_add(out, "pattern", json_object_new_string(pc_pattern_name(o->pattern)));
-	json_object_object_add(out, "record_size", json_object_new_int64(r.g.record_size));
-	json_object_object_add(out, "qd", json_object_new_int64((int64_t)o->qd));
-	json_object_object_add(out, "records", json_object_new_int64((int64_t)res.records));
-	json_object_object_add(out, "acked", json_object_new_int64((int64_t)res.acked));
-	json_object_object_add(out, "ms", json_object_new_int64((int64_t)res.ms));
-	json_object_object_add(out, "records_per_s",
-			       json_object_new_double(res.ms ? (double)res.records * 1000.0 / (double)res.ms : 0));
-	json_object_object_add(out, "mib_per_s", json_object_new_double(
-		res.ms ? (double)res.records * r.g.record_size / 1048576.0 * 1000.0 / (double)res.ms : 0));
-	json_object_object_add(out, "io", writer_describe(&r, &io));
-	json_object_object_add(out, "io_audit", audit_json(&aud));
-	puts(json_object_to_json_string_ext(out, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(out);
+	print_result(o, &r, &io, &res, &aud);
 	audit_close(&aud);
 	region_close(&r);
 	writer_release(&io);

@@ -204,6 +204,44 @@ static json_object *geom_json(const struct pc_geom *g)
 	return o;
 }
 
+/*
+ * Neither superblock copy is one this run may use (ra, rb: what sb_check
+ * said of A and B): -ENOENT with err saying why and what to do; else 0.
+ */
+static int sb_none_usable(const struct region *r, const struct region_opts *o, int ra, int rb,
+			  const struct pc_geom *ga, uint64_t bound, char *err, size_t errlen)
+{
+	if (ra == -EFBIG && !r->sb_ok[1]) {
+		/* a region prepared larger than this run may use: --length (or
+		 * --offset, or the device) differs from what prepare was given */
+		if (o->length)
+			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+				 "superblock A), but --length %" PRIu64 " asks for less: run with --length %" PRIu64
+				 " or without --length to use it (prepare would destroy its records)", r->path, r->off,
+				 ga->region_bytes, o->length, ga->region_bytes);
+		else
+			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
+				 "device it was prepared on, at this --offset?", r->path, r->off, ga->region_bytes, bound);
+		return -ENOENT;	/* no superblock this run may use, as below */
+	}
+	if (r->sb_ok[0] || r->sb_ok[1])
+		return 0;
+	if (ra == -ENOENT && rb == -ENOENT)
+		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
+			 " (superblock A: %s; superblock B: %s); if --device, --offset and --length are what "
+			 "prepare was given, run 'powercut-agent prepare' first", r->path, r->off, r->sb_why[0],
+			 r->sb_why[1]);
+	else
+		/* something of a region is there: prepare would destroy what the
+		 * host may still judge (its HELLO carries both copies) */
+		snprintf(err, errlen, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
+			 "superblock B: %s); check that --offset and --length are what prepare was given "
+			 "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
+			 r->sb_why[1]);
+	return -ENOENT;
+}
+
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
 {
 	struct pc_geom ga, gb;
@@ -229,37 +267,8 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 	for (int c = 0; c < 2; c++)
 		if (r->sb_ok[c])
 			r->sb_why[c][0] = '\0';
-	if (ra == -EFBIG && !r->sb_ok[1]) {
-		/* a region prepared larger than this run may use: --length (or
-		 * --offset, or the device) differs from what prepare was given */
-		if (o->length)
-			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
-				 "superblock A), but --length %" PRIu64 " asks for less: run with --length %" PRIu64
-				 " or without --length to use it (prepare would destroy its records)", r->path, r->off,
-				 ga.region_bytes, o->length, ga.region_bytes);
-		else
-			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
-				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
-				 "device it was prepared on, at this --offset?", r->path, r->off, ga.region_bytes, bound);
-		ret = -ENOENT;	/* no superblock this run may use, as below */
+	if ((ret = sb_none_usable(r, o, ra, rb, &ga, bound, err, errlen)))
 		goto fail;
-	}
-	if (!r->sb_ok[0] && !r->sb_ok[1]) {
-		if (ra == -ENOENT && rb == -ENOENT)
-			snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
-				 " (superblock A: %s; superblock B: %s); if --device, --offset and --length are what "
-				 "prepare was given, run 'powercut-agent prepare' first", r->path, r->off, r->sb_why[0],
-				 r->sb_why[1]);
-		else
-			/* something of a region is there: prepare would destroy what the
-			 * host may still judge (its HELLO carries both copies) */
-			snprintf(err, errlen, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
-				 "superblock B: %s); check that --offset and --length are what prepare was given "
-				 "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
-				 r->sb_why[1]);
-		ret = -ENOENT;
-		goto fail;
-	}
 	if (r->sb_ok[0] && r->sb_ok[1] && !geom_same(&ga, &gb)) {
 		/* which copy is the region's cannot be told here: no I/O on it. Both
 		 * copies go to the host in HELLO (region_sb_state), which holds the
@@ -378,6 +387,33 @@ static int prepare_may_claim(struct region *r, const struct region_opts *o, uint
 	return found;
 }
 
+/*
+ * Every slot written with its generation-0 record, per slots a write; when
+ * verbose, progress each second from last (the prepare's start).
+ */
+static int prepare_slots(struct region *r, uint32_t record_size, uint8_t *buf, uint32_t per, int verbose,
+			 uint64_t last)
+{
+	int ret = 0;
+
+	for (uint32_t slot = 0; slot < r->g.nslots && !ret; slot += per) {
+		uint32_t n = r->g.nslots - slot < per ? r->g.nslots - slot : per;
+		uint64_t off;
+
+		for (uint32_t i = 0; i < n; i++)
+			pc_record_build(buf + (size_t)i * record_size, &r->g, slot + i, 0, 0, 0);
+		ret = region_slot_offset(r, slot, &off);
+		if (!ret)
+			ret = r->dev.ops->write(&r->dev, off, buf, (size_t)n * record_size, 0);
+		if (verbose && pc_now_ms() - last > 1000) {
+			last = pc_now_ms();
+			fprintf(stderr, "prepare: %u/%u slots (%.0f%%)\n", slot + n, r->g.nslots,
+				100.0 * (slot + n) / r->g.nslots);
+		}
+	}
+	return ret;
+}
+
 int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t seed,
 		   uint64_t sim_size, int verbose, char *err, size_t errlen)
 {
@@ -385,8 +421,8 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 	const struct dev_ops *ops;
 	const char *path;
 	uint8_t *sb = NULL, *buf = NULL;
-	uint64_t len, t0 = pc_now_ms(), last = t0;
-	uint32_t per, slot;
+	uint64_t len, t0 = pc_now_ms();
+	uint32_t per;
 	int ret;
 
 	ops = dev_ops_for(o->spec, &path);
@@ -426,21 +462,8 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 	memset(sb, 0, ALIGN);
 	for (int c = 0; c < 2 && !ret; c++)
 		ret = r.dev.ops->write(&r.dev, r.off + pc_sb_lba(&r.g, c) * PC_SECTOR, sb, ALIGN, 0);
-	for (slot = 0; slot < r.g.nslots && !ret; slot += per) {
-		uint32_t n = r.g.nslots - slot < per ? r.g.nslots - slot : per;
-		uint64_t off;
-
-		for (uint32_t i = 0; i < n; i++)
-			pc_record_build(buf + (size_t)i * record_size, &r.g, slot + i, 0, 0, 0);
-		ret = region_slot_offset(&r, slot, &off);
-		if (!ret)
-			ret = r.dev.ops->write(&r.dev, off, buf, (size_t)n * record_size, 0);
-		if (verbose && pc_now_ms() - last > 1000) {
-			last = pc_now_ms();
-			fprintf(stderr, "prepare: %u/%u slots (%.0f%%)\n", slot + n, r.g.nslots,
-				100.0 * (slot + n) / r.g.nslots);
-		}
-	}
+	if (!ret)
+		ret = prepare_slots(&r, record_size, buf, per, verbose, t0);
 	if (!ret)
 		ret = r.dev.ops->flush(&r.dev);
 	for (int c = 0; c < 2 && !ret; c++) {

@@ -576,6 +576,62 @@ static int run_groups(struct ws *s, int journal)
 	return ret;
 }
 
+/* The work against the region: its record size, and no slot written twice. */
+static int work_fits(const struct region *r, const struct pc_work *w, char *err, size_t errlen)
+{
+	if (w->record_size != r->g.record_size) {
+		snprintf(err, errlen, "work asks for %u-byte records; the region on %s holds %u-byte records",
+			 w->record_size, r->path, r->g.record_size);
+		return -EINVAL;
+	}
+	if (w->n > r->g.nslots) {
+		snprintf(err, errlen, "work of %u records would write some of the %u slots twice", w->n,
+			 r->g.nslots);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The cycle's records written the way its write mode says. */
+static int run_mode(struct ws *s)
+{
+	switch (s->mode) {
+	case PC_MODE_FUA:
+		return run_stream(s, DEV_W_DSYNC, 1);
+	case PC_MODE_NONE:
+		return run_stream(s, 0, 0);
+	case PC_MODE_FUA_FLUSH:
+		return run_sync_dsync(s);
+	case PC_MODE_FLUSH:
+		return run_groups(s, 0);
+	case PC_MODE_JOURNAL:
+		return run_groups(s, 1);
+	case PC_MODE_RELWR:
+	case PC_MODE_RELWR_OFF:
+		return run_relwr(s, s->mode == PC_MODE_RELWR);
+	default:
+		snprintf(s->err, s->errlen, "unknown mode %d", s->w->mode);
+		return -EINVAL;
+	}
+}
+
+/*
+ * Completions that can no longer be waited for may still read the record
+ * buffers: leak them rather than let the next allocation change what the
+ * device receives.
+ */
+static void release_bufs(struct ws *s, struct writer_io *io)
+{
+	if (s->bufs == io->bufs) {
+		if (s->broken) {	/* never handed out again, never freed */
+			io->bufs = NULL;
+			io->buflen = 0;
+		}
+	} else if (!s->broken) {
+		free(s->bufs);
+	}
+}
+
 int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	       const struct writer_sink *out, struct writer_result *res, char *err, size_t errlen)
 {
@@ -590,16 +646,8 @@ int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 
 	memset(res, 0, sizeof(*res));
 	res->mode_run = s.mode;
-	if (w->record_size != r->g.record_size) {
-		snprintf(err, errlen, "work asks for %u-byte records; the region on %s holds %u-byte records",
-			 w->record_size, r->path, r->g.record_size);
-		return -EINVAL;
-	}
-	if (w->n > r->g.nslots) {
-		snprintf(err, errlen, "work of %u records would write some of the %u slots twice", w->n,
-			 r->g.nslots);
-		return -EINVAL;
-	}
+	if ((ret = work_fits(r, w, err, errlen)))
+		return ret;
 	if (io->bufs && io->buflen >= (size_t)NBUF * r->g.record_size) {
 		s.bufs = io->bufs;
 	} else if (posix_memalign((void **)&s.bufs, 4096, (size_t)NBUF * r->g.record_size)) {
@@ -609,30 +657,7 @@ int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	for (int i = 0; i < NBUF; i++)
 		s.free_[s.nfree++] = NBUF - 1 - i;
 	s.pre_bi = -1;
-	switch (s.mode) {
-	case PC_MODE_FUA:
-		ret = run_stream(&s, DEV_W_DSYNC, 1);
-		break;
-	case PC_MODE_NONE:
-		ret = run_stream(&s, 0, 0);
-		break;
-	case PC_MODE_FUA_FLUSH:
-		ret = run_sync_dsync(&s);
-		break;
-	case PC_MODE_FLUSH:
-		ret = run_groups(&s, 0);
-		break;
-	case PC_MODE_JOURNAL:
-		ret = run_groups(&s, 1);
-		break;
-	case PC_MODE_RELWR:
-	case PC_MODE_RELWR_OFF:
-		ret = run_relwr(&s, s.mode == PC_MODE_RELWR);
-		break;
-	default:
-		snprintf(err, errlen, "unknown mode %d", w->mode);
-		ret = -EINVAL;
-	}
+	ret = run_mode(&s);
 	if (ret)
 		drain(&s);	/* never free buffers the kernel may still be reading */
 	/* the last ACKs (and whatever a failure left gathered) */
@@ -656,16 +681,6 @@ int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	res->write_lba = s.werr ? s.wlba : 0;
 	res->write_seq = s.werr ? s.wseq : 0;
 	res->write_op = s.werr ? s.wop : NULL;
-	/* Completions that can no longer be waited for may still read these
-	 * buffers: leak them rather than let the next allocation change what
-	 * the device receives. */
-	if (s.bufs == io->bufs) {
-		if (s.broken) {	/* never handed out again, never freed */
-			io->bufs = NULL;
-			io->buflen = 0;
-		}
-	} else if (!s.broken) {
-		free(s.bufs);
-	}
+	release_bufs(&s, io);
 	return ret;
 }

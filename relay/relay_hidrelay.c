@@ -128,6 +128,53 @@ out:
 	close(fd);
 }
 
+/* The helper's reply from fd by deadline: 0, -ETIMEDOUT, or -EPIPE when it ended without one. */
+static int hidr_read_reply(int fd, struct hidr_reply *rep, uint64_t deadline)
+{
+	size_t got = 0;
+	int rc = 0;
+
+	while (got < sizeof(*rep)) {
+		struct pollfd w = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		rc = poll(&w, 1, relay_ms_left(deadline));
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc == 0)
+			return -ETIMEDOUT;
+		n = read(fd, (char *)rep + got, sizeof(*rep) - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -EPIPE;
+		got += (size_t)n;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* What the helper said: the step that failed, or a state report too short to read. */
+static int hidr_reply_check(struct relay *r, const struct hidr_priv *p, const struct hidr_reply *rep)
+{
+	if (rep->err) {
+		if (rep->step == STEP_OPEN)
+			relay_errf(r, "cannot open %s: %s; check relay.device (is the board plugged in?) and that "
+				   "you may use it (a udev rule giving the hidraw node to your group)", p->device,
+				   strerror(rep->err));
+		else
+			relay_errf(r, "%s on %s failed: %s; replug the board or check relay.device",
+				   hidr_steps[rep->step], p->device, strerror(rep->err));
+		return -rep->err;
+	}
+	if (rep->len < HIDR_STATE_BYTE + 1) {
+		relay_errf(r, "%s answered a %d-byte state report, expected 8; is it a dcttech-style relay?",
+			   p->device, rep->len);
+		return -EPROTO;
+	}
+	return 0;
+}
+
 /*
  * Run op in a child bounded by timeout_ms. 0 with *rep filled, or -errno
  * with r->err set (-ETIMEDOUT: the child was killed).
@@ -136,7 +183,6 @@ static int hidr_run(struct relay *r, struct hidr_priv *p, enum hidr_op op, int o
 {
 	uint64_t deadline = pc_now_ms() + (uint64_t)p->timeout_ms;
 	int pfd[2], rc = 0, status;
-	size_t got = 0;
 	pid_t pid;
 
 	if (p->stuck && relay_reap(p->stuck, NULL, 0) == 0)
@@ -165,27 +211,7 @@ static int hidr_run(struct relay *r, struct hidr_priv *p, enum hidr_op op, int o
 		_exit(write(pfd[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
 	}
 	close(pfd[1]);
-	while (got < sizeof(*rep)) {
-		struct pollfd w = { .fd = pfd[0], .events = POLLIN };
-		ssize_t n;
-
-		rc = poll(&w, 1, relay_ms_left(deadline));
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc == 0) {
-			rc = -ETIMEDOUT;
-			break;
-		}
-		n = read(pfd[0], (char *)rep + got, sizeof(*rep) - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			rc = -EPIPE;
-			break;
-		}
-		got += (size_t)n;
-		rc = 0;
-	}
+	rc = hidr_read_reply(pfd[0], rep, deadline);
 	close(pfd[0]);
 	if (rc < 0)
 		kill(pid, SIGKILL);
@@ -202,22 +228,7 @@ static int hidr_run(struct relay *r, struct hidr_priv *p, enum hidr_op op, int o
 		relay_errf(r, "the helper process for %s died without an answer", p->device);
 		return -EIO;
 	}
-	if (rep->err) {
-		if (rep->step == STEP_OPEN)
-			relay_errf(r, "cannot open %s: %s; check relay.device (is the board plugged in?) and that "
-				   "you may use it (a udev rule giving the hidraw node to your group)", p->device,
-				   strerror(rep->err));
-		else
-			relay_errf(r, "%s on %s failed: %s; replug the board or check relay.device",
-				   hidr_steps[rep->step], p->device, strerror(rep->err));
-		return -rep->err;
-	}
-	if (rep->len < HIDR_STATE_BYTE + 1) {
-		relay_errf(r, "%s answered a %d-byte state report, expected 8; is it a dcttech-style relay?",
-			   p->device, rep->len);
-		return -EPROTO;
-	}
-	return 0;
+	return hidr_reply_check(r, p, rep);
 }
 
 /* The number of relays from the product string ("... USBRelay2"), or 0. */

@@ -23,8 +23,10 @@
 /* ---- QEMU's monitor (QMP), one JSON object a line ---- */
 
 struct qmp_reader {
+	int fd;
 	char buf[QEMU_QMP_LINE];
 	size_t len;
+	char why[256];		/* the monitor's error answer, after -EPROTO */
 };
 
 /*
@@ -33,11 +35,11 @@ struct qmp_reader {
  * -errno. A line that is not JSON, or longer than any answer we wait for, is
  * skipped.
  */
-static int qmp_next(int fd, struct qmp_reader *rd, uint64_t deadline, json_object **o)
+static int qmp_next(struct qmp_reader *rd, uint64_t deadline, json_object **o)
 {
 	for (;;) {
 		char *nl = memchr(rd->buf, '\n', rd->len);
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		struct pollfd pfd = { .fd = rd->fd, .events = POLLIN };
 		ssize_t n;
 		int ms;
 
@@ -62,7 +64,7 @@ static int qmp_next(int fd, struct qmp_reader *rd, uint64_t deadline, json_objec
 		}
 		if (!pfd.revents)
 			continue;
-		n = read(fd, rd->buf + rd->len, sizeof(rd->buf) - 1 - rd->len);
+		n = read(rd->fd, rd->buf + rd->len, sizeof(rd->buf) - 1 - rd->len);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
@@ -71,10 +73,51 @@ static int qmp_next(int fd, struct qmp_reader *rd, uint64_t deadline, json_objec
 	}
 }
 
-static int qmp_send(int fd, const char *cmd)
+/*
+ * Send cmd (NULL: nothing), then read the monitor until an object with the
+ * key want ("QMP" the greeting, "return" an answer; NULL: none, read until
+ * the deadline), skipping events: 0 with the object in *got (NULL: dropped;
+ * else the caller puts it), -EPROTO with the monitor's error in rd->why, or
+ * what qmp_next returns.
+ */
+static int qmp_exchange(struct qmp_reader *rd, uint64_t deadline, const char *cmd, const char *want,
+			json_object **got)
 {
-	return pc_write_all(fd, cmd, strlen(cmd));
+	int rc = cmd ? pc_write_all(rd->fd, cmd, strlen(cmd)) : 0;
+
+	while (rc == 0) {
+		json_object *o = NULL;
+
+		rc = qmp_next(rd, deadline, &o);
+		if (rc < 0)
+			break;
+		if (json_object_object_get_ex(o, "error", NULL)) {
+			snprintf(rd->why, sizeof(rd->why), "%.200s", relay_json_text(o));
+			rc = -EPROTO;
+		} else if (want && json_object_object_get_ex(o, want, NULL)) {
+			if (got) {
+				*got = o;
+				return 0;
+			}
+			json_object_put(o);
+			return 0;
+		}
+		json_object_put(o);
+	}
+	return rc;
 }
+
+/* QEMU's greeting, then capabilities negotiated: the monitor takes commands. 0 or as qmp_exchange. */
+static int qmp_handshake(struct qmp_reader *rd, uint64_t deadline)
+{
+	int rc = qmp_exchange(rd, deadline, NULL, "QMP", NULL);
+
+	if (rc == 0)
+		rc = qmp_exchange(rd, deadline, "{\"execute\": \"qmp_capabilities\"}\n", "return", NULL);
+	return rc;
+}
+
+#define QMP_QUERY_STATUS "{\"execute\": \"query-status\"}\n"
 
 /* ---- does KVM work here? ---- */
 
@@ -160,39 +203,34 @@ static pid_t qemu_probe_start(const char *qemu, struct qemu_kvm_probe *kp, struc
 static int qemu_probe_talk(int fd, struct qemu_kvm_probe *kp, uint64_t deadline, char **status)
 {
 	struct qmp_reader *rd = calloc(1, sizeof(*rd));
-	uint64_t run_until = deadline;
-	int rc, stage = 0;
+	uint64_t run_until;
+	json_object *o = NULL, *ret, *st;
+	int rc;
 
 	if (!rd)
 		return -ENOMEM;
-	for (rc = 0; rc == 0 && !*status;) {
-		json_object *o = NULL, *ret, *st;
-
-		rc = qmp_next(fd, rd, stage == 2 && run_until < deadline ? run_until : deadline, &o);
-		if (rc == -ETIMEDOUT && stage == 2 && pc_now_ms() < deadline) {
-			stage = 3;
-			rc = qmp_send(fd, "{\"execute\": \"query-status\"}\n");
-			continue;
-		}
-		if (rc < 0)
-			break;
-		if (stage == 0 && json_object_object_get_ex(o, "QMP", NULL)) {
-			stage = 1;
-			rc = qmp_send(fd, "{\"execute\": \"qmp_capabilities\"}\n");
-		} else if (json_object_object_get_ex(o, "error", NULL)) {
-			snprintf(kp->why, sizeof(kp->why), "its monitor answered %.200s", relay_json_text(o));
-			rc = -EPROTO;
-		} else if (stage == 1 && json_object_object_get_ex(o, "return", NULL)) {
-			stage = 2;
-			run_until = pc_now_ms() + QEMU_PROBE_RUN_MS;
-		} else if (stage == 3 && json_object_object_get_ex(o, "return", &ret) &&
-			   json_object_object_get_ex(ret, "status", &st)) {
+	rd->fd = fd;
+	rc = qmp_handshake(rd, deadline);
+	if (rc == 0) {
+		/* only events come now: the firmware runs, or the vCPU dies */
+		run_until = pc_now_ms() + QEMU_PROBE_RUN_MS;
+		rc = qmp_exchange(rd, run_until < deadline ? run_until : deadline, NULL, NULL, NULL);
+		if (rc == -ETIMEDOUT && pc_now_ms() < deadline)
+			rc = qmp_exchange(rd, deadline, QMP_QUERY_STATUS, "return", &o);
+	}
+	if (rc == 0) {
+		if (json_object_object_get_ex(o, "return", &ret) && json_object_object_get_ex(ret, "status", &st)) {
 			*status = strdup(json_object_get_string(st));
 			if (!*status)
 				rc = -ENOMEM;
+		} else {
+			snprintf(rd->why, sizeof(rd->why), "%.200s", relay_json_text(o));
+			rc = -EPROTO;
 		}
 		json_object_put(o);
 	}
+	if (rc == -EPROTO)
+		snprintf(kp->why, sizeof(kp->why), "its monitor answered %s", rd->why);
 	free(rd);
 	return rc;
 }
@@ -334,34 +372,16 @@ int qemu_resolve_accel(struct relay *r, struct qemu_priv *p, const char *accel)
 int qemu_qmp_wait(struct relay *r, struct qemu_priv *p, int fd, uint64_t deadline)
 {
 	struct qmp_reader *rd = calloc(1, sizeof(*rd));
-	int stage = 0;	/* 0 greeting, 1 capabilities answer, 2 status answer */
-	int rc = 0;
+	int rc;
 
 	if (!rd)
 		return -ENOMEM;
-	while (rc == 0) {
-		json_object *o = NULL;
-
-		rc = qmp_next(fd, rd, deadline, &o);
-		if (rc < 0)
-			break;
-		if (stage == 0 && json_object_object_get_ex(o, "QMP", NULL)) {
-			stage = 1;
-			rc = qmp_send(fd, "{\"execute\": \"qmp_capabilities\"}\n");
-		} else if (json_object_object_get_ex(o, "error", NULL)) {
-			relay_errf(r, "QEMU's monitor answered %.200s; see %s", relay_json_text(o),
-				   p->log[0] ? p->log : "(no log)");
-			rc = -EPROTO;
-		} else if (stage == 1 && json_object_object_get_ex(o, "return", NULL)) {
-			stage = 2;
-			rc = qmp_send(fd, "{\"execute\": \"query-status\"}\n");
-		} else if (stage == 2 && json_object_object_get_ex(o, "return", NULL)) {
-			json_object_put(o);
-			break;
-		}
-		/* anything else is an event: keep reading */
-		json_object_put(o);
-	}
+	rd->fd = fd;
+	rc = qmp_handshake(rd, deadline);
+	if (rc == 0)
+		rc = qmp_exchange(rd, deadline, QMP_QUERY_STATUS, "return", NULL);
+	if (rc == -EPROTO)
+		relay_errf(r, "QEMU's monitor answered %s; see %s", rd->why, p->log[0] ? p->log : "(no log)");
 	free(rd);
 	return rc;
 }

@@ -364,11 +364,69 @@ static int sim_prepare(struct relay *r, struct sim_priv *p)
 	return 0;
 }
 
+/* The state folder's files (media, prepare log, process group, prepare marker), agent, address and key into p. */
+static int sim_paths(struct relay *r, struct sim_priv *p, const struct relay_ctx *ctx, const char *connect)
+{
+	if ((size_t)snprintf(p->media, sizeof(p->media), "%s/media.img", ctx->state_dir) >= sizeof(p->media) ||
+	    (size_t)snprintf(p->log, sizeof(p->log), "%s/prepare.log", ctx->state_dir) >= sizeof(p->log) ||
+	    (size_t)snprintf(p->pgid, sizeof(p->pgid), "%s/" RELAY_GROUP_FILE, ctx->state_dir) >= sizeof(p->pgid) ||
+	    (size_t)snprintf(p->preparing, sizeof(p->preparing), "%s/media.preparing", ctx->state_dir) >=
+		    sizeof(p->preparing) ||
+	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(connect) >= sizeof(p->connect)) {
+		relay_errf(r, "state folder, agent path or address too long");
+		return -ENAMETOOLONG;
+	}
+	pc_strlcpy(p->agent, ctx->agent_path, sizeof(p->agent));
+	pc_strlcpy(p->connect, connect, sizeof(p->connect));
+	pc_strlcpy(p->key, ctx->key_path ? ctx->key_path : "", sizeof(p->key));
+	return 0;
+}
+
+/* Before anything touches the media: an agent an earlier harness left
+ * running would write to it, and say HELLO in our board's name. */
+static int sim_kill_orphans(struct relay *r, const struct sim_priv *p)
+{
+	char note[PATH_MAX * 2 + 256], gerr[sizeof(r->err)], match[PATH_MAX + 8];
+	int rc;
+
+	snprintf(match, sizeof(match), "sim:%s", p->media);
+	rc = relay_group_kill_orphans(p->pgid, match, note, sizeof(note), gerr, sizeof(gerr));
+	if (rc < 0) {
+		relay_errf(r, "%s", gerr);
+		return rc;
+	}
+	if (note[0])
+		pc_warn("board %s: relay sim: %s", r->board, note);
+	return 0;
+}
+
+/* An existing media is a resumed campaign's device: keep its contents;
+ * unless its prepare never finished: no cycle ever ran on it. Else prepare one. */
+static int sim_media(struct relay *r, struct sim_priv *p)
+{
+	struct stat st;
+	int rc;
+
+	if (stat(p->media, &st) < 0 && errno != ENOENT) {
+		rc = -errno;
+		relay_errf(r, "cannot stat %s: %s", p->media, strerror(-rc));
+		return rc;
+	}
+	if (stat(p->media, &st) == 0) {
+		if (access(p->preparing, F_OK) < 0)
+			return 0;
+		pc_warn("board %s: relay sim: %s was being prepared when an earlier powercut stopped; "
+			"preparing it again", r->board, p->media);
+		sim_discard_media(p);
+	}
+	rc = sim_prepare(r, p);
+	return rc < 0 ? rc : 0;
+}
+
 static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct sim_priv *p;
 	const char *connect;
-	struct stat st;
 	json_object *v;
 	int rc;
 
@@ -396,64 +454,20 @@ static int sim_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 	if (cfg && json_object_object_get_ex(cfg, "switch_ms", &v))
 		p->switch_ms = (int)json_object_get_int64(v);
 	rc = sim_read_device(r, p, ctx->device);
-	if (rc < 0)
-		goto fail;
-	if ((size_t)snprintf(p->media, sizeof(p->media), "%s/media.img", ctx->state_dir) >= sizeof(p->media) ||
-	    (size_t)snprintf(p->log, sizeof(p->log), "%s/prepare.log", ctx->state_dir) >= sizeof(p->log) ||
-	    (size_t)snprintf(p->pgid, sizeof(p->pgid), "%s/" RELAY_GROUP_FILE, ctx->state_dir) >= sizeof(p->pgid) ||
-	    (size_t)snprintf(p->preparing, sizeof(p->preparing), "%s/media.preparing", ctx->state_dir) >=
-		    sizeof(p->preparing) ||
-	    strlen(ctx->agent_path) >= sizeof(p->agent) || strlen(connect) >= sizeof(p->connect)) {
-		rc = -ENAMETOOLONG;
-		relay_errf(r, "state folder, agent path or address too long");
-		goto fail;
-	}
-	pc_strlcpy(p->agent, ctx->agent_path, sizeof(p->agent));
-	pc_strlcpy(p->connect, connect, sizeof(p->connect));
-	pc_strlcpy(p->key, ctx->key_path ? ctx->key_path : "", sizeof(p->key));
-	rc = pc_mkdir_p(ctx->state_dir, 0755);
-	if (rc < 0) {
+	if (rc >= 0)
+		rc = sim_paths(r, p, ctx, connect);
+	if (rc >= 0 && (rc = pc_mkdir_p(ctx->state_dir, 0755)) < 0)
 		relay_errf(r, "cannot create %s: %s", ctx->state_dir, strerror(-rc));
-		goto fail;
+	if (rc >= 0)
+		rc = sim_kill_orphans(r, p);
+	if (rc >= 0)
+		rc = sim_media(r, p);
+	if (rc < 0) {
+		free(p);
+		return rc;
 	}
-	/* Before anything touches the media: an agent an earlier harness left
-	 * running would write to it, and say HELLO in our board's name. */
-	{
-		char note[PATH_MAX * 2 + 256], gerr[sizeof(r->err)], match[PATH_MAX + 8];
-
-		snprintf(match, sizeof(match), "sim:%s", p->media);
-		rc = relay_group_kill_orphans(p->pgid, match, note, sizeof(note), gerr, sizeof(gerr));
-		if (rc < 0) {
-			relay_errf(r, "%s", gerr);
-			goto fail;
-		}
-		if (note[0])
-			pc_warn("board %s: relay sim: %s", r->board, note);
-	}
-	/* An existing media is a resumed campaign's device: keep its contents;
-	 * unless its prepare never finished: no cycle ever ran on it. */
-	if (stat(p->media, &st) < 0 && errno != ENOENT) {
-		rc = -errno;
-		relay_errf(r, "cannot stat %s: %s", p->media, strerror(-rc));
-		goto fail;
-	}
-	if (stat(p->media, &st) == 0) {
-		if (access(p->preparing, F_OK) < 0) {
-			r->priv = p;
-			return 0;
-		}
-		pc_warn("board %s: relay sim: %s was being prepared when an earlier powercut stopped; "
-			"preparing it again", r->board, p->media);
-		sim_discard_media(p);
-	}
-	rc = sim_prepare(r, p);
-	if (rc < 0)
-		goto fail;
 	r->priv = p;
 	return 0;
-fail:
-	free(p);
-	return rc;
 }
 
 /* Cut: SIGKILL the whole group, then reap the leader. 0 or -ETIMEDOUT. */

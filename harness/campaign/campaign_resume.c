@@ -227,67 +227,69 @@ static int stop_keys_same(json_object *a, json_object *b)
 	return 1;
 }
 
-int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
+/*
+ * A folder that holds a campaign (old, which this puts): its format kept,
+ * its configuration the same but for cycles and the stop keys, and this
+ * run's stop keys put on record. 0, or -errno with err.
+ */
+static int campaign_json_resume(struct camp *c, json_object *old, const char *path, char *err, size_t errlen)
 {
-	char path[PATH_MAX + 32];
-	json_object *doc, *old, *cfgcopy = NULL, *host;
-	struct utsname u;
-	char hn[256] = "", id[80];
+	json_object *oc = NULL, *ocopy = NULL, *cfgcopy = NULL, *fv = NULL;
+	int same, minor;
 
-	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, c->res.dir);
-	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
 	/* --cycles may grow a campaign, and when to stop is the run's choice:
 	 * compare everything else */
+	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
 	json_object_object_del(cfgcopy, "cycles");
 	camp_stop_keys_del(cfgcopy);
-	old = json_object_from_file(path);
-	*existing = old != NULL;
-	if (old) {
-		json_object *oc = NULL, *ocopy = NULL;
-		int same;
-		json_object *fv = NULL;
-		int minor;
-
-		/* the folder keeps the format it was started in: a resumed run
-		 * writes verdicts like the ones already there */
-		json_object_object_get_ex(old, "format", &fv);
-		if (pc_format_read(fv, path, &c->format, &minor, err, errlen)) {
-			json_object_put(old);
-			json_object_put(cfgcopy);
-			return -EINVAL;
-		}
-		json_object_object_get_ex(old, "config", &oc);
-		json_object_deep_copy(oc, &ocopy, NULL);
-		json_object_object_del(ocopy, "cycles");
-		camp_stop_keys_del(ocopy);
-		same = ocopy && json_object_equal(ocopy, cfgcopy);
-		json_object_put(ocopy);
-		json_object_put(cfgcopy);
-		if (!same) {
-			json_object_put(old);
-			snprintf(err, errlen, "%s holds a campaign with a different configuration; resume it with "
-				 "the configuration it was started with, or choose another --results folder", c->res.dir);
-			return -EEXIST;
-		}
-		/* the stop keys of this run, on record (status reads the target
-		 * and the floor there); the first run's cycles stay */
-		json_object_object_get_ex(old, "config", &oc);
-		if (oc && !stop_keys_same(oc, c->cfg->root)) {
-			json_object *nc = NULL, *cy = NULL;
-			int ret;
-
-			json_object_deep_copy(c->cfg->root, &nc, NULL);
-			if (json_object_object_get_ex(oc, "cycles", &cy))
-				json_object_object_add(nc, "cycles", json_object_get(cy));
-			json_object_object_add(old, "config", nc);
-			ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, old, err, errlen);
-			json_object_put(old);
-			return ret;
-		}
+	/* the folder keeps the format it was started in: a resumed run
+	 * writes verdicts like the ones already there */
+	json_object_object_get_ex(old, "format", &fv);
+	if (pc_format_read(fv, path, &c->format, &minor, err, errlen)) {
 		json_object_put(old);
-		return 0;
+		json_object_put(cfgcopy);
+		return -EINVAL;
 	}
+	json_object_object_get_ex(old, "config", &oc);
+	json_object_deep_copy(oc, &ocopy, NULL);
+	json_object_object_del(ocopy, "cycles");
+	camp_stop_keys_del(ocopy);
+	same = ocopy && json_object_equal(ocopy, cfgcopy);
+	json_object_put(ocopy);
 	json_object_put(cfgcopy);
+	if (!same) {
+		json_object_put(old);
+		snprintf(err, errlen, "%s holds a campaign with a different configuration; resume it with "
+			 "the configuration it was started with, or choose another --results folder", c->res.dir);
+		return -EEXIST;
+	}
+	/* the stop keys of this run, on record (status reads the target
+	 * and the floor there); the first run's cycles stay */
+	json_object_object_get_ex(old, "config", &oc);
+	if (oc && !stop_keys_same(oc, c->cfg->root)) {
+		json_object *nc = NULL, *cy = NULL;
+		int ret;
+
+		json_object_deep_copy(c->cfg->root, &nc, NULL);
+		if (json_object_object_get_ex(oc, "cycles", &cy))
+			json_object_object_add(nc, "cycles", json_object_get(cy));
+		json_object_object_add(old, "config", nc);
+		ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, old, err, errlen);
+		json_object_put(old);
+		return ret;
+	}
+	json_object_put(old);
+	return 0;
+}
+
+/* A new campaign.json: this format, the campaign, the host it runs on, its configuration. */
+static int campaign_json_new(struct camp *c, char *err, size_t errlen)
+{
+	json_object *doc, *host, *cfgcopy = NULL;
+	struct utsname u;
+	char hn[256] = "", id[80];
+	int ret;
+
 	uname(&u);
 	gethostname(hn, sizeof(hn) - 1);
 	doc = json_object_new_object();
@@ -304,12 +306,22 @@ int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
 	json_object_object_add(host, "machine", json_object_new_string(u.machine));
 	json_object_object_add(host, "powercut", json_object_new_string(PC_VERSION));
 	json_object_object_add(doc, "host", host);
-	cfgcopy = NULL;
 	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
 	json_object_object_add(doc, "config", cfgcopy);
-	{
-		int ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, doc, err, errlen);
-		json_object_put(doc);
-		return ret;
-	}
+	ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, doc, err, errlen);
+	json_object_put(doc);
+	return ret;
+}
+
+int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 32];
+	json_object *old;
+
+	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, c->res.dir);
+	old = json_object_from_file(path);
+	*existing = old != NULL;
+	if (old)
+		return campaign_json_resume(c, old, path, err, errlen);
+	return campaign_json_new(c, err, errlen);
 }

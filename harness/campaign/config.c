@@ -275,30 +275,15 @@ static int cfg_boards(struct cfg_ctx *x, json_object *arr, struct campaign_cfg *
 	return 0;
 }
 
-static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
+/* "listen" (host:port, default 127.0.0.1:0) and "key_file", into c. */
+static int cfg_top_listen(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 {
-	json_object *v, *root, *boards, *share = NULL;
 	const char *listen = "127.0.0.1:0";
+	json_object *v;
 	char host[128];
 	uint16_t port;
 	int rc;
 
-	if (!json_object_is_type(doc, json_type_object))
-		return cfg_fail(x, NULL, "expected a JSON object at the top, got %s", cfg_jtype(doc));
-	if ((rc = cfg_check_keys(x, doc, NULL, top_keys)))
-		return rc;
-	if (!(v = cfg_jget(doc, "campaign")))
-		return cfg_fail(x, NULL, "missing required key 'campaign' (the campaign's name)");
-	if ((rc = cfg_name(x, v, "campaign", c->name, sizeof(c->name))))
-		return rc;
-	if (!(v = cfg_jget(doc, "cycles")))
-		return cfg_fail(x, NULL, "missing required key 'cycles' (power cycles to run, 1..%u)",
-				CFG_MAX_CYCLES);
-	if ((rc = cfg_u32(x, v, "cycles", 1, CFG_MAX_CYCLES, &c->cycles)))
-		return rc;
-	c->seed = 1;
-	if ((v = cfg_jget(doc, "seed")) && (rc = cfg_u64(x, v, "seed", 0, UINT64_MAX, &c->seed)))
-		return rc;
 	if ((v = cfg_jget(doc, "listen"))) {
 		if ((rc = cfg_str(x, v, "listen", &listen)))
 			return rc;
@@ -316,33 +301,35 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 			return cfg_fail(x, "key_file", "expected the path of the campaign's key file");
 		pc_strlcpy(c->key_file, kf, sizeof(c->key_file));
 	}
-	c->incomplete_infra_share = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
-	if ((share = cfg_jget(doc, "incomplete_infra_share"))) {
-		/* a share, not a percentage: 10 for 10% is the typo to catch */
-		if (!json_object_is_type(share, json_type_double) && !json_object_is_type(share, json_type_int))
-			return cfg_fail(x, "incomplete_infra_share", "expected a number from 0 to 1 (the share of "
-					"a device's cycles that may be INFRA_ERROR: 0.1 is 10%%), got %s", cfg_jtype(share));
-		c->incomplete_infra_share = json_object_get_double(share);
-		if (!(c->incomplete_infra_share >= 0.0 && c->incomplete_infra_share <= 1.0))
-			return cfg_fail(x, "incomplete_infra_share", "%g is out of range 0..1 (a share of the cycles: "
-					"0.1 is 10%%)", c->incomplete_infra_share);
-	}
-	if ((v = cfg_jget(doc, "target")) && (rc = cfg_target(x, v, c)))
-		return rc;
-	c->min_free = CFG_DEFAULT_MIN_FREE;
-	if ((v = cfg_jget(doc, "results_min_free")) && (rc = cfg_min_free(x, v, &c->min_free)))
-		return rc;
-	if ((x->defaults = cfg_jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
-		return rc;
-	if (!(v = cfg_jget(doc, "boards")))
-		return cfg_fail(x, NULL, "missing required key 'boards' (an array of 1 to %u boards)",
-				CFG_MAX_BOARDS);
-	root = json_object_new_object();
-	boards = json_object_new_array();
+	return 0;
+}
+
+static int cfg_infra_share(struct cfg_ctx *x, json_object *share, struct campaign_cfg *c)
+{
+	/* a share, not a percentage: 10 for 10% is the typo to catch */
+	if (!json_object_is_type(share, json_type_double) && !json_object_is_type(share, json_type_int))
+		return cfg_fail(x, "incomplete_infra_share", "expected a number from 0 to 1 (the share of "
+				"a device's cycles that may be INFRA_ERROR: 0.1 is 10%%), got %s", cfg_jtype(share));
+	c->incomplete_infra_share = json_object_get_double(share);
+	if (!(c->incomplete_infra_share >= 0.0 && c->incomplete_infra_share <= 1.0))
+		return cfg_fail(x, "incomplete_infra_share", "%g is out of range 0..1 (a share of the cycles: "
+				"0.1 is 10%%)", c->incomplete_infra_share);
+	return 0;
+}
+
+/*
+ * The resolved top of campaign.json into c->root (which owns it): the
+ * campaign's keys as read; its "boards" array, still empty, returned for
+ * cfg_boards to fill; NULL when out of memory.
+ */
+static json_object *cfg_top_resolved(json_object *doc, struct campaign_cfg *c, json_object *share)
+{
+	json_object *root = json_object_new_object(), *boards = json_object_new_array();
+
 	if (!root || !boards) {
 		json_object_put(root);
 		json_object_put(boards);
-		return cfg_fail(x, NULL, "out of memory");
+		return NULL;
 	}
 	c->root = root;
 	cfg_put(root, "campaign", json_object_new_string(c->name));
@@ -365,6 +352,47 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 	if (cfg_jget(doc, "results_min_free"))
 		cfg_put(root, "results_min_free", json_object_new_uint64(c->min_free));
 	cfg_put(root, "boards", boards);
+	return boards;
+}
+
+static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
+{
+	json_object *v, *boards, *share = NULL;
+	int rc;
+
+	if (!json_object_is_type(doc, json_type_object))
+		return cfg_fail(x, NULL, "expected a JSON object at the top, got %s", cfg_jtype(doc));
+	if ((rc = cfg_check_keys(x, doc, NULL, top_keys)))
+		return rc;
+	if (!(v = cfg_jget(doc, "campaign")))
+		return cfg_fail(x, NULL, "missing required key 'campaign' (the campaign's name)");
+	if ((rc = cfg_name(x, v, "campaign", c->name, sizeof(c->name))))
+		return rc;
+	if (!(v = cfg_jget(doc, "cycles")))
+		return cfg_fail(x, NULL, "missing required key 'cycles' (power cycles to run, 1..%u)",
+				CFG_MAX_CYCLES);
+	if ((rc = cfg_u32(x, v, "cycles", 1, CFG_MAX_CYCLES, &c->cycles)))
+		return rc;
+	c->seed = 1;
+	if ((v = cfg_jget(doc, "seed")) && (rc = cfg_u64(x, v, "seed", 0, UINT64_MAX, &c->seed)))
+		return rc;
+	if ((rc = cfg_top_listen(x, doc, c)))
+		return rc;
+	c->incomplete_infra_share = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
+	if ((share = cfg_jget(doc, "incomplete_infra_share")) && (rc = cfg_infra_share(x, share, c)))
+		return rc;
+	if ((v = cfg_jget(doc, "target")) && (rc = cfg_target(x, v, c)))
+		return rc;
+	c->min_free = CFG_DEFAULT_MIN_FREE;
+	if ((v = cfg_jget(doc, "results_min_free")) && (rc = cfg_min_free(x, v, &c->min_free)))
+		return rc;
+	if ((x->defaults = cfg_jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
+		return rc;
+	if (!(v = cfg_jget(doc, "boards")))
+		return cfg_fail(x, NULL, "missing required key 'boards' (an array of 1 to %u boards)",
+				CFG_MAX_BOARDS);
+	if (!(boards = cfg_top_resolved(doc, c, share)))
+		return cfg_fail(x, NULL, "out of memory");
 	return cfg_boards(x, v, c, boards);
 }
 

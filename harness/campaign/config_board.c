@@ -130,18 +130,10 @@ static int cfg_sim_size(struct cfg_ctx *x, json_object *v, uint64_t *size)
 	return 0;
 }
 
-static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_object *out,
-		   uint32_t *nslots, uint64_t *size)
+/* The sim device's keys known, and the identity its HELLO must say copied to out. */
+static int cfg_sim_keys(struct cfg_ctx *x, json_object *d, json_object *out)
 {
-	json_object *v;
-	struct pc_geom g;
-	char path[160], why[256];
-	const char *prof = "honest";
-	unsigned bits;
-	uint32_t program_us = 20, cache_sectors = 256;
-	uint64_t seed = 1;
-	double rate = 0.01;
-	int rc;
+	char path[160];
 
 	json_object_object_foreach(d, key, val) {
 		if (cfg_in_list(key, cfg_ident_keys)) {
@@ -155,6 +147,18 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 			return cfg_unknown_key(x, cfg_bsec(x, path, sizeof(path), "device", key), key, sim_keys,
 					       strcmp(key, "path") == 0 ? " (\"path\" is for backend \"posix\")" : NULL);
 	}
+	return 0;
+}
+
+/* device.size (4 MiB unless given) within max_region_bytes, and the slots it holds. */
+static int cfg_sim_region(struct cfg_ctx *x, json_object *d, const struct board_cfg *b, uint32_t *nslots,
+			  uint64_t *size)
+{
+	json_object *v;
+	struct pc_geom g;
+	char path[160], why[256];
+	int rc;
+
 	*size = 4u << 20;
 	if ((v = cfg_jget(d, "size")) && (rc = cfg_sim_size(x, v, size)))
 		return rc;
@@ -168,6 +172,52 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	if (pc_geom_init(&g, *size, b->record_size, 0, why, sizeof(why)) != 0)
 		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "device", "size"), "%s", why);
 	*nslots = g.nslots;
+	return 0;
+}
+
+/* What the sim keeps of its inputs (keep_inputs) and a cut it makes itself (cut_after_sectors). */
+static int cfg_sim_inputs(struct cfg_ctx *x, json_object *d, const struct board_cfg *b, json_object *out)
+{
+	json_object *v;
+	char path[160];
+	int rc;
+
+	if ((v = cfg_jget(d, "keep_inputs"))) {
+		const struct relay_ops *ops = relay_find(b->relay_driver);
+		uint32_t keep;
+
+		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "keep_inputs"), 0, 1000, &keep)))
+			return rc;
+		/* the relay's ability, not its name: only one that starts the agent on a sim device passes it */
+		if (keep && !(ops && (ops->caps & RELAY_CAP_SIM_AGENT)))
+			return cfg_fail(x, path, "only the sim relay starts the agent with --sim-keep-inputs; with "
+					"relay \"%s\" give the agent --sim-keep-inputs %" PRIu32 " yourself and drop "
+					"this key", b->relay_driver, keep);
+		cfg_put(out, "keep_inputs", json_object_new_int64(keep));
+	}
+	if ((v = cfg_jget(d, "cut_after_sectors"))) {
+		uint64_t cut;
+		if ((rc = cfg_u64(x, v, cfg_bpath(x, path, sizeof(path), "device", "cut_after_sectors"), 1, UINT32_MAX, &cut)))
+			return rc;
+		cfg_put(out, "cut_after_sectors", json_object_new_uint64(cut));
+	}
+	return 0;
+}
+
+static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_object *out,
+		   uint32_t *nslots, uint64_t *size)
+{
+	json_object *v;
+	char path[160], why[256];
+	const char *prof = "honest";
+	unsigned bits;
+	uint32_t program_us = 20, cache_sectors = 256;
+	uint64_t seed = 1;
+	double rate = 0.01;
+	int rc;
+
+	if ((rc = cfg_sim_keys(x, d, out)) || (rc = cfg_sim_region(x, d, b, nslots, size)))
+		return rc;
 	if ((v = cfg_jget(d, "profile"))) {
 		if ((rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "device", "profile"), &prof)))
 			return rc;
@@ -201,26 +251,7 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	cfg_put(out, "seed", json_object_new_uint64(seed));
 	/* keep the text the user wrote ("0.01", not 0.010000000000000000208) */
 	cfg_put(out, "rate", v ? cfg_copy(v) : json_object_new_double(rate));
-	if ((v = cfg_jget(d, "keep_inputs"))) {
-		const struct relay_ops *ops = relay_find(b->relay_driver);
-		uint32_t keep;
-
-		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "keep_inputs"), 0, 1000, &keep)))
-			return rc;
-		/* the relay's ability, not its name: only one that starts the agent on a sim device passes it */
-		if (keep && !(ops && (ops->caps & RELAY_CAP_SIM_AGENT)))
-			return cfg_fail(x, path, "only the sim relay starts the agent with --sim-keep-inputs; with "
-					"relay \"%s\" give the agent --sim-keep-inputs %" PRIu32 " yourself and drop "
-					"this key", b->relay_driver, keep);
-		cfg_put(out, "keep_inputs", json_object_new_int64(keep));
-	}
-	if ((v = cfg_jget(d, "cut_after_sectors"))) {
-		uint64_t cut;
-		if ((rc = cfg_u64(x, v, cfg_bpath(x, path, sizeof(path), "device", "cut_after_sectors"), 1, UINT32_MAX, &cut)))
-			return rc;
-		cfg_put(out, "cut_after_sectors", json_object_new_uint64(cut));
-	}
-	return 0;
+	return cfg_sim_inputs(x, d, b, out);
 }
 
 /* Posix: the agent is told its device on its own command line; these keys only describe it. */

@@ -408,26 +408,21 @@ static json_object *load_json(const char *path, char *err, size_t errlen)
 }
 
 /*
- * The lab's campaign with the board's relay and console filled in from
- * LAVA. NULL and err set when LAVA's device cannot run it.
+ * The one board this LAVA device is (board, or the only one) left alone in
+ * doc's "boards": it, or NULL with err.
  */
-static json_object *campaign_for_lava(const char *path, const char *board, char *name, size_t namelen,
-				      char *err, size_t errlen)
+static json_object *lava_pick_board(json_object *doc, const char *path, const char *board, char *err,
+				    size_t errlen)
 {
-	const char *on = getenv("LAVA_POWER_ON_COMMAND"), *off = getenv("LAVA_POWER_OFF_COMMAND");
-	const char *conn = getenv("LAVA_CONNECTION_COMMAND");
-	json_object *doc = load_json(path, err, errlen), *boards, *b = NULL, *link = NULL, *type;
-	char url[300], why[400];
+	json_object *boards, *b = NULL, *nm;
 
-	if (!doc)
-		return NULL;
 	if (!json_object_object_get_ex(doc, "boards", &boards) || !json_object_is_type(boards, json_type_array) ||
 	    json_object_array_length(boards) == 0) {
 		snprintf(err, errlen, "%s: no \"boards\" array", path);
-		goto fail;
+		return NULL;
 	}
 	for (size_t i = 0; i < json_object_array_length(boards); i++) {
-		json_object *c = json_object_array_get_idx(boards, i), *nm;
+		json_object *c = json_object_array_get_idx(boards, i);
 		const char *s = json_object_object_get_ex(c, "name", &nm) ? json_object_get_string(nm) : NULL;
 
 		if (board ? (s && !strcmp(s, board)) : json_object_array_length(boards) == 1)
@@ -439,58 +434,92 @@ static json_object *campaign_for_lava(const char *path, const char *board, char 
 		else
 			snprintf(err, errlen, "%s: %zu boards: say which this LAVA device is (--board NAME)", path,
 				 json_object_array_length(boards));
-		goto fail;
+		return NULL;
 	}
-	json_object *nm;
 	if (!json_object_is_type(b, json_type_object) || !json_object_object_get_ex(b, "name", &nm) ||
 	    !json_object_is_type(nm, json_type_string) || !json_object_get_string_len(nm)) {
 		snprintf(err, errlen, "%s: the board is not an object with a \"name\" (see docs/config.md)", path);
-		goto fail;
+		return NULL;
 	}
 	/* the campaign runs this board only: one LAVA device, one job */
 	json_object_get(b);
 	json_object_object_add(doc, "boards", json_object_new_array());
 	json_object_object_get_ex(doc, "boards", &boards);
 	json_object_array_add(boards, b);
-	snprintf(name, namelen, "%s", json_object_get_string(json_object_object_get(b, "name")));
+	return b;
+}
+
+/* The board's relay: LAVA's power commands (LAVA_POWER_ON/OFF_COMMAND), which must be set. */
+static int lava_power(json_object *b, const char *name, char *err, size_t errlen)
+{
+	const char *on = getenv("LAVA_POWER_ON_COMMAND"), *off = getenv("LAVA_POWER_OFF_COMMAND");
 
 	if (!off || !*off) {
 		snprintf(err, errlen, "board %s: LAVA_POWER_OFF_COMMAND is not set (the device dictionary has no "
 			 "power_off command): powercut cannot cut the power", name);
-		goto fail;
+		return -1;
 	}
 	if (!on || !*on) {
 		snprintf(err, errlen, "board %s: LAVA_POWER_ON_COMMAND is not set (the device dictionary has no "
 			 "power_on command)", name);
-		goto fail;
+		return -1;
 	}
 	if (strlen(on) > LAVA_CMD_MAX || strlen(off) > LAVA_CMD_MAX) {
 		snprintf(err, errlen, "board %s: a power command is longer than %d bytes", name, LAVA_CMD_MAX);
-		goto fail;
+		return -1;
 	}
 	json_object_object_add(b, "relay", relay_from_env(on, off));
+	return 0;
+}
+
+/* The board's link (tcp unless given) on LAVA's console (LAVA_CONNECTION_COMMAND); a serial link needs it. */
+static int lava_link(json_object *b, const char *path, const char *name, char *err, size_t errlen)
+{
+	const char *conn = getenv("LAVA_CONNECTION_COMMAND");
+	json_object *link = NULL, *type;
+	char url[300], why[400];
+	int serial;
 
 	if (json_object_object_get_ex(b, "link", &link) && !json_object_is_type(link, json_type_object)) {
 		snprintf(err, errlen, "%s: board %s: \"link\" is not an object (see docs/config.md)", path, name);
-		goto fail;
+		return -1;
 	}
 	if (!link) {
 		link = json_object_new_object();
 		json_object_object_add(link, "type", json_object_new_string("tcp"));
 		json_object_object_add(b, "link", link);
 	}
-	int serial = json_object_object_get_ex(link, "type", &type) && !strcmp(json_object_get_string(type), "serial");
+	serial = json_object_object_get_ex(link, "type", &type) && !strcmp(json_object_get_string(type), "serial");
 	if (conn && *conn) {
 		if (lava_parse_console(conn, url, sizeof(url), why, sizeof(why))) {
 			snprintf(err, errlen, "board %s: LAVA_CONNECTION_COMMAND %s", name, why);
-			goto fail;
+			return -1;
 		}
 		json_object_object_add(link, serial ? "device" : "console", json_object_new_string(url));
 	} else if (serial) {
 		snprintf(err, errlen, "board %s: its link is the serial console but LAVA_CONNECTION_COMMAND is not set "
 			 "(the device dictionary has no connection command tagged primary)", name);
-		goto fail;
+		return -1;
 	}
+	return 0;
+}
+
+/*
+ * The lab's campaign with the board's relay and console filled in from
+ * LAVA. NULL and err set when LAVA's device cannot run it.
+ */
+static json_object *campaign_for_lava(const char *path, const char *board, char *name, size_t namelen,
+				      char *err, size_t errlen)
+{
+	json_object *doc = load_json(path, err, errlen), *b;
+
+	if (!doc)
+		return NULL;
+	if (!(b = lava_pick_board(doc, path, board, err, errlen)))
+		goto fail;
+	snprintf(name, namelen, "%s", json_object_get_string(json_object_object_get(b, "name")));
+	if (lava_power(b, name, err, errlen) || lava_link(b, path, name, err, errlen))
+		goto fail;
 	return doc;
 fail:
 	json_object_put(doc);
@@ -626,6 +655,63 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 	return rc;
 }
 
+/* The campaign as run (campaign_for_lava) written to cfg: 0, or -1 raised to LAVA. */
+static int lava_write_campaign(struct teller *t, const char *campaign, const char *board, const char *cfg,
+			       char *name, size_t namelen)
+{
+	char err[1024];
+	json_object *doc = campaign_for_lava(campaign, board, name, namelen, err, sizeof(err));
+
+	if (!doc) {
+		test_raise(t, "powercut: %s", err);
+		return -1;
+	}
+	if (json_object_to_file_ext(cfg, doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
+		json_object_put(doc);
+		test_raise(t, "powercut: board %s: cannot write %s: %s", name, cfg, strerror(errno));
+		return -1;
+	}
+	json_object_put(doc);
+	printf("powercut lava: board %s: the campaign as run is %s\n", name, cfg);
+	fflush(stdout);
+	return 0;
+}
+
+/* powercut run on the campaign as run, no report: its exit status. */
+static int lava_run(const char *cfg, const char *results, const char *cycles, const char *agent)
+{
+	char *run[12] = { "run", (char *)cfg, "--results", (char *)results, "--no-report" };
+	int n = 5;
+
+	if (cycles) {
+		run[n++] = "--cycles";
+		run[n++] = (char *)cycles;
+	}
+	if (agent) {
+		run[n++] = "--agent";
+		run[n++] = (char *)agent;
+	}
+	run[n] = NULL;
+	return self_run(run);
+}
+
+/* powercut report as JSON into rep, then given to LAVA as test cases: 0, or -1 raised. */
+static int lava_give_report(struct teller *t, char *rep, const char *results, const char *name)
+{
+	char err[1024];
+	char *report[] = { "report", "--format", "json", "-o", rep, (char *)results, NULL };
+	int rrc = self_run(report), lrc;
+	json_object *r = rrc >= 0 && rrc != 2 ? load_json(rep, err, sizeof(err)) : NULL;
+
+	if (!r) {
+		test_raise(t, "powercut: board %s: powercut report exited %d: no report to give LAVA", name, rrc);
+		return -1;
+	}
+	lrc = report_to_lava(t, r, name);
+	json_object_put(r);
+	return t->raised || lrc ? -1 : 0;
+}
+
 int cmd_lava(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -639,7 +725,7 @@ int cmd_lava(int argc, char **argv)
 	};
 	const char *results = NULL, *board = NULL, *cycles = NULL, *agent = NULL;
 	struct teller t = { 0 };
-	char err[1024], name[128] = "?", cfg[PATH_MAX], rep[PATH_MAX];
+	char name[128] = "?", cfg[PATH_MAX], rep[PATH_MAX];
 	int o;
 
 	optind = 1;
@@ -668,47 +754,15 @@ int cmd_lava(int argc, char **argv)
 	snprintf(cfg, sizeof(cfg), "%.*s.lava.json", (int)rl, results);
 	snprintf(rep, sizeof(rep), "%.*s.report.json", (int)rl, results);
 
-	json_object *doc = campaign_for_lava(argv[optind], board, name, sizeof(name), err, sizeof(err));
-	if (!doc) {
-		test_raise(&t, "powercut: %s", err);
+	if (lava_write_campaign(&t, argv[optind], board, cfg, name, sizeof(name)))
 		return 2;
-	}
-	if (json_object_to_file_ext(cfg, doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
-		json_object_put(doc);
-		test_raise(&t, "powercut: board %s: cannot write %s: %s", name, cfg, strerror(errno));
-		return 2;
-	}
-	json_object_put(doc);
-	printf("powercut lava: board %s: the campaign as run is %s\n", name, cfg);
-	fflush(stdout);
-
-	char *run[12] = { "run", cfg, "--results", (char *)results, "--no-report" };
-	int n = 5;
-	if (cycles) {
-		run[n++] = "--cycles";
-		run[n++] = (char *)cycles;
-	}
-	if (agent) {
-		run[n++] = "--agent";
-		run[n++] = (char *)agent;
-	}
-	run[n] = NULL;
-	int rc = self_run(run);
+	int rc = lava_run(cfg, results, cycles, agent);
 	if (rc == 2 || rc < 0) {
 		test_raise(&t, "powercut: board %s: powercut run exited %d (an error of the run, not a verdict): "
 			   "its messages are in the job log", name, rc);
 		return 2;
 	}
-	char *report[] = { "report", "--format", "json", "-o", rep, (char *)results, NULL };
-	int rrc = self_run(report);
-	json_object *r = rrc >= 0 && rrc != 2 ? load_json(rep, err, sizeof(err)) : NULL;
-	if (!r) {
-		test_raise(&t, "powercut: board %s: powercut report exited %d: no report to give LAVA", name, rrc);
-		return 2;
-	}
-	int lrc = report_to_lava(&t, r, name);
-	json_object_put(r);
-	if (t.raised || lrc)
+	if (lava_give_report(&t, rep, results, name))
 		return 2;
 	printf("powercut lava: board %s: results given to LAVA (powercut run exited %d)\n", name, rc);
 	return 0;

@@ -740,6 +740,67 @@ static int on_power_on(struct engine *e, struct board *b, json_object *ev, unsig
 	return 0;
 }
 
+/* The cut, on record: what the campaign did, kept for the verdict of the cycle it cut. */
+static void on_cut(struct board *b, json_object *ev, unsigned cycle)
+{
+	json_object *c;
+
+	if (!b->w || b->w->cycle != cycle)
+		return;
+	c = json_object_new_object();
+	json_object_object_foreach(ev, k, val)
+		if (strcmp(k, "t") && strcmp(k, "ev") && strcmp(k, "board") && strcmp(k, "cycle"))
+			json_object_object_add(c, k, json_object_get(val));
+	json_object_put(b->w->cut);
+	b->w->cut = c;
+}
+
+static int on_boot_fail(struct engine *e, struct board *b, json_object *ev, unsigned cycle, char *err,
+			size_t errlen)
+{
+	uint64_t dead = 0;
+	int rc;
+
+	/* the campaign's decision, on record: N BOOT_FAILs in a row, the
+	 * device is dead (an older harness never says: 0) */
+	if (json_object_object_get_ex(ev, PC_DEAD_DEVICE, NULL) &&
+	    pc_json_u64(ev, PC_DEAD_DEVICE, ENGINE_MAX_CYCLE, &dead, err, errlen))
+		return -EINVAL;
+	e->dead_device = (uint32_t)dead;
+	rc = eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
+	e->dead_device = 0;
+	return rc;
+}
+
+/* The final verification failed (kind PC_EV_FINAL_INFRA or PC_EV_FINAL_BOOT_FAIL). */
+static int on_final_failed(struct engine *e, struct board *b, json_object *ev, int kind)
+{
+	/* the final verification has no cycle of its own: a refused boot
+	 * in it is no cycle's verdict either */
+	b->refused = 0;
+	if (!b->w)
+		return 0;
+	if (kind == PC_EV_FINAL_INFRA)
+		return eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, eng_jstr(ev, "reason", "final verification failed"),
+					NULL);
+	return eng_verdict_unjudged(e, b, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"), NULL);
+}
+
+static int on_infra(struct engine *e, struct board *b, json_object *ev, unsigned cycle)
+{
+	const char *why = eng_jstr(ev, "reason", "infrastructure error");
+
+	if (b->refused && b->refused_cycle == cycle)
+		b->refused = 0;	/* the campaign's verdict for the refused boot */
+	if (b->w && b->w->cycle == cycle) {
+		if (!b->w->infra[0])
+			pc_strlcpy(b->w->infra, why, sizeof(b->w->infra));
+		return 0;
+	}
+	eng_scan_reset(b);
+	return eng_verdict_simple(e, b, cycle, PC_OUT_INFRA_ERROR, why);
+}
+
 int engine_feed_event(struct engine *e, const struct engine_event *x, char *err, size_t errlen)
 {
 	json_object *v, *ev = x->obj;
@@ -783,52 +844,15 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 	case PC_EV_VERIFY:
 		return b->refused ? 0 : on_verify(b, ev, err, errlen);
 	case PC_EV_CUT:
-		if (b->w && b->w->cycle == cycle) {
-			json_object *c = json_object_new_object();
-			json_object_object_foreach(ev, k, val)
-				if (strcmp(k, "t") && strcmp(k, "ev") && strcmp(k, "board") && strcmp(k, "cycle"))
-					json_object_object_add(c, k, json_object_get(val));
-			json_object_put(b->w->cut);
-			b->w->cut = c;
-		}
+		on_cut(b, ev, cycle);
 		return 0;
-	case PC_EV_BOOT_FAIL: {
-		uint64_t dead = 0;
-		int rc;
-
-		/* the campaign's decision, on record: N BOOT_FAILs in a row, the
-		 * device is dead (an older harness never says: 0) */
-		if (json_object_object_get_ex(ev, PC_DEAD_DEVICE, NULL) &&
-		    pc_json_u64(ev, PC_DEAD_DEVICE, ENGINE_MAX_CYCLE, &dead, err, errlen))
-			return -EINVAL;
-		e->dead_device = (uint32_t)dead;
-		rc = eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
-		e->dead_device = 0;
-		return rc;
-	}
+	case PC_EV_BOOT_FAIL:
+		return on_boot_fail(e, b, ev, cycle, err, errlen);
 	case PC_EV_FINAL_INFRA:
 	case PC_EV_FINAL_BOOT_FAIL:
-		/* the final verification has no cycle of its own: a refused boot
-		 * in it is no cycle's verdict either */
-		b->refused = 0;
-		if (!b->w)
-			return 0;
-		if (x->kind == PC_EV_FINAL_INFRA)
-			return eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, eng_jstr(ev, "reason", "final verification failed"),
-						NULL);
-		return eng_verdict_unjudged(e, b, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"), NULL);
-	case PC_EV_INFRA: {
-		const char *why = eng_jstr(ev, "reason", "infrastructure error");
-		if (b->refused && b->refused_cycle == cycle)
-			b->refused = 0;	/* the campaign's verdict for the refused boot */
-		if (b->w && b->w->cycle == cycle) {
-			if (!b->w->infra[0])
-				pc_strlcpy(b->w->infra, why, sizeof(b->w->infra));
-			return 0;
-		}
-		eng_scan_reset(b);
-		return eng_verdict_simple(e, b, cycle, PC_OUT_INFRA_ERROR, why);
-	}
+		return on_final_failed(e, b, ev, x->kind);
+	case PC_EV_INFRA:
+		return on_infra(e, b, ev, cycle);
 	default:
 		return 0;	/* informational events, and kinds of a newer harness */
 	}

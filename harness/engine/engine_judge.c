@@ -135,59 +135,52 @@ static int old_image(const struct board *b, uint32_t slot, uint16_t i, const str
 	return have_old;
 }
 
-/* What one sector of a damaged slot is, against the new record (seq, cycle,
- * flags; seq 0 = none) and the previous occupant prev. */
-static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
-			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
-			    struct sector_finding *f)
+/* A sector that holds a valid record header: the new record, the old, one
+ * landed at another address, an older one back, or some other record. */
+static void classify_valid(const struct board *b, uint16_t i, uint64_t lba, const struct sect *o, uint64_t seq,
+			   uint32_t cycle, uint16_t flags, const struct occ *prev, struct sector_finding *f)
 {
-	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
+	f->found_seq = o->seq;
+	if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
+		/* damage reported before, unchanged: it is the old occupant */
+		f->c = S_OLD;
+		return;
+	}
+	if (o->lba != lba || o->hidx != i) {
+		f->c = S_MISDIR;
+		f->belongs_lba = o->lba;
+		return;
+	}
+	if (seq != 0 && same_rec(seq, cycle, flags, o->seq, o->cycle, o->flags)) {
+		f->c = S_NEW;
+		return;
+	}
+	if (prev->state == OCC_WHOLE && same_rec(prev->seq, prev->cycle, prev->flags, o->seq, o->cycle, o->flags)) {
+		f->c = S_OLD;
+		return;
+	}
+	if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
+		f->c = S_OLD;
+		return;
+	}
+	if (prev->state == OCC_WHOLE && o->seq < prev->seq) {
+		f->c = S_STALE;
+		return;
+	}
+	f->c = S_CORRUPT;
+	f->nearest = "unexpected record";
+}
+
+/* A bad sector (a fill, or a hash with its bytes perhaps sent): unchanged
+ * damage, a tear between new and old, or corruption nearest to one of them. */
+static void classify_bad(const struct board *b, uint32_t slot, uint16_t i, uint64_t lba, const struct sect *o,
+			 uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
+			 struct sector_finding *f)
+{
 	uint8_t nimg[PC_SECTOR], oimg[PC_SECTOR];
-	int have_new = seq != 0, have_old = old_image(b, slot, i, prev, oimg);
+	int have_new = seq != 0, have_old;
 	const struct raw *r;
 
-	memset(f, 0, sizeof(*f));
-	f->fill = -1;
-	switch (o->kind) {
-	case PC_SK_ERR:
-		f->c = S_UNREAD;
-		f->err = (int)o->value;
-		return;
-	case PC_SK_VALID:
-		f->found_seq = o->seq;
-		if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
-			/* damage reported before, unchanged: it is the old occupant */
-			f->c = S_OLD;
-			return;
-		}
-		if (o->lba != lba || o->hidx != i) {
-			f->c = S_MISDIR;
-			f->belongs_lba = o->lba;
-			return;
-		}
-		if (have_new && same_rec(seq, cycle, flags, o->seq, o->cycle, o->flags)) {
-			f->c = S_NEW;
-			return;
-		}
-		if (prev->state == OCC_WHOLE && same_rec(prev->seq, prev->cycle, prev->flags, o->seq, o->cycle, o->flags)) {
-			f->c = S_OLD;
-			return;
-		}
-		if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
-			f->c = S_OLD;
-			return;
-		}
-		if (prev->state == OCC_WHOLE && o->seq < prev->seq) {
-			f->c = S_STALE;
-			return;
-		}
-		f->c = S_CORRUPT;
-		f->nearest = "unexpected record";
-		return;
-	default:
-		break;
-	}
-	/* a bad sector: unchanged damage, a tear between new and old, or corruption */
 	if (prev->state == OCC_DAMAGED && memcmp(&prev->sect[i], o, sizeof(*o)) == 0) {
 		f->c = S_OLD;
 		return;
@@ -206,6 +199,7 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 		f->c = S_UNCLASS;
 		return;
 	}
+	have_old = old_image(b, slot, i, prev, oimg);
 	if (have_new)
 		regen(b, seq, cycle, flags, lba, i, nimg);
 	if (have_new && have_old) {
@@ -229,6 +223,30 @@ static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, co
 	if (have_old && popcount_diff(r->bytes, oimg) < f->bits) {
 		f->bits = popcount_diff(r->bytes, oimg);
 		f->nearest = "old";
+	}
+}
+
+/* What one sector of a damaged slot is, against the new record (seq, cycle,
+ * flags; seq 0 = none) and the previous occupant prev. */
+static void classify_sector(const struct board *b, uint32_t slot, uint16_t i, const struct sect *o,
+			    uint64_t seq, uint32_t cycle, uint16_t flags, const struct occ *prev,
+			    struct sector_finding *f)
+{
+	uint64_t lba = pc_slot_lba(&b->g, slot) + i;
+
+	memset(f, 0, sizeof(*f));
+	f->fill = -1;
+	switch (o->kind) {
+	case PC_SK_ERR:
+		f->c = S_UNREAD;
+		f->err = (int)o->value;
+		return;
+	case PC_SK_VALID:
+		classify_valid(b, i, lba, o, seq, cycle, flags, prev, f);
+		return;
+	default:
+		classify_bad(b, slot, i, lba, o, seq, cycle, flags, prev, f);
+		return;
 	}
 }
 
