@@ -181,8 +181,13 @@ ms=$(jq -s '[.[] | select(.board == "vc3" and .cycle == 2)] |
 	([.[] | select(.ev == "rx" and .msg.type == "error")][0].t - [.[] | select(.ev == "work")][0].t),
 	([.[] | select(.ev == "cut")][0].t - [.[] | select(.ev == "rx" and .msg.type == "error")][0].t)' "$T/r/events.jsonl" 2>/dev/null | tr '\n' ' ')
 echo "    work to the agent's error, error to the cut: $ms ms"
-check "vc3: the agent reported it within 1 s of the work, and the cut followed (no hang)" \
-	[ "$(echo $ms | awk '{ print ($1 >= 0 && $1 < 1000 && $2 >= 0 && $2 < 1000) }')" = 1 ]
+# the order of events, not their timing (a loaded machine takes its time):
+# the error came after the work, and the cut that ended the cycle is the
+# one the refused write fired, not a work timeout (no hang)
+check "vc3: the agent reported it after the work, and the cut followed" \
+	[ "$(echo $ms | awk '{ print ($1 >= 0 && $2 >= 0) }')" = 1 ]
+check "vc3: ...fired by the refused write (not a work timeout)" \
+	[ "$(jq -r 'select(.board == "vc3" and .cycle == 2 and .ev == "cut") | .trigger' "$T/r/events.jsonl" | head -1)" = "write refused" ]
 check "vc3: ...and cycle 2 FAILs" [ "$(jq -r 'select(.board == "vc3" and .cycle == 2) | .verdict' "$V")" = FAIL ]
 check "replay reproduces every verdict" "$PC" replay "$T/r"
 echo "  campaign: $CYCLES cycles on each of 4 boards in $wall s"
