@@ -262,11 +262,10 @@ static void eta_text(const struct st_board *b, char *buf, size_t len)
 		status_hmm(b->eta_s, buf, len);
 }
 
-static void print_text(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
+/* the first line: whether a run holds the folder, and since when */
+static void text_run(const struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
 {
-	char t0[64], t1[64], eta[32];
-	int64_t now = (int64_t)time(NULL), age = now - x->ev_mtime;
-	int w = 0;
+	char t0[64], t1[64];
 
 	local_time(li->started, t0, sizeof(t0));
 	local_time(li->ended, t1, sizeof(t1));
@@ -309,72 +308,98 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		fprintf(x->out, "unknown whether a run holds the folder: %s\n", li->err);
 		break;
 	}
+}
+
+/* events.jsonl: how fresh and how many (about, when only its tail was read) */
+static uint64_t events_total(const struct st_ctx *x)
+{
+	return x->ev_from ? (uint64_t)((double)x->ev_lines * (double)x->ev_size / (double)(x->ev_size - x->ev_from))
+			  : x->ev_lines;
+}
+
+/* the last event, the counts, and the room left on the results filesystem */
+static void text_events(const struct st_ctx *x)
+{
+	struct st_disk d;
+	char t0[64], f[32], fl[32], r[32], fe[32];
+	int64_t age = (int64_t)time(NULL) - x->ev_mtime;
+
 	if (x->ev_size) {
 		local_time(x->ev_mtime, t0, sizeof(t0));
 		fprintf(x->out, "last event appended %s (%" PRId64 " s ago); %s%" PRIu64 " events, %" PRIu64 " verdicts\n", t0,
-		       age > 0 ? age : 0, x->ev_from ? "about " : "",
-		       x->ev_from ? (uint64_t)((double)x->ev_lines * (double)x->ev_size / (double)(x->ev_size - x->ev_from))
-				  : x->ev_lines,
-		       x->v_lines);
+		       age > 0 ? age : 0, x->ev_from ? "about " : "", events_total(x), x->v_lines);
 	} else {
 		fprintf(x->out, "no event yet; 0 events, %" PRIu64 " verdicts\n", x->v_lines);
 	}
-	{
-		struct st_disk d;
-		char f[32], fl[32], r[32], fe[32];
-
-		disk_read(x, &d);
-		if (d.have_free) {
-			fprintf(x->out, "results filesystem: %s free (floor %s, results_min_free)", size_text((double)d.free, f, sizeof(f)),
-				size_text((double)x->min_free, fl, sizeof(fl)));
-			if (d.rate >= 0) {
-				status_hmm(d.floor_s, fe, sizeof(fe));
-				fprintf(x->out, "; events.jsonl grows %s/min while a run writes it, the floor in %s at that pace",
-					size_text(d.rate * 60, r, sizeof(r)), d.rate > 0 ? fe : "never");
-			}
-			fprintf(x->out, "\n");
+	disk_read(x, &d);
+	if (d.have_free) {
+		fprintf(x->out, "results filesystem: %s free (floor %s, results_min_free)", size_text((double)d.free, f, sizeof(f)),
+			size_text((double)x->min_free, fl, sizeof(fl)));
+		if (d.rate >= 0) {
+			status_hmm(d.floor_s, fe, sizeof(fe));
+			fprintf(x->out, "; events.jsonl grows %s/min while a run writes it, the floor in %s at that pace",
+				size_text(d.rate * 60, r, sizeof(r)), d.rate > 0 ? fe : "never");
 		}
+		fprintf(x->out, "\n");
 	}
+}
+
+/* a board's line under its own: each mode's bound against the target */
+static void text_target(const struct st_ctx *x, const struct st_board *b, int w)
+{
+	struct st_goal g[PC_MODE_MAX];
+	unsigned n = board_goals(x, b, g);
+
+	fprintf(x->out, "  %*s  target: below %g at %g%%:", w, "", x->target_rate, x->target_conf * 100);
+	for (unsigned k = 0; k < n; k++) {
+		fprintf(x->out, "%s %s %s %.3g after %" PRIu64 " cuts (%" PRIu64 " FAIL)", k ? ";" : "",
+			pc_mode_name((enum pc_mode)g[k].mode), g[k].met ? "met," : "bound", g[k].bound,
+			g[k].cuts, g[k].fails);
+		if (!g[k].met && g[k].need)
+			fprintf(x->out, ", %" PRIu64 " more", g[k].need > g[k].cuts ? g[k].need - g[k].cuts : 0);
+		else if (!g[k].met)
+			fprintf(x->out, ", out of reach");
+	}
+	fprintf(x->out, "%s\n", n ? "" : " no mode");
+}
+
+/* a board: its cycle, state, outcomes and ETA; its last FAIL, why it stopped (w: the name column) */
+static void text_board(const struct st_ctx *x, const struct st_board *b, enum st_run run, int w)
+{
+	char eta[32];
+
+	eta_text(b, eta, sizeof(eta));
+	fprintf(x->out, "  %s:%*s cycle %u of %u, %s%s; ", b->name, w - (int)strlen(b->name), "", b->cycle, b->plan,
+	       status_bstate_names[b->state],
+	       run != RUN_RUNNING && b->state >= ST_BOOTING && b->state <= ST_WRITING ? " when the run stopped" : "");
+	for (unsigned k = 0; k < PC_NOUTCOMES; k++)
+		fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", pc_outcome_names[k], b->n[k]);
+	fprintf(x->out, "; ETA %s", eta);
+	if (b->cycle_ms >= 0 && b->state != ST_DONE)
+		fprintf(x->out, " (%.1f s a cycle)", b->cycle_ms / 1000.0);
+	fprintf(x->out, "\n");
+	if (b->fail_cycle)
+		fprintf(x->out, "  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
+		       b->fail_what[0] ? b->fail_what : "no violation class recorded",
+		       b->fail_time[0] ? ", at " : "", b->fail_time);
+	if (stop_text(b->ev.end - 1))
+		fprintf(x->out, "  %*s  %s\n", w, "", stop_text(b->ev.end - 1));
+	if (x->target_rate > 0)
+		text_target(x, b, w);
+}
+
+static void print_text(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
+{
+	int w = 0;
+
+	text_run(x, li, run, alive);
+	text_events(x);
 	for (unsigned i = 0; i < x->nb; i++) {
 		int l = (int)strlen(x->b[i].name);
 		w = l > w ? l : w;
 	}
-	for (unsigned i = 0; i < x->nb; i++) {
-		struct st_board *b = &x->b[i];
-
-		eta_text(b, eta, sizeof(eta));
-		fprintf(x->out, "  %s:%*s cycle %u of %u, %s%s; ", b->name, w - (int)strlen(b->name), "", b->cycle, b->plan,
-		       status_bstate_names[b->state],
-		       run != RUN_RUNNING && b->state >= ST_BOOTING && b->state <= ST_WRITING ? " when the run stopped" : "");
-		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", pc_outcome_names[k], b->n[k]);
-		fprintf(x->out, "; ETA %s", eta);
-		if (b->cycle_ms >= 0 && b->state != ST_DONE)
-			fprintf(x->out, " (%.1f s a cycle)", b->cycle_ms / 1000.0);
-		fprintf(x->out, "\n");
-		if (b->fail_cycle)
-			fprintf(x->out, "  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
-			       b->fail_what[0] ? b->fail_what : "no violation class recorded",
-			       b->fail_time[0] ? ", at " : "", b->fail_time);
-		if (stop_text(b->ev.end - 1))
-			fprintf(x->out, "  %*s  %s\n", w, "", stop_text(b->ev.end - 1));
-		if (x->target_rate > 0) {
-			struct st_goal g[PC_MODE_MAX];
-			unsigned n = board_goals(x, b, g);
-
-			fprintf(x->out, "  %*s  target: below %g at %g%%:", w, "", x->target_rate, x->target_conf * 100);
-			for (unsigned k = 0; k < n; k++) {
-				fprintf(x->out, "%s %s %s %.3g after %" PRIu64 " cuts (%" PRIu64 " FAIL)", k ? ";" : "",
-					pc_mode_name((enum pc_mode)g[k].mode), g[k].met ? "met," : "bound", g[k].bound,
-					g[k].cuts, g[k].fails);
-				if (!g[k].met && g[k].need)
-					fprintf(x->out, ", %" PRIu64 " more", g[k].need > g[k].cuts ? g[k].need - g[k].cuts : 0);
-				else if (!g[k].met)
-					fprintf(x->out, ", out of reach");
-			}
-			fprintf(x->out, "%s\n", n ? "" : " no mode");
-		}
-	}
+	for (unsigned i = 0; i < x->nb; i++)
+		text_board(x, &x->b[i], run, w);
 }
 
 static json_object *jstr_or_null(const char *s)
