@@ -188,44 +188,18 @@ static void strip_cell(FILE *out, const char *name, double x, double y, double w
 	fputs("</title></rect>\n", out);
 }
 
-int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, size_t nrows)
-{
-	const int pw = CHART_W - STRIP_L - STRIP_R;
-	const size_t maxcells = (size_t)pw / STRIP_MINCELL;
-	unsigned long cmin = (unsigned long)-1, cmax = 0, per, count[PC_NOUTCOMES] = { 0 }, gaps = 0;
+/* the cells of a strip chart: cycles cmin..cmax, per cycles a cell, ncells of width cw */
+struct strip_geom {
+	unsigned long cmin, cmax, per;
 	size_t ncells;
-	signed char *cells;
-	double cw, x, y0;
-	int h;
+	double cw;
+};
 
-	for (size_t r = 0; r < nrows; r++)
-		for (size_t i = 0; i < rows[r].n; i++) {
-			if (rows[r].cycle[i] < cmin)
-				cmin = rows[r].cycle[i];
-			if (rows[r].cycle[i] > cmax)
-				cmax = rows[r].cycle[i];
-			if (rows[r].out[i] >= 0 && rows[r].out[i] < PC_NOUTCOMES)
-				count[rows[r].out[i]]++;
-		}
-	h = STRIP_T + (int)nrows * (STRIP_ROW + STRIP_GAP) + 52;
-	if (cmin > cmax) {
-		svg_open(out, CHART_W, 60, title);
-		fputs("<text x=\"8\" y=\"44\">no verdicts</text>\n", out);
-		svg_close(out);
-		return 0;
-	}
-	/* per > (cmax - cmin) / maxcells, so at most maxcells cells */
-	per = (cmax - cmin) / maxcells + 1;
-	ncells = (size_t)((cmax - cmin) / per + 1);
-	cw = (double)pw / (double)ncells;
-	if (cw > STRIP_MAXCELL)
-		cw = STRIP_MAXCELL;
-	if (!(cells = malloc(ncells)))
-		return -ENOMEM;
+/* the legend: the outcomes that occur, with their counts */
+static void strip_legend(FILE *out, const unsigned long *count)
+{
+	double x = 8;
 
-	svg_open(out, CHART_W, h, title);
-	/* legend: the outcomes that occur, with their counts */
-	x = 8;
 	for (int o = 0; o < PC_NOUTCOMES; o++) {
 		char t[96], n[32];
 
@@ -234,68 +208,113 @@ int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, si
 		snprintf(t, sizeof(t), "%s %s", pc_outcome_names[o], num_text((double)count[o], n, sizeof(n)));
 		x = legend_item(out, x, 38, svg_outcome_colours[o], t);
 	}
-	y0 = STRIP_T;
-	for (size_t r = 0; r < nrows; r++) {
-		const struct svg_strip_row *row = &rows[r];
-		double y = y0 + (double)r * (STRIP_ROW + STRIP_GAP);
-		size_t k = 0;
+}
 
-		svg_strip_bin(row, cmin, per, cells, ncells);
-		fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\"><title>", STRIP_L - 8,
-			y + STRIP_ROW - 5);
-		xml_escape(out, row->name);
-		fputs("</title>", out);
-		xml_escape_max(out, row->name, LABEL_CHARS);
-		fprintf(out, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"" SVG_NONE_COLOUR
-			"\"/>\n", STRIP_L, y, cw * (double)ncells, STRIP_ROW);
-		while (k < ncells) {
-			size_t e = k + 1;
-			unsigned long c0, c1;
+/* a board's row at y, its cells binned into cells: the number of empty cells */
+static unsigned long strip_row(FILE *out, const struct strip_geom *g, const struct svg_strip_row *row, double y,
+			       signed char *cells)
+{
+	unsigned long gaps = 0;
+	size_t k = 0;
 
-			if (cells[k] < 0) {
-				gaps++;
-				k++;
-				continue;
-			}
-			/* few cells: each apart, with a hairline between; many: runs */
-			if (ncells > STRIP_SPLIT)
-				while (e < ncells && cells[e] == cells[k])
-					e++;
-			c0 = cmin + k * per;
-			c1 = cmin + e * per - 1;
-			if (c1 > cmax)
-				c1 = cmax;
-			strip_cell(out, row->name, STRIP_L + cw * (double)k, y,
-				   cw * (double)(e - k) - (ncells <= STRIP_SPLIT && cw >= 4 ? 1 : 0), cells[k], c0, c1,
-				   per > 1);
-			k = e;
+	svg_strip_bin(row, g->cmin, g->per, cells, g->ncells);
+	fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\"><title>", STRIP_L - 8,
+		y + STRIP_ROW - 5);
+	xml_escape(out, row->name);
+	fputs("</title>", out);
+	xml_escape_max(out, row->name, LABEL_CHARS);
+	fprintf(out, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"" SVG_NONE_COLOUR
+		"\"/>\n", STRIP_L, y, g->cw * (double)g->ncells, STRIP_ROW);
+	while (k < g->ncells) {
+		size_t e = k + 1;
+		unsigned long c0, c1;
+
+		if (cells[k] < 0) {
+			gaps++;
+			k++;
+			continue;
 		}
-		fputs("</g>\n", out);
+		/* few cells: each apart, with a hairline between; many: runs */
+		if (g->ncells > STRIP_SPLIT)
+			while (e < g->ncells && cells[e] == cells[k])
+				e++;
+		c0 = g->cmin + k * g->per;
+		c1 = g->cmin + e * g->per - 1;
+		if (c1 > g->cmax)
+			c1 = g->cmax;
+		strip_cell(out, row->name, STRIP_L + g->cw * (double)k, y,
+			   g->cw * (double)(e - k) - (g->ncells <= STRIP_SPLIT && g->cw >= 4 ? 1 : 0), cells[k], c0, c1,
+			   g->per > 1);
+		k = e;
 	}
-	/* the cycle axis: ticks at the middle of a tick cycle's cell */
-	{
-		double yax = y0 + (double)nrows * (STRIP_ROW + STRIP_GAP);
-		double step = nice_step((double)(cmax - cmin), 8);
-		unsigned long s = step < 1 ? 1 : (unsigned long)step, c;
+	fputs("</g>\n", out);
+	return gaps;
+}
 
-		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR "\"/>\n",
-			STRIP_L, yax, STRIP_L + cw * (double)ncells, yax);
-		for (c = (cmin + s - 1) / s * s; c <= cmax; c += s) {
-			double tx = STRIP_L + ((double)((c - cmin) / per) + 0.5) * cw;
+/* the cycle axis at yax: ticks at the middle of a tick cycle's cell */
+static void strip_axis(FILE *out, const struct strip_geom *g, double yax, unsigned long gaps)
+{
+	double step = nice_step((double)(g->cmax - g->cmin), 8);
+	unsigned long s = step < 1 ? 1 : (unsigned long)step, c;
 
-			fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR
-				"\"/><text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%lu</text>\n", tx, yax, tx,
-				yax + 5, tx, yax + 18, c);
-			if (c > (unsigned long)-1 - s)
-				break;
+	fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR "\"/>\n",
+		STRIP_L, yax, STRIP_L + g->cw * (double)g->ncells, yax);
+	for (c = (g->cmin + s - 1) / s * s; c <= g->cmax; c += s) {
+		double tx = STRIP_L + ((double)((c - g->cmin) / g->per) + 0.5) * g->cw;
+
+		fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR
+			"\"/><text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%lu</text>\n", tx, yax, tx,
+			yax + 5, tx, yax + 18, c);
+		if (c > (unsigned long)-1 - s)
+			break;
+	}
+	fprintf(out, "<text x=\"%d\" y=\"%.1f\" fill=\"" AXIS_COLOUR "\">cycle", STRIP_L, yax + 38);
+	if (g->per > 1)
+		fprintf(out, " (each cell: %lu cycles, coloured by the worst outcome among them)", g->per);
+	if (gaps)
+		fputs("; light grey: no verdict", out);
+	fputs("</text>\n", out);
+}
+
+int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, size_t nrows)
+{
+	const int pw = CHART_W - STRIP_L - STRIP_R;
+	const size_t maxcells = (size_t)pw / STRIP_MINCELL;
+	struct strip_geom g = { .cmin = (unsigned long)-1, .cmax = 0 };
+	unsigned long count[PC_NOUTCOMES] = { 0 }, gaps = 0;
+	signed char *cells;
+	int h;
+
+	for (size_t r = 0; r < nrows; r++)
+		for (size_t i = 0; i < rows[r].n; i++) {
+			if (rows[r].cycle[i] < g.cmin)
+				g.cmin = rows[r].cycle[i];
+			if (rows[r].cycle[i] > g.cmax)
+				g.cmax = rows[r].cycle[i];
+			if (rows[r].out[i] >= 0 && rows[r].out[i] < PC_NOUTCOMES)
+				count[rows[r].out[i]]++;
 		}
-		fprintf(out, "<text x=\"%d\" y=\"%.1f\" fill=\"" AXIS_COLOUR "\">cycle", STRIP_L, yax + 38);
-		if (per > 1)
-			fprintf(out, " (each cell: %lu cycles, coloured by the worst outcome among them)", per);
-		if (gaps)
-			fputs("; light grey: no verdict", out);
-		fputs("</text>\n", out);
+	h = STRIP_T + (int)nrows * (STRIP_ROW + STRIP_GAP) + 52;
+	if (g.cmin > g.cmax) {
+		svg_open(out, CHART_W, 60, title);
+		fputs("<text x=\"8\" y=\"44\">no verdicts</text>\n", out);
+		svg_close(out);
+		return 0;
 	}
+	/* per > (cmax - cmin) / maxcells, so at most maxcells cells */
+	g.per = (g.cmax - g.cmin) / maxcells + 1;
+	g.ncells = (size_t)((g.cmax - g.cmin) / g.per + 1);
+	g.cw = (double)pw / (double)g.ncells;
+	if (g.cw > STRIP_MAXCELL)
+		g.cw = STRIP_MAXCELL;
+	if (!(cells = malloc(g.ncells)))
+		return -ENOMEM;
+
+	svg_open(out, CHART_W, h, title);
+	strip_legend(out, count);
+	for (size_t r = 0; r < nrows; r++)
+		gaps += strip_row(out, &g, &rows[r], STRIP_T + (double)r * (STRIP_ROW + STRIP_GAP), cells);
+	strip_axis(out, &g, STRIP_T + (double)nrows * (STRIP_ROW + STRIP_GAP), gaps);
 	svg_close(out);
 	free(cells);
 	return 0;
