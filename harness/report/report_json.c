@@ -42,9 +42,97 @@ static json_object *class_obj(const unsigned long *v, unsigned long refused, int
 	return o;
 }
 
+static json_object *latency_json(const struct rep_mode *m)
+{
+	json_object *l;
+
+	if (!m->lat.n)
+		return NULL;
+	l = json_object_new_object();
+	json_object_object_add(l, "n", jint(m->lat.n));
+	json_object_object_add(l, "p50", jint(rep_lat_q(m, 0.5)));
+	json_object_object_add(l, "p99", jint(rep_lat_q(m, 0.99)));
+	json_object_object_add(l, "max", jint(m->lat.max));
+	return l;
+}
+
+/* torn records by the sector their new data ends at */
+static json_object *tears_json(const struct rep_mode *m)
+{
+	json_object *t = json_object_new_object(), *at = json_object_new_object();
+	char k[16];
+
+	json_object_object_add(t, "record_sectors", jint(m->record_sectors));
+	for (unsigned s = 0; s < REP_TEAR_SECTORS; s++)
+		if (m->tears[s]) {
+			snprintf(k, sizeof(k), "%u", s);
+			json_object_object_add(at, k, jint(m->tears[s]));
+		}
+	json_object_object_add(t, "at_sector", at);
+	return t;
+}
+
+/* what reached the device (verdicts' io_audit) */
+static json_object *io_json(const struct rep_dev *d, const struct rep_mode *m)
+{
+	static const char *const rq_names[PC_NRQ] = { "write", "fua", "flush", "other" };
+	json_object *io = json_object_new_object(), *rq = json_object_new_object();
+	char became[160];
+
+	json_object_object_add(io, "cycles", jint(m->audited));
+	json_object_object_add(io, "unavailable", jint(m->audit_unavailable));
+	for (int k = 0; k < PC_NRQ; k++)
+		json_object_object_add(rq, rq_names[k], jint(m->rq[k]));
+	json_object_object_add(io, "rq", rq);
+	json_object_object_add(io, "became", rep_io_became(d, m, became, sizeof(became)) ?
+			       json_object_new_string(became) : NULL);
+	json_object_object_add(io, "not_the_mode_cycles", jint(m->io_notes));
+	return io;
+}
+
+static json_object *first_fail_json(const struct rep *r, const struct rep_mode *m)
+{
+	json_object *ff = json_object_new_array();
+
+	for (unsigned k = 0; k < m->nfirst_fail; k++) {
+		json_object *f = json_object_new_object();
+
+		json_object_object_add(f, "board", json_object_new_string(r->boards[m->first_fail[k].board].name));
+		json_object_object_add(f, "cycle", jint(m->first_fail[k].cycle));
+		json_object_object_add(f, "violations", json_object_new_string(m->first_fail[k].what));
+		json_object_array_add(ff, f);
+	}
+	return ff;
+}
+
+/* what a qualification signs: the bound, where the cuts landed
+ * (violation_rate, cut_phases, flags) */
+static void bound_json(json_object *o, const struct rep_mode *m, const struct rep *r)
+{
+	json_object *b = json_object_new_object(), *ph = json_object_new_object(), *fl = json_object_new_array();
+	unsigned long k, n;
+	double up = rep_bound(r, m, &k, &n);
+	char txt[160];
+
+	json_object_object_add(b, "method", json_object_new_string(QUAL_METHOD));
+	json_object_object_add(b, "confidence", jdouble(r->confidence, 4));
+	json_object_object_add(b, "cuts", jint(n));
+	json_object_object_add(b, "cuts_in_flight", jint(m->inflight));
+	json_object_object_add(b, "violated", jint(k));
+	json_object_object_add(b, "upper", up >= 0 ? jdouble(up, 10) : NULL);
+	json_object_object_add(b, "text", json_object_new_string(rep_bound_text(r, m, txt, sizeof(txt))));
+	json_object_object_add(o, "violation_rate", b);
+	for (int p = 0; p < PH_N; p++)
+		json_object_object_add(ph, rep_phase_keys[p], jint(m->phase[p]));
+	json_object_object_add(o, "cut_phases", ph);
+	if (rep_phase_flags(m, txt, sizeof(txt)))
+		json_object_array_add(fl, json_object_new_string(txt));
+	json_object_object_add(o, "flags", fl);
+}
+
 static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_mode *m, const struct rep *r)
 {
-	json_object *out = json_object_new_object(), *rate = json_object_new_object(), *ff;
+	json_object *out = json_object_new_object(), *rate = json_object_new_object();
 	double c;
 
 	json_object_object_add(o, "cycles", jint(rep_mode_cycles(m)));
@@ -60,80 +148,14 @@ static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_
 	json_object_object_add(rate, "records_per_s", m->rate_n ? jdouble(rep_rate(m), 1) : NULL);
 	json_object_object_add(rate, "mib_per_s", m->mib_n ? jdouble(rep_mib(m), 3) : NULL);
 	json_object_object_add(o, "rate", rate);
-	if (m->lat.n) {
-		json_object *l = json_object_new_object();
-
-		json_object_object_add(l, "n", jint(m->lat.n));
-		json_object_object_add(l, "p50", jint(rep_lat_q(m, 0.5)));
-		json_object_object_add(l, "p99", jint(rep_lat_q(m, 0.99)));
-		json_object_object_add(l, "max", jint(m->lat.max));
-		json_object_object_add(o, "latency_us", l);
-	} else {
-		json_object_object_add(o, "latency_us", NULL);
-	}
+	json_object_object_add(o, "latency_us", latency_json(m));
 	c = rep_cost_vs_none(d, m);
 	json_object_object_add(o, "vs_none", c > 0 ? jdouble(c, 3) : NULL);
-	if (m->tears_n) {
-		json_object *t = json_object_new_object(), *at = json_object_new_object();
-		char k[16];
-
-		json_object_object_add(t, "record_sectors", jint(m->record_sectors));
-		for (unsigned s = 0; s < REP_TEAR_SECTORS; s++)
-			if (m->tears[s]) {
-				snprintf(k, sizeof(k), "%u", s);
-				json_object_object_add(at, k, jint(m->tears[s]));
-			}
-		json_object_object_add(t, "at_sector", at);
-		json_object_object_add(o, "tears", t);
-	}
-	{
-		/* what reached the device (verdicts' io_audit) */
-		json_object *io = json_object_new_object(), *rq = json_object_new_object();
-		static const char *const rq_names[PC_NRQ] = { "write", "fua", "flush", "other" };
-		char became[160];
-
-		json_object_object_add(io, "cycles", jint(m->audited));
-		json_object_object_add(io, "unavailable", jint(m->audit_unavailable));
-		for (int k = 0; k < PC_NRQ; k++)
-			json_object_object_add(rq, rq_names[k], jint(m->rq[k]));
-		json_object_object_add(io, "rq", rq);
-		json_object_object_add(io, "became", rep_io_became(d, m, became, sizeof(became)) ?
-				       json_object_new_string(became) : NULL);
-		json_object_object_add(io, "not_the_mode_cycles", jint(m->io_notes));
-		json_object_object_add(o, "io_audit", io);
-	}
-	ff = json_object_new_array();
-	for (unsigned k = 0; k < m->nfirst_fail; k++) {
-		json_object *f = json_object_new_object();
-
-		json_object_object_add(f, "board", json_object_new_string(r->boards[m->first_fail[k].board].name));
-		json_object_object_add(f, "cycle", jint(m->first_fail[k].cycle));
-		json_object_object_add(f, "violations", json_object_new_string(m->first_fail[k].what));
-		json_object_array_add(ff, f);
-	}
-	json_object_object_add(o, "first_fail", ff);
-	{
-		/* what a qualification signs: the bound, where the cuts landed */
-		json_object *b = json_object_new_object(), *ph = json_object_new_object(), *fl = json_object_new_array();
-		unsigned long k, n;
-		double up = rep_bound(r, m, &k, &n);
-		char txt[160];
-
-		json_object_object_add(b, "method", json_object_new_string(QUAL_METHOD));
-		json_object_object_add(b, "confidence", jdouble(r->confidence, 4));
-		json_object_object_add(b, "cuts", jint(n));
-		json_object_object_add(b, "cuts_in_flight", jint(m->inflight));
-		json_object_object_add(b, "violated", jint(k));
-		json_object_object_add(b, "upper", up >= 0 ? jdouble(up, 10) : NULL);
-		json_object_object_add(b, "text", json_object_new_string(rep_bound_text(r, m, txt, sizeof(txt))));
-		json_object_object_add(o, "violation_rate", b);
-		for (int p = 0; p < PH_N; p++)
-			json_object_object_add(ph, rep_phase_keys[p], jint(m->phase[p]));
-		json_object_object_add(o, "cut_phases", ph);
-		if (rep_phase_flags(m, txt, sizeof(txt)))
-			json_object_array_add(fl, json_object_new_string(txt));
-		json_object_object_add(o, "flags", fl);
-	}
+	if (m->tears_n)
+		json_object_object_add(o, "tears", tears_json(m));
+	json_object_object_add(o, "io_audit", io_json(d, m));
+	json_object_object_add(o, "first_fail", first_fail_json(r, m));
+	bound_json(o, m, r);
 }
 
 static json_object *strlist_json(const struct strlist *l)
