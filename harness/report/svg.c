@@ -360,11 +360,28 @@ static const char *decade_text(int k, char *buf, size_t len)
 	return buf;
 }
 
-int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, size_t ns)
+/* the latency chart's scales: decades dlo..dhi across pw, 0..ymax (%) in steps, plot top t */
+struct lat_geom {
+	int dlo, dhi, t, pw;
+	double ymax, step;
+};
+
+static double lat_px(const struct lat_geom *g, double v)
 {
-	const int pw = CHART_W - LAT_L - LAT_R;
-	double xmin = 1e9, xmax = -1e9, ymax = 0, step;
-	int dlo, dhi, t, h, shown = 0;
+	return LAT_L + (v - g->dlo) / (double)(g->dhi - g->dlo) * g->pw;
+}
+
+static double lat_py(const struct lat_geom *g, double v)
+{
+	return g->t + LAT_PH - v / g->ymax * LAT_PH;
+}
+
+/* the decades the buckets span, the highest share rounded up to a step:
+ * the number of series shown (0: nothing to draw) */
+static int lat_scale(const struct svg_lat_series *s, size_t ns, struct lat_geom *g)
+{
+	double xmin = 1e9, xmax = -1e9, ymax = 0;
+	int shown = 0;
 
 	for (size_t i = 0; i < ns; i++) {
 		if (!s[i].n || !s[i].hist)
@@ -383,91 +400,110 @@ int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, si
 	}
 	if (!shown || xmin > xmax)
 		return 0;
-	dlo = (int)floor(xmin + 1e-9);
-	dhi = (int)ceil(xmax - 1e-9);
-	if (dhi <= dlo)
-		dhi = dlo + 1;
-	step = nice_step(ymax, 5);
-	ymax = ceil(ymax / step - 1e-9) * step;
-	if (!(ymax > 0))
-		ymax = step;
-	t = 34 + 18 * shown;
-	h = t + LAT_PH + 52;
+	g->pw = CHART_W - LAT_L - LAT_R;
+	g->dlo = (int)floor(xmin + 1e-9);
+	g->dhi = (int)ceil(xmax - 1e-9);
+	if (g->dhi <= g->dlo)
+		g->dhi = g->dlo + 1;
+	g->step = nice_step(ymax, 5);
+	g->ymax = ceil(ymax / g->step - 1e-9) * g->step;
+	if (!(g->ymax > 0))
+		g->ymax = g->step;
+	g->t = 34 + 18 * shown;
+	return shown;
+}
 
-	svg_open(out, CHART_W, h, title);
-	{
-		int k = 0;
+/* a line per series: its colour, name, writes and percentiles */
+static void lat_legend(FILE *out, const struct svg_lat_series *s, size_t ns)
+{
+	int k = 0;
 
-		for (size_t i = 0; i < ns; i++) {
-			char txt[256], a[32], b[32], c[32], d[32];
-
-			if (!s[i].n || !s[i].hist)
-				continue;
-			fprintf(out, "<rect x=\"8\" y=\"%d\" width=\"11\" height=\"11\" fill=\"%s\"/><text x=\"24\" y=\"%d\">",
-				24 + 18 * k, svg_series_colour(s[i].colour), 34 + 18 * k);
-			xml_escape_max(out, s[i].name, LABEL_CHARS);
-			snprintf(txt, sizeof(txt), ": %s writes, p50 %s, p99 %s, max %s", num_text((double)s[i].n, a, sizeof(a)),
-				 us_text(s[i].p50, b, sizeof(b)), us_text(s[i].p99, c, sizeof(c)),
-				 us_text(s[i].max, d, sizeof(d)));
-			xml_escape(out, txt);
-			fputs("</text>\n", out);
-			k++;
-		}
-	}
-#define LX(v) (LAT_L + ((v) - dlo) / (double)(dhi - dlo) * pw)
-#define LY(v) (t + LAT_PH - (v) / ymax * LAT_PH)
-	/* grid: decades labelled, 2..9 as minor ticks; shares on y */
-	for (int k = dlo; k <= dhi; k++) {
-		char txt[32];
-
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" GRID_COLOUR "\"/>"
-			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", LX(k), t, LX(k), t + LAT_PH + 5,
-			LX(k), t + LAT_PH + 18, decade_text(k, txt, sizeof(txt)));
-		for (int m = 2; m < 10 && k < dhi; m++)
-			fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n",
-				LX(k + log10(m)), t + LAT_PH, LX(k + log10(m)), t + LAT_PH + 3);
-	}
-	for (double v = 0; v <= ymax + step / 2; v += step) {
-		char txt[32];
-
-		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"" GRID_COLOUR "\"/>"
-			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s%%</text>\n", LAT_L, LY(v), LAT_L + pw, LY(v),
-			LAT_L - 6, LY(v) + 4, num_text(v, txt, sizeof(txt)));
-	}
-	/* one outline per series: a step over its buckets, on the baseline
-	 * where it has none */
 	for (size_t i = 0; i < ns; i++) {
-		const char *col = svg_series_colour(s[i].colour);
-		unsigned b0 = PC_LAT_BUCKETS, b1 = 0;
+		char txt[256], a[32], b[32], c[32], d[32];
 
 		if (!s[i].n || !s[i].hist)
 			continue;
-		for (unsigned b = 0; b < PC_LAT_BUCKETS; b++)
-			if (s[i].hist[b]) {
-				if (b < b0)
-					b0 = b;
-				b1 = b;
-			}
-		fprintf(out, "<polyline fill=\"%s\" fill-opacity=\"0.18\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-			col, col);
-		fprintf(out, "%.1f,%.1f", LX(lat_x0(b0)), LY(0.0));
-		for (unsigned b = b0; b <= b1; b++) {
-			double y = LY(lat_density(&s[i], b));
-
-			fprintf(out, " %.1f,%.1f %.1f,%.1f", LX(lat_x0(b)), y, LX(lat_x1(b)), y);
-		}
-		fprintf(out, " %.1f,%.1f\"><title>", LX(lat_x1(b1)), LY(0.0));
-		xml_escape(out, s[i].name);
-		fputs("</title></polyline>\n", out);
+		fprintf(out, "<rect x=\"8\" y=\"%d\" width=\"11\" height=\"11\" fill=\"%s\"/><text x=\"24\" y=\"%d\">",
+			24 + 18 * k, svg_series_colour(s[i].colour), 34 + 18 * k);
+		xml_escape_max(out, s[i].name, LABEL_CHARS);
+		snprintf(txt, sizeof(txt), ": %s writes, p50 %s, p99 %s, max %s", num_text((double)s[i].n, a, sizeof(a)),
+			 us_text(s[i].p50, b, sizeof(b)), us_text(s[i].p99, c, sizeof(c)),
+			 us_text(s[i].max, d, sizeof(d)));
+		xml_escape(out, txt);
+		fputs("</text>\n", out);
+		k++;
 	}
+}
+
+/* grid: decades labelled, 2..9 as minor ticks; shares on y */
+static void lat_grid(FILE *out, const struct lat_geom *g)
+{
+	const int t = g->t;
+
+	for (int k = g->dlo; k <= g->dhi; k++) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", lat_px(g, k), t, lat_px(g, k),
+			t + LAT_PH + 5, lat_px(g, k), t + LAT_PH + 18, decade_text(k, txt, sizeof(txt)));
+		for (int m = 2; m < 10 && k < g->dhi; m++)
+			fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n",
+				lat_px(g, k + log10(m)), t + LAT_PH, lat_px(g, k + log10(m)), t + LAT_PH + 3);
+	}
+	for (double v = 0; v <= g->ymax + g->step / 2; v += g->step) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s%%</text>\n", LAT_L, lat_py(g, v), LAT_L + g->pw,
+			lat_py(g, v), LAT_L - 6, lat_py(g, v) + 4, num_text(v, txt, sizeof(txt)));
+	}
+}
+
+/* a series' outline: a step over its buckets, on the baseline where it has none */
+static void lat_outline(FILE *out, const struct lat_geom *g, const struct svg_lat_series *s)
+{
+	const char *col = svg_series_colour(s->colour);
+	unsigned b0 = PC_LAT_BUCKETS, b1 = 0;
+
+	for (unsigned b = 0; b < PC_LAT_BUCKETS; b++)
+		if (s->hist[b]) {
+			if (b < b0)
+				b0 = b;
+			b1 = b;
+		}
+	fprintf(out, "<polyline fill=\"%s\" fill-opacity=\"0.18\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+		col, col);
+	fprintf(out, "%.1f,%.1f", lat_px(g, lat_x0(b0)), lat_py(g, 0.0));
+	for (unsigned b = b0; b <= b1; b++) {
+		double y = lat_py(g, lat_density(s, b));
+
+		fprintf(out, " %.1f,%.1f %.1f,%.1f", lat_px(g, lat_x0(b)), y, lat_px(g, lat_x1(b)), y);
+	}
+	fprintf(out, " %.1f,%.1f\"><title>", lat_px(g, lat_x1(b1)), lat_py(g, 0.0));
+	xml_escape(out, s->name);
+	fputs("</title></polyline>\n", out);
+}
+
+int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, size_t ns)
+{
+	struct lat_geom g;
+	int t;
+
+	if (!lat_scale(s, ns, &g))
+		return 0;
+	t = g.t;
+	svg_open(out, CHART_W, t + LAT_PH + 52, title);
+	lat_legend(out, s, ns);
+	lat_grid(out, &g);
+	for (size_t i = 0; i < ns; i++)
+		if (s[i].n && s[i].hist)
+			lat_outline(out, &g, &s[i]);
 	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", LAT_L,
-		t + LAT_PH, LAT_L + pw, t + LAT_PH);
+		t + LAT_PH, LAT_L + g.pw, t + LAT_PH);
 	fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">write latency, SUBMIT to ACK (log scale)</text>\n",
 		LAT_L, t + LAT_PH + 40);
 	fprintf(out, "<text x=\"14\" y=\"%d\" fill=\"" AXIS_COLOUR "\" transform=\"rotate(-90 14 %d)\" "
 		"text-anchor=\"middle\">%% of writes per 1/8 octave</text>\n", t + LAT_PH / 2, t + LAT_PH / 2);
-#undef LX
-#undef LY
 	svg_close(out);
 	return 0;
 }
