@@ -174,21 +174,13 @@ static json_object *time_json(int64_t ms)
 	return ms < 0 ? NULL : json_object_new_string(rep_time_text(ms, b, sizeof(b)));
 }
 
-static json_object *device_json(const struct rep *r, const struct rep_dev *d)
+/* device, queue, kernel, agent as the verdicts say them, and which of them
+ * (or of the conditions) varied */
+static void ident_json(json_object *o, const struct rep_dev *d)
 {
-	json_object *o = json_object_new_object(), *dev = json_object_new_object(), *q = json_object_new_object();
-	json_object *modes, *why, *cond = json_object_new_object();
 	static const int devkeys[] = { ID_TYPE, ID_NAME, ID_MANFID, ID_CID, ID_SERIAL, ID_FWREV };
-	struct rep_mode t;
+	json_object *dev = json_object_new_object(), *q = json_object_new_object(), *varies;
 
-	rep_mode_sum(d, &t);
-	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
-	json_object_object_add(o, "result", json_object_new_string(pc_result_names[rep_dev_result(d, &t)]));
-	json_object_object_add(o, "part", json_object_new_string(d->part ? d->part : ""));
-	json_object_object_add(o, "boards", strlist_json(&d->boards));
-	json_object_object_add(o, "campaigns", strlist_json(&d->campaigns));
-	json_object_object_add(o, "hosts", strlist_json(&d->hosts));
-	json_object_object_add(o, "powercut", strlist_json(&d->versions));
 	for (size_t k = 0; k < PC_ARRAY_SIZE(devkeys); k++)
 		json_object_object_add(dev, rep_id_keys[devkeys[k]], json_object_get(d->ident[devkeys[k]].v));
 	json_object_object_add(o, "device", dev);
@@ -197,50 +189,38 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 	json_object_object_add(o, "queue", q);
 	json_object_object_add(o, "kernel", json_object_get(d->ident[ID_KERNEL].v));
 	json_object_object_add(o, "agent", json_object_get(d->ident[ID_AGENT].v));
-	{
-		json_object *varies = json_object_new_array();
-
-		for (int k = 0; k < ID_N; k++)
-			if (d->ident[k].varies)
-				json_object_array_add(varies, json_object_new_string(rep_id_keys[k]));
-		for (int k = 0; k < COND_N; k++)
-			if (d->cond[k].varies)
-				json_object_array_add(varies, json_object_new_string(rep_cond_keys[k]));
-		json_object_object_add(o, "varies", varies);
-	}
+	varies = json_object_new_array();
+	for (int k = 0; k < ID_N; k++)
+		if (d->ident[k].varies)
+			json_object_array_add(varies, json_object_new_string(rep_id_keys[k]));
 	for (int k = 0; k < COND_N; k++)
-		json_object_object_add(cond, rep_cond_keys[k], json_object_get(d->cond[k].v));
-	json_object_object_add(o, "conditions", cond);
-	json_object_object_add(o, "first_time", time_json(d->first_ms));
-	json_object_object_add(o, "last_time", time_json(d->last_ms));
-	why = json_object_new_array();
-	for (unsigned k = 0; k < d->nwhy; k++)
-		json_object_array_add(why, json_object_get(d->why[k].j));
-	json_object_object_add(o, "incomplete", why);
-	json_object_object_add(o, "stopped", d->stopped ? json_object_new_string(d->stopped) : NULL);
-	{
-		/* why cycles were not judged (INFRA_ERROR) or did not boot (BOOT_FAIL) */
-		json_object *rs = json_object_new_array();
+		if (d->cond[k].varies)
+			json_object_array_add(varies, json_object_new_string(rep_cond_keys[k]));
+	json_object_object_add(o, "varies", varies);
+}
 
-		for (unsigned k = 0; k < d->nreasons; k++) {
-			json_object *x = json_object_new_object();
+/* why cycles were not judged (INFRA_ERROR) or did not boot (BOOT_FAIL) */
+static json_object *unjudged_json(const struct rep_dev *d)
+{
+	json_object *rs = json_object_new_array();
 
-			json_object_object_add(x, "verdict", json_object_new_string(pc_outcome_names[d->reasons[k].out]));
-			json_object_object_add(x, "cycles", jint(d->reasons[k].n));
-			json_object_object_add(x, "first", jint(d->reasons[k].first));
-			json_object_object_add(x, "last", jint(d->reasons[k].last));
-			json_object_object_add(x, "reason", json_object_new_string(d->reasons[k].text));
-			json_object_array_add(rs, x);
-		}
-		json_object_object_add(o, "unjudged", rs);
-		json_object_object_add(o, "unjudged_more", jint(d->reasons_more));
+	for (unsigned k = 0; k < d->nreasons; k++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "verdict", json_object_new_string(pc_outcome_names[d->reasons[k].out]));
+		json_object_object_add(x, "cycles", jint(d->reasons[k].n));
+		json_object_object_add(x, "first", jint(d->reasons[k].first));
+		json_object_object_add(x, "last", jint(d->reasons[k].last));
+		json_object_object_add(x, "reason", json_object_new_string(d->reasons[k].text));
+		json_object_array_add(rs, x);
 	}
-	json_object_object_add(o, "infra_share", rep_mode_cycles(&t) ? json_object_new_double(
-		(double)t.out[PC_OUT_INFRA_ERROR] / (double)rep_mode_cycles(&t)) : NULL);
-	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
-	mode_json(o, d, &t, r);
-	modes = json_object_new_array();
-	json_object_object_add(o, "modes", modes);
+	return rs;
+}
+
+static json_object *modes_json(const struct rep *r, const struct rep_dev *d)
+{
+	json_object *modes = json_object_new_array();
+
 	for (unsigned i = 0; i < d->nmodes; i++) {
 		json_object *mo = json_object_new_object(), *ran = json_object_new_object();
 		const struct rep_mode *m = &d->modes[i];
@@ -252,29 +232,67 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 		json_object_object_add(mo, "ran_as", ran);
 		json_object_array_add(modes, mo);
 	}
-	if (d->has_wear) {
-		/* EXT_CSD's wear: the first verdict's, every change, the last */
-		json_object *w = json_object_new_object(), *pts = json_object_new_array();
+	return modes;
+}
 
-		for (unsigned i = 0; i <= d->nwear; i++) {
-			const struct rep_wear *x = i < d->nwear ? &d->wear[i] : &d->wear_last;
-			json_object *p = json_object_new_object();
+/* EXT_CSD's wear: the first verdict's, every change, the last */
+static json_object *wear_json(const struct rep *r, const struct rep_dev *d)
+{
+	json_object *w = json_object_new_object(), *pts = json_object_new_array();
 
-			json_object_object_add(p, "board", json_object_new_string(r->boards[x->board].name));
-			json_object_object_add(p, "cycle", jint(x->cycle));
-			json_object_object_add(p, "time", time_json(x->time_ms));
-			json_object_object_add(p, "life_time_a", x->a >= 0 ? json_object_new_int(x->a) : NULL);
-			json_object_object_add(p, "life_time_b", x->b >= 0 ? json_object_new_int(x->b) : NULL);
-			json_object_object_add(p, "pre_eol_info", x->eol >= 0 ? json_object_new_int(x->eol) : NULL);
-			if (i < d->nwear)
-				json_object_array_add(pts, p);
-			else
-				json_object_object_add(w, "last", p);
-		}
-		json_object_object_add(w, "changes", jint(d->wear_changes));
-		json_object_object_add(w, "points", pts);
-		json_object_object_add(o, "wear", w);
+	for (unsigned i = 0; i <= d->nwear; i++) {
+		const struct rep_wear *x = i < d->nwear ? &d->wear[i] : &d->wear_last;
+		json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "board", json_object_new_string(r->boards[x->board].name));
+		json_object_object_add(p, "cycle", jint(x->cycle));
+		json_object_object_add(p, "time", time_json(x->time_ms));
+		json_object_object_add(p, "life_time_a", x->a >= 0 ? json_object_new_int(x->a) : NULL);
+		json_object_object_add(p, "life_time_b", x->b >= 0 ? json_object_new_int(x->b) : NULL);
+		json_object_object_add(p, "pre_eol_info", x->eol >= 0 ? json_object_new_int(x->eol) : NULL);
+		if (i < d->nwear)
+			json_object_array_add(pts, p);
+		else
+			json_object_object_add(w, "last", p);
 	}
+	json_object_object_add(w, "changes", jint(d->wear_changes));
+	json_object_object_add(w, "points", pts);
+	return w;
+}
+
+static json_object *device_json(const struct rep *r, const struct rep_dev *d)
+{
+	json_object *o = json_object_new_object(), *why, *cond = json_object_new_object();
+	struct rep_mode t;
+
+	rep_mode_sum(d, &t);
+	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
+	json_object_object_add(o, "result", json_object_new_string(pc_result_names[rep_dev_result(d, &t)]));
+	json_object_object_add(o, "part", json_object_new_string(d->part ? d->part : ""));
+	json_object_object_add(o, "boards", strlist_json(&d->boards));
+	json_object_object_add(o, "campaigns", strlist_json(&d->campaigns));
+	json_object_object_add(o, "hosts", strlist_json(&d->hosts));
+	json_object_object_add(o, "powercut", strlist_json(&d->versions));
+	ident_json(o, d);
+	for (int k = 0; k < COND_N; k++)
+		json_object_object_add(cond, rep_cond_keys[k], json_object_get(d->cond[k].v));
+	json_object_object_add(o, "conditions", cond);
+	json_object_object_add(o, "first_time", time_json(d->first_ms));
+	json_object_object_add(o, "last_time", time_json(d->last_ms));
+	why = json_object_new_array();
+	for (unsigned k = 0; k < d->nwhy; k++)
+		json_object_array_add(why, json_object_get(d->why[k].j));
+	json_object_object_add(o, "incomplete", why);
+	json_object_object_add(o, "stopped", d->stopped ? json_object_new_string(d->stopped) : NULL);
+	json_object_object_add(o, "unjudged", unjudged_json(d));
+	json_object_object_add(o, "unjudged_more", jint(d->reasons_more));
+	json_object_object_add(o, "infra_share", rep_mode_cycles(&t) ? json_object_new_double(
+		(double)t.out[PC_OUT_INFRA_ERROR] / (double)rep_mode_cycles(&t)) : NULL);
+	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
+	mode_json(o, d, &t, r);
+	json_object_object_add(o, "modes", modes_json(r, d));
+	if (d->has_wear)
+		json_object_object_add(o, "wear", wear_json(r, d));
 	return o;
 }
 
