@@ -229,9 +229,28 @@ static const char report_usage[] =
 
 /* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
  * failed), 2 when the report cannot be made */
-static int cmd_report(int argc, char **argv)
+/* --confidence: 0.5 to 0.9999, or 50% to 99.99%: 0, or 2 (said) */
+static int report_confidence(const char *arg, double *out)
 {
-	struct report_opts o = { 0 };
+	char *end;
+	double v = strtod(arg, &end);
+
+	if (end != arg && *end == '%' && !end[1]) {
+		v /= 100.0;
+		end++;
+	}
+	if (end == arg || *end || !(v >= 0.5 && v <= 0.9999)) {
+		pc_err("--confidence '%s': expected 0.5 to 0.9999, or 50%% to 99.99%%", arg);
+		return 2;
+	}
+	*out = v;
+	return 0;
+}
+
+/* report's options into o, *outpath and *cmp_a, argv[optind] on the first
+ * folder: -1 to go on, else the exit code (--help, or an error said) */
+static int report_args(int argc, char **argv, struct report_opts *o, const char **outpath, const char **cmp_a)
+{
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, 'f' },
 		{ "json", no_argument, NULL, 'j' },
@@ -241,55 +260,54 @@ static int cmd_report(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *outpath = NULL, *cmp_a = NULL;
-	char err[1024] = "", tmp[PATH_MAX];
-	FILE *out = stdout;
-	int c, result, fmt;
+	int c, fmt;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "f:o:c:h", lo, NULL)) != -1) {
 		switch (c) {
-		case 'c': {
-			char *end;
-			double v = strtod(optarg, &end);
-
-			if (end != optarg && *end == '%' && !end[1]) {
-				v /= 100.0;
-				end++;
-			}
-			if (end == optarg || *end || !(v >= 0.5 && v <= 0.9999)) {
-				pc_err("--confidence '%s': expected 0.5 to 0.9999, or 50%% to 99.99%%", optarg);
+		case 'c':
+			if (report_confidence(optarg, &o->confidence))
 				return 2;
-			}
-			o.confidence = v;
 			break;
-		}
 		case 'f':
 			if ((fmt = report_format_from_name(optarg)) < 0) {
 				pc_err("--format '%s': expected text, md, html, json, junit or csv", optarg);
 				return 2;
 			}
-			o.format = (enum report_format)fmt;
+			o->format = (enum report_format)fmt;
 			break;
-		case 'j': o.format = REPORT_FMT_JSON; break;
-		case 'o': outpath = optarg; break;
-		case 'C': cmp_a = optarg; break;
+		case 'j': o->format = REPORT_FMT_JSON; break;
+		case 'o': *outpath = optarg; break;
+		case 'C': *cmp_a = optarg; break;
 		case 'h': fputs(report_usage, stdout); return 0;
 		default: fputs(report_usage, stderr); return 2;
 		}
 	}
-	if (cmp_a && optind >= argc) {
+	if (*cmp_a && optind >= argc) {
 		pc_err("report --compare A B: B is missing (see powercut report --help)");
 		return 2;
 	}
-	if (cmp_a && o.format != REPORT_FMT_TEXT && o.format != REPORT_FMT_HTML) {
+	if (*cmp_a && o->format != REPORT_FMT_TEXT && o->format != REPORT_FMT_HTML) {
 		pc_err("report --compare: text or html only");
 		return 2;
 	}
-	if (!cmp_a && optind >= argc) {
+	if (!*cmp_a && optind >= argc) {
 		pc_err("report: no results folder given (see powercut report --help)");
 		return 2;
 	}
+	return -1;
+}
+
+static int cmd_report(int argc, char **argv)
+{
+	struct report_opts o = { 0 };
+	const char *outpath = NULL, *cmp_a = NULL;
+	char err[1024] = "", tmp[PATH_MAX];
+	FILE *out = stdout;
+	int c, result;
+
+	if ((c = report_args(argc, argv, &o, &outpath, &cmp_a)) >= 0)
+		return c;
 	if (outpath) {
 		/* the whole report or nothing: written beside, renamed when complete */
 		if (snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", outpath, (long)getpid()) >= (int)sizeof(tmp) ||

@@ -262,11 +262,10 @@ static void eta_text(const struct st_board *b, char *buf, size_t len)
 		status_hmm(b->eta_s, buf, len);
 }
 
-static void print_text(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
+/* the first line: whether a run holds the folder, and since when */
+static void text_run(const struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
 {
-	char t0[64], t1[64], eta[32];
-	int64_t now = (int64_t)time(NULL), age = now - x->ev_mtime;
-	int w = 0;
+	char t0[64], t1[64];
 
 	local_time(li->started, t0, sizeof(t0));
 	local_time(li->ended, t1, sizeof(t1));
@@ -309,72 +308,98 @@ static void print_text(struct st_ctx *x, const struct results_lock_info *li, enu
 		fprintf(x->out, "unknown whether a run holds the folder: %s\n", li->err);
 		break;
 	}
+}
+
+/* events.jsonl: how fresh and how many (about, when only its tail was read) */
+static uint64_t events_total(const struct st_ctx *x)
+{
+	return x->ev_from ? (uint64_t)((double)x->ev_lines * (double)x->ev_size / (double)(x->ev_size - x->ev_from))
+			  : x->ev_lines;
+}
+
+/* the last event, the counts, and the room left on the results filesystem */
+static void text_events(const struct st_ctx *x)
+{
+	struct st_disk d;
+	char t0[64], f[32], fl[32], r[32], fe[32];
+	int64_t age = (int64_t)time(NULL) - x->ev_mtime;
+
 	if (x->ev_size) {
 		local_time(x->ev_mtime, t0, sizeof(t0));
 		fprintf(x->out, "last event appended %s (%" PRId64 " s ago); %s%" PRIu64 " events, %" PRIu64 " verdicts\n", t0,
-		       age > 0 ? age : 0, x->ev_from ? "about " : "",
-		       x->ev_from ? (uint64_t)((double)x->ev_lines * (double)x->ev_size / (double)(x->ev_size - x->ev_from))
-				  : x->ev_lines,
-		       x->v_lines);
+		       age > 0 ? age : 0, x->ev_from ? "about " : "", events_total(x), x->v_lines);
 	} else {
 		fprintf(x->out, "no event yet; 0 events, %" PRIu64 " verdicts\n", x->v_lines);
 	}
-	{
-		struct st_disk d;
-		char f[32], fl[32], r[32], fe[32];
-
-		disk_read(x, &d);
-		if (d.have_free) {
-			fprintf(x->out, "results filesystem: %s free (floor %s, results_min_free)", size_text((double)d.free, f, sizeof(f)),
-				size_text((double)x->min_free, fl, sizeof(fl)));
-			if (d.rate >= 0) {
-				status_hmm(d.floor_s, fe, sizeof(fe));
-				fprintf(x->out, "; events.jsonl grows %s/min while a run writes it, the floor in %s at that pace",
-					size_text(d.rate * 60, r, sizeof(r)), d.rate > 0 ? fe : "never");
-			}
-			fprintf(x->out, "\n");
+	disk_read(x, &d);
+	if (d.have_free) {
+		fprintf(x->out, "results filesystem: %s free (floor %s, results_min_free)", size_text((double)d.free, f, sizeof(f)),
+			size_text((double)x->min_free, fl, sizeof(fl)));
+		if (d.rate >= 0) {
+			status_hmm(d.floor_s, fe, sizeof(fe));
+			fprintf(x->out, "; events.jsonl grows %s/min while a run writes it, the floor in %s at that pace",
+				size_text(d.rate * 60, r, sizeof(r)), d.rate > 0 ? fe : "never");
 		}
+		fprintf(x->out, "\n");
 	}
+}
+
+/* a board's line under its own: each mode's bound against the target */
+static void text_target(const struct st_ctx *x, const struct st_board *b, int w)
+{
+	struct st_goal g[PC_MODE_MAX];
+	unsigned n = board_goals(x, b, g);
+
+	fprintf(x->out, "  %*s  target: below %g at %g%%:", w, "", x->target_rate, x->target_conf * 100);
+	for (unsigned k = 0; k < n; k++) {
+		fprintf(x->out, "%s %s %s %.3g after %" PRIu64 " cuts (%" PRIu64 " FAIL)", k ? ";" : "",
+			pc_mode_name((enum pc_mode)g[k].mode), g[k].met ? "met," : "bound", g[k].bound,
+			g[k].cuts, g[k].fails);
+		if (!g[k].met && g[k].need)
+			fprintf(x->out, ", %" PRIu64 " more", g[k].need > g[k].cuts ? g[k].need - g[k].cuts : 0);
+		else if (!g[k].met)
+			fprintf(x->out, ", out of reach");
+	}
+	fprintf(x->out, "%s\n", n ? "" : " no mode");
+}
+
+/* a board: its cycle, state, outcomes and ETA; its last FAIL, why it stopped (w: the name column) */
+static void text_board(const struct st_ctx *x, const struct st_board *b, enum st_run run, int w)
+{
+	char eta[32];
+
+	eta_text(b, eta, sizeof(eta));
+	fprintf(x->out, "  %s:%*s cycle %u of %u, %s%s; ", b->name, w - (int)strlen(b->name), "", b->cycle, b->plan,
+	       status_bstate_names[b->state],
+	       run != RUN_RUNNING && b->state >= ST_BOOTING && b->state <= ST_WRITING ? " when the run stopped" : "");
+	for (unsigned k = 0; k < PC_NOUTCOMES; k++)
+		fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", pc_outcome_names[k], b->n[k]);
+	fprintf(x->out, "; ETA %s", eta);
+	if (b->cycle_ms >= 0 && b->state != ST_DONE)
+		fprintf(x->out, " (%.1f s a cycle)", b->cycle_ms / 1000.0);
+	fprintf(x->out, "\n");
+	if (b->fail_cycle)
+		fprintf(x->out, "  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
+		       b->fail_what[0] ? b->fail_what : "no violation class recorded",
+		       b->fail_time[0] ? ", at " : "", b->fail_time);
+	if (stop_text(b->ev.end - 1))
+		fprintf(x->out, "  %*s  %s\n", w, "", stop_text(b->ev.end - 1));
+	if (x->target_rate > 0)
+		text_target(x, b, w);
+}
+
+static void print_text(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
+{
+	int w = 0;
+
+	text_run(x, li, run, alive);
+	text_events(x);
 	for (unsigned i = 0; i < x->nb; i++) {
 		int l = (int)strlen(x->b[i].name);
 		w = l > w ? l : w;
 	}
-	for (unsigned i = 0; i < x->nb; i++) {
-		struct st_board *b = &x->b[i];
-
-		eta_text(b, eta, sizeof(eta));
-		fprintf(x->out, "  %s:%*s cycle %u of %u, %s%s; ", b->name, w - (int)strlen(b->name), "", b->cycle, b->plan,
-		       status_bstate_names[b->state],
-		       run != RUN_RUNNING && b->state >= ST_BOOTING && b->state <= ST_WRITING ? " when the run stopped" : "");
-		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			fprintf(x->out, "%s%s %" PRIu64, k ? ", " : "", pc_outcome_names[k], b->n[k]);
-		fprintf(x->out, "; ETA %s", eta);
-		if (b->cycle_ms >= 0 && b->state != ST_DONE)
-			fprintf(x->out, " (%.1f s a cycle)", b->cycle_ms / 1000.0);
-		fprintf(x->out, "\n");
-		if (b->fail_cycle)
-			fprintf(x->out, "  %*s  last FAIL: cycle %u (%s)%s%s\n", w, "", b->fail_cycle,
-			       b->fail_what[0] ? b->fail_what : "no violation class recorded",
-			       b->fail_time[0] ? ", at " : "", b->fail_time);
-		if (stop_text(b->ev.end - 1))
-			fprintf(x->out, "  %*s  %s\n", w, "", stop_text(b->ev.end - 1));
-		if (x->target_rate > 0) {
-			struct st_goal g[PC_MODE_MAX];
-			unsigned n = board_goals(x, b, g);
-
-			fprintf(x->out, "  %*s  target: below %g at %g%%:", w, "", x->target_rate, x->target_conf * 100);
-			for (unsigned k = 0; k < n; k++) {
-				fprintf(x->out, "%s %s %s %.3g after %" PRIu64 " cuts (%" PRIu64 " FAIL)", k ? ";" : "",
-					pc_mode_name((enum pc_mode)g[k].mode), g[k].met ? "met," : "bound", g[k].bound,
-					g[k].cuts, g[k].fails);
-				if (!g[k].met && g[k].need)
-					fprintf(x->out, ", %" PRIu64 " more", g[k].need > g[k].cuts ? g[k].need - g[k].cuts : 0);
-				else if (!g[k].met)
-					fprintf(x->out, ", out of reach");
-			}
-			fprintf(x->out, "%s\n", n ? "" : " no mode");
-		}
-	}
+	for (unsigned i = 0; i < x->nb; i++)
+		text_board(x, &x->b[i], run, w);
 }
 
 static json_object *jstr_or_null(const char *s)
@@ -382,17 +407,13 @@ static json_object *jstr_or_null(const char *s)
 	return s ? json_object_new_string(s) : NULL;
 }
 
-static void print_json(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
+static json_object *json_lock(const struct results_lock_info *li, int alive)
 {
 	static const char *const lock_keys[] = { "none", "held", "free", "unknown" };
-	json_object *doc = json_object_new_object(), *lock = json_object_new_object(), *boards = json_object_new_array();
-	char desc[768], buf[64];
+	json_object *lock = json_object_new_object();
+	char desc[768];
 
 	results_lock_describe(li, desc, sizeof(desc));
-	json_object_object_add(doc, "dir", json_object_new_string(x->dir));
-	json_object_object_add(doc, "campaign", json_object_new_string(x->campaign));
-	json_object_object_add(doc, "run", json_object_new_string(run_keys[run]));
-	json_object_object_add(doc, "running", json_object_new_boolean(run == RUN_RUNNING));
 	json_object_object_add(lock, "state", json_object_new_string(lock_keys[li->state]));
 	json_object_object_add(lock, "pid", li->known ? json_object_new_int64(li->pid) : NULL);
 	json_object_object_add(lock, "host", jstr_or_null(li->known ? li->host : NULL));
@@ -400,7 +421,14 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 	json_object_object_add(lock, "ended", li->known && li->ended ? json_object_new_int64(li->ended) : NULL);
 	json_object_object_add(lock, "pid_alive", alive < 0 ? NULL : json_object_new_boolean(alive));
 	json_object_object_add(lock, "text", json_object_new_string(desc));
-	json_object_object_add(doc, "lock", lock);
+	return lock;
+}
+
+/* last_event, events, events_exact, events_bytes, verdicts */
+static void json_events(const struct st_ctx *x, json_object *doc)
+{
+	char buf[64];
+
 	if (x->ev_size) {
 		json_object *le = json_object_new_object();
 		int64_t age = (int64_t)time(NULL) - x->ev_mtime;
@@ -413,84 +441,112 @@ static void print_json(struct st_ctx *x, const struct results_lock_info *li, enu
 	} else {
 		json_object_object_add(doc, "last_event", NULL);
 	}
-	json_object_object_add(doc, "events", json_object_new_int64(x->ev_from ?
-		(int64_t)((double)x->ev_lines * (double)x->ev_size / (double)(x->ev_size - x->ev_from)) :
-		(int64_t)x->ev_lines));
+	json_object_object_add(doc, "events", json_object_new_int64((int64_t)events_total(x)));
 	json_object_object_add(doc, "events_exact", json_object_new_boolean(x->ev_from == 0));
 	json_object_object_add(doc, "events_bytes", json_object_new_int64(x->ev_size));
 	json_object_object_add(doc, "verdicts", json_object_new_int64((int64_t)x->v_lines));
-	{
-		struct st_disk d;
-		json_object *dj = json_object_new_object();
+}
 
-		disk_read(x, &d);
-		json_object_object_add(dj, "free_bytes", d.have_free ? json_object_new_int64((int64_t)d.free) : NULL);
-		json_object_object_add(dj, "total_bytes", d.have_free ? json_object_new_int64((int64_t)d.total) : NULL);
-		json_object_object_add(dj, "min_free_bytes", json_object_new_int64((int64_t)x->min_free));
-		json_object_object_add(dj, "events_bytes_per_s", d.rate >= 0 ? json_object_new_double(d.rate) : NULL);
-		json_object_object_add(dj, "floor_eta_s", d.floor_s >= 0 ? json_object_new_int64((int64_t)d.floor_s) : NULL);
-		json_object_object_add(doc, "disk", dj);
-		if (x->target_rate > 0) {
-			json_object *t = json_object_new_object();
+/* disk (the room left) and target */
+static void json_disk(const struct st_ctx *x, json_object *doc)
+{
+	struct st_disk d;
+	json_object *dj = json_object_new_object(), *t;
 
-			json_object_object_add(t, "rate", json_object_new_double(x->target_rate));
-			json_object_object_add(t, "confidence", json_object_new_double(x->target_conf));
-			json_object_object_add(doc, "target", t);
-		} else {
-			json_object_object_add(doc, "target", NULL);
-		}
+	disk_read(x, &d);
+	json_object_object_add(dj, "free_bytes", d.have_free ? json_object_new_int64((int64_t)d.free) : NULL);
+	json_object_object_add(dj, "total_bytes", d.have_free ? json_object_new_int64((int64_t)d.total) : NULL);
+	json_object_object_add(dj, "min_free_bytes", json_object_new_int64((int64_t)x->min_free));
+	json_object_object_add(dj, "events_bytes_per_s", d.rate >= 0 ? json_object_new_double(d.rate) : NULL);
+	json_object_object_add(dj, "floor_eta_s", d.floor_s >= 0 ? json_object_new_int64((int64_t)d.floor_s) : NULL);
+	json_object_object_add(doc, "disk", dj);
+	if (x->target_rate > 0) {
+		t = json_object_new_object();
+		json_object_object_add(t, "rate", json_object_new_double(x->target_rate));
+		json_object_object_add(t, "confidence", json_object_new_double(x->target_conf));
+		json_object_object_add(doc, "target", t);
+	} else {
+		json_object_object_add(doc, "target", NULL);
 	}
-	for (unsigned i = 0; i < x->nb; i++) {
-		struct st_board *b = &x->b[i];
-		json_object *o = json_object_new_object(), *cnt = json_object_new_object();
+}
 
-		json_object_object_add(o, "board", json_object_new_string(b->name));
-		json_object_object_add(o, "cycle", json_object_new_int64(b->cycle));
-		json_object_object_add(o, "cycles", json_object_new_int64(b->plan));
-		json_object_object_add(o, "state", json_object_new_string(status_bstate_keys[b->state]));
-		for (unsigned k = 0; k < PC_NOUTCOMES; k++)
-			json_object_object_add(cnt, pc_outcome_names[k], json_object_new_int64((int64_t)b->n[k]));
-		json_object_object_add(o, "counts", cnt);
-		if (b->fail_cycle) {
-			json_object *lf = json_object_new_object(), *cls = json_object_new_object();
+/* a board's last FAIL: its cycle, the classes found, when */
+static json_object *json_last_fail(const struct st_board *b)
+{
+	json_object *lf, *cls;
 
-			json_object_object_add(lf, "cycle", json_object_new_int64(b->fail_cycle));
-			for (unsigned k = 0; k < PC_NCLASSES; k++)
-				if (b->fail_cnt[k])
-					json_object_object_add(cls, pc_class_names[k], json_object_new_int64(
-						b->fail_cnt[k] > INT64_MAX ? INT64_MAX : (int64_t)b->fail_cnt[k]));
-			json_object_object_add(lf, "classes", cls);
-			json_object_object_add(lf, "time", jstr_or_null(b->fail_time[0] ? b->fail_time : NULL));
-			json_object_object_add(o, "last_fail", lf);
-		} else {
-			json_object_object_add(o, "last_fail", NULL);
-		}
-		json_object_object_add(o, "cycle_ms", b->cycle_ms >= 0 ? json_object_new_int64((int64_t)(b->cycle_ms + 0.5)) : NULL);
-		json_object_object_add(o, "eta_s", b->eta_s >= 0 ? json_object_new_int64((int64_t)(b->eta_s + 0.5)) : NULL);
-		eta_text(b, buf, sizeof(buf));
-		json_object_object_add(o, "eta", json_object_new_string(buf));
-		json_object_object_add(o, "stopped", b->ev.end && b->ev.end - 1 > PC_END_GIVEN_UP ?
-				       json_object_new_string(pc_run_end_names[b->ev.end - 1]) : NULL);
-		if (x->target_rate > 0) {
-			struct st_goal g[PC_MODE_MAX];
-			unsigned n = board_goals(x, b, g);
-			json_object *tg = json_object_new_array();
+	if (!b->fail_cycle)
+		return NULL;
+	lf = json_object_new_object();
+	cls = json_object_new_object();
+	json_object_object_add(lf, "cycle", json_object_new_int64(b->fail_cycle));
+	for (unsigned k = 0; k < PC_NCLASSES; k++)
+		if (b->fail_cnt[k])
+			json_object_object_add(cls, pc_class_names[k], json_object_new_int64(
+				b->fail_cnt[k] > INT64_MAX ? INT64_MAX : (int64_t)b->fail_cnt[k]));
+	json_object_object_add(lf, "classes", cls);
+	json_object_object_add(lf, "time", jstr_or_null(b->fail_time[0] ? b->fail_time : NULL));
+	return lf;
+}
 
-			for (unsigned k = 0; k < n; k++) {
-				json_object *gj = json_object_new_object();
+/* a board's bound per mode against the target */
+static json_object *json_goals(const struct st_ctx *x, const struct st_board *b)
+{
+	struct st_goal g[PC_MODE_MAX];
+	unsigned n = board_goals(x, b, g);
+	json_object *tg = json_object_new_array();
 
-				json_object_object_add(gj, "mode", json_object_new_string(pc_mode_name((enum pc_mode)g[k].mode)));
-				json_object_object_add(gj, "cuts", json_object_new_int64((int64_t)g[k].cuts));
-				json_object_object_add(gj, "fails", json_object_new_int64((int64_t)g[k].fails));
-				json_object_object_add(gj, "bound", json_object_new_double(g[k].bound));
-				json_object_object_add(gj, "cuts_needed", g[k].need ? json_object_new_int64((int64_t)g[k].need) : NULL);
-				json_object_object_add(gj, "met", json_object_new_boolean(g[k].met));
-				json_object_array_add(tg, gj);
-			}
-			json_object_object_add(o, "target", tg);
-		}
-		json_object_array_add(boards, o);
+	for (unsigned k = 0; k < n; k++) {
+		json_object *gj = json_object_new_object();
+
+		json_object_object_add(gj, "mode", json_object_new_string(pc_mode_name((enum pc_mode)g[k].mode)));
+		json_object_object_add(gj, "cuts", json_object_new_int64((int64_t)g[k].cuts));
+		json_object_object_add(gj, "fails", json_object_new_int64((int64_t)g[k].fails));
+		json_object_object_add(gj, "bound", json_object_new_double(g[k].bound));
+		json_object_object_add(gj, "cuts_needed", g[k].need ? json_object_new_int64((int64_t)g[k].need) : NULL);
+		json_object_object_add(gj, "met", json_object_new_boolean(g[k].met));
+		json_object_array_add(tg, gj);
 	}
+	return tg;
+}
+
+static json_object *json_board(const struct st_ctx *x, const struct st_board *b)
+{
+	json_object *o = json_object_new_object(), *cnt = json_object_new_object();
+	char buf[64];
+
+	json_object_object_add(o, "board", json_object_new_string(b->name));
+	json_object_object_add(o, "cycle", json_object_new_int64(b->cycle));
+	json_object_object_add(o, "cycles", json_object_new_int64(b->plan));
+	json_object_object_add(o, "state", json_object_new_string(status_bstate_keys[b->state]));
+	for (unsigned k = 0; k < PC_NOUTCOMES; k++)
+		json_object_object_add(cnt, pc_outcome_names[k], json_object_new_int64((int64_t)b->n[k]));
+	json_object_object_add(o, "counts", cnt);
+	json_object_object_add(o, "last_fail", json_last_fail(b));
+	json_object_object_add(o, "cycle_ms", b->cycle_ms >= 0 ? json_object_new_int64((int64_t)(b->cycle_ms + 0.5)) : NULL);
+	json_object_object_add(o, "eta_s", b->eta_s >= 0 ? json_object_new_int64((int64_t)(b->eta_s + 0.5)) : NULL);
+	eta_text(b, buf, sizeof(buf));
+	json_object_object_add(o, "eta", json_object_new_string(buf));
+	json_object_object_add(o, "stopped", b->ev.end && b->ev.end - 1 > PC_END_GIVEN_UP ?
+			       json_object_new_string(pc_run_end_names[b->ev.end - 1]) : NULL);
+	if (x->target_rate > 0)
+		json_object_object_add(o, "target", json_goals(x, b));
+	return o;
+}
+
+static void print_json(struct st_ctx *x, const struct results_lock_info *li, enum st_run run, int alive)
+{
+	json_object *doc = json_object_new_object(), *boards = json_object_new_array();
+
+	json_object_object_add(doc, "dir", json_object_new_string(x->dir));
+	json_object_object_add(doc, "campaign", json_object_new_string(x->campaign));
+	json_object_object_add(doc, "run", json_object_new_string(run_keys[run]));
+	json_object_object_add(doc, "running", json_object_new_boolean(run == RUN_RUNNING));
+	json_object_object_add(doc, "lock", json_lock(li, alive));
+	json_events(x, doc);
+	json_disk(x, doc);
+	for (unsigned i = 0; i < x->nb; i++)
+		json_object_array_add(boards, json_board(x, &x->b[i]));
 	json_object_object_add(doc, "boards", boards);
 	fprintf(x->out, "%s\n", json_object_to_json_string_ext(doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(doc);

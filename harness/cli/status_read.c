@@ -116,19 +116,13 @@ static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 /* campaign.json: the campaign's name, its cycles and its boards, found by
  * the scanner as in the .jsonl files. (json-c would build the whole document
  * first: 850 MB for a campaign.json of 16 MB of empty arrays.) */
-int status_read_campaign(struct st_ctx *x)
+/* campaign.json whole into *buf (NUL-free, up to the limit): 0, or -1 with x->err */
+static int campaign_load(struct st_ctx *x, char **buf, size_t *lenp)
 {
-	static const char *const dkeys[] = { "config" };
-	static const char *const ckeys[] = { "campaign", "cycles", "boards", "target", "results_min_free" };
-	static const char *const bkeys[] = { "name", "modes" };
-	static const char *const tkeys[] = { "rate", "confidence" };
-	struct status_span cfg, c[5], el, name[2], t[2];
 	struct stat st;
-	char *buf;
-	size_t len = 0, cap, pos = 0;
-	uint64_t cycles;
+	size_t len = 0, cap;
 	ssize_t n;
-	int fd, ret = -1, r = 0;
+	int fd;
 
 	fd = open_file(x, PC_FILE_CAMPAIGN, &st);
 	if (fd < 0)
@@ -140,24 +134,119 @@ int status_read_campaign(struct st_ctx *x)
 	/* the size it has (campaign.json is replaced whole, by a rename, never
 	 * rewritten in place) */
 	cap = (size_t)st.st_size;
-	buf = malloc(cap + 1);
-	if (!buf) {
+	*buf = malloc(cap + 1);
+	if (!*buf) {
 		close(fd);
 		return fail(x, "out of memory");
 	}
-	while (len < cap && (n = read(fd, buf + len, cap - len)) != 0) {
+	while (len < cap && (n = read(fd, *buf + len, cap - len)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			fail(x, "%s: cannot read: %s", x->path, strerror(errno));
-			goto out;
+			close(fd);
+			return fail(x, "%s: cannot read: %s", x->path, strerror(errno));
 		}
 		len += (size_t)n;
 	}
-	if (memchr(buf, 0, len)) {
-		fail(x, "%s: contains a NUL byte: not JSON", x->path);
-		goto out;
+	close(fd);
+	if (memchr(*buf, 0, len))
+		return fail(x, "%s: contains a NUL byte: not JSON", x->path);
+	*lenp = len;
+	return 0;
+}
+
+/* config.campaign, .cycles, .results_min_free and .target (c: their spans) */
+static int campaign_config(struct st_ctx *x, const struct status_span *c)
+{
+	static const char *const tkeys[] = { "rate", "confidence" };
+	struct status_span t[2];
+	uint64_t cycles;
+
+	if (status_span_str(&c[0], x->campaign, sizeof(x->campaign)) || !config_valid_name(x->campaign))
+		return fail(x, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
+	if (status_span_u64(&c[1], CFG_MAX_CYCLES, &cycles) || !cycles)
+		return fail(x, "%s: config.cycles is not an integer 1..%u", x->path, CFG_MAX_CYCLES);
+	x->cycles = (unsigned)cycles;
+	/* the target and the floor, as the run checked them (absent: none, the default) */
+	x->min_free = CFG_DEFAULT_MIN_FREE;
+	if (c[4].type != ST_V_ABSENT && status_span_u64(&c[4], CFG_MAX_MIN_FREE, &x->min_free))
+		return fail(x, "%s: config.results_min_free is not a byte count 0..%llu", x->path,
+			    (unsigned long long)CFG_MAX_MIN_FREE);
+	if (c[3].type != ST_V_ABSENT) {
+		if (c[3].type != ST_V_OBJECT || status_scan(c[3].p, c[3].n, 0, tkeys, 2, t) ||
+		    span_double(&t[0], &x->target_rate) || !(x->target_rate >= CFG_TARGET_RATE_MIN && x->target_rate < 1) ||
+		    span_double(&t[1], &x->target_conf) ||
+		    !(x->target_conf >= CFG_TARGET_CONF_MIN && x->target_conf <= CFG_TARGET_CONF_MAX)) {
+			x->target_rate = 0;
+			return fail(x, "%s: config.target is not {\"rate\": %g..1, \"confidence\": %g..%g}", x->path,
+				    CFG_TARGET_RATE_MIN, CFG_TARGET_CONF_MIN, CFG_TARGET_CONF_MAX);
+		}
 	}
+	return 0;
+}
+
+/* config.boards[i]: its name, and the modes the target must be shown for
+ * (one not known here: ignored) */
+static int campaign_board(struct st_ctx *x, unsigned i, const struct status_span *el)
+{
+	static const char *const bkeys[] = { "name", "modes" };
+	struct status_span name[2], m;
+	size_t mpos = 0;
+	char mode[16];
+	int mi;
+
+	if (el->type != ST_V_OBJECT || status_scan(el->p, el->n, 0, bkeys, 2, name) ||
+	    status_span_str(&name[0], x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name))
+		return fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
+			    x->path, i);
+	if (name[1].type == ST_V_ARRAY)
+		while (status_array_next(&name[1], &mpos, &m) == 1)
+			if (!status_span_str(&m, mode, sizeof(mode)) && (mi = pc_mode_from_name(mode)) > 0 &&
+			    mi < PC_MODE_MAX)
+				x->b[i].mode_on[mi] = 1;
+	x->b[i].cycle_ms = x->b[i].eta_s = -1;
+	return 0;
+}
+
+/* config.boards: counted (stopping past the most there may be), then read */
+static int campaign_boards(struct st_ctx *x, const struct status_span *boards)
+{
+	struct status_span el;
+	size_t pos = 0;
+	int r = 0;
+
+	while (boards->type == ST_V_ARRAY && x->nb <= CFG_MAX_BOARDS && (r = status_array_next(boards, &pos, &el)) == 1)
+		x->nb++;
+	if (boards->type != ST_V_ARRAY || r < 0 || x->nb < 1 || x->nb > CFG_MAX_BOARDS) {
+		x->nb = 0;
+		return fail(x, "%s: config.boards is not an array of 1 to %u boards", x->path, CFG_MAX_BOARDS);
+	}
+	x->b = calloc(x->nb, sizeof(*x->b));
+	if (!x->b) {
+		x->nb = 0;
+		return fail(x, "out of memory");
+	}
+	pos = 0;
+	for (unsigned i = 0; i < x->nb; i++) {
+		r = status_array_next(boards, &pos, &el);
+		assert(r == 1);
+		if (campaign_board(x, i, &el))
+			return -1;
+	}
+	return 0;
+}
+
+int status_read_campaign(struct st_ctx *x)
+{
+	static const char *const dkeys[] = { "config" };
+	static const char *const ckeys[] = { "campaign", "cycles", "boards", "target", "results_min_free" };
+	struct status_span cfg, c[5];
+	char *buf = NULL;
+	size_t len = 0;
+	int ret = -1;
+
+	if (campaign_load(x, &buf, &len))
+		goto out;
 	if (status_scan(buf, len, 0, dkeys, 1, &cfg)) {
 		fail(x, "%s: not a JSON object", x->path);
 		goto out;
@@ -166,75 +255,9 @@ int status_read_campaign(struct st_ctx *x)
 		fail(x, "%s: no \"config\" object", x->path);
 		goto out;
 	}
-	if (status_span_str(&c[0], x->campaign, sizeof(x->campaign)) || !config_valid_name(x->campaign)) {
-		fail(x, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
-		goto out;
-	}
-	if (status_span_u64(&c[1], CFG_MAX_CYCLES, &cycles) || !cycles) {
-		fail(x, "%s: config.cycles is not an integer 1..%u", x->path, CFG_MAX_CYCLES);
-		goto out;
-	}
-	x->cycles = (unsigned)cycles;
-	/* the target and the floor, as the run checked them (absent: none, the default) */
-	x->min_free = CFG_DEFAULT_MIN_FREE;
-	if (c[4].type != ST_V_ABSENT && status_span_u64(&c[4], CFG_MAX_MIN_FREE, &x->min_free)) {
-		fail(x, "%s: config.results_min_free is not a byte count 0..%llu", x->path,
-		     (unsigned long long)CFG_MAX_MIN_FREE);
-		goto out;
-	}
-	if (c[3].type != ST_V_ABSENT) {
-		if (c[3].type != ST_V_OBJECT || status_scan(c[3].p, c[3].n, 0, tkeys, 2, t) ||
-		    span_double(&t[0], &x->target_rate) || !(x->target_rate >= CFG_TARGET_RATE_MIN && x->target_rate < 1) ||
-		    span_double(&t[1], &x->target_conf) ||
-		    !(x->target_conf >= CFG_TARGET_CONF_MIN && x->target_conf <= CFG_TARGET_CONF_MAX)) {
-			x->target_rate = 0;
-			fail(x, "%s: config.target is not {\"rate\": %g..1, \"confidence\": %g..%g}", x->path,
-			     CFG_TARGET_RATE_MIN, CFG_TARGET_CONF_MIN, CFG_TARGET_CONF_MAX);
-			goto out;
-		}
-	}
-	/* count them (stopping past the most there may be), then read them */
-	while (c[2].type == ST_V_ARRAY && x->nb <= CFG_MAX_BOARDS && (r = status_array_next(&c[2], &pos, &el)) == 1)
-		x->nb++;
-	if (c[2].type != ST_V_ARRAY || r < 0 || x->nb < 1 || x->nb > CFG_MAX_BOARDS) {
-		x->nb = 0;
-		fail(x, "%s: config.boards is not an array of 1 to %u boards", x->path, CFG_MAX_BOARDS);
-		goto out;
-	}
-	x->b = calloc(x->nb, sizeof(*x->b));
-	if (!x->b) {
-		x->nb = 0;
-		fail(x, "out of memory");
-		goto out;
-	}
-	pos = 0;
-	for (unsigned i = 0; i < x->nb; i++) {
-		r = status_array_next(&c[2], &pos, &el);
-		assert(r == 1);
-		if (el.type != ST_V_OBJECT || status_scan(el.p, el.n, 0, bkeys, 2, name) ||
-		    status_span_str(&name[0], x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name)) {
-			fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
-			     x->path, i);
-			goto out;
-		}
-		if (name[1].type == ST_V_ARRAY) {
-			struct status_span m;
-			size_t mpos = 0;
-			char mode[16];
-			int mi;
-
-			/* the modes the target must be shown for (one not known here: ignored) */
-			while (status_array_next(&name[1], &mpos, &m) == 1)
-				if (!status_span_str(&m, mode, sizeof(mode)) && (mi = pc_mode_from_name(mode)) > 0 &&
-				    mi < PC_MODE_MAX)
-					x->b[i].mode_on[mi] = 1;
-		}
-		x->b[i].cycle_ms = x->b[i].eta_s = -1;
-	}
-	ret = 0;
+	ret = campaign_config(x, c) || campaign_boards(x, &c[2]) ? -1 : 0;
 out:
 	free(buf);
-	close(fd);
 	return ret;
 }
 

@@ -354,6 +354,113 @@ static int reason_add(struct rep_dev *d, const struct verdict *vd)
 	return 0;
 }
 
+/* the device's identity as its newest verdict gives it (varies: marked) */
+static void ident_set(struct rep_dev *d, const struct verdict *vd)
+{
+	static const struct {
+		int id, queue;	/* the key in "queue", not in "device" */
+		const char *key;
+	} keys[] = {
+		{ ID_NAME, 0, "name" }, { ID_MANFID, 0, "manfid" }, { ID_CID, 0, "cid" },
+		{ ID_FUA, 1, "fua" }, { ID_WCACHE, 1, "write_cache" }, { ID_FWREV, 0, "fwrev" },
+		{ ID_SERIAL, 0, "serial" }, { ID_TYPE, 0, "type" },
+	};
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(keys); i++)
+		field_set(&d->ident[keys[i].id], rep_jget(keys[i].queue ? vd->queue : vd->device, keys[i].key));
+	field_set(&d->ident[ID_KERNEL], vd->kernel);
+	field_set(&d->ident[ID_AGENT], vd->agent);
+}
+
+/* what a verdict tells of its device: identity, conditions, when, where, with what */
+static int dev_add(struct rep_dev *d, const struct rep_dir *dd, const struct rep_board *bd, const struct verdict *vd)
+{
+	d->ncycles++;
+	ident_set(d, vd);
+	cond_set(d, bd, vd);
+	if (vd->time_ms >= 0) {
+		if (d->first_ms < 0 || vd->time_ms < d->first_ms)
+			d->first_ms = vd->time_ms;
+		if (vd->time_ms > d->last_ms)
+			d->last_ms = vd->time_ms;
+	}
+	if ((vd->host && rep_strlist_add(&d->hosts, vd->host)) ||
+	    (dd->host && rep_strlist_add(&d->hosts, dd->host)) ||
+	    (dd->version && rep_strlist_add(&d->versions, dd->version)))
+		return -ENOMEM;
+	return 0;
+}
+
+/* outcome, findings per class, and what the cut landed on */
+static void mode_count(struct rep_mode *m, const struct verdict *vd)
+{
+	m->out[vd->out]++;
+	m->violations += vd->violations;
+	if (vd->planned)
+		m->worked++;
+	/* the cut landed mid-write: something submitted never (fully) landed */
+	if (vd->counts[PC_CLS_NOT_WRITTEN] + vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
+		m->inflight++;
+	if (vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
+		m->torn_cycles++;
+	for (int c = 0; c < NCLASS; c++) {
+		/* counts.collateral includes the refused writes: they are shown apart */
+		uint64_t cnt = c == PC_CLS_COLLATERAL ? (vd->counts[c] > vd->refused ? vd->counts[c] - vd->refused : 0)
+						 : vd->counts[c];
+		uint64_t n = pc_class_always_violation((enum pc_class)c) && cnt > vd->fviol[c] ? cnt : vd->fviol[c];
+
+		m->viol[c] += n;
+		m->found[c] += cnt;
+	}
+	m->refused += vd->refused;
+	for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
+		m->tears[k] += vd->tears[k];
+	m->tears_n += vd->ntears;
+	if (vd->phase >= 0 && vd->phase < PH_N)
+		m->phase[vd->phase]++;
+}
+
+/* speed, latency and what the I/O audit saw reach the device */
+static void mode_io(struct rep_mode *m, const struct rep_board *bd, const struct verdict *vd)
+{
+	if (vd->has_rate && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
+		m->rate_sum += vd->rate;
+		m->rate_n++;
+	}
+	if (vd->mib >= 0 && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
+		m->mib_sum += vd->mib;
+		m->mib_n++;
+	}
+	lat_add(&m->lat, vd);
+	if (bd->record_sectors > m->record_sectors)
+		m->record_sectors = bd->record_sectors;
+	if (vd->audit > 0) {
+		for (int k = 0; k < PC_NRQ; k++)
+			m->rq[k] += vd->rq[k];
+		m->audited++;
+	} else if (vd->audit < 0) {
+		m->audit_unavailable++;
+		pc_strlcpy(m->audit_why, vd->audit_why ? vd->audit_why : "", sizeof(m->audit_why));
+	}
+	m->io_notes += (unsigned long)vd->io_note;
+}
+
+/* a cycle that ran another mode than its plan's (relwr on a card without it) */
+static void mode_ran_add(struct rep_mode *m, const struct verdict *vd)
+{
+	unsigned i;
+
+	if (!vd->mode || !vd->mode_run || strcmp(vd->mode, vd->mode_run) == 0)
+		return;
+	for (i = 0; i < m->nran; i++)
+		if (strcmp(m->ran[i].name, vd->mode_run) == 0)
+			break;
+	if (i == m->nran && m->nran < PC_ARRAY_SIZE(m->ran))
+		pc_strlcpy(m->ran[m->nran++].name, vd->mode_run, sizeof(m->ran[0].name));
+	if (i < m->nran)
+		m->ran[i].n++;
+}
+
 int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 {
 	struct rep_dir *dd = &r->dirs[r->cur];
@@ -385,72 +492,10 @@ int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 		return -ENOMEM;
 	if (cycle_row(r, vd, (unsigned)(bd - r->boards), (unsigned)(d - r->devs)))
 		return -ENOMEM;
-	d->ncycles++;
-	field_set(&d->ident[ID_NAME], rep_jget(vd->device, "name"));
-	field_set(&d->ident[ID_MANFID], rep_jget(vd->device, "manfid"));
-	field_set(&d->ident[ID_CID], rep_jget(vd->device, "cid"));
-	field_set(&d->ident[ID_FUA], rep_jget(vd->queue, "fua"));
-	field_set(&d->ident[ID_WCACHE], rep_jget(vd->queue, "write_cache"));
-	field_set(&d->ident[ID_KERNEL], vd->kernel);
-	field_set(&d->ident[ID_FWREV], rep_jget(vd->device, "fwrev"));
-	field_set(&d->ident[ID_SERIAL], rep_jget(vd->device, "serial"));
-	field_set(&d->ident[ID_TYPE], rep_jget(vd->device, "type"));
-	field_set(&d->ident[ID_AGENT], vd->agent);
-	cond_set(d, bd, vd);
-	if (vd->time_ms >= 0) {
-		if (d->first_ms < 0 || vd->time_ms < d->first_ms)
-			d->first_ms = vd->time_ms;
-		if (vd->time_ms > d->last_ms)
-			d->last_ms = vd->time_ms;
-	}
-	if ((vd->host && rep_strlist_add(&d->hosts, vd->host)) ||
-	    (dd->host && rep_strlist_add(&d->hosts, dd->host)) ||
-	    (dd->version && rep_strlist_add(&d->versions, dd->version)))
+	if (dev_add(d, dd, bd, vd))
 		return -ENOMEM;
-	m->out[vd->out]++;
-	m->violations += vd->violations;
-	if (vd->planned)
-		m->worked++;
-	/* the cut landed mid-write: something submitted never (fully) landed */
-	if (vd->counts[PC_CLS_NOT_WRITTEN] + vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
-		m->inflight++;
-	if (vd->counts[PC_CLS_TORN] + vd->counts[PC_CLS_TORN_SECTOR] > 0)
-		m->torn_cycles++;
-	for (int c = 0; c < NCLASS; c++) {
-		/* counts.collateral includes the refused writes: they are shown apart */
-		uint64_t cnt = c == PC_CLS_COLLATERAL ? (vd->counts[c] > vd->refused ? vd->counts[c] - vd->refused : 0)
-						 : vd->counts[c];
-		uint64_t n = pc_class_always_violation((enum pc_class)c) && cnt > vd->fviol[c] ? cnt : vd->fviol[c];
-
-		m->viol[c] += n;
-		m->found[c] += cnt;
-	}
-	m->refused += vd->refused;
-	if (vd->has_rate && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
-		m->rate_sum += vd->rate;
-		m->rate_n++;
-	}
-	if (vd->mib >= 0 && (vd->out == PC_OUT_PASS || vd->out == PC_OUT_FAIL)) {
-		m->mib_sum += vd->mib;
-		m->mib_n++;
-	}
-	lat_add(&m->lat, vd);
-	for (unsigned k = 0; k < REP_TEAR_SECTORS; k++)
-		m->tears[k] += vd->tears[k];
-	m->tears_n += vd->ntears;
-	if (bd->record_sectors > m->record_sectors)
-		m->record_sectors = bd->record_sectors;
-	if (vd->audit > 0) {
-		for (int k = 0; k < PC_NRQ; k++)
-			m->rq[k] += vd->rq[k];
-		m->audited++;
-	} else if (vd->audit < 0) {
-		m->audit_unavailable++;
-		pc_strlcpy(m->audit_why, vd->audit_why ? vd->audit_why : "", sizeof(m->audit_why));
-	}
-	m->io_notes += (unsigned long)vd->io_note;
-	if (vd->phase >= 0 && vd->phase < PH_N)
-		m->phase[vd->phase]++;
+	mode_count(m, vd);
+	mode_io(m, bd, vd);
 	if (vd->has_wear)
 		wear_add(d, vd, (unsigned)(bd - r->boards));
 	if ((vd->out == PC_OUT_INFRA_ERROR || vd->out == PC_OUT_BOOT_FAIL) && reason_add(d, vd))
@@ -462,17 +507,7 @@ int rep_add(struct rep *r, const struct verdict *vd, const char *id)
 		f->cycle = (unsigned long)vd->cycle;
 		verdict_viol_text(vd, f->what, sizeof(f->what));
 	}
-	if (vd->mode && vd->mode_run && strcmp(vd->mode, vd->mode_run) != 0) {
-		unsigned i;
-
-		for (i = 0; i < m->nran; i++)
-			if (strcmp(m->ran[i].name, vd->mode_run) == 0)
-				break;
-		if (i == m->nran && m->nran < PC_ARRAY_SIZE(m->ran))
-			pc_strlcpy(m->ran[m->nran++].name, vd->mode_run, sizeof(m->ran[0].name));
-		if (i < m->nran)
-			m->ran[i].n++;
-	}
+	mode_ran_add(m, vd);
 	return 0;
 }
 

@@ -43,9 +43,97 @@ static json_object *class_obj(const unsigned long *v, unsigned long refused, int
 	return o;
 }
 
+static json_object *latency_json(const struct rep_mode *m)
+{
+	json_object *l;
+
+	if (!m->lat.n)
+		return NULL;
+	l = json_object_new_object();
+	json_object_object_add(l, "n", jint(m->lat.n));
+	json_object_object_add(l, "p50", jint(rep_lat_q(m, 0.5)));
+	json_object_object_add(l, "p99", jint(rep_lat_q(m, 0.99)));
+	json_object_object_add(l, "max", jint(m->lat.max));
+	return l;
+}
+
+/* torn records by the sector their new data ends at */
+static json_object *tears_json(const struct rep_mode *m)
+{
+	json_object *t = json_object_new_object(), *at = json_object_new_object();
+	char k[16];
+
+	json_object_object_add(t, "record_sectors", jint(m->record_sectors));
+	for (unsigned s = 0; s < REP_TEAR_SECTORS; s++)
+		if (m->tears[s]) {
+			snprintf(k, sizeof(k), "%u", s);
+			json_object_object_add(at, k, jint(m->tears[s]));
+		}
+	json_object_object_add(t, "at_sector", at);
+	return t;
+}
+
+/* what reached the device (verdicts' io_audit) */
+static json_object *io_json(const struct rep_dev *d, const struct rep_mode *m)
+{
+	static const char *const rq_names[PC_NRQ] = { "write", "fua", "flush", "other" };
+	json_object *io = json_object_new_object(), *rq = json_object_new_object();
+	char became[160];
+
+	json_object_object_add(io, "cycles", jint(m->audited));
+	json_object_object_add(io, "unavailable", jint(m->audit_unavailable));
+	for (int k = 0; k < PC_NRQ; k++)
+		json_object_object_add(rq, rq_names[k], jint(m->rq[k]));
+	json_object_object_add(io, "rq", rq);
+	json_object_object_add(io, "became", rep_io_became(d, m, became, sizeof(became)) ?
+			       json_object_new_string(became) : NULL);
+	json_object_object_add(io, "not_the_mode_cycles", jint(m->io_notes));
+	return io;
+}
+
+static json_object *first_fail_json(const struct rep *r, const struct rep_mode *m)
+{
+	json_object *ff = json_object_new_array();
+
+	for (unsigned k = 0; k < m->nfirst_fail; k++) {
+		json_object *f = json_object_new_object();
+
+		json_object_object_add(f, "board", json_object_new_string(r->boards[m->first_fail[k].board].name));
+		json_object_object_add(f, "cycle", jint(m->first_fail[k].cycle));
+		json_object_object_add(f, "violations", json_object_new_string(m->first_fail[k].what));
+		json_object_array_add(ff, f);
+	}
+	return ff;
+}
+
+/* what a qualification signs: the bound, where the cuts landed
+ * (violation_rate, cut_phases, flags) */
+static void bound_json(json_object *o, const struct rep_mode *m, const struct rep *r)
+{
+	json_object *b = json_object_new_object(), *ph = json_object_new_object(), *fl = json_object_new_array();
+	unsigned long k, n;
+	double up = rep_bound(r, m, &k, &n);
+	char txt[160];
+
+	json_object_object_add(b, "method", json_object_new_string(QUAL_METHOD));
+	json_object_object_add(b, "confidence", jdouble(r->confidence, 4));
+	json_object_object_add(b, "cuts", jint(n));
+	json_object_object_add(b, "cuts_in_flight", jint(m->inflight));
+	json_object_object_add(b, "violated", jint(k));
+	json_object_object_add(b, "upper", up >= 0 ? jdouble(up, 10) : NULL);
+	json_object_object_add(b, "text", json_object_new_string(rep_bound_text(r, m, txt, sizeof(txt))));
+	json_object_object_add(o, "violation_rate", b);
+	for (int p = 0; p < PH_N; p++)
+		json_object_object_add(ph, rep_phase_keys[p], jint(m->phase[p]));
+	json_object_object_add(o, "cut_phases", ph);
+	if (rep_phase_flags(m, txt, sizeof(txt)))
+		json_object_array_add(fl, json_object_new_string(txt));
+	json_object_object_add(o, "flags", fl);
+}
+
 static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_mode *m, const struct rep *r)
 {
-	json_object *out = json_object_new_object(), *rate = json_object_new_object(), *ff;
+	json_object *out = json_object_new_object(), *rate = json_object_new_object();
 	double c;
 
 	json_object_object_add(o, "cycles", jint(rep_mode_cycles(m)));
@@ -61,80 +149,14 @@ static void mode_json(json_object *o, const struct rep_dev *d, const struct rep_
 	json_object_object_add(rate, "records_per_s", m->rate_n ? jdouble(rep_rate(m), 1) : NULL);
 	json_object_object_add(rate, "mib_per_s", m->mib_n ? jdouble(rep_mib(m), 3) : NULL);
 	json_object_object_add(o, "rate", rate);
-	if (m->lat.n) {
-		json_object *l = json_object_new_object();
-
-		json_object_object_add(l, "n", jint(m->lat.n));
-		json_object_object_add(l, "p50", jint(rep_lat_q(m, 0.5)));
-		json_object_object_add(l, "p99", jint(rep_lat_q(m, 0.99)));
-		json_object_object_add(l, "max", jint(m->lat.max));
-		json_object_object_add(o, "latency_us", l);
-	} else {
-		json_object_object_add(o, "latency_us", NULL);
-	}
+	json_object_object_add(o, "latency_us", latency_json(m));
 	c = rep_cost_vs_none(d, m);
 	json_object_object_add(o, "vs_none", c > 0 ? jdouble(c, 3) : NULL);
-	if (m->tears_n) {
-		json_object *t = json_object_new_object(), *at = json_object_new_object();
-		char k[16];
-
-		json_object_object_add(t, "record_sectors", jint(m->record_sectors));
-		for (unsigned s = 0; s < REP_TEAR_SECTORS; s++)
-			if (m->tears[s]) {
-				snprintf(k, sizeof(k), "%u", s);
-				json_object_object_add(at, k, jint(m->tears[s]));
-			}
-		json_object_object_add(t, "at_sector", at);
-		json_object_object_add(o, "tears", t);
-	}
-	{
-		/* what reached the device (verdicts' io_audit) */
-		json_object *io = json_object_new_object(), *rq = json_object_new_object();
-		static const char *const rq_names[PC_NRQ] = { "write", "fua", "flush", "other" };
-		char became[160];
-
-		json_object_object_add(io, "cycles", jint(m->audited));
-		json_object_object_add(io, "unavailable", jint(m->audit_unavailable));
-		for (int k = 0; k < PC_NRQ; k++)
-			json_object_object_add(rq, rq_names[k], jint(m->rq[k]));
-		json_object_object_add(io, "rq", rq);
-		json_object_object_add(io, "became", rep_io_became(d, m, became, sizeof(became)) ?
-				       json_object_new_string(became) : NULL);
-		json_object_object_add(io, "not_the_mode_cycles", jint(m->io_notes));
-		json_object_object_add(o, "io_audit", io);
-	}
-	ff = json_object_new_array();
-	for (unsigned k = 0; k < m->nfirst_fail; k++) {
-		json_object *f = json_object_new_object();
-
-		json_object_object_add(f, "board", json_object_new_string(r->boards[m->first_fail[k].board].name));
-		json_object_object_add(f, "cycle", jint(m->first_fail[k].cycle));
-		json_object_object_add(f, "violations", json_object_new_string(m->first_fail[k].what));
-		json_object_array_add(ff, f);
-	}
-	json_object_object_add(o, "first_fail", ff);
-	{
-		/* what a qualification signs: the bound, where the cuts landed */
-		json_object *b = json_object_new_object(), *ph = json_object_new_object(), *fl = json_object_new_array();
-		unsigned long k, n;
-		double up = rep_bound(r, m, &k, &n);
-		char txt[160];
-
-		json_object_object_add(b, "method", json_object_new_string(QUAL_METHOD));
-		json_object_object_add(b, "confidence", jdouble(r->confidence, 4));
-		json_object_object_add(b, "cuts", jint(n));
-		json_object_object_add(b, "cuts_in_flight", jint(m->inflight));
-		json_object_object_add(b, "violated", jint(k));
-		json_object_object_add(b, "upper", up >= 0 ? jdouble(up, 10) : NULL);
-		json_object_object_add(b, "text", json_object_new_string(rep_bound_text(r, m, txt, sizeof(txt))));
-		json_object_object_add(o, "violation_rate", b);
-		for (int p = 0; p < PH_N; p++)
-			json_object_object_add(ph, rep_phase_keys[p], jint(m->phase[p]));
-		json_object_object_add(o, "cut_phases", ph);
-		if (rep_phase_flags(m, txt, sizeof(txt)))
-			json_object_array_add(fl, json_object_new_string(txt));
-		json_object_object_add(o, "flags", fl);
-	}
+	if (m->tears_n)
+		json_object_object_add(o, "tears", tears_json(m));
+	json_object_object_add(o, "io_audit", io_json(d, m));
+	json_object_object_add(o, "first_fail", first_fail_json(r, m));
+	bound_json(o, m, r);
 }
 
 static json_object *strlist_json(const struct strlist *l)
@@ -153,21 +175,13 @@ static json_object *time_json(int64_t ms)
 	return ms < 0 ? NULL : json_object_new_string(rep_time_text(ms, b, sizeof(b)));
 }
 
-static json_object *device_json(const struct rep *r, const struct rep_dev *d)
+/* device, queue, kernel, agent as the verdicts say them, and which of them
+ * (or of the conditions) varied */
+static void ident_json(json_object *o, const struct rep_dev *d)
 {
-	json_object *o = json_object_new_object(), *dev = json_object_new_object(), *q = json_object_new_object();
-	json_object *modes, *why, *cond = json_object_new_object();
 	static const int devkeys[] = { ID_TYPE, ID_NAME, ID_MANFID, ID_CID, ID_SERIAL, ID_FWREV };
-	struct rep_mode t;
+	json_object *dev = json_object_new_object(), *q = json_object_new_object(), *varies;
 
-	rep_mode_sum(d, &t);
-	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
-	json_object_object_add(o, "result", json_object_new_string(pc_result_names[rep_dev_result(d, &t)]));
-	json_object_object_add(o, "part", json_object_new_string(d->part ? d->part : ""));
-	json_object_object_add(o, "boards", strlist_json(&d->boards));
-	json_object_object_add(o, "campaigns", strlist_json(&d->campaigns));
-	json_object_object_add(o, "hosts", strlist_json(&d->hosts));
-	json_object_object_add(o, "powercut", strlist_json(&d->versions));
 	for (size_t k = 0; k < PC_ARRAY_SIZE(devkeys); k++)
 		json_object_object_add(dev, rep_id_keys[devkeys[k]], json_object_get(d->ident[devkeys[k]].v));
 	json_object_object_add(o, "device", dev);
@@ -176,50 +190,38 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 	json_object_object_add(o, "queue", q);
 	json_object_object_add(o, "kernel", json_object_get(d->ident[ID_KERNEL].v));
 	json_object_object_add(o, "agent", json_object_get(d->ident[ID_AGENT].v));
-	{
-		json_object *varies = json_object_new_array();
-
-		for (int k = 0; k < ID_N; k++)
-			if (d->ident[k].varies)
-				json_object_array_add(varies, json_object_new_string(rep_id_keys[k]));
-		for (int k = 0; k < COND_N; k++)
-			if (d->cond[k].varies)
-				json_object_array_add(varies, json_object_new_string(rep_cond_keys[k]));
-		json_object_object_add(o, "varies", varies);
-	}
+	varies = json_object_new_array();
+	for (int k = 0; k < ID_N; k++)
+		if (d->ident[k].varies)
+			json_object_array_add(varies, json_object_new_string(rep_id_keys[k]));
 	for (int k = 0; k < COND_N; k++)
-		json_object_object_add(cond, rep_cond_keys[k], json_object_get(d->cond[k].v));
-	json_object_object_add(o, "conditions", cond);
-	json_object_object_add(o, "first_time", time_json(d->first_ms));
-	json_object_object_add(o, "last_time", time_json(d->last_ms));
-	why = json_object_new_array();
-	for (unsigned k = 0; k < d->nwhy; k++)
-		json_object_array_add(why, json_object_get(d->why[k].j));
-	json_object_object_add(o, "incomplete", why);
-	json_object_object_add(o, "stopped", d->stopped ? json_object_new_string(d->stopped) : NULL);
-	{
-		/* why cycles were not judged (INFRA_ERROR) or did not boot (BOOT_FAIL) */
-		json_object *rs = json_object_new_array();
+		if (d->cond[k].varies)
+			json_object_array_add(varies, json_object_new_string(rep_cond_keys[k]));
+	json_object_object_add(o, "varies", varies);
+}
 
-		for (unsigned k = 0; k < d->nreasons; k++) {
-			json_object *x = json_object_new_object();
+/* why cycles were not judged (INFRA_ERROR) or did not boot (BOOT_FAIL) */
+static json_object *unjudged_json(const struct rep_dev *d)
+{
+	json_object *rs = json_object_new_array();
 
-			json_object_object_add(x, "verdict", json_object_new_string(pc_outcome_names[d->reasons[k].out]));
-			json_object_object_add(x, "cycles", jint(d->reasons[k].n));
-			json_object_object_add(x, "first", jint(d->reasons[k].first));
-			json_object_object_add(x, "last", jint(d->reasons[k].last));
-			json_object_object_add(x, "reason", json_object_new_string(d->reasons[k].text));
-			json_object_array_add(rs, x);
-		}
-		json_object_object_add(o, "unjudged", rs);
-		json_object_object_add(o, "unjudged_more", jint(d->reasons_more));
+	for (unsigned k = 0; k < d->nreasons; k++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "verdict", json_object_new_string(pc_outcome_names[d->reasons[k].out]));
+		json_object_object_add(x, "cycles", jint(d->reasons[k].n));
+		json_object_object_add(x, "first", jint(d->reasons[k].first));
+		json_object_object_add(x, "last", jint(d->reasons[k].last));
+		json_object_object_add(x, "reason", json_object_new_string(d->reasons[k].text));
+		json_object_array_add(rs, x);
 	}
-	json_object_object_add(o, "infra_share", rep_mode_cycles(&t) ? json_object_new_double(
-		(double)t.out[PC_OUT_INFRA_ERROR] / (double)rep_mode_cycles(&t)) : NULL);
-	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
-	mode_json(o, d, &t, r);
-	modes = json_object_new_array();
-	json_object_object_add(o, "modes", modes);
+	return rs;
+}
+
+static json_object *modes_json(const struct rep *r, const struct rep_dev *d)
+{
+	json_object *modes = json_object_new_array();
+
 	for (unsigned i = 0; i < d->nmodes; i++) {
 		json_object *mo = json_object_new_object(), *ran = json_object_new_object();
 		const struct rep_mode *m = &d->modes[i];
@@ -231,29 +233,67 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 		json_object_object_add(mo, "ran_as", ran);
 		json_object_array_add(modes, mo);
 	}
-	if (d->has_wear) {
-		/* EXT_CSD's wear: the first verdict's, every change, the last */
-		json_object *w = json_object_new_object(), *pts = json_object_new_array();
+	return modes;
+}
 
-		for (unsigned i = 0; i <= d->nwear; i++) {
-			const struct rep_wear *x = i < d->nwear ? &d->wear[i] : &d->wear_last;
-			json_object *p = json_object_new_object();
+/* EXT_CSD's wear: the first verdict's, every change, the last */
+static json_object *wear_json(const struct rep *r, const struct rep_dev *d)
+{
+	json_object *w = json_object_new_object(), *pts = json_object_new_array();
 
-			json_object_object_add(p, "board", json_object_new_string(r->boards[x->board].name));
-			json_object_object_add(p, "cycle", jint(x->cycle));
-			json_object_object_add(p, "time", time_json(x->time_ms));
-			json_object_object_add(p, "life_time_a", x->a >= 0 ? json_object_new_int(x->a) : NULL);
-			json_object_object_add(p, "life_time_b", x->b >= 0 ? json_object_new_int(x->b) : NULL);
-			json_object_object_add(p, "pre_eol_info", x->eol >= 0 ? json_object_new_int(x->eol) : NULL);
-			if (i < d->nwear)
-				json_object_array_add(pts, p);
-			else
-				json_object_object_add(w, "last", p);
-		}
-		json_object_object_add(w, "changes", jint(d->wear_changes));
-		json_object_object_add(w, "points", pts);
-		json_object_object_add(o, "wear", w);
+	for (unsigned i = 0; i <= d->nwear; i++) {
+		const struct rep_wear *x = i < d->nwear ? &d->wear[i] : &d->wear_last;
+		json_object *p = json_object_new_object();
+
+		json_object_object_add(p, "board", json_object_new_string(r->boards[x->board].name));
+		json_object_object_add(p, "cycle", jint(x->cycle));
+		json_object_object_add(p, "time", time_json(x->time_ms));
+		json_object_object_add(p, "life_time_a", x->a >= 0 ? json_object_new_int(x->a) : NULL);
+		json_object_object_add(p, "life_time_b", x->b >= 0 ? json_object_new_int(x->b) : NULL);
+		json_object_object_add(p, "pre_eol_info", x->eol >= 0 ? json_object_new_int(x->eol) : NULL);
+		if (i < d->nwear)
+			json_object_array_add(pts, p);
+		else
+			json_object_object_add(w, "last", p);
 	}
+	json_object_object_add(w, "changes", jint(d->wear_changes));
+	json_object_object_add(w, "points", pts);
+	return w;
+}
+
+static json_object *device_json(const struct rep *r, const struct rep_dev *d)
+{
+	json_object *o = json_object_new_object(), *why, *cond = json_object_new_object();
+	struct rep_mode t;
+
+	rep_mode_sum(d, &t);
+	json_object_object_add(o, "id", d->id ? json_object_new_string(d->id) : NULL);
+	json_object_object_add(o, "result", json_object_new_string(pc_result_names[rep_dev_result(d, &t)]));
+	json_object_object_add(o, "part", json_object_new_string(d->part ? d->part : ""));
+	json_object_object_add(o, "boards", strlist_json(&d->boards));
+	json_object_object_add(o, "campaigns", strlist_json(&d->campaigns));
+	json_object_object_add(o, "hosts", strlist_json(&d->hosts));
+	json_object_object_add(o, "powercut", strlist_json(&d->versions));
+	ident_json(o, d);
+	for (int k = 0; k < COND_N; k++)
+		json_object_object_add(cond, rep_cond_keys[k], json_object_get(d->cond[k].v));
+	json_object_object_add(o, "conditions", cond);
+	json_object_object_add(o, "first_time", time_json(d->first_ms));
+	json_object_object_add(o, "last_time", time_json(d->last_ms));
+	why = json_object_new_array();
+	for (unsigned k = 0; k < d->nwhy; k++)
+		json_object_array_add(why, json_object_get(d->why[k].j));
+	json_object_object_add(o, "incomplete", why);
+	json_object_object_add(o, "stopped", d->stopped ? json_object_new_string(d->stopped) : NULL);
+	json_object_object_add(o, "unjudged", unjudged_json(d));
+	json_object_object_add(o, "unjudged_more", jint(d->reasons_more));
+	json_object_object_add(o, "infra_share", rep_mode_cycles(&t) ? json_object_new_double(
+		(double)t.out[PC_OUT_INFRA_ERROR] / (double)rep_mode_cycles(&t)) : NULL);
+	json_object_object_add(o, "infra_share_limit", json_object_new_double(d->limit));
+	mode_json(o, d, &t, r);
+	json_object_object_add(o, "modes", modes_json(r, d));
+	if (d->has_wear)
+		json_object_object_add(o, "wear", wear_json(r, d));
 	return o;
 }
 

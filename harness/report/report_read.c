@@ -205,38 +205,131 @@ static int camp_str(struct rep *r, const char *path, json_object *v, const char 
 /* campaign.json: its format, the campaign's identity (host, name, start),
  * the cycles planned, the boards and their configuration, the INFRA_ERROR
  * limit. Read before the verdicts: it says how to read them. */
-static int rep_campaign(struct rep *r, struct rep_dir *dd)
+/* campaign.json of dd parsed into *doc, *path its name: 0 with *doc NULL
+ * when there is none (a verdicts file from elsewhere, or a folder from long
+ * ago), or rep_fail's code */
+static int camp_load(struct rep *r, const struct rep_dir *dd, char **path, json_object **doc)
 {
-	json_object *doc, *cfg, *v, *boards;
-	char *path = NULL, *name = NULL, why[512];
 	struct stat st;
+	int rc = 0;
+
+	*doc = NULL;
+	if (asprintf(path, "%s/" PC_FILE_CAMPAIGN, dd->base) < 0) {
+		*path = NULL;
+		return rep_fail(r, dd->base, 0, "out of memory");
+	}
+	if (stat(*path, &st) != 0) {
+		if (errno != ENOENT)
+			rc = rep_fail(r, *path, 0, "cannot read: %s", strerror(errno));
+		return rc;
+	}
+	if (st.st_size > 64 << 20)
+		return rep_fail(r, *path, 0, "%lld bytes: larger than a " PC_FILE_CAMPAIGN " can be (64 MiB)",
+				(long long)st.st_size);
+	*doc = json_object_from_file(*path);
+	if (!*doc)
+		return rep_fail(r, *path, 0, "cannot read it as JSON: %s", json_util_get_last_err());
+	if (!json_object_is_type(*doc, json_type_object))
+		return rep_fail(r, *path, 0, "expected a JSON object");
+	return 0;
+}
+
+/* started, host, powercut version and name: the key that merges copies of
+ * a campaign's folder (from a sync, a backup) */
+static int camp_identity(struct rep *r, struct rep_dir *dd, const char *path, json_object *doc)
+{
+	json_object *v, *host = rep_jget(doc, "host");
+	char *name = NULL;
 	uint64_t n;
 	int rc = 0;
 
-	if (asprintf(&path, "%s/" PC_FILE_CAMPAIGN, dd->base) < 0)
-		return rep_fail(r, dd->base, 0, "out of memory");
-	if (stat(path, &st) != 0) {
-		if (errno != ENOENT)
-			rc = rep_fail(r, path, 0, "cannot read: %s", strerror(errno));
-		free(path);	/* none: a verdicts file from elsewhere, or a folder from long ago */
-		return rc;
-	}
-	if (st.st_size > 64 << 20) {
-		rc = rep_fail(r, path, 0, "%lld bytes: larger than a " PC_FILE_CAMPAIGN " can be (64 MiB)",
-			      (long long)st.st_size);
-		free(path);
-		return rc;
-	}
-	doc = json_object_from_file(path);
-	if (!doc) {
-		rc = rep_fail(r, path, 0, "cannot read it as JSON: %s", json_util_get_last_err());
-		free(path);
-		return rc;
-	}
-	if (!json_object_is_type(doc, json_type_object)) {
-		rc = rep_fail(r, path, 0, "expected a JSON object");
+	if ((v = rep_jget(doc, "started")) && (rc = rep_opt_count(r, path, 0, v, "started", &n)) == 0)
+		dd->started = n > INT64_MAX ? INT64_MAX : (int64_t)n;
+	if (rc ||
+	    (rc = camp_str(r, path, rep_jget(host, "id"), "host.id", &dd->host)) ||
+	    (!dd->host && (rc = camp_str(r, path, rep_jget(host, "hostname"), "host.hostname", &dd->host))) ||
+	    (rc = camp_str(r, path, rep_jget(host, "powercut"), "host.powercut", &dd->version)) ||
+	    (rc = camp_str(r, path, rep_jget(doc, "campaign"), "campaign", &name)))
 		goto out;
+	free(dd->camp_key);
+	if (asprintf(&dd->camp_key, "%s|%s|%lld", dd->host ? dd->host : "", name ? name : "",
+		     (long long)dd->started) < 0) {
+		dd->camp_key = NULL;
+		rc = rep_fail(r, path, 0, "out of memory");
 	}
+out:
+	free(name);
+	return rc;
+}
+
+/* config.cycles, config.incomplete_infra_share and config.target.confidence */
+static int camp_limits(struct rep *r, struct rep_dir *dd, const char *path, json_object *cfg)
+{
+	json_object *v;
+	uint64_t n;
+	int rc;
+
+	if ((v = rep_jget(cfg, "cycles"))) {
+		if ((rc = rep_opt_count(r, path, 0, v, "config.cycles", &n)))
+			return rc;
+		dd->cfg_cycles = n > CFG_MAX_CYCLES ? CFG_MAX_CYCLES : (unsigned long)n;
+	}
+	if ((v = rep_jget(cfg, "incomplete_infra_share"))) {
+		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
+		    !(json_object_get_double(v) >= 0.0 && json_object_get_double(v) <= 1.0))
+			return rep_fail(r, path, 0, "config.incomplete_infra_share: expected a number from 0 to 1, got %s",
+					json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		dd->limit = json_object_get_double(v);
+	}
+	/* the campaign's target confidence bounds its rates, unless the
+	 * report was given one (the first folder that says wins) */
+	if ((v = rep_jget(rep_jget(cfg, "target"), "confidence")) && !r->conf_given) {
+		double c = json_object_get_double(v);
+
+		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
+		    !(c >= QUAL_CONF_MIN && c <= QUAL_CONF_MAX))
+			return rep_fail(r, path, 0, "config.target.confidence: expected a number from %g to %g, got %s",
+					QUAL_CONF_MIN, QUAL_CONF_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		r->confidence = c;
+		r->conf_given = 1;
+	}
+	return 0;
+}
+
+/* config.boards: each named board's configuration and record size (one
+ * without a name, or a bad record_size, is passed over) */
+static int camp_boards(struct rep *r, const struct rep_dir *dd, const char *path, json_object *cfg)
+{
+	json_object *boards = rep_jget(cfg, "boards");
+
+	if (!boards || !json_object_is_type(boards, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(boards) && i < CFG_MAX_BOARDS; i++) {
+		json_object *bo = json_object_array_get_idx(boards, i), *bn = rep_jget(bo, "name");
+		struct rep_board *b;
+		uint64_t rs = 0;
+
+		if (!bn || !json_object_is_type(bn, json_type_string))
+			continue;
+		if (!(b = rep_board_get(r, (unsigned)(dd - r->dirs), json_object_get_string(bn))))
+			return rep_fail(r, path, 0, "out of memory");
+		b->cfg = bo;
+		if (!rep_opt_count(r, path, 0, rep_jget(rep_jget(bo, "device"), "record_size"), "record_size", &rs) &&
+		    rs <= PC_MAX_RECORD_SIZE)
+			b->record_sectors = (unsigned)(rs / PC_SECTOR);
+		r->err[0] = 0;
+	}
+	return 0;
+}
+
+static int rep_campaign(struct rep *r, struct rep_dir *dd)
+{
+	json_object *doc, *cfg;
+	char *path = NULL, why[512];
+	int rc;
+
+	if ((rc = camp_load(r, dd, &path, &doc)) || !doc)
+		goto out;
 	if (pc_format_read(rep_jget(doc, "format"), path, &dd->format_major, &dd->format_minor, why, sizeof(why))) {
 		rc = rep_fail(r, path, 0, "%s", why + strlen(path) + 2);
 		goto out;
@@ -248,71 +341,12 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 	}
 	dd->has_campaign = 1;
 	dd->campaign = json_object_get(doc);
-	if ((v = rep_jget(doc, "started")) && (rc = rep_opt_count(r, path, 0, v, "started", &n)) == 0)
-		dd->started = n > INT64_MAX ? INT64_MAX : (int64_t)n;
-	if (rc ||
-	    (rc = camp_str(r, path, rep_jget(rep_jget(doc, "host"), "id"), "host.id", &dd->host)) ||
-	    (!dd->host && (rc = camp_str(r, path, rep_jget(rep_jget(doc, "host"), "hostname"), "host.hostname", &dd->host))) ||
-	    (rc = camp_str(r, path, rep_jget(rep_jget(doc, "host"), "powercut"), "host.powercut", &dd->version)) ||
-	    (rc = camp_str(r, path, rep_jget(doc, "campaign"), "campaign", &name)))
-		goto out;
-	/* the campaign: copies of its folder (from a sync, a backup) merge */
-	free(dd->camp_key);
-	if (asprintf(&dd->camp_key, "%s|%s|%lld", dd->host ? dd->host : "", name ? name : "",
-		     (long long)dd->started) < 0) {
-		dd->camp_key = NULL;
-		rc = rep_fail(r, path, 0, "out of memory");
-		goto out;
-	}
-	if ((v = rep_jget(cfg, "cycles"))) {
-		if ((rc = rep_opt_count(r, path, 0, v, "config.cycles", &n)))
-			goto out;
-		dd->cfg_cycles = n > CFG_MAX_CYCLES ? CFG_MAX_CYCLES : (unsigned long)n;
-	}
-	if ((v = rep_jget(cfg, "incomplete_infra_share"))) {
-		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
-		    !(json_object_get_double(v) >= 0.0 && json_object_get_double(v) <= 1.0)) {
-			rc = rep_fail(r, path, 0, "config.incomplete_infra_share: expected a number from 0 to 1, got %s",
-				      json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-			goto out;
-		}
-		dd->limit = json_object_get_double(v);
-	}
-	/* the campaign's target confidence bounds its rates, unless the
-	 * report was given one (the first folder that says wins) */
-	if ((v = rep_jget(rep_jget(cfg, "target"), "confidence")) && !r->conf_given) {
-		double c = json_object_get_double(v);
-
-		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
-		    !(c >= QUAL_CONF_MIN && c <= QUAL_CONF_MAX)) {
-			rc = rep_fail(r, path, 0, "config.target.confidence: expected a number from %g to %g, got %s",
-				      QUAL_CONF_MIN, QUAL_CONF_MAX, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-			goto out;
-		}
-		r->confidence = c;
-		r->conf_given = 1;
-	}
-	boards = rep_jget(cfg, "boards");
-	if (boards && json_object_is_type(boards, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(boards) && i < CFG_MAX_BOARDS; i++) {
-			json_object *bo = json_object_array_get_idx(boards, i), *bn = rep_jget(bo, "name");
-			struct rep_board *b;
-			uint64_t rs = 0;
-
-			if (!bn || !json_object_is_type(bn, json_type_string))
-				continue;
-			if (!(b = rep_board_get(r, (unsigned)(dd - r->dirs), json_object_get_string(bn)))) {
-				rc = rep_fail(r, path, 0, "out of memory");
-				goto out;
-			}
-			b->cfg = bo;
-			if (!rep_opt_count(r, path, 0, rep_jget(rep_jget(bo, "device"), "record_size"), "record_size", &rs) &&
-			    rs <= PC_MAX_RECORD_SIZE)
-				b->record_sectors = (unsigned)(rs / PC_SECTOR);
-			r->err[0] = 0;
-		}
+	rc = camp_identity(r, dd, path, doc);
+	if (!rc)
+		rc = camp_limits(r, dd, path, cfg);
+	if (!rc)
+		rc = camp_boards(r, dd, path, cfg);
 out:
-	free(name);
 	json_object_put(doc);
 	free(path);
 	return rc;

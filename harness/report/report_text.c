@@ -499,9 +499,10 @@ static void md_qualify(FILE *out, const struct rep *r, const struct rep_dev *d)
 	}
 }
 
-int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
+/* the table of devices, a row each, under the title and the folders read */
+static void md_summary(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
 {
-	char b[1024], t0[40], t1[40], viol[512];
+	char viol[512];
 	struct rep_mode t;
 
 	fprintf(out, "# powercut report\n\n");
@@ -528,104 +529,126 @@ int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs
 		md(out, viol);
 		fputs(" |\n", out);
 	}
+}
+
+/* "- key: value" items, "- key: " then the value escaped */
+static void md_item(FILE *out, const char *key, const char *value)
+{
+	fprintf(out, "- %s: ", key);
+	md(out, value);
+	fputc('\n', out);
+}
+
+static void md_item_list(FILE *out, const char *key, const struct strlist *l)
+{
+	fprintf(out, "- %s: ", key);
+	md_list(out, l);
+	fputc('\n', out);
+}
+
+/* a device's heading and what is known of it: identity, when, where, conditions */
+static void md_device_facts(FILE *out, const struct rep_dev *d)
+{
+	char b[1024], t0[40], t1[40];
+	struct rep_mode t;
+
+	rep_mode_sum(d, &t);
+	fprintf(out, "\n## ");
+	md(out, d->id ? d->id : "unknown device");
+	fprintf(out, ": %s\n\n", pc_result_names[rep_dev_result(d, &t)]);
+	fprintf(out, "- part: ");
+	md(out, d->part);
+	fprintf(out, " (manfid, name, firmware)\n");
+	md_item_list(out, "boards", &d->boards);
+	for (int k = 0; k < ID_N; k++)
+		if (d->ident[k].v)
+			md_item(out, rep_id_keys[k], rep_field_text(&d->ident[k], b, sizeof(b)));
+	if (d->first_ms >= 0)
+		fprintf(out, "- tested: %s to %s\n", rep_time_text(d->first_ms, t0, sizeof(t0)),
+			rep_time_text(d->last_ms, t1, sizeof(t1)));
+	if (d->hosts.n)
+		md_item_list(out, "hosts", &d->hosts);
+	if (d->versions.n)
+		md_item_list(out, "powercut", &d->versions);
+	for (int k = 0; k < COND_N; k++)
+		if (d->cond[k].v)
+			md_item(out, rep_cond_keys[k], rep_field_text(&d->cond[k], b, sizeof(b)));
+	if (d->stopped)
+		md_item(out, "stopped", d->stopped);
+	for (unsigned k = 0; k < d->nwhy; k++)
+		md_item(out, "incomplete", d->why[k].text);
+}
+
+/* one row of a device's table of modes */
+static void md_mode_row(FILE *out, const struct rep_dev *d, const struct rep_mode *m)
+{
+	char viol[512], became[160];
+	double c = rep_cost_vs_none(d, m);
+
+	rep_viol_text(m, viol, sizeof(viol));
+	fputs("| ", out);
+	md(out, m->name[0] ? m->name : "-");
+	fprintf(out, " | %lu | %lu | %lu | %lu | %lu | %lu | ", rep_mode_cycles(m), m->out[PC_OUT_PASS],
+		m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight);
+	if (m->rate_n)
+		fprintf(out, "%.1f | ", rep_rate(m));
+	else
+		fputs("- | ", out);
+	if (m->mib_n)
+		fprintf(out, "%.2f | ", rep_mib(m));
+	else
+		fputs("- | ", out);
+	if (m->lat.n)
+		fprintf(out, "%u / %u / %u | ", rep_lat_q(m, 0.5), rep_lat_q(m, 0.99), m->lat.max);
+	else
+		fputs("- | ", out);
+	if (c > 0)
+		fprintf(out, "%.2fx | ", c);
+	else
+		fputs("- | ", out);
+	md(out, rep_io_became(d, m, became, sizeof(became)) ? became :
+	   m->audit_unavailable ? "not seen (audit unavailable)" : "-");
+	fputs(" | ", out);
+	md(out, viol);
+	fputs(" |\n", out);
+}
+
+static void md_modes(FILE *out, const struct rep_dev *d)
+{
+	fprintf(out, "\n| mode | cycles | PASS | FAIL | BOOT_FAIL | INFRA_ERROR | cuts in flight | records/s | "
+		"MiB/s | latency p50 / p99 / max (us) | vs none | reached the device | violations |\n"
+		"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n");
+	for (unsigned k = 0; k < d->nmodes; k++)
+		md_mode_row(out, d, &d->modes[k]);
+}
+
+/* the first FAIL cycles of each mode, where to look first */
+static void md_first_fails(FILE *out, const struct rep *r, const struct rep_dev *d)
+{
+	for (unsigned k = 0, said = 0; k < d->nmodes; k++)
+		for (unsigned f = 0; f < d->modes[k].nfirst_fail; f++, said = 1) {
+			const struct rep_fail_ref *x = &d->modes[k].first_fail[f];
+
+			fprintf(out, "%s- FAIL in ", said ? "" : "\nFirst FAIL cycles:\n\n");
+			md(out, d->modes[k].name);
+			fprintf(out, ": board ");
+			md(out, r->boards[x->board].name);
+			fprintf(out, " cycle %lu: ", x->cycle);
+			md(out, x->what);
+			fputc('\n', out);
+		}
+}
+
+int report_md(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
+{
+	md_summary(r, out, dirs, ndirs);
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		const struct rep_dev *d = &r->devs[i];
 
-		rep_mode_sum(d, &t);
-		fprintf(out, "\n## ");
-		md(out, d->id ? d->id : "unknown device");
-		fprintf(out, ": %s\n\n", pc_result_names[rep_dev_result(d, &t)]);
-		fprintf(out, "- part: ");
-		md(out, d->part);
-		fprintf(out, " (manfid, name, firmware)\n- boards: ");
-		md_list(out, &d->boards);
-		fprintf(out, "\n");
-		for (int k = 0; k < ID_N; k++)
-			if (d->ident[k].v) {
-				fprintf(out, "- %s: ", rep_id_keys[k]);
-				md(out, rep_field_text(&d->ident[k], b, sizeof(b)));
-				fputc('\n', out);
-			}
-		if (d->first_ms >= 0)
-			fprintf(out, "- tested: %s to %s\n", rep_time_text(d->first_ms, t0, sizeof(t0)),
-				rep_time_text(d->last_ms, t1, sizeof(t1)));
-		if (d->hosts.n) {
-			fprintf(out, "- hosts: ");
-			md_list(out, &d->hosts);
-			fputc('\n', out);
-		}
-		if (d->versions.n) {
-			fprintf(out, "- powercut: ");
-			md_list(out, &d->versions);
-			fputc('\n', out);
-		}
-		for (int k = 0; k < COND_N; k++)
-			if (d->cond[k].v) {
-				fprintf(out, "- %s: ", rep_cond_keys[k]);
-				md(out, rep_field_text(&d->cond[k], b, sizeof(b)));
-				fputc('\n', out);
-			}
-		if (d->stopped) {
-			fprintf(out, "- stopped: ");
-			md(out, d->stopped);
-			fputc('\n', out);
-		}
-		for (unsigned k = 0; k < d->nwhy; k++) {
-			fprintf(out, "- incomplete: ");
-			md(out, d->why[k].text);
-			fputc('\n', out);
-		}
-		fprintf(out, "\n| mode | cycles | PASS | FAIL | BOOT_FAIL | INFRA_ERROR | cuts in flight | records/s | "
-			"MiB/s | latency p50 / p99 / max (us) | vs none | reached the device | violations |\n"
-			"|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|\n");
-		for (unsigned k = 0; k < d->nmodes; k++) {
-			const struct rep_mode *m = &d->modes[k];
-			double c = rep_cost_vs_none(d, m);
-
-			rep_viol_text(m, viol, sizeof(viol));
-			fputs("| ", out);
-			md(out, m->name[0] ? m->name : "-");
-			fprintf(out, " | %lu | %lu | %lu | %lu | %lu | %lu | ", rep_mode_cycles(m), m->out[PC_OUT_PASS],
-				m->out[PC_OUT_FAIL], m->out[PC_OUT_BOOT_FAIL], m->out[PC_OUT_INFRA_ERROR], m->inflight);
-			if (m->rate_n)
-				fprintf(out, "%.1f | ", rep_rate(m));
-			else
-				fputs("- | ", out);
-			if (m->mib_n)
-				fprintf(out, "%.2f | ", rep_mib(m));
-			else
-				fputs("- | ", out);
-			if (m->lat.n)
-				fprintf(out, "%u / %u / %u | ", rep_lat_q(m, 0.5), rep_lat_q(m, 0.99), m->lat.max);
-			else
-				fputs("- | ", out);
-			if (c > 0)
-				fprintf(out, "%.2fx | ", c);
-			else
-				fputs("- | ", out);
-			{
-				char became[160];
-
-				md(out, rep_io_became(d, m, became, sizeof(became)) ? became :
-				   m->audit_unavailable ? "not seen (audit unavailable)" : "-");
-				fputs(" | ", out);
-			}
-			md(out, viol);
-			fputs(" |\n", out);
-		}
+		md_device_facts(out, d);
+		md_modes(out, d);
 		md_qualify(out, r, d);
-		for (unsigned k = 0, said = 0; k < d->nmodes; k++)
-			for (unsigned f = 0; f < d->modes[k].nfirst_fail; f++, said = 1) {
-				const struct rep_fail_ref *x = &d->modes[k].first_fail[f];
-
-				fprintf(out, "%s- FAIL in ", said ? "" : "\nFirst FAIL cycles:\n\n");
-				md(out, d->modes[k].name);
-				fprintf(out, ": board ");
-				md(out, r->boards[x->board].name);
-				fprintf(out, " cycle %lu: ", x->cycle);
-				md(out, x->what);
-				fputc('\n', out);
-			}
+		md_first_fails(out, r, d);
 	}
 	return rep_crash_print(r, out, REPORT_FMT_MD);
 }

@@ -305,17 +305,15 @@ static int verdict_phase(struct rep *r, const char *file, unsigned long line, js
 	return 0;
 }
 
-int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_object *v,
-			 struct verdict *vd)
+/* verdict, board, campaign, cycle, and the strings that may be null */
+static int verdict_names(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
 {
-	json_object *o, *counts;
+	static const char *const nullable[] = { "mode", "mode_run", "reason" };
+	const char **dst[] = { &vd->mode, &vd->mode_run, &vd->reason };
+	json_object *o;
 	const char *s;
-	char what[64];
 	int rc;
 
-	memset(vd, 0, sizeof(*vd));
-	if (!json_object_is_type(v, json_type_object))
-		return rep_fail(r, file, line, "expected a JSON object (one verdict per line)");
 	if ((rc = rep_opt_string(r, file, line, v, "verdict", "verdict", &s)))
 		return rc;
 	if (!s)
@@ -332,56 +330,86 @@ int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_
 	if ((rc = rep_opt_string(r, file, line, v, "campaign", "campaign", &vd->campaign)) ||
 	    (rc = rep_opt_count(r, file, line, rep_jget(v, "cycle"), "cycle", &vd->cycle)))
 		return rc;
-	o = rep_jget(v, "mode");
-	if (o && !json_object_is_type(o, json_type_null) &&
-	    (rc = rep_opt_string(r, file, line, v, "mode", "mode", &vd->mode)))
-		return rc;
-	o = rep_jget(v, "mode_run");
-	if (o && !json_object_is_type(o, json_type_null) &&
-	    (rc = rep_opt_string(r, file, line, v, "mode_run", "mode_run", &vd->mode_run)))
-		return rc;
-	o = rep_jget(v, "reason");
-	if (o && !json_object_is_type(o, json_type_null) &&
-	    (rc = rep_opt_string(r, file, line, v, "reason", "reason", &vd->reason)))
-		return rc;
-	vd->device = rep_jget(v, "device");
-	if (vd->device && json_object_is_type(vd->device, json_type_null))
-		vd->device = NULL;
-	if (vd->device && !json_object_is_type(vd->device, json_type_object))
-		return rep_fail(r, file, line, "device: expected an object");
-	if ((rc = rep_opt_string(r, file, line, vd->device, "id", "device.id", &vd->id)))
+	for (size_t i = 0; i < PC_ARRAY_SIZE(nullable); i++) {
+		o = rep_jget(v, nullable[i]);
+		if (o && !json_object_is_type(o, json_type_null) &&
+		    (rc = rep_opt_string(r, file, line, v, nullable[i], nullable[i], dst[i])))
+			return rc;
+	}
+	return 0;
+}
+
+/* member key of v: an object, or NULL when absent or null */
+static int opt_object(struct rep *r, const char *file, unsigned long line, json_object *v, const char *key,
+		      json_object **out)
+{
+	*out = rep_jget(v, key);
+	if (*out && json_object_is_type(*out, json_type_null))
+		*out = NULL;
+	if (*out && !json_object_is_type(*out, json_type_object))
+		return rep_fail(r, file, line, "%s: expected an object", key);
+	return 0;
+}
+
+/* members keys of o ("in" names o in a message): strings or numbers, as check_scalar */
+static int check_scalars(struct rep *r, const char *file, unsigned long line, json_object *o, const char *in,
+			 const char *const *keys, size_t n)
+{
+	char what[64];
+	int rc;
+
+	for (size_t i = 0; i < n; i++) {
+		snprintf(what, sizeof(what), "%s.%s", in, keys[i]);
+		if ((rc = check_scalar(r, file, line, rep_jget(o, keys[i]), what)))
+			return rc;
+	}
+	return 0;
+}
+
+/* device, queue and kernel: what identifies the device under test */
+static int verdict_device(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
+{
+	static const char *const dkeys[] = { "name", "manfid", "cid" };
+	static const char *const qkeys[] = { "fua", "write_cache" };
+	int rc;
+
+	if ((rc = opt_object(r, file, line, v, "device", &vd->device)) ||
+	    (rc = rep_opt_string(r, file, line, vd->device, "id", "device.id", &vd->id)))
 		return rc;
 	if (vd->id && !vd->id[0])
 		vd->id = NULL;
-	if ((rc = check_scalar(r, file, line, rep_jget(vd->device, "name"), "device.name")) ||
-	    (rc = check_scalar(r, file, line, rep_jget(vd->device, "manfid"), "device.manfid")) ||
-	    (rc = check_scalar(r, file, line, rep_jget(vd->device, "cid"), "device.cid")))
-		return rc;
-	vd->queue = rep_jget(v, "queue");
-	if (vd->queue && json_object_is_type(vd->queue, json_type_null))
-		vd->queue = NULL;
-	if (vd->queue && !json_object_is_type(vd->queue, json_type_object))
-		return rep_fail(r, file, line, "queue: expected an object");
-	if ((rc = check_scalar(r, file, line, rep_jget(vd->queue, "fua"), "queue.fua")) ||
-	    (rc = check_scalar(r, file, line, rep_jget(vd->queue, "write_cache"), "queue.write_cache")))
+	if ((rc = check_scalars(r, file, line, vd->device, "device", dkeys, PC_ARRAY_SIZE(dkeys))) ||
+	    (rc = opt_object(r, file, line, v, "queue", &vd->queue)) ||
+	    (rc = check_scalars(r, file, line, vd->queue, "queue", qkeys, PC_ARRAY_SIZE(qkeys))))
 		return rc;
 	vd->kernel = rep_jget(v, "kernel");
-	if ((rc = check_scalar(r, file, line, vd->kernel, "kernel")))
-		return rc;
-	counts = rep_jget(v, "counts");
-	if (counts && !json_object_is_type(counts, json_type_null)) {
-		if (!json_object_is_type(counts, json_type_object))
-			return rep_fail(r, file, line, "counts: expected an object");
-		for (int c = 0; c < NCLASS; c++) {
-			snprintf(what, sizeof(what), "counts.%s", pc_class_names[c]);
-			if ((rc = rep_opt_count(r, file, line, rep_jget(counts, pc_class_names[c]), what, &vd->counts[c])))
-				return rc;
-		}
+	return check_scalar(r, file, line, vd->kernel, "kernel");
+}
+
+/* counts: a count per class, any absent */
+static int verdict_counts(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
+{
+	json_object *counts = rep_jget(v, "counts");
+	char what[64];
+	int rc;
+
+	if (!counts || json_object_is_type(counts, json_type_null))
+		return 0;
+	if (!json_object_is_type(counts, json_type_object))
+		return rep_fail(r, file, line, "counts: expected an object");
+	for (int c = 0; c < NCLASS; c++) {
+		snprintf(what, sizeof(what), "counts.%s", pc_class_names[c]);
+		if ((rc = rep_opt_count(r, file, line, rep_jget(counts, pc_class_names[c]), what, &vd->counts[c])))
+			return rc;
 	}
-	if ((rc = rep_opt_count(r, file, line, rep_jget(v, "violations"), "violations", &vd->violations)) ||
-	    (rc = verdict_findings(r, file, line, rep_jget(v, "findings"), vd)))
-		return rc;
-	o = rep_jget(rep_jget(v, "rate"), "records_per_s");
+	return 0;
+}
+
+/* rate.records_per_s and rate.mib_per_s, 0 to 10^12 (vd->mib -1: none) */
+static int verdict_rate(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
+{
+	json_object *o = rep_jget(rep_jget(v, "rate"), "records_per_s");
+
 	if (o && !json_object_is_type(o, json_type_null)) {
 		if (!json_object_is_type(o, json_type_double) && !json_object_is_type(o, json_type_int))
 			return rep_fail(r, file, line, "rate.records_per_s: expected a number");
@@ -398,8 +426,27 @@ int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_
 			return rep_fail(r, file, line, "rate.mib_per_s: expected a number from 0 to 10^12");
 		vd->mib = json_object_get_double(o);
 	}
-	if ((rc = rep_opt_count(r, file, line, rep_jget(rep_jget(v, "records"), "planned"), "records.planned", &vd->planned)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(rep_jget(v, "records"), "acked"), "records.acked", &vd->acked)))
+	return 0;
+}
+
+int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_object *v,
+			 struct verdict *vd)
+{
+	json_object *o, *rec;
+	int rc;
+
+	memset(vd, 0, sizeof(*vd));
+	if (!json_object_is_type(v, json_type_object))
+		return rep_fail(r, file, line, "expected a JSON object (one verdict per line)");
+	rec = rep_jget(v, "records");
+	if ((rc = verdict_names(r, file, line, v, vd)) ||
+	    (rc = verdict_device(r, file, line, v, vd)) ||
+	    (rc = verdict_counts(r, file, line, v, vd)) ||
+	    (rc = rep_opt_count(r, file, line, rep_jget(v, "violations"), "violations", &vd->violations)) ||
+	    (rc = verdict_findings(r, file, line, rep_jget(v, "findings"), vd)) ||
+	    (rc = verdict_rate(r, file, line, v, vd)) ||
+	    (rc = rep_opt_count(r, file, line, rep_jget(rec, "planned"), "records.planned", &vd->planned)) ||
+	    (rc = rep_opt_count(r, file, line, rep_jget(rec, "acked"), "records.acked", &vd->acked)))
 		return rc;
 	vd->agent = rep_jget(v, "agent");
 	if ((rc = check_scalar(r, file, line, vd->agent, "agent")) ||
@@ -410,8 +457,7 @@ int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_
 	    (rc = verdict_audit(r, file, line, rep_jget(v, "io_audit"), vd)))
 		return rc;
 	vd->io_note = rep_jget(v, "io_note") != NULL;
-	if ((rc = rep_opt_count(r, file, line, rep_jget(rep_jget(v, "records"), "submitted"), "records.submitted",
-				&vd->submitted)) ||
+	if ((rc = rep_opt_count(r, file, line, rep_jget(rec, "submitted"), "records.submitted", &vd->submitted)) ||
 	    (rc = verdict_phase(r, file, line, v, vd, &vd->phase)))
 		return rc;
 	o = rep_jget(vd->device, "ext_csd");

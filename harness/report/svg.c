@@ -188,44 +188,18 @@ static void strip_cell(FILE *out, const char *name, double x, double y, double w
 	fputs("</title></rect>\n", out);
 }
 
-int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, size_t nrows)
-{
-	const int pw = CHART_W - STRIP_L - STRIP_R;
-	const size_t maxcells = (size_t)pw / STRIP_MINCELL;
-	unsigned long cmin = (unsigned long)-1, cmax = 0, per, count[PC_NOUTCOMES] = { 0 }, gaps = 0;
+/* the cells of a strip chart: cycles cmin..cmax, per cycles a cell, ncells of width cw */
+struct strip_geom {
+	unsigned long cmin, cmax, per;
 	size_t ncells;
-	signed char *cells;
-	double cw, x, y0;
-	int h;
+	double cw;
+};
 
-	for (size_t r = 0; r < nrows; r++)
-		for (size_t i = 0; i < rows[r].n; i++) {
-			if (rows[r].cycle[i] < cmin)
-				cmin = rows[r].cycle[i];
-			if (rows[r].cycle[i] > cmax)
-				cmax = rows[r].cycle[i];
-			if (rows[r].out[i] >= 0 && rows[r].out[i] < PC_NOUTCOMES)
-				count[rows[r].out[i]]++;
-		}
-	h = STRIP_T + (int)nrows * (STRIP_ROW + STRIP_GAP) + 52;
-	if (cmin > cmax) {
-		svg_open(out, CHART_W, 60, title);
-		fputs("<text x=\"8\" y=\"44\">no verdicts</text>\n", out);
-		svg_close(out);
-		return 0;
-	}
-	/* per > (cmax - cmin) / maxcells, so at most maxcells cells */
-	per = (cmax - cmin) / maxcells + 1;
-	ncells = (size_t)((cmax - cmin) / per + 1);
-	cw = (double)pw / (double)ncells;
-	if (cw > STRIP_MAXCELL)
-		cw = STRIP_MAXCELL;
-	if (!(cells = malloc(ncells)))
-		return -ENOMEM;
+/* the legend: the outcomes that occur, with their counts */
+static void strip_legend(FILE *out, const unsigned long *count)
+{
+	double x = 8;
 
-	svg_open(out, CHART_W, h, title);
-	/* legend: the outcomes that occur, with their counts */
-	x = 8;
 	for (int o = 0; o < PC_NOUTCOMES; o++) {
 		char t[96], n[32];
 
@@ -234,68 +208,113 @@ int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, si
 		snprintf(t, sizeof(t), "%s %s", pc_outcome_names[o], num_text((double)count[o], n, sizeof(n)));
 		x = legend_item(out, x, 38, svg_outcome_colours[o], t);
 	}
-	y0 = STRIP_T;
-	for (size_t r = 0; r < nrows; r++) {
-		const struct svg_strip_row *row = &rows[r];
-		double y = y0 + (double)r * (STRIP_ROW + STRIP_GAP);
-		size_t k = 0;
+}
 
-		svg_strip_bin(row, cmin, per, cells, ncells);
-		fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\"><title>", STRIP_L - 8,
-			y + STRIP_ROW - 5);
-		xml_escape(out, row->name);
-		fputs("</title>", out);
-		xml_escape_max(out, row->name, LABEL_CHARS);
-		fprintf(out, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"" SVG_NONE_COLOUR
-			"\"/>\n", STRIP_L, y, cw * (double)ncells, STRIP_ROW);
-		while (k < ncells) {
-			size_t e = k + 1;
-			unsigned long c0, c1;
+/* a board's row at y, its cells binned into cells: the number of empty cells */
+static unsigned long strip_row(FILE *out, const struct strip_geom *g, const struct svg_strip_row *row, double y,
+			       signed char *cells)
+{
+	unsigned long gaps = 0;
+	size_t k = 0;
 
-			if (cells[k] < 0) {
-				gaps++;
-				k++;
-				continue;
-			}
-			/* few cells: each apart, with a hairline between; many: runs */
-			if (ncells > STRIP_SPLIT)
-				while (e < ncells && cells[e] == cells[k])
-					e++;
-			c0 = cmin + k * per;
-			c1 = cmin + e * per - 1;
-			if (c1 > cmax)
-				c1 = cmax;
-			strip_cell(out, row->name, STRIP_L + cw * (double)k, y,
-				   cw * (double)(e - k) - (ncells <= STRIP_SPLIT && cw >= 4 ? 1 : 0), cells[k], c0, c1,
-				   per > 1);
-			k = e;
+	svg_strip_bin(row, g->cmin, g->per, cells, g->ncells);
+	fprintf(out, "<g><text x=\"%d\" y=\"%.1f\" text-anchor=\"end\"><title>", STRIP_L - 8,
+		y + STRIP_ROW - 5);
+	xml_escape(out, row->name);
+	fputs("</title>", out);
+	xml_escape_max(out, row->name, LABEL_CHARS);
+	fprintf(out, "</text>\n<rect x=\"%d\" y=\"%.1f\" width=\"%.2f\" height=\"%d\" fill=\"" SVG_NONE_COLOUR
+		"\"/>\n", STRIP_L, y, g->cw * (double)g->ncells, STRIP_ROW);
+	while (k < g->ncells) {
+		size_t e = k + 1;
+		unsigned long c0, c1;
+
+		if (cells[k] < 0) {
+			gaps++;
+			k++;
+			continue;
 		}
-		fputs("</g>\n", out);
+		/* few cells: each apart, with a hairline between; many: runs */
+		if (g->ncells > STRIP_SPLIT)
+			while (e < g->ncells && cells[e] == cells[k])
+				e++;
+		c0 = g->cmin + k * g->per;
+		c1 = g->cmin + e * g->per - 1;
+		if (c1 > g->cmax)
+			c1 = g->cmax;
+		strip_cell(out, row->name, STRIP_L + g->cw * (double)k, y,
+			   g->cw * (double)(e - k) - (g->ncells <= STRIP_SPLIT && g->cw >= 4 ? 1 : 0), cells[k], c0, c1,
+			   g->per > 1);
+		k = e;
 	}
-	/* the cycle axis: ticks at the middle of a tick cycle's cell */
-	{
-		double yax = y0 + (double)nrows * (STRIP_ROW + STRIP_GAP);
-		double step = nice_step((double)(cmax - cmin), 8);
-		unsigned long s = step < 1 ? 1 : (unsigned long)step, c;
+	fputs("</g>\n", out);
+	return gaps;
+}
 
-		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR "\"/>\n",
-			STRIP_L, yax, STRIP_L + cw * (double)ncells, yax);
-		for (c = (cmin + s - 1) / s * s; c <= cmax; c += s) {
-			double tx = STRIP_L + ((double)((c - cmin) / per) + 0.5) * cw;
+/* the cycle axis at yax: ticks at the middle of a tick cycle's cell */
+static void strip_axis(FILE *out, const struct strip_geom *g, double yax, unsigned long gaps)
+{
+	double step = nice_step((double)(g->cmax - g->cmin), 8);
+	unsigned long s = step < 1 ? 1 : (unsigned long)step, c;
 
-			fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR
-				"\"/><text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%lu</text>\n", tx, yax, tx,
-				yax + 5, tx, yax + 18, c);
-			if (c > (unsigned long)-1 - s)
-				break;
+	fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR "\"/>\n",
+		STRIP_L, yax, STRIP_L + g->cw * (double)g->ncells, yax);
+	for (c = (g->cmin + s - 1) / s * s; c <= g->cmax; c += s) {
+		double tx = STRIP_L + ((double)((c - g->cmin) / g->per) + 0.5) * g->cw;
+
+		fprintf(out, "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"" AXIS_COLOUR
+			"\"/><text x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\">%lu</text>\n", tx, yax, tx,
+			yax + 5, tx, yax + 18, c);
+		if (c > (unsigned long)-1 - s)
+			break;
+	}
+	fprintf(out, "<text x=\"%d\" y=\"%.1f\" fill=\"" AXIS_COLOUR "\">cycle", STRIP_L, yax + 38);
+	if (g->per > 1)
+		fprintf(out, " (each cell: %lu cycles, coloured by the worst outcome among them)", g->per);
+	if (gaps)
+		fputs("; light grey: no verdict", out);
+	fputs("</text>\n", out);
+}
+
+int svg_strip(FILE *out, const char *title, const struct svg_strip_row *rows, size_t nrows)
+{
+	const int pw = CHART_W - STRIP_L - STRIP_R;
+	const size_t maxcells = (size_t)pw / STRIP_MINCELL;
+	struct strip_geom g = { .cmin = (unsigned long)-1, .cmax = 0 };
+	unsigned long count[PC_NOUTCOMES] = { 0 }, gaps = 0;
+	signed char *cells;
+	int h;
+
+	for (size_t r = 0; r < nrows; r++)
+		for (size_t i = 0; i < rows[r].n; i++) {
+			if (rows[r].cycle[i] < g.cmin)
+				g.cmin = rows[r].cycle[i];
+			if (rows[r].cycle[i] > g.cmax)
+				g.cmax = rows[r].cycle[i];
+			if (rows[r].out[i] >= 0 && rows[r].out[i] < PC_NOUTCOMES)
+				count[rows[r].out[i]]++;
 		}
-		fprintf(out, "<text x=\"%d\" y=\"%.1f\" fill=\"" AXIS_COLOUR "\">cycle", STRIP_L, yax + 38);
-		if (per > 1)
-			fprintf(out, " (each cell: %lu cycles, coloured by the worst outcome among them)", per);
-		if (gaps)
-			fputs("; light grey: no verdict", out);
-		fputs("</text>\n", out);
+	h = STRIP_T + (int)nrows * (STRIP_ROW + STRIP_GAP) + 52;
+	if (g.cmin > g.cmax) {
+		svg_open(out, CHART_W, 60, title);
+		fputs("<text x=\"8\" y=\"44\">no verdicts</text>\n", out);
+		svg_close(out);
+		return 0;
 	}
+	/* per > (cmax - cmin) / maxcells, so at most maxcells cells */
+	g.per = (g.cmax - g.cmin) / maxcells + 1;
+	g.ncells = (size_t)((g.cmax - g.cmin) / g.per + 1);
+	g.cw = (double)pw / (double)g.ncells;
+	if (g.cw > STRIP_MAXCELL)
+		g.cw = STRIP_MAXCELL;
+	if (!(cells = malloc(g.ncells)))
+		return -ENOMEM;
+
+	svg_open(out, CHART_W, h, title);
+	strip_legend(out, count);
+	for (size_t r = 0; r < nrows; r++)
+		gaps += strip_row(out, &g, &rows[r], STRIP_T + (double)r * (STRIP_ROW + STRIP_GAP), cells);
+	strip_axis(out, &g, STRIP_T + (double)nrows * (STRIP_ROW + STRIP_GAP), gaps);
 	svg_close(out);
 	free(cells);
 	return 0;
@@ -341,11 +360,28 @@ static const char *decade_text(int k, char *buf, size_t len)
 	return buf;
 }
 
-int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, size_t ns)
+/* the latency chart's scales: decades dlo..dhi across pw, 0..ymax (%) in steps, plot top t */
+struct lat_geom {
+	int dlo, dhi, t, pw;
+	double ymax, step;
+};
+
+static double lat_px(const struct lat_geom *g, double v)
 {
-	const int pw = CHART_W - LAT_L - LAT_R;
-	double xmin = 1e9, xmax = -1e9, ymax = 0, step;
-	int dlo, dhi, t, h, shown = 0;
+	return LAT_L + (v - g->dlo) / (double)(g->dhi - g->dlo) * g->pw;
+}
+
+static double lat_py(const struct lat_geom *g, double v)
+{
+	return g->t + LAT_PH - v / g->ymax * LAT_PH;
+}
+
+/* the decades the buckets span, the highest share rounded up to a step:
+ * the number of series shown (0: nothing to draw) */
+static int lat_scale(const struct svg_lat_series *s, size_t ns, struct lat_geom *g)
+{
+	double xmin = 1e9, xmax = -1e9, ymax = 0;
+	int shown = 0;
 
 	for (size_t i = 0; i < ns; i++) {
 		if (!s[i].n || !s[i].hist)
@@ -364,91 +400,110 @@ int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, si
 	}
 	if (!shown || xmin > xmax)
 		return 0;
-	dlo = (int)floor(xmin + 1e-9);
-	dhi = (int)ceil(xmax - 1e-9);
-	if (dhi <= dlo)
-		dhi = dlo + 1;
-	step = nice_step(ymax, 5);
-	ymax = ceil(ymax / step - 1e-9) * step;
-	if (!(ymax > 0))
-		ymax = step;
-	t = 34 + 18 * shown;
-	h = t + LAT_PH + 52;
+	g->pw = CHART_W - LAT_L - LAT_R;
+	g->dlo = (int)floor(xmin + 1e-9);
+	g->dhi = (int)ceil(xmax - 1e-9);
+	if (g->dhi <= g->dlo)
+		g->dhi = g->dlo + 1;
+	g->step = nice_step(ymax, 5);
+	g->ymax = ceil(ymax / g->step - 1e-9) * g->step;
+	if (!(g->ymax > 0))
+		g->ymax = g->step;
+	g->t = 34 + 18 * shown;
+	return shown;
+}
 
-	svg_open(out, CHART_W, h, title);
-	{
-		int k = 0;
+/* a line per series: its colour, name, writes and percentiles */
+static void lat_legend(FILE *out, const struct svg_lat_series *s, size_t ns)
+{
+	int k = 0;
 
-		for (size_t i = 0; i < ns; i++) {
-			char txt[256], a[32], b[32], c[32], d[32];
-
-			if (!s[i].n || !s[i].hist)
-				continue;
-			fprintf(out, "<rect x=\"8\" y=\"%d\" width=\"11\" height=\"11\" fill=\"%s\"/><text x=\"24\" y=\"%d\">",
-				24 + 18 * k, svg_series_colour(s[i].colour), 34 + 18 * k);
-			xml_escape_max(out, s[i].name, LABEL_CHARS);
-			snprintf(txt, sizeof(txt), ": %s writes, p50 %s, p99 %s, max %s", num_text((double)s[i].n, a, sizeof(a)),
-				 us_text(s[i].p50, b, sizeof(b)), us_text(s[i].p99, c, sizeof(c)),
-				 us_text(s[i].max, d, sizeof(d)));
-			xml_escape(out, txt);
-			fputs("</text>\n", out);
-			k++;
-		}
-	}
-#define LX(v) (LAT_L + ((v) - dlo) / (double)(dhi - dlo) * pw)
-#define LY(v) (t + LAT_PH - (v) / ymax * LAT_PH)
-	/* grid: decades labelled, 2..9 as minor ticks; shares on y */
-	for (int k = dlo; k <= dhi; k++) {
-		char txt[32];
-
-		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" GRID_COLOUR "\"/>"
-			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", LX(k), t, LX(k), t + LAT_PH + 5,
-			LX(k), t + LAT_PH + 18, decade_text(k, txt, sizeof(txt)));
-		for (int m = 2; m < 10 && k < dhi; m++)
-			fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n",
-				LX(k + log10(m)), t + LAT_PH, LX(k + log10(m)), t + LAT_PH + 3);
-	}
-	for (double v = 0; v <= ymax + step / 2; v += step) {
-		char txt[32];
-
-		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"" GRID_COLOUR "\"/>"
-			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s%%</text>\n", LAT_L, LY(v), LAT_L + pw, LY(v),
-			LAT_L - 6, LY(v) + 4, num_text(v, txt, sizeof(txt)));
-	}
-	/* one outline per series: a step over its buckets, on the baseline
-	 * where it has none */
 	for (size_t i = 0; i < ns; i++) {
-		const char *col = svg_series_colour(s[i].colour);
-		unsigned b0 = PC_LAT_BUCKETS, b1 = 0;
+		char txt[256], a[32], b[32], c[32], d[32];
 
 		if (!s[i].n || !s[i].hist)
 			continue;
-		for (unsigned b = 0; b < PC_LAT_BUCKETS; b++)
-			if (s[i].hist[b]) {
-				if (b < b0)
-					b0 = b;
-				b1 = b;
-			}
-		fprintf(out, "<polyline fill=\"%s\" fill-opacity=\"0.18\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
-			col, col);
-		fprintf(out, "%.1f,%.1f", LX(lat_x0(b0)), LY(0.0));
-		for (unsigned b = b0; b <= b1; b++) {
-			double y = LY(lat_density(&s[i], b));
-
-			fprintf(out, " %.1f,%.1f %.1f,%.1f", LX(lat_x0(b)), y, LX(lat_x1(b)), y);
-		}
-		fprintf(out, " %.1f,%.1f\"><title>", LX(lat_x1(b1)), LY(0.0));
-		xml_escape(out, s[i].name);
-		fputs("</title></polyline>\n", out);
+		fprintf(out, "<rect x=\"8\" y=\"%d\" width=\"11\" height=\"11\" fill=\"%s\"/><text x=\"24\" y=\"%d\">",
+			24 + 18 * k, svg_series_colour(s[i].colour), 34 + 18 * k);
+		xml_escape_max(out, s[i].name, LABEL_CHARS);
+		snprintf(txt, sizeof(txt), ": %s writes, p50 %s, p99 %s, max %s", num_text((double)s[i].n, a, sizeof(a)),
+			 us_text(s[i].p50, b, sizeof(b)), us_text(s[i].p99, c, sizeof(c)),
+			 us_text(s[i].max, d, sizeof(d)));
+		xml_escape(out, txt);
+		fputs("</text>\n", out);
+		k++;
 	}
+}
+
+/* grid: decades labelled, 2..9 as minor ticks; shares on y */
+static void lat_grid(FILE *out, const struct lat_geom *g)
+{
+	const int t = g->t;
+
+	for (int k = g->dlo; k <= g->dhi; k++) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", lat_px(g, k), t, lat_px(g, k),
+			t + LAT_PH + 5, lat_px(g, k), t + LAT_PH + 18, decade_text(k, txt, sizeof(txt)));
+		for (int m = 2; m < 10 && k < g->dhi; m++)
+			fprintf(out, "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n",
+				lat_px(g, k + log10(m)), t + LAT_PH, lat_px(g, k + log10(m)), t + LAT_PH + 3);
+	}
+	for (double v = 0; v <= g->ymax + g->step / 2; v += g->step) {
+		char txt[32];
+
+		fprintf(out, "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"" GRID_COLOUR "\"/>"
+			"<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%s%%</text>\n", LAT_L, lat_py(g, v), LAT_L + g->pw,
+			lat_py(g, v), LAT_L - 6, lat_py(g, v) + 4, num_text(v, txt, sizeof(txt)));
+	}
+}
+
+/* a series' outline: a step over its buckets, on the baseline where it has none */
+static void lat_outline(FILE *out, const struct lat_geom *g, const struct svg_lat_series *s)
+{
+	const char *col = svg_series_colour(s->colour);
+	unsigned b0 = PC_LAT_BUCKETS, b1 = 0;
+
+	for (unsigned b = 0; b < PC_LAT_BUCKETS; b++)
+		if (s->hist[b]) {
+			if (b < b0)
+				b0 = b;
+			b1 = b;
+		}
+	fprintf(out, "<polyline fill=\"%s\" fill-opacity=\"0.18\" stroke=\"%s\" stroke-width=\"1.5\" points=\"",
+		col, col);
+	fprintf(out, "%.1f,%.1f", lat_px(g, lat_x0(b0)), lat_py(g, 0.0));
+	for (unsigned b = b0; b <= b1; b++) {
+		double y = lat_py(g, lat_density(s, b));
+
+		fprintf(out, " %.1f,%.1f %.1f,%.1f", lat_px(g, lat_x0(b)), y, lat_px(g, lat_x1(b)), y);
+	}
+	fprintf(out, " %.1f,%.1f\"><title>", lat_px(g, lat_x1(b1)), lat_py(g, 0.0));
+	xml_escape(out, s->name);
+	fputs("</title></polyline>\n", out);
+}
+
+int svg_latency(FILE *out, const char *title, const struct svg_lat_series *s, size_t ns)
+{
+	struct lat_geom g;
+	int t;
+
+	if (!lat_scale(s, ns, &g))
+		return 0;
+	t = g.t;
+	svg_open(out, CHART_W, t + LAT_PH + 52, title);
+	lat_legend(out, s, ns);
+	lat_grid(out, &g);
+	for (size_t i = 0; i < ns; i++)
+		if (s[i].n && s[i].hist)
+			lat_outline(out, &g, &s[i]);
 	fprintf(out, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"" AXIS_COLOUR "\"/>\n", LAT_L,
-		t + LAT_PH, LAT_L + pw, t + LAT_PH);
+		t + LAT_PH, LAT_L + g.pw, t + LAT_PH);
 	fprintf(out, "<text x=\"%d\" y=\"%d\" fill=\"" AXIS_COLOUR "\">write latency, SUBMIT to ACK (log scale)</text>\n",
 		LAT_L, t + LAT_PH + 40);
 	fprintf(out, "<text x=\"14\" y=\"%d\" fill=\"" AXIS_COLOUR "\" transform=\"rotate(-90 14 %d)\" "
 		"text-anchor=\"middle\">%% of writes per 1/8 octave</text>\n", t + LAT_PH / 2, t + LAT_PH / 2);
-#undef LX
-#undef LY
 	svg_close(out);
 	return 0;
 }
