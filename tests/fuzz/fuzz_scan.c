@@ -1,5 +1,5 @@
 /*
- * fuzz_scan.c - the agent's scan of a region image (agent/region.c).
+ * fuzz_scan.c - the agent's scan of a region image (agent/region_scan.c).
  *
  * The input is a device image: its first floor(size / 512) * 512 bytes. The
  * size % 512 bytes after it, when there are any, set how it is scanned (all
