@@ -3,6 +3,7 @@
  */
 #include "common/util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -259,4 +260,77 @@ int pc_mkdir_p(const char *path, mode_t mode)
 	if (mkdir(tmp, mode) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+int pc_tmp_open(const char *path, char *tmp, size_t tmplen)
+{
+	int fd;
+
+	if ((size_t)snprintf(tmp, tmplen, "%s.tmp", path) >= tmplen)
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
+	return fd < 0 ? -errno : fd;
+}
+
+int pc_fsync_dir_of(const char *path)
+{
+	char dir[PATH_MAX];
+	char *slash;
+	int dfd, ret = 0;
+
+	if (strlen(path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	pc_strlcpy(dir, path, sizeof(dir));
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		slash[1] = 0;
+	else if (slash)
+		*slash = 0;
+	else
+		pc_strlcpy(dir, ".", sizeof(dir));
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		ret = -errno;
+	if (dfd >= 0)
+		close(dfd);
+	return ret;
+}
+
+int pc_tmp_commit(int fd, const char *tmp, const char *path, int ret, int flags)
+{
+	if (!ret && (flags & PC_FILE_SYNC) && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret) {
+		unlink(tmp);
+		return ret;
+	}
+	return (flags & PC_FILE_SYNC) ? pc_fsync_dir_of(path) : 0;
+}
+
+int pc_write_file(const char *path, const void *buf, size_t len, int flags)
+{
+	char tmp[PATH_MAX + 8];
+	int fd = pc_tmp_open(path, tmp, sizeof(tmp));
+
+	if (fd < 0)
+		return fd;
+	return pc_tmp_commit(fd, tmp, path, pc_write_all(fd, buf, len), flags);
+}
+
+void pc_remove_flat_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	rmdir(dir);
 }

@@ -53,4 +53,25 @@ int pc_read_text(const char *path, char *buf, size_t len);
 /* mkdir -p; 0 or -errno. */
 int pc_mkdir_p(const char *path, mode_t mode);
 
+/*
+ * A file replaced whole: written under PATH.tmp, then renamed over PATH, so
+ * a reader (or a run after a kill) sees the old file or the new one, never a
+ * part. pc_tmp_open opens the temporary (its name into tmp; O_NOFOLLOW) and
+ * returns its fd or -errno. pc_tmp_commit takes ret, the writing's result:
+ * when it is 0 the file is (with PC_FILE_SYNC) fsync'd, closed, renamed over
+ * path, and (with PC_FILE_SYNC) its folder fsync'd; otherwise, or when a step
+ * fails, the temporary is closed and removed. 0 or -errno. pc_write_file
+ * does both around buf[0..len).
+ */
+#define PC_FILE_SYNC 1
+int pc_tmp_open(const char *path, char *tmp, size_t tmplen);
+int pc_tmp_commit(int fd, const char *tmp, const char *path, int ret, int flags);
+int pc_write_file(const char *path, const void *buf, size_t len, int flags);
+
+/* fsync of the folder that holds path. 0 or -errno. */
+int pc_fsync_dir_of(const char *path);
+
+/* A folder of files removed: its entries (files only: unlinkat), then itself. */
+void pc_remove_flat_dir(const char *dir);
+
 #endif

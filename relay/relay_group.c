@@ -131,46 +131,10 @@ static void boot_id(char *buf, size_t len)
 /* Write the record: temporary file, fsync, rename, fsync of the folder. */
 static int record_write(const char *path, const char *line, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX + 16], dir[PATH_MAX];
-	char *slash;
-	int fd, ret = 0, dfd;
+	int ret = pc_write_file(path, line, strlen(line), PC_FILE_SYNC);
 
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp)) {
-		snprintf(err, errlen, "%s: path too long", path);
-		return -ENAMETOOLONG;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", tmp, strerror(-ret));
-		return ret;
-	}
-	ret = pc_write_all(fd, line, strlen(line));
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	if (ret) {
+	if (ret)
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		unlink(tmp);
-		return ret;
-	}
-	pc_strlcpy(dir, path, sizeof(dir));
-	slash = strrchr(dir, '/');
-	if (slash == dir)
-		slash[1] = 0;
-	else if (slash)
-		*slash = 0;
-	else
-		pc_strlcpy(dir, ".", sizeof(dir));
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0 || fsync(dfd) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: fsync of the folder: %s", dir, strerror(-ret));
-	}
-	if (dfd >= 0)
-		close(dfd);
 	return ret;
 }
 

@@ -121,26 +121,7 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 
 /* ---- files ---- */
 
-/* Write into path through a temporary file renamed over it. */
-static int vk_tmp_open(const char *path, char *tmp, size_t tmplen)
-{
-	if ((size_t)snprintf(tmp, tmplen, "%s.tmp", path) >= tmplen)
-		return -ENAMETOOLONG;
-	return open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-}
-
-static int vk_tmp_commit(int fd, const char *tmp, const char *path, int rc)
-{
-	if (close(fd) && !rc)
-		rc = -EIO;
-	if (!rc && rename(tmp, path) < 0)
-		rc = -errno;
-	if (rc)
-		unlink(tmp);
-	return rc;
-}
-
-/* The region of the drive into path. */
+/* The region of the drive into path (a temporary file renamed over it). */
 static int vk_copy_region(const struct vk_session *s, const char *path, char *err, size_t errlen)
 {
 	char tmp[PATH_MAX];
@@ -149,7 +130,7 @@ static int vk_copy_region(const struct vk_session *s, const char *path, char *er
 
 	if (in < 0)
 		return vk_fail(err, errlen, -errno, "keep_inputs: drive %s: %s", s->drive, strerror(errno));
-	out = vk_tmp_open(path, tmp, sizeof(tmp));
+	out = pc_tmp_open(path, tmp, sizeof(tmp));
 	if (out < 0) {
 		close(in);
 		return vk_fail(err, errlen, out, "keep_inputs: %s: %s", path, strerror(-out));
@@ -161,7 +142,7 @@ static int vk_copy_region(const struct vk_session *s, const char *path, char *er
 		left -= n > 0 ? (uint64_t)n : 0;
 	}
 	close(in);
-	rc = vk_tmp_commit(out, tmp, path, rc);
+	rc = pc_tmp_commit(out, tmp, path, rc, 0);
 	return rc ? vk_fail(err, errlen, rc, "keep_inputs: copying the region of %s to %s: %s", s->drive, path,
 			    strerror(-rc)) : 0;
 }
@@ -198,27 +179,11 @@ static int vk_same_region(const struct vk_session *s, const char *path)
 static int vk_write_json(const char *path, json_object *o)
 {
 	const char *js = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	char tmp[PATH_MAX];
-	int fd = vk_tmp_open(path, tmp, sizeof(tmp)), rc;
+	char *line = NULL;
+	int rc = asprintf(&line, "%s\n", js) < 0 ? -ENOMEM : pc_write_file(path, line, strlen(line), 0);
 
-	if (fd < 0)
-		return fd;
-	rc = pc_write_all(fd, js, strlen(js)) || pc_write_all(fd, "\n", 1) ? -EIO : 0;
-	return vk_tmp_commit(fd, tmp, path, rc);
-}
-
-static void vk_remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
+	free(line);
+	return rc;
 }
 
 /* Every session-N outside [S - keep, S] removed; a session-S left from before, too. */
@@ -237,7 +202,7 @@ static void vk_prune(const struct vk_session *s)
 			continue;
 		if ((n >= s->session || n + s->keep < s->session) &&
 		    (size_t)snprintf(dir, sizeof(dir), "%s/%s", s->root, de->d_name) < sizeof(dir))
-			vk_remove_dir(dir);
+			pc_remove_flat_dir(dir);
 	}
 	closedir(d);
 }
@@ -623,13 +588,13 @@ int vk_finish(const struct vk_session *s, const char *log, const char *trace, of
 	if (rc)
 		goto out;
 	vk_path(path, sizeof(path), s, s->session, "writes.log");
-	out = vk_tmp_open(path, tmp, sizeof(tmp));
+	out = pc_tmp_open(path, tmp, sizeof(tmp));
 	if (out < 0) {
 		rc = vk_fail(err, errlen, out, "keep_inputs: %s: %s", path, strerror(-out));
 		goto out;
 	}
 	rc = vk_write_log(lfd, e, it, nit, s, out, &k);
-	rc = vk_tmp_commit(out, tmp, path, rc);
+	rc = pc_tmp_commit(out, tmp, path, rc, 0);
 	if (rc) {
 		vk_fail(err, errlen, rc, "keep_inputs: writing %s: %s", path, strerror(-rc));
 		goto out;

@@ -93,62 +93,13 @@ static int fail(char *err, size_t errlen, int ret, const char *what, const char 
 	return ret;
 }
 
-/* A folder of files (no subfolders: only the sim writes here). */
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
-}
-
-/* A file written whole under path.tmp, then renamed over path: tmp_open
- * opens the temporary, tmp_commit closes it and renames it (or removes it
- * when ret says the writing failed). */
-static int tmp_open(const char *path, char *tmp, size_t tmplen)
-{
-	int fd;
-
-	if ((size_t)snprintf(tmp, tmplen, "%s.tmp", path) >= tmplen)
-		return -ENAMETOOLONG;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	return fd < 0 ? -errno : fd;
-}
-
-static int tmp_commit(int fd, const char *tmp, const char *path, int ret)
-{
-	close(fd);
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
-}
-
-/* Write a whole file through a temporary name and a rename. */
-static int write_file(const char *path, const void *buf, size_t len)
-{
-	char tmp[PATH_MAX + 8];
-	int fd = tmp_open(path, tmp, sizeof(tmp));
-
-	if (fd < 0)
-		return fd;
-	return tmp_commit(fd, tmp, path, pc_write_all(fd, buf, len));
-}
-
 /* The whole media, as it is now, into path (a temporary name, then a rename). */
 static int copy_media(const struct sim_emmc *e, const char *path)
 {
 	char tmp[PATH_MAX + 8];
 	uint64_t len = e->sectors * PC_SECTOR;
 	loff_t off = 0;
-	int fd = tmp_open(path, tmp, sizeof(tmp)), ret = 0;
+	int fd = pc_tmp_open(path, tmp, sizeof(tmp)), ret = 0;
 
 	if (fd < 0)
 		return fd;
@@ -163,7 +114,7 @@ static int copy_media(const struct sim_emmc *e, const char *path)
 		ret = pc_pwrite_all(fd, e->map + off, len - (uint64_t)off, (off_t)off);
 		break;
 	}
-	return tmp_commit(fd, tmp, path, ret);
+	return pc_tmp_commit(fd, tmp, path, ret, 0);
 }
 
 static json_object *region_json(const struct sim_emmc *e)
@@ -192,7 +143,7 @@ static int write_json(const char *path, json_object *o)
 		return -ENOMEM;
 	memcpy(line, s, len);
 	line[len] = '\n';
-	ret = write_file(path, line, len + 1);
+	ret = pc_write_file(path, line, len + 1, 0);
 	free(line);
 	return ret;
 }
@@ -411,7 +362,7 @@ int sim_inputs_finish_prev(struct sim_emmc *e, char *err, size_t errlen)
 		/* finished already (no live page), else not this media's or never
 		 * started whole: a folder nobody can finish */
 		if (path_of(path, sizeof(path), e, prev, "after.img") || access(path, F_OK) != 0)
-			remove_dir(dir);
+			pc_remove_flat_dir(dir);
 		return 0;
 	}
 	in_flight = l->op != OP_NONE && l->entries == l->op_entries;
@@ -447,7 +398,7 @@ static void prune(const struct sim_emmc *e, uint32_t keep)
 			continue;
 		if (n > e->session || n + keep < e->session) {
 			if ((size_t)snprintf(dir, sizeof(dir), "%s/%s", base, de->d_name) < sizeof(dir))
-				remove_dir(dir);
+				pc_remove_flat_dir(dir);
 		}
 	}
 	closedir(d);
@@ -459,7 +410,7 @@ void sim_inputs_forget(struct sim_emmc *e)
 
 	prune(e, 0);
 	if (!path_of(dir, sizeof(dir), e, e->session, NULL))
-		remove_dir(dir);
+		pc_remove_flat_dir(dir);
 }
 
 int sim_inputs_start(struct sim_emmc *e, uint32_t keep, struct sim_inputs **out, char *err, size_t errlen)
@@ -478,7 +429,7 @@ int sim_inputs_start(struct sim_emmc *e, uint32_t keep, struct sim_inputs **out,
 	if (path_of(dir, sizeof(dir), e, e->session, NULL) || path_of(path, sizeof(path), e, e->session, "base.img.tmp"))
 		return fail(err, errlen, -ENAMETOOLONG, "name the inputs of", e->media);
 	prune(e, keep);
-	remove_dir(dir);	/* an earlier media's */
+	pc_remove_flat_dir(dir);	/* an earlier media's */
 	ret = pc_mkdir_p(dir, 0755);
 	if (ret)
 		return fail(err, errlen, ret, "create", dir);

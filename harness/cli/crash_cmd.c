@@ -360,17 +360,14 @@ static int on_old(json_object *o, unsigned lineno, void *arg)
 
 static int crash_file_keep(struct cs *s, const char *results)
 {
-	char path[PATH_MAX + 32], tmp[PATH_MAX + 40], err[1024] = "";
-	struct keep_old ko = { s, NULL };
-	int fd, rc = 0, dfd;
+	char path[PATH_MAX + 32], err[1024] = "", *text = NULL;
+	size_t len = 0;
+	struct keep_old ko = { s, open_memstream(&text, &len) };
+	int rc = 0;
 
 	snprintf(path, sizeof(path), "%s/" CRASH_FILE, results);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || !(ko.f = fdopen(fd, "w"))) {
-		pc_err("%s: %s: the lines above are not kept in the results folder", tmp, strerror(errno));
-		if (fd >= 0)
-			close(fd);
+	if (!ko.f) {
+		pc_err("%s: %s: the lines above are not kept in the results folder", path, strerror(errno));
 		return -1;
 	}
 	if (access(path, F_OK) == 0 && results_each_line(path, on_old, &ko, NULL, err, sizeof(err))) {
@@ -380,27 +377,16 @@ static int crash_file_keep(struct cs *s, const char *results)
 	for (size_t i = 0; i < s->n; i++)
 		if (s->k[i].line)
 			fprintf(ko.f, "%s\n", s->k[i].line);
-	if (!rc && (fflush(ko.f) || ferror(ko.f) || fsync(fd))) {
-		pc_err("%s: %s", tmp, strerror(errno));
-		rc = -1;
-	}
 	if (fclose(ko.f) && !rc) {
-		pc_err("%s: %s", tmp, strerror(errno));
+		pc_err("%s: %s: the lines above are not kept in the results folder", path, strerror(errno));
 		rc = -1;
 	}
-	if (!rc && rename(tmp, path)) {
-		pc_err("%s: %s", path, strerror(errno));
+	if (!rc && (rc = pc_write_file(path, text, len, PC_FILE_SYNC))) {
+		pc_err("%s: %s", path, strerror(-rc));
 		rc = -1;
 	}
-	if (rc) {
-		unlink(tmp);
-		return rc;
-	}
-	if ((dfd = open(results, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
-	return 0;
+	free(text);
+	return rc;
 }
 
 int cmd_crash_states(int argc, char **argv)

@@ -431,32 +431,13 @@ out:
 
 int results_write_json(const char *dir, const char *name, json_object *obj, char *err, size_t errlen)
 {
-	char tmp[PATH_MAX + 64], path[PATH_MAX + 64];
+	char path[PATH_MAX + 64], *text = NULL;
 	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	int fd, ret;
+	int ret;
 
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-		return -errno;
-	}
-	ret = pc_write_all(fd, s, strlen(s));
-	if (!ret)
-		ret = pc_write_all(fd, "\n", 1);
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	close(fd);
-	if (!ret && rename(tmp, path) < 0)
-		ret = -errno;
-	if (!ret) {
-		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd >= 0) {
-			fsync(dfd);
-			close(dfd);
-		}
-	}
+	ret = asprintf(&text, "%s\n", s) < 0 ? -ENOMEM : pc_write_file(path, text, strlen(text), PC_FILE_SYNC);
+	free(text);
 	if (ret)
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 	return ret;
