@@ -38,7 +38,9 @@ static void strf(char *buf, size_t len, const char *fmt, ...)
 /* Gone, or a zombie nobody reaped yet (PID 1 in a container may not). */
 static int pid_gone(pid_t pid)
 {
-	uint64_t deadline = pc_now_ms() + 2000;
+	/* generous: a SIGKILLed process on a loaded machine still has to be
+	 * scheduled to die; a live one costs the whole wait, a dead one none */
+	uint64_t deadline = pc_now_ms() + 30000;
 	char path[64], stat[256];
 
 	strf(path, sizeof(path), "/proc/%d/stat", (int)pid);
@@ -70,6 +72,23 @@ static pid_t read_pid_file(const char *path)
 		pc_sleep_us(10000);
 	}
 	return 0;
+}
+
+/* A pid the shell wrote before it was killed: 0 if it had not got that far
+ * (the group is dead and reaped, so the file is final; no waiting). */
+static pid_t pid_written(const char *path)
+{
+	char buf[32];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* echo's one write ends with its newline: a pid cut short has none */
+	return strchr(buf, '\n') ? (pid_t)atoi(buf) : 0;
 }
 
 static int write_file(const char *path, const char *text, mode_t mode)
@@ -397,35 +416,51 @@ static void test_command_timeout(void)
 {
 	const char *dir = pc_test_tmpdir("relay-timeout");
 	char on[PATH_MAX * 3], shpid[PATH_MAX], sleeppid[PATH_MAX], bgpid[PATH_MAX], off[PATH_MAX * 2];
-	char err[512];
+	char err[512], want[128];
 	struct relay r;
-	uint64_t t0;
-	pid_t sh, sl, bg;
-	int rc;
+	pid_t sh = 0, sl = 0, bg;
+	int rc, timeout_ms;
 
 	strf(shpid, sizeof(shpid), "%s/sh.pid", dir);
 	strf(sleeppid, sizeof(sleeppid), "%s/sleep.pid", dir);
 	strf(bgpid, sizeof(bgpid), "%s/bg.pid", dir);
-	strf(on, sizeof(on), "echo $$ > '%s'; sleep 5 & echo $! > '%s'; wait", shpid, sleeppid);
+	/* the sleep outlives any timeout below: only the kill ends it */
+	strf(on, sizeof(on), "echo $$ > '%s'; sleep 120 & echo $! > '%s'; wait", shpid, sleeppid);
 	/* exits at once but leaves a background child holding stdout/stderr */
-	strf(off, sizeof(off), "sleep 30 & echo $! > '%s'", bgpid);
-	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, on, off, NULL, 200, err, sizeof(err)), 0);
+	strf(off, sizeof(off), "sleep 600 & echo $! > '%s'", bgpid);
 
-	t0 = pc_now_ms();
-	rc = relay_on(&r);
-	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
-	CU_ASSERT(pc_now_ms() - t0 < 4000);
-	CU_ASSERT(HAS(r.err, "board cmd-1: relay command: 'on' command timed out after 200 ms; check"));
-	sh = read_pid_file(shpid);
-	sl = read_pid_file(sleeppid);
+	/*
+	 * The timeout counts from the fork: on a loaded machine it can fire
+	 * before the shell has written its pid files (the kill is right, but
+	 * there is no sleep to look for). Then again with twice the timeout,
+	 * up to 25.6 s; each try must time out, whatever the machine's speed.
+	 */
+	for (timeout_ms = 200; timeout_ms <= 25600; timeout_ms *= 2) {
+		unlink(shpid);
+		unlink(sleeppid);
+		CU_ASSERT_EQUAL_FATAL(open_cmd(&r, on, off, NULL, timeout_ms, err, sizeof(err)), 0);
+		rc = relay_on(&r);
+		/* -ETIMEDOUT comes only from the deadline: had the kill not come,
+		 * the shell would have exited 0 after its 120 s sleep */
+		CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+		strf(want, sizeof(want), "board cmd-1: relay command: 'on' command timed out after %d ms; check",
+		     timeout_ms);
+		CU_ASSERT(HAS(r.err, want));
+		relay_close(&r);
+		sh = pid_written(shpid);
+		sl = pid_written(sleeppid);
+		if (rc != -ETIMEDOUT || (sh > 0 && sl > 0))
+			break;
+	}
+	if (!(sh > 0 && sl > 0))
+		fprintf(stderr, "\ncommand timeout: the shell wrote no pid files within %d ms\n", timeout_ms / 2);
 	CU_ASSERT_FATAL(sh > 0 && sl > 0);
 	CU_ASSERT(pid_gone(sh));
-	CU_ASSERT(pid_gone(sl));	/* the whole process group went */
+	CU_ASSERT(pid_gone(sl));	/* the whole process group went: the sleep had 120 s to go */
 
-	relay_close(&r);
-
-	/* The shell's exit counts, not EOF on pipes a background child holds. */
-	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "true", off, NULL, 3000, err, sizeof(err)), 0);
+	/* The shell's exit counts, not EOF on pipes a background child holds
+	 * (for 600 s, ten times the generous timeout). */
+	CU_ASSERT_EQUAL_FATAL(open_cmd(&r, "true", off, NULL, 60000, err, sizeof(err)), 0);
 	rc = relay_off(&r);
 	if (rc)
 		fprintf(stderr, "\noff: %s\n", r.err);
