@@ -488,7 +488,7 @@ static const char fake_agent[] =
 	"\t: > \"$media\"\n"
 	"\t# a failure half-way leaves a half-prepared media behind\n"
 	"\tif [ -n \"$FAKE_PREPARE_FAIL\" ]; then echo 'writing superblock'; echo 'fatal: no space' >&2; exit 2; fi\n"
-	"\tif [ -n \"$FAKE_PREPARE_HANG\" ]; then sleep 5 & echo $! > \"$dir/prepare-sleep.pid\"; wait; fi\n"
+	"\tif [ -n \"$FAKE_PREPARE_HANG\" ]; then sleep 120 & echo $! > \"$dir/prepare-sleep.pid\"; wait; fi\n"
 	"\techo \"prepared $media\"\n"
 	"\t;;\n"
 	"run)\n"
@@ -649,7 +649,7 @@ static void test_sim_errors(void)
 	char path[PATH_MAX * 2];
 	json_object *bad;
 	pid_t hung;
-	int rc;
+	int rc, ms;
 
 	sim_fixture_init(&f, "relay-sim-err");
 
@@ -665,18 +665,33 @@ static void test_sim_errors(void)
 	relay_close(&r);
 
 	/* prepare hangs: killed with its children after prepare_timeout_ms, no
-	 * media left (timeout_ms, the switches' bound, does not cut it short) */
-	setenv("FAKE_PREPARE_HANG", "1", 1);
-	bad = json_tokener_parse("{\"driver\":\"sim\",\"timeout_ms\":50,\"prepare_timeout_ms\":200}");
-	rc = relay_open(&r, "sim", bad, &f.ctx, err, sizeof(err));
-	unsetenv("FAKE_PREPARE_HANG");
-	json_object_put(bad);
-	CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
-	CU_ASSERT(HAS(err, "board honest-1: relay sim: preparing "));
-	CU_ASSERT(HAS(err, "timed out after 200 ms"));
-	CU_ASSERT(stat(f.media, &st) < 0 && errno == ENOENT);
+	 * media left (timeout_ms, the switches' bound, does not cut it short).
+	 * On a loaded machine the kill can come before the fake agent wrote its
+	 * sleep's pid: then again with twice the timeout, up to 25.6 s. */
 	strf(path, sizeof(path), "%s/prepare-sleep.pid", f.dir);
-	hung = read_pid_file(path);
+	hung = 0;
+	for (ms = 200; ms <= 25600 && !hung; ms *= 2) {
+		char cfg[160], want[64];
+
+		unlink(path);
+		strf(cfg, sizeof(cfg), "{\"driver\":\"sim\",\"timeout_ms\":50,\"prepare_timeout_ms\":%d}", ms);
+		setenv("FAKE_PREPARE_HANG", "1", 1);
+		bad = json_tokener_parse(cfg);
+		rc = relay_open(&r, "sim", bad, &f.ctx, err, sizeof(err));
+		unsetenv("FAKE_PREPARE_HANG");
+		json_object_put(bad);
+		CU_ASSERT_EQUAL(rc, -ETIMEDOUT);
+		CU_ASSERT(HAS(err, "board honest-1: relay sim: preparing "));
+		strf(want, sizeof(want), "timed out after %d ms", ms);
+		CU_ASSERT(HAS(err, want));
+		CU_ASSERT(stat(f.media, &st) < 0 && errno == ENOENT);
+		if (rc != -ETIMEDOUT)
+			break;
+		hung = pid_written(path);
+	}
+	if (!hung)
+		fprintf(stderr, "\nsim errors: the fake agent wrote no pid file before its kill\n");
+	/* its sleep had 120 s to go: only the kill of the group ended it */
 	CU_ASSERT(hung > 0 && pid_gone(hung));
 
 	/* no such agent */
