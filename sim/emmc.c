@@ -331,8 +331,7 @@ static int sim_program(struct sim_emmc *e, uint64_t lba, const uint8_t *data, in
 	st->sect_idx = pc_get16(data + PC_OFF_IDX);
 	st->nchunks = k;
 	st->chunks_done = 0;
-	if (k > 1)
-		memcpy(st->sect_new, data, PC_SECTOR);
+	memcpy(st->sect_new, data, PC_SECTOR);
 	sim_barrier();
 	st->prog = 1;
 	sim_barrier();

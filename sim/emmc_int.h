@@ -92,7 +92,7 @@ struct sim_state {
 	uint32_t done;		/* SIM_DONE_* */
 	uint32_t done_session;
 	struct sim_pend pend;
-	uint8_t sect_new[PC_SECTOR];	/* a chunked program's data */
+	uint8_t sect_new[PC_SECTOR];	/* the data being programmed */
 	uint64_t wear_sectors;		/* sectors programmed since the media was made (SIM_P_WEAR) */
 };
 

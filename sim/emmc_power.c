@@ -324,14 +324,17 @@ static int sim_cut_settle(struct sim_emmc *e)
 	uint32_t c = st->chunks_done;
 	int ret;
 
-	if (!st->prog || st->session != prev || c >= st->nchunks || st->sect_lba >= e->sectors)
+	if (!st->prog || st->session != prev || c >= st->nchunks || st->nchunks > SIM_CHUNKS ||
+	    st->sect_lba >= e->sectors)
 		return 0;
-	/* A kill that comes during a chunk's pwrite() lets it finish (the signal
-	 * is taken on the way back) but not the store after it: look. */
-	if (st->nchunks == SIM_CHUNKS &&
-	    memcmp(e->map + st->sect_lba * PC_SECTOR + c * SIM_CHUNK_BYTES, st->sect_new + c * SIM_CHUNK_BYTES,
-		   SIM_CHUNK_BYTES) == 0)
-		c++;
+	/* A kill that comes during a chunk's pwrite() (or after it, before the
+	 * store of chunks_done: a process preempted there) lets the chunk land:
+	 * look. A sector whose last chunk landed was programmed whole, and the
+	 * cut interrupted no program: nothing to damage. */
+	if (memcmp(e->map + st->sect_lba * PC_SECTOR + c * (PC_SECTOR / st->nchunks),
+		   st->sect_new + c * (PC_SECTOR / st->nchunks), PC_SECTOR / st->nchunks) == 0 &&
+	    ++c >= st->nchunks)
+		return 0;
 	if (st->nchunks == SIM_CHUNKS && c && c < SIM_CHUNKS && !(st->done & SIM_DONE_TEAR)) {
 		struct sim_pend *p = sim_pend_new(e, SIM_PEND_TEAR, prev);
 
