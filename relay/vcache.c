@@ -287,6 +287,23 @@ static int vc_is_fua(const struct vc_cmd *cmds, size_t ncmds, uint64_t lba, uint
 
 /* ---- the log ---- */
 
+/* Is the log's sector at off all zeros? */
+static int vc_sector_zero(int fd, off_t off, uint32_t ss)
+{
+	unsigned char b[4096];
+
+	for (uint32_t k = 0; k < ss; k += sizeof(b)) {
+		size_t len = ss - k < sizeof(b) ? ss - k : sizeof(b);
+
+		if (pread(fd, b, len, off + k) != (ssize_t)len)
+			return 0;
+		for (size_t i = 0; i < len; i++)
+			if (b[i])
+				return 0;
+	}
+	return 1;
+}
+
 int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
 		       size_t errlen)
 {
@@ -326,7 +343,19 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 		sector = le64(hdr);
 		nsect = le64(hdr + 8);
 		flags = le64(hdr + 16);
-		if ((flags & ~(uint64_t)LOG_FLAG_MASK) || (flags == 0 && nsect == 0))
+		if (flags == 0 && nsect == 0) {
+			/* A hole: blklogwrites reserves an entry's place in the log
+			 * before writing it, so with requests in parallel a later
+			 * entry can land first, and a kill between leaves zeros where
+			 * the earlier one goes (docs/vm.md). A sector of zeros is
+			 * skipped; an entry after it is read like any other. */
+			if (vc_sector_zero(fd, off, ss)) {
+				off += ss;
+				continue;
+			}
+			break;
+		}
+		if (flags & ~(uint64_t)LOG_FLAG_MASK)
 			break;
 		bytes = flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG) ? 0 : nsect * ss;
 		if (nsect > VC_MAX_WRITE / ss || (off_t)bytes > st.st_size - off - (off_t)ss)
