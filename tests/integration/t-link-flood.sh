@@ -5,8 +5,9 @@
 # the rest counted in link_reject_summary events -- so events.jsonl and
 # stderr stay small, the summaries count every refused connection, and the
 # honest boards' verdicts all PASS. The flood lasts a minute (issue 26's
-# acceptance), the campaign longer. Loopback only, bounded in count (500,000
-# connections at most) and time.
+# acceptance), the campaign longer. Loopback only, bounded in count
+# (3,000,000 connections at most: a quiet fast machine made 500,000 in 50 s)
+# and time.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 command -v jq > /dev/null || skip "jq is not installed"
@@ -16,6 +17,7 @@ trap 'pc_rc=$?; for p in $pids; do kill $p 2>/dev/null; done; rm_T' EXIT
 EV_MAX=65536	# bytes of refusal records in events.jsonl, for the whole minute
 ERR_MAX=16384	# bytes of stderr, for the whole run
 FLOOD_S=60	# how long the flood lasts
+FLOOD_MAX=3000000	# connections at most
 CYCLES=40	# per board: 40 cycles of >= 2 s off outlive the minute
 
 p=$(free_port)
@@ -64,7 +66,7 @@ while time.time() < end and n < most and alive():
 print(n)
 PY
 t0=$(date +%s)
-python3 "$T/flood.py" "$p" $FLOOD_S 500000 "$run" > "$T/flood.n" 2> "$T/flood.err"
+python3 "$T/flood.py" "$p" $FLOOD_S $FLOOD_MAX "$run" > "$T/flood.n" 2> "$T/flood.err"
 secs=$(( $(date +%s) - t0 ))
 # a connection open when the harness ends is closed, not refused: the count
 # is exact only when the campaign outlived the flood ($CYCLES cycles of >= 2 s)
@@ -76,7 +78,8 @@ n=$(cat "$T/flood.n")
 echo "  flood: $n connections in $secs s refused by the harness's count on the client side"
 check "the campaign under the flood passes (exit 0; was $rc)" [ "$rc" -eq 0 ]
 check "the flood made many connections (${n:-0} >= 200)" [ "${n:-0}" -ge 200 ]
-check "the flood lasted the minute ($secs s >= $FLOOD_S)" [ "$secs" -ge $FLOOD_S ]
+check "the flood lasted the minute, or reached its count ($secs s >= $FLOOD_S, or ${n:-0} = $FLOOD_MAX)" \
+	sh -c '[ "$1" -ge "$2" ] || [ "$3" -ge "$4" ]' sh "$secs" $FLOOD_S "${n:-0}" $FLOOD_MAX
 check "$((2 * CYCLES)) verdicts, all PASS" \
 	[ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r/verdicts.jsonl")" -eq $((2 * CYCLES)) ]
 whole=$(jq -s '[.[] | select(.ev == "link_reject")] | length' "$T/r/events.jsonl")
