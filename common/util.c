@@ -242,6 +242,16 @@ int pc_read_text(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+int pc_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
 int pc_mkdir_p(const char *path, mode_t mode)
 {
 	char tmp[PATH_MAX];

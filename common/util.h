@@ -50,6 +50,10 @@ char *pc_strlcpy(char *dst, const char *src, size_t n);
 /* Read a small text file (sysfs) into buf, trailing newline stripped. 0 or -errno. */
 int pc_read_text(const char *path, char *buf, size_t len);
 
+/* The message fmt into err (errlen bytes), and rc returned: an error said
+ * and passed up in one statement (return pc_fail(err, errlen, -EIO, ...)). */
+int pc_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* mkdir -p; 0 or -errno. */
 int pc_mkdir_p(const char *path, mode_t mode);
 

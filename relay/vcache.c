@@ -40,17 +40,6 @@ int vc_profile_parse(const char *name)
 	return -1;
 }
 
-static int vc_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int vc_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static uint64_t le64(const unsigned char *p)
 {
 	uint64_t v = 0;
@@ -219,13 +208,13 @@ static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t
 	if (!f) {
 		if (errno == ENOENT)
 			return 0;
-		return vc_fail(err, errlen, -errno, "trace %s: %s", vp->trace, strerror(errno));
+		return pc_fail(err, errlen, -errno, "trace %s: %s", vp->trace, strerror(errno));
 	}
 	if (fseeko(f, vp->trace_off, SEEK_SET) < 0) {
 		int e = errno;
 
 		fclose(f);
-		return vc_fail(err, errlen, -e, "trace %s: seek to %lld: %s", vp->trace, (long long)vp->trace_off,
+		return pc_fail(err, errlen, -e, "trace %s: seek to %lld: %s", vp->trace, (long long)vp->trace_off,
 			       strerror(e));
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -248,7 +237,7 @@ static int vc_trace_read(const struct vc_params *vp, struct vc_cmd **out, size_t
 			if (ncap > VC_MAX_ENTRIES || !(t = realloc(cmds, ncap * sizeof(*t)))) {
 				free(cmds);
 				fclose(f);
-				return vc_fail(err, errlen, -E2BIG, "trace %s: more than %u %s in one "
+				return pc_fail(err, errlen, -E2BIG, "trace %s: more than %u %s in one "
 					       "power-on", vp->trace, VC_MAX_ENTRIES,
 					       vp->trace_mmc ? "MMC block writes" : "SCSI writes");
 			}
@@ -317,7 +306,7 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 	*out = NULL;
 	*nout = 0;
 	if (fstat(fd, &st) < 0)
-		return vc_fail(err, errlen, -errno, "log %s: %s", path, strerror(errno));
+		return pc_fail(err, errlen, -errno, "log %s: %s", path, strerror(errno));
 	/* The superblock is rewritten only at a flush: it may be missing or
 	 * behind. Its sector size, when it has one, is the log's. */
 	if (st.st_size >= (off_t)sizeof(hdr) && pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
@@ -326,10 +315,10 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 			     (uint32_t)hdr[27] << 24;
 
 		if (le64(hdr + 8) != WRITE_LOG_VERSION)
-			return vc_fail(err, errlen, -EPROTO, "log %s: version %" PRIu64 ", not 1", path,
+			return pc_fail(err, errlen, -EPROTO, "log %s: version %" PRIu64 ", not 1", path,
 				       le64(hdr + 8));
 		if (s < 512 || s > (1u << 20) || (s & (s - 1)))
-			return vc_fail(err, errlen, -EPROTO, "log %s: sector size %u", path, s);
+			return pc_fail(err, errlen, -EPROTO, "log %s: sector size %u", path, s);
 		ss = s;
 	}
 	*ssize = ss;
@@ -366,7 +355,7 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 
 			if (ncap > VC_MAX_ENTRIES || !(t = realloc(e, ncap * sizeof(*t)))) {
 				free(e);
-				return vc_fail(err, errlen, -E2BIG, "log %s: more than %u entries", path,
+				return pc_fail(err, errlen, -E2BIG, "log %s: more than %u entries", path,
 					       VC_MAX_ENTRIES);
 			}
 			e = t;
@@ -391,19 +380,19 @@ static int vc_apply(int lfd, int mfd, const struct vc_entry *w, uint32_t ss, off
 	size_t bytes = (size_t)w->nsect * ss;
 
 	if (w->sector > (uint64_t)media_size / ss || w->nsect > (uint64_t)media_size / ss - w->sector)
-		return vc_fail(err, errlen, -ERANGE, "the log writes sectors %" PRIu64 "+%" PRIu64
+		return pc_fail(err, errlen, -ERANGE, "the log writes sectors %" PRIu64 "+%" PRIu64
 			       " past the end of the image (%lld bytes)", w->sector, w->nsect,
 			       (long long)media_size);
 	if (bytes > *buflen) {
 		unsigned char *t = realloc(*buf, bytes);
 
 		if (!t)
-			return vc_fail(err, errlen, -ENOMEM, "out of memory");
+			return pc_fail(err, errlen, -ENOMEM, "out of memory");
 		*buf = t;
 		*buflen = bytes;
 	}
 	if (pread(lfd, *buf, bytes, w->data) != (ssize_t)bytes)
-		return vc_fail(err, errlen, -EIO, "cannot read a write's data from the log");
+		return pc_fail(err, errlen, -EIO, "cannot read a write's data from the log");
 	for (uint64_t i = 0; i < w->nsect;) {
 		uint64_t j = i;
 
@@ -415,7 +404,7 @@ static int vc_apply(int lfd, int mfd, const struct vc_entry *w, uint32_t ss, off
 		while (j < w->nsect && (fate == VC_KEEP || ((tear_bits >> (j % 64)) & 1)))
 			j++;
 		if (pc_pwrite_all(mfd, *buf + i * ss, (size_t)(j - i) * ss, (off_t)((w->sector + i) * ss)))
-			return vc_fail(err, errlen, -EIO, "cannot write the image: %s", strerror(errno));
+			return pc_fail(err, errlen, -EIO, "cannot write the image: %s", strerror(errno));
 		i = j;
 	}
 	return 0;
@@ -429,7 +418,7 @@ static int vc_record(const struct vc_params *vp, const struct vc_stats *st, json
 	int fd, rc = 0;
 
 	if (!o)
-		return vc_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	json_object_object_add(o, "power_on", json_object_new_uint64(vp->power_on));
 	json_object_object_add(o, "profile", json_object_new_string(vc_profile_name(vp->profile)));
 	json_object_object_add(o, "entries", json_object_new_uint64(st->entries));
@@ -447,7 +436,7 @@ static int vc_record(const struct vc_params *vp, const struct vc_stats *st, json
 	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 	fd = open(vp->record, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0 || pc_write_all(fd, s, strlen(s)) || pc_write_all(fd, "\n", 1) || fsync(fd))
-		rc = vc_fail(err, errlen, -EIO, "cannot append to %s: %s", vp->record, strerror(errno));
+		rc = pc_fail(err, errlen, -EIO, "cannot append to %s: %s", vp->record, strerror(errno));
 	if (fd >= 0)
 		close(fd);
 	json_object_put(o);
@@ -538,19 +527,19 @@ int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_
 	memset(st, 0, sizeof(*st));
 	lfd = open(vp->log, O_RDONLY | O_CLOEXEC);
 	if (lfd < 0) {
-		rc = vc_fail(err, errlen, -errno, "log %s: %s", vp->log, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "log %s: %s", vp->log, strerror(errno));
 		goto out;
 	}
 	rc = vc_log_read(lfd, vp->log, &ss, &e, &ne, err, errlen);
 	if (!rc)
 		rc = vc_trace_read(vp, &cmds, &ncmds, err, errlen);
 	if (!rc && (!dropped || !torn))
-		rc = vc_fail(err, errlen, -ENOMEM, "out of memory");
+		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (rc)
 		goto out;
 	mfd = open(vp->media, O_WRONLY | O_CLOEXEC);
 	if (mfd < 0 || fstat(mfd, &ms) < 0) {
-		rc = vc_fail(err, errlen, -errno, "image %s: %s", vp->media, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "image %s: %s", vp->media, strerror(errno));
 		goto out;
 	}
 	st->entries = ne;
@@ -576,7 +565,7 @@ int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_
 			rc = vc_apply(lfd, mfd, w, ss, ms.st_size, bits, &buf, &buflen, fate, err, errlen);
 	}
 	if (!rc && fsync(mfd) < 0)
-		rc = vc_fail(err, errlen, -errno, "fsync %s: %s", vp->media, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "fsync %s: %s", vp->media, strerror(errno));
 	if (!rc && vp->record)
 		rc = vc_record(vp, st, dropped, torn, err, errlen);
 out:

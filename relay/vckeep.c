@@ -28,17 +28,6 @@
 #define VK_LINE		512
 #define VK_SECT		512u
 
-static int vk_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-static int vk_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 static int vk_path(char *buf, size_t len, const struct vk_session *s, uint64_t session, const char *file)
 {
 	int n = file ? snprintf(buf, len, "%s/session-%" PRIu64 "/%s", s->root, session, file) :
@@ -73,11 +62,11 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 	struct stat st;
 
 	if (fd < 0 || fstat(fd, &st) < 0)
-		return vk_fail(err, errlen, -errno, "keep_inputs: drive %s: %s", drive, strerror(errno));
+		return pc_fail(err, errlen, -errno, "keep_inputs: drive %s: %s", drive, strerror(errno));
 	size = (uint64_t)st.st_size;
 	if (pc_pread_all(fd, h, sizeof(h), VK_SECT) || memcmp(h, "EFI PART", 8)) {
 		close(fd);
-		return vk_fail(err, errlen, -EINVAL, "keep_inputs: drive %s has no GPT (a copy of build/vm/sd.img "
+		return pc_fail(err, errlen, -EINVAL, "keep_inputs: drive %s has no GPT (a copy of build/vm/sd.img "
 			       "has one): the kept region is its partition \"%s\"", drive, VK_PARTITION);
 	}
 	elba = vk_get64(h + 72);
@@ -85,7 +74,7 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 	esz = (uint32_t)h[84] | (uint32_t)h[85] << 8 | (uint32_t)h[86] << 16 | (uint32_t)h[87] << 24;
 	if (n > 1024 || esz < 128 || esz > sizeof(e) || esz % 8 || elba >= size / VK_SECT) {
 		close(fd);
-		return vk_fail(err, errlen, -EINVAL, "keep_inputs: drive %s: a GPT header of %" PRIu32 " entries of %"
+		return pc_fail(err, errlen, -EINVAL, "keep_inputs: drive %s: a GPT header of %" PRIu32 " entries of %"
 			       PRIu32 " bytes at sector %" PRIu64 ": not one to read", drive, n, esz, elba);
 	}
 	for (uint32_t i = 0; i < n && rc == -ENOENT; i++) {
@@ -103,7 +92,7 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 		first = vk_get64(e + 32);
 		last = vk_get64(e + 40);
 		if (last < first || last >= size / VK_SECT || (last - first + 1) * VK_SECT > VK_MAX_REGION) {
-			rc = vk_fail(err, errlen, -EINVAL, "keep_inputs: drive %s: partition \"%s\" is sectors %" PRIu64
+			rc = pc_fail(err, errlen, -EINVAL, "keep_inputs: drive %s: partition \"%s\" is sectors %" PRIu64
 				     "..%" PRIu64 ": past the drive, or over %llu bytes (the region is copied twice "
 				     "per power-on)", drive, VK_PARTITION, first, last, (unsigned long long)VK_MAX_REGION);
 			break;
@@ -114,7 +103,7 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 	}
 	close(fd);
 	if (rc == -ENOENT)
-		vk_fail(err, errlen, rc, "keep_inputs: drive %s has no GPT partition named \"%s\" (the region the "
+		pc_fail(err, errlen, rc, "keep_inputs: drive %s has no GPT partition named \"%s\" (the region the "
 			"board's init gives the agent)", drive, VK_PARTITION);
 	return rc;
 }
@@ -129,11 +118,11 @@ static int vk_copy_region(const struct vk_session *s, const char *path, char *er
 	loff_t ioff = (loff_t)s->region_off;
 
 	if (in < 0)
-		return vk_fail(err, errlen, -errno, "keep_inputs: drive %s: %s", s->drive, strerror(errno));
+		return pc_fail(err, errlen, -errno, "keep_inputs: drive %s: %s", s->drive, strerror(errno));
 	out = pc_tmp_open(path, tmp, sizeof(tmp));
 	if (out < 0) {
 		close(in);
-		return vk_fail(err, errlen, out, "keep_inputs: %s: %s", path, strerror(-out));
+		return pc_fail(err, errlen, out, "keep_inputs: %s: %s", path, strerror(-out));
 	}
 	for (uint64_t left = s->region_len; left && !rc;) {
 		ssize_t n = copy_file_range(in, &ioff, out, NULL, (size_t)left, 0);
@@ -143,7 +132,7 @@ static int vk_copy_region(const struct vk_session *s, const char *path, char *er
 	}
 	close(in);
 	rc = pc_tmp_commit(out, tmp, path, rc, 0);
-	return rc ? vk_fail(err, errlen, rc, "keep_inputs: copying the region of %s to %s: %s", s->drive, path,
+	return rc ? pc_fail(err, errlen, rc, "keep_inputs: copying the region of %s to %s: %s", s->drive, path,
 			    strerror(-rc)) : 0;
 }
 
@@ -232,12 +221,12 @@ int vk_begin(const struct vk_session *s, char *err, size_t errlen)
 	int rc;
 
 	if ((rc = pc_mkdir_p(s->root, 0755)) < 0)
-		return vk_fail(err, errlen, rc, "keep_inputs: cannot create %s: %s", s->root, strerror(-rc));
+		return pc_fail(err, errlen, rc, "keep_inputs: cannot create %s: %s", s->root, strerror(-rc));
 	vk_prune(s);
 	if (vk_path(dir, sizeof(dir), s, s->session, NULL) || vk_path(path, sizeof(path), s, s->session, "base.img"))
-		return vk_fail(err, errlen, -ENAMETOOLONG, "keep_inputs: %s: path too long", s->root);
+		return pc_fail(err, errlen, -ENAMETOOLONG, "keep_inputs: %s: path too long", s->root);
 	if (mkdir(dir, 0755) < 0)
-		return vk_fail(err, errlen, -errno, "keep_inputs: cannot create %s: %s", dir, strerror(errno));
+		return pc_fail(err, errlen, -errno, "keep_inputs: cannot create %s: %s", dir, strerror(errno));
 	/* the last session's after.img when the drive still holds it (images are never written in
 	 * place: a hard link saves a copy), else a copy */
 	if (s->session < 2 || vk_path(prev, sizeof(prev), s, s->session - 1, "after.img") ||
@@ -248,7 +237,7 @@ int vk_begin(const struct vk_session *s, char *err, size_t errlen)
 	o = vk_cycle_json(s, 0);
 	rc = o ? vk_write_json(path, o) : -ENOMEM;
 	json_object_put(o);
-	return rc ? vk_fail(err, errlen, rc, "keep_inputs: %s: %s", path, strerror(-rc)) : 0;
+	return rc ? pc_fail(err, errlen, rc, "keep_inputs: %s: %s", path, strerror(-rc)) : 0;
 }
 
 /* ---- the trace: each WRITE and SYNCHRONIZE CACHE, when issued and when completed ---- */
@@ -338,9 +327,9 @@ static int vk_trace_read(const char *trace, off_t off, struct vk_trace *t, char 
 	FILE *f = fopen(trace, "re");
 
 	if (!f)
-		return vk_fail(err, errlen, -errno, "keep_inputs: trace %s: %s", trace, strerror(errno));
+		return pc_fail(err, errlen, -errno, "keep_inputs: trace %s: %s", trace, strerror(errno));
 	if (fseeko(f, off, SEEK_SET) < 0) {
-		rc = vk_fail(err, errlen, -errno, "keep_inputs: trace %s: seek: %s", trace, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "keep_inputs: trace %s: seek: %s", trace, strerror(errno));
 		fclose(f);
 		return rc;
 	}
@@ -357,7 +346,7 @@ static int vk_trace_read(const char *trace, off_t off, struct vk_trace *t, char 
 		rc = vk_trace_line(t, line, lineno);
 	}
 	fclose(f);
-	return rc ? vk_fail(err, errlen, rc, "keep_inputs: trace %s: more than %u SCSI writes and flushes in one "
+	return rc ? pc_fail(err, errlen, rc, "keep_inputs: trace %s: more than %u SCSI writes and flushes in one "
 			    "power-on", trace, VK_MAX_CMDS) : 0;
 }
 
@@ -577,26 +566,26 @@ int vk_finish(const struct vk_session *s, const char *log, const char *trace, of
 		return 0;	/* never begun (keep_inputs off at that power-on) */
 	lfd = open(log, O_RDONLY | O_CLOEXEC);
 	if (lfd < 0)
-		return vk_fail(err, errlen, -errno, "keep_inputs: log %s: %s", log, strerror(errno));
+		return pc_fail(err, errlen, -errno, "keep_inputs: log %s: %s", log, strerror(errno));
 	rc = vc_log_read(lfd, log, &ss, &e, &ne, err, errlen);
 	if (!rc && ss != VK_SECT)
-		rc = vk_fail(err, errlen, -EPROTO, "keep_inputs: log %s: sector size %" PRIu32 ", not 512", log, ss);
+		rc = pc_fail(err, errlen, -EPROTO, "keep_inputs: log %s: sector size %" PRIu32 ", not 512", log, ss);
 	if (!rc)
 		rc = vk_trace_read(trace, trace_off, &t, err, errlen);
 	if (!rc && (rc = vk_order(&t, e, ne, s, &it, &nit, &k)))
-		vk_fail(err, errlen, rc, "out of memory");
+		pc_fail(err, errlen, rc, "out of memory");
 	if (rc)
 		goto out;
 	vk_path(path, sizeof(path), s, s->session, "writes.log");
 	out = pc_tmp_open(path, tmp, sizeof(tmp));
 	if (out < 0) {
-		rc = vk_fail(err, errlen, out, "keep_inputs: %s: %s", path, strerror(-out));
+		rc = pc_fail(err, errlen, out, "keep_inputs: %s: %s", path, strerror(-out));
 		goto out;
 	}
 	rc = vk_write_log(lfd, e, it, nit, s, out, &k);
 	rc = pc_tmp_commit(out, tmp, path, rc, 0);
 	if (rc) {
-		vk_fail(err, errlen, rc, "keep_inputs: writing %s: %s", path, strerror(-rc));
+		pc_fail(err, errlen, rc, "keep_inputs: writing %s: %s", path, strerror(-rc));
 		goto out;
 	}
 	vk_path(path, sizeof(path), s, s->session, "after.img");
@@ -626,7 +615,7 @@ int vk_finish(const struct vk_session *s, const char *log, const char *trace, of
 	json_object_object_add(o, "in_flight", NULL);
 	vk_path(path, sizeof(path), s, s->session, "cycle.json");
 	if ((rc = vk_write_json(path, o)))
-		vk_fail(err, errlen, rc, "keep_inputs: %s: %s", path, strerror(-rc));
+		pc_fail(err, errlen, rc, "keep_inputs: %s: %s", path, strerror(-rc));
 out:
 	json_object_put(o);
 	free(t.c);

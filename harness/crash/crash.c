@@ -74,13 +74,13 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 			start = i;
 	}
 	if (start == n)
-		return crash_fail(err, errlen, -ENOENT, "board %s: no power_on event of cycle %u in the events", c->in->board,
+		return pc_fail(err, errlen, -ENOENT, "board %s: no power_on event of cycle %u in the events", c->in->board,
 			    cyc);
 	c->pre = json_object_new_array();
 	c->mid = json_object_new_array();
 	c->post = json_object_new_array();
 	if (!c->pre || !c->mid || !c->post)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	json_object_array_add(c->pre, json_object_get(json_object_array_get_idx(evs, start)));
 	for (size_t i = start + 1; i < n; i++) {
 		json_object *ev = json_object_array_get_idx(evs, i);
@@ -108,7 +108,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		}
 	}
 	if (!hello || !work || !cut)
-		return crash_fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
+		return pc_fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
 			    "was cut is needed)", c->in->board, cyc, !hello ? "hello" : !work ? "work" : "cut");
 	{
 		json_object *w, *v, *pol, *pv;
@@ -117,7 +117,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		c->first = (uint64_t)crash_ev_int(work, "work", "first", 0);
 		c->nrec = (size_t)crash_ev_int(work, "work", "n", 0);
 		if (c->first < 1 || c->nrec < 1 || c->nrec > (1u << 20))
-			return crash_fail(err, errlen, -EINVAL, "board %s cycle %u: the work names no records", c->in->board,
+			return pc_fail(err, errlen, -EINVAL, "board %s cycle %u: the work names no records", c->in->board,
 				    cyc);
 		if (w && json_object_object_get_ex(w, "mode", &v) && pc_mode_from_name(json_object_get_string(v)) >= 0)
 			snprintf(c->r->mode, sizeof(c->r->mode), "%s", json_object_get_string(v));
@@ -159,7 +159,7 @@ static int log_super_check(struct ctx *c, int fd, size_t ne, char *err, size_t e
 		}
 	if (magic == WRITE_LOG_MAGIC && count == ne)
 		return 0;
-	return crash_fail(err, errlen, -EPROTO, "log %s: %s (damaged, or not a log the sim kept)", c->in->log,
+	return pc_fail(err, errlen, -EPROTO, "log %s: %s (damaged, or not a log the sim kept)", c->in->log,
 			  magic != WRITE_LOG_MAGIC ? "no dm-log-writes superblock" :
 			  "its superblock's entry count is not the entries it holds");
 }
@@ -167,7 +167,7 @@ static int log_super_check(struct ctx *c, int fd, size_t ne, char *err, size_t e
 static int log_bad(struct ctx *c, size_t i, const char *field, uint64_t v, const char *why, char *err,
 		   size_t errlen)
 {
-	return crash_fail(err, errlen, -EPROTO, "log %s: entry %zu: %s %" PRIu64 " %s (damaged, or not a log the sim "
+	return pc_fail(err, errlen, -EPROTO, "log %s: entry %zu: %s %" PRIu64 " %s (damaged, or not a log the sim "
 			  "kept)", c->in->log, i, field, v, why);
 }
 
@@ -182,7 +182,7 @@ static int log_entry_check(struct ctx *c, int fd, const struct vc_entry *e, size
 	if (e->flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 		return 0;	/* skipped: they size nothing */
 	if (pc_pread_all(fd, h, sizeof(h), e->data - (off_t)ss + 24))
-		return crash_fail(err, errlen, -EIO, "log %s: cannot read entry %zu", c->in->log, i);
+		return pc_fail(err, errlen, -EIO, "log %s: cannot read entry %zu", c->in->log, i);
 	for (int k = 7; k >= 0; k--)
 		dlen = dlen << 8 | h[k];
 	if (e->flags & LOG_FLUSH_FLAG)
@@ -217,7 +217,7 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
 		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - *bytes) / 512)
-			return crash_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
+			return pc_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
 					  c->in->log, CRASH_MAX_WRITES, CRASH_MAX_BYTES >> 20);
 		fua += !!(e[i].flags & LOG_FUA_FLAG);
 		*bytes += n * 512;
@@ -226,10 +226,10 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 	if (!k || !k->have_counts)
 		return 0;
 	if (fstat(fd, &st) < 0)
-		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+		return pc_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
 	if (k->log_entries != ne || k->writes != c->nw || k->flushes != fl || k->fua_writes != fua ||
 	    k->log_bytes != (uint64_t)st.st_size)
-		return crash_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", the log %s holds %" PRIu64
+		return pc_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", the log %s holds %" PRIu64
 				  " (damaged, or not the sim's)", k->path,
 				  k->log_entries != ne ? "log_entries" : k->writes != c->nw ? "writes" :
 				  k->flushes != fl ? "flushes" : k->fua_writes != fua ? "fua_writes" : "log_bytes",
@@ -269,7 +269,7 @@ static int log_fill(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, 
 		w->durable = fua || i < last_flush;
 		w->sect0 = bytes / 512;
 		if (pc_pread_all(fd, c->data + bytes, (size_t)w->n * 512, e[i].data))
-			return crash_fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
+			return pc_fail(err, errlen, -EIO, "log %s: cannot read the data of entry %zu", c->in->log, i);
 		bytes += (size_t)w->n * 512;
 		c->nw++;
 	}
@@ -297,12 +297,12 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 
 	fd = open(c->in->log, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return crash_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+		return pc_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
 	if ((rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen)) ||
 	    (rc = log_super_check(c, fd, ne, err, errlen)) || (rc = log_count(c, fd, e, ne, ss, &bytes, err, errlen)))
 		goto out;
 	if (f->valid && (!f->n || f->n > (CRASH_MAX_BYTES - bytes) / 512)) {
-		rc = crash_fail(err, errlen, -E2BIG, "%s: field in_flight.n: %" PRIu64 " sectors, past %u MiB with the "
+		rc = pc_fail(err, errlen, -E2BIG, "%s: field in_flight.n: %" PRIu64 " sectors, past %u MiB with the "
 				"log's writes (damaged input)", c->in->kept ? c->in->kept->path : "the write in flight",
 				f->n, CRASH_MAX_BYTES >> 20);
 		goto out;
@@ -314,7 +314,7 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 	c->nsect = bytes / 512;
 	c->data = malloc(bytes ? bytes : 1);
 	if (!c->w || !c->pp || !c->data)
-		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 	else
 		rc = log_fill(c, fd, e, ne, ss, err, errlen);
 out:
@@ -337,11 +337,11 @@ static int extents_make(struct ctx *c, int bfd, uint64_t img_sect, char *err, si
 	size_t n = 0;
 
 	if (!t)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->nw; i++) {
 		if (c->w[i].lba > img_sect || c->w[i].n > img_sect - c->w[i].lba) {
 			free(t);
-			return crash_fail(err, errlen, -ERANGE, "log %s: a write of sectors %" PRIu64 "+%" PRIu64
+			return pc_fail(err, errlen, -ERANGE, "log %s: a write of sectors %" PRIu64 "+%" PRIu64
 				    " past the end of the image %s (%" PRIu64 " sectors)", c->in->log, c->w[i].lba,
 				    c->w[i].n, c->in->base, img_sect);
 		}
@@ -365,9 +365,9 @@ static int extents_make(struct ctx *c, int bfd, uint64_t img_sect, char *err, si
 		t[i].base = malloc((size_t)t[i].n * 512);
 		t[i].buf = malloc((size_t)t[i].n * 512);
 		if (!t[i].base || !t[i].buf)
-			return crash_fail(err, errlen, -ENOMEM, "out of memory");
+			return pc_fail(err, errlen, -ENOMEM, "out of memory");
 		if (pc_pread_all(bfd, t[i].base, (size_t)t[i].n * 512, (off_t)(t[i].lba * 512)))
-			return crash_fail(err, errlen, -EIO, "image %s: cannot read sectors %" PRIu64 "+%" PRIu64, c->in->base,
+			return pc_fail(err, errlen, -EIO, "image %s: cannot read sectors %" PRIu64 "+%" PRIu64, c->in->base,
 				    t[i].lba, t[i].n);
 	}
 	for (size_t i = 0; i < c->nw; i++) {
@@ -415,11 +415,11 @@ static int image_make(struct ctx *c, char *err, size_t errlen)
 
 	bfd = open(c->in->base, O_RDONLY | O_CLOEXEC);
 	if (bfd < 0 || fstat(bfd, &st) < 0) {
-		rc = crash_fail(err, errlen, -errno, "image %s: %s", c->in->base, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "image %s: %s", c->in->base, strerror(errno));
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size < 512 || st.st_size % 512) {
-		rc = crash_fail(err, errlen, -EINVAL, "image %s: not a regular file of whole 512-byte sectors", c->in->base);
+		rc = pc_fail(err, errlen, -EINVAL, "image %s: not a regular file of whole 512-byte sectors", c->in->base);
 		goto out;
 	}
 	if (json_object_object_get_ex(hello, "msg", &m) && json_object_object_get_ex(m, "region", &rg)) {
@@ -429,7 +429,7 @@ static int image_make(struct ctx *c, char *err, size_t errlen)
 			region_len = (uint64_t)json_object_get_int64(v);
 	}
 	if (region_off % 512 || region_off >= (uint64_t)st.st_size) {
-		rc = crash_fail(err, errlen, -EINVAL, "the hello's region offset %" PRIu64 " does not fit image %s",
+		rc = pc_fail(err, errlen, -EINVAL, "the hello's region offset %" PRIu64 " does not fit image %s",
 			  region_off, c->in->base);
 		goto out;
 	}
@@ -449,7 +449,7 @@ static int image_make(struct ctx *c, char *err, size_t errlen)
 	c->map = mmap(NULL, c->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE, bfd, 0);
 	if (c->map == MAP_FAILED) {
 		c->map = NULL;
-		rc = crash_fail(err, errlen, -errno, "image %s: cannot map %zu bytes: %s", c->in->base, c->map_len,
+		rc = pc_fail(err, errlen, -errno, "image %s: cannot map %zu bytes: %s", c->in->base, c->map_len,
 			  strerror(errno));
 		goto out;
 	}
@@ -470,7 +470,7 @@ out:
 static int kept_bad(struct ctx *c, const char *field, uint64_t v, const char *what, uint64_t want, char *err,
 		    size_t errlen)
 {
-	return crash_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", %s %" PRIu64 " (damaged, or not the "
+	return pc_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", %s %" PRIu64 " (damaged, or not the "
 			  "sim's)", c->in->kept->path, field, v, what, want);
 }
 
@@ -484,7 +484,7 @@ static int inputs_check(struct ctx *c, char *err, size_t errlen)
 
 	for (size_t i = 0; i < c->nw - (size_t)c->in_flight; i++)
 		if (c->w[i].lba < lo || c->w[i].lba > hi || c->w[i].n > hi - c->w[i].lba)
-			return crash_fail(err, errlen, -ERANGE, "log %s: entry %zu: sectors %" PRIu64 "+%" PRIu64 " are not "
+			return pc_fail(err, errlen, -ERANGE, "log %s: entry %zu: sectors %" PRIu64 "+%" PRIu64 " are not "
 					  "in the region (sectors %" PRIu64 "+%" PRIu64 " of %s)", c->in->log,
 					  c->w[i].entry, c->w[i].lba, c->w[i].n, lo, hi - lo, c->in->base);
 	if (!k)
@@ -495,7 +495,7 @@ static int inputs_check(struct ctx *c, char *err, size_t errlen)
 		return 0;
 	pc_uuid_format(g->uuid, u);
 	if (strcmp(k->region_uuid, u))
-		return crash_fail(err, errlen, -EPROTO, "%s: field region.uuid: %s, the base image's region is %s "
+		return pc_fail(err, errlen, -EPROTO, "%s: field region.uuid: %s, the base image's region is %s "
 				  "(damaged, or not the sim's)", k->path, k->region_uuid, u);
 	if (k->region_seed != g->seed)
 		return kept_bad(c, "region.seed", k->region_seed, "the base image's region has", g->seed, err, errlen);
@@ -522,16 +522,16 @@ static int in_flight_fill(struct ctx *c, char *err, size_t errlen)
 		return 0;
 	if (w->lba < slot0 || (w->lba - slot0) % c->spr || w->n % c->spr ||
 	    (w->lba - slot0) / c->spr + w->n / c->spr > c->reg.g.nslots)
-		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.lba: the write in flight (sectors %" PRIu64
+		return pc_fail(err, errlen, -EINVAL, "%s: field in_flight.lba: the write in flight (sectors %" PRIu64
 				  "+%" PRIu64 ") is not whole records of the region", ifp, w->lba, w->n);
 	if (f->seq < c->first || f->seq - c->first >= c->nrec || w->n / c->spr > c->nrec - (f->seq - c->first))
-		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.seq: %" PRIu64 "+%" PRIu64 " records, not "
+		return pc_fail(err, errlen, -EINVAL, "%s: field in_flight.seq: %" PRIu64 "+%" PRIu64 " records, not "
 				  "among the cycle's %" PRIu64 "+%zu", ifp, f->seq, w->n / c->spr, c->first, c->nrec);
 	if (f->cycle != c->in->cycle)
-		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.cycle: %" PRIu32 ", not the cycle judged (%u)",
+		return pc_fail(err, errlen, -EINVAL, "%s: field in_flight.cycle: %" PRIu32 ", not the cycle judged (%u)",
 				  ifp, f->cycle, c->in->cycle);
 	if (c->r->mode[0] && (int)(f->flags & PC_FL_MODE_MASK) != pc_mode_from_name(c->r->mode))
-		return crash_fail(err, errlen, -EINVAL, "%s: field in_flight.flags: %u, not the mode of the cycle's work "
+		return pc_fail(err, errlen, -EINVAL, "%s: field in_flight.flags: %u, not the mode of the cycle's work "
 				  "(%s)", ifp, f->flags, c->r->mode);
 	for (uint64_t k = 0; k < w->n / c->spr; k++)
 		pc_record_build(c->data + (w->sect0 + k * c->spr) * 512, &c->reg.g,
@@ -554,9 +554,9 @@ static int map_sectors(struct ctx *c, char *err, size_t errlen)
 	c->racked = calloc(c->nrec, 1);
 	c->vol = calloc(c->nw ? c->nw : 1, sizeof(*c->vol));
 	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->vol)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (c->nrec > g->nslots)
-		return crash_fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
+		return pc_fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
 			    "one cycle is not handled)", c->in->cycle, c->nrec, g->nslots);
 	for (uint32_t s = 0; s < g->nslots; s++)
 		c->rec_of_slot[s] = -1;
@@ -621,7 +621,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	json_object *msg;
 
 	if (!pos)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < c->nrec; i++)
 		pos[n++] = pc_pos_of_slot(g, (enum pc_pattern)c->pattern, c->rec[i].slot);
 	for (size_t i = 0; i < c->nw; i++)
@@ -636,7 +636,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	r = calloc(n ? n : 1, sizeof(*r));
 	if (!r) {
 		free(pos);
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n; i++) {
 		if (nr && r[nr - 1].pos + r[nr - 1].n == pos[i])
@@ -650,7 +650,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	/* the scan the next boot's engine is given: these positions */
 	free(pos);
 	free(r);
-	return c->verify ? 0 : crash_fail(err, errlen, -ENOMEM, "out of memory");
+	return c->verify ? 0 : pc_fail(err, errlen, -ENOMEM, "out of memory");
 }
 
 static void ctx_free(struct ctx *c)
@@ -698,9 +698,9 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	r->observed = -1;
 	r->observed_agrees = -1;
 	if (!(r->notes = json_object_new_array()))
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM) {
-		rc = crash_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
+		rc = pc_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
 			  CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM);
 		goto out;
 	}
@@ -711,7 +711,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	    (rc = verify_make(&c, err, errlen)) || (rc = crash_base_scan(&c, err, errlen)))
 		goto out;
 	if (crash_design_make(&d, c.spr)) {
-		rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	acks_read(&c);
@@ -723,7 +723,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		uint8_t *cover = calloc(c.nrec * c.spr, 1);
 
 		if (!cover) {
-			rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+			rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 			goto out;
 		}
 		for (size_t i = 0; i < c.nw; i++)

@@ -118,7 +118,6 @@ struct design {
 };
 
 /* crash_judge.c: helpers, then one state. -errno rc, err set from fmt. */
-int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 uint64_t crash_mix(uint64_t x);
 /* An rx event's message type ("" when none); a number in an object (k2: in its member k1). */
 const char *crash_msg_type(json_object *ev);

@@ -29,16 +29,6 @@ const char *crash_mode_name(enum crash_mode m)
 	return (unsigned)m < CRASH_M_MAX ? mode_names[m] : "?";
 }
 
-int crash_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return rc;
-}
-
 uint64_t crash_mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
@@ -181,7 +171,7 @@ int crash_base_scan(struct ctx *c, char *err, size_t errlen)
 	json_object_array_add(c->base_scan, crash_verify_event(c, c->in->cycle, pc_msg_verify(c->pattern, 1)));
 	rc = region_scan(&c->reg, c->pattern, NULL, 0, emit, &a, &st);
 	if (rc)
-		return crash_fail(err, errlen, rc, "scanning the base image %s: %s", c->in->base, strerror(-rc));
+		return pc_fail(err, errlen, rc, "scanning the base image %s: %s", c->in->base, strerror(-rc));
 	return 0;
 }
 
@@ -298,7 +288,7 @@ static int state_engine(struct ctx *c, const char *label, char *err, size_t errl
 	c->feed_rc = 0;
 	c->verdict = NULL;
 	if (!c->eng)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (c->in->config && engine_configure(c->eng, c->in->config, c->feed_err, sizeof(c->feed_err)))
 		c->feed_rc = -EINVAL;
 	for (size_t i = 0; i < json_object_array_length(c->pre); i++)
@@ -322,11 +312,11 @@ static int state_engine(struct ctx *c, const char *label, char *err, size_t errl
 	if (c->feed_rc) {
 		json_object_put(c->verdict);
 		c->verdict = NULL;
-		return crash_fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
+		return pc_fail(err, errlen, c->feed_rc < 0 ? c->feed_rc : -EIO, "board %s cycle %u, state %s: the engine "
 			    "or the scan refused: %s", c->in->board, c->in->cycle, label, c->feed_err);
 	}
 	if (!c->verdict)
-		return crash_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
+		return pc_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
 			    c->in->board, c->in->cycle, label);
 	return 0;
 }
@@ -408,7 +398,7 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 
 	viol = calloc(c->nrec, 1);
 	if (!viol)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if ((!img_ready && (rc = state_write(c, err, errlen))) ||
 	    (state_acks(c), state_truth(c, &x, viol), rc = state_engine(c, label, err, errlen))) {
 		free(viol);

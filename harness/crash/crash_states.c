@@ -52,7 +52,7 @@ static int subset(struct ctx *c, const uint8_t *volkeep, const char *label, char
 	keep_set(c, volkeep);
 	c->ack_limit = SIZE_MAX;
 	if (remember(c, volkeep))
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	return crash_legal(c, CRASH_M_SUBSETS, label, err, errlen);
 }
 
@@ -63,7 +63,7 @@ int crash_subsets(struct ctx *c, char *err, size_t errlen)
 	int rc = 0;
 
 	if (!k)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (c->nvol <= c->o->exhaustive) {
 		for (uint64_t m = 0; m < (1ull << c->nvol) && !rc; m++) {
 			for (unsigned i = 0; i < c->nvol; i++)
@@ -206,7 +206,7 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 	int rc = 0;
 
 	if (!k)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	memset(k, 1, c->nvol ? c->nvol : 1);
 	c->ack_limit = SIZE_MAX;
 	for (unsigned v = 0; v < c->nvol && !rc; v++)
@@ -259,7 +259,7 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 	if (!dur || !rdur) {
 		free(dur);
 		free(rdur);
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (size_t p = 0; p < c->npp && !rc; p++) {
 		size_t at = c->pp[p], limit = 0;
@@ -281,7 +281,7 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 			uint8_t *cover = calloc(c->nrec * c->spr, 1);
 
 			if (!cover) {
-				rc = crash_fail(err, errlen, -ENOMEM, "out of memory");
+				rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 				break;
 			}
 			for (size_t i = 0; i < c->nw; i++)
@@ -327,7 +327,7 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 	int rc = 0;
 
 	if (!k)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	memset(k, 1, c->nvol ? c->nvol : 1);
 	c->ack_limit = SIZE_MAX;
 	for (size_t i = 0; i < c->nw && rc >= 0; i++) {
@@ -418,14 +418,14 @@ static int obs_load(struct ctx *c, struct obs *ob, char *err, size_t errlen)
 	int pfd = -1, rc = 0;
 
 	if (!chunk)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	pfd = open(c->in->post, O_RDONLY | O_CLOEXEC);
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
-		rc = crash_fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
 		goto out;
 	}
 	if ((uint64_t)st.st_size != c->map_len) {
-		rc = crash_fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->in->post,
+		rc = pc_fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->in->post,
 			  (long long)st.st_size, c->in->base, c->map_len);
 		goto out;
 	}
@@ -435,7 +435,7 @@ static int obs_load(struct ctx *c, struct obs *ob, char *err, size_t errlen)
 		size_t len = c->map_len - o < (1u << 20) ? c->map_len - o : 1u << 20;
 
 		if (pc_pread_all(pfd, chunk, len, (off_t)o)) {
-			rc = crash_fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
+			rc = pc_fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
 			goto out;
 		}
 		for (size_t k = 0; k < len; k += 512) {
@@ -561,7 +561,7 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 
 	c->r->observed = 0;
 	if (!ob.vk)
-		return crash_fail(err, errlen, -ENOMEM, "out of memory");
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	rc = obs_load(c, &ob, err, errlen);
 	if (!rc) {
 		obs_classify(c, d, &ob);
