@@ -23,6 +23,8 @@
 #define WRITE_LOG_VERSION	1ULL
 
 #define VC_MAX_WRITE		(64u << 20)	/* bytes in one logged write */
+#define VC_MAX_HOLE		(256u << 20)	/* bytes of zeros read past in a log (the places of
+						 * entries in flight at the kill: a few writes) */
 #define VC_TRACE_LINE		512
 
 static const char *const vc_profiles[] = VC_PROFILES;
@@ -301,7 +303,7 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 	size_t n = 0, cap = 0;
 	struct stat st;
 	uint32_t ss = 512;
-	off_t off;
+	off_t off, hole = 0;
 
 	*out = NULL;
 	*nout = 0;
@@ -323,7 +325,7 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 	}
 	*ssize = ss;
 	/* Entries follow one another; the log ends at the first sector that is
-	 * not a whole entry (zeros past the last one, or one cut short). */
+	 * not a whole entry (one cut short, or more than VC_MAX_HOLE of zeros). */
 	for (off = ss; off + (off_t)ss <= st.st_size;) {
 		uint64_t sector, nsect, flags, bytes;
 
@@ -338,7 +340,9 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 			 * entry can land first, and a kill between leaves zeros where
 			 * the earlier one goes (docs/vm.md). A sector of zeros is
 			 * skipped; an entry after it is read like any other. */
-			if (vc_sector_zero(fd, off, ss)) {
+			if (!hole)
+				hole = off;
+			if (off - hole < (off_t)VC_MAX_HOLE && vc_sector_zero(fd, off, ss)) {
 				off += ss;
 				continue;
 			}
@@ -346,6 +350,7 @@ int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out
 		}
 		if (flags & ~(uint64_t)LOG_FLAG_MASK)
 			break;
+		hole = 0;
 		bytes = flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG) ? 0 : nsect * ss;
 		if (nsect > VC_MAX_WRITE / ss || (off_t)bytes > st.st_size - off - (off_t)ss)
 			break;

@@ -587,6 +587,21 @@ static void test_hole(void)
 	CU_ASSERT_EQUAL(ne, 1);
 	close(fd);
 	free(e);
+	e = NULL;
+	/* zeros past any writes in flight (300 MiB, sparse) before an entry: the log ends there */
+	write_log(junk, 1, 0, 0);
+	fd = open(logp, O_RDWR);
+	CU_ASSERT_FATAL(fd >= 0);
+	memset(sec, 0, sizeof(sec));
+	put_le64(sec, 16);
+	put_le64(sec + 8, 1);
+	CU_ASSERT(pwrite(fd, sec, SS, (off_t)300 << 20) == SS);
+	memset(sec, 0x50, sizeof(sec));
+	CU_ASSERT(pwrite(fd, sec, SS, ((off_t)300 << 20) + SS) == SS);
+	CU_ASSERT_EQUAL(vc_log_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(ne, 1);
+	close(fd);
+	free(e);
 }
 
 int suite_vcache(void)
