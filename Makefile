@@ -2,6 +2,7 @@
 #
 #   make              host controller and agent in build/
 #   make check        unit + integration tests, built with ASan/UBSan (build/san/)
+#   make check-long   the soaks (minutes each) make check leaves out, same build
 #   make demo         a power-cut campaign on two sim boards, then the per-device report
 #   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
 #   make install-agent the board's files only (a cross agent into a root file system)
@@ -133,8 +134,10 @@ $(B)/tools/inputcheck: $(call objs,$(B),relay/vcache.c)
 
 TOOLS = $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 
-# The tests run sanitized builds of everything.
+# The tests run sanitized builds of everything, built JOBS at a time (make
+# check, make check-long: one compiler per core).
 SAN = build/san
+JOBS ?= $(shell nproc 2> /dev/null || echo 2)
 san:
 	@$(MAKE) --no-print-directory B=$(SAN) OPT="$(SANFLAGS)" \
 		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit \
@@ -143,8 +146,10 @@ san:
 # -k: a failing part does not hide the others; the unit and integration totals
 # (passed, failed, skipped: skips are never passes) close the output. PC_CI=1
 # (.ci/run) makes a skip of a test CI must run a failure (docs/testing.md).
+# The integration tests run side by side (tests/integration/run-all -j;
+# PC_JOBS=N sets how many at once).
 check: deps
-	@$(MAKE) --no-print-directory san
+	@$(MAKE) --no-print-directory -j$(JOBS) san
 	@rm -f $(SAN)/unit.totals $(SAN)/integration.totals
 	@rc=0; $(MAKE) --no-print-directory -k lint unit integration fuzz-replay || rc=$$?; \
 		echo "check: totals"; \
@@ -163,6 +168,19 @@ unit:
 
 integration:
 	PC_BIN=$(SAN) PC_TOTALS=$(SAN)/integration.totals tests/integration/run-all
+
+# The soaks: the tests marked "# run-all: long" (a minute-long link flood,
+# ...), which make check skips (ci-expected: "allowed-to-skip: make
+# check-long runs it"); here a skip fails (PC_LONG_REQUIRE=1), like
+# PC_VM_REQUIRE=1 in make vm-check. Same runner, same totals.
+.PHONY: check-long
+check-long: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) san
+	@rm -f $(SAN)/long.totals
+	@rc=0; PC_BIN=$(SAN) PC_TOTALS=$(SAN)/long.totals tests/integration/run-all --long || rc=$$?; \
+		echo "check-long: totals"; \
+		cat $(SAN)/long.totals 2>/dev/null || { echo "integration: no totals (its runner did not finish)"; rc=1; }; \
+		[ $$rc -eq 0 ] && echo "check-long: passed" || echo "check-long: FAILED"; exit $$rc
 
 # A fresh demo campaign each time. Exit 1 from `powercut run` means some cycle
 # FAILed -- the lying-flush board is there to show exactly that.
