@@ -147,11 +147,17 @@ san:
 # (passed, failed, skipped: skips are never passes) close the output. PC_CI=1
 # (.ci/run) makes a skip of a test CI must run a failure (docs/testing.md).
 # The integration tests run side by side (tests/integration/run-all -j;
-# PC_JOBS=N sets how many at once).
+# PC_JOBS=N sets how many at once), and lint, the unit tests and the fuzzers'
+# replay beside them (they mostly wait too), their output shown after.
 check: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) san
 	@rm -f $(SAN)/unit.totals $(SAN)/integration.totals
-	@rc=0; $(MAKE) --no-print-directory -k lint unit integration fuzz-replay || rc=$$?; \
+	@rc=0; \
+		$(MAKE) --no-print-directory -k lint unit fuzz-replay > $(SAN)/check-beside.log 2>&1 & beside=$$!; \
+		$(MAKE) --no-print-directory integration || rc=$$?; \
+		wait $$beside || rc=$$?; \
+		echo "check: lint, unit and fuzz-replay, run beside the integration tests:"; \
+		cat $(SAN)/check-beside.log; \
 		echo "check: totals"; \
 		for p in unit integration; do \
 			cat $(SAN)/$$p.totals 2>/dev/null || { echo "$$p: no totals (its runner did not finish)"; rc=1; }; \
