@@ -61,6 +61,16 @@ run() {
 		AFTER="${AFTER:-0}" "$PC" run "$T/$name.json" --results "$T/r-$name" --agent "$T/wrap.sh" --quiet \
 		--no-report "$@" > "$T/$name.out" 2>&1
 }
+# The campaigns are independent (each its own folder, state and port): they
+# all start at once, each case's checks waiting for its own campaign to end
+# (most of them wait out boot timeouts, not compute). start NAME FAULT CYCLES
+# BOOT_TIMEOUT [args] runs "run" in the background; await NAME waits for it.
+declare -A running=()
+start() {
+	run "$@" &
+	running[$1]=$!
+}
+await() { wait "${running[$1]}"; }
 # every verdict of a folder
 verdicts() { jq -r .verdict "$T/r-$1/verdicts.jsonl" | sort | uniq -c | awk '{ print $2 "=" $1 }' | paste -sd' '; }
 # does report file $1, its lines joined (it wraps), match the regex $2?
@@ -82,8 +92,25 @@ setup_case() { # name what cause-regex
 	check "...replay agrees" "$PC" replay --quiet "$T/r-$name"
 }
 
+# (the board that works and then goes silent, below: its working boots must
+# make it within the timeout on a loaded machine -- at load 18, beside other
+# suites, a sanitized agent's HELLO came 1,664 ms after power-on, past 1500
+# ms; the silent ones wait it out whatever it is)
+DIES_MS=6000
+start nokey nokey-quiet 2 4000
+start nokeyc nokey 1 4000
+start port port 2 4000
+SLOW_MS=3500 start slow slow 2 2500
+start never never 2 1500
+start silent never-boots 1 1500
+start length length 1 4000
+AFTER=2 start dies dies-after 4 $DIES_MS
+# a resume: the first run's verdicts kept before the second adds to them
+( AFTER=3 run resume dies-after 2 $DIES_MS; verdicts resume > "$T/resume.first"
+  AFTER=3 run resume dies-after 2 $DIES_MS --cycles 3 ) & running[resume]=$!
+
 # ---- the key file missing on the board: the agent says so on the link
-run nokey nokey-quiet 2 4000
+await nokey
 setup_case nokey "key file missing (said on the link)" "key file [^ ]*no-such.key: No such file"
 check "...it came over the link, unauthenticated, on record as a link_reject" \
 	[ "$(jq -s '[.[] | select(.ev == "link_reject" and (.reason | test("cannot get to a hello \\(key_missing\\)")))] | length' "$T/r-nokey/events.jsonl")" -ge 1 ]
@@ -91,12 +118,12 @@ check "...and the infra event says it is the agent's word" \
 	[ "$(jq -s '[.[] | select(.ev == "infra" and .cause == "agent_said" and .agent_said.cause == "key_missing" and (.agent_said.via | test("^the link \\(127\\.0\\.0\\.1:[0-9]+, unauthenticated\\)$")))] | length' "$T/r-nokey/events.jsonl")" -ge 1 ]
 
 # ---- the same, heard on the console (the sim board's console log)
-run nokeyc nokey 1 4000
+await nokeyc
 setup_case nokeyc "key file missing (said on the console too)" "key file [^ ]*no-such.key: No such file"
 check "...the agent's marked line is in the console log" grep -q '^@@PC {"type":"setup_error".*"cause":"key_missing"' "$T/r-nokeyc/console/b1/cycle-1.log"
 
 # ---- a wrong host port
-run port port 2 4000
+await port
 setup_case port "wrong port" "cannot reach the host at 127\\.0\\.0\\.1:[0-9]+: connection refused"
 check "...the reason names the console log it came from" \
 	[ "$(jq -s 'map(select(.reason | test("console/b1/cycle-[0-9]+\\.log"))) | length' "$T/r-port/verdicts.jsonl")" -eq 2 ]
@@ -104,24 +131,24 @@ check "...the report groups the two (their reasons differ only in the log's cycl
 	grep -q "^  not judged: INFRA_ERROR 2 cycles (1 to 2), as cycle 1: setup: the agent says" "$T/port.rep"
 
 # ---- a boot slower than boot_timeout_ms: the hello comes in the grace
-SLOW_MS=3500 run slow slow 2 2500
+await slow
 setup_case slow "slow boot" "slow boot: the agent's HELLO came [0-9]+ ms after power-on.*raise boot_timeout_ms"
 check "...the infra event carries the hello's time" \
 	[ "$(jq -s '[.[] | select(.ev == "infra" and .cause == "slow_boot" and .hello_ms >= 3500)] | length' "$T/r-slow/events.jsonl")" -eq 2 ]
 
 # ---- the agent never started (its env file missing, its unit skipped)
-run never never 2 1500
+await never
 setup_case never "agent never started" "setup: the agent was never heard from on this board"
 check "...saying the console shows a booted kernel" \
 	[ "$(jq -s 'map(select(.reason | test("console shows a booted kernel \\(\"Linux version 6.1.0-sim"))) | length' "$T/r-never/verdicts.jsonl")" -eq 2 ]
 check "...and what to check" rep_has "$T/never.rep" "likely: the agent not started \(its unit, init script or env file\)"
-run silent never-boots 1 1500
+await silent
 setup_case silent "nothing on the console either" "never heard from on this board.*console log [^ ]*cycle-1.log is empty"
 
 # ---- prepare and run disagree (the region prepared whole, run with --length):
 # the messages name what differs and never advise prepare, which would
 # destroy the region; the board hears why the host ended its session
-run length length 1 4000
+await length
 setup_case length "--length shorter than the prepared region" \
 	"no usable powercut region: .*the region prepared at offset 0 is 1048576 bytes .*--length 524288 asks for less: run with --length 1048576 or without --length"
 check "...nothing advises prepare" [ "$(grep -c "run 'powercut-agent prepare'" "$T/r-length/verdicts.jsonl")" -eq 0 ]
@@ -176,11 +203,7 @@ check "...heard live: a link_reject on the console" \
 	[ "$(jq -s '[.[] | select(.ev == "link_reject" and .peer == "'"$host_end"'" and (.reason | test("cannot get to a hello \\(key_missing\\)")))] | length' "$T/r-serial/events.jsonl")" -ge 1 ]
 
 # ---- a board that worked, then powers on into silence: the device's BOOT_FAIL
-# (the boots that work must make it within the timeout on a loaded machine:
-# at load 18, beside other suites, a sanitized agent's HELLO came 1,664 ms
-# after power-on, past 1500 ms; the silent ones wait it out whatever it is)
-DIES_MS=6000
-AFTER=2 run dies dies-after 4 $DIES_MS
+await dies
 # (cycle 2's writes are never verified: its verdict is the final verification's BOOT_FAIL)
 check "a board that worked and then stays silent: PASS, then BOOT_FAIL (got: $(verdicts dies))" \
 	[ "$(jq -rs 'sort_by(.cycle) | map(.verdict) | join(" ")' "$T/r-dies/verdicts.jsonl")" = "PASS BOOT_FAIL BOOT_FAIL BOOT_FAIL" ]
@@ -190,9 +213,8 @@ check "...replay agrees" "$PC" replay --quiet "$T/r-dies"
 
 # ---- ... and after a resume: heard in an earlier run is heard
 # (three boots: two cycles and the final verification)
-AFTER=3 run resume dies-after 2 $DIES_MS
-check "two cycles that worked (got: $(verdicts resume))" [ "$(verdicts resume)" = "PASS=2" ]
-AFTER=3 run resume dies-after 2 $DIES_MS --cycles 3
+await resume
+check "two cycles that worked (got: $(cat "$T/resume.first"))" [ "$(cat "$T/resume.first")" = "PASS=2" ]
 check "resumed, the silent third cycle is BOOT_FAIL, not 'never heard' (got: $(verdicts resume))" \
 	[ "$(jq -r 'select(.cycle == 3) | .verdict' "$T/r-resume/verdicts.jsonl")" = BOOT_FAIL ]
 finish
