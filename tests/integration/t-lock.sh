@@ -115,7 +115,8 @@ printf 'garbage \033[31m not json\n' > "$R/lock"
 # the subshell takes the lock on fd 9, then becomes the sleep that holds it
 ( flock 9 && exec sleep 30 ) 9< "$R/lock" &
 fpid=$!
-sleep 0.3
+# until it holds the lock (a deadline, not a time)
+for _ in $(seq 300); do flock -n "$R/lock" true || break; sleep 0.1; done
 expect_fail "a lock held by another process with a garbage file: refused, says so" "names no pid" \
 	"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 4
 check "status: running, holder unknown" wait_status "running (a process holds the lock"
