@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/auth.h"
+#include "common/features.h"
 #include "common/util.h"
 #include "relay/relay.h"
 #include "relay/relay_hold.h"
@@ -429,7 +430,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
 		return usage(stdout, 0);
 	if (!strcmp(cmd, "--version")) {
-		printf("powercut %s\n", PC_VERSION);
+		printf("powercut %s (%s)\n", PC_VERSION, PC_HOST_FEATURES);
 		return 0;
 	}
 	if (!strcmp(cmd, "run"))
