@@ -82,7 +82,7 @@ run_target() { # name triplet- qemu qopts machine crc
 	check "$n: the agent is statically linked" is_static "$a"
 	# shellcheck disable=SC2086
 	v=$("$q" $o "$a" --version 2>&1)
-	check "$n: --version under $q: '$v'" quiet expr "$v" : 'powercut-agent [0-9][0-9.]*$'
+	check "$n: --version under $q: '$v'" quiet expr "$v" : 'powercut-agent [0-9][0-9.]* (libblkid [yesno]*[^,]*, liburing [yesno]*.*)$'
 
 	head -c 4194304 /dev/urandom > "$img"
 	outside() { { head -c 1048576 "$img"; tail -c 1048576 "$img"; } | sha256sum; }
