@@ -442,6 +442,25 @@ lava-check: deps
 	done; exit $$rc
 # ---- end LAVA -----------------------------------------------------------------
 
+# ---- fresh-root check of the install lists (docs/testing.md) ----------------
+#   make fresh-root-check  each install list -- build, vm, cross, lava, bench --
+#                          installed by its own installer (tools/install-deps,
+#                          board/install-deps, install-cross-deps) in a fresh
+#                          copy of a bare Debian 12 root (debootstrap, no
+#                          backports, no foreign architecture), every package
+#                          it names then checked installed
+#                          (tools/fresh-root-check; root; about 5 min); then
+#                          t-fresh-root: a list naming a package the archive
+#                          lacks fails, named. FRESH_LISTS="cross vm" picks lists.
+FRESH_LISTS ?=
+.PHONY: fresh-root-check
+fresh-root-check:
+	tools/fresh-root-check $(foreach l,$(FRESH_LISTS),--list $(l))
+	@mkdir -p build/test-tmp
+	PC_FRESH_ROOT=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} \
+		bash tests/integration/t-fresh-root.sh
+# ---- end fresh-root check -----------------------------------------------------
+
 # ---- fuzzing (libFuzzer) ----------------------------------------------------
 # One libFuzzer target per kind of untrusted input, tests/fuzz/fuzz_<target>.c
 # (docs/fuzzing.md): proto (protocol lines), auth (tagged lines), config
