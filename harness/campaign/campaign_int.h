@@ -152,11 +152,15 @@ struct camp_console_facts {
 	int exists;		/* the log is there */
 	uint64_t bytes;		/* its size */
 	char kernel[96];	/* the first sign of a booted kernel, or "" */
+	char boot[96];		/* the first line holding one of the board's boot_patterns, or "" */
+	char device[128];	/* the first line showing the device failing (MMC, block errors), or "" */
+	char tail[240];		/* its last lines (up to 3, not the agent's marked ones), " / " between */
 	char cause[33];		/* the last setup_error line for the board: its cause ("" none) */
 	char reason[PC_PROTO_MAX_REASON + 1];
 };
-/* Look through console output (pure): signs of a booted kernel, and the
- * last setup_error line (marked) for board. f is reset first. */
+/* Look through console output (pure): signs of a booted kernel, of the
+ * device failing, its last lines, and the last setup_error line (marked)
+ * for board. f is reset first. */
 void camp_console_inspect(const char *text, size_t len, const char *board, struct camp_console_facts *f);
 /* The cycle's console log of board b, read from its last MiB; path set. */
 void camp_console_look(struct bctx *b, struct camp_console_facts *f, char *path, size_t pathlen);
