@@ -25,6 +25,8 @@ INIT="$PWD/agent/powercut-agent.init"
 
 # the first INFRA_ERROR's reason of folder $1, shown
 first_reason() { echo "    e.g. cycle $(jq -rs 'map(select(.verdict == "INFRA_ERROR")) | .[0] | "\(.cycle): \(.reason)"' "$1/verdicts.jsonl")"; }
+# report $1 says INCOMPLETE, the board given up, the last reason starting $2
+given_up() { grep -q '^  result: INCOMPLETE' "$1" && joined "$1" | grep -q "given up at cycle [0-9]*: 3 infrastructure errors in a row, the last: $2"; }
 # outcomes of a folder, in cycle order
 outcomes() { jq -rs 'sort_by(.cycle) | map(.verdict) | join(" ")' "$1/verdicts.jsonl"; }
 # no verdict of folder $1 blames the device
@@ -72,6 +74,9 @@ check "...the infra events say why, as evidence" \
 check "...the board given up, naming the relay and the board" \
 	grep -q "board b1: giving up: 3 infrastructure errors in a row, the last: no power cut happened.*relay command" "$T/nocut.out"
 check "...never 'the device is dead'" sh -c "! grep -q 'device is dead' '$T/nocut.out' '$T/nocut/events.jsonl'"
+"$PC" report "$T/nocut" > "$T/nocut.rep" 2>&1
+check "...the report: INCOMPLETE, the board given up for the cut that did not happen" \
+	given_up "$T/nocut.rep" "no power cut happened"
 check "...replay agrees" "$PC" replay --quiet "$T/nocut"
 
 nocut respawn
@@ -127,6 +132,9 @@ check "...cycle 3's writes, the last that ran, are never rewritten as BOOT_FAIL"
 	[ "$(jq -r 'select(.cycle == 3) | .verdict' "$T/gone/verdicts.jsonl")" != BOOT_FAIL ]
 check "...the board given up, never 'the device is dead'" \
 	sh -c "grep -q 'board b1: giving up: 3 infrastructure errors in a row, the last: the agent did not start' '$T/gone.out' && ! grep -q 'device is dead' '$T/gone.out'"
+"$PC" report "$T/gone" > "$T/gone.rep" 2>&1
+check "...the report: INCOMPLETE, the board given up for the agent that did not start" \
+	given_up "$T/gone.rep" "the agent did not start"
 check "...replay agrees" "$PC" replay --quiet "$T/gone"
 
 # ---- 3. a truly dead device: the sim's brick profile (the fault matrix's
