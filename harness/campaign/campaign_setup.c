@@ -327,8 +327,10 @@ static void console_quote(const struct camp_console_facts *f, const char *path, 
 {
 	if (!f->exists)
 		snprintf(out, len, "no console log: the board's console is not captured (link.console names one)");
-	else if (!f->bytes || !f->tail[0])
+	else if (!f->bytes)
 		snprintf(out, len, "its console log %s is empty", path);
+	else if (!f->tail[0])
+		snprintf(out, len, "its console log %s holds blank lines or the agent's marked ones only", path);
 	else
 		snprintf(out, len, "console: \"%s\", %s", f->tail, path);
 }
