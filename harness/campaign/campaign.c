@@ -363,6 +363,8 @@ static int hello_refused(struct bctx *b, json_object *raw)
 	}
 	pc_strlcpy(b->boot_id, boot_id, sizeof(b->boot_id));
 	b->spoke = 1;
+	if (camp_hello_unbooted(b, raw))
+		return 1;	/* a new agent, but no boot on the console: no cut */
 	if (b->late) {
 		/* it came in the grace after the boot timeout: the board boots,
 		 * only slower than the configuration allows */

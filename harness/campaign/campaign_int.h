@@ -57,6 +57,7 @@ struct bctx {
 	uint64_t t_state;
 	struct camp_link link;	/* campaign_link.c's */
 	char boot_id[64];	/* of the last authenticated hello: a new power-on must change it */
+	char boot_shown[96];	/* the boot line its console showed before a hello in this run ("" none yet) */
 	unsigned rejects;	/* link_reject events for this cycle */
 	uint64_t t_power;
 	struct camp_plan plan;	/* campaign_plan.c's */
@@ -172,6 +173,13 @@ void camp_agent_said(struct bctx *b, json_object *msg, const char *via);
 void camp_boot_judge(struct bctx *b);
 /* Grace after the last boot timeout: how long the power stays on. */
 uint32_t camp_late_ms(const struct bctx *b);
+/* An authenticated hello with a new boot id, on a serial link whose console
+ * is whole since power-on (camp_console_whole): on a board that showed a
+ * boot before an earlier hello of this run, a hello whose boot id the agent
+ * made itself (--fresh-boot-id) with no boot on the console since power-on
+ * is no power cut: the cycle ends INFRA_ERROR (cause no_cut), 1. Else 0 (a
+ * boot line seen is remembered). */
+int camp_hello_unbooted(struct bctx *b, json_object *hello);
 
 /* campaign_resume.c */
 struct bctx *camp_board_by_name(struct camp *c, const char *name);

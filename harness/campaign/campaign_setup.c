@@ -189,7 +189,9 @@ static void boot_pattern_line(const struct bctx *b, const char *text, size_t len
 	}
 }
 
-void camp_console_look(struct bctx *b, struct camp_console_facts *f, char *path, size_t pathlen)
+/* The cycle's console log of board b, read from its last MiB (pure but for
+ * the read): f and path set. */
+static void console_read(struct bctx *b, struct camp_console_facts *f, char *path, size_t pathlen)
 {
 	struct stat st;
 	char *buf;
@@ -218,6 +220,11 @@ void camp_console_look(struct bctx *b, struct camp_console_facts *f, char *path,
 	free(buf);
 	f->exists = 1;
 	f->bytes = (uint64_t)st.st_size;
+}
+
+void camp_console_look(struct bctx *b, struct camp_console_facts *f, char *path, size_t pathlen)
+{
+	console_read(b, f, path, pathlen);
 	if (f->cause[0]) {
 		char via[PATH_MAX + 64];
 		json_object *m = pc_msg_new(PC_MSG_SETUP_ERROR);
@@ -461,4 +468,38 @@ void camp_boot_judge(struct bctx *b)
 		device_boot_fail(b, &f, &e, attempts);
 	else
 		silent_infra(b, &f, &e, path);
+}
+
+int camp_hello_unbooted(struct bctx *b, json_object *hello)
+{
+	struct camp_console_facts f;
+	char path[PATH_MAX + 64], q[PATH_MAX + 400];
+	const char *sign;
+	json_object *v, *x;
+
+	if ((b->relay_caps & (RELAY_CAP_VIRTUAL | RELAY_CAP_NO_OFF)) || !camp_console_whole(b))
+		return 0;
+	console_read(b, &f, path, sizeof(path));
+	sign = f.kernel[0] ? f.kernel : f.boot;
+	if (sign[0]) {
+		/* this board prints a boot: from now on its console must show one */
+		pc_strlcpy(b->boot_shown, sign, sizeof(b->boot_shown));
+		return 0;
+	}
+	/* a boot id of the kernel's changes only with a boot (hello_refused
+	 * checks it); one the agent made changes with every agent process */
+	if (!b->boot_shown[0] || !json_object_object_get_ex(hello, "boot_id_source", &v) ||
+	    !json_object_is_type(v, json_type_string) || !strcmp(json_object_get_string(v), "kernel"))
+		return 0;
+	console_quote(&f, path, q, sizeof(q));
+	x = json_object_new_object();
+	json_object_object_add(x, "console", json_object_new_string(console_class(&f)));
+	if (f.tail[0])
+		json_object_object_add(x, "console_lines", json_object_new_string(f.tail));
+	camp_infra_ex(b, "no_cut", x, "the relay did not cut power: the console showed no boot since power-on (%s), "
+		      "though an earlier power-on printed \"%s\" before its agent's hello; the agent's boot id is its "
+		      "own (--fresh-boot-id), new with every agent process, not with a boot (board %s, relay %s): the "
+		      "relay switches another board or nothing (check its wiring); the device is not blamed", q,
+		      b->boot_shown, b->cfg->name, b->cfg->relay_driver);
+	return 1;
 }

@@ -90,6 +90,39 @@ check "...INFRA_ERROR: the relay did not cut power, the boot id unchanged" \
 	[ "$(infra_with "$T/respawn" "^the relay did not cut power: the agent's boot id [0-9a-f-]+ did not change since the last power-on \\(board b1, relay command\\)")" -eq 3 ]
 check "...replay agrees" "$PC" replay --quiet "$T/respawn"
 
+# ... and on a serial link with boot ids the agent makes itself
+# (--fresh-boot-id, as a board of processes has): each new agent has a new
+# one, so only the console can tell. It showed a boot at the first power-on,
+# and none since: the agent was started again on the same boot.
+rm -f "$T/booted"
+cat > "$T/on-serial.sh" <<SH
+[ -s "$T/apid" ] && kill -KILL \$(cat "$T/apid") 2> /dev/null
+[ -e "$T/booted" ] || printf '[    0.000000] Linux version 6.1.0-sim (powercut test)\r\n' > $board_end
+touch "$T/booted"
+setsid "$REAL" run --fresh-boot-id --device "sim:$T/b.img" --console $board_end --board b1 --key "\$PC_KEY_FILE" \
+	< /dev/null > /dev/null 2>&1 &
+echo \$! > "$T/apid"
+SH
+cat > "$T/fresh.json" <<JSON
+{ "campaign": "fresh", "cycles": 5, "seed": 3,
+  "boards": [ { "name": "b1", "device": { "backend": "posix", "record_size": 4096 },
+    "link": { "type": "serial", "device": "$host_end" },
+    "relay": { "driver": "command", "on": "sh $T/on-serial.sh", "off": "true" },
+    "records_per_cycle": 16, "modes": ["flush"], "cut": { "at": "random", "window_ms": [5, 20] },
+    "boot_timeout_ms": 3000, "boot_retries": 0, "off_ms": 5 } ] }
+JSON
+"$PC" run "$T/fresh.json" --results "$T/fresh" --quiet --no-report > "$T/fresh.out" 2>&1
+rc=$?
+[ -s "$T/apid" ] && kill -KILL "$(cat "$T/apid")" 2> /dev/null
+echo "  a serial link, each agent with a boot id of its own: $(outcomes "$T/fresh"), exit $rc"
+first_reason "$T/fresh"
+check "fresh boot ids, no boot on the console: no PASS, no BOOT_FAIL, no FAIL" \
+	sh -c "$(declare -f blameless); blameless '$T/fresh' && [ \$(jq -s '[.[] | select(.verdict == \"PASS\")] | length' '$T/fresh/verdicts.jsonl') -eq 0 ]"
+check "...exit 3, not 0 or 1 (was $rc)" [ "$rc" -eq 3 ]
+check "...INFRA_ERROR: the relay did not cut power, the console showed no boot since power-on" \
+	[ "$(infra_with "$T/fresh" "^the relay did not cut power: the console showed no boot since power-on .*though an earlier power-on printed \"Linux version 6.1.0-sim.*--fresh-boot-id.*\\(board b1, relay command\\)")" -eq 3 ]
+check "...replay agrees" "$PC" replay --quiet "$T/fresh"
+
 # ---- 2. the agent binary removed after PASS cycles: a board that boots at
 # each power-on (its banner on the console), whose shipped init script then
 # says the agent is missing; the relay really cuts (kills the board)
