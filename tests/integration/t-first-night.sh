@@ -9,7 +9,9 @@
 #     hangs up and nothing starts it again: the console shows no boot, the
 #     cause is "no power cut happened". An agent started again on the same
 #     boot (a respawn) comes back with the same boot id: "the relay did not
-#     cut power";
+#     cut power"; on a serial link with boot ids the agent makes itself
+#     (--fresh-boot-id), the console that showed a boot at the first
+#     power-on and none since says the same;
 #   - the agent binary removed from the board: the console shows the kernel
 #     and the init script's own line (agent/powercut-agent.init):
 #     "the agent did not start", quoting it.
