@@ -222,7 +222,8 @@ two_campaigns() {
 	pid=$!
 	check "$what: the first campaign holds the board's lock" sh -c "for i in \$(seq 200); do
 		grep -qs '\"pid\":$pid,.*\"role\":\"run\"' '$POWERCUT_LOCK_DIR'/*.lock && exit 0; sleep 0.1; done; exit 1"
-	"$@" "$PC" run "$cb" --results "$T/fold-b" --quiet --no-report > "$T/run-b" 2>&1
+	# (stopped after 60 s if it is not refused: it would wait for its board for ever)
+	"$@" timeout -s INT 60 "$PC" run "$cb" --results "$T/fold-b" --quiet --no-report > "$T/run-b" 2>&1
 	rc=$?
 	check "$what: a second campaign on the same board, other folder and port: exit 2 (was $rc)" [ $rc -eq 2 ]
 	check "$what: the refusal names the first campaign, its pid and its folder" grep -qE \
@@ -285,4 +286,9 @@ check "fixed listen and key_file: exit 0 (was $rc)" [ $rc -eq 0 ]
 check "fixed listen and key_file: relay on works" grep -q "relay on done" "$T/e2.out"
 check "...PC_CONNECT is the listen address (0.0.0.0 as 127.0.0.1)" grep -qx "PC_CONNECT=127.0.0.1:7878" "$T/env.on"
 check "...PC_KEY_FILE the configured key" grep -qx "PC_KEY_FILE=$T/lab.key" "$T/env.on"
+# a relative key_file is relative to the configuration's folder, not the working directory
+envcfg "$T/e3.json" "\"key_file\": \"keys/lab.key\","
+(cd / && "$PCA" relay "$T/e3.json" b1 on) > "$T/e3.out" 2>&1
+check "a relative key_file, relay from /: PC_KEY_FILE is in the configuration's folder" \
+	grep -qx "PC_KEY_FILE=$T/keys/lab.key" "$T/env.on"
 finish
