@@ -210,6 +210,7 @@ static void camp_reconf_note(const char *path, const char *board, json_object *f
 
 	if (!c->reconf)
 		c->reconf = json_object_new_array();
+	json_object_object_add(ev, "t", json_object_new_int64(0));	/* set when logged */
 	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_CONFIG_CHANGE]));
 	if (board)
 		json_object_object_add(ev, "board", json_object_new_string(board));
