@@ -288,6 +288,12 @@ check "...PC_CONNECT is the listen address (0.0.0.0 as 127.0.0.1)" grep -qx "PC_
 check "...PC_KEY_FILE the configured key" grep -qx "PC_KEY_FILE=$T/lab.key" "$T/env.on"
 # a relative key_file is relative to the configuration's folder, not the working directory
 envcfg "$T/e3.json" "\"key_file\": \"keys/lab.key\","
+(cd / && "$PCA" check-config "$T/e3.json") > "$T/e3.chk" 2>&1
+check "check-config from /: a missing relative key_file is named in the configuration's folder" \
+	grep -qF "key_file: $T/keys/lab.key does not exist: \`powercut run\` would make a new key there" "$T/e3.chk"
+mkdir -p "$T/keys" && "$PC" key new "$T/keys/lab.key" > /dev/null
+(cd / && "$PCA" check-config "$T/e3.json") > "$T/e3.chk" 2>&1
+check "check-config from /: the key made, no warning" grep -qx "configuration OK: campaign it-env, 1 board, 1 cycle" "$T/e3.chk"
 (cd / && "$PCA" relay "$T/e3.json" b1 on) > "$T/e3.out" 2>&1
 check "a relative key_file, relay from /: PC_KEY_FILE is in the configuration's folder" \
 	grep -qx "PC_KEY_FILE=$T/keys/lab.key" "$T/env.on"
