@@ -939,8 +939,6 @@ static void test_lock_keys(void)
 		{ "pdudaemon", "{\"url\":\"http://other:80\",\"hostname\":\"pdu01\",\"port\":3}", "pdudaemon:pdu01:3" },
 		{ "pdudaemon", "{\"hostname\":\"pdu01\",\"port\":\"A1\"}", "pdudaemon:pdu01:A1" },
 		{ "command", "{\"on\":\"x\",\"off\":\"y\"}", "board:camp/b7" },
-		{ "command", "{\"on\":\"x\",\"off\":\"y\",\"board_id\":\"rpi4-2\"}", "board:rpi4-2" },
-		{ "qemu", "{\"drive\":\"/nonexistent/sd.img\"}", "qemu:/nonexistent/sd.img" },
 		{ "sysrq", "{}", "board:camp/b7" },
 		{ "sim", "{}", NULL },
 		{ "hidrelay", "{\"device\":\"/dev/nonexistent-hidraw\",\"channel\":2}", "hidrelay:/dev/nonexistent-hidraw:2" },
