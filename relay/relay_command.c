@@ -83,7 +83,7 @@ static int cmd_check_board_id(json_object *cfg, char *err, size_t errlen)
 		return 0;
 	snprintf(err, errlen, "board_id: expected the physical board's name in the lab, 1 to %d of "
 		 "[A-Za-z0-9_.-] (every campaign naming it shares one lock), got %.80s", CMD_BOARD_ID_MAX,
-		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
+		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	return -EINVAL;
 }
 
