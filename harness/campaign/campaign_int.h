@@ -106,6 +106,7 @@ struct camp {
 	struct pc_auth_key key;
 	/* resume: verdicts already in the file */
 	json_object *seen_verdicts;	/* "board/cycle" -> true */
+	json_object *reconf;		/* resume: the config_change events to log, or NULL */
 	struct camp_disk disk;		/* campaign_stop.c's: the results filesystem's floor */
 };
 
@@ -189,5 +190,7 @@ void camp_on_note(const char *board, const char *text, void *arg);
  * them, the tallies counted). -1 (said). */
 int camp_resume(struct camp *c, const char *dir);
 int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen);
+/* The settings this resume changed, each a config_change event (after run_start). */
+void camp_reconf_log(struct camp *c);
 
 #endif
