@@ -24,6 +24,7 @@
 #include "common/auth.h"
 #include "common/crc32c.h"
 #include "common/proto.h"
+#include "common/features.h"
 #include "common/util.h"
 #include "agent/audit.h"
 #include "agent/link.h"
@@ -367,7 +368,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
-		printf("powercut-agent %s\n", PC_VERSION);
+		printf("powercut-agent %s (%s)\n", PC_VERSION, PC_AGENT_FEATURES);
 		return 0;
 	}
 	if (parse_opts(argc - 1, argv + 1, &o)) {

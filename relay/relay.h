@@ -71,10 +71,10 @@ struct relay_ops {
 	unsigned caps;		/* what it can do beyond on/off: RELAY_CAP_* */
 	/* The identity of the physical relay a section names, for the lock that
 	 * keeps two users off one relay (relay_lock.h): "gpiod:gpiochip1:3".
-	 * Fills buf and returns 0; NULL: none beyond its board (command,
-	 * sysrq: "board:CAMPAIGN/BOARD"); -ENOENT: no lock at all, the board
-	 * is a process of ours in its results folder (sim, qemu). cfg passed
-	 * check(). */
+	 * Fills buf and returns 0; NULL or > 0: none beyond its board (sysrq,
+	 * a command relay without board_id: "board:CAMPAIGN/BOARD"); -ENOENT:
+	 * no lock at all, the board is a process of ours whose medium lives in
+	 * its results folder (sim). cfg passed check(). */
 	int (*ident)(json_object *cfg, char *buf, size_t len);
 };
 

@@ -615,11 +615,17 @@ static void qemu_close(struct relay *r)
 	r->priv = NULL;
 }
 
-/* No lock of its own: the board is our process, in its results folder,
- * and that folder's lock covers it (relay_lock.h). */
+/* "qemu:DRIVE": the virtual board is its disk image, wherever its results
+ * go (two campaigns booting one image would write one medium); the real
+ * path, so two names of one file are one board. */
 static int qemu_ident(json_object *cfg, char *buf, size_t len)
 {
-	return -ENOENT;
+	const char *drive = relay_cfg_str(cfg, "drive", "?");
+	char *real = realpath(drive, NULL);
+
+	snprintf(buf, len, "qemu:%s", real ? real : drive);
+	free(real);
+	return 0;
 }
 
 const struct relay_ops relay_qemu_ops = {

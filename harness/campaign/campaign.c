@@ -247,7 +247,7 @@ static void boot_timeout(struct bctx *b)
 		camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 		return;
 	}
-	if (!setup && !b->rejects && camp_late_ms(b)) {
+	if (!setup && !b->rejects && !b->said[0] && camp_late_ms(b)) {
 		/* the last attempt: the power stays on a while longer, so that a
 		 * hello that comes late names a slow boot, not a dead device */
 		b->late = 1;
@@ -355,12 +355,16 @@ static int hello_refused(struct bctx *b, json_object *raw)
 	if (b->boot_id[0] && !strcmp(b->boot_id, boot_id)) {
 		/* the same boot as the last power-on: the board never lost power
 		 * (or the agent survived the cut), so this cycle proves nothing */
-		camp_infra(b, "the agent's boot id %s did not change since the last power-on: the board did not "
-		      "really lose power (check the relay wiring), or an agent survived the cut", boot_id);
+		camp_infra_ex(b, "no_cut", NULL, "the relay did not cut power: the agent's boot id %s did not change "
+			      "since the last power-on (board %s, relay %s): the relay switches another board or "
+			      "nothing (check its wiring), or an agent survived the cut; the device is not blamed",
+			      boot_id, b->cfg->name, b->cfg->relay_driver);
 		return 1;
 	}
 	pc_strlcpy(b->boot_id, boot_id, sizeof(b->boot_id));
 	b->spoke = 1;
+	if (camp_hello_unbooted(b, raw))
+		return 1;	/* a new agent, but no boot on the console: no cut */
 	if (b->late) {
 		/* it came in the grace after the boot timeout: the board boots,
 		 * only slower than the configuration allows */

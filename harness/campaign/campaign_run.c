@@ -355,6 +355,7 @@ static void camp_teardown(struct camp *c, struct relay_lock *locks)
 	if (c->lfd >= 0)
 		close(c->lfd);
 	json_object_put(c->seen_verdicts);
+	json_object_put(c->reconf);
 	engine_free(c->eng);
 	results_close(&c->res);
 }
@@ -399,6 +400,9 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		pc_err("%s/events.jsonl: write failed", dir);
 		goto out;
 	}
+	camp_reconf_log(&c);
+	if (c.fatal)
+		goto out;
 	if (camp_listen_on(&c, err, sizeof(err)) || open_boards(&c, err, sizeof(err))) {
 		pc_err("%s", err);
 		goto out;

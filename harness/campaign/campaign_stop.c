@@ -269,16 +269,3 @@ int camp_disk_low(struct camp *c, int force)
 	       bytes_text(floor, fl, sizeof(fl)));
 	return 1;
 }
-
-void camp_stop_keys_del(json_object *cfg)
-{
-	json_object *bs;
-
-	if (!cfg)
-		return;
-	json_object_object_del(cfg, "target");
-	json_object_object_del(cfg, "results_min_free");
-	if (json_object_object_get_ex(cfg, "boards", &bs) && json_object_is_type(bs, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(bs); i++)
-			json_object_object_del(json_object_array_get_idx(bs, i), "stop");
-}

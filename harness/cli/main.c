@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/auth.h"
+#include "common/features.h"
 #include "common/util.h"
 #include "relay/relay.h"
 #include "relay/relay_hold.h"
@@ -145,6 +146,13 @@ static int cmd_check(int argc, char **argv)
 		return 1;
 	/* values that suit only the sim, on a real board: said, not refused */
 	nwarn = warn_config(&cfg);
+	/* run would make a new key there, which no board has */
+	if (cfg.key_file[0] && access(cfg.key_file, F_OK) < 0 && errno == ENOENT) {
+		pc_warn("%s: key_file: %s does not exist: `powercut run` would make a new key there, which no "
+			"board has; make it now (powercut key new %s) and give each board's agent a copy", argv[1],
+			cfg.key_file, cfg.key_file);
+		nwarn++;
+	}
 	printf("configuration OK: campaign %s, %u board%s, %u cycle%s", cfg.name, cfg.nboards,
 	       cfg.nboards == 1 ? "" : "s", cfg.cycles, cfg.cycles == 1 ? "" : "s");
 	if (nwarn)
@@ -429,7 +437,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help"))
 		return usage(stdout, 0);
 	if (!strcmp(cmd, "--version")) {
-		printf("powercut %s\n", PC_VERSION);
+		printf("powercut %s (%s)\n", PC_VERSION, PC_HOST_FEATURES);
 		return 0;
 	}
 	if (!strcmp(cmd, "run"))

@@ -4,6 +4,19 @@
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
+# ---- what the build has: --version names each optional library (the
+# Makefile's tools/build-config decides them); CI's build has them all, so a
+# degraded build (a library missing when it was made) fails CI
+hv=$("$PC" --version); av=$("$AGENT" --version)
+check "powercut --version names libgpiod, libblkid and liburing: '$hv'" \
+	grep -Eq '^powercut [0-9.]+ \(libgpiod (v[12]|no)[^,]*, libblkid (yes|no)[^,]*, liburing (yes|no)' <<< "$hv"
+check "powercut-agent --version names libblkid and liburing: '$av'" \
+	grep -Eq '^powercut-agent [0-9.]+ \(libblkid (yes|no)[^,]*, liburing (yes|no)' <<< "$av"
+if [ "${PC_CI:-0}" = 1 ]; then
+	check "CI's build has libgpiod, libblkid and liburing" \
+		grep -Eq '\(libgpiod v[12], libblkid yes, liburing yes\)$' <<< "$hv"
+fi
+
 # ---- configurations
 cat > "$T/typo.json" <<'JSON'
 { "campaign": "x", "cycles": 2,

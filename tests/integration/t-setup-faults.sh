@@ -4,7 +4,11 @@
 # the agent never started (a missing env file, a unit that did not run): each
 # ends INFRA_ERROR naming its cause, in verdicts.jsonl and in `powercut
 # report`, and the device is never BOOT_FAIL or FAIL. A board that worked and
-# then powers on into silence is still BOOT_FAIL, also after a resume.
+# then powers on into silence is BOOT_FAIL only on evidence against its
+# device (issue 37, docs/verdicts.md "What counts as evidence"): its console
+# showing MMC errors is, also after a resume; a silent exit is not (the agent
+# did not start: INFRA_ERROR, the board given up, exit 3). t-first-night.sh
+# has the mistakes made mid-campaign on other relays.
 #
 # Each board is a sim board whose "agent" is a wrapper (--agent): it passes
 # prepare through, and changes run the way the mistake would, its output
@@ -16,7 +20,7 @@ command -v jq > /dev/null || skip "jq is not installed"
 REAL="$PWD/$AGENT"
 cat > "$T/wrap.sh" <<'SH'
 #!/bin/sh
-# FAULT: nokey, nokey-quiet, port, slow, never, never-boots, dies-after, length
+# FAULT: nokey, nokey-quiet, port, slow, never, never-boots, dies-after, quiet-after, length
 real=$REAL_AGENT
 [ "$1" = run ] || exec "$real" "$@"
 n=$(cat "$STATE/runs" 2>/dev/null || echo 0); n=$((n + 1)); echo $n > "$STATE/runs"
@@ -36,7 +40,10 @@ length) exec "$real" "$@" --length 512K --connect-timeout-ms 3000 ;;
 slow) exec "$real" "$@" --boot-delay-ms "$SLOW_MS" ;;
 never) echo "Linux version 6.1.0-sim (powercut test)"; echo "simboard login: "; exit 0 ;;
 never-boots) exit 0 ;;
-dies-after) [ "$n" -le "$AFTER" ] && exec "$real" "$@"; exit 0 ;;
+dies-after) [ "$n" -le "$AFTER" ] && exec "$real" "$@"
+	echo "[    0.000000] Linux version 6.1.0-sim (powercut test)"
+	echo "[    1.204000] mmc0: error -110 whilst initialising MMC card"; exit 0 ;;
+quiet-after) [ "$n" -le "$AFTER" ] && exec "$real" "$@"; exit 0 ;;
 esac
 exec "$real" "$@"
 SH
@@ -105,6 +112,7 @@ start never never 2 1500
 start silent never-boots 1 1500
 start length length 1 4000
 AFTER=2 start dies dies-after 4 $DIES_MS
+AFTER=2 start quiet quiet-after 5 $DIES_MS
 # a resume: the first run's verdicts kept before the second adds to them
 ( AFTER=3 run resume dies-after 2 $DIES_MS; verdicts resume > "$T/resume.first"
   AFTER=3 run resume dies-after 2 $DIES_MS --cycles 3 ) & running[resume]=$!
@@ -202,14 +210,28 @@ setup_case serial "a serial link, no key on the board" "key file [^ ]*no-such.ke
 check "...heard live: a link_reject on the console" \
 	[ "$(jq -s '[.[] | select(.ev == "link_reject" and .peer == "'"$host_end"'" and (.reason | test("cannot get to a hello \\(key_missing\\)")))] | length' "$T/r-serial/events.jsonl")" -ge 1 ]
 
-# ---- a board that worked, then powers on into silence: the device's BOOT_FAIL
+# ---- a board that worked, then powers on into silence, its console showing
+# the MMC card failing: the device's BOOT_FAIL
 await dies
 # (cycle 2's writes are never verified: its verdict is the final verification's BOOT_FAIL)
-check "a board that worked and then stays silent: PASS, then BOOT_FAIL (got: $(verdicts dies))" \
+check "a board that worked and then stays silent, MMC errors on its console: PASS, then BOOT_FAIL (got: $(verdicts dies))" \
 	[ "$(jq -rs 'sort_by(.cycle) | map(.verdict) | join(" ")' "$T/r-dies/verdicts.jsonl")" = "PASS BOOT_FAIL BOOT_FAIL BOOT_FAIL" ]
 "$PC" report "$T/r-dies" > "$T/dies.rep" 2>&1
 check "...the report says BOOT_FAIL and why" sh -c "grep -q '^  result: BOOT_FAIL' '$T/dies.rep' && grep -q '^  boot fail:  BOOT_FAIL 2 cycles (3 to 4), as cycle 3: no HELLO within $DIES_MS ms' '$T/dies.rep'"
+check "...the evidence quoted: the console's MMC error" \
+	[ "$(jq -s '[.[] | select(.verdict == "BOOT_FAIL" and (.reason | test("the console showed the device failing: \"\\[    1.204000\\] mmc0: error -110 whilst initialising MMC card\"$")))] | length' "$T/r-dies/verdicts.jsonl")" -eq 3 ]
 check "...replay agrees" "$PC" replay --quiet "$T/r-dies"
+
+# ---- ... the same silence with nothing against the device (the agent just
+# exits): the agent did not start, INFRA_ERROR, the board given up
+await quiet
+rc=$?
+check "a board that worked and then exits in silence: PASS, then INFRA_ERROR only (got: $(verdicts quiet))" \
+	[ "$(jq -rs 'sort_by(.cycle) | map(.verdict) | join(" ")' "$T/r-quiet/verdicts.jsonl")" = "PASS INFRA_ERROR INFRA_ERROR INFRA_ERROR" ]
+check "...each: the agent did not start, its console log empty" \
+	[ "$(jq -s '[.[] | select((.reason // "") | test("^the agent did not start \\(its console log [^ ]*/console/b1/cycle-[0-9]+\\.log is empty\\)"))] | length' "$T/r-quiet/verdicts.jsonl")" -eq 3 ]
+check "...exit 3 (given up: INCOMPLETE), not 1 (was $rc)" [ "$rc" -eq 3 ]
+check "...replay agrees" "$PC" replay --quiet "$T/r-quiet"
 
 # ---- ... and after a resume: heard in an earlier run is heard
 # (three boots: two cycles and the final verification)

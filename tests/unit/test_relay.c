@@ -20,6 +20,7 @@
 
 #include "common/util.h"
 #include "relay/relay.h"
+#include "relay/relay_lock.h"
 #include "relay/relay_worker.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
@@ -181,7 +182,12 @@ static void test_check(void)
 		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"get\":[]}", -EINVAL,
 		  "get: expected a non-empty string" },
 		{ &relay_command_ops, "{\"on\":\"a\",\"of\":\"b\"}", -EINVAL,
-		  "unknown key 'of' (valid: driver, on, off, get, timeout_ms)" },
+		  "unknown key 'of' (valid: driver, on, off, get, timeout_ms, board_id)" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":\"rpi4-lab2.slot_3\"}", 0, NULL },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":\"lab/2\"}", -EINVAL,
+		  "board_id: expected the physical board's name in the lab, 1 to 63 of [A-Za-z0-9_.-]" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":\"\"}", -EINVAL, "board_id: expected" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":7}", -EINVAL, "board_id: expected" },
 		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"timeout_ms\":\"10s\"}", -EINVAL,
 		  "timeout_ms: expected an integer from 1 to 3600000, got \"10s\"" },
 		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"timeout_ms\":-5}", -EINVAL,
@@ -750,6 +756,32 @@ static void test_resolve_fork(void)
 	CU_ASSERT(resolve_ok("localhost"));
 }
 
+/* The lock keys of a board: a command relay's declared board_id is the board
+ * (every campaign naming it shares the lock), without it the campaign's
+ * board; a virtual board's lock is its disk image. */
+static void test_board_lock_keys(void)
+{
+	static const struct {
+		const char *driver, *cfg, *key;
+	} cases[] = {
+		{ "command", "{\"on\":\"x\",\"off\":\"y\",\"board_id\":\"rpi4-2\"}", "board:rpi4-2" },
+		{ "command", "{\"on\":\"z\",\"off\":\"w\",\"board_id\":\"rpi4-2\"}", "board:rpi4-2" },
+		{ "command", "{\"on\":\"x\",\"off\":\"y\"}", "board:camp/b7" },
+		{ "qemu", "{\"drive\":\"/nonexistent/sd.img\"}", "qemu:/nonexistent/sd.img" },
+		{ "qemu", "{\"drive\":\"/\"}", "qemu:/" },
+	};
+	char key[160];
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		json_object *cfg = json_tokener_parse(cases[i].cfg);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+		CU_ASSERT_EQUAL(relay_lock_key(cases[i].driver, cfg, "camp", "b7", key, sizeof(key)), 0);
+		CU_ASSERT_STRING_EQUAL(key, cases[i].key);
+		json_object_put(cfg);
+	}
+}
+
 int suite_relay(void)
 {
 	CU_pSuite s = CU_add_suite("relay", NULL, NULL);
@@ -766,7 +798,8 @@ int suite_relay(void)
 	    !CU_add_test(s, "sim power", test_sim_power) ||
 	    !CU_add_test(s, "sim agent exits", test_sim_agent_exit) ||
 	    !CU_add_test(s, "sim errors", test_sim_errors) ||
-	    !CU_add_test(s, "resolve after fork", test_resolve_fork))
+	    !CU_add_test(s, "resolve after fork", test_resolve_fork) ||
+	    !CU_add_test(s, "lock keys: a command relay's board_id, a virtual board's disk", test_board_lock_keys))
 		return -1;
 	return 0;
 }
