@@ -31,6 +31,7 @@ BOOT_MS=${PC_VM_KVM_BOOT_MS:-45000}
 vm_setup "the virtual board with a failing KVM takes 1-2 min under TCG"
 QEMU=$(command -v qemu-system-x86_64)
 PCA=$(realpath "$PC")	# the relay by hand keeps its state in ./results: run in $T
+VM=$(realpath "$VM")
 
 "$TOOLS/ptypair" "$T/ptys" & cable=$!
 trap 'pc_rc=$?; kill $cable 2>/dev/null; rm_T' EXIT

@@ -21,6 +21,7 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "relay/relay_worker.h"
+#include "relay/relay_qemu.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 
@@ -750,6 +751,30 @@ static void test_resolve_fork(void)
 	CU_ASSERT(resolve_ok("localhost"));
 }
 
+#define KF(s) s, sizeof(s) - 1
+/* QEMU's words of a KVM that failed the guest, found in its log (relay_qemu_kvm.c) */
+static void test_qemu_kvm_failure(void)
+{
+	static const char dump[] = "--- power on at 5 ms (CLOCK_MONOTONIC): qemu -accel kvm -cpu host -m 256\n"
+		"KVM internal error. Suberror: 1\nemulation failure\nRAX=0000000000000001 RBX=ffff9a0a41c3a000\n"
+		"Code=48 8b 4e 08 f0 48 0f c7 0f <0f> 94 c0\n";
+	char line[240];
+
+	CU_ASSERT_EQUAL(qemu_kvm_failure(dump, strlen(dump), line, sizeof(line)), 1);
+	CU_ASSERT_STRING_EQUAL(line, "KVM internal error. Suberror: 1; emulation failure");
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("x\nerror: kvm run failed Bad address\r\n"), line, sizeof(line)), 1);
+	CU_ASSERT_STRING_EQUAL(line, "error: kvm run failed Bad address");
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("KVM: entry failed, hardware error 0x80000021"), line, sizeof(line)), 1);
+	CU_ASSERT_STRING_EQUAL(line, "KVM: entry failed, hardware error 0x80000021");
+	/* the header of a KVM power-on, a trace, a guest that ran: no failure */
+	CU_ASSERT_EQUAL(qemu_kvm_failure(dump, 70, line, sizeof(line)), 0);
+	CU_ASSERT_STRING_EQUAL(line, "");
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("scsi_disk_new_request lun 0 tag 1 data 0x2a\n"), line, sizeof(line)), 0);
+	/* a short buffer: the line cut, still said */
+	CU_ASSERT_EQUAL(qemu_kvm_failure(dump, strlen(dump), line, 12), 1);
+	CU_ASSERT_STRING_EQUAL(line, "KVM interna");
+}
+
 int suite_relay(void)
 {
 	CU_pSuite s = CU_add_suite("relay", NULL, NULL);
@@ -766,7 +791,8 @@ int suite_relay(void)
 	    !CU_add_test(s, "sim power", test_sim_power) ||
 	    !CU_add_test(s, "sim agent exits", test_sim_agent_exit) ||
 	    !CU_add_test(s, "sim errors", test_sim_errors) ||
-	    !CU_add_test(s, "resolve after fork", test_resolve_fork))
+	    !CU_add_test(s, "resolve after fork", test_resolve_fork) ||
+	    !CU_add_test(s, "qemu: KVM failure in QEMU's log", test_qemu_kvm_failure))
 		return -1;
 	return 0;
 }
