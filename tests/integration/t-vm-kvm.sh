@@ -58,9 +58,11 @@ done
 echo "probe=\$probe \$*" >> "$T/kvm-attempts"
 mode=\$(cat "$T/kvm-mode")
 [ \$probe = 1 ] && [ "\$mode" = guest ] && exec "$QEMU" "\${args[@]}"
-# the guest runs a while (the probe's not to its first console line)...
+# the guest runs a while: the probe's not to its first console line (1 s
+# or more under TCG), a power-on's into its kernel, not to the agent's
+# hello (3 s or more)...
 "$QEMU" "\${args[@]}" & q=\$!
-if [ \$probe = 1 ]; then sleep 0.3; else sleep 3; fi
+if [ \$probe = 1 ]; then sleep 0.3; else sleep 1.5; fi
 kill -KILL \$q
 wait \$q 2>/dev/null
 # ...then KVM fails it: QEMU's words (accel/kvm/kvm-all.c) and registers
