@@ -157,7 +157,8 @@ static pid_t probe_start(const struct qemu_priv *p, struct qemu_kvm_probe *kp, s
 	return pid;
 }
 
-/* One read of QEMU's output into s->out (its last bytes kept): 0 on EOF. */
+/* One read of QEMU's output into s->out (its last bytes kept): 1 read,
+ * 0 EOF (or a broken pipe), -1 nothing now. */
 static int probe_read_out(int fd, struct probe_seen *s)
 {
 	ssize_t n;
@@ -168,7 +169,7 @@ static int probe_read_out(int fd, struct probe_seen *s)
 	}
 	n = read(fd, s->out + s->nout, sizeof(s->out) - 1 - s->nout);
 	if (n < 0)
-		return errno == EINTR || errno == EAGAIN ? 1 : 0;
+		return errno == EINTR || errno == EAGAIN ? -1 : 0;
 	if (n == 0)
 		return 0;
 	s->nout += (size_t)n;
@@ -208,7 +209,7 @@ static void probe_watch(int ser, int out, uint64_t deadline, struct probe_seen *
 				continue;
 			break;
 		}
-		if (pfd[0].revents && !probe_read_out(out, s))
+		if (pfd[0].revents && probe_read_out(out, s) == 0)
 			s->exited = 1;
 		if (pfd[1].revents & POLLIN) {
 			int had = s->line;
@@ -300,9 +301,10 @@ static void qemu_probe_kvm(const struct qemu_priv *p, struct qemu_kvm_probe *kp)
 	if (relay_reap(pid, &wstatus, RELAY_REAP_MS) < 0)
 		wstatus = -1;
 	pid = -1;
+	/* its last words (a child of a wrapper may still hold the pipe: no wait) */
 	fcntl(out[0], F_SETFL, O_NONBLOCK);
-	while (probe_read_out(out[0], s) && s->nout < sizeof(s->out) - 1 && !s->failed)
-		;	/* its last words */
+	for (int i = 0; i < 16 && !s->failed && probe_read_out(out[0], s) == 1; i++)
+		;
 	probe_explain(kp, s, wstatus, pc_now_ms() - start);
 out:
 	if (pid > 0) {
