@@ -25,6 +25,8 @@
 # (PC_VM_REQUIRE=1: a skip is a failure there), and PC_VM=1 from run-all.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
+passes=0
+ok() { echo "  ok: $*"; passes=$((passes + 1)); }
 
 CYCLES=${PC_VM_KVM_CYCLES:-3}
 BOOT_MS=${PC_VM_KVM_BOOT_MS:-45000}
@@ -144,6 +146,13 @@ check "<state>/kvm-failed keeps it for a restarted relay or a resumed campaign" 
 check "the console log of the next power-on says it" \
 	grep -q "powercut relay qemu: KVM failed the last power-on's guest (QEMU said \"KVM internal error. Suberror: 1; emulation failure\"; see qemu.log): this power-on and the later ones run under TCG" "$T/r/console/vm1/cycle-1.log"
 check "...and that power-on's kernel ran TCG (pc.accel=tcg)" grep -q "pc.accel=tcg" "$T/r/console/vm1/cycle-1.log"
+# a board whose guest KVM failed once stays on TCG when opened again (a
+# new relay worker, a resumed campaign): <state>/kvm-failed
+cp "$T/r/boards/vm1/kvm-failed" "$T/results/it-vm-kvm/boards/vm1/kvm-failed"
+( cd "$T" && "$PCA" relay c.json vm1 on && "$PCA" relay c.json vm1 off ) > "$T/hand2.out" 2>&1
+check "opened again with <state>/kvm-failed, the board runs TCG though the probe boots under KVM" \
+	sh -c 'grep "^--- board vm1 opened" "$1" | tail -1 | grep -q "accel tcg (relay.accel \"auto\": KVM failed this board.s guest at an earlier power-on, QEMU said \"KVM internal error. Suberror: 1; emulation failure\"" &&
+		[ "$(grep "^--- power on" "$1" | tail -1 | grep -c -- "-accel tcg -cpu max ")" -eq 1 ]' _ "$HL"
 first_retry=$(jq -s -r '[.[] | select(.ev == "power_on")][1].attempt' "$E")
 check "cycle 1's second attempt (a retry, not a new cycle) was the one under TCG" [ "$first_retry" = 2 ]
 if [ "$fails" -gt 0 ]; then
@@ -152,4 +161,5 @@ if [ "$fails" -gt 0 ]; then
 	echo "  the results are kept in $keep"
 fi
 echo "  campaign: $CYCLES cycles in $wall s, one boot timeout ($BOOT_MS ms) of them on the power-on KVM failed"
+echo "t-vm-kvm: $passes passed, $fails failed"
 finish
