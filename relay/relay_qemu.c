@@ -635,6 +635,7 @@ static int qemu_ident(json_object *cfg, char *buf, size_t len)
 
 const struct relay_ops relay_qemu_ops = {
 	.ident = qemu_ident,
+	.host_fault = qemu_host_fault,
 	.name = "qemu",
 	.check = qemu_check,
 	.open = qemu_open,

@@ -29,6 +29,7 @@
 #define QEMU_QMP_LINE	4096
 #define QEMU_SERIAL_MAX	20	/* NVMe's serial number field; scsi-hd takes 36 */
 #define QEMU_PROBE_BOOT_MS 10000	/* the KVM probe: the board's kernel's first console line */
+#define QEMU_FAULT_TAIL	(256 * 1024)	/* how much of qemu.log's end host_fault reads */
 #define QEMU_PROBE_RUN_MS 200	/* ...and no word of a KVM failure this long after */
 #define QEMU_MAX_ERRORS	8	/* blkdebug rules a board may have */
 #define QEMU_SECTOR_MAX	(1ULL << 40)	/* 512 TiB of 512-byte sectors: past any image */
@@ -113,6 +114,7 @@ int qemu_kvm_failure(const char *text, size_t len, char *line, size_t linelen);
 void qemu_kvm_remembered(struct qemu_priv *p, const char *state_dir);
 void qemu_kvm_after(struct relay *r, struct qemu_priv *p);
 void qemu_kvm_console_note(struct relay *r, struct qemu_priv *p);
+int qemu_host_fault(const struct relay_ctx *ctx, char *why, size_t len);
 
 /* relay_qemu_argv.c */
 char *qemu_opt_escape(const char *s);

@@ -66,14 +66,32 @@ static void kvm_quote_line(const char *text, size_t len, size_t at, char *out, s
 			out[i] = ' ';
 }
 
+/* Where pat first is in text on a line of QEMU's (not one of the relay's
+ * own "--- " headers and notes, which quote it); len when nowhere. */
+static size_t kvm_find(const char *text, size_t len, const char *pat)
+{
+	size_t at = 0, plen = strlen(pat);
+	const char *m;
+
+	while (at < len && (m = memmem(text + at, len - at, pat, plen))) {
+		size_t s = (size_t)(m - text);
+
+		while (s && text[s - 1] != '\n')
+			s--;
+		if (len - s < 4 || memcmp(text + s, "--- ", 4) != 0)
+			return (size_t)(m - text);
+		at = (size_t)(m - text) + plen;
+	}
+	return len;
+}
+
 int qemu_kvm_failure(const char *text, size_t len, char *line, size_t linelen)
 {
 	size_t first = len, second = len;
 
 	line[0] = 0;
 	for (size_t i = 0; i < PC_ARRAY_SIZE(kvm_failures); i++) {
-		const char *m = memmem(text, len, kvm_failures[i], strlen(kvm_failures[i]));
-		size_t at = m ? (size_t)(m - text) : len;
+		size_t at = kvm_find(text, len, kvm_failures[i]);
 
 		if (at < first) {
 			second = first;
@@ -493,4 +511,39 @@ void qemu_kvm_console_note(struct relay *r, struct qemu_priv *p)
 		kvm_append(r->console, O_CREAT, line);
 	else
 		kvm_append(p->console, O_NOCTTY | O_NONBLOCK, line);
+}
+
+/*
+ * In the harness, before it judges a boot that never said HELLO: did KVM
+ * fail the guest of the board's last power-on? Its part of qemu.log (from
+ * the last "--- power on" line in the log's last QEMU_FAULT_TAIL bytes: a
+ * guest KVM failed stops, and QEMU's words and registers end the log) holds
+ * QEMU's words. 1 with why, else 0.
+ */
+int qemu_host_fault(const struct relay_ctx *ctx, char *why, size_t len)
+{
+	char path[PATH_MAX], said[240], *buf = malloc(QEMU_FAULT_TAIL + 1);
+	const char *from;
+	off_t size;
+	ssize_t n = -1;
+	int fd = -1, found = 0;
+
+	if (buf && (size_t)snprintf(path, sizeof(path), "%s/qemu.log", ctx->state_dir) < sizeof(path))
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0 && (size = lseek(fd, 0, SEEK_END)) >= 0)
+		n = pread(fd, buf, QEMU_FAULT_TAIL, size > QEMU_FAULT_TAIL ? size - QEMU_FAULT_TAIL : 0);
+	if (n > 0) {
+		buf[n] = 0;
+		from = buf;
+		for (const char *h = buf; (h = memmem(h, (size_t)(buf + n - h), "--- power on", 12)); h += 12)
+			from = h;
+		found = qemu_kvm_failure(from, (size_t)(buf + n - from), said, sizeof(said));
+	}
+	if (found)
+		snprintf(why, len, "KVM failed the guest of this power-on (QEMU said \"%s\", %s): the host's "
+			 "accelerator, not the device", said, path);
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return found;
 }

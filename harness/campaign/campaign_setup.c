@@ -188,28 +188,23 @@ static json_object *said_json(const struct bctx *b)
 	return o;
 }
 
-void camp_boot_judge(struct bctx *b)
+/*
+ * A silent boot that is not the device's: the agent said why (setup),
+ * someone tried to speak for the board and was refused, or the relay says
+ * the host failed the power-on (a virtual board's KVM failing its guest).
+ * 1 when it went on record as an INFRA_ERROR.
+ */
+static int boot_not_device(struct bctx *b, unsigned attempts)
 {
-	struct camp *c = b->c;
-	struct camp_console_facts f;
-	char path[PATH_MAX + 64], cons[PATH_MAX + 300];
-	unsigned attempts = b->attempt + 1, dead = 0;
-	int setup;
-	json_object *x, *ev;
+	char hf[700];
+	json_object *x;
 
-	/* the agent may have said more since the timeout (the grace) */
-	camp_console_look(b, &f, path, sizeof(path));
-	console_text(b, &f, path, cons, sizeof(cons));
-	setup = b->said[0] && strcmp(b->said_cause, "device");
-	/* camp_infra_ex retries the final verification while attempts are left:
-	 * this one was the last */
-	b->attempt = b->cfg->boot_retries;
-	if (setup) {
+	if (b->said[0] && strcmp(b->said_cause, "device")) {
 		x = json_object_new_object();
 		json_object_object_add(x, "agent_said", said_json(b));
 		camp_infra_ex(b, "agent_said", x, "setup: the agent says it cannot get to a hello: %s (its cause: %s; "
 			      "from %s); the device is not blamed", b->said, b->said_cause, b->said_via);
-		return;
+		return 1;
 	}
 	if (b->rejects) {
 		/* someone tried and could not prove to be the agent: whether the
@@ -217,8 +212,33 @@ void camp_boot_judge(struct bctx *b)
 		camp_infra_ex(b, "link_reject", NULL, "no authenticated agent within %u ms after %u attempts; %u "
 			      "attempt(s) to speak for the board were refused (link_reject events)",
 			      b->cfg->boot_timeout_ms, attempts, b->rejects);
-		return;
+		return 1;
 	}
+	if (relay_host_fault(b->cfg->relay_driver, &b->rctx, hf, sizeof(hf))) {
+		camp_infra_ex(b, "host_fault", NULL, "no HELLO within %u ms, %u attempt%s, and the relay says the "
+			      "host failed the power-on: %s; the device is not blamed", b->cfg->boot_timeout_ms,
+			      attempts, attempts == 1 ? "" : "s", hf);
+		return 1;
+	}
+	return 0;
+}
+
+void camp_boot_judge(struct bctx *b)
+{
+	struct camp *c = b->c;
+	struct camp_console_facts f;
+	char path[PATH_MAX + 64], cons[PATH_MAX + 300];
+	unsigned attempts = b->attempt + 1, dead = 0;
+	json_object *x, *ev;
+
+	/* the agent may have said more since the timeout (the grace) */
+	camp_console_look(b, &f, path, sizeof(path));
+	console_text(b, &f, path, cons, sizeof(cons));
+	/* camp_infra_ex retries the final verification while attempts are left:
+	 * this one was the last */
+	b->attempt = b->cfg->boot_retries;
+	if (boot_not_device(b, attempts))
+		return;
 	if (!b->heard) {
 		x = json_object_new_object();
 		if (b->said[0])

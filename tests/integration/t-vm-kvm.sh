@@ -18,7 +18,12 @@
 #     failed is the host's, never the device's: the board falls back to TCG
 #     once, said in qemu.log, on stderr, in <state>/kvm-failed and in the
 #     next power-on's console log, its later power-ons run TCG, the campaign
-#     passes every cycle, and no BOOT_FAIL is recorded.
+#     passes every cycle, and no BOOT_FAIL is recorded; opened again, the
+#     board stays on TCG;
+#   - only the board's second power-on, with boot_retries 0 (no retry to
+#     boot under TCG): the harness asks the relay (host_fault) before it
+#     judges, and that cycle is an INFRA_ERROR (cause host_fault), at once,
+#     not a BOOT_FAIL.
 #
 # Takes 1-2 minutes under software emulation (one boot timeout is spent on
 # the power-on KVM failed), so `make check` skips it: `make vm-check` runs it
@@ -43,7 +48,8 @@ check "a pty pair stands in for the serial cable" test -c "$board_end"
 
 # QEMU on a host whose KVM fails the guest. $T/kvm-mode: "all" fails every
 # -accel kvm run, "guest" every one but the probe's (-name pc-kvm-probe),
-# which then runs under TCG. Each KVM run is listed in $T/kvm-attempts.
+# "second" only the board's second power-on under KVM; the others run under
+# TCG. Each KVM run is listed in $T/kvm-attempts.
 cat > "$T/qemu-kvmfail" <<SH
 #!/bin/bash
 args=() kvm=0 probe=0 prev=
@@ -59,7 +65,8 @@ done
 [ \$kvm = 1 ] || exec "$QEMU" "\$@"
 echo "probe=\$probe \$*" >> "$T/kvm-attempts"
 mode=\$(cat "$T/kvm-mode")
-[ \$probe = 1 ] && [ "\$mode" = guest ] && exec "$QEMU" "\${args[@]}"
+[ \$probe = 1 ] && [ "\$mode" != all ] && exec "$QEMU" "\${args[@]}"
+[ "\$mode" = second ] && [ "\$(grep -c '^probe=0' "$T/kvm-attempts")" -ne 2 ] && exec "$QEMU" "\${args[@]}"
 # the guest runs a while: the probe's not to its first console line (1 s
 # or more under TCG), a power-on's into its kernel, not to the agent's
 # hello (3 s or more)...
@@ -155,9 +162,38 @@ check "opened again with <state>/kvm-failed, the board runs TCG though the probe
 		[ "$(grep "^--- power on" "$1" | tail -1 | grep -c -- "-accel tcg -cpu max ")" -eq 1 ]' _ "$HL"
 first_retry=$(jq -s -r '[.[] | select(.ev == "power_on")][1].attempt' "$E")
 check "cycle 1's second attempt (a retry, not a new cycle) was the one under TCG" [ "$first_retry" = 2 ]
+
+# 4. KVM runs the board, then fails a later power-on, and the board has no
+# retry (boot_retries 0): the harness asks the relay before it blames the
+# device, and the power-on is the host's (an INFRA_ERROR), judged at once
+echo second > "$T/kvm-mode"
+rm -f "$T/kvm-attempts"
+cp "$VM/sd.img" "$T/sd0.img"
+jq --arg d "$T/sd0.img" '.boards[0].boot_retries = 0 | .boards[0].boot_timeout_ms = 30000 |
+	.boards[0].relay.drive = $d' "$T/c.json" > "$T/c0.json"
+start=$(date +%s)
+"$PC" run "$T/c0.json" --results "$T/r0" --quiet --no-report > "$T/out0" 2>&1
+rc0=$?
+wall0=$(($(date +%s) - start))
+V0="$T/r0/verdicts.jsonl"
+E0="$T/r0/events.jsonl"
+echo "  boot_retries 0: exit $rc0 in $wall0 s; verdicts $(jq -s -r 'sort_by(.cycle)[] | "\(.cycle) \(.verdict)"' "$V0" | tr '\n' ';')"
+check "the probe, then two power-ons ran KVM" \
+	[ "$(cut -d' ' -f1 "$T/kvm-attempts" | tr '\n' ' ')" = "probe=1 probe=0 probe=0 " ]
+check "no BOOT_FAIL though the board had booted before and had no retry" \
+	[ "$(jq -s '[.[] | select(.ev == "boot_fail" or .ev == "final_boot_fail" or .ev == "give_up")] | length' "$E0")" -eq 0 ]
+check "cycle 2, the power-on KVM failed, is an INFRA_ERROR whose cause is host_fault, quoting QEMU" \
+	[ "$(jq -s '[.[] | select(.ev == "infra" and .cycle == 2 and .cause == "host_fault" and
+		(.reason | test("the relay says the host failed the power-on: KVM failed the guest of this power-on \\(QEMU said \"KVM internal error. Suberror: 1; emulation failure\"")))] | length' "$E0")" -eq 1 ]
+check "...judged at once, without the grace for a slow boot" sh -c '! grep -q "the power stays on" "$1"' _ "$T/out0"
+check "cycles 1 and 3 PASS (3 under TCG), cycle 2 INFRA_ERROR" \
+	[ "$(jq -s -r 'sort_by(.cycle)[] | "\(.cycle) \(.verdict)"' "$V0" | tr '\n' ' ')" = "1 PASS 2 INFRA_ERROR 3 PASS " ]
+check "...and the power-ons after it ran TCG" \
+	[ "$(grep '^--- power on' "$T/r0/boards/vm1/qemu.log" | sed 's/.* -accel \([a-z]*\) .*/\1/' | tr '\n' ' ' | cut -d' ' -f1-3)" = "kvm kvm tcg" ]
+
 if [ "$fails" -gt 0 ]; then
 	keep=${PC_TEST_TMP:-build/test-tmp}/t-vm-kvm-failed
-	rm -rf "$keep" && mkdir -p "$keep" && cp -a "$T/r" "$T/c.json" "$T/out" "$T/kvm-attempts" "$keep/" 2>/dev/null
+	rm -rf "$keep" && mkdir -p "$keep" && cp -a "$T/r" "$T/r0" "$T/c.json" "$T/out" "$T/out0" "$T/kvm-attempts" "$keep/" 2>/dev/null
 	echo "  the results are kept in $keep"
 fi
 echo "  campaign: $CYCLES cycles in $wall s, one boot timeout ($BOOT_MS ms) of them on the power-on KVM failed"
