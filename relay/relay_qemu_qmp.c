@@ -73,6 +73,28 @@ static int qmp_next(struct qmp_reader *rd, uint64_t deadline, json_object **o)
 	}
 }
 
+/* All of cmd to QEMU's monitor: 0 or -errno. MSG_NOSIGNAL: a QEMU that
+ * exited at start (a bad -device, after its greeting) is -EPIPE here, said
+ * as such, never a SIGPIPE killing a harness that does not ignore it
+ * (`powercut relay ... on`). */
+static int qmp_send(int fd, const char *cmd)
+{
+	size_t len = strlen(cmd);
+
+	while (len) {
+		ssize_t n = send(fd, cmd, len, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		cmd += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 /*
  * Send cmd (NULL: nothing), then read the monitor until an object with the
  * key want ("QMP" the greeting, "return" an answer; NULL: none, read until
@@ -83,7 +105,7 @@ static int qmp_next(struct qmp_reader *rd, uint64_t deadline, json_object **o)
 static int qmp_exchange(struct qmp_reader *rd, uint64_t deadline, const char *cmd, const char *want,
 			json_object **got)
 {
-	int rc = cmd ? pc_write_all(rd->fd, cmd, strlen(cmd)) : 0;
+	int rc = cmd ? qmp_send(rd->fd, cmd) : 0;
 
 	while (rc == 0) {
 		json_object *o = NULL;
