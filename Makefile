@@ -378,15 +378,15 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #                   an NVMe namespace (vm3), their cables around it
 #   make vm-run-emmc configs/vm-emmc.json: the eMMC board (results/vm-emmc/)
 #   make vm-check   vm-deps, cross-deps, vm-image, vm-image-emmc, then
-#                   tests/integration/t-vm.sh, t-vm-fua.sh, t-vm-cache.sh and
-#                   t-vm-crash-keep.sh
+#                   tests/integration/t-vm.sh, t-vm-fua.sh, t-vm-cache.sh,
+#                   t-vm-crash-keep.sh and t-vm-kvm.sh
 #                   one after the other, and t-vm-emmc.sh alongside them (the
 #                   eMMC board's cycles are mostly its guest booting), all
 #                   of which may not skip (PC_VM_REQUIRE=1)
 #   make vm-check-emmc  vm-deps, vm-image-emmc, then t-vm-emmc.sh alone
 VM_DIR    := build/vm
 VM_STATIC := build/static
-VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep
+VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep t-vm-kvm
 .PHONY: vm-deps vm-image vm-image-emmc vm-run vm-run-fua vm-run-emmc vm-check vm-check-emmc
 vm-deps:
 	@tools/board/install-deps

@@ -247,9 +247,11 @@ static void boot_timeout(struct bctx *b)
 		camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 		return;
 	}
-	if (!setup && !b->rejects && !b->said[0] && camp_late_ms(b)) {
+	if (!setup && !b->rejects && !b->said[0] && camp_late_ms(b) &&
+	    !relay_host_fault(b->cfg->relay_driver, &b->rctx, NULL, 0)) {
 		/* the last attempt: the power stays on a while longer, so that a
-		 * hello that comes late names a slow boot, not a dead device */
+		 * hello that comes late names a slow boot, not a dead device (a
+		 * power-on the host failed is judged at once: it will not boot) */
 		b->late = 1;
 		b->t_late = pc_now_ms();
 		b->deadline = b->t_late + camp_late_ms(b);

@@ -283,6 +283,41 @@ static json_object *said_json(const struct bctx *b)
 	return o;
 }
 
+/*
+ * A silent boot that is not the device's: the agent said why (setup),
+ * someone tried to speak for the board and was refused, or the relay says
+ * the host failed the power-on (a virtual board's KVM failing its guest).
+ * 1 when it went on record as an INFRA_ERROR.
+ */
+static int boot_not_device(struct bctx *b, unsigned attempts)
+{
+	char hf[700];
+	json_object *x;
+
+	if (b->said[0] && strcmp(b->said_cause, "device")) {
+		x = json_object_new_object();
+		json_object_object_add(x, "agent_said", said_json(b));
+		camp_infra_ex(b, "agent_said", x, "setup: the agent says it cannot get to a hello: %s (its cause: %s; "
+			      "from %s); the device is not blamed", b->said, b->said_cause, b->said_via);
+		return 1;
+	}
+	if (b->rejects) {
+		/* someone tried and could not prove to be the agent: whether the
+		 * board booted is not known, so the device is not blamed */
+		camp_infra_ex(b, "link_reject", NULL, "no authenticated agent within %u ms after %u attempts; %u "
+			      "attempt(s) to speak for the board were refused (link_reject events)",
+			      b->cfg->boot_timeout_ms, attempts, b->rejects);
+		return 1;
+	}
+	if (relay_host_fault(b->cfg->relay_driver, &b->rctx, hf, sizeof(hf))) {
+		camp_infra_ex(b, "host_fault", NULL, "no HELLO within %u ms, %u attempt%s, and the relay says the "
+			      "host failed the power-on: %s; the device is not blamed", b->cfg->boot_timeout_ms,
+			      attempts, attempts == 1 ? "" : "s", hf);
+		return 1;
+	}
+	return 0;
+}
+
 /* The console's class, for an event: none, empty, kernel, output. */
 static const char *console_class(const struct camp_console_facts *f)
 {
@@ -432,21 +467,8 @@ void camp_boot_judge(struct bctx *b)
 	/* camp_infra_ex retries the final verification while attempts are left:
 	 * this one was the last */
 	b->attempt = b->cfg->boot_retries;
-	if (b->said[0] && strcmp(b->said_cause, "device")) {
-		x = json_object_new_object();
-		json_object_object_add(x, "agent_said", said_json(b));
-		camp_infra_ex(b, "agent_said", x, "setup: the agent says it cannot get to a hello: %s (its cause: %s; "
-			      "from %s); the device is not blamed", b->said, b->said_cause, b->said_via);
+	if (boot_not_device(b, attempts))
 		return;
-	}
-	if (b->rejects) {
-		/* someone tried and could not prove to be the agent: whether the
-		 * board booted is not known, so the device is not blamed */
-		camp_infra_ex(b, "link_reject", NULL, "no authenticated agent within %u ms after %u attempts; %u "
-			      "attempt(s) to speak for the board were refused (link_reject events)",
-			      b->cfg->boot_timeout_ms, attempts, b->rejects);
-		return;
-	}
 	if (!b->heard) {
 		x = json_object_new_object();
 		if (b->said[0])
