@@ -17,7 +17,7 @@
 # A command that must exit non-zero says so: a trailing "# exits N". The
 # commands of hardware and not-run blocks are printed and counted, not run;
 # those that call powercut or powercut-agent are held against the binary's
-# --help (every --option must be one it knows), and every `powercut-agent
+# subcommand's --help (every --option must be one it names), and every `powercut-agent
 # run` anywhere, the configs' notes included, must pass --key.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -84,19 +84,22 @@ extract() {
 # optcheck FILE:LINE COMMAND: a powercut or powercut-agent command's --options
 # are ones the binary's --help names, and an agent's run passes --key
 optcheck() {
-	local where=$1 cmd=$2 prog w
+	local where=$1 cmd=$2 prog w sub help
 	set -f
 	set -- $cmd
 	set +f
 	prog=${1##*/}
 	case "$prog" in powercut | powercut-agent) ;; *) return 0 ;; esac
+	# the subcommand's own --help names its options
+	sub=${2:-} help="$T/help.$prog"
+	if [ -n "$sub" ] && [ -s "$T/help.$prog.$sub" ]; then help="$T/help.$prog.$sub"; else sub=""; fi
 	for w in "$@"; do
 		case "$w" in
 		--*=*) w=${w%%=*} ;;
 		--*) ;;
 		*) continue ;;
 		esac
-		grep -q -- "$w\b" "$T/help.$prog" || { bad "$where: $prog has no option $w: $cmd"; return 1; }
+		grep -q -- "$w\b" "$help" || { bad "$where: $prog ${sub:+$sub }has no option $w: $cmd"; return 1; }
 	done
 	if [ "$prog" = powercut-agent ] && [ "${2:-}" = run ]; then
 		case " $* " in *" --key "*) ;; *) bad "$where: powercut-agent run without --key (the agent cannot prove itself): $cmd"; return 1 ;; esac
@@ -104,8 +107,11 @@ optcheck() {
 	return 0
 }
 "$BIN/powercut" --help > "$T/help.powercut" 2>&1
-for s in run replay report status key; do "$BIN/powercut" "$s" --help >> "$T/help.powercut" 2>&1; done
+for s in run replay report status check-config relay key plan lava crash-states; do
+	"$BIN/powercut" "$s" --help > "$T/help.powercut.$s" 2>&1
+done
 "$BIN/powercut-agent" --help > "$T/help.powercut-agent" 2>&1
+for s in prepare run scan info write; do "$BIN/powercut-agent" "$s" --help > "$T/help.powercut-agent.$s" 2>&1; done
 
 W="$T/work"
 mkdir -p "$W"
