@@ -43,6 +43,7 @@ const char rep_html_css[] =
 	"tr.total td{font-weight:bold;background:#f7f7f7}\n"
 	"table.kv th{width:13em}\n"
 	"table.inner{margin:0 0 4px}table.inner th,table.inner td{padding:1px 6px}table.kv.inner th{width:auto}\n"
+	"table.gloss td:first-child{white-space:nowrap}\n"
 	".badge{display:inline-block;min-width:6.5em;text-align:center;padding:1px 8px;border-radius:3px;"
 	"color:#fff;font-weight:bold;font-size:13px}\n"
 	".PASS{background:#2ca02c}.FAIL{background:#d62728}.BOOT_FAIL{background:#7b1fa2}"
