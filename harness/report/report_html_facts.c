@@ -365,7 +365,10 @@ void rep_html_glossary(FILE *out)
 {
 	fputs("<section class=\"glossary\" id=\"glossary\">\n<h2>Glossary</h2>\n"
 	      "<p>The verdict vocabulary (docs/design.md section 6, docs/verdicts.md): every record a cycle wrote, "
-	      "and every slot checked, is found to be one of these classes.</p>\n"
+	      "and every slot checked, is found to be one of these classes. In short: kept (<code>intact</code>), "
+	      "lost (<code>not_written</code>, <code>lost_acked</code>), torn (<code>torn</code>, "
+	      "<code>torn_sector</code>), damaged (<code>corrupt</code>, <code>misdirected</code>, <code>stale</code>, "
+	      "<code>collateral</code>, <code>unreadable</code>); only a violation fails a cycle.</p>\n"
 	      "<table class=\"gloss\">\n<tr><th>class</th><th>meaning</th><th>violation?</th></tr>\n", out);
 	for (int c = 0; c < PC_NCLASSES; c++)
 		gloss_row(out, pc_class_names[c], class_meaning[c][0], class_meaning[c][1] ? class_meaning[c][1] : "");
