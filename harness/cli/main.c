@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"        --target: a board stops once each mode shows its violation rate below RATE\n"
 	"  replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
 	"        recompute every verdict from events.jsonl; exit 1 on any difference, 2 on errors\n"
-	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"  report [--format text|md|html|json|junit|csv] [-o FILE] [--confidence C] RESULTS_DIR...\n"
 	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
 	"  status [--json] RESULTS_DIR\n"
 	"        whether a run holds the folder and, per board, its cycle, state, counts, last FAIL, ETA\n"
@@ -227,7 +227,7 @@ static int cmd_replay(int argc, char **argv)
 }
 
 static const char report_usage[] =
-	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] [--confidence C] RESULTS_DIR...\n"
 	"\n"
 	"The per-device report of one or more results folders (or verdicts.jsonl files): one\n"
 	"PASS / FAIL / BOOT_FAIL / INCOMPLETE line per device, then per part and unit the test\n"

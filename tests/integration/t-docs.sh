@@ -216,6 +216,23 @@ for f in "$ROOT"/configs/*.json; do
 	done < <(jq -r '[.defaults.relay?, .boards[]?.relay?] | .[] | select(.driver? == "command") | .on, .off, .get | strings' "$f")
 done
 hw=$((hw + cfgcmds))
+# README's demo (issue 37): its report is configs/sim-quick.json's, modes and
+# cycles, and its Commands block gives run, replay, report and status as
+# their --help does
+demo=$(sed -n '/^## What the demo shows/,/^## Reading a verdict/p' "$ROOT/README.md")
+want_modes=$(jq -r '(.defaults.modes // .boards[0].modes)[]' "$ROOT/configs/sim-quick.json" | tr '\n' ' ')
+got_modes=$(awk '/^  mode +cycles/ { t = 1; next } t && /^  total/ { exit } t { printf "%s ", $1 }' <<< "$demo")
+check "README's demo report runs the modes of configs/sim-quick.json ('$got_modes', wanted '$want_modes')" \
+	[ "$got_modes" = "$want_modes" ]
+want_cycles=$(jq -r '.cycles' "$ROOT/configs/sim-quick.json")
+got_cycles=$(awk '/^  total/ { print $2; exit }' <<< "$demo")
+check "...and its cycles per board ($got_cycles, wanted $want_cycles)" [ "$got_cycles" = "$want_cycles" ]
+for s in replay report status; do
+	syn=$(head -1 "$T/help.powercut.$s" | sed 's/^usage: //')
+	check "README's Commands give powercut $s as its --help does: $syn" grep -qF -- "$syn" "$ROOT/README.md"
+done
+syn=$(sed -n '1{s/^usage: //;p}; 2{s/^ *//;p}' "$T/help.powercut.run" | tr '\n' ' ' | sed 's/ $//')
+check "README's Commands give powercut run as its --help does: $syn" grep -qF -- "$syn" "$ROOT/README.md"
 echo "  documented commands: $ran run here, $hw need hardware, $notrun not run (reasons above); $files files written from the docs"
 case " $DOCS " in
 *" docs/bring-up.md "*) check "the documents have commands that run here" [ "$ran" -gt 0 ] ;;
