@@ -220,7 +220,6 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 {
 	int res = rep_result(r);
 	struct rep_mode t;
-	char pn[FIELD_LEN];
 
 	fputs("<header>\n<h1>powercut qualification report</h1>\n<p class=\"muted\">", out);
 	fprintf(out, "%u device%s from ", r->ndevs, r->ndevs == 1 ? "" : "s");
@@ -236,7 +235,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 		fprintf(out, " (%lu verdict line%s counted once)", r->duplicates, r->duplicates == 1 ? "" : "s");
 	fputs("</p>\n<p>Overall: ", out);
 	badge(out, rep_result_name(res));
-	fputs(" <span class=\"muted\">(the words of this report: <a href=\"#glossary\">glossary</a>)</span></p>\n", out);
+	fputs("</p>\n", out);
 	if (!r->ndevs) {
 		fputs("<p>No verdicts yet.</p>\n</header>\n", out);
 		return;
@@ -246,6 +245,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		const struct rep_dev *d = &r->devs[i];
 		enum pc_result res_d;
+		char pn[FIELD_LEN];
 
 		rep_mode_sum(d, &t);
 		res_d = rep_dev_result(d, &t);
@@ -871,6 +871,8 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	escf(out, "powercut report: %u device%s", r->ndevs, r->ndevs == 1 ? "" : "s");
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", rep_html_css);
 	summary(r, out, dirs, ndirs);
+	fputs("<p class=\"muted\">The words of this report (kept, lost, torn, damaged; PASS, FAIL, INFRA_ERROR...): "
+	      "<a href=\"#glossary\">glossary</a>.</p>\n", out);
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		int seen = 0;
 
