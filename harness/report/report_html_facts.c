@@ -146,6 +146,15 @@ static void cut_rows(FILE *out, json_object *c)
 		range_text(out, json_object_object_get(c, "nth"));
 		if (delay && json_object_get_int64(delay) > 0)
 			fprintf(out, ", %" PRId64 " \xc2\xb5s after it", json_object_get_int64(delay));
+	} else if (!strcmp(at, "mix")) {
+		/* docs/config.md, Cut plans: each cycle one of the plans its mode can take */
+		fputs("each cycle one of the plans its mode can take, in turn over the cycles of that mode: at a cache "
+		      "flush (modes flush, journal), at a FUA write (fua, fua+flush, journal), and at a random instant ", out);
+		range_text(out, json_object_object_get(c, "window_ms"));
+		fputs(" ms after the work is sent", out);
+		if (delay && json_object_get_int64(delay) > 0)
+			fprintf(out, "; flushes and FUA writes cut %" PRId64 " \xc2\xb5s after they start",
+				json_object_get_int64(delay));
 	} else {
 		esc(out, json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 	}

@@ -158,6 +158,15 @@ problems=$(python3 "$T/check.py" "$T/px.html" 2 "<tr><th>part name</th><td>file 
 	"the device's size as its agent reported it" "<h2>Part file $T/disk.img</h2>" 2>&1)
 check "...naming its part (a file) and its region's size from the agent${problems:+: $problems}" [ -z "$problems" ]
 
+# the cut plan mix (docs/config.md, Cut plans) in words, as a campaign.json gives it
+cp -r "$T/px" "$T/pxm"
+jq -c '.config.boards[0].cut = {"at": "mix", "window_ms": [5, 60], "delay_us": 0}' "$T/px/campaign.json" > "$T/pxm/campaign.json"
+"$PC" report --format html -o "$T/pxm.html" "$T/pxm" > /dev/null 2>&1
+problems=$(python3 "$T/check.py" "$T/pxm.html" 2 '<tr><th>plan</th><td>mix</td></tr>' \
+	'at a FUA write (fua, fua+flush, journal), and at a random instant 5 to 60 ms after the work is sent' 2>&1)
+check "...and a cut plan mix in words${problems:+: $problems}" [ -z "$problems" ]
+check "...not as JSON" [ "$(grep -c '{&quot;at' "$T/pxm.html")" -eq 0 ]
+
 # Results are hostile input: a board and a device named as markup stay text.
 cp -r "$T/r" "$T/rh"
 for f in verdicts.jsonl events.jsonl campaign.json; do
