@@ -540,4 +540,6 @@ $(B)/fuzz/replay-%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay_main
 	$(CC) $(ALL_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
 # ---- end fuzzing --------------------------------------------------------------
 
--include $(shell find build -name '*.d' -type f 2>/dev/null)
+# each build's own dependency files: its objects' folder alone (build/ also
+# holds the fresh-root check's and LAVA's Debian roots, whose *.d are not ours)
+-include $(shell find $(B)/obj -name '*.d' -type f 2>/dev/null)
