@@ -120,7 +120,8 @@ static void power_on(struct bctx *b)
 	if (b->cycle <= c->cycles)
 		json_object_object_add(ev, "mode", json_object_new_string(
 			pc_mode_name(b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes])));
-	camp_ev_log(b, ev);
+	if (camp_ev_log(b, ev) || c->fatal)
+		return;	/* the results failed: no power-on that is not on record */
 	camp_plan_power_on(b);
 	{
 		/* the worker switches on when the board has been off off_ms */
@@ -279,7 +280,7 @@ static void final_verified(struct bctx *b)
 {
 	camp_power_off(b);
 	camp_close_link(b);
-	results_sync(&b->c->res);
+	camp_results_check(b->c, results_sync(&b->c->res));
 	camp_set_state(b, B_DONE, UINT64_MAX);
 }
 
@@ -525,7 +526,7 @@ static uint64_t loop_timers(struct camp *c)
 	uint64_t now = pc_now_ms(), next = now + 1000;
 
 	camp_link_reject_tick(c, 0);
-	for (unsigned i = 0; i < c->nb; i++) {
+	for (unsigned i = 0; i < c->nb && !c->fatal; i++) {
 		if (relay_worker_hung(&c->b[i].rw, now))
 			relay_failed(&c->b[i], "did not answer within %u ms (the driver hangs)", c->b[i].rw.hang_ms);
 		board_timer(&c->b[i]);

@@ -336,7 +336,7 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 void results_close(struct results *r)
 {
 	if (r->ev_fd >= 0) {
-		results_sync(r);
+		results_sync(r);	/* after a failure: returns it, syncing nothing */
 		close(r->ev_fd);
 	}
 	if (r->v_fd >= 0)
@@ -366,23 +366,38 @@ static int append_line(int fd, json_object *obj)
 	return ret;
 }
 
-int results_event(struct results *r, json_object *ev)
+/* The first failure of a results file, kept (see results.h). ret: -errno. */
+static int results_fail(struct results *r, const char *file, const char *op, int ret)
 {
-	int ret = append_line(r->ev_fd, ev);
-
-	if (!ret) {
-		r->events++;
-		r->dirty = 1;
+	if (!r->failed) {
+		r->failed = ret;
+		snprintf(r->failure, sizeof(r->failure), "%s/%s: %s failed: %s", r->dir, file, op, strerror(-ret));
 	}
 	return ret;
 }
 
+int results_event(struct results *r, json_object *ev)
+{
+	int ret;
+
+	if (r->failed)
+		return r->failed;
+	ret = append_line(r->ev_fd, ev);
+	if (ret)
+		return results_fail(r, PC_FILE_EVENTS, "write", ret);
+	r->events++;
+	r->dirty = 1;
+	return 0;
+}
+
 int results_sync(struct results *r)
 {
+	if (r->failed)
+		return r->failed;
 	if (!r->dirty)
 		return 0;
 	if (fdatasync(r->ev_fd) < 0)
-		return -errno;
+		return results_fail(r, PC_FILE_EVENTS, "fdatasync", -errno);
 	r->dirty = 0;
 	return 0;
 }
@@ -391,11 +406,14 @@ int results_verdict(struct results *r, json_object *v)
 {
 	int ret = results_sync(r);
 
-	if (!ret)
-		ret = append_line(r->v_fd, v);
-	if (!ret && fdatasync(r->v_fd) < 0)
-		ret = -errno;
-	return ret;
+	if (ret)
+		return ret;
+	ret = append_line(r->v_fd, v);
+	if (ret)
+		return results_fail(r, PC_FILE_VERDICTS, "write", ret);
+	if (fdatasync(r->v_fd) < 0)
+		return results_fail(r, PC_FILE_VERDICTS, "fdatasync", -errno);
+	return 0;
 }
 
 int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn, char *err, size_t errlen)
@@ -429,17 +447,44 @@ out:
 	return ret;
 }
 
+/* pc_write_file's steps (temporary, write, fsync, rename, fsync of the
+ * folder), each named when it fails: campaign.json is never half there. */
 int results_write_json(const char *dir, const char *name, json_object *obj, char *err, size_t errlen)
 {
-	char path[PATH_MAX + 64], *text = NULL;
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 72];
 	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	int ret;
+	const char *op = "write", *what = path;
+	int fd, ret;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	ret = asprintf(&text, "%s\n", s) < 0 ? -ENOMEM : pc_write_file(path, text, strlen(text), PC_FILE_SYNC);
-	free(text);
+	fd = pc_tmp_open(path, tmp, sizeof(tmp));
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(-fd));
+		return fd;
+	}
+	ret = pc_write_all(fd, s, strlen(s));
+	if (!ret)
+		ret = pc_write_all(fd, "\n", 1);
+	if (!ret && fsync(fd) < 0) {
+		op = "fsync";
+		ret = -errno;
+	}
+	if (close(fd) < 0 && !ret) {
+		op = "close";
+		ret = -errno;
+	}
+	if (!ret && rename(tmp, path) < 0) {
+		op = "rename";
+		ret = -errno;
+	}
+	if (ret) {
+		unlink(tmp);
+	} else if ((ret = pc_fsync_dir_of(path)) != 0) {
+		op = "fsync";
+		what = dir;
+	}
 	if (ret)
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		snprintf(err, errlen, "%s: %s failed: %s", what, op, strerror(-ret));
 	return ret;
 }
 

@@ -30,6 +30,14 @@ struct results {
 	int dirty;		/* events written since the last fsync */
 	int lock_fd;		/* <dir>/lock, flock'd LOCK_EX for the whole run; -1 if not held */
 	int64_t started;	/* when this run took the lock (epoch seconds) */
+	/* The first failed write or sync of events.jsonl or verdicts.jsonl
+	 * (-errno), and what it was ("DIR/events.jsonl: fdatasync failed: ...").
+	 * Sticky: after a failed fdatasync the kernel may have dropped the
+	 * pages it could not write, so a later sync that succeeds proves
+	 * nothing (PostgreSQL's "fsyncgate"). Every later results_event(),
+	 * results_sync() and results_verdict() returns it, writing nothing. */
+	int failed;
+	char failure[PATH_MAX + 160];
 };
 
 /* What <dir>/lock says about the run that holds or last held the folder. */
@@ -58,10 +66,14 @@ void results_close(struct results *r);
 
 /* Append one event line (no fsync). 0 or -errno. */
 int results_event(struct results *r, json_object *ev);
-/* fsync events.jsonl if anything was written since the last sync. */
+/* fdatasync events.jsonl if anything was written since the last sync. */
 int results_sync(struct results *r);
-/* fsync the events (the evidence first), then append the verdict and fsync it. */
+/* fdatasync the events (the evidence first), then append the verdict and
+ * fdatasync it. */
 int results_verdict(struct results *r, json_object *v);
+/* Each of the three: 0, or -errno with r->failed and r->failure set on the
+ * first failure (a short write, a failed write or fdatasync), and the same
+ * -errno on every call after it, nothing written: the caller stops. */
 
 /* Call fn for each line of a .jsonl file, read by the one reader
  * (harness/results/jsonl.h: bounded lines, UTF-8, strict JSON objects). A
