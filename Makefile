@@ -196,6 +196,7 @@ bench: all
 	bench/modes-vs-fio
 	bench/replay-rate
 	bench/harness
+	bench/slow-results
 
 # Regenerate the crafted region images of tests/fixtures/ (they are committed).
 fixtures: $(B)/tools/mkfixtures

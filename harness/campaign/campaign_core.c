@@ -102,7 +102,9 @@ void camp_power_off(struct bctx *b)
 /* The cycle ends (cut done, or it could not run): move on after the off time. */
 void camp_next_cycle(struct bctx *b)
 {
-	camp_results_check(b->c, results_sync(&b->c->res));
+	/* the writer syncs it; the board powers on again once it is durable */
+	if (!camp_results_check(b->c, results_sync(&b->c->res)))
+		b->sync_seq = results_requested(&b->c->res);
 	b->cycle++;
 	b->attempt = 0;
 	b->rejects = 0;

@@ -80,6 +80,9 @@ struct bctx {
 	struct camp_tally tally;	/* campaign_resume.c's */
 	struct camp_stop stop;		/* campaign_stop.c's */
 	unsigned cycles_run;	/* in this run: each board's pace, for progress */
+	/* the results writer's request that holds its last cycle's events and
+	 * verdict: durable before its next power-on (results_durable) */
+	uint64_t sync_seq;
 };
 
 struct camp {

@@ -309,7 +309,7 @@ static int camp_finish(struct camp *c, const char *dir)
 		json_object_object_add(ev, "end", json_object_new_string(camp_stop_end_name(b)));
 		camp_ev_log(b, ev);
 	}
-	camp_results_check(c, results_sync(&c->res));
+	camp_results_check(c, results_flush(&c->res));	/* everything durable, or the failure */
 	if (c->res.failed)
 		pc_err("stopped: %s; once the disk is mended, run the same command to resume", c->res.failure);
 	if (c->disk.below)
@@ -391,7 +391,8 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		pc_strlcpy(dir, o->results, sizeof(dir));
 	else
 		snprintf(dir, sizeof(dir), "results/%s", cfg->name);
-	if (camp_setup(&c, dir, locks, &existing) || (existing && camp_resume(&c, dir)))
+	if (camp_setup(&c, dir, locks, &existing) || (existing && camp_resume(&c, dir)) ||
+	    camp_results_check(&c, results_flush(&c.res)))	/* the verdicts recovered, durable */
 		goto out;
 	json_object_put(c.seen_verdicts);
 	c.seen_verdicts = NULL;

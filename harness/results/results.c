@@ -4,6 +4,7 @@
 #include "harness/results/results.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/verdict.h"
+#include "harness/results/writer.h"
 
 #include "common/proto.h"
 
@@ -328,6 +329,8 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 	ret = open_append(r, PC_FILE_EVENTS, &r->ev_fd, note, notelen, err, errlen);
 	if (!ret)
 		ret = open_append(r, PC_FILE_VERDICTS, &r->v_fd, note, notelen, err, errlen);
+	if (!ret)
+		ret = results_writer_start(r, err, errlen);
 	if (ret)
 		results_close(r);
 	return ret;
@@ -335,10 +338,10 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 
 void results_close(struct results *r)
 {
-	if (r->ev_fd >= 0) {
-		results_sync(r);	/* after a failure: returns it, syncing nothing */
+	/* what was written is synced, unless a sync failed: then nothing is */
+	results_writer_stop(r);
+	if (r->ev_fd >= 0)
 		close(r->ev_fd);
-	}
 	if (r->v_fd >= 0)
 		close(r->v_fd);
 	if (r->lock_fd >= 0) {
@@ -347,73 +350,6 @@ void results_close(struct results *r)
 		close(r->lock_fd);
 	}
 	r->ev_fd = r->v_fd = r->lock_fd = -1;
-}
-
-static int append_line(int fd, json_object *obj)
-{
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(s);
-	char *line = malloc(n + 1);
-	int ret;
-
-	if (!line)
-		return -ENOMEM;
-	memcpy(line, s, n);
-	line[n] = '\n';
-	/* one write() with O_APPEND: a crash leaves a whole line or a torn tail */
-	ret = pc_write_all(fd, line, n + 1);
-	free(line);
-	return ret;
-}
-
-/* The first failure of a results file, kept (see results.h). ret: -errno. */
-static int results_fail(struct results *r, const char *file, const char *op, int ret)
-{
-	if (!r->failed) {
-		r->failed = ret;
-		snprintf(r->failure, sizeof(r->failure), "%s/%s: %s failed: %s", r->dir, file, op, strerror(-ret));
-	}
-	return ret;
-}
-
-int results_event(struct results *r, json_object *ev)
-{
-	int ret;
-
-	if (r->failed)
-		return r->failed;
-	ret = append_line(r->ev_fd, ev);
-	if (ret)
-		return results_fail(r, PC_FILE_EVENTS, "write", ret);
-	r->events++;
-	r->dirty = 1;
-	return 0;
-}
-
-int results_sync(struct results *r)
-{
-	if (r->failed)
-		return r->failed;
-	if (!r->dirty)
-		return 0;
-	if (fdatasync(r->ev_fd) < 0)
-		return results_fail(r, PC_FILE_EVENTS, "fdatasync", -errno);
-	r->dirty = 0;
-	return 0;
-}
-
-int results_verdict(struct results *r, json_object *v)
-{
-	int ret = results_sync(r);
-
-	if (ret)
-		return ret;
-	ret = append_line(r->v_fd, v);
-	if (ret)
-		return results_fail(r, PC_FILE_VERDICTS, "write", ret);
-	if (fdatasync(r->v_fd) < 0)
-		return results_fail(r, PC_FILE_VERDICTS, "fdatasync", -errno);
-	return 0;
 }
 
 int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn, char *err, size_t errlen)
