@@ -32,10 +32,12 @@ cat > "$T/c.json" <<JSON
 JSON
 
 # faulty NAME AFTER FILES: a run whose results folder $T/NAME fails the
-# sync after the first AFTER ones of FILES (comma-separated names)
+# sync after the first AFTER ones of FILES (comma-separated names). A run
+# that neither stops nor ends (boards waiting for a sync that failed) is
+# killed after 120 s: exit 124.
 faulty() {
 	SYNCFAULT_PATH="$T/$1/" SYNCFAULT_NAMES="$3" SYNCFAULT_AFTER="$2" SYNCFAULT_LOG="$T/$1.sync" \
-		LD_PRELOAD="${asan:+$asan:}$SO" "$PC" run "$T/c.json" --results "$T/$1" --agent "$AGENT" \
+		LD_PRELOAD="${asan:+$asan:}$SO" timeout 120 "$PC" run "$T/c.json" --results "$T/$1" --agent "$AGENT" \
 		--quiet --no-report > "$T/$1.out" 2> "$T/$1.err"
 }
 # whole NAME: every cycle of both boards judged once, 1..CYCLES, nothing else
@@ -66,7 +68,8 @@ one() {
 		sh -c "! ls '$T/$name'/boards/*/pgid > /dev/null 2>&1"
 	cp "$T/$name/verdicts.jsonl" "$T/$name.before" 2> /dev/null || : > "$T/$name.before"
 	cp "$T/$name/events.jsonl" "$T/$name.events" 2> /dev/null || : > "$T/$name.events"
-	"$PC" run "$T/c.json" --results "$T/$name" --agent "$AGENT" --quiet --no-report > "$T/$name.out2" 2> "$T/$name.err2"
+	timeout 120 "$PC" run "$T/c.json" --results "$T/$name" --agent "$AGENT" --quiet --no-report \
+		> "$T/$name.out2" 2> "$T/$name.err2"
 	rc=$?
 	echo "  resumed: exit $rc, $(grep -c . "$T/$name/verdicts.jsonl") verdicts"
 	check "$file fault gone: the same command resumes to the end, exit 0 (was $rc)" [ "$rc" -eq 0 ]
@@ -76,8 +79,11 @@ one() {
 	check "...replay agrees" "$PC" replay --quiet "$T/$name"
 }
 
-one ev events.jsonl 6
-one vd verdicts.jsonl 5
+# early and late in the run, at whatever each board is doing then
+one ev3 events.jsonl 3
+one ev11 events.jsonl 11
+one vd5 verdicts.jsonl 5
+one vd10 verdicts.jsonl 10
 # a new folder whose campaign.json cannot be made durable: nothing starts
 one cj campaign.json 0
 check "campaign.json: no board was switched on before it was durable" \
