@@ -155,7 +155,7 @@ SAN = build/san
 JOBS ?= $(shell nproc 2> /dev/null || echo 2)
 san:
 	@$(MAKE) --no-print-directory B=$(SAN) OPT="$(SANFLAGS)" \
-		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit \
+		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit $(SAN)/syncfault.so \
 		$(patsubst tests/tools/%.c,$(SAN)/tools/%,$(TOOL_SRC))
 
 # -k: a failing part does not hide the others; the unit and integration totals
@@ -220,6 +220,7 @@ bench: all
 	bench/modes-vs-fio
 	bench/replay-rate
 	bench/harness
+	bench/slow-results
 
 # Regenerate the crafted region images of tests/fixtures/ (they are committed).
 fixtures: $(B)/tools/mkfixtures
@@ -328,14 +329,16 @@ print-cross-b:
 # tests/gpiosim/{gpiosim,hidrawsim}.c are LD_PRELOAD shims that play the GPIO
 # character device and a dcttech HID relay board; tests/unit/test_relay_hw.c
 # re-runs itself under the ones next to its binary, so they are built with
-# every test-unit (order-only: they are not linked in).
+# every test-unit (order-only: they are not linked in). syncfault.c fails or
+# slows fsync/fdatasync of chosen files (a results disk that loses data:
+# t-sync-fault; a slow one: bench/slow-results); make san builds it.
 #   make gpiosim   just the shims, in $(B)/
 #   make gpiod2    libgpiod 2.x from bookworm-backports (apt only; unpacked, not
 #                  installed) into build/gpiod2/, and the relay tests built
 #                  against it with PC_GPIOD_API=2 as build/gpiod2/test-relay-gpiod
 SHIM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes \
                -Wstrict-prototypes -D_GNU_SOURCE -O2 -g -fPIC -shared
-GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so
+GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so $(B)/syncfault.so
 GPIOD2      := build/gpiod2
 GPIOD2_LIB   = $(GPIOD2)/usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
 GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c $(RELAY_SRC) $(COMMON_SRC)

@@ -81,6 +81,9 @@ struct bctx {
 	struct camp_tally tally;	/* campaign_resume.c's */
 	struct camp_stop stop;		/* campaign_stop.c's */
 	unsigned cycles_run;	/* in this run: each board's pace, for progress */
+	/* the results writer's request that holds its last cycle's events and
+	 * verdict: durable before its next power-on (results_durable) */
+	uint64_t sync_seq;
 };
 
 struct camp {
@@ -101,6 +104,7 @@ struct camp {
 	int resuming;
 	int format;		/* the folder's results format (major): campaign.json's */
 	int fatal;
+	int res_told;		/* the results' failure (res.failure) was said */
 	char agent[PATH_MAX];
 	char key_path[PATH_MAX];
 	struct pc_auth_key key;
@@ -132,6 +136,9 @@ void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
 int camp_no_off(const struct bctx *b);
 void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
+/* ret of a results_*() call: a failure stops the campaign (fatal), said
+ * once, naming the file and errno. Returns ret. */
+int camp_results_check(struct camp *c, int ret);
 
 /* campaign_infra.c */
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -89,12 +89,9 @@ int camp_on_verdict(json_object *v, void *arg)
 	snprintf(key, sizeof(key), "%s/%" PRId64, board, json_object_get_int64(o));
 	if (c->seen_verdicts && json_object_object_get_ex(c->seen_verdicts, key, NULL))
 		return 0;	/* resuming: this one is in verdicts.jsonl already */
-	ret = results_verdict(&c->res, v);
-	if (ret) {
-		pc_err("%s/" PC_FILE_VERDICTS ": write failed: %s", c->res.dir, strerror(-ret));
-		c->fatal = 1;
+	ret = camp_results_check(c, results_verdict(&c->res, v));
+	if (ret)
 		return ret;
-	}
 	if (c->resuming)
 		pc_info("recovered the verdict of %s cycle %" PRId64 " from " PC_FILE_EVENTS, board,
 			json_object_get_int64(o));
@@ -230,14 +227,10 @@ void camp_reconf_log(struct camp *c)
 
 	for (size_t i = 0; i < n && !c->fatal; i++) {
 		json_object *ev = json_object_get(json_object_array_get_idx(c->reconf, i));
-		int ret;
 
 		json_object_object_add(ev, "t", json_object_new_int64(camp_t(c)));
-		ret = results_event(&c->res, ev);
-		if (ret) {
-			pc_err("%s/" PC_FILE_EVENTS ": write failed: %s", c->res.dir, strerror(-ret));
-			c->fatal = 1;
-		}
+		/* a failed write stops the run, named, as every results write does */
+		camp_results_check(c, results_event(&c->res, ev));
 		json_object_put(ev);
 	}
 	json_object_put(c->reconf);

@@ -111,7 +111,7 @@ static void stop_board(struct bctx *b, enum pc_run_end end, unsigned cycle, cons
 	json_object_object_add(ev, "end", json_object_new_string(pc_run_end_names[end]));
 	json_object_object_add(ev, "reason", json_object_new_string(why));
 	camp_ev_log(b, ev);
-	results_sync(&b->c->res);
+	camp_results_check(b->c, results_sync(&b->c->res));
 	pc_warn("board %s: stopped at cycle %u: %s", b->cfg->name, cycle, why);
 	b->stop.end = (int)end + 1;
 	b->stop.run_ended = 1;
