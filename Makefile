@@ -12,6 +12,9 @@
 # Missing Debian build dependencies are installed by tools/install-deps
 # (from tools/debian-packages.txt, the one list .ci/run uses too).
 
+# `make` alone builds the two binaries (the first rule below is the build's own check)
+.DEFAULT_GOAL := all
+
 PREFIX   ?= /usr/local
 DESTDIR  ?=
 CROSS_COMPILE ?=
