@@ -54,6 +54,10 @@ HELP
 problems=$({ "$PC" --help; "$AGENT" --help; } 2>&1 | grep -n '%%')
 check "powercut --help and powercut-agent --help have no '%%'${problems:+: $problems}" [ -z "$problems" ]
 
+# a bare `make` builds both binaries (the README's word): its dry run links them
+check "a bare make builds powercut and powercut-agent" \
+	sh -c "make -n B='$T/mk' 2> /dev/null | grep -q -- '-o $T/mk/powercut-agent ' && make -n B='$T/mk' 2> /dev/null | grep -q -- '-o $T/mk/powercut '"
+
 # ---- configurations
 cat > "$T/typo.json" <<'JSON'
 { "campaign": "x", "cycles": 2,
