@@ -214,6 +214,7 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 		if (e[i].flags & LOG_FLUSH_FLAG || (e[i].flags & LOG_FUA_FLAG && !(e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))))
 			c->npp++;
 		fl += !!(e[i].flags & LOG_FLUSH_FLAG);
+		c->capmk += !!(e[i].flags & LOG_MARK_FLAG);
 		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
 		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - *bytes) / 512)
@@ -227,6 +228,9 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 		return 0;
 	if (fstat(fd, &st) < 0)
 		return pc_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+	if (k->marks != c->capmk)
+		return pc_fail(err, errlen, -EPROTO, "%s: field marks: %" PRIu64 ", the log %s holds %zu (damaged, or "
+			       "not the sim's)", k->path, k->marks, c->in->log, c->capmk);
 	if (k->log_entries != ne || k->writes != c->nw || k->flushes != fl || k->fua_writes != fua ||
 	    k->log_bytes != (uint64_t)st.st_size)
 		return pc_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", the log %s holds %" PRIu64
@@ -255,6 +259,12 @@ static int log_fill(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, 
 		struct cwrite *w = &c->w[c->nw];
 		int fua = (e[i].flags & LOG_FUA_FLAG) != 0;
 
+		if (e[i].flags & LOG_MARK_FLAG && !(e[i].flags & LOG_DISCARD_FLAG)) {
+			int rc = crash_mark_read(c, fd, &e[i], i, ss, err, errlen);
+
+			if (rc)
+				return rc;
+		}
 		if (e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
 		if (e[i].flags & LOG_FLUSH_FLAG || fua)
@@ -311,9 +321,10 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		bytes += f->n * 512;
 	c->w = calloc(c->nw + 1, sizeof(*c->w));
 	c->pp = calloc(c->npp ? c->npp : 1, sizeof(*c->pp));
+	c->mk = calloc(c->capmk ? c->capmk : 1, sizeof(*c->mk));
 	c->nsect = bytes / 512;
 	c->data = malloc(bytes ? bytes : 1);
-	if (!c->w || !c->pp || !c->data)
+	if (!c->w || !c->pp || !c->mk || !c->data)
 		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 	else
 		rc = log_fill(c, fd, e, ne, ss, err, errlen);
@@ -664,6 +675,7 @@ static void ctx_free(struct ctx *c)
 		munmap(c->map, c->map_len);
 	free(c->w);
 	free(c->pp);
+	free(c->mk);
 	free(c->data);
 	free(c->tgt);
 	free(c->isnew);
@@ -718,35 +730,9 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	r->writes = (unsigned)c.nw;
 	r->volatile_ = c.nvol;
 	r->durable = (unsigned)(c.nw - c.nvol);
-	/* acknowledged but not durable: a record an ACK named that durable writes do not wholly hold */
-	{
-		uint8_t *cover = calloc(c.nrec * c.spr, 1);
-
-		if (!cover) {
-			rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < c.nw; i++)
-			for (uint64_t k = 0; c.w[i].durable && k < c.w[i].n; k++) {
-				size_t s = c.w[i].sect0 + k;
-
-				if (c.tgt[s] >= 0 && c.isnew[s])
-					cover[c.tgt[s]] = 1;
-			}
-		for (size_t i = 0; i < c.nrec; i++) {
-			int whole = 1;
-
-			for (uint32_t k = 0; k < c.spr; k++)
-				whole &= cover[i * c.spr + k];
-			r->acked += c.rec[i].acked;
-			if (c.rec[i].acked && !whole) {
-				r->acked_not_durable++;
-				crash_note(&c, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", in->cycle,
-				     c.rec[i].seq);
-			}
-		}
-		free(cover);
-	}
+	/* acknowledged but not durable: at each ACK mark, and at the real cut */
+	if ((rc = crash_acks_check(&c, err, errlen)))
+		goto out;
 	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
 	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
@@ -770,7 +756,7 @@ void crash_result_clear(struct crash_result *r)
 
 int crash_result_ok(const struct crash_result *r)
 {
-	return r->acked_not_durable == 0 && r->mismatches == 0 && r->caught == r->injected && r->locality_breaks == 0;
+	return r->acked_not_durable == 0 && r->acks_unmarked == 0 && r->mismatches == 0 && r->caught == r->injected && r->locality_breaks == 0;
 }
 
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r)
@@ -787,6 +773,9 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 	json_object_object_add(o, "volatile", json_object_new_int64(r->volatile_));
 	json_object_object_add(o, "acked", json_object_new_int64(r->acked));
 	json_object_object_add(o, "acked_not_durable", json_object_new_int64(r->acked_not_durable));
+	json_object_object_add(o, "ack_marks", json_object_new_int64(r->ack_marks));
+	if (r->ack_marks)
+		json_object_object_add(o, "acks_unmarked", json_object_new_int64(r->acks_unmarked));
 	json_object_object_add(o, "lost_acked_states", json_object_new_int64(r->lost_acked_states));
 	json_object_object_add(o, "mismatches", json_object_new_int64(r->mismatches));
 	json_object_object_add(o, "injected", json_object_new_int64(r->injected));

@@ -67,6 +67,7 @@ struct crash_kept {
 	uint32_t record_size, nslots;
 	int have_counts;		/* finished: the log's counts (the log must hold these) */
 	uint64_t writes, fua_writes, flushes, log_entries, log_bytes;
+	uint64_t marks;			/* mark entries (the agent's ACKs; 0 when absent) */
 	unsigned ncycles;		/* distinct record cycles the log holds */
 	int cycles_more;		/* more than CRASH_KEPT_MAX_CYCLES */
 	uint32_t cycle;			/* its records' first cycle; none: the write in flight's; 0: none */
@@ -114,6 +115,8 @@ struct crash_result {
 	unsigned by_mode[CRASH_M_MAX];
 	double ms_by_mode[CRASH_M_MAX];
 	unsigned writes, durable, volatile_, acked, acked_not_durable;
+	unsigned ack_marks;		/* the agent's ACK marks in the log (pc-ack): each checked where it stands */
+	unsigned acks_unmarked;		/* with marks: host ACKs with no mark in order (the record is not whole) */
 	unsigned lost_acked_states;	/* states (legal or injected) that lose an acknowledged record */
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
@@ -142,7 +145,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 void crash_result_clear(struct crash_result *r);
 /* The JSON line of a cycle (a new object). */
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r);
-/* 1 when the cycle passes: acked_not_durable 0, mismatches 0, caught = injected. */
+/* 1 when the cycle passes: acked_not_durable 0, acks_unmarked 0, mismatches 0, caught = injected. */
 int crash_result_ok(const struct crash_result *r);
 const char *crash_mode_name(enum crash_mode m);
 

@@ -5,6 +5,7 @@
  *
  *   crash.c         the inputs (events, log, images), the cycle driven
  *                   through its states, the result
+ *   crash_acks.c    the ACKs against the log: at each ACK mark, at the cut
  *   crash_states.c  which states: subsets, tears (the covering design),
  *                   virtual cuts, illegal states, the observed image
  *   crash_judge.c   one state built, scanned and judged; shared helpers
@@ -32,6 +33,12 @@ struct cwrite {
 	size_t ext_off;
 };
 
+/* One ACK mark of the log: the agent acknowledged [first, first + n) at log entry entry. */
+struct cmark {
+	size_t entry;
+	uint64_t first, n;
+};
+
 /* One record the cycle's work names. */
 struct crec {
 	uint64_t seq;
@@ -54,6 +61,8 @@ struct ctx {
 	size_t nw;
 	size_t *pp;		/* persistence points: entry indexes of flushes and FUA writes */
 	size_t npp;
+	struct cmark *mk;	/* the agent's ACK marks, in log order */
+	size_t nmk, capmk;
 	unsigned char *data;	/* every write's bytes, sector by sector */
 	int32_t *tgt;		/* per write sector: record sector rec * spr + idx, or -1 */
 	uint8_t *isnew;		/* per write sector: it holds that record sector's new bytes */
@@ -144,6 +153,16 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 		      char *err, size_t errlen);
 /* A legal state: judged, counted, a mismatch when its verdict is wrong. 0 or -errno. */
 int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen);
+
+/* crash_acks.c: the ACKs against the log. */
+struct vc_entry;
+/* A mark entry of the log read: a pc-ack mark into c->mk (capmk must have room). 0 or -EPROTO/-EIO. */
+int crash_mark_read(struct ctx *c, int fd, const struct vc_entry *e, size_t i, uint32_t ss, char *err,
+		    size_t errlen);
+/* r->acked, acked_not_durable (at each mark, and at the real cut), ack_marks, acks_unmarked. 0 or -errno. */
+int crash_acks_check(struct ctx *c, char *err, size_t errlen);
+/* With marks: how many of the host's ACKs can have come by log entry at (the marks before it). */
+size_t crash_marks_before(const struct ctx *c, size_t at);
 
 /* crash_states.c: the kinds of states, each 0 or -errno. */
 int crash_design_make(struct design *d, uint32_t spr);

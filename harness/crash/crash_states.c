@@ -298,8 +298,11 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 			}
 			free(cover);
 		}
-		/* the ACKs received by then: the ACK events, in order, while all they name is durable */
-		for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
+		/* the ACKs received by then: with marks, those the agent had sent (marked before the point);
+		 * else the ACK events, in order, while all they name is durable */
+		if (c->nmk)
+			limit = crash_marks_before(c, at);
+		for (size_t i = 0, n = c->nmk ? 0 : json_object_array_length(c->mid), lo, hi; i < n; i++) {
 			int rc2 = crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi), all = rc2 == 0;
 
 			if (rc2 < 0)

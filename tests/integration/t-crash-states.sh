@@ -58,6 +58,8 @@ for m in fua fua+flush flush journal none relwr; do
 	echo "    $m: $(jq -c '{states, durable, volatile, acked, acked_not_durable, mismatches, injected, caught, observed, ms}' <<< "$line")"
 	check "honest $m: states judged, 0 mismatches, caught = injected, 0 acked not durable" \
 		jqt '.states > 0 and .mismatches == 0 and .caught == .injected and .acked_not_durable == 0' <<< "$line"
+	check "honest $m: every ACK the host got is one of the agent's marks in the log" \
+		jqt '(.acked == 0 or .ack_marks > 0) and (.ack_marks == 0 or .acks_unmarked == 0)' <<< "$line"
 	check "honest $m: the state after the cut is among those enumerated" \
 		jqt '.observed.enumerated == "exact" or .observed.enumerated == "by_slot"' <<< "$line"
 	check "honest $m: the state after the cut gets the verdict verdicts.jsonl holds" \

@@ -63,11 +63,26 @@ static void put_hdr(int fd, off_t off, uint64_t sector, uint64_t nsect, uint64_t
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
 }
 
-/* The base image and the log above. */
-static void make_inputs(void)
+#define MARK1	-2	/* the agent's ACK mark "pc-ack 1 4" */
+#define MARK2	-3	/* "pc-ack 5 4" */
+
+/* A mark entry: its text inline after the entry's header, one sector. */
+static void put_mark(int fd, off_t off, const char *text)
+{
+	uint8_t h[512] = { 0 };
+
+	pc_put64(h + 16, LOG_MARK_FLAG);
+	pc_put64(h + 24, strlen(text));
+	memcpy(h + 32, text, strlen(text));
+	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
+}
+
+static const int order_plain[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 10, 9 };
+
+/* The base image and a log: order[] names record writes (seq), flushes (-1) and marks. */
+static void make_log(const int *order, size_t norder)
 {
 	const char *dir = pc_test_tmpdir("crash");
-	static const int order[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 10, 9 };
 	struct region_opts ro = { 0 };
 	struct region r;
 	char err[512] = "";
@@ -97,10 +112,15 @@ static void make_inputs(void)
 	CU_ASSERT_FATAL(fd >= 0);
 	pc_put64(sb, 0x6a736677736872ULL);	/* dm-log-writes: magic, version 1, entries, sector size */
 	pc_put64(sb + 8, 1);
-	pc_put64(sb + 16, PC_ARRAY_SIZE(order));
+	pc_put64(sb + 16, norder);
 	pc_put32(sb + 24, 512);
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, sb, sizeof(sb), 0), 0);
-	for (size_t i = 0; i < PC_ARRAY_SIZE(order); i++) {
+	for (size_t i = 0; i < norder; i++) {
+		if (order[i] == MARK1 || order[i] == MARK2) {
+			put_mark(fd, off, order[i] == MARK1 ? "pc-ack 1 4" : "pc-ack 5 4");
+			off += 512;
+			continue;
+		}
 		if (order[i] < 0) {
 			put_hdr(fd, off, 0, 0, LOG_FLUSH_FLAG);
 			off += 512;
@@ -115,6 +135,11 @@ static void make_inputs(void)
 	}
 	close(fd);
 	free(rec);
+}
+
+static void make_inputs(void)
+{
+	make_log(order_plain, PC_ARRAY_SIZE(order_plain));
 }
 
 static json_object *ev(unsigned cycle, const char *kind)
@@ -280,6 +305,61 @@ static void test_ack_open_group(void)
 	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
+}
+
+/*
+ * The agent's ACK marks in the log (issue 38). Honest: each mark after the
+ * flush that makes its group durable,
+ *   W2 W1 W4 W3 F1 M(1+4) W5 W7 W6 W8 F2 M(5+4) W10 W9
+ * by hand: 2 marks, every record they name durable at its mark: 0; the host's
+ * two ACKs are the two marks: 0 unmarked; the states as without marks (30),
+ * the virtual cuts at F1 and F2 now with the ACKs marked before them (0, 1).
+ * Early (an agent that ACKs before its flush): each mark before its flush,
+ *   W2 W1 W4 W3 M(1+4) F1 W5 W7 W6 W8 M(5+4) F2 W10 W9
+ * by hand: at M(1+4) no flush yet: seqs 1..4 not durable; at M(5+4) F1 made
+ * 1..4 durable, 5..8 not: 8 acknowledged before durable, each counted once,
+ * though the real cut finds all 8 durable (what the host alone could see).
+ */
+static void test_ack_marks(void)
+{
+	static const int honest[] = { 2, 1, 4, 3, -1, MARK1, 5, 7, 6, 8, -1, MARK2, 10, 9 };
+	static const int early[] = { 2, 1, 4, 3, MARK1, -1, 5, 7, 6, 8, MARK2, -1, 10, 9 };
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs = events(0), *evs9 = events(1);
+
+	crash_opts_default(&o);
+	make_log(honest, PC_ARRAY_SIZE(honest));
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.ack_marks, 2);
+	CU_ASSERT_EQUAL(r.acked, 8);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
+	CU_ASSERT_EQUAL(r.acks_unmarked, 0);
+	CU_ASSERT_EQUAL(r.states, 30);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the host got an ACK of seq 9 the agent never marked: unmarked, and not durable */
+	CU_ASSERT_EQUAL_FATAL(check(evs9, &o, &r), 0);
+	CU_ASSERT_EQUAL(r.acks_unmarked, 1);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 1);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	make_log(early, PC_ARRAY_SIZE(early));
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.ack_marks, 2);
+	CU_ASSERT_EQUAL(r.durable, 8);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 8);
+	CU_ASSERT_EQUAL(r.acks_unmarked, 0);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+	json_object_put(evs9);
 }
 
 /* A faulty judge: every torn record called intact. */
@@ -485,6 +565,7 @@ int suite_crash(void)
 	static const struct pc_test tests[] = {
 		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
+		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
 		{ "the image after the cut: among the states, its verdict", test_observed },
 		{ "a kept cycle.json: every field bounded, a bad one named", test_kept_bounds },
