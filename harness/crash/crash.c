@@ -684,7 +684,7 @@ static void ctx_free(struct ctx *c)
 	free(c->racked);
 	free(c->rec);
 	free(c->rec_of_slot);
-	free(c->seen);
+	free(c->fps);
 	free(c->vol);
 	free(c->captured);
 	json_object_put(c->pre);
@@ -768,6 +768,7 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 	if (r->mode[0])
 		json_object_object_add(o, "mode", json_object_new_string(r->mode));
 	json_object_object_add(o, "states", json_object_new_int64(r->states));
+	json_object_object_add(o, "repeats", json_object_new_int64(r->repeats));
 	json_object_object_add(o, "writes", json_object_new_int64(r->writes));
 	json_object_object_add(o, "durable", json_object_new_int64(r->durable));
 	json_object_object_add(o, "volatile", json_object_new_int64(r->volatile_));
@@ -797,6 +798,9 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 	if (r->observed >= 0) {
 		json_object *x = json_object_new_object();
 
+		json_object_object_add(x, "state", json_object_new_string(!r->observed_legal ? "illegal" :
+									   r->observed_known ? "legal" : "unknown"));
+		json_object_object_add(x, "counted", json_object_new_boolean(r->observed == 1 || r->observed == 3));
 		json_object_object_add(x, "enumerated", json_object_new_string(r->observed == 2 ? "exact" :
 										r->observed == 1 ? "by_slot" :
 										r->observed == 3 ? "added" : "no"));

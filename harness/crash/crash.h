@@ -111,7 +111,10 @@ struct crash_opts {
 
 struct crash_result {
 	char mode[16];			/* the cycle's write mode, as its work names it */
-	unsigned states;		/* legal states judged (subsets, tears, cuts, observed) */
+	unsigned states;		/* distinct legal states judged (subsets, tears, cuts, and the observed
+					 * one when it is legal, known and none of those) */
+	unsigned repeats;		/* legal states enumerated again (the same image and acks): not
+					 * judged, not counted */
 	unsigned by_mode[CRASH_M_MAX];
 	double ms_by_mode[CRASH_M_MAX];
 	unsigned writes, durable, volatile_, acked, acked_not_durable;
@@ -121,10 +124,11 @@ struct crash_result {
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
 	unsigned locality_checked, locality_breaks;
-	int observed;			/* -1 no post image; 0 not legal, or bytes no state has; 2 one of
-					 * the enumerated states; 1 covered slot by slot (each torn write
-					 * torn as one was); 3 legal and known but not in the design:
-					 * added to the enumeration as one more state */
+	int observed;			/* -1 no post image; 0 not legal, or bytes no state has (not
+					 * counted in states); 2 one of the enumerated states (counted
+					 * there); 1 covered slot by slot (each torn write torn as one
+					 * was); 3 legal and known but not in the design: 1 and 3 are one
+					 * more distinct state (counted) */
 	int observed_legal;		/* it keeps every write the log made durable */
 	int observed_known;		/* every sector it holds is old or new: its truth is known */
 	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */

@@ -39,6 +39,11 @@ struct cmark {
 	uint64_t first, n;
 };
 
+/* A state's fingerprint: 128 bits of its image's bytes in the extents and of its acks. */
+struct crash_fp {
+	uint64_t a, b;
+};
+
 /* One record the cycle's work names. */
 struct crec {
 	uint64_t seq;
@@ -101,9 +106,11 @@ struct ctx {
 	struct engine *eng;
 	int feed_rc;
 	char feed_err[256];
-	/* subsets enumerated (for the observed state) */
-	uint8_t *seen;
-	size_t nseen, capseen;
+	/* distinct states: fingerprints of (the image in the extents, the acks) judged so far */
+	struct crash_fp *fps;
+	size_t nfps, capfps;
+	int dedup;		/* crash_state_judge: a state judged before is a repeat */
+	int repeat;		/* the state being judged is one (judged only for its captured findings) */
 	unsigned nvol;
 	size_t *vol;		/* the volatile writes' indexes */
 };
@@ -147,11 +154,19 @@ void crash_note(struct ctx *c, const char *fmt, ...) __attribute__((format(print
 /*
  * Judge the state in keep[] (or, img_ready, the image already in the map)
  * with the ACKs up to c->ack_limit: 1 when its verdict says what it holds,
- * 0 when not, -errno. *failed: the verdict is FAIL.
+ * 0 when not, 2 (c->dedup) a state judged before, not judged again (c->repeat:
+ * one judged again for its captured findings only), -errno. *failed: the
+ * verdict is FAIL.
  */
 int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
 		      char *err, size_t errlen);
-/* A legal state: judged, counted, a mismatch when its verdict is wrong. 0 or -errno. */
+/* Is the state now in the map (with racked[]) one judged before? 1 yes; 0 no, and it is remembered
+ * when insert; -ENOMEM. */
+int crash_fp_seen(struct ctx *c, int insert);
+/* racked[]: the records of the ACK events up to c->ack_limit. */
+void crash_state_acks(struct ctx *c);
+/* A legal state: judged, counted, a mismatch when its verdict is wrong; one judged before (the same
+ * image and acks) is counted in repeats, not judged again. 0 or -errno. */
 int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen);
 
 /* crash_acks.c: the ACKs against the log. */

@@ -30,29 +30,10 @@ static void keep_set(struct ctx *c, const uint8_t *volkeep)
 	}
 }
 
-static int remember(struct ctx *c, const uint8_t *volkeep)
-{
-	if (c->nseen == c->capseen) {
-		size_t cap = c->capseen ? c->capseen * 2 : 64;
-		uint8_t *t = realloc(c->seen, cap * (c->nvol ? c->nvol : 1));
-
-		if (!t)
-			return -ENOMEM;
-		c->seen = t;
-		c->capseen = cap;
-	}
-	if (c->nvol)
-		memcpy(c->seen + c->nseen * c->nvol, volkeep, c->nvol);
-	c->nseen++;
-	return 0;
-}
-
 static int subset(struct ctx *c, const uint8_t *volkeep, const char *label, char *err, size_t errlen)
 {
 	keep_set(c, volkeep);
 	c->ack_limit = SIZE_MAX;
-	if (remember(c, volkeep))
-		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	return crash_legal(c, CRASH_M_SUBSETS, label, err, errlen);
 }
 
@@ -497,24 +478,20 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
 		}
 }
 
-/* Exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
- * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset of the
- * exhaustive enumeration -- judging is local to a slot; or a legal state whose truth is known but
- * that the design does not hold (3: a tear mask no row has, a subset the random draws missed): the
- * enumeration gets it as one more state, judged like the others; else 0 (not legal, or bytes no
- * state has). */
+/* What the observed state is, before its fingerprint is looked up: one tear by a row with the other
+ * volatile writes kept, or a subset (2: a state the enumeration has, if it was drawn); each torn
+ * write torn by a row and the whole ones a subset of the exhaustive enumeration (1: covered slot by
+ * slot -- judging is local to a slot); a legal state whose truth is known but that the design does
+ * not hold (3: a tear mask no row has, a subset the random draws missed); else 0 (not legal, or
+ * bytes no state has). */
 static int obs_enumerated(struct ctx *c, const struct obs *ob)
 {
 	unsigned not_whole = 0;
 
 	if (ob->other || ob->outside || ob->durable_lost)
 		return 0;
-	if (ob->torn_n == 0) {
-		for (size_t s = 0; s < c->nseen; s++)
-			if (!c->nvol || !memcmp(c->seen + s * c->nvol, ob->vk, c->nvol))
-				return 2;
-		return 3;
-	}
+	if (ob->torn_n == 0)
+		return 2;
 	if (!ob->torn_ok)
 		return 3;
 	for (unsigned v = 0; v < c->nvol; v++)
@@ -539,7 +516,8 @@ static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errl
 	c->no_truth = 0;
 	if (rc < 0)
 		return rc;
-	c->r->states++;
+	/* one more distinct state only when it is legal, known and none judged before */
+	c->r->states += c->r->observed == 1 || c->r->observed == 3;
 	c->r->observed_legal = !ob->durable_lost;
 	c->r->observed_known = !ob->other && !ob->outside;
 	if (c->r->observed_known)
@@ -569,6 +547,16 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 	if (!rc) {
 		obs_classify(c, d, &ob);
 		c->r->observed = obs_enumerated(c, &ob);
+		/* exact: the same image and acks as a state judged; else, if legal and known, a new one */
+		c->ack_limit = SIZE_MAX;
+		crash_state_acks(c);
+		if (c->r->observed) {
+			int seen = crash_fp_seen(c, 1);
+
+			if (seen < 0)
+				rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
+			c->r->observed = seen == 1 ? 2 : c->r->observed == 2 ? 3 : c->r->observed;
+		}
 		if (ob.durable_lost)
 			crash_note(c, "cycle %u: the image after the cut lost or tore a write the log made durable",
 				   c->in->cycle);
@@ -576,7 +564,8 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 			crash_note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its "
 				   "verdict is compared with the recorded one only", c->in->cycle,
 				   ob.other ? "a written sector neither old nor new" : "a change outside the log's writes");
-		rc = obs_judge(c, &ob, err, errlen);
+		if (!rc)
+			rc = obs_judge(c, &ob, err, errlen);
 	}
 	free(ob.vk);
 	return rc;

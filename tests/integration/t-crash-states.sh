@@ -75,6 +75,12 @@ check "lying-flush: every state losing an acknowledged record is a FAIL naming e
 check "lying-flush: some cut lost a flushed write, and its verdict is the recorded FAIL" \
 	jqt -s 'any(.[]; .observed.legal == false and .observed.verdict == "FAIL" and .observed.recorded == "FAIL")' \
 	"$T/lying.jsonl"
+check "lying-flush: an image after the cut that lost a flushed write is observed illegal, never counted" \
+	jqt -s 'all(.[]; .observed.legal or (.observed.state == "illegal" and .observed.counted == false))' \
+	"$T/lying.jsonl"
+check "honest: the image after the cut is legal, and counted only when it is not a state judged already" \
+	jqt -s 'all(.[]; .observed.state == "legal" and .observed.counted == (.observed.enumerated != "exact"))' \
+	"$T/honest.jsonl"
 
 # crash-states.jsonl in the results folder: the lines printed, one per cycle; a rerun replaces a
 # cycle's line (never a second one); the report says per mode how many crash states were checked

@@ -22,13 +22,21 @@
  *             5 rows, none keeping all or none of the 8 sectors; then
  *             the 7 in-order prefixes (1..7 sectors kept): 12 rows;
  *             2 volatile writes x 12 rows                                 = 24
- *   cuts      one per persistence point: F1 and F2 (no FUA writes)       = 2
- *   states    4 + 24 + 2                                                 = 30
+ *   cuts      one per persistence point: F1 and F2 (no FUA writes): at
+ *             F1, W1..W4 kept and the one ACK durable there (1+4); at F2,
+ *             W1..W8 kept, W9 W10 dropped, both ACKs: the subset that drops
+ *             both volatile writes, with the same ACKs -- a repeat, counted
+ *             once (repeats 1)                                           = 1
+ *   states    distinct: 4 + 24 + 1                                       = 29
  *   injected  8 durable acknowledged writes, each dropped and torn       = 16
  *   caught    all of them                                                = 16
  *   lost_acked_states: the 16 injected ones only                         = 16
  * With the locality check each tear is judged again with the other
- * volatile write dropped: tears 48, states 54, locality_checked 24.
+ * volatile write dropped: tears 48, states 53, locality_checked 24.
+ * Beyond the exhaustive bound (0) with 3 random subsets, the 2 volatile
+ * writes have only 4 subsets: all kept, all dropped, 2 drops, 2 keeps, 1
+ * prefix and 3 random draws are 10 subsets enumerated, 4 distinct; with the
+ * cut at F2, 7 repeats.
  */
 #include "tests/unit/suites.h"
 
@@ -255,8 +263,9 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 24);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 2);
-	CU_ASSERT_EQUAL(r.states, 30);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 1);
+	CU_ASSERT_EQUAL(r.repeats, 1);
+	CU_ASSERT_EQUAL(r.states, 29);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT_EQUAL(r.injected, 16);
 	CU_ASSERT_EQUAL(r.caught, 16);
@@ -269,18 +278,21 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 48);
-	CU_ASSERT_EQUAL(r.states, 54);
+	CU_ASSERT_EQUAL(r.states, 53);
 	CU_ASSERT_EQUAL(r.locality_checked, 24);
 	CU_ASSERT_EQUAL(r.locality_breaks, 0);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 
-	/* beyond the exhaustive bound (0 here): all kept, all dropped, 2 drops, 2 keeps, 1 prefix, 3 random */
+	/* beyond the exhaustive bound (0 here): all kept, all dropped, 2 drops, 2 keeps, 1 prefix, 3 random:
+	 * 10 subsets enumerated, of 2 volatile writes: 4 distinct, each judged and counted once */
 	o.locality = 0;
 	o.exhaustive = 0;
 	o.random = 3;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 2 + 2 + 2 + 1 + 3);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
+	CU_ASSERT_EQUAL(r.repeats, 10 - 4 + 1);
+	CU_ASSERT_EQUAL(r.states, 4 + 24 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 	json_object_put(evs);
@@ -412,7 +424,8 @@ static void test_judge_torn_intact(void)
 
 /* An image after the cut: base, W1..W8, and of the volatile ones W10 whole and
  * the first 3 sectors of W9 (a prefix tear, garble 0); or W9 with one sector of
- * neither (1); or W9 torn by a sector mask the design does not hold (2). */
+ * neither (1); or W9 torn by a sector mask the design does not hold (2); or
+ * W1, durable, lost (3). */
 static void make_post(const char *path, int garble)
 {
 	uint8_t *rec = malloc(RS), *img = malloc(1 << 20);
@@ -427,6 +440,8 @@ static void make_post(const char *path, int garble)
 		pc_record_build(rec, &G, slot, seq, 1, PC_MODE_FLUSH);
 		if (seq == 9 && garble == 1)
 			rec[512 * 5 + 100] ^= 0x40;
+		if (seq == 1 && garble == 3)
+			continue;	/* W1 lost, though the log made it durable: a lying device */
 		if (seq == 9 && garble == 2) {
 			/* sectors 0, 2, 5 and 6 of W9 kept: a mask no row of the design has */
 			for (unsigned k = 0; k < RS / 512; k++)
@@ -467,7 +482,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 31);
+	CU_ASSERT_EQUAL(r.states, 29);		/* one of the 29: not counted again */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 
@@ -481,8 +496,29 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 31);
+	CU_ASSERT_EQUAL(r.states, 29 + 1);	/* one more distinct state */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+
+	/* W1 lost though durable (a lying device): observed illegal, judged on its own (a FAIL naming
+	 * seq 1, as it holds), never counted among the states the block layer allows */
+	make_post(post, 3);
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.observed, 0);
+	CU_ASSERT_EQUAL(r.observed_legal, 0);
+	CU_ASSERT_EQUAL(r.observed_known, 1);
+	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
+	CU_ASSERT_EQUAL(r.states, 29);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	{
+		json_object *j = crash_result_json(&in, &r), *ob = NULL, *v = NULL;
+
+		CU_ASSERT(json_object_object_get_ex(j, "observed", &ob) && json_object_object_get_ex(ob, "state", &v));
+		CU_ASSERT_STRING_EQUAL(v ? json_object_get_string(v) : "", "illegal");
+		CU_ASSERT(json_object_object_get_ex(ob, "counted", &v) && !json_object_get_boolean(v));
+		json_object_put(j);
+	}
 	crash_result_clear(&r);
 
 	/* a flipped bit in W9: no state enumerated holds it; the engine calls it corrupt, a FAIL */
@@ -493,6 +529,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_known, 0);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
 	CU_ASSERT_EQUAL(r.observed_agrees, 0);
+	CU_ASSERT_EQUAL(r.states, 29);		/* unknown: not counted */
 	crash_result_clear(&r);
 	json_object_put(evs);
 	json_object_put(region_obj);
