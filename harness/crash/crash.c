@@ -756,7 +756,7 @@ void crash_result_clear(struct crash_result *r)
 
 int crash_result_ok(const struct crash_result *r)
 {
-	return r->acked_not_durable == 0 && r->acks_unmarked == 0 && r->mismatches == 0 && r->caught == r->injected && r->locality_breaks == 0;
+	return r->acked_not_durable == 0 && r->acks_unmarked == 0 && r->mismatches == 0 && r->observed_agrees != 0 && r->caught == r->injected && r->locality_breaks == 0;
 }
 
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r)
@@ -807,8 +807,10 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 		json_object_object_add(x, "legal", json_object_new_boolean(r->observed_legal));
 		json_object_object_add(x, "known", json_object_new_boolean(r->observed_known));
 		json_object_object_add(x, "verdict", json_object_new_string(r->observed_verdict));
-		if (in->recorded)
+		if (in->recorded) {
 			json_object_object_add(x, "recorded", json_object_new_string(in->recorded));
+			json_object_object_add(x, "agrees", json_object_new_boolean(r->observed_agrees == 1));
+		}
 		json_object_object_add(o, "observed", x);
 	}
 	json_object_object_add(o, "ms", json_object_new_int64((int64_t)(r->ms + 0.5)));

@@ -149,7 +149,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 void crash_result_clear(struct crash_result *r);
 /* The JSON line of a cycle (a new object). */
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r);
-/* 1 when the cycle passes: acked_not_durable 0, acks_unmarked 0, mismatches 0, caught = injected. */
+/* 1 when the cycle passes: acked_not_durable 0, acks_unmarked 0, mismatches 0, caught = injected, no
+ * locality break, and the image after the cut judged as verdicts.jsonl says (known content or not). */
 int crash_result_ok(const struct crash_result *r);
 const char *crash_mode_name(enum crash_mode m);
 

@@ -525,6 +525,12 @@ static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errl
 	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s",
 		 pc_outcome_names[failed ? PC_OUT_FAIL : PC_OUT_PASS]);
 	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
+	/* a disagreement fails the cycle, whether or not what the image holds is known */
+	if (!c->r->observed_agrees)
+		crash_note(c, "cycle %u: the image after the cut (%s, its content %s) is judged %s again; "
+			   "verdicts.jsonl holds %s", c->in->cycle,
+			   !c->r->observed_legal ? "illegal" : c->r->observed_known ? "legal" : "unknown",
+			   c->r->observed_known ? "known" : "not known", c->r->observed_verdict, c->in->recorded);
 	return 0;
 }
 

@@ -190,4 +190,32 @@ poke 519 '\x10';			hostile "writes.log sector 2^60" "entry 0: sector"
 poke 536 '\x01';			hostile "writes.log data_len not its sectors' bytes" "entry 0: data_len"
 poke 524 '\x01';			hostile "writes.log nr_sectors 2^32+8" "entry count is not the entries it holds"
 poke 16 '\xff\xff\xff\x7f';		hostile "writes.log superblock count 2^31" "entry count is not the entries it holds"
+cj '.marks += 1 | .log_entries += 1';	hostile "cycle.json marks not the log's" "cycle.json: field marks"
+
+# A disagreement fails: the image after the cut judged again must get the verdict verdicts.jsonl
+# holds, whether what it holds is known (the verdict edited to FAIL) or not (a byte of a written
+# sector changed in the image the judging boot scanned: its verdict FAIL, the recorded PASS).
+disagree() { # disagree "what" "note": exit 1, ok false, the note naming both verdicts
+	local out rc
+	out=$("$PC" crash-states "$T/h" --board honest --cycle "$hc" 2> "$T/dis.err"); rc=$?
+	check "$1: exit 1 (was $rc)" [ $rc -eq 1 ]
+	check "$1: ...not ok, the observed verdict not the recorded one" \
+		jqt '.ok == false and .observed.agrees == false and .mismatches == 0' <<< "$out"
+	check "$1: ...named: $2" grep -qF -- "$2" <<< "$out"
+}
+cp "$T/h/verdicts.jsonl" "$T/verdicts.orig"
+jq -c --argjson c "$hc" 'if .board == "honest" and .cycle == $c then .verdict = "FAIL" else . end' \
+	"$T/verdicts.orig" > "$T/h/verdicts.jsonl"
+disagree "the recorded verdict FAIL, the image (known) PASS" \
+	"(legal, its content known) is judged PASS again; verdicts.jsonl holds FAIL"
+cp "$T/verdicts.orig" "$T/h/verdicts.jsonl"
+hs=${hdir##*/session-}
+next="$(dirname "$hdir")/session-$((hs + 1))/base.img"
+[ -f "$next" ] || next="$hdir/after.img"
+sect=$(od -An -tu8 -j 512 -N 8 "$hdir/writes.log" | tr -d ' ')
+cp "$next" "$T/next.orig"
+printf '\x5a' | dd of="$next" bs=1 seek=$((sect * 512 + 200)) conv=notrunc status=none
+disagree "a byte changed in a written sector (unknown content), recorded PASS" \
+	"its content not known) is judged FAIL again; verdicts.jsonl holds PASS"
+cp "$T/next.orig" "$next"
 finish

@@ -484,7 +484,16 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
 	CU_ASSERT_EQUAL(r.states, 29);		/* one of the 29: not counted again */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
+	/* the same image, verdicts.jsonl saying FAIL: a disagreement fails the cycle, named */
+	in.recorded = "FAIL";
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(r.observed_agrees, 0);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	CU_ASSERT(r.notes && strstr(json_object_to_json_string(r.notes), "(legal, its content known) is judged PASS again; verdicts.jsonl holds FAIL"));
+	crash_result_clear(&r);
+	in.recorded = "PASS";
 
 	/* W9 torn by a mask no row has (the virtual board's cache tears at random): legal and
 	 * known, so added to the enumeration as one more state, judged against its truth */
@@ -530,6 +539,9 @@ static void test_observed(void)
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
 	CU_ASSERT_EQUAL(r.observed_agrees, 0);
 	CU_ASSERT_EQUAL(r.states, 29);		/* unknown: not counted */
+	/* its content unknown, its verdict (FAIL) not the recorded PASS: the cycle fails all the same */
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
 	json_object_put(region_obj);
