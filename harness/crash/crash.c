@@ -127,6 +127,8 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 			c->pattern = pc_pattern_from_name(json_object_get_string(v));
 		if (json_object_object_get_ex(work, "policy", &pol) && json_object_object_get_ex(pol, "torn_unacked", &pv))
 			c->torn_violation = !strcmp(json_object_get_string(pv), "violation");
+		if (pol && json_object_object_get_ex(pol, "torn_sector_unacked", &pv))
+			c->torn_sector_violation = !strcmp(json_object_get_string(pv), "violation");
 	}
 	/* the next boot: as recorded, or made from this one's */
 	json_object_array_add(c->post, on2 ? json_object_get(on2) : ev_copy(json_object_array_get_idx(evs, start), cyc + 1));
@@ -563,8 +565,9 @@ static int map_sectors(struct ctx *c, char *err, size_t errlen)
 	c->keep = calloc(c->nsect ? c->nsect : 1, 1);
 	c->recnew = calloc(c->nrec * c->spr, 1);
 	c->racked = calloc(c->nrec, 1);
+	c->rtsec = calloc(c->nrec, 1);
 	c->vol = calloc(c->nw ? c->nw : 1, sizeof(*c->vol));
-	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->vol)
+	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->rtsec || !c->vol)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (c->nrec > g->nslots)
 		return pc_fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
@@ -682,6 +685,7 @@ static void ctx_free(struct ctx *c)
 	free(c->keep);
 	free(c->recnew);
 	free(c->racked);
+	free(c->rtsec);
 	free(c->rec);
 	free(c->rec_of_slot);
 	free(c->fps);

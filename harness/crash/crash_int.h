@@ -80,7 +80,7 @@ struct ctx {
 	size_t map_len;
 	uint64_t off_lba;
 	uint32_t spr;
-	int pattern, torn_violation;
+	int pattern, torn_violation, torn_sector_violation;
 	int in_flight;		/* the last write is the one in flight at the cut */
 	/* the cycle */
 	struct crec *rec;
@@ -98,6 +98,9 @@ struct ctx {
 	uint8_t *keep;		/* per write sector */
 	uint8_t *recnew;	/* per record sector: holds its new bytes */
 	uint8_t *racked;	/* per record: acknowledged in this state */
+	uint8_t *rtsec;		/* per record: one of its sectors torn within (c->half) */
+	size_t half;		/* 1 + a write sector kept only in its first half (a sub-sector tear,
+				 * an illegal state), 0 none */
 	size_t ack_limit;
 	json_object *verdict;
 	int no_truth;		/* the state's truth is not known: no notes of its differences */
@@ -180,6 +183,9 @@ int crash_acks_check(struct ctx *c, char *err, size_t errlen);
 size_t crash_marks_before(const struct ctx *c, size_t at);
 
 /* crash_states.c: the kinds of states, each 0 or -errno. */
+#define CRASH_ALL_MASKS_SPR	8u	/* records of at most 8 sectors: every tear mask (254 for 4 KiB) */
+#define CRASH_ALL_MASKS_WRITES	8u	/* ... of every volatile write while at most 8; beyond, the first's */
+int crash_tear_all(const struct ctx *c, unsigned v);
 int crash_design_make(struct design *d, uint32_t spr);
 int crash_subsets(struct ctx *c, char *err, size_t errlen);
 int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen);

@@ -181,6 +181,7 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->next; i++)
 		memcpy(c->ext[i].buf, c->ext[i].base, (size_t)c->ext[i].n * 512);
 	memset(c->recnew, 0, c->nrec * c->spr);
+	memset(c->rtsec, 0, c->nrec);
 	for (size_t i = 0; i < c->nw; i++) {
 		const struct cwrite *w = &c->w[i];
 		unsigned char *dst = c->ext[w->ext].buf + w->ext_off;
@@ -193,6 +194,12 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 			memcpy(dst + k * 512, c->data + s * 512, 512);
 			if (c->tgt[s] >= 0)
 				c->recnew[c->tgt[s]] = c->isnew[s];
+			if (s + 1 != c->half)
+				continue;
+			/* a sub-sector tear: the sector's second half keeps its old bytes */
+			memcpy(dst + k * 512 + 256, c->ext[w->ext].base + w->ext_off + k * 512 + 256, 256);
+			if (c->tgt[s] >= 0 && c->isnew[s])
+				c->rtsec[c->tgt[s] / (int32_t)c->spr] = 1;
 		}
 	}
 	for (size_t i = 0; i < c->next; i++)
@@ -202,8 +209,8 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_N };
-static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn" };
+enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_TORN_SECTOR, X_N };
+static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn", "torn_sector" };
 
 struct expect {
 	unsigned counts[X_N];
@@ -221,8 +228,11 @@ static void state_truth(struct ctx *c, struct expect *x, uint8_t *viol)
 		for (uint32_t k = 0; k < c->spr; k++)
 			nnew += c->recnew[i * c->spr + k];
 		cls = nnew == c->spr ? X_INTACT : nnew == 0 ? (c->racked[i] ? X_LOST_ACKED : X_NOT_WRITTEN) : X_TORN;
+		if (c->rtsec[i])
+			cls = X_TORN_SECTOR;	/* a sector part new, part old: the worst sector decides */
 		x->counts[cls]++;
-		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation);
+		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation) ||
+			  (cls == X_TORN_SECTOR && c->torn_sector_violation);
 		x->lost += c->racked[i] && cls != X_INTACT;
 		x->fail |= viol[i];
 	}

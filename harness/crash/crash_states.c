@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,8 +148,35 @@ static int design_row_tears(const struct design *d, unsigned row, uint32_t spr)
 	return kept && kept < spr;
 }
 
-/* keep[] of write wi torn by row: each sector by its index in its record. */
-static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned row)
+/* Does volatile write v get every tear mask (2^spr - 2 of them: records of at most
+ * CRASH_ALL_MASKS_SPR sectors; every volatile write while there are at most
+ * CRASH_ALL_MASKS_WRITES, beyond only the first), or the design's rows? */
+int crash_tear_all(const struct ctx *c, unsigned v)
+{
+	return c->spr <= CRASH_ALL_MASKS_SPR && (c->nvol <= CRASH_ALL_MASKS_WRITES || v == 0);
+}
+
+/* How many tears write v gets, and whether tear t keeps sector idx of a record. */
+static unsigned tears_of(const struct ctx *c, const struct design *d, unsigned v)
+{
+	return crash_tear_all(c, v) ? (1u << c->spr) - 2 : d->rows;
+}
+
+static int tear_kept(const struct ctx *c, const struct design *d, unsigned v, unsigned t, uint32_t idx)
+{
+	if (crash_tear_all(c, v))
+		return ((t + 1) >> idx) & 1;	/* the masks 1 .. 2^spr - 2 */
+	return design_row_kept(d, t, idx);
+}
+
+static int tear_tears(const struct ctx *c, const struct design *d, unsigned v, unsigned t)
+{
+	return crash_tear_all(c, v) || design_row_tears(d, t, c->spr);
+}
+
+/* keep[] of write wi (volatile write v, or any write with v = UINT_MAX: the design's rows) torn by
+ * tear t: each sector by its index in its record. */
+static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned v, unsigned t)
 {
 	const struct cwrite *w = &c->w[wi];
 	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
@@ -157,7 +185,8 @@ static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned row)
 		uint64_t lba = w->lba + k;
 		uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
 
-		c->keep[w->sect0 + k] = (uint8_t)design_row_kept(d, row, idx);
+		c->keep[w->sect0 + k] = (uint8_t)(v == UINT_MAX ? design_row_kept(d, t, idx) :
+						   tear_kept(c, d, v, t, idx));
 	}
 }
 
@@ -191,12 +220,13 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 	memset(k, 1, c->nvol ? c->nvol : 1);
 	c->ack_limit = SIZE_MAX;
 	for (unsigned v = 0; v < c->nvol && !rc; v++)
-		for (unsigned row = 0; row < d->rows && !rc; row++) {
-			if (!design_row_tears(d, row, c->spr) || c->w[c->vol[v]].n < 2)
+		for (unsigned row = 0; row < tears_of(c, d, v) && !rc; row++) {
+			if (!tear_tears(c, d, v, row) || c->w[c->vol[v]].n < 2)
 				continue;
 			keep_set(c, k);
-			tear(c, d, c->vol[v], row);
-			snprintf(label, sizeof(label), "write %zu torn by row %u", c->vol[v], row);
+			tear(c, d, c->vol[v], v, row);
+			snprintf(label, sizeof(label), "write %zu torn by %s %u", c->vol[v],
+				 crash_tear_all(c, v) ? "mask" : "row", crash_tear_all(c, v) ? row + 1 : row);
 			if (c->o->locality)
 				write_seqs(c, c->vol[v], &c->cap_lo, &c->cap_hi);
 			rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
@@ -211,8 +241,8 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 				memset(k, 0, c->nvol);
 				keep_set(c, k);
 				memset(k, 1, c->nvol);
-				tear(c, d, c->vol[v], row);
-				snprintf(label, sizeof(label), "write %zu torn by row %u, the others dropped", c->vol[v],
+				tear(c, d, c->vol[v], v, row);
+				snprintf(label, sizeof(label), "write %zu torn by tear %u, the others dropped", c->vol[v],
 					 row);
 				rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
 				c->r->locality_checked++;
@@ -331,22 +361,31 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 		}
 		if (!acked || !all)
 			continue;
-		for (int torn = 0; torn < 2 && rc >= 0; torn++) {
+		for (int torn = 0; torn < 3 && rc >= 0; torn++) {
+			static const char *const how[] = { "dropped", "torn", "torn within a sector" };
 			int failed;
 
 			keep_set(c, k);
 			if (!torn) {
 				memset(c->keep + w->sect0, 0, (size_t)w->n);
-			} else {
+			} else if (torn == 1) {
 				while (row < d->m && !design_row_tears(d, row, c->spr))
 					row++;
 				if (row >= d->m || w->n < 2)
 					continue;
-				tear(c, d, i, row);
+				tear(c, d, i, UINT_MAX, row);
+			} else {
+				/* a sector of a record it writes keeps its old second half: the judge's
+				 * torn_sector path, a violation for an acknowledged record */
+				size_t s = w->sect0 + w->n / 2;
+
+				if (c->tgt[s] < 0 || !c->isnew[s])
+					continue;
+				c->half = s + 1;
 			}
-			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba,
-				 torn ? "torn" : "dropped");
+			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba, how[torn]);
 			rc = crash_state_judge(c, CRASH_M_ILLEGAL, label, 0, &failed, err, errlen);
+			c->half = 0;
 			if (rc < 0)
 				break;
 			c->r->injected++;
@@ -362,12 +401,19 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 	return rc < 0 ? rc : 0;
 }
 
-/* Does write wi hold in keep[] exactly the tear of some row? */
-static int tear_row_of(struct ctx *c, const struct design *d, size_t wi)
+/* Does write wi (volatile write v) hold in keep[] exactly one of its tears? */
+static int tear_row_of(struct ctx *c, const struct design *d, size_t wi, unsigned v)
 {
 	const struct cwrite *w = &c->w[wi];
 	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
 
+	if (crash_tear_all(c, v)) {
+		/* every mask was a tear of it: the same mask in each record it covers */
+		for (uint64_t k = c->spr; k < w->n; k++)
+			if (c->keep[w->sect0 + k] != c->keep[w->sect0 + k % c->spr])
+				return 0;
+		return 1;
+	}
 	for (unsigned row = 0; row < d->rows; row++) {
 		int same = 1;
 
@@ -462,13 +508,15 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
 			ob->durable_lost |= kept != w->n;
 			continue;
 		}
-		ob->vk[v++] = kept == w->n;
+		ob->vk[v] = kept == w->n;
 		if (kept && kept < w->n) {
 			ob->torn_n++;
-			ob->torn_ok &= tear_row_of(c, d, i);
+			ob->torn_ok &= tear_row_of(c, d, i, v);
 		}
+		v++;
 	}
 	memset(c->recnew, 0, c->nrec * c->spr);
+	memset(c->rtsec, 0, c->nrec);
 	for (size_t i = 0; i < c->nw; i++)
 		for (uint64_t k = 0; k < c->w[i].n; k++) {
 			size_t s = c->w[i].sect0 + k;

@@ -17,22 +17,22 @@
  *   volatile  W9, W10: no flush after them, no FUA                      = 2
  *   acked     1..8; every one durable: acked_not_durable                 = 0
  *   subsets   2 volatile <= 10: every subset, 2^2                        = 4
- *   tears     a record of 8 sectors: the covering design takes m = 5
- *             (C(4,3) = 4 < 8 <= C(5,3) = 10), words of weight 3, so
- *             5 rows, none keeping all or none of the 8 sectors; then
- *             the 7 in-order prefixes (1..7 sectors kept): 12 rows;
- *             2 volatile writes x 12 rows                                 = 24
+ *   tears     a record of 8 sectors: every mask that keeps some sectors
+ *             and drops others, 2^8 - 2 = 254 (the covering design's 5
+ *             rows and the 7 in-order prefixes among them);
+ *             2 volatile writes x 254                                    = 508
  *   cuts      one per persistence point: F1 and F2 (no FUA writes): at
  *             F1, W1..W4 kept and the one ACK durable there (1+4); at F2,
  *             W1..W8 kept, W9 W10 dropped, both ACKs: the subset that drops
  *             both volatile writes, with the same ACKs -- a repeat, counted
  *             once (repeats 1)                                           = 1
- *   states    distinct: 4 + 24 + 1                                       = 29
- *   injected  8 durable acknowledged writes, each dropped and torn       = 16
- *   caught    all of them                                                = 16
- *   lost_acked_states: the 16 injected ones only                         = 16
+ *   states    distinct: 4 + 508 + 1                                      = 513
+ *   injected  8 durable acknowledged writes, each dropped, torn, and
+ *             torn within a sector (an illegal sub-sector tear)          = 24
+ *   caught    all of them                                                = 24
+ *   lost_acked_states: the 24 injected ones only                         = 24
  * With the locality check each tear is judged again with the other
- * volatile write dropped: tears 48, states 53, locality_checked 24.
+ * volatile write dropped: tears 1016, states 1021, locality_checked 508.
  * Beyond the exhaustive bound (0) with 3 random subsets, the 2 volatile
  * writes have only 4 subsets: all kept, all dropped, 2 drops, 2 keeps, 1
  * prefix and 3 random draws are 10 subsets enumerated, 4 distinct; with the
@@ -262,14 +262,14 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.acked, 8);
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 24);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 254);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 1);
 	CU_ASSERT_EQUAL(r.repeats, 1);
-	CU_ASSERT_EQUAL(r.states, 29);
+	CU_ASSERT_EQUAL(r.states, 4 + 508 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
-	CU_ASSERT_EQUAL(r.injected, 16);
-	CU_ASSERT_EQUAL(r.caught, 16);
-	CU_ASSERT_EQUAL(r.lost_acked_states, 16);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 24);
+	CU_ASSERT_EQUAL(r.lost_acked_states, 24);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
 
@@ -277,9 +277,9 @@ static void test_hand_counts(void)
 	o.locality = 1;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 48);
-	CU_ASSERT_EQUAL(r.states, 53);
-	CU_ASSERT_EQUAL(r.locality_checked, 24);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 508);
+	CU_ASSERT_EQUAL(r.states, 4 + 1016 + 1);
+	CU_ASSERT_EQUAL(r.locality_checked, 508);
 	CU_ASSERT_EQUAL(r.locality_breaks, 0);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
@@ -292,7 +292,7 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
 	CU_ASSERT_EQUAL(r.repeats, 10 - 4 + 1);
-	CU_ASSERT_EQUAL(r.states, 4 + 24 + 1);
+	CU_ASSERT_EQUAL(r.states, 4 + 508 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 	json_object_put(evs);
@@ -338,17 +338,19 @@ static void test_ack_marks(void)
 	static const int early[] = { 2, 1, 4, 3, MARK1, -1, 5, 7, 6, 8, MARK2, -1, 10, 9 };
 	struct crash_opts o;
 	struct crash_result r;
-	json_object *evs = events(0), *evs9 = events(1);
+	json_object *evs, *evs9;
 
 	crash_opts_default(&o);
 	make_log(honest, PC_ARRAY_SIZE(honest));
+	evs = events(0);	/* after the image: its HELLO names the region just prepared */
+	evs9 = events(1);
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
 	CU_ASSERT_EQUAL(r.ack_marks, 2);
 	CU_ASSERT_EQUAL(r.acked, 8);
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.acks_unmarked, 0);
-	CU_ASSERT_EQUAL(r.states, 30);
+	CU_ASSERT_EQUAL(r.states, 4 + 508 + 2);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
@@ -361,6 +363,8 @@ static void test_ack_marks(void)
 	crash_result_clear(&r);
 
 	make_log(early, PC_ARRAY_SIZE(early));
+	json_object_put(evs);
+	evs = events(0);
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
 	CU_ASSERT_EQUAL(r.ack_marks, 2);
@@ -412,11 +416,100 @@ static void test_judge_torn_intact(void)
 	o.hook = torn_is_intact;
 	o.hook_arg = &rewritten;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
-	/* the 24 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation) */
-	CU_ASSERT_EQUAL(rewritten, 32);
-	CU_ASSERT_EQUAL(r.mismatches, 24);
-	CU_ASSERT_EQUAL(r.injected, 16);
-	CU_ASSERT_EQUAL(r.caught, 8);
+	/* the 508 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation);
+	 * the 8 dropped and the 8 torn within a sector (torn_sector, not torn) are still caught */
+	CU_ASSERT_EQUAL(rewritten, 508 + 8);
+	CU_ASSERT_EQUAL(r.mismatches, 508);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 16);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* A faulty judge: a record torn by one sector mask, sectors {0, 2, 5, 6} new (a mask no row of
+ * the covering design holds), called intact. */
+static void mask_is_intact(json_object *v, void *arg)
+{
+	json_object *cnt, *fnd, *keep, *x;
+	int *n = arg, hit = 0;
+
+	if (!json_object_object_get_ex(v, "counts", &cnt) || !json_object_object_get_ex(v, "findings", &fnd))
+		return;
+	keep = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i), *ns;
+
+		if (json_object_object_get_ex(f, "new_sectors", &ns) &&
+		    !strcmp(json_object_to_json_string_ext(ns, JSON_C_TO_STRING_PLAIN), "[0,2,5,6]")) {
+			hit++;
+			continue;
+		}
+		json_object_array_add(keep, json_object_get(f));
+	}
+	json_object_object_add(v, "findings", keep);
+	if (!hit)
+		return;
+	(*n)++;
+	json_object_object_get_ex(cnt, "torn", &x);
+	json_object_object_add(cnt, "torn", json_object_new_int64(json_object_get_int64(x) - hit));
+	json_object_object_get_ex(cnt, "intact", &x);
+	json_object_object_add(cnt, "intact", json_object_new_int64(json_object_get_int64(x) + hit));
+}
+
+/* A faulty judge: a sub-sector tear (torn_sector) never a violation. */
+static void torn_sector_allowed(json_object *v, void *arg)
+{
+	json_object *fnd, *c, *vi;
+	int *n = arg, left = 0;
+
+	if (!json_object_object_get_ex(v, "findings", &fnd))
+		return;
+	for (size_t i = 0; i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i);
+
+		if (json_object_object_get_ex(f, "class", &c) && !strcmp(json_object_get_string(c), "torn_sector") &&
+		    json_object_object_get_ex(f, "violation", &vi) && json_object_get_boolean(vi)) {
+			json_object_object_add(f, "violation", json_object_new_boolean(0));
+			(*n)++;
+		}
+		left += json_object_object_get_ex(f, "violation", &vi) && json_object_get_boolean(vi);
+	}
+	if (!left)
+		json_object_object_add(v, "verdict", json_object_new_string("PASS"));
+}
+
+/* The two judge mutations of issue 38: each must leave the cycle not ok (crash-states exits 1). A
+ * mask no design row holds is judged because every mask of a 4 KiB record is (2 x 254 tears): the
+ * two states tearing W9 or W10 by it mismatch. A sub-sector tear is an illegal state injected for
+ * each durable acknowledged write (one sector's second half old): the judge must FAIL it naming
+ * the seq; the mutated one PASSes the 8 of them. */
+static void test_judge_mutations(void)
+{
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	int n = 0;
+
+	make_inputs();
+	evs = events(0);
+	crash_opts_default(&o);
+	o.hook = mask_is_intact;
+	o.hook_arg = &n;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(r.mismatches, 2);
+	CU_ASSERT_EQUAL(r.caught, r.injected);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	n = 0;
+	o.hook = torn_sector_allowed;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 8);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 16);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
@@ -482,7 +575,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 29);		/* one of the 29: not counted again */
+	CU_ASSERT_EQUAL(r.states, 513);		/* one of the 513: not counted again */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
@@ -495,17 +588,17 @@ static void test_observed(void)
 	crash_result_clear(&r);
 	in.recorded = "PASS";
 
-	/* W9 torn by a mask no row has (the virtual board's cache tears at random): legal and
-	 * known, so added to the enumeration as one more state, judged against its truth */
+	/* W9 torn by a mask no row of the covering design has (the virtual board's cache tears at
+	 * random): every mask of a 4 KiB record is judged, so it is one of the states */
 	make_post(post, 2);
 	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
 	dump(&r);
-	CU_ASSERT_EQUAL(r.observed, 3);
+	CU_ASSERT_EQUAL(r.observed, 2);
 	CU_ASSERT_EQUAL(r.observed_known, 1);
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 29 + 1);	/* one more distinct state */
+	CU_ASSERT_EQUAL(r.states, 513);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 
@@ -518,7 +611,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 0);
 	CU_ASSERT_EQUAL(r.observed_known, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
-	CU_ASSERT_EQUAL(r.states, 29);
+	CU_ASSERT_EQUAL(r.states, 513);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	{
 		json_object *j = crash_result_json(&in, &r), *ob = NULL, *v = NULL;
@@ -538,7 +631,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_known, 0);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
 	CU_ASSERT_EQUAL(r.observed_agrees, 0);
-	CU_ASSERT_EQUAL(r.states, 29);		/* unknown: not counted */
+	CU_ASSERT_EQUAL(r.states, 513);		/* unknown: not counted */
 	/* its content unknown, its verdict (FAIL) not the recorded PASS: the cycle fails all the same */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
@@ -616,6 +709,7 @@ int suite_crash(void)
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
+		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation", test_judge_mutations },
 		{ "the image after the cut: among the states, its verdict", test_observed },
 		{ "a kept cycle.json: every field bounded, a bad one named", test_kept_bounds },
 	};
