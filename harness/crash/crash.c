@@ -740,7 +740,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
 	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
-	if (in->post && (rc = crash_observed(&c, &d, err, errlen)))
+	if ((in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))
 		goto out;
 	r->ms = crash_clock_ms(CLOCK_MONOTONIC) - t0;
 	r->cpu_ms = crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
@@ -773,6 +773,7 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 		json_object_object_add(o, "mode", json_object_new_string(r->mode));
 	json_object_object_add(o, "states", json_object_new_int64(r->states));
 	json_object_object_add(o, "repeats", json_object_new_int64(r->repeats));
+	json_object_object_add(o, "bound", crash_bound_json(r));
 	json_object_object_add(o, "writes", json_object_new_int64(r->writes));
 	json_object_object_add(o, "durable", json_object_new_int64(r->durable));
 	json_object_object_add(o, "volatile", json_object_new_int64(r->volatile_));

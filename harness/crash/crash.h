@@ -133,11 +133,28 @@ struct crash_result {
 	int observed_known;		/* every sector it holds is old or new: its truth is known */
 	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */
 	char observed_verdict[16];
+	/* the bound (crash_bound.c): of the legal states at the cut, how many were judged */
+	unsigned judged_at_cut;		/* states minus the virtual cuts' */
+	char legal[96];			/* how many the block layer allows there, exactly: "2^S", or
+					 * "2^a x 3^b ..." where volatile writes overlap */
+	double legal_log2;
+	uint64_t legal_exact;		/* the same, 0 past 2^64 - 1 */
+	unsigned leaves;		/* what the design leaves out: bits of CRASH_LEAVE_* */
+	char design[256];
 	double ms, cpu_ms;		/* the cycle's wall and CPU time (this process's), all its states */
 	json_object *notes;		/* array of strings: the first mismatches, seqs not durable */
 };
 
 void crash_opts_default(struct crash_opts *o);
+
+/* What the bounded design leaves out (crash_result.leaves). */
+enum { CRASH_LEAVE_SUBSETS, CRASH_LEAVE_MASKS, CRASH_LEAVE_TEAR_DROP, CRASH_LEAVE_TWO, CRASH_LEAVE_EARLIER,
+       CRASH_LEAVE_N };
+const char *crash_leave_name(unsigned k);
+/* Every legal state at the cut judged (judged_at_cut = legal_exact). */
+int crash_bound_exhaustive(const struct crash_result *r);
+/* The JSON line's "bound": judged, legal, legal_log2, exhaustive, earlier, design, leaves_out. */
+json_object *crash_bound_json(const struct crash_result *r);
 
 /*
  * Check one cycle. 0 with r filled (free r->notes with crash_result_clear),

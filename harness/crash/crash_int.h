@@ -6,6 +6,7 @@
  *   crash.c         the inputs (events, log, images), the cycle driven
  *                   through its states, the result
  *   crash_acks.c    the ACKs against the log: at each ACK mark, at the cut
+ *   crash_bound.c   the legal states at the cut, those judged, what is left out
  *   crash_states.c  which states: subsets, tears (the covering design),
  *                   virtual cuts, illegal states, the observed image
  *   crash_judge.c   one state built, scanned and judged; shared helpers
@@ -186,6 +187,8 @@ size_t crash_marks_before(const struct ctx *c, size_t at);
 #define CRASH_ALL_MASKS_SPR	8u	/* records of at most 8 sectors: every tear mask (254 for 4 KiB) */
 #define CRASH_ALL_MASKS_WRITES	8u	/* ... of every volatile write while at most 8; beyond, the first's */
 int crash_tear_all(const struct ctx *c, unsigned v);
+/* crash_bound.c: after the states, the bound (r->judged_at_cut, legal, leaves, design). 0 or -errno. */
+int crash_bound(struct ctx *c, char *err, size_t errlen);
 int crash_design_make(struct design *d, uint32_t spr);
 int crash_subsets(struct ctx *c, char *err, size_t errlen);
 int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen);

@@ -96,17 +96,29 @@ check "a rerun replaces its cycles' lines: still $((nh + nl)), one per board and
 "$PC" report "$R" --format md > "$T/report.md" 2>&1
 "$PC" report "$R" --format html > "$T/report.html" 2>&1
 "$PC" report "$R" --format json > "$T/report.json" 2>&1
+check "every line says its bound: judged N of M legal states at the cut, the design, what it leaves out" \
+	jqt -s 'all(.[]; (.bound.judged | type) == "number" and (.bound.legal | test("^[0-9]+(\\^[0-9]+( x [0-9]+\\^[0-9]+)*)?$"))
+		and (.bound.design | length) > 0 and (.bound.leaves_out | type) == "array"
+		and .bound.judged + .bound.earlier == .states)' "$T/honest.jsonl" "$T/lying.jsonl"
+check "honest none (24 volatile writes of 8 sectors): judged of 2^192, the sample's gaps named" \
+	jqt -s 'any(.[]; .mode == "none" and .bound.legal == "2^192" and .bound.exhaustive == false and
+		(.bound.leaves_out | index("subsets of the volatile writes not drawn")) != null)' "$T/honest.jsonl"
 for m in flush none; do
 	n=$(jq -r --arg m "$m" 'select(.mode == $m) | .states' "$T/honest.jsonl" | head -1)
-	check "report (text), honest $m: its verdict holds for all $n crash states" \
-		grep -qF "board honest, mode $m, 1 cycle: this cycle's verdict holds for all $n crash states the block layer allows" \
-		"$T/report.txt"
+	j=$(jq -r --arg m "$m" 'select(.mode == $m) | .bound.judged' "$T/honest.jsonl" | head -1)
+	if jqt -s --arg m "$m" 'map(select(.mode == $m))[0].bound.exhaustive' "$T/honest.jsonl"; then
+		says="this cycle's verdict holds for all $j crash state"
+	else
+		says="this cycle's verdict holds for the $j crash states judged of $(jq -r --arg m "$m" 'select(.mode == $m) | .bound.legal' "$T/honest.jsonl" | head -1) the block layer allows at the cut"
+	fi
+	check "report (text), honest $m: '$says'" grep -qF "board honest, mode $m, 1 cycle: $says" "$T/report.txt"
 	check "report (md), honest $m: a row of $n crash states" grep -qE "^\| honest \| $m \| 1 \| $n \|" "$T/report.md"
 	check "report (html), honest $m: a row of $n crash states" \
 		grep -qF "<tr><td>honest</td><td>$m</td><td>1</td><td>$n</td>" "$T/report.html"
-	check "report (json), honest $m: $n crash states, holds" \
-		jqt --arg m "$m" --argjson n "$n" \
-		'any(.crash_states[]; .board == "honest" and .mode == $m and .states == $n and .holds)' "$T/report.json"
+	check "report (json), honest $m: $n crash states, $j judged at the cut, holds" \
+		jqt --arg m "$m" --argjson n "$n" --argjson j "$j" \
+		'any(.crash_states[]; .board == "honest" and .mode == $m and .states == $n and .judged == $j and .holds)' \
+		"$T/report.json"
 done
 
 # negative control: an ACK in the mode none cycle, where nothing is ever flushed

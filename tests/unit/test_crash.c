@@ -270,6 +270,14 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.injected, 24);
 	CU_ASSERT_EQUAL(r.caught, 24);
 	CU_ASSERT_EQUAL(r.lost_acked_states, 24);
+	/* the bound: W9 and W10 volatile, 16 sectors, each old or new: 2^16 legal at the cut; judged
+	 * 4 + 508 there (the cut at F1 is an earlier point); left out: a tear with the other write
+	 * dropped, both torn, and the subsets and tears at F1 */
+	CU_ASSERT_STRING_EQUAL(r.legal, "2^16");
+	CU_ASSERT_EQUAL(r.legal_exact, 65536);
+	CU_ASSERT_EQUAL(r.judged_at_cut, 512);
+	CU_ASSERT_FALSE(crash_bound_exhaustive(&r));
+	CU_ASSERT_EQUAL(r.leaves, (1u << CRASH_LEAVE_TEAR_DROP) | (1u << CRASH_LEAVE_TWO) | (1u << CRASH_LEAVE_EARLIER));
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
 
@@ -294,6 +302,33 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.repeats, 10 - 4 + 1);
 	CU_ASSERT_EQUAL(r.states, 4 + 508 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* The bound, exhaustive: W9 the one volatile write (W10 never completed). At the cut 2^8 legal
+ * states: W9 kept, dropped, and its 254 tears, all judged; the cut at F2 keeps W1..W8 with both
+ * ACKs, the subset dropping W9: a repeat. */
+static void test_bound_exhaustive(void)
+{
+	static const int order[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 9 };
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+
+	make_log(order, PC_ARRAY_SIZE(order));
+	evs = events(0);
+	crash_opts_default(&o);
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.volatile_, 1);
+	CU_ASSERT_STRING_EQUAL(r.legal, "2^8");
+	CU_ASSERT_EQUAL(r.judged_at_cut, 2 + 254);
+	CU_ASSERT_EQUAL(r.states, 2 + 254 + 1);
+	CU_ASSERT_EQUAL(r.repeats, 1);
+	CU_ASSERT(crash_bound_exhaustive(&r));
+	CU_ASSERT_EQUAL(r.leaves, 1u << CRASH_LEAVE_EARLIER);
+	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
 }
@@ -706,6 +741,7 @@ int suite_crash(void)
 {
 	static const struct pc_test tests[] = {
 		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
+		{ "the bound: every legal state at the cut judged, 2^8", test_bound_exhaustive },
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
