@@ -730,6 +730,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = crash_design_check(&d, c.spr, err, errlen)))
+		goto out;
 	acks_read(&c);
 	r->writes = (unsigned)c.nw;
 	r->volatile_ = c.nvol;

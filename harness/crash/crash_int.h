@@ -190,6 +190,9 @@ int crash_tear_all(const struct ctx *c, unsigned v);
 /* crash_bound.c: after the states, the bound (r->judged_at_cut, legal, leaves, design). 0 or -errno. */
 int crash_bound(struct ctx *c, char *err, size_t errlen);
 int crash_design_make(struct design *d, uint32_t spr);
+/* Each sector kept by one row and dropped by another, and every pair of sectors in each of the
+ * three states a row can give it: 0, or -EPROTO naming what is missed. */
+int crash_design_check(const struct design *d, uint32_t spr, char *err, size_t errlen);
 int crash_subsets(struct ctx *c, char *err, size_t errlen);
 int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen);
 int crash_cuts(struct ctx *c, char *err, size_t errlen);

@@ -131,6 +131,32 @@ int crash_design_make(struct design *d, uint32_t spr)
 	return 0;
 }
 
+/*
+ * The covering design does what the tears rely on: each sector kept by some
+ * row and dropped by another, and any two sectors kept and dropped, dropped
+ * and kept, and both kept by some row (pairs checked up to 512 sectors a
+ * record; beyond, positions only). 0, or -EPROTO naming what it misses.
+ */
+int crash_design_check(const struct design *d, uint32_t spr, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < spr && spr >= 2; i++) {
+		uint64_t c = d->col[i] & ((d->m < 64 ? 1ull << d->m : 0) - 1);
+
+		if (!c || c == ((d->m < 64 ? 1ull << d->m : 0) - 1))
+			return pc_fail(err, errlen, -EPROTO, "the covering design over %u sectors never %s sector %u",
+				       spr, c ? "drops" : "keeps", i);
+		for (uint32_t j = i + 1; j < spr && spr <= 512; j++) {
+			uint64_t cj = d->col[j];
+
+			if (!(c & ~cj) || !(cj & ~c) || !(c & cj))
+				return pc_fail(err, errlen, -EPROTO, "the covering design over %u sectors never %s "
+					       "sectors %u and %u", spr, !(c & ~cj) ? "keeps-drops" : !(cj & ~c) ?
+					       "drops-keeps" : "keeps both", i, j);
+		}
+	}
+	return 0;
+}
+
 static int design_row_kept(const struct design *d, unsigned row, uint32_t idx)
 {
 	if (row >= d->m)

@@ -53,6 +53,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/crash/crash.h"
+#include "harness/crash/crash_int.h"
 #include "relay/vcache.h"
 
 #define RS 4096u
@@ -514,6 +515,28 @@ static void torn_sector_allowed(json_object *v, void *arg)
 		json_object_object_add(v, "verdict", json_object_new_string("PASS"));
 }
 
+/* The covering design reaches each sector position kept and dropped, and each pair in the three
+ * states a row can give it, for every record size up to 1 MiB (2048 sectors: positions only past
+ * 512); a design with two sectors given the same column is refused, naming them. */
+static void test_design_check(void)
+{
+	static const uint32_t sizes[] = { 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 128, 512, 2048 };
+	char err[256] = "";
+	struct design d;
+
+	for (size_t k = 0; k < PC_ARRAY_SIZE(sizes); k++) {
+		CU_ASSERT_EQUAL_FATAL(crash_design_make(&d, sizes[k]), 0);
+		CU_ASSERT_EQUAL(crash_design_check(&d, sizes[k], err, sizeof(err)), 0);
+		if (sizes[k] == 8) {
+			CU_ASSERT_EQUAL(d.m, 5);
+			d.col[6] = d.col[5];	/* a broken design: sectors 5 and 6 alike */
+			CU_ASSERT_EQUAL(crash_design_check(&d, 8, err, sizeof(err)), -EPROTO);
+			CU_ASSERT(strstr(err, "sectors 5 and 6") != NULL);
+		}
+		free(d.col);
+	}
+}
+
 /* The two judge mutations of issue 38: each must leave the cycle not ok (crash-states exits 1). A
  * mask no design row holds is judged because every mask of a 4 KiB record is (2 x 254 tears): the
  * two states tearing W9 or W10 by it mismatch. A sub-sector tear is an illegal state injected for
@@ -746,6 +769,7 @@ int suite_crash(void)
 		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
 		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation", test_judge_mutations },
+		{ "the covering design reaches every sector and pair", test_design_check },
 		{ "the image after the cut: among the states, its verdict", test_observed },
 		{ "a kept cycle.json: every field bounded, a bad one named", test_kept_bounds },
 	};
