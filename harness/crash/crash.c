@@ -59,6 +59,17 @@ static json_object *ev_copy(json_object *ev, unsigned cycle)
 	return c;
 }
 
+/* The work's policy: whether an unacknowledged torn record, or torn sector, is a violation. */
+static void policy_read(struct ctx *c, json_object *pol)
+{
+	json_object *pv;
+
+	if (json_object_object_get_ex(pol, "torn_unacked", &pv))
+		c->torn_violation = !strcmp(json_object_get_string(pv), "violation");
+	if (json_object_object_get_ex(pol, "torn_sector_unacked", &pv))
+		c->torn_sector_violation = !strcmp(json_object_get_string(pv), "violation");
+}
+
 /* Pick this cycle's events: the last power-on of the cycle, its hello, the
  * work and what the agent said up to the cut; the next power-on and hello. */
 static int events_pick(struct ctx *c, char *err, size_t errlen)
@@ -111,7 +122,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		return pc_fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
 			    "was cut is needed)", c->in->board, cyc, !hello ? "hello" : !work ? "work" : "cut");
 	{
-		json_object *w, *v, *pol, *pv;
+		json_object *w, *v, *pol;
 
 		json_object_object_get_ex(work, "work", &w);
 		c->first = (uint64_t)crash_ev_int(work, "work", "first", 0);
@@ -125,10 +136,8 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		if (w && json_object_object_get_ex(w, "pattern", &v) &&
 		    pc_pattern_from_name(json_object_get_string(v)) >= 0)
 			c->pattern = pc_pattern_from_name(json_object_get_string(v));
-		if (json_object_object_get_ex(work, "policy", &pol) && json_object_object_get_ex(pol, "torn_unacked", &pv))
-			c->torn_violation = !strcmp(json_object_get_string(pv), "violation");
-		if (pol && json_object_object_get_ex(pol, "torn_sector_unacked", &pv))
-			c->torn_sector_violation = !strcmp(json_object_get_string(pv), "violation");
+		if (json_object_object_get_ex(work, "policy", &pol))
+			policy_read(c, pol);
 	}
 	/* the next boot: as recorded, or made from this one's */
 	json_object_array_add(c->post, on2 ? json_object_get(on2) : ev_copy(json_object_array_get_idx(evs, start), cyc + 1));

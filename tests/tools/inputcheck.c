@@ -124,6 +124,33 @@ static long log_parse(const uint8_t *log, uint64_t len, struct ent *e, uint64_t 
 	return n;
 }
 
+/* The log's writes, FUA writes, flushes and marks counted, each write's durability set (FUA, or a
+ * flush after it); -1 when a write is past the image's sectors. */
+static int log_counts(struct ent *e, long n, uint64_t sectors, uint64_t *writes, uint64_t *fua, uint64_t *flushes,
+		      uint64_t *marks)
+{
+	long last_flush = -1;
+
+	for (long i = 0; i < n; i++) {
+		if (e[i].flags & 8) {
+			(*marks)++;
+			continue;
+		}
+		if (e[i].flags & 1) {
+			(*flushes)++;
+			last_flush = i;
+			continue;
+		}
+		(*writes)++;
+		*fua += (e[i].flags & 2) != 0;
+		if (e[i].sector > sectors || e[i].n > sectors - e[i].sector)
+			return -1;
+	}
+	for (long i = 0; i < n; i++)
+		e[i].durable = !(e[i].flags & 9) && ((e[i].flags & 2) || i < last_flush);
+	return 0;
+}
+
 static uint64_t jget(json_object *o, const char *k)
 {
 	json_object *v;
@@ -143,7 +170,7 @@ static int check_session(const char *dir, int *bad)
 	struct vc_params vp = { 0 };
 	struct vc_stats vs;
 	long n;
-	int rc = 2, last_flush = -1;
+	int rc = 2;
 
 	snprintf(p, sizeof(p), "%s/cycle.json", dir);
 	cj = json_object_from_file(p);
@@ -172,25 +199,10 @@ static int check_session(const char *dir, int *bad)
 		goto out;
 	}
 	sectors = blen / SECT;
-	for (long i = 0; i < n; i++) {
-		if (e[i].flags & 8) {
-			marks++;
-			continue;
-		}
-		if (e[i].flags & 1) {
-			flushes++;
-			last_flush = (int)i;
-			continue;
-		}
-		writes++;
-		fua += (e[i].flags & 2) != 0;
-		if (e[i].sector > sectors || e[i].n > sectors - e[i].sector) {
-			rc = die("a write past the end of the image", p);
-			goto out;
-		}
+	if (log_counts(e, n, sectors, &writes, &fua, &flushes, &marks)) {
+		rc = die("a write past the end of the image", p);
+		goto out;
 	}
-	for (long i = 0; i < n; i++)
-		e[i].durable = !(e[i].flags & 9) && ((e[i].flags & 2) || i < last_flush);
 	if (jget(cj, "writes") != writes || jget(cj, "fua_writes") != fua || jget(cj, "flushes") != flushes ||
 	    jget(cj, "marks") != marks || jget(cj, "log_entries") != (uint64_t)n) {
 		rc = die("cycle.json's counts are not the log's", dir);

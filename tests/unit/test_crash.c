@@ -660,6 +660,27 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 
+	json_object_put(evs);
+}
+
+/* Images after the cut the enumeration does not hold: illegal (a durable write lost), unknown (a
+ * byte neither old nor new). Judged on their own, never counted; a verdict not the recorded one
+ * fails the cycle. */
+static void test_observed_illegal(void)
+{
+	char post[4300];
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	struct crash_input in = { .board = "b1", .cycle = 1, .base = base_path, .log = log_path, .post = post,
+				  .recorded = "PASS" };
+	char err[512] = "";
+
+	make_inputs();
+	evs = events(0);
+	in.events = evs;
+	snprintf(post, sizeof(post), "%s.after", base_path);
+	crash_opts_default(&o);
 	/* W1 lost though durable (a lying device): observed illegal, judged on its own (a FAIL naming
 	 * seq 1, as it holds), never counted among the states the block layer allows */
 	make_post(post, 3);
@@ -771,6 +792,7 @@ int suite_crash(void)
 		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation", test_judge_mutations },
 		{ "the covering design reaches every sector and pair", test_design_check },
 		{ "the image after the cut: among the states, its verdict", test_observed },
+		{ "an image after the cut illegal or unknown: never counted, a disagreement fails", test_observed_illegal },
 		{ "a kept cycle.json: every field bounded, a bad one named", test_kept_bounds },
 	};
 
