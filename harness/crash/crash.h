@@ -140,7 +140,7 @@ struct crash_result {
 	double legal_log2;
 	uint64_t legal_exact;		/* the same, 0 past 2^64 - 1 */
 	unsigned leaves;		/* what the design leaves out: bits of CRASH_LEAVE_* */
-	char design[256];
+	char design[384];
 	double ms, cpu_ms;		/* the cycle's wall and CPU time (this process's), all its states */
 	json_object *notes;		/* array of strings: the first mismatches, seqs not durable */
 };
@@ -148,8 +148,8 @@ struct crash_result {
 void crash_opts_default(struct crash_opts *o);
 
 /* What the bounded design leaves out (crash_result.leaves). */
-enum { CRASH_LEAVE_SUBSETS, CRASH_LEAVE_MASKS, CRASH_LEAVE_TEAR_DROP, CRASH_LEAVE_TWO, CRASH_LEAVE_EARLIER,
-       CRASH_LEAVE_N };
+enum { CRASH_LEAVE_SUBSETS, CRASH_LEAVE_MASKS, CRASH_LEAVE_TEAR_DROP, CRASH_LEAVE_TWO, CRASH_LEAVE_THREE,
+       CRASH_LEAVE_EARLIER, CRASH_LEAVE_N };
 const char *crash_leave_name(unsigned k);
 /* Every legal state at the cut judged (judged_at_cut = legal_exact). */
 int crash_bound_exhaustive(const struct crash_result *r);

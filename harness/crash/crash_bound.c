@@ -24,7 +24,8 @@ static const char *const leave_names[CRASH_LEAVE_N] = {
 	"subsets of the volatile writes not drawn",
 	"tears by sector masks outside the covering design",
 	"a torn write with another volatile write dropped",
-	"two or more torn writes",
+	"two torn writes by masks outside the pairwise design, or past the first 8 volatile writes",
+	"three or more torn writes",
 	"subsets and tears at earlier persistence points",
 };
 
@@ -114,15 +115,19 @@ int crash_bound(struct ctx *c, char *err, size_t errlen)
 		r->leaves |= 1u << CRASH_LEAVE_TEAR_DROP;
 	if (multi >= 2)
 		r->leaves |= 1u << CRASH_LEAVE_TWO;
+	if (multi >= 3)
+		r->leaves |= 1u << CRASH_LEAVE_THREE;
 	if (r->by_mode[CRASH_M_CUTS])
 		r->leaves |= 1u << CRASH_LEAVE_EARLIER;
-	snprintf(r->design, sizeof(r->design), "%s; tears: %s", c->nvol <= c->o->exhaustive ?
+	snprintf(r->design, sizeof(r->design), "%s; tears: %s%s", c->nvol <= c->o->exhaustive ?
 		 "every subset of the volatile writes" : "subsets: all, none, each single drop and keep, each "
 		 "in-order prefix, seeded random draws",
 		 c->spr > CRASH_ALL_MASKS_SPR ? "a covering design's rows and the in-order prefixes, each "
 		 "volatile write alone" : all_masks ? "every sector mask of each volatile write alone" :
 		 "every sector mask of the first volatile write, the covering design's rows and the in-order "
-		 "prefixes of the others, each alone");
+		 "prefixes of the others, each alone",
+		 multi >= 2 ? "; pairs of the first 8 volatile writes torn together by each pair of the "
+		 "design's rows" : "");
 	return 0;
 }
 

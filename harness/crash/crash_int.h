@@ -186,6 +186,7 @@ size_t crash_marks_before(const struct ctx *c, size_t at);
 /* crash_states.c: the kinds of states, each 0 or -errno. */
 #define CRASH_ALL_MASKS_SPR	8u	/* records of at most 8 sectors: every tear mask (254 for 4 KiB) */
 #define CRASH_ALL_MASKS_WRITES	8u	/* ... of every volatile write while at most 8; beyond, the first's */
+#define CRASH_PAIR_WRITES	8u	/* two torn writes: the pairs of the first 8 volatile writes */
 int crash_tear_all(const struct ctx *c, unsigned v);
 /* crash_bound.c: after the states, the bound (r->judged_at_cut, legal, leaves, design). 0 or -errno. */
 int crash_bound(struct ctx *c, char *err, size_t errlen);

@@ -235,6 +235,35 @@ static void write_seqs(struct ctx *c, size_t wi, uint64_t *lo, uint64_t *hi)
 	}
 }
 
+/*
+ * Two torn writes: each pair of the first CRASH_PAIR_WRITES volatile writes (of two sectors or
+ * more) torn together by each pair of the covering design's rows (m^2: any sector of one and any
+ * of the other are then kept-kept, kept-dropped, dropped-kept and dropped-dropped in some state),
+ * the other volatile writes kept.
+ */
+static int tear_pairs(struct ctx *c, const struct design *d, uint8_t *k, char *err, size_t errlen)
+{
+	unsigned p = c->nvol < CRASH_PAIR_WRITES ? c->nvol : CRASH_PAIR_WRITES;
+	char label[96];
+	int rc = 0;
+
+	memset(k, 1, c->nvol ? c->nvol : 1);
+	for (unsigned a = 0; a < p && !rc; a++)
+		for (unsigned b = a + 1; b < p && !rc && c->w[c->vol[a]].n >= 2; b++)
+			for (unsigned r = 0; r < d->m && !rc && c->w[c->vol[b]].n >= 2; r++)
+				for (unsigned q = 0; q < d->m && !rc; q++) {
+					if (!design_row_tears(d, r, c->spr) || !design_row_tears(d, q, c->spr))
+						continue;
+					keep_set(c, k);
+					tear(c, d, c->vol[a], UINT_MAX, r);
+					tear(c, d, c->vol[b], UINT_MAX, q);
+					snprintf(label, sizeof(label), "writes %zu and %zu torn by rows %u and %u",
+						 c->vol[a], c->vol[b], r, q);
+					rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
+				}
+	return rc;
+}
+
 int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 {
 	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
@@ -282,6 +311,8 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 			}
 			c->cap_lo = c->cap_hi = 0;
 		}
+	if (!rc)
+		rc = tear_pairs(c, d, k, err, errlen);
 	free(k);
 	return rc;
 }

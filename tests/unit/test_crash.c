@@ -21,18 +21,19 @@
  *             and drops others, 2^8 - 2 = 254 (the covering design's 5
  *             rows and the 7 in-order prefixes among them);
  *             2 volatile writes x 254                                    = 508
+ *             and the two torn together by each pair of the 5 rows       = 25
  *   cuts      one per persistence point: F1 and F2 (no FUA writes): at
  *             F1, W1..W4 kept and the one ACK durable there (1+4); at F2,
  *             W1..W8 kept, W9 W10 dropped, both ACKs: the subset that drops
  *             both volatile writes, with the same ACKs -- a repeat, counted
  *             once (repeats 1)                                           = 1
- *   states    distinct: 4 + 508 + 1                                      = 513
+ *   states    distinct: 4 + 533 + 1                                      = 538
  *   injected  8 durable acknowledged writes, each dropped, torn, and
  *             torn within a sector (an illegal sub-sector tear)          = 24
  *   caught    all of them                                                = 24
  *   lost_acked_states: the 24 injected ones only                         = 24
  * With the locality check each tear is judged again with the other
- * volatile write dropped: tears 1016, states 1021, locality_checked 508.
+ * volatile write dropped: tears 1041, states 1046, locality_checked 508.
  * Beyond the exhaustive bound (0) with 3 random subsets, the 2 volatile
  * writes have only 4 subsets: all kept, all dropped, 2 drops, 2 keeps, 1
  * prefix and 3 random draws are 10 subsets enumerated, 4 distinct; with the
@@ -263,22 +264,23 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.acked, 8);
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 254);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 254 + 25);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 1);
 	CU_ASSERT_EQUAL(r.repeats, 1);
-	CU_ASSERT_EQUAL(r.states, 4 + 508 + 1);
+	CU_ASSERT_EQUAL(r.states, 4 + 533 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT_EQUAL(r.injected, 24);
 	CU_ASSERT_EQUAL(r.caught, 24);
 	CU_ASSERT_EQUAL(r.lost_acked_states, 24);
 	/* the bound: W9 and W10 volatile, 16 sectors, each old or new: 2^16 legal at the cut; judged
-	 * 4 + 508 there (the cut at F1 is an earlier point); left out: a tear with the other write
-	 * dropped, both torn, and the subsets and tears at F1 */
+	 * 4 + 533 there (the cut at F1 is an earlier point); left out: a tear with the other write
+	 * dropped, both torn by masks outside the pairwise design, and the subsets and tears at F1 */
 	CU_ASSERT_STRING_EQUAL(r.legal, "2^16");
 	CU_ASSERT_EQUAL(r.legal_exact, 65536);
-	CU_ASSERT_EQUAL(r.judged_at_cut, 512);
+	CU_ASSERT_EQUAL(r.judged_at_cut, 537);
 	CU_ASSERT_FALSE(crash_bound_exhaustive(&r));
 	CU_ASSERT_EQUAL(r.leaves, (1u << CRASH_LEAVE_TEAR_DROP) | (1u << CRASH_LEAVE_TWO) | (1u << CRASH_LEAVE_EARLIER));
+	CU_ASSERT(strstr(r.design, "pairs of the first 8 volatile writes") != NULL);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
 
@@ -286,8 +288,8 @@ static void test_hand_counts(void)
 	o.locality = 1;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 508);
-	CU_ASSERT_EQUAL(r.states, 4 + 1016 + 1);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 508 + 25);
+	CU_ASSERT_EQUAL(r.states, 4 + 1041 + 1);
 	CU_ASSERT_EQUAL(r.locality_checked, 508);
 	CU_ASSERT_EQUAL(r.locality_breaks, 0);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
@@ -301,7 +303,7 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
 	CU_ASSERT_EQUAL(r.repeats, 10 - 4 + 1);
-	CU_ASSERT_EQUAL(r.states, 4 + 508 + 1);
+	CU_ASSERT_EQUAL(r.states, 4 + 533 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 	json_object_put(evs);
@@ -386,7 +388,7 @@ static void test_ack_marks(void)
 	CU_ASSERT_EQUAL(r.acked, 8);
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.acks_unmarked, 0);
-	CU_ASSERT_EQUAL(r.states, 4 + 508 + 2);
+	CU_ASSERT_EQUAL(r.states, 4 + 533 + 2);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
@@ -452,10 +454,10 @@ static void test_judge_torn_intact(void)
 	o.hook = torn_is_intact;
 	o.hook_arg = &rewritten;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
-	/* the 508 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation);
+	/* the 533 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation);
 	 * the 8 dropped and the 8 torn within a sector (torn_sector, not torn) are still caught */
-	CU_ASSERT_EQUAL(rewritten, 508 + 8);
-	CU_ASSERT_EQUAL(r.mismatches, 508);
+	CU_ASSERT_EQUAL(rewritten, 533 + 8);
+	CU_ASSERT_EQUAL(r.mismatches, 533);
 	CU_ASSERT_EQUAL(r.injected, 24);
 	CU_ASSERT_EQUAL(r.caught, 16);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
@@ -537,6 +539,32 @@ static void test_design_check(void)
 	}
 }
 
+/* A faulty judge: of two torn records, the second called intact (a path only states with two
+ * torn writes reach). */
+static void second_tear_intact(json_object *v, void *arg)
+{
+	json_object *cnt, *fnd, *keep, *x, *c;
+	int *n = arg, torn = 0;
+
+	if (!json_object_object_get_ex(v, "counts", &cnt) || !json_object_object_get_ex(cnt, "torn", &x) ||
+	    json_object_get_int64(x) < 2 || !json_object_object_get_ex(v, "findings", &fnd))
+		return;
+	(*n)++;
+	json_object_object_add(cnt, "torn", json_object_new_int64(json_object_get_int64(x) - 1));
+	json_object_object_get_ex(cnt, "intact", &x);
+	json_object_object_add(cnt, "intact", json_object_new_int64(json_object_get_int64(x) + 1));
+	keep = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i);
+
+		if (json_object_object_get_ex(f, "class", &c) && !strcmp(json_object_get_string(c), "torn") &&
+		    ++torn == 2)
+			continue;
+		json_object_array_add(keep, json_object_get(f));
+	}
+	json_object_object_add(v, "findings", keep);
+}
+
 /* The two judge mutations of issue 38: each must leave the cycle not ok (crash-states exits 1). A
  * mask no design row holds is judged because every mask of a 4 KiB record is (2 x 254 tears): the
  * two states tearing W9 or W10 by it mismatch. A sub-sector tear is an illegal state injected for
@@ -568,6 +596,26 @@ static void test_judge_mutations(void)
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT_EQUAL(r.injected, 24);
 	CU_ASSERT_EQUAL(r.caught, 16);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the second of two torn records called intact: only the 25 states tearing W9 and W10 together
+	 * reach it (the pairwise design) */
+	n = 0;
+	o.hook = second_tear_intact;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 25);
+	CU_ASSERT_EQUAL(r.mismatches, 25);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the second of two torn records called intact: only the 25 states tearing W9 and W10 together
+	 * reach it (the pairwise design) */
+	n = 0;
+	o.hook = second_tear_intact;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 25);
+	CU_ASSERT_EQUAL(r.mismatches, 25);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
@@ -633,7 +681,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 513);		/* one of the 513: not counted again */
+	CU_ASSERT_EQUAL(r.states, 538);		/* one of the 538: not counted again */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
@@ -656,7 +704,7 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 513);
+	CU_ASSERT_EQUAL(r.states, 538);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 
@@ -690,7 +738,7 @@ static void test_observed_illegal(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 0);
 	CU_ASSERT_EQUAL(r.observed_known, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
-	CU_ASSERT_EQUAL(r.states, 513);
+	CU_ASSERT_EQUAL(r.states, 538);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	{
 		json_object *j = crash_result_json(&in, &r), *ob = NULL, *v = NULL;
@@ -710,7 +758,7 @@ static void test_observed_illegal(void)
 	CU_ASSERT_EQUAL(r.observed_known, 0);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
 	CU_ASSERT_EQUAL(r.observed_agrees, 0);
-	CU_ASSERT_EQUAL(r.states, 513);		/* unknown: not counted */
+	CU_ASSERT_EQUAL(r.states, 538);		/* unknown: not counted */
 	/* its content unknown, its verdict (FAIL) not the recorded PASS: the cycle fails all the same */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
@@ -789,7 +837,8 @@ int suite_crash(void)
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
-		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation", test_judge_mutations },
+		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation, a second tear intact",
+		  test_judge_mutations },
 		{ "the covering design reaches every sector and pair", test_design_check },
 		{ "the image after the cut: among the states, its verdict", test_observed },
 		{ "an image after the cut illegal or unknown: never counted, a disagreement fails", test_observed_illegal },
