@@ -2,6 +2,7 @@
 #
 #   make              host controller and agent in build/
 #   make check        unit + integration tests, built with ASan/UBSan (build/san/)
+#   make check-long   the soaks (minutes each) make check leaves out, same build
 #   make demo         a power-cut campaign on two sim boards, then the per-device report
 #   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
 #   make install-agent the board's files only (a cross agent into a root file system)
@@ -148,20 +149,30 @@ $(B)/tools/inputcheck: $(call objs,$(B),relay/vcache.c)
 
 TOOLS = $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 
-# The tests run sanitized builds of everything.
+# The tests run sanitized builds of everything, built JOBS at a time (make
+# check, make check-long: one compiler per core).
 SAN = build/san
+JOBS ?= $(shell nproc 2> /dev/null || echo 2)
 san:
 	@$(MAKE) --no-print-directory B=$(SAN) OPT="$(SANFLAGS)" \
-		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit \
+		$(SAN)/powercut $(SAN)/powercut-agent $(SAN)/test-unit $(SAN)/syncfault.so \
 		$(patsubst tests/tools/%.c,$(SAN)/tools/%,$(TOOL_SRC))
 
 # -k: a failing part does not hide the others; the unit and integration totals
 # (passed, failed, skipped: skips are never passes) close the output. PC_CI=1
 # (.ci/run) makes a skip of a test CI must run a failure (docs/testing.md).
+# The integration tests run side by side (tests/integration/run-all -j;
+# PC_JOBS=N sets how many at once), and lint, the unit tests and the fuzzers'
+# replay beside them (they mostly wait too), their output shown after.
 check: deps
-	@$(MAKE) --no-print-directory san
+	@$(MAKE) --no-print-directory -j$(JOBS) san
 	@rm -f $(SAN)/unit.totals $(SAN)/integration.totals
-	@rc=0; $(MAKE) --no-print-directory -k lint unit integration fuzz-replay || rc=$$?; \
+	@rc=0; \
+		$(MAKE) --no-print-directory -k lint unit fuzz-replay > $(SAN)/check-beside.log 2>&1 & beside=$$!; \
+		$(MAKE) --no-print-directory integration || rc=$$?; \
+		wait $$beside || rc=$$?; \
+		echo "check: lint, unit and fuzz-replay, run beside the integration tests:"; \
+		cat $(SAN)/check-beside.log; \
 		echo "check: totals"; \
 		for p in unit integration; do \
 			cat $(SAN)/$$p.totals 2>/dev/null || { echo "$$p: no totals (its runner did not finish)"; rc=1; }; \
@@ -178,6 +189,19 @@ unit:
 
 integration:
 	PC_BIN=$(SAN) PC_TOTALS=$(SAN)/integration.totals tests/integration/run-all
+
+# The soaks: the tests marked "# run-all: long" (a minute-long link flood,
+# ...), which make check skips (ci-expected: "allowed-to-skip: make
+# check-long runs it"); here a skip fails (PC_LONG_REQUIRE=1), like
+# PC_VM_REQUIRE=1 in make vm-check. Same runner, same totals.
+.PHONY: check-long
+check-long: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) san
+	@rm -f $(SAN)/long.totals
+	@rc=0; PC_BIN=$(SAN) PC_TOTALS=$(SAN)/long.totals tests/integration/run-all --long || rc=$$?; \
+		echo "check-long: totals"; \
+		cat $(SAN)/long.totals 2>/dev/null || { echo "integration: no totals (its runner did not finish)"; rc=1; }; \
+		[ $$rc -eq 0 ] && echo "check-long: passed" || echo "check-long: FAILED"; exit $$rc
 
 # A fresh demo campaign each time. Exit 1 from `powercut run` means some cycle
 # FAILed -- the lying-flush board is there to show exactly that.
@@ -196,6 +220,7 @@ bench: all
 	bench/modes-vs-fio
 	bench/replay-rate
 	bench/harness
+	bench/slow-results
 
 # Regenerate the crafted region images of tests/fixtures/ (they are committed).
 fixtures: $(B)/tools/mkfixtures
@@ -304,14 +329,16 @@ print-cross-b:
 # tests/gpiosim/{gpiosim,hidrawsim}.c are LD_PRELOAD shims that play the GPIO
 # character device and a dcttech HID relay board; tests/unit/test_relay_hw.c
 # re-runs itself under the ones next to its binary, so they are built with
-# every test-unit (order-only: they are not linked in).
+# every test-unit (order-only: they are not linked in). syncfault.c fails or
+# slows fsync/fdatasync of chosen files (a results disk that loses data:
+# t-sync-fault; a slow one: bench/slow-results); make san builds it.
 #   make gpiosim   just the shims, in $(B)/
 #   make gpiod2    libgpiod 2.x from bookworm-backports (apt only; unpacked, not
 #                  installed) into build/gpiod2/, and the relay tests built
 #                  against it with PC_GPIOD_API=2 as build/gpiod2/test-relay-gpiod
 SHIM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wmissing-prototypes \
                -Wstrict-prototypes -D_GNU_SOURCE -O2 -g -fPIC -shared
-GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so
+GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so $(B)/syncfault.so
 GPIOD2      := build/gpiod2
 GPIOD2_LIB   = $(GPIOD2)/usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
 GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c $(RELAY_SRC) $(COMMON_SRC)
@@ -354,15 +381,15 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #                   an NVMe namespace (vm3), their cables around it
 #   make vm-run-emmc configs/vm-emmc.json: the eMMC board (results/vm-emmc/)
 #   make vm-check   vm-deps, cross-deps, vm-image, vm-image-emmc, then
-#                   tests/integration/t-vm.sh, t-vm-fua.sh, t-vm-cache.sh and
-#                   t-vm-crash-keep.sh
+#                   tests/integration/t-vm.sh, t-vm-fua.sh, t-vm-cache.sh,
+#                   t-vm-crash-keep.sh and t-vm-kvm.sh
 #                   one after the other, and t-vm-emmc.sh alongside them (the
 #                   eMMC board's cycles are mostly its guest booting), all
 #                   of which may not skip (PC_VM_REQUIRE=1)
 #   make vm-check-emmc  vm-deps, vm-image-emmc, then t-vm-emmc.sh alone
 VM_DIR    := build/vm
 VM_STATIC := build/static
-VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep
+VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep t-vm-kvm
 .PHONY: vm-deps vm-image vm-image-emmc vm-run vm-run-fua vm-run-emmc vm-check vm-check-emmc
 vm-deps:
 	@tools/board/install-deps
@@ -442,6 +469,25 @@ lava-check: deps
 	done; exit $$rc
 # ---- end LAVA -----------------------------------------------------------------
 
+# ---- fresh-root check of the install lists (docs/testing.md) ----------------
+#   make fresh-root-check  each install list -- build, vm, cross, lava, bench --
+#                          installed by its own installer (tools/install-deps,
+#                          board/install-deps, install-cross-deps) in a fresh
+#                          copy of a bare Debian 12 root (debootstrap, no
+#                          backports, no foreign architecture), every package
+#                          it names then checked installed
+#                          (tools/fresh-root-check; root; about 5 min); then
+#                          t-fresh-root: a list naming a package the archive
+#                          lacks fails, named. FRESH_LISTS="cross vm" picks lists.
+FRESH_LISTS ?=
+.PHONY: fresh-root-check
+fresh-root-check:
+	tools/fresh-root-check $(foreach l,$(FRESH_LISTS),--list $(l))
+	@mkdir -p build/test-tmp
+	PC_FRESH_ROOT=1 PC_TEST_TMP=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp} \
+		bash tests/integration/t-fresh-root.sh
+# ---- end fresh-root check -----------------------------------------------------
+
 # ---- fuzzing (libFuzzer) ----------------------------------------------------
 # One libFuzzer target per kind of untrusted input, tests/fuzz/fuzz_<target>.c
 # (docs/fuzzing.md): proto (protocol lines), auth (tagged lines), config
@@ -497,4 +543,6 @@ $(B)/fuzz/replay-%: $(B)/obj/tests/fuzz/fuzz_%.o $(B)/obj/tests/fuzz/replay_main
 	$(CC) $(ALL_CFLAGS) $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_LIBS)
 # ---- end fuzzing --------------------------------------------------------------
 
--include $(shell find build -name '*.d' -type f 2>/dev/null)
+# each build's own dependency files: its objects' folder alone (build/ also
+# holds the fresh-root check's and LAVA's Debian roots, whose *.d are not ours)
+-include $(shell find $(B)/obj -name '*.d' -type f 2>/dev/null)

@@ -7,6 +7,7 @@
 #define PC_AGENT_CMD_H
 
 #include <stdint.h>
+#include <stdio.h>
 
 #include <json-c/json.h>
 
@@ -36,6 +37,12 @@ struct opts {
 	uint64_t qd;
 	uint64_t flush_every;
 };
+
+/* The agent's --help (cmd_usage.c): COMMAND's usage and options, or the
+ * commands' when cmd is NULL or no command. */
+void agent_usage(FILE *f, const char *cmd);
+/* 1 when cmd is one of the agent's commands */
+int agent_cmd_known(const char *cmd);
 
 /* powercut-agent run: 0, 1 failure, 2 usage error. */
 int cmd_run(struct opts *o);

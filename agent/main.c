@@ -1,7 +1,7 @@
 /*
  * main.c - powercut-agent: runs on the board, next to the device under test.
  * This file parses the options and runs the offline commands (prepare, info,
- * scan); run is cmd_run.c, write cmd_write.c.
+ * scan); run is cmd_run.c, write cmd_write.c, the --help texts cmd_usage.c.
  *
  *   powercut-agent prepare --device DEV --record-size N --yes
  *   powercut-agent run     --device DEV --connect HOST:PORT --board NAME
@@ -76,60 +76,6 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static const char usage_text[] =
-	"usage: powercut-agent COMMAND [OPTIONS]\n"
-	"\n"
-	"Commands:\n"
-	"  prepare   claim a region: write its superblocks and fill every slot (destroys its contents)\n"
-	"  run       connect to the host, say HELLO, scan and write as the host asks\n"
-	"  scan      verify the region offline and print the findings as JSON lines\n"
-	"  info      print device identity and region geometry as JSON\n"
-	"  write     write records in one mode as fast as the device takes them, and print the rate\n"
-	"            (a benchmark of the durability modes; the region is overwritten, not verified)\n"
-	"\n"
-	"Device options (all commands):\n"
-	"  --device DEV            a file, a block device, PARTLABEL=x, PARTUUID=x, LABEL=x, UUID=x,\n"
-	"                          or sim:PATH for the emulated eMMC\n"
-	"  --offset BYTES          region start on the device (default 0)\n"
-	"  --length BYTES          region length (default: to the end of the device)\n"
-	"  --allow-whole-disk      permit a whole disk rather than a partition\n"
-	"  --sim-profile P         sim fault profile (honest, lying-flush, ...; see docs/sim.md)\n"
-	"  --sim-program-us N      sim: microseconds to program one sector (default 20)\n"
-	"  --sim-cache-sectors N   sim: volatile cache size in sectors (default 256)\n"
-	"  --sim-seed N, --sim-rate R   sim: randomness for fault profiles\n"
-	"  --sim-cut-after N       sim: cut the power (SIGKILL the board) after N sectors programmed\n"
-	"  --sim-cut-at OP:N[:US]  sim: cut the power at the start of the Nth cache flush (OP flush) or\n"
-	"                          inside the Nth FUA write (OP fua) of this boot, US microseconds of\n"
-	"                          program time into it (default 0)\n"
-	"  --sim-keep-inputs N     sim: keep each power-on's base image, write log and image at the\n"
-	"                          cut, of the last N power-ons, in MEDIA.inputs/ (default 0: none)\n"
-	"  -v, --verbose           debug messages (what the host asks, scan statistics) on stderr\n"
-	"\n"
-	"prepare:  --record-size BYTES (default 4096)  --seed N (default 1)  --size BYTES (sim media,\n"
-	"          created when missing; default 4M)  --yes (required: confirms the region is destroyed)\n"
-	"          --force --confirm-device DEV: overwrite a filesystem, RAID member, swap area or\n"
-	"          partition table libblkid finds there (DEV: the device path again, as resolved)\n"
-	"run:      --connect HOST:PORT or --console TTY [--baud N (115200)], --board NAME,\n"
-	"          --key FILE: the campaign's key (made by powercut run; default $PC_KEY_FILE)\n"
-	"          --boot-delay-ms N, --connect-timeout-ms N (30000: how long to keep trying to\n"
-	"          reach the host and authenticate)\n"
-	"          --fresh-boot-id: a random boot id for this process instead of the kernel's\n"
-	"          (a board simulated by a process, whose power cut is a kill)\n"
-	"          --sysrq PATH: obey the host's crash requests by writing 'b' to PATH\n"
-	"          (/proc/sysrq-trigger on a board: reboot without syncing; refused without it)\n"
-	"scan:     --pattern sequential|random (the position order of the runs; default sequential)\n"
-	"write:    --mode MODE  --records N (default: every slot once)  --qd N (1)  --flush-every N (8)\n"
-	"          --pattern sequential|random  --yes (required: it overwrites the region's records)\n"
-	"          prints one JSON line: the rate, and io_audit, what reached the device\n"
-	"          (docs/io-audit.md)\n"
-	"\n"
-	"Sizes take K, M, G suffixes (binary). Exit status: 0 ok, 1 failure, 2 usage error.\n";
-
-static void usage(FILE *f)
-{
-	fputs(usage_text, f);
-}
-
 static int bad_arg(const char *opt, const char *val, const char *what)
 {
 	pc_err("%s '%s': %s", opt, val, what);
@@ -190,7 +136,7 @@ static int parse_number(int c, struct opts *o)
 	}
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+static int parse_opts(const char *cmd, int argc, char **argv, struct opts *o)
 {
 	char err[256];
 	int c, li = 0, ret;
@@ -246,7 +192,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'v':
 		case O_VERBOSE: o->verbose = 1; break;
 		case 'h':
-		case O_HELP: usage(stdout); exit(0);
+		case O_HELP: agent_usage(stdout, cmd); exit(0);
 		default: return -EINVAL;
 		}
 	}
@@ -359,19 +305,24 @@ int main(int argc, char **argv)
 	/* a host that hangs up is an EPIPE to handle, not a death by SIGPIPE */
 	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
-		usage(stderr);
+		agent_usage(stderr, NULL);
 		return 2;
 	}
 	cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-		usage(stdout);
+		/* powercut-agent help COMMAND: that command's */
+		agent_usage(stdout, argc > 2 ? argv[2] : NULL);
 		return 0;
 	}
 	if (!strcmp(cmd, "--version")) {
 		printf("powercut-agent %s (%s)\n", PC_VERSION, PC_AGENT_FEATURES);
 		return 0;
 	}
-	if (parse_opts(argc - 1, argv + 1, &o)) {
+	if (!agent_cmd_known(cmd)) {
+		pc_err("unknown command '%s' (commands: prepare, run, scan, info, write; see --help)", cmd);
+		return 2;
+	}
+	if (parse_opts(cmd, argc - 1, argv + 1, &o)) {
 		dev_sim_opts_free(o.sims);
 		return 2;
 	}
@@ -385,8 +336,6 @@ int main(int argc, char **argv)
 		rc = cmd_info(&o);
 	else if (!strcmp(cmd, "write"))
 		rc = cmd_write(&o);
-	else
-		pc_err("unknown command '%s' (commands: prepare, run, scan, info, write; see --help)", cmd);
 	dev_sim_opts_free(o.sims);
 	return rc;
 }

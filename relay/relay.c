@@ -148,3 +148,14 @@ void relay_close(struct relay *r)
 	r->ops = NULL;
 	r->priv = NULL;
 }
+
+int relay_host_fault(const char *driver, const struct relay_ctx *ctx, char *why, size_t len)
+{
+	const struct relay_ops *ops = driver ? relay_find(driver) : NULL;
+
+	if (len)
+		why[0] = 0;
+	if (!ops || !ops->host_fault || !ctx || !ctx->state_dir || !ctx->state_dir[0])
+		return 0;
+	return ops->host_fault(ctx, why, len) == 1;
+}

@@ -71,11 +71,16 @@ struct relay_ops {
 	unsigned caps;		/* what it can do beyond on/off: RELAY_CAP_* */
 	/* The identity of the physical relay a section names, for the lock that
 	 * keeps two users off one relay (relay_lock.h): "gpiod:gpiochip1:3".
-	 * Fills buf and returns 0; NULL: none beyond its board (command,
-	 * sysrq: "board:CAMPAIGN/BOARD"); -ENOENT: no lock at all, the board
-	 * is a process of ours in its results folder (sim, qemu). cfg passed
-	 * check(). */
+	 * Fills buf and returns 0; NULL or > 0: none beyond its board (sysrq,
+	 * a command relay without board_id: "board:CAMPAIGN/BOARD"); -ENOENT:
+	 * no lock at all, the board is a process of ours whose medium lives in
+	 * its results folder (sim). cfg passed check(). */
 	int (*ident)(json_object *cfg, char *buf, size_t len);
+	/* Did the host, not the device, fail the board's last power-on (a
+	 * virtual board's accelerator)? Read from the board's state folder
+	 * (ctx->state_dir), in the harness, without the opened relay: 1 with
+	 * why, else 0. NULL: never. */
+	int (*host_fault)(const struct relay_ctx *ctx, char *why, size_t len);
 };
 
 struct relay {
@@ -104,6 +109,9 @@ int relay_off(struct relay *r);
 int relay_get(struct relay *r);
 /* Accepts a relay that was never opened (ops NULL). */
 void relay_close(struct relay *r);
+/* The driver's host_fault (relay_ops): 1 with why when the host failed the
+ * board's last power-on, else 0. */
+int relay_host_fault(const char *driver, const struct relay_ctx *ctx, char *why, size_t len);
 
 extern const struct relay_ops relay_sim_ops;
 extern const struct relay_ops relay_command_ops;

@@ -45,7 +45,8 @@ struct cmd_result {
 	int status;
 };
 
-static const char *const cmd_keys[] = { "driver", "on", "off", "get", "timeout_ms" };
+static const char *const cmd_keys[] = { "driver", "on", "off", "get", "timeout_ms", "board_id" };
+#define CMD_BOARD_ID_MAX 63
 
 static int cmd_check_string(json_object *cfg, const char *key, int required, char *err, size_t errlen)
 {
@@ -66,6 +67,26 @@ static int cmd_check_string(json_object *cfg, const char *key, int required, cha
 	return 0;
 }
 
+/* board_id: the physical board's name in the lab, [A-Za-z0-9_.-], 1 to 63. */
+static int cmd_check_board_id(json_object *cfg, char *err, size_t errlen)
+{
+	json_object *v;
+	const char *s;
+	size_t n;
+
+	if (!cfg || !json_object_object_get_ex(cfg, "board_id", &v))
+		return 0;
+	s = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	n = strlen(s);
+	if (n >= 1 && n <= CMD_BOARD_ID_MAX &&
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n)
+		return 0;
+	snprintf(err, errlen, "board_id: expected the physical board's name in the lab, 1 to %d of "
+		 "[A-Za-z0-9_.-] (every campaign naming it shares one lock), got %.80s", CMD_BOARD_ID_MAX,
+		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	return -EINVAL;
+}
+
 static int cmd_check(json_object *cfg, char *err, size_t errlen)
 {
 	int rc;
@@ -79,6 +100,8 @@ static int cmd_check(json_object *cfg, char *err, size_t errlen)
 		rc = cmd_check_string(cfg, "get", 0, err, errlen);
 	if (!rc)
 		rc = relay_check_int(cfg, "timeout_ms", 1, RELAY_MS_MAX, err, errlen);
+	if (!rc)
+		rc = cmd_check_board_id(cfg, err, errlen);
 	return rc;
 }
 
@@ -419,8 +442,22 @@ static void cmd_close(struct relay *r)
 	r->priv = NULL;
 }
 
+/* "board:ID" for a declared board_id (the board itself, whatever commands
+ * switch it: every campaign naming it shares its lock); else none beyond
+ * the campaign's board (relay_lock.h). */
+static int cmd_ident(json_object *cfg, char *buf, size_t len)
+{
+	json_object *v;
+
+	if (!cfg || !json_object_object_get_ex(cfg, "board_id", &v))
+		return 1;
+	snprintf(buf, len, "board:%s", json_object_get_string(v));
+	return 0;
+}
+
 const struct relay_ops relay_command_ops = {
 	.name = "command",
+	.ident = cmd_ident,
 	.check = cmd_check,
 	.open = cmd_open,
 	.on = cmd_on,

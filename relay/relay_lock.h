@@ -11,12 +11,15 @@
  *   `powercut relay` meet in the same place; /tmp/powercut-lock on a host
  *   without /run/lock)
  *
- * The key is the relay's identity where it has one (relay_ops.ident: a GPIO
- * chip and line, a USB relay's device and channel, a serial relay's device,
- * a PDU and outlet: "gpiod:gpiochip1:3"), so two configurations naming the
- * same relay conflict too; else the board's ("board:CAMPAIGN/BOARD", a
- * command or sysrq relay). The sim and qemu boards take none: each is a
- * process of the harness's own, in its results folder, whose lock covers it.
+ * The key is the identity of the physical board's power where it has one
+ * (relay_ops.ident: a GPIO chip and line, a USB relay's device and channel,
+ * a serial relay's device, a PDU and outlet: "gpiod:gpiochip1:3"; a command
+ * relay's declared board_id: "board:rpi4-lab2"; a virtual board's disk
+ * image: "qemu:/abs/disk.img"), so two configurations naming the same board
+ * conflict too, whatever their results folders and ports; else the board's
+ * within its campaign ("board:CAMPAIGN/BOARD", a sysrq relay or a command
+ * relay without board_id). The sim boards take none: each is a process of
+ * the harness's own on a medium in its results folder, whose lock covers it.
  *
  * The lock is an flock() on <dir>/<key>.lock held for as long as its user
  * drives the relay: `powercut run` for each of its boards for its whole
@@ -67,7 +70,7 @@ struct relay_lock {
  * The lock key of a board's relay into key: the driver's identity of the
  * relay when it has one, else "board:CAMPAIGN/BOARD". The relay section
  * must have passed the driver's check(). 0; -ENOENT: no lock, the board is
- * a process of ours that lives in its results folder (sim, qemu), whose
+ * a process of ours whose medium lives in its results folder (sim), whose
  * own lock covers it, and two folders are two boards; -EINVAL: unknown
  * driver.
  */

@@ -26,9 +26,11 @@
  * serial of the board's own (relay.serial, else the board name); QEMU's SD
  * card has a fixed CID that no option changes.
  *
- * accel auto asks QEMU, once per process, whether KVM works (a /dev/kvm that
- * opens proves nothing: KVM can still abort QEMU at its first vCPU) and
- * falls back to TCG, saying so once.
+ * accel auto asks QEMU, once per process, whether KVM runs the board's own
+ * kernel (a /dev/kvm that opens proves nothing: KVM can abort QEMU at its
+ * first vCPU, or fail the guest kernel) and falls back to TCG, saying so
+ * once; a power-on whose guest KVM fails all the same falls back too
+ * (relay_qemu_kvm.c).
  *
  * Like the sim relay: QEMU leads its own process group, we reap only our own
  * pid, install no signal handlers and bound every wait. And like the sim
@@ -305,6 +307,7 @@ static int qemu_open_state(struct relay *r, struct qemu_priv *p, json_object *cf
 	}
 	if (note[0])
 		pc_warn("board %s: relay qemu: %s", r->board, note);
+	qemu_kvm_remembered(p, state_dir);
 	qemu_log_note(p, r->board);
 	return 0;
 }
@@ -322,6 +325,7 @@ static int qemu_open(struct relay *r, json_object *cfg, const struct relay_ctx *
 		if (strcmp(qemu_cfg_disk(cfg), qemu_disks[i]) == 0)
 			p->disk = (enum qemu_disk)i;
 	p->machine = ast ? QEMU_MACHINE_AST2600 : QEMU_MACHINE_PC;
+	p->log_mark = -1;
 	qemu_serial(p, cfg, r->board);
 	p->fua = relay_cfg_bool(cfg, "fua", 1);
 	p->memory_mb = (int)relay_cfg_int(cfg, "memory_mb", 256);
@@ -398,6 +402,8 @@ static int qemu_open_log(struct relay *r, struct qemu_priv *p, char *const argv[
 	fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return -1;
+	/* this power-on's part of the log, read when it ends (qemu_kvm_after) */
+	p->log_mark = lseek(fd, 0, SEEK_END);
 	f = fdopen(dup(fd), "a");
 	if (f) {
 		fprintf(f, "--- power on at %" PRIu64 " ms (CLOCK_MONOTONIC):", pc_now_ms());
@@ -444,6 +450,9 @@ static int qemu_cut(struct relay *r, struct qemu_priv *p)
 	rc = relay_kill_group(r, &p->pid, "QEMU", hint);
 	if (rc == 0 && p->pgid[0])
 		relay_group_forget(p->pgid);
+	/* did KVM fail the guest? then the board falls back to TCG */
+	if (rc == 0)
+		qemu_kvm_after(r, p);
 	/* the power is off: what the cache held and had not written is lost now */
 	if (rc == 0 && p->vc)
 		rc = qemu_vc_replay(r, p);
@@ -550,6 +559,7 @@ static int qemu_on(struct relay *r)
 	rc = qemu_disk_prepare(r, p);
 	if (rc < 0)
 		return rc;
+	qemu_kvm_console_note(r, p);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, qmp) < 0) {
 		rc = -errno;
 		relay_errf(r, "socketpair for QEMU's monitor: %s", strerror(-rc));
@@ -572,6 +582,7 @@ static int qemu_on(struct relay *r)
 		if (p->pgid[0])
 			relay_group_forget(p->pgid);
 		qemu_log_tail(p, last, sizeof(last));
+		qemu_kvm_after(r, p);
 		relay_errf(r, "QEMU exited at start (%s %d): %s; see %s",
 			   WIFEXITED(status) ? "status" : "signal",
 			   WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
@@ -615,15 +626,22 @@ static void qemu_close(struct relay *r)
 	r->priv = NULL;
 }
 
-/* No lock of its own: the board is our process, in its results folder,
- * and that folder's lock covers it (relay_lock.h). */
+/* "qemu:DRIVE": the virtual board is its disk image, wherever its results
+ * go (two campaigns booting one image would write one medium); the real
+ * path, so two names of one file are one board. */
 static int qemu_ident(json_object *cfg, char *buf, size_t len)
 {
-	return -ENOENT;
+	const char *drive = relay_cfg_str(cfg, "drive", "?");
+	char *real = realpath(drive, NULL);
+
+	snprintf(buf, len, "qemu:%s", real ? real : drive);
+	free(real);
+	return 0;
 }
 
 const struct relay_ops relay_qemu_ops = {
 	.ident = qemu_ident,
+	.host_fault = qemu_host_fault,
 	.name = "qemu",
 	.check = qemu_check,
 	.open = qemu_open,

@@ -4,7 +4,8 @@
  *
  *   relay_qemu.c         power: open, on (spawn), off (cut), get, close
  *   relay_qemu_config.c  relay.* checked (check-config and open)
- *   relay_qemu_qmp.c     QEMU's monitor, and whether KVM works here
+ *   relay_qemu_qmp.c     QEMU's monitor
+ *   relay_qemu_kvm.c     whether KVM runs the board's guest: the probe, the fallback
  *   relay_qemu_argv.c    QEMU's command line (machine, disk, filter stack, traces)
  *   relay_qemu_disk.c    the files below the guest: the key's initrd, the
  *                        volatile cache's scratch image and replay, blkdebug
@@ -27,8 +28,9 @@
 #define QEMU_MAX_EXTRA	64
 #define QEMU_QMP_LINE	4096
 #define QEMU_SERIAL_MAX	20	/* NVMe's serial number field; scsi-hd takes 36 */
-#define QEMU_PROBE_MS	10000	/* the KVM probe: QEMU up and answering */
-#define QEMU_PROBE_RUN_MS 200	/* ...and its vCPU still running this long after */
+#define QEMU_PROBE_BOOT_MS 10000	/* the KVM probe: the board's kernel's first console line */
+#define QEMU_FAULT_TAIL	(256 * 1024)	/* how much of qemu.log's end host_fault reads */
+#define QEMU_PROBE_RUN_MS 200	/* ...and no word of a KVM failure this long after */
 #define QEMU_MAX_ERRORS	8	/* blkdebug rules a board may have */
 #define QEMU_SECTOR_MAX	(1ULL << 40)	/* 512 TiB of 512-byte sectors: past any image */
 
@@ -50,6 +52,11 @@ struct qemu_priv {
 	char keyhex[72];	/* the campaign's key (auth.h), for the guest's agent */
 	char accel[8];			/* "kvm" or "tcg", resolved at open */
 	char accel_why[512];		/* how auto chose it, for qemu.log */
+	int kvm_auto;			/* kvm chosen by "auto": a power-on KVM fails falls back to TCG */
+	int kvm_note;			/* the fallback, to say in the next power-on's console log */
+	char kvm_said[240];		/* QEMU's words of the KVM failure */
+	char kvm_file[PATH_MAX];	/* <state>/kvm-failed: the fallback, kept; "" = no state folder */
+	off_t log_mark;			/* where this power-on's part of qemu.log starts; -1 none */
 	char cache[16];
 	char serial[QEMU_SERIAL_MAX + 1];	/* the SCSI or NVMe disk's; "" for the SD card */
 	enum qemu_disk disk;
@@ -97,8 +104,17 @@ const char *qemu_cfg_disk(json_object *cfg);
 int qemu_check(json_object *cfg, char *err, size_t errlen);
 
 /* relay_qemu_qmp.c */
-int qemu_resolve_accel(struct relay *r, struct qemu_priv *p, const char *accel);
 int qemu_qmp_wait(struct relay *r, struct qemu_priv *p, int fd, uint64_t deadline);
+
+/* relay_qemu_kvm.c */
+int qemu_resolve_accel(struct relay *r, struct qemu_priv *p, const char *accel);
+/* QEMU's words that KVM failed a guest ("KVM internal error", "emulation
+ * failure", ...) in text: 1 with its line(s) in line, else 0. */
+int qemu_kvm_failure(const char *text, size_t len, char *line, size_t linelen);
+void qemu_kvm_remembered(struct qemu_priv *p, const char *state_dir);
+void qemu_kvm_after(struct relay *r, struct qemu_priv *p);
+void qemu_kvm_console_note(struct relay *r, struct qemu_priv *p);
+int qemu_host_fault(const struct relay_ctx *ctx, char *why, size_t len);
 
 /* relay_qemu_argv.c */
 char *qemu_opt_escape(const char *s);

@@ -120,7 +120,8 @@ static void power_on(struct bctx *b)
 	if (b->cycle <= c->cycles)
 		json_object_object_add(ev, "mode", json_object_new_string(
 			pc_mode_name(b->cfg->modes[(b->cycle - 1) % b->cfg->nmodes])));
-	camp_ev_log(b, ev);
+	if (camp_ev_log(b, ev) || c->fatal)
+		return;	/* the results failed: no power-on that is not on record */
 	camp_plan_power_on(b);
 	{
 		/* the worker switches on when the board has been off off_ms */
@@ -247,9 +248,11 @@ static void boot_timeout(struct bctx *b)
 		camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
 		return;
 	}
-	if (!setup && !b->rejects && camp_late_ms(b)) {
+	if (!setup && !b->rejects && !b->said[0] && camp_late_ms(b) &&
+	    !relay_host_fault(b->cfg->relay_driver, &b->rctx, NULL, 0)) {
 		/* the last attempt: the power stays on a while longer, so that a
-		 * hello that comes late names a slow boot, not a dead device */
+		 * hello that comes late names a slow boot, not a dead device (a
+		 * power-on the host failed is judged at once: it will not boot) */
 		b->late = 1;
 		b->t_late = pc_now_ms();
 		b->deadline = b->t_late + camp_late_ms(b);
@@ -279,7 +282,7 @@ static void final_verified(struct bctx *b)
 {
 	camp_power_off(b);
 	camp_close_link(b);
-	results_sync(&b->c->res);
+	camp_results_check(b->c, results_sync(&b->c->res));
 	camp_set_state(b, B_DONE, UINT64_MAX);
 }
 
@@ -355,12 +358,16 @@ static int hello_refused(struct bctx *b, json_object *raw)
 	if (b->boot_id[0] && !strcmp(b->boot_id, boot_id)) {
 		/* the same boot as the last power-on: the board never lost power
 		 * (or the agent survived the cut), so this cycle proves nothing */
-		camp_infra(b, "the agent's boot id %s did not change since the last power-on: the board did not "
-		      "really lose power (check the relay wiring), or an agent survived the cut", boot_id);
+		camp_infra_ex(b, "no_cut", NULL, "the relay did not cut power: the agent's boot id %s did not change "
+			      "since the last power-on (board %s, relay %s): the relay switches another board or "
+			      "nothing (check its wiring), or an agent survived the cut; the device is not blamed",
+			      boot_id, b->cfg->name, b->cfg->relay_driver);
 		return 1;
 	}
 	pc_strlcpy(b->boot_id, boot_id, sizeof(b->boot_id));
 	b->spoke = 1;
+	if (camp_hello_unbooted(b, raw))
+		return 1;	/* a new agent, but no boot on the console: no cut */
 	if (b->late) {
 		/* it came in the grace after the boot timeout: the board boots,
 		 * only slower than the configuration allows */
@@ -439,6 +446,12 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 	camp_set_state(b, B_VERIFY, b->cfg->verify_timeout_ms);
 }
 
+/* Its last cycle's events and verdict are not durable yet: no power-on. */
+static int camp_sync_waits(struct bctx *b)
+{
+	return b->st == B_OFF_WAIT && !results_durable(&b->c->res, b->sync_seq);
+}
+
 static void board_timer(struct bctx *b)
 {
 	uint64_t now = pc_now_ms();
@@ -451,6 +464,8 @@ static void board_timer(struct bctx *b)
 		return;
 	switch (b->st) {
 	case B_OFF_WAIT:
+		if (camp_sync_waits(b))
+			break;	/* the results writer's event wakes the loop */
 		power_on(b);
 		break;
 	case B_WAIT_HELLO:
@@ -510,7 +525,7 @@ static int all_done(const struct camp *c)
 
 /* What one turn of the loop polls: the listener, pending connections, and
  * per board its relay worker, its console and its tcp link. */
-#define LOOP_FDS (1 + MAX_PENDING + 3 * CFG_MAX_BOARDS)
+#define LOOP_FDS (2 + MAX_PENDING + 3 * CFG_MAX_BOARDS)
 struct loop_fds {
 	struct pollfd pfd[LOOP_FDS];
 	void *who[LOOP_FDS];
@@ -525,7 +540,7 @@ static uint64_t loop_timers(struct camp *c)
 	uint64_t now = pc_now_ms(), next = now + 1000;
 
 	camp_link_reject_tick(c, 0);
-	for (unsigned i = 0; i < c->nb; i++) {
+	for (unsigned i = 0; i < c->nb && !c->fatal; i++) {
 		if (relay_worker_hung(&c->b[i].rw, now))
 			relay_failed(&c->b[i], "did not answer within %u ms (the driver hangs)", c->b[i].rw.hang_ms);
 		board_timer(&c->b[i]);
@@ -533,7 +548,7 @@ static uint64_t loop_timers(struct camp *c)
 			next = c->b[i].rw.deadline_ms;
 		if (c->b[i].st == B_WRITING && camp_cut_wake(&c->b[i]) < next)
 			next = camp_cut_wake(&c->b[i]);
-		if (c->b[i].deadline < next)
+		if (c->b[i].deadline < next && !camp_sync_waits(&c->b[i]))
 			next = c->b[i].deadline;
 	}
 	for (unsigned i = 0; i < MAX_PENDING; i++)
@@ -552,6 +567,9 @@ static void loop_fill(struct camp *c, struct loop_fds *f)
 	memset(f->is_relay, 0, sizeof(f->is_relay));
 	f->pfd[n] = (struct pollfd){ .fd = c->lfd, .events = POLLIN };
 	f->who[n++] = NULL;
+	/* the results writer: a batch synced (a board may power on), or failed */
+	f->pfd[n] = (struct pollfd){ .fd = results_fd(&c->res), .events = POLLIN };
+	f->who[n++] = &c->res;
 	for (unsigned i = 0; i < c->nb; i++)
 		if (c->b[i].rw.fd >= 0) {
 			f->pfd[n] = (struct pollfd){ .fd = c->b[i].rw.fd, .events = POLLIN };
@@ -589,6 +607,8 @@ static void loop_dispatch(struct camp *c, struct loop_fds *f)
 			continue;
 		if (i == 0)
 			camp_accept_all(c);
+		else if (f->who[i] == &c->res)
+			camp_results_check(c, results_poll(&c->res));
 		else if (f->is_relay[i]) {
 			struct bctx *b = f->who[i];
 			if (b->rw.fd == f->pfd[i].fd)

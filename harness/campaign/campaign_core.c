@@ -26,6 +26,24 @@ int64_t camp_t(struct camp *c)
 
 /* ---- events ---- */
 
+int camp_results_check(struct camp *c, int ret)
+{
+	if (!ret)
+		return 0;
+	c->fatal = 1;	/* the loop ends at its next turn; camp_finish switches every board off */
+	if (!c->res_told) {
+		c->res_told = 1;
+		if (c->res.failed)
+			pc_err("%s: the campaign stops, every board switched off. The kernel may have dropped what "
+			       "it could not write, so nothing is retried and nothing more is written; what was "
+			       "synced before is intact. Mend the disk, then run the same command to resume",
+			       c->res.failure);
+		else
+			pc_err("%s: cannot write the results: %s", c->res.dir, strerror(-ret));
+	}
+	return ret;
+}
+
 json_object *camp_ev_new(struct bctx *b, enum pc_ev_kind kind)
 {
 	json_object *ev = json_object_new_object();
@@ -44,11 +62,8 @@ int camp_ev_log(struct bctx *b, json_object *ev)
 	char err[512] = "";
 	int ret;
 
-	ret = results_event(&c->res, ev);
-	if (ret) {
-		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
-		c->fatal = 1;
-	} else if (engine_feed(c->eng, ev, err, sizeof(err))) {
+	ret = camp_results_check(c, results_event(&c->res, ev));
+	if (!ret && engine_feed(c->eng, ev, err, sizeof(err))) {
 		pc_warn("board %s: engine: %s", b->cfg->name, err);
 	}
 	json_object_put(ev);
@@ -87,7 +102,9 @@ void camp_power_off(struct bctx *b)
 /* The cycle ends (cut done, or it could not run): move on after the off time. */
 void camp_next_cycle(struct bctx *b)
 {
-	results_sync(&b->c->res);
+	/* the writer syncs it; the board powers on again once it is durable */
+	if (!camp_results_check(b->c, results_sync(&b->c->res)))
+		b->sync_seq = results_requested(&b->c->res);
 	b->cycle++;
 	b->attempt = 0;
 	b->rejects = 0;

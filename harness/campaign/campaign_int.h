@@ -57,6 +57,7 @@ struct bctx {
 	uint64_t t_state;
 	struct camp_link link;	/* campaign_link.c's */
 	char boot_id[64];	/* of the last authenticated hello: a new power-on must change it */
+	char boot_shown[96];	/* the boot line its console showed before a hello in this run ("" none yet) */
 	unsigned rejects;	/* link_reject events for this cycle */
 	uint64_t t_power;
 	struct camp_plan plan;	/* campaign_plan.c's */
@@ -80,6 +81,9 @@ struct bctx {
 	struct camp_tally tally;	/* campaign_resume.c's */
 	struct camp_stop stop;		/* campaign_stop.c's */
 	unsigned cycles_run;	/* in this run: each board's pace, for progress */
+	/* the results writer's request that holds its last cycle's events and
+	 * verdict: durable before its next power-on (results_durable) */
+	uint64_t sync_seq;
 };
 
 struct camp {
@@ -100,11 +104,13 @@ struct camp {
 	int resuming;
 	int format;		/* the folder's results format (major): campaign.json's */
 	int fatal;
+	int res_told;		/* the results' failure (res.failure) was said */
 	char agent[PATH_MAX];
 	char key_path[PATH_MAX];
 	struct pc_auth_key key;
 	/* resume: verdicts already in the file */
 	json_object *seen_verdicts;	/* "board/cycle" -> true */
+	json_object *reconf;		/* resume: the config_change events to log, or NULL */
 	struct camp_disk disk;		/* campaign_stop.c's: the results filesystem's floor */
 };
 
@@ -130,6 +136,9 @@ void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms);
 int camp_no_off(const struct bctx *b);
 void camp_power_off(struct bctx *b);
 void camp_next_cycle(struct bctx *b);
+/* ret of a results_*() call: a failure stops the campaign (fatal), said
+ * once, naming the file and errno. Returns ret. */
+int camp_results_check(struct camp *c, int ret);
 
 /* campaign_infra.c */
 void camp_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -152,11 +161,15 @@ struct camp_console_facts {
 	int exists;		/* the log is there */
 	uint64_t bytes;		/* its size */
 	char kernel[96];	/* the first sign of a booted kernel, or "" */
+	char boot[96];		/* the first line holding one of the board's boot_patterns, or "" */
+	char device[128];	/* the first line showing the device failing (MMC, block errors), or "" */
+	char tail[240];		/* its last lines (up to 3, not the agent's marked ones), " / " between */
 	char cause[33];		/* the last setup_error line for the board: its cause ("" none) */
 	char reason[PC_PROTO_MAX_REASON + 1];
 };
-/* Look through console output (pure): signs of a booted kernel, and the
- * last setup_error line (marked) for board. f is reset first. */
+/* Look through console output (pure): signs of a booted kernel, of the
+ * device failing, its last lines, and the last setup_error line (marked)
+ * for board. f is reset first. */
 void camp_console_inspect(const char *text, size_t len, const char *board, struct camp_console_facts *f);
 /* The cycle's console log of board b, read from its last MiB; path set. */
 void camp_console_look(struct bctx *b, struct camp_console_facts *f, char *path, size_t pathlen);
@@ -168,6 +181,13 @@ void camp_agent_said(struct bctx *b, json_object *msg, const char *via);
 void camp_boot_judge(struct bctx *b);
 /* Grace after the last boot timeout: how long the power stays on. */
 uint32_t camp_late_ms(const struct bctx *b);
+/* An authenticated hello with a new boot id, on a serial link whose console
+ * is whole since power-on (camp_console_whole): on a board that showed a
+ * boot before an earlier hello of this run, a hello whose boot id the agent
+ * made itself (--fresh-boot-id) with no boot on the console since power-on
+ * is no power cut: the cycle ends INFRA_ERROR (cause no_cut), 1. Else 0 (a
+ * boot line seen is remembered). */
+int camp_hello_unbooted(struct bctx *b, json_object *hello);
 
 /* campaign_resume.c */
 struct bctx *camp_board_by_name(struct camp *c, const char *name);
@@ -177,5 +197,7 @@ void camp_on_note(const char *board, const char *text, void *arg);
  * them, the tallies counted). -1 (said). */
 int camp_resume(struct camp *c, const char *dir);
 int camp_campaign_json(struct camp *c, int *existing, char *err, size_t errlen);
+/* The settings this resume changed, each a config_change event (after run_start). */
+void camp_reconf_log(struct camp *c);
 
 #endif

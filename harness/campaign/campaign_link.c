@@ -718,3 +718,12 @@ void camp_serial_read(struct bctx *b)
 	if (fl & NS_DOWN)
 		net_down(b, why);	/* after what came before the break */
 }
+
+int camp_console_whole(const struct bctx *b)
+{
+	struct netserial *ns = net_of(b);
+
+	if (!b->cfg->link_serial || b->link.sfd < 0)
+		return 0;
+	return !ns || netserial_up_since_mark(ns);
+}

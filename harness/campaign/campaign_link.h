@@ -133,6 +133,12 @@ int camp_serial_open(struct bctx *b, char *err, size_t errlen);
 void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);
 void camp_board_read(struct bctx *b);
 void camp_serial_read(struct bctx *b);
+/* A serial link's console, whole since the power-on: it is open and (a
+ * network console) has been up since, so the cycle's log holds everything
+ * the board printed before what the link carries now, in order. A tcp
+ * link's captured console is another stream, which a hello can overtake:
+ * 0 for it, as for none. */
+int camp_console_whole(const struct bctx *b);
 /* One line on an authenticated link: it must carry the session's next tag. */
 void camp_board_line(struct bctx *b, const char *line, size_t len);
 void camp_hs_clear(struct handshake *h);

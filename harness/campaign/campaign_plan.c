@@ -100,7 +100,11 @@ void camp_start_work(struct bctx *b)
 			b->cfg->unclassified_violation[w.mode] ? "violation" : "allowed"));
 		json_object_object_add(ev, "policy", pol);
 	}
-	camp_ev_log(b, ev);
+	if (camp_ev_log(b, ev)) {
+		/* the results failed (the campaign stops): no writes that are not on record */
+		json_object_put(msg);
+		return;
+	}
 	b->plan.acks = 0;
 	b->plan.done_seen = 0;
 	b->plan.t_work = pc_now_ms();

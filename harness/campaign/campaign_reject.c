@@ -149,12 +149,7 @@ static void rej_count(struct rej_peer *p, const char *reason)
 
 static void rej_write(struct camp *c, json_object *ev)
 {
-	int ret = results_event(&c->res, ev);
-
-	if (ret) {
-		pc_err("%s/events.jsonl: write failed: %s", c->res.dir, strerror(-ret));
-		c->fatal = 1;
-	}
+	camp_results_check(c, results_event(&c->res, ev));
 }
 
 /* The summaries of the interval (every peer with refusals counted), and a

@@ -89,12 +89,9 @@ int camp_on_verdict(json_object *v, void *arg)
 	snprintf(key, sizeof(key), "%s/%" PRId64, board, json_object_get_int64(o));
 	if (c->seen_verdicts && json_object_object_get_ex(c->seen_verdicts, key, NULL))
 		return 0;	/* resuming: this one is in verdicts.jsonl already */
-	ret = results_verdict(&c->res, v);
-	if (ret) {
-		pc_err("%s/" PC_FILE_VERDICTS ": write failed: %s", c->res.dir, strerror(-ret));
-		c->fatal = 1;
+	ret = camp_results_check(c, results_verdict(&c->res, v));
+	if (ret)
 		return ret;
-	}
 	if (c->resuming)
 		pc_info("recovered the verdict of %s cycle %" PRId64 " from " PC_FILE_EVENTS, board,
 			json_object_get_int64(o));
@@ -201,85 +198,86 @@ int camp_resume(struct camp *c, const char *dir)
 	return 0;
 }
 
-/* Do two configurations say the same of when to stop (campaign_stop.h)? */
-static int stop_keys_same(json_object *a, json_object *b)
+/* A setting this resume changes (config_resume_diff): said now, and kept
+ * for its config_change event, written once the run has started. */
+static void camp_reconf_note(const char *path, const char *board, json_object *from, json_object *to, void *arg)
 {
-	static const char *const keys[] = { "target", "results_min_free" };
-	json_object *x, *y, *ba, *bb;
+	struct camp *c = arg;
+	json_object *ev = json_object_new_object();
 
-	for (size_t i = 0; i < PC_ARRAY_SIZE(keys); i++) {
-		x = y = NULL;
-		json_object_object_get_ex(a, keys[i], &x);
-		json_object_object_get_ex(b, keys[i], &y);
-		if (!json_object_equal(x, y))
-			return 0;
+	if (!c->reconf)
+		c->reconf = json_object_new_array();
+	json_object_object_add(ev, "t", json_object_new_int64(0));	/* set when logged */
+	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_CONFIG_CHANGE]));
+	if (board)
+		json_object_object_add(ev, "board", json_object_new_string(board));
+	json_object_object_add(ev, "key", json_object_new_string(path));
+	json_object_object_add(ev, "from", json_object_get(from));
+	json_object_object_add(ev, "to", json_object_get(to));
+	json_object_array_add(c->reconf, ev);
+	pc_info("resuming with %s %s (was %s)", path,
+		to ? json_object_to_json_string_ext(to, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE) :
+		"not set", from ? json_object_to_json_string_ext(from, JSON_C_TO_STRING_PLAIN |
+								 JSON_C_TO_STRING_NOSLASHESCAPE) : "not set");
+}
+
+void camp_reconf_log(struct camp *c)
+{
+	size_t n = c->reconf ? json_object_array_length(c->reconf) : 0;
+
+	for (size_t i = 0; i < n && !c->fatal; i++) {
+		json_object *ev = json_object_get(json_object_array_get_idx(c->reconf, i));
+
+		json_object_object_add(ev, "t", json_object_new_int64(camp_t(c)));
+		/* a failed write stops the run, named, as every results write does */
+		camp_results_check(c, results_event(&c->res, ev));
+		json_object_put(ev);
 	}
-	if (!json_object_object_get_ex(a, "boards", &ba) || !json_object_object_get_ex(b, "boards", &bb) ||
-	    json_object_array_length(ba) != json_object_array_length(bb))
-		return 0;
-	for (size_t i = 0; i < json_object_array_length(ba); i++) {
-		x = y = NULL;
-		json_object_object_get_ex(json_object_array_get_idx(ba, i), "stop", &x);
-		json_object_object_get_ex(json_object_array_get_idx(bb, i), "stop", &y);
-		if (!json_object_equal(x, y))
-			return 0;
-	}
-	return 1;
+	json_object_put(c->reconf);
+	c->reconf = NULL;
 }
 
 /*
  * A folder that holds a campaign (old, which this puts): its format kept,
- * its configuration the same but for cycles and the stop keys, and this
- * run's stop keys put on record. 0, or -errno with err.
+ * its configuration the same but for what a resume may change
+ * (config_resume_diff: each change said, and logged once the run starts),
+ * and this run's configuration put on record with the first run's cycles.
+ * 0, or -errno with err.
  */
 static int campaign_json_resume(struct camp *c, json_object *old, const char *path, char *err, size_t errlen)
 {
-	json_object *oc = NULL, *ocopy = NULL, *cfgcopy = NULL, *fv = NULL;
-	int same, minor;
+	json_object *oc = NULL, *fv = NULL, *nc = NULL, *cy = NULL;
+	char why[2048];
+	int ret, minor;
 
-	/* --cycles may grow a campaign, and when to stop is the run's choice:
-	 * compare everything else */
-	json_object_deep_copy(c->cfg->root, &cfgcopy, NULL);
-	json_object_object_del(cfgcopy, "cycles");
-	camp_stop_keys_del(cfgcopy);
 	/* the folder keeps the format it was started in: a resumed run
 	 * writes verdicts like the ones already there */
 	json_object_object_get_ex(old, "format", &fv);
 	if (pc_format_read(fv, path, &c->format, &minor, err, errlen)) {
 		json_object_put(old);
-		json_object_put(cfgcopy);
 		return -EINVAL;
 	}
 	json_object_object_get_ex(old, "config", &oc);
-	json_object_deep_copy(oc, &ocopy, NULL);
-	json_object_object_del(ocopy, "cycles");
-	camp_stop_keys_del(ocopy);
-	same = ocopy && json_object_equal(ocopy, cfgcopy);
-	json_object_put(ocopy);
-	json_object_put(cfgcopy);
-	if (!same) {
+	ret = config_resume_diff(oc, c->cfg->root, c->cfg->path, camp_reconf_note, c, why, sizeof(why));
+	if (ret) {
 		json_object_put(old);
-		snprintf(err, errlen, "%s holds a campaign with a different configuration; resume it with "
-			 "the configuration it was started with, or choose another --results folder", c->res.dir);
-		return -EEXIST;
-	}
-	/* the stop keys of this run, on record (status reads the target
-	 * and the floor there); the first run's cycles stay */
-	json_object_object_get_ex(old, "config", &oc);
-	if (oc && !stop_keys_same(oc, c->cfg->root)) {
-		json_object *nc = NULL, *cy = NULL;
-		int ret;
-
-		json_object_deep_copy(c->cfg->root, &nc, NULL);
-		if (json_object_object_get_ex(oc, "cycles", &cy))
-			json_object_object_add(nc, "cycles", json_object_get(cy));
-		json_object_object_add(old, "config", nc);
-		ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, old, err, errlen);
-		json_object_put(old);
+		snprintf(err, errlen, "%s holds campaign %s, which cannot resume with this configuration: %s",
+			 c->res.dir, c->cfg->name, why);
 		return ret;
 	}
+	if (!c->reconf) {
+		json_object_put(old);
+		return 0;
+	}
+	/* this run's configuration on record (status reads the target and
+	 * the floor there); the first run's cycles stay */
+	json_object_deep_copy(c->cfg->root, &nc, NULL);
+	if (json_object_object_get_ex(oc, "cycles", &cy))
+		json_object_object_add(nc, "cycles", json_object_get(cy));
+	json_object_object_add(old, "config", nc);
+	ret = results_write_json(c->res.dir, PC_FILE_CAMPAIGN, old, err, errlen);
 	json_object_put(old);
-	return 0;
+	return ret;
 }
 
 /* A new campaign.json: this format, the campaign, the host it runs on, its configuration. */

@@ -251,7 +251,8 @@ static int camp_setup(struct camp *c, const char *dir, struct relay_lock *locks,
 	if (camp_lock_relays(c->cfg, dir, locks))
 		return -1;
 	if (camp_campaign_json(c, existing, err, sizeof(err))) {
-		pc_err("%s", err);
+		pc_err("%s%s", err, strstr(err, " failed: ") ? "; nothing started: once the disk is mended, run the "
+		       "same command to resume" : "");
 		return -1;
 	}
 	if (camp_key(c, dir))
@@ -308,7 +309,9 @@ static int camp_finish(struct camp *c, const char *dir)
 		json_object_object_add(ev, "end", json_object_new_string(camp_stop_end_name(b)));
 		camp_ev_log(b, ev);
 	}
-	results_sync(&c->res);
+	camp_results_check(c, results_flush(&c->res));	/* everything durable, or the failure */
+	if (c->res.failed)
+		pc_err("stopped: %s; once the disk is mended, run the same command to resume", c->res.failure);
 	if (c->disk.below)
 		return CAMPAIGN_ERROR;	/* said when it was found; every verdict is on disk */
 	if (camp_stopped())
@@ -355,6 +358,7 @@ static void camp_teardown(struct camp *c, struct relay_lock *locks)
 	if (c->lfd >= 0)
 		close(c->lfd);
 	json_object_put(c->seen_verdicts);
+	json_object_put(c->reconf);
 	engine_free(c->eng);
 	results_close(&c->res);
 }
@@ -388,17 +392,19 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		pc_strlcpy(dir, o->results, sizeof(dir));
 	else
 		snprintf(dir, sizeof(dir), "results/%s", cfg->name);
-	if (camp_setup(&c, dir, locks, &existing) || (existing && camp_resume(&c, dir)))
+	if (camp_setup(&c, dir, locks, &existing) || (existing && camp_resume(&c, dir)) ||
+	    camp_results_check(&c, results_flush(&c.res)))	/* the verdicts recovered, durable */
 		goto out;
 	json_object_put(c.seen_verdicts);
 	c.seen_verdicts = NULL;
 	if (camp_disk_low(&c, 1))
 		goto out;	/* below results_min_free already: said, nothing started */
 	c.t0 = pc_now_ms();
-	if (c.format >= 2 && run_start(&c)) {
-		pc_err("%s/events.jsonl: write failed", dir);
+	if (c.format >= 2 && camp_results_check(&c, run_start(&c)))
 		goto out;
-	}
+	camp_reconf_log(&c);
+	if (c.fatal)
+		goto out;
 	if (camp_listen_on(&c, err, sizeof(err)) || open_boards(&c, err, sizeof(err))) {
 		pc_err("%s", err);
 		goto out;

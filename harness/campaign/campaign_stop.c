@@ -111,7 +111,7 @@ static void stop_board(struct bctx *b, enum pc_run_end end, unsigned cycle, cons
 	json_object_object_add(ev, "end", json_object_new_string(pc_run_end_names[end]));
 	json_object_object_add(ev, "reason", json_object_new_string(why));
 	camp_ev_log(b, ev);
-	results_sync(&b->c->res);
+	camp_results_check(b->c, results_sync(&b->c->res));
 	pc_warn("board %s: stopped at cycle %u: %s", b->cfg->name, cycle, why);
 	b->stop.end = (int)end + 1;
 	b->stop.run_ended = 1;
@@ -268,17 +268,4 @@ int camp_disk_low(struct camp *c, int force)
 	       "run the same command to resume", c->res.dir, bytes_text(c->disk.free, f, sizeof(f)),
 	       bytes_text(floor, fl, sizeof(fl)));
 	return 1;
-}
-
-void camp_stop_keys_del(json_object *cfg)
-{
-	json_object *bs;
-
-	if (!cfg)
-		return;
-	json_object_object_del(cfg, "target");
-	json_object_object_del(cfg, "results_min_free");
-	if (json_object_object_get_ex(cfg, "boards", &bs) && json_object_is_type(bs, json_type_array))
-		for (size_t i = 0; i < json_object_array_length(bs); i++)
-			json_object_object_del(json_object_array_get_idx(bs, i), "stop");
 }

@@ -60,9 +60,5 @@ const char *camp_stop_end_name(const struct bctx *b);
  * folder, at most once a second unless force (it never blocks the loop for
  * long): 1 when below (said once, on stderr), else 0. */
 int camp_disk_low(struct camp *c, int force);
-/* The campaign's config keys that are about when to stop, not what is
- * tested: deleted from a copy of the configuration before a resume compares
- * it with campaign.json's. */
-void camp_stop_keys_del(json_object *cfg);
 
 #endif

@@ -275,6 +275,36 @@ static int cfg_boards(struct cfg_ctx *x, json_object *arr, struct campaign_cfg *
 	return 0;
 }
 
+/*
+ * key_file as an absolute path into out: a relative one is relative to the
+ * folder of the configuration file (file), never to the working directory,
+ * so check-config, run and relay by hand from anywhere name one key. 0, or
+ * -ENAMETOOLONG.
+ */
+static int cfg_key_path(const char *file, const char *kf, char *out, size_t len)
+{
+	char dir[PATH_MAX] = "";
+	const char *slash = strrchr(file, '/');
+	int n;
+
+	if (slash && slash != file)
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - file), file);
+	if (kf[0] == '/')
+		n = snprintf(out, len, "%s", kf);
+	else if (slash == file)
+		n = snprintf(out, len, "/%s", kf);		/* a configuration in / */
+	else if (dir[0] == '/')
+		n = snprintf(out, len, "%s/%s", dir, kf);
+	else {
+		char cwd[PATH_MAX] = ".";
+
+		if (!getcwd(cwd, sizeof(cwd)))
+			pc_strlcpy(cwd, ".", sizeof(cwd));
+		n = snprintf(out, len, "%s%s%s/%s", cwd, dir[0] ? "/" : "", dir, kf);
+	}
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
 /* "listen" (host:port, default 127.0.0.1:0) and "key_file", into c. */
 static int cfg_top_listen(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 {
@@ -299,7 +329,9 @@ static int cfg_top_listen(struct cfg_ctx *x, json_object *doc, struct campaign_c
 			return rc;
 		if (!kf[0] || strlen(kf) >= sizeof(c->key_file))
 			return cfg_fail(x, "key_file", "expected the path of the campaign's key file");
-		pc_strlcpy(c->key_file, kf, sizeof(c->key_file));
+		if (cfg_key_path(x->file, kf, c->key_file, sizeof(c->key_file)))
+			return cfg_fail(x, "key_file", "'%s' relative to the configuration's folder: the path is "
+					"too long", kf);
 	}
 	return 0;
 }
@@ -336,6 +368,9 @@ static json_object *cfg_top_resolved(json_object *doc, struct campaign_cfg *c, j
 	cfg_put(root, "cycles", json_object_new_int64(c->cycles));
 	cfg_put(root, "seed", json_object_new_uint64(c->seed));
 	cfg_put(root, "listen", json_object_new_string(c->listen));
+	/* only when given, resolved: campaign.json names the file the run used */
+	if (c->key_file[0])
+		cfg_put(root, "key_file", json_object_new_string(c->key_file));
 	/* only when given, as the user wrote it ("0.05"): a campaign.json from
 	 * before the key still resumes, and the report applies the same default */
 	if (share)

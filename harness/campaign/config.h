@@ -137,6 +137,23 @@ void config_set_target(struct campaign_cfg *c, double rate, double confidence);
 int config_valid_name(const char *s);
 /* Accepts a zeroed or freed config. */
 void config_free(struct campaign_cfg *c);
+
+/* A setting a resumed campaign changes: its key path ("boards[0].off_ms"),
+ * its board (NULL for a campaign key), the value on record (NULL: not set)
+ * and this run's. */
+typedef void (*config_change_fn)(const char *path, const char *board, json_object *from, json_object *to,
+				 void *arg);
+/*
+ * May a campaign whose resolved configuration on record is old resume with
+ * cur (both as config_parse resolves them; file names cur in messages)?
+ * 0 when only what a resume may change differs, each such leaf given to fn
+ * (may be NULL) in document order; -EEXIST with err naming the first key of
+ * the test's identity that differs, both values and what may change
+ * (config_resume.c, docs/config.md#resuming-a-campaign). cycles is never
+ * compared.
+ */
+int config_resume_diff(json_object *old, json_object *cur, const char *file, config_change_fn fn, void *arg,
+		       char *err, size_t errlen);
 /* "random", "acks", "flush", "fua". */
 const char *config_cut_name(enum cut_plan p);
 /* How many cache flushes (CUT_FLUSH) or FUA writes (CUT_FUA) a cycle of mode

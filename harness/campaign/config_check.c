@@ -156,8 +156,8 @@ unsigned config_warnings(const struct campaign_cfg *c, char *buf, size_t len)
 		if (!b->boot_timeout_given) {
 			cfg_warn(buf, len, &used, "%s: boards[%u].boot_timeout_ms: the default %" PRIu32 " ms is a "
 				 "guess for the sim: board %s is real; measure its boot time (power on to the agent's "
-				 "HELLO, several times) and give the longest plus a margin, or a slow boot becomes a "
-				 "BOOT_FAIL of the device", c->path, i, b->boot_timeout_ms, b->name);
+				 "HELLO, several times) and give the longest plus a margin, or a slow boot costs "
+				 "INFRA_ERROR cycles", c->path, i, b->boot_timeout_ms, b->name);
 			n++;
 		}
 	}

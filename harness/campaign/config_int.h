@@ -8,6 +8,7 @@
  *                   verify, policy
  *   config_read.c   reading one value: types, bounds, key typos, paths in errors
  *   config_check.c  checks against what a board says (HELLO) and real-board warnings
+ *   config_resume.c what a resumed campaign may change (config.h: it needs none of this)
  */
 #ifndef PC_HARNESS_CAMPAIGN_CONFIG_INT_H
 #define PC_HARNESS_CAMPAIGN_CONFIG_INT_H

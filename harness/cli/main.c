@@ -35,7 +35,7 @@ static const char usage_text[] =
 	"        --target: a board stops once each mode shows its violation rate below RATE\n"
 	"  replay [--junit FILE] [--report] [--quiet] RESULTS_DIR...\n"
 	"        recompute every verdict from events.jsonl; exit 1 on any difference, 2 on errors\n"
-	"  report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"  report [--format text|md|html|json|junit|csv] [-o FILE] [--confidence C] RESULTS_DIR...\n"
 	"        the per-device report (PASS, FAIL, BOOT_FAIL or INCOMPLETE); several folders merge\n"
 	"  status [--json] RESULTS_DIR\n"
 	"        whether a run holds the folder and, per board, its cycle, state, counts, last FAIL, ETA\n"
@@ -63,6 +63,29 @@ static int usage(FILE *f, int rc)
 	fputs(usage_text, f);
 	return rc;
 }
+
+static const char run_usage[] =
+	"usage: powercut run CONFIG [--results DIR] [--cycles N] [--target RATE[,CONF]] [--agent PATH]\n"
+	"                    [--quiet] [--no-report]\n"
+	"\n"
+	"Runs a power-cut campaign, or resumes it: a results folder that already holds\n"
+	"the campaign continues at each board's next cycle (docs/config.md, Resuming).\n"
+	"\n"
+	"  -r, --results DIR   the results folder (default results/<campaign>/)\n"
+	"  -c, --cycles N      cycles per board, 1 to 10000000 (overrides the configuration's\n"
+	"                      cycles; may grow a finished campaign)\n"
+	"  -t, --target RATE[,CONF]  a board stops once each of its modes shows its per-cut\n"
+	"                      violation rate below RATE at confidence CONF (default 0.95)\n"
+	"  -a, --agent PATH    the powercut-agent sim boards start (default: the one beside\n"
+	"                      powercut, else the one in PATH)\n"
+	"  -q, --quiet         no progress lines and no FAIL announcements (warnings and\n"
+	"                      errors still printed)\n"
+	"      --no-report     no report at the end\n"
+	"  -h, --help          this text\n"
+	"\n"
+	"Exit status: 0 every device PASSed, 1 one FAILed (a FAIL or BOOT_FAIL cycle), 3 one\n"
+	"is INCOMPLETE and none failed (an interrupted run resumes with the same command),\n"
+	"2 on errors (a second run on a folder in use exits 2 naming the first).\n";
 
 
 /* config_warnings(), one pc_warn() a line; how many. */
@@ -96,7 +119,7 @@ static int cmd_run(int argc, char **argv)
 	int c, rc;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "r:c:a:qh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:c:t:a:qh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'r': o.results = optarg; break;
 		case 'c':
@@ -115,12 +138,12 @@ static int cmd_run(int argc, char **argv)
 				return 2;
 			}
 			break;
-		case 'h': return usage(stdout, 0);
+		case 'h': fputs(run_usage, stdout); return 0;
 		default: return 2;
 		}
 	}
 	if (optind != argc - 1) {
-		pc_err("run takes one configuration file (see powercut --help)");
+		pc_err("run takes one configuration file (see powercut run --help)");
 		return 2;
 	}
 	if (cli_load(argv[optind], &cfg))
@@ -146,6 +169,13 @@ static int cmd_check(int argc, char **argv)
 		return 1;
 	/* values that suit only the sim, on a real board: said, not refused */
 	nwarn = warn_config(&cfg);
+	/* run would make a new key there, which no board has */
+	if (cfg.key_file[0] && access(cfg.key_file, F_OK) < 0 && errno == ENOENT) {
+		pc_warn("%s: key_file: %s does not exist: `powercut run` would make a new key there, which no "
+			"board has; make it now (powercut key new %s) and give each board's agent a copy", argv[1],
+			cfg.key_file, cfg.key_file);
+		nwarn++;
+	}
 	printf("configuration OK: campaign %s, %u board%s, %u cycle%s", cfg.name, cfg.nboards,
 	       cfg.nboards == 1 ? "" : "s", cfg.cycles, cfg.cycles == 1 ? "" : "s");
 	if (nwarn)
@@ -166,6 +196,7 @@ static const char replay_usage[] =
 	"                testcase per board, its first difference as the failure\n"
 	"  --report      print each folder's per-device report as this powercut judges it\n"
 	"  --quiet       print nothing for a folder whose every verdict matches\n"
+	"  --help        this text\n"
 	"\n"
 	"Exit status: 0 every verdict of every folder matches, 1 some verdict differs, is\n"
 	"missing or extra, 2 an error (a folder that cannot be replayed, a line of\n"
@@ -203,7 +234,7 @@ static int cmd_replay(int argc, char **argv)
 }
 
 static const char report_usage[] =
-	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] RESULTS_DIR...\n"
+	"usage: powercut report [--format text|md|html|json|junit|csv] [-o FILE] [--confidence C] RESULTS_DIR...\n"
 	"\n"
 	"The per-device report of one or more results folders (or verdicts.jsonl files): one\n"
 	"PASS / FAIL / BOOT_FAIL / INCOMPLETE line per device, then per part and unit the test\n"
@@ -216,8 +247,8 @@ static const char report_usage[] =
 	"                   testsuite per device, a testcase per mode), csv (a row per cycle)\n"
 	"      --json       the same as --format json\n"
 	"  -o, --output F   write to file F (replaced only once the report is complete)\n"
-	"  -c, --confidence C  of the bounds on each mode's violation rate: 0.95 or 95%% (default:\n"
-	"                   the campaign's target.confidence, else 95%%; 50%% to 99.99%%)\n"
+	"  -c, --confidence C  of the bounds on each mode's violation rate: 0.95 or 95% (default:\n"
+	"                   the campaign's target.confidence, else 95%; 50% to 99.99%)\n"
 	"      --compare A B [RESULTS_DIR...]  two parts side by side (text, or --format html):\n"
 	"                   per mode each one's verdict, cuts, bound, records/s, latency, and B's\n"
 	"                   speed over A's. A and B are results folders, or, with RESULTS_DIRs,\n"

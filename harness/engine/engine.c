@@ -683,7 +683,7 @@ int engine_event_parse(json_object *obj, struct engine_event *ev, char *err, siz
 	/* what the authenticated link refused (a connection or line that could
 	 * not prove it came from the board's agent) is on record but never part
 	 * of a verdict; such an event may name no board */
-	if (ev->kind == PC_EV_LINK_REJECT || ev->kind == PC_EV_LINK_REJECT_SUMMARY)
+	if (ev->kind == PC_EV_LINK_REJECT || ev->kind == PC_EV_LINK_REJECT_SUMMARY || ev->kind == PC_EV_CONFIG_CHANGE)
 		return 0;
 	if (ev->kind == PC_EV_RUN_START) {
 		/* a run's start names no board */
@@ -808,7 +808,7 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 	struct board *b;
 	int ret;
 
-	if (x->kind == PC_EV_LINK_REJECT || x->kind == PC_EV_LINK_REJECT_SUMMARY)
+	if (x->kind == PC_EV_LINK_REJECT || x->kind == PC_EV_LINK_REJECT_SUMMARY || x->kind == PC_EV_CONFIG_CHANGE)
 		return 0;
 	e->t_now = x->t;
 	if (x->kind == PC_EV_RUN_START)

@@ -371,6 +371,8 @@ void rep_release(struct rep *r)
 			json_object_put(d->ident[k].v);
 		for (int k = 0; k < COND_N; k++)
 			json_object_put(d->cond[k].v);
+		for (int k = 0; k < HW_N; k++)
+			json_object_put(d->hw[k].v);
 		free(d->modes);
 		for (unsigned k = 0; k < d->nwhy; k++) {
 			free(d->why[k].text);

@@ -370,6 +370,8 @@ static void ident_set(struct rep_dev *d, const struct verdict *vd)
 		field_set(&d->ident[keys[i].id], rep_jget(keys[i].queue ? vd->queue : vd->device, keys[i].key));
 	field_set(&d->ident[ID_KERNEL], vd->kernel);
 	field_set(&d->ident[ID_AGENT], vd->agent);
+	for (int k = 0; k < HW_N; k++)
+		field_set(&d->hw[k], rep_jget(vd->device, rep_hw_keys[k]));
 }
 
 /* what a verdict tells of its device: identity, conditions, when, where, with what */

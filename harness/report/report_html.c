@@ -21,6 +21,7 @@
 
 #include "common/record.h"
 #include "harness/report/qualify.h"
+#include "harness/report/report_html_facts.h"
 #include "harness/report/report_crash.h"
 #include "harness/report/report_model.h"
 #include "harness/report/svg.h"
@@ -41,6 +42,8 @@ const char rep_html_css[] =
 	"td.bad{color:#d62728;font-weight:bold}\n"
 	"tr.total td{font-weight:bold;background:#f7f7f7}\n"
 	"table.kv th{width:13em}\n"
+	"table.inner{margin:0 0 4px}table.inner th,table.inner td{padding:1px 6px}table.kv.inner th{width:auto}\n"
+	"table.gloss td:first-child{white-space:nowrap}\n"
 	".badge{display:inline-block;min-width:6.5em;text-align:center;padding:1px 8px;border-radius:3px;"
 	"color:#fff;font-weight:bold;font-size:13px}\n"
 	".PASS{background:#2ca02c}.FAIL{background:#d62728}.BOOT_FAIL{background:#7b1fa2}"
@@ -242,6 +245,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		const struct rep_dev *d = &r->devs[i];
 		enum pc_result res_d;
+		char pn[FIELD_LEN];
 
 		rep_mode_sum(d, &t);
 		res_d = rep_dev_result(d, &t);
@@ -250,7 +254,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 		fprintf(out, "</td><td class=\"mono\"><a href=\"#dev-%u\">", i);
 		esc(out, dev_name(d));
 		fputs("</a></td><td>", out);
-		esc(out, part_name(d));
+		esc(out, d->ident[ID_NAME].v || d->ident[ID_MANFID].v ? part_name(d) : rep_html_part_name(d, pn, sizeof(pn)));
 		fputs("</td><td>", out);
 		list(out, &d->boards);
 		fputs("</td><td>", out);
@@ -278,7 +282,7 @@ static void conditions(const struct rep *r, FILE *out, const struct rep_dev *d)
 		[COND_CUT] = "cut plan and window", [COND_OFF_MS] = "power off (ms)", [COND_POLICY] = "policy",
 		[COND_EXT_CSD] = "EXT_CSD",
 	};
-	char a[64], b[64];
+	char a[FIELD_LEN], b[64];
 
 	(void)r;
 	fputs("<h4>Test conditions</h4>\n<table class=\"kv\">\n", out);
@@ -287,6 +291,16 @@ static void conditions(const struct rep *r, FILE *out, const struct rep_dev *d)
 	esc(out, dev_name(d));
 	fputs("</span>", out);
 	kv_close(out);
+	kv_open(out, "part name");
+	esc(out, rep_html_part_name(d, a, sizeof(a)));
+	kv_close(out);
+	if (d->hw[HW_PATH].v) {
+		kv_open(out, "device path");
+		fputs("<span class=\"mono\">", out);
+		field(out, &d->hw[HW_PATH], 0);
+		fputs("</span>", out);
+		kv_close(out);
+	}
 	kv_open(out, "dates");
 	esc(out, rep_time_text(d->first_ms, a, sizeof(a)));
 	fputs(" to ", out);
@@ -319,9 +333,12 @@ static void conditions(const struct rep *r, FILE *out, const struct rep_dev *d)
 	fputs(", write_cache ", out);
 	field(out, &d->ident[ID_WCACHE], 0);
 	kv_close(out);
-	for (int k = 0; k < COND_N; k++)
-		kv_field(out, cond_label[k] ? cond_label[k] : rep_cond_keys[k], &d->cond[k],
-			 k == COND_RECORD_SIZE || k == COND_REGION);
+	for (int k = 0; k < COND_N; k++) {
+		kv_open(out, cond_label[k] ? cond_label[k] : rep_cond_keys[k]);
+		if (!rep_html_cond(out, d, k))
+			field(out, &d->cond[k], k == COND_RECORD_SIZE || k == COND_REGION);
+		kv_close(out);
+	}
 	fputs("</table>\n", out);
 }
 
@@ -833,6 +850,7 @@ static int unit(const struct rep *r, FILE *out, unsigned i)
 	}
 	conditions(r, out, d);
 	mode_tables(out, d, &t);
+	rep_html_io(out, d);
 	qualify_tables(r, out, d);
 	first_fails(r, out, d);
 	unjudged(out, d);
@@ -853,6 +871,8 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	escf(out, "powercut report: %u device%s", r->ndevs, r->ndevs == 1 ? "" : "s");
 	fprintf(out, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", rep_html_css);
 	summary(r, out, dirs, ndirs);
+	fputs("<p class=\"muted\">The words of this report (kept, lost, torn, damaged; PASS, FAIL, INFRA_ERROR...): "
+	      "<a href=\"#glossary\">glossary</a>.</p>\n", out);
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		int seen = 0;
 
@@ -862,17 +882,7 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 		if (seen)
 			continue;
 		fputs("<section class=\"part\">\n<h2>Part ", out);
-		{
-			char b[3][FIELD_LEN];
-			const struct rep_dev *d = &r->devs[i];
-
-			fputs("<span class=\"muted\">manfid</span> ", out);
-			esc(out, rep_field_text(&d->ident[ID_MANFID], b[0], sizeof(b[0])));
-			fputs(" <span class=\"muted\">name</span> ", out);
-			esc(out, rep_field_text(&d->ident[ID_NAME], b[1], sizeof(b[1])));
-			fputs(" <span class=\"muted\">firmware</span> ", out);
-			esc(out, rep_field_text(&d->ident[ID_FWREV], b[2], sizeof(b[2])));
-		}
+		rep_html_part_heading(out, r, i);
 		fputs("</h2>\n", out);
 		for (unsigned j = i; j < r->ndevs; j++)
 			if (same_part(&r->devs[j], &r->devs[i]) && (rc = unit(r, out, j)))
@@ -881,6 +891,7 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	}
 	if ((rc = rep_crash_print(r, out, REPORT_FMT_HTML)))
 		return rc;
+	rep_html_glossary(out);
 	fputs("<footer class=\"muted\"><p>powercut report. Outcomes: PASS, FAIL (any violation), BOOT_FAIL (no agent "
 	      "after the boot timeout and its retries), INFRA_ERROR (relay, link or host trouble: never counted "
 	      "against the device); a device is INCOMPLETE when the campaign judged too little of it.</p></footer>\n"

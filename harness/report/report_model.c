@@ -25,6 +25,7 @@
  * verdict.h. */
 const char *const rep_id_keys[ID_N] = { "name", "manfid", "cid", "fua", "write_cache", "kernel", "fwrev",
 					"serial", "type", "agent" };
+const char *const rep_hw_keys[HW_N] = { "model", "vendor", "firmware", "size", "path" };
 const char *const rep_cond_keys[COND_N] = { "record_size", "region_bytes", "records_per_cycle", "modes",
 					    "pattern", "flush_every", "queue_depth", "cut", "off_ms", "policy",
 					    "ext_csd" };

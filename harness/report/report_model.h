@@ -119,6 +119,12 @@ struct rep_field {
 	int varies;
 };
 
+/* More of the HELLO's device than the identity above: what a posix device
+ * (a disk, a partition, a file) says of itself, for the HTML report's part
+ * name and region size. */
+enum { HW_MODEL, HW_VENDOR, HW_FIRMWARE, HW_SIZE, HW_PATH, HW_N };
+extern const char *const rep_hw_keys[HW_N];
+
 /* One reason why a device is INCOMPLETE. */
 struct rep_why {
 	char *text;		/* in full, for the device's section */
@@ -152,6 +158,7 @@ struct rep_dev {
 	struct strlist boards, campaigns, hosts, versions;
 	struct rep_field ident[ID_N];
 	struct rep_field cond[COND_N];
+	struct rep_field hw[HW_N];
 	struct rep_mode *modes;	/* sorted in docs/design.md section 5 order once read */
 	unsigned nmodes;
 	struct rep_why *why;	/* empty: complete */

@@ -4,6 +4,7 @@
 #include "harness/results/results.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/verdict.h"
+#include "harness/results/writer.h"
 
 #include "common/proto.h"
 
@@ -328,6 +329,8 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 	ret = open_append(r, PC_FILE_EVENTS, &r->ev_fd, note, notelen, err, errlen);
 	if (!ret)
 		ret = open_append(r, PC_FILE_VERDICTS, &r->v_fd, note, notelen, err, errlen);
+	if (!ret)
+		ret = results_writer_start(r, err, errlen);
 	if (ret)
 		results_close(r);
 	return ret;
@@ -335,10 +338,10 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 
 void results_close(struct results *r)
 {
-	if (r->ev_fd >= 0) {
-		results_sync(r);
+	/* what was written is synced, unless a sync failed: then nothing is */
+	results_writer_stop(r);
+	if (r->ev_fd >= 0)
 		close(r->ev_fd);
-	}
 	if (r->v_fd >= 0)
 		close(r->v_fd);
 	if (r->lock_fd >= 0) {
@@ -347,55 +350,6 @@ void results_close(struct results *r)
 		close(r->lock_fd);
 	}
 	r->ev_fd = r->v_fd = r->lock_fd = -1;
-}
-
-static int append_line(int fd, json_object *obj)
-{
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(s);
-	char *line = malloc(n + 1);
-	int ret;
-
-	if (!line)
-		return -ENOMEM;
-	memcpy(line, s, n);
-	line[n] = '\n';
-	/* one write() with O_APPEND: a crash leaves a whole line or a torn tail */
-	ret = pc_write_all(fd, line, n + 1);
-	free(line);
-	return ret;
-}
-
-int results_event(struct results *r, json_object *ev)
-{
-	int ret = append_line(r->ev_fd, ev);
-
-	if (!ret) {
-		r->events++;
-		r->dirty = 1;
-	}
-	return ret;
-}
-
-int results_sync(struct results *r)
-{
-	if (!r->dirty)
-		return 0;
-	if (fdatasync(r->ev_fd) < 0)
-		return -errno;
-	r->dirty = 0;
-	return 0;
-}
-
-int results_verdict(struct results *r, json_object *v)
-{
-	int ret = results_sync(r);
-
-	if (!ret)
-		ret = append_line(r->v_fd, v);
-	if (!ret && fdatasync(r->v_fd) < 0)
-		ret = -errno;
-	return ret;
 }
 
 int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn, char *err, size_t errlen)
@@ -429,17 +383,44 @@ out:
 	return ret;
 }
 
+/* pc_write_file's steps (temporary, write, fsync, rename, fsync of the
+ * folder), each named when it fails: campaign.json is never half there. */
 int results_write_json(const char *dir, const char *name, json_object *obj, char *err, size_t errlen)
 {
-	char path[PATH_MAX + 64], *text = NULL;
+	char path[PATH_MAX + 64], tmp[PATH_MAX + 72];
 	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	int ret;
+	const char *op = "write", *what = path;
+	int fd, ret;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	ret = asprintf(&text, "%s\n", s) < 0 ? -ENOMEM : pc_write_file(path, text, strlen(text), PC_FILE_SYNC);
-	free(text);
+	fd = pc_tmp_open(path, tmp, sizeof(tmp));
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(-fd));
+		return fd;
+	}
+	ret = pc_write_all(fd, s, strlen(s));
+	if (!ret)
+		ret = pc_write_all(fd, "\n", 1);
+	if (!ret && fsync(fd) < 0) {
+		op = "fsync";
+		ret = -errno;
+	}
+	if (close(fd) < 0 && !ret) {
+		op = "close";
+		ret = -errno;
+	}
+	if (!ret && rename(tmp, path) < 0) {
+		op = "rename";
+		ret = -errno;
+	}
+	if (ret) {
+		unlink(tmp);
+	} else if ((ret = pc_fsync_dir_of(path)) != 0) {
+		op = "fsync";
+		what = dir;
+	}
 	if (ret)
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		snprintf(err, errlen, "%s: %s failed: %s", what, op, strerror(-ret));
 	return ret;
 }
 

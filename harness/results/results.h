@@ -22,6 +22,8 @@
 
 #include <json-c/json.h>
 
+struct results_writer;	/* writer.c's: the thread that syncs */
+
 struct results {
 	char dir[PATH_MAX];
 	int ev_fd;
@@ -30,6 +32,15 @@ struct results {
 	int dirty;		/* events written since the last fsync */
 	int lock_fd;		/* <dir>/lock, flock'd LOCK_EX for the whole run; -1 if not held */
 	int64_t started;	/* when this run took the lock (epoch seconds) */
+	/* The first failed write or sync of events.jsonl or verdicts.jsonl
+	 * (-errno), and what it was ("DIR/events.jsonl: fdatasync failed: ...").
+	 * Sticky: after a failed fdatasync the kernel may have dropped the
+	 * pages it could not write, so a later sync that succeeds proves
+	 * nothing (PostgreSQL's "fsyncgate"). Every later results_event(),
+	 * results_sync() and results_verdict() returns it, writing nothing. */
+	int failed;		/* read with __atomic_load_n: the writer's thread sets it */
+	char failure[PATH_MAX + 160];
+	struct results_writer *w;
 };
 
 /* What <dir>/lock says about the run that holds or last held the folder. */
@@ -56,12 +67,39 @@ struct results_lock_info {
 int results_open(struct results *r, const char *dir, char *note, size_t notelen, char *err, size_t errlen);
 void results_close(struct results *r);
 
-/* Append one event line (no fsync). 0 or -errno. */
+/*
+ * Writing, from one thread (the campaign's loop). Events are appended at
+ * once (one write() each); the syncs run on the writer's own thread
+ * (writer.c), so that a slow results disk never holds up the loop that
+ * decides every board's cut. Each request has a number, in order; the
+ * writer syncs in batches: events.jsonl first (the evidence), then the
+ * verdicts queued, one write() each, then verdicts.jsonl.
+ *
+ * Every call returns 0, or -errno: the first failure (a short or failed
+ * write, a failed fdatasync), kept in r->failed and r->failure and sticky.
+ * After a failed fdatasync the kernel may have dropped the pages it could
+ * not write, so a later sync that succeeds proves nothing (PostgreSQL's
+ * "fsyncgate"): from then on nothing is written or synced, every call
+ * returns it, and results_durable() is never true again: the caller stops.
+ */
+/* Append one event line (no sync). */
 int results_event(struct results *r, json_object *ev);
-/* fsync events.jsonl if anything was written since the last sync. */
+/* Ask for events.jsonl to be synced (if anything was written since the last
+ * request); returns at once. */
 int results_sync(struct results *r);
-/* fsync the events (the evidence first), then append the verdict and fsync it. */
+/* Queue a verdict: the events synced first, then it is appended and
+ * verdicts.jsonl synced; returns at once. */
 int results_verdict(struct results *r, json_object *v);
+/* The number of the last request, and whether every request up to seq is
+ * done (durable). */
+uint64_t results_requested(const struct results *r);
+int results_durable(struct results *r, uint64_t seq);
+/* Readable (poll) when the writer finished a batch or failed; then
+ * results_poll() empties it and returns 0 or the failure. */
+int results_fd(const struct results *r);
+int results_poll(struct results *r);
+/* Sync what was written and wait for every request: 0 or the failure. */
+int results_flush(struct results *r);
 
 /* Call fn for each line of a .jsonl file, read by the one reader
  * (harness/results/jsonl.h: bounded lines, UTF-8, strict JSON objects). A

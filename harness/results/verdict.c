@@ -24,7 +24,7 @@ const char *const pc_outcome_names[PC_NOUTCOMES] = { "PASS", "FAIL", "BOOT_FAIL"
 const char *const pc_ev_names[PC_NEV_KINDS] = {
 	"power_on", "boot_stage", "rx", "rx_bad", "rx_stray", "verify", "work", "cut", "boot_fail", "infra",
 	"final_boot_fail", "final_infra", "link_reject", "give_up", "run_end", "run_start",
-	"link_reject_summary",
+	"link_reject_summary", "config_change",
 };
 
 const char *const pc_result_names[PC_NRESULTS] = { "PASS", "FAIL", "BOOT_FAIL", "INCOMPLETE" };

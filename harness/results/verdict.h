@@ -140,6 +140,7 @@ enum pc_ev_kind {
 	PC_EV_RUN_END,		/* a run ended: the cycles it planned, how it ended */
 	PC_EV_RUN_START,	/* a run started: wall clock and host (format 2) */
 	PC_EV_LINK_REJECT_SUMMARY,	/* refusals counted, not logged one by one: never judged */
+	PC_EV_CONFIG_CHANGE,	/* a resume changed a setting it may change: never judged */
 	PC_NEV_KINDS
 };
 extern const char *const pc_ev_names[PC_NEV_KINDS];

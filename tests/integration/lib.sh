@@ -17,6 +17,7 @@ fails=0
 # pc_rc=$? and ends with rm_T.
 pc_rc=0
 rm_T() {
+	free_ports
 	if [ "$fails" -gt 0 ] || { [ "$pc_rc" -ne 0 ] && [ "$pc_rc" -ne 77 ]; }; then
 		echo "  kept for reading: $T (the test failed: exit $pc_rc, $fails check(s) failed)"
 	else
@@ -120,16 +121,42 @@ rc_in() {
 # A free TCP port on loopback: one nothing listens on, below the kernel's
 # ephemeral range (a port within it can be handed to any outgoing
 # connection, an agent's or a relay's HTTP request, between this probe and
-# the bind that wants it).
+# the bind that wants it), and reserved for this test until it ends: tests
+# run side by side (run-all -j), here and in other checkouts, and two of them
+# probing the same free port would both take it. A reservation is a folder
+# $PC_PORTS_DIR/PORT (default /tmp/powercut-ports) holding the test's pid;
+# rm_T drops the test's own, and one whose test is gone is taken over.
+PC_PORTS_DIR=${PC_PORTS_DIR:-/tmp/powercut-ports}
 free_port() {
-	local p lo
+	local p lo owner
 	read -r lo _ < /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || lo=32768
 	[ "${lo:-0}" -gt 12000 ] || lo=32768
-	for _ in $(seq 50); do
+	mkdir -p "$PC_PORTS_DIR" 2> /dev/null
+	for _ in $(seq 100); do
 		p=$((10000 + RANDOM % (lo - 10000)))
-		(exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null || { echo $p; return; }
+		(exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null && continue
+		if mkdir "$PC_PORTS_DIR/$p" 2> /dev/null; then
+			echo $$ > "$PC_PORTS_DIR/$p/pid"
+			echo "$p" >> "$T/.ports"
+			echo "$p"
+			return
+		fi
+		# another test's; taken over when that test is gone
+		owner=""
+		read -r owner < "$PC_PORTS_DIR/$p/pid" 2> /dev/null
+		if [ -n "$owner" ] && ! kill -0 "$owner" 2> /dev/null; then
+			rm -rf "${PC_PORTS_DIR:?}/$p"
+		fi
 	done
 	echo 0
+}
+free_ports() { # the reservations of this test (rm_T)
+	local p
+	[ -f "$T/.ports" ] || return 0
+	while read -r p; do
+		[ -n "$p" ] && rm -rf "${PC_PORTS_DIR:?}/$p"
+	done < "$T/.ports"
+	rm -f "$T/.ports"
 }
 
 # A relay "get" command for a board started with setsid whose pid is in $1:
@@ -139,6 +166,22 @@ write_get() {
 s=$(ps -o stat= -p "$(cat "$1" 2>/dev/null)" 2>/dev/null)
 case "$s" in ""|Z*) echo off ;; *) echo on ;; esac
 SH
+}
+
+# long_setup WHAT: a soak's start ("# run-all: long" in its file: it runs for
+# minutes to prove endurance). Skips (exit 77) unless PC_LONG=1 or
+# PC_LONG_REQUIRE=1 (make check-long, run-all --long): there a test that
+# cannot run fails. make check leaves the soaks to make check-long.
+long_setup() {
+	[ "${PC_LONG:-0}" = 1 ] || [ "${PC_LONG_REQUIRE:-0}" = 1 ] ||
+		skip "$1; make check-long runs it (or PC_LONG=1)"
+}
+long_skip() { # a soak that cannot run here: a failure under make check-long
+	if [ "${PC_LONG_REQUIRE:-0}" = 1 ]; then
+		bad "the soak must run here (PC_LONG_REQUIRE=1) but: $*"
+		finish
+	fi
+	skip "$*"
 }
 
 # A pty pair as the board's serial cable (tools/ptypair): sets host_end (the

@@ -23,24 +23,31 @@ verdicts() { jq -c '{cycle, verdict, records: {submitted: .records.submitted, ac
 
 # ---- TCP: one board whose agent runs through a logging proxy (the recorded
 # session a rogue replays later), with the sim's deterministic cut point
-campaign_cfg() { # name port proxyport media
+# The attacked run's first power-on waits (gate: a file) until the first
+# squat of 64 connections has come and gone: the campaign, a second or two
+# long, would otherwise end before the squatters it must have dealt with were
+# closed, and their count would depend on how fast it ran. A boot that waits
+# changes no verdict.
+campaign_cfg() { # name port proxyport media [gate]
+	local wait=""
+	[ -z "${5:-}" ] || wait="while [ ! -e $5 ]; do sleep 0.05; done; "
 	cat > "$T/$1.json" <<JSON
 { "campaign": "$1", "cycles": 10, "seed": 21, "listen": "127.0.0.1:$2",
   "boards": [ { "name": "a1", "device": { "backend": "posix", "record_size": 4096 },
     "relay": { "driver": "command",
-      "on": "setsid $PWD/$AGENT run --fresh-boot-id --device sim:$4 --sim-cut-after 150 --connect 127.0.0.1:$3 --board a1 >> $T/$1.agent.log 2>&1 & echo \$! > $T/$1.pid",
+      "on": "setsid sh -c '${wait}exec $PWD/$AGENT run --fresh-boot-id --device sim:$4 --sim-cut-after 150 --connect 127.0.0.1:$3 --board a1' >> $T/$1.agent.log 2>&1 & echo \$! > $T/$1.pid",
       "off": "kill -KILL \$(cat $T/$1.pid 2>/dev/null) 2>/dev/null; true",
       "get": "sh $T/get.sh $T/$1.pid" },
     "modes": ["fua", "flush"], "records_per_cycle": 40,
     "cut": { "at": "random", "window_ms": [5000, 6000] }, "work_timeout_ms": 10000,
-    "boot_timeout_ms": 8000, "off_ms": 5 } ] }
+    "boot_timeout_ms": 60000, "off_ms": 5 } ] }
 JSON
 }
 pA=$(free_port); xA=$(free_port); pB=$(free_port); xB=$(free_port)
 "$AGENT" prepare --device "sim:$T/mA.img" --size 1M --yes > /dev/null 2>&1
 "$AGENT" prepare --device "sim:$T/mB.img" --size 1M --yes > /dev/null 2>&1
 campaign_cfg undisturbed "$pA" "$xA" "$T/mA.img"
-campaign_cfg attacked "$pB" "$xB" "$T/mB.img"
+campaign_cfg attacked "$pB" "$xB" "$T/mB.img" "$T/squatted"
 "$PEER" --proxy "$xA" "127.0.0.1:$pA" "$T/sessionA.log" & pids="$pids $!"
 "$PEER" --proxy "$xB" "127.0.0.1:$pB" "$T/sessionB.log" & pids="$pids $!"
 sleep 0.3
@@ -73,7 +80,13 @@ rogue() { # name steps...: repeat until the campaign ends
 	sleep 0.05; done ) & pids="$pids $!"
 rogue copy line:"$T/copied-hello.json" auth-bogus hold:200
 rogue replay lines:"$T/old-session.log" hold:300
-rogue squat squat:64:2500
+# the squatters: 64 silent connections held 2.5 s, again and again; the
+# gate opens once the first 64 are closed (pcpeer's exit 0: it dialled and
+# held them all)
+echo "  rogue squat: squat:64:2500"
+( while kill -0 $run 2>/dev/null; do
+	"$PEER" --connect "127.0.0.1:$pB" squat:64:2500 > /dev/null 2>&1 && touch "$T/squatted"
+	sleep 0.05; done ) & pids="$pids $!"
 rogue huge line:"$T/huge-hello.json" hold:100
 rogue bad line:"$T/bad-hello.json" hold:100
 rogue other line:"$T/other-hello.json" hold:100

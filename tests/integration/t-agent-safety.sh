@@ -115,7 +115,7 @@ JSON
 		[ "$(jq -s '[.[] | .verdict] | unique == ["INFRA_ERROR"]' "$T/r-$name/verdicts.jsonl")" = true ]
 	check "run ($name): every byte unchanged" [ "$(sum "$file")" = "$before" ]
 }
-if "$AGENT" --help | grep -q -- --key; then
+if "$AGENT" run --help | grep -q -- --key; then
 	run_refused raw "--device $T/raw.img" "$T/raw.img: not a prepared powercut region" "$T/raw.img"
 	run_refused geom "--device $T/geom.img --offset 1M --length 2M" "but --length 2097152 asks for less" "$T/geom.img"
 	[ $have_e2fs = 1 ] && run_refused ext4 "--device $T/ext4.img" "$T/ext4.img: not a prepared powercut region" "$T/ext4.img"
@@ -149,7 +149,7 @@ if lo=$(loop_attach "$T/mounted.img" 2> "$T/lo.err"); then
 			"$AGENT" prepare --device "$lo" --allow-whole-disk --force --confirm-device "$lo" --yes
 		refused "write refuses it" "$lo is mounted on $T/mnt" \
 			"$AGENT" write --device "$lo" --allow-whole-disk --mode none --yes
-		if "$AGENT" --help | grep -q -- --key; then
+		if "$AGENT" run --help | grep -q -- --key; then
 			run_refused mounted "--device $T/mounted.img" "is the backing file of a mounted filesystem" "$T/mounted.img"
 		fi
 		umount "$T/mnt" && mnt=""

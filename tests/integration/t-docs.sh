@@ -17,7 +17,7 @@
 # A command that must exit non-zero says so: a trailing "# exits N". The
 # commands of hardware and not-run blocks are printed and counted, not run;
 # those that call powercut or powercut-agent are held against the binary's
-# --help (every --option must be one it knows), and every `powercut-agent
+# subcommand's --help (every --option must be one it names), and every `powercut-agent
 # run` anywhere, the configs' notes included, must pass --key.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -84,19 +84,22 @@ extract() {
 # optcheck FILE:LINE COMMAND: a powercut or powercut-agent command's --options
 # are ones the binary's --help names, and an agent's run passes --key
 optcheck() {
-	local where=$1 cmd=$2 prog w
+	local where=$1 cmd=$2 prog w sub help
 	set -f
 	set -- $cmd
 	set +f
 	prog=${1##*/}
 	case "$prog" in powercut | powercut-agent) ;; *) return 0 ;; esac
+	# the subcommand's own --help names its options
+	sub=${2:-} help="$T/help.$prog"
+	if [ -n "$sub" ] && [ -s "$T/help.$prog.$sub" ]; then help="$T/help.$prog.$sub"; else sub=""; fi
 	for w in "$@"; do
 		case "$w" in
 		--*=*) w=${w%%=*} ;;
 		--*) ;;
 		*) continue ;;
 		esac
-		grep -q -- "$w\b" "$T/help.$prog" || { bad "$where: $prog has no option $w: $cmd"; return 1; }
+		grep -q -- "$w\b" "$help" || { bad "$where: $prog ${sub:+$sub }has no option $w: $cmd"; return 1; }
 	done
 	if [ "$prog" = powercut-agent ] && [ "${2:-}" = run ]; then
 		case " $* " in *" --key "*) ;; *) bad "$where: powercut-agent run without --key (the agent cannot prove itself): $cmd"; return 1 ;; esac
@@ -104,8 +107,11 @@ optcheck() {
 	return 0
 }
 "$BIN/powercut" --help > "$T/help.powercut" 2>&1
-for s in run replay report status key; do "$BIN/powercut" "$s" --help >> "$T/help.powercut" 2>&1; done
+for s in run replay report status check-config relay key plan lava crash-states; do
+	"$BIN/powercut" "$s" --help > "$T/help.powercut.$s" 2>&1
+done
 "$BIN/powercut-agent" --help > "$T/help.powercut-agent" 2>&1
+for s in prepare run scan info write; do "$BIN/powercut-agent" "$s" --help > "$T/help.powercut-agent.$s" 2>&1; done
 
 W="$T/work"
 mkdir -p "$W"
@@ -210,6 +216,23 @@ for f in "$ROOT"/configs/*.json; do
 	done < <(jq -r '[.defaults.relay?, .boards[]?.relay?] | .[] | select(.driver? == "command") | .on, .off, .get | strings' "$f")
 done
 hw=$((hw + cfgcmds))
+# README's demo (issue 37): its report is configs/sim-quick.json's, modes and
+# cycles, and its Commands block gives run, replay, report and status as
+# their --help does
+demo=$(sed -n '/^## What the demo shows/,/^## Reading a verdict/p' "$ROOT/README.md")
+want_modes=$(jq -r '(.defaults.modes // .boards[0].modes)[]' "$ROOT/configs/sim-quick.json" | tr '\n' ' ')
+got_modes=$(awk '/^  mode +cycles/ { t = 1; next } t && /^  total/ { exit } t { printf "%s ", $1 }' <<< "$demo")
+check "README's demo report runs the modes of configs/sim-quick.json ('$got_modes', wanted '$want_modes')" \
+	[ "$got_modes" = "$want_modes" ]
+want_cycles=$(jq -r '.cycles' "$ROOT/configs/sim-quick.json")
+got_cycles=$(awk '/^  total/ { print $2; exit }' <<< "$demo")
+check "...and its cycles per board ($got_cycles, wanted $want_cycles)" [ "$got_cycles" = "$want_cycles" ]
+for s in replay report status; do
+	syn=$(head -1 "$T/help.powercut.$s" | sed 's/^usage: //')
+	check "README's Commands give powercut $s as its --help does: $syn" grep -qF -- "$syn" "$ROOT/README.md"
+done
+syn=$(sed -n '1{s/^usage: //;p}; 2{s/^ *//;p}' "$T/help.powercut.run" | tr '\n' ' ' | sed 's/ $//')
+check "README's Commands give powercut run as its --help does: $syn" grep -qF -- "$syn" "$ROOT/README.md"
 echo "  documented commands: $ran run here, $hw need hardware, $notrun not run (reasons above); $files files written from the docs"
 case " $DOCS " in
 *" docs/bring-up.md "*) check "the documents have commands that run here" [ "$ran" -gt 0 ] ;;

@@ -17,6 +17,43 @@ if [ "${PC_CI:-0}" = 1 ]; then
 		grep -Eq '\(libgpiod v[12], libblkid yes, liburing yes\)$' <<< "$hv"
 fi
 
+# ---- every subcommand's --help is its own: exit 0, its usage first, each of
+# its options named, no printf escape left as '%%' (issue 37)
+# helpcheck PROG SUB OPTION...: what is wrong with `PROG SUB --help`, or nothing
+helpcheck() {
+	local prog=$1 sub=$2 out rc o miss=""
+	shift 2
+	out=$("$BIN/$prog" "$sub" --help 2>&1); rc=$?
+	for o in "$@"; do grep -q -- "$o\b" <<< "$out" || miss="$miss $o"; done
+	[ $rc -eq 0 ] || echo "exit $rc"
+	head -1 <<< "$out" | grep -q "^usage: $prog $sub\b" || echo "starts '$(head -1 <<< "$out")'"
+	[ -z "$miss" ] || echo "no$miss"
+	! grep -n '%%' <<< "$out"
+}
+while read -r prog sub opts; do
+	# shellcheck disable=SC2086 # the options, one word each
+	problems=$(helpcheck "$prog" "$sub" $opts | tr '\n' ' ')
+	check "$prog $sub --help: its own usage and options${problems:+: $problems}" [ -z "$problems" ]
+done <<'HELP'
+powercut run --results --cycles --target --agent --quiet --no-report --help
+powercut replay --junit --report --quiet --help
+powercut report --format --json --output --confidence --compare --help
+powercut status --json
+powercut check-config CONFIG
+powercut relay on off cycle get release
+powercut key new show --force
+powercut plan --rate --confidence --failures --cuts --cycle-s
+powercut lava --results --board --cycles --agent --print
+powercut crash-states --board --cycle --all --exhaustive --random --seed --locality
+powercut-agent prepare --device --yes --record-size --seed --size --force --confirm-device --offset --length
+powercut-agent run --device --connect --console --baud --board --key --boot-delay-ms --connect-timeout-ms --fresh-boot-id --sysrq
+powercut-agent scan --device --pattern
+powercut-agent info --device --offset --length --allow-whole-disk
+powercut-agent write --device --mode --yes --records --qd --flush-every --pattern
+HELP
+problems=$({ "$PC" --help; "$AGENT" --help; } 2>&1 | grep -n '%%')
+check "powercut --help and powercut-agent --help have no '%%'${problems:+: $problems}" [ -z "$problems" ]
+
 # ---- configurations
 cat > "$T/typo.json" <<'JSON'
 { "campaign": "x", "cycles": 2,

@@ -115,7 +115,8 @@ printf 'garbage \033[31m not json\n' > "$R/lock"
 # the subshell takes the lock on fd 9, then becomes the sleep that holds it
 ( flock 9 && exec sleep 30 ) 9< "$R/lock" &
 fpid=$!
-sleep 0.3
+# until it holds the lock (a deadline, not a time)
+for _ in $(seq 300); do flock -n "$R/lock" true || break; sleep 0.1; done
 expect_fail "a lock held by another process with a garbage file: refused, says so" "names no pid" \
 	"$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 4
 check "status: running, holder unknown" wait_status "running (a process holds the lock"
@@ -210,6 +211,58 @@ check "relay after a killed run: exit 0 (was $rc)" [ $rc -eq 0 ]
 check "relay after a killed run: works" grep -q "relay off done" "$T/relay5.out"
 check "and says it took the killed run's lock over" \
 	grep -qF "stale lock taken over: it named campaign it-lock2 (powercut run pid $pid8 " "$T/relay5.out"
+# --- one physical board, two campaigns: the second is refused naming the first --
+# (relay_lock.h: the lock is keyed by the board's power, not the campaign).
+# Each campaign has its own folder and port; the board never says HELLO, the
+# first run waits for it. two_campaigns WHAT CONFIG-A CONFIG-B [PREFIX...]:
+# A runs, B is refused naming A's pid and folder and switches nothing.
+two_campaigns() {
+	local what=$1 ca=$2 cb=$3 pid rc
+	shift 3
+	"$@" "$PC" run "$ca" --results "$T/fold-a" --quiet --no-report > "$T/run-a" 2>&1 &
+	pid=$!
+	check "$what: the first campaign holds the board's lock" sh -c "for i in \$(seq 200); do
+		grep -qs '\"pid\":$pid,.*\"role\":\"run\"' '$POWERCUT_LOCK_DIR'/*.lock && exit 0; sleep 0.1; done; exit 1"
+	# (stopped after 60 s if it is not refused: it would wait for its board for ever)
+	"$@" timeout -s INT 60 "$PC" run "$cb" --results "$T/fold-b" --quiet --no-report > "$T/run-b" 2>&1
+	rc=$?
+	check "$what: a second campaign on the same board, other folder and port: exit 2 (was $rc)" [ $rc -eq 2 ]
+	check "$what: the refusal names the first campaign, its pid and its folder" grep -qE \
+		"is in use by campaign it-board-a \(powercut run pid $pid on .* results $T/fold-a" "$T/run-b"
+	check "$what: the first campaign goes on" kill -0 $pid
+	kill -INT $pid
+	wait $pid
+}
+board_cfg() { # board_cfg FILE CAMPAIGN BOARD PORT RELAY
+	cat > "$1" <<JSON
+{ "campaign": "$2", "cycles": 5, "listen": "127.0.0.1:$4",
+  "defaults": { "device": { "backend": "sim", "size": "1M", "record_size": 4096 },
+                "boot_timeout_ms": 600000, "off_ms": 600, "relay": $5 },
+  "boards": [ { "name": "$3" } ] }
+JSON
+}
+cmdrelay() { echo "{ \"driver\": \"command\", \"on\": \"echo on >> '$T/sw-$1'\", \"off\": \"echo off >> '$T/sw-$1'\", \"board_id\": \"bench-rpi4.2\" }"; }
+board_cfg "$T/ba.json" it-board-a b1 "$(free_port)" "$(cmdrelay a)"
+board_cfg "$T/bb.json" it-board-b slot7 "$(free_port)" "$(cmdrelay b)"
+two_campaigns "command relays, one board_id" "$T/ba.json" "$T/bb.json"
+check "command relays: the refused campaign switched nothing" [ ! -e "$T/sw-b" ]
+check "command relays: the refusal names the board_id" grep -qF "relay board:bench-rpi4.2 is in use" "$T/run-b"
+rm -rf "$T/fold-a" "$T/fold-b"
+# one GPIO line, named by chip label and line name, and by chip path and offset,
+# through the gpiosim shim (tests/gpiosim: the state file is the hardware)
+if [ -f "$BIN/gpiosim.so" ] || env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s B="$BIN" gpiosim > "$T/shim.log" 2>&1; then
+	printf 'chip gpiochip0 lines=8 label=relay-hat\nline gpiochip0 5 value=0 pull=0 name=RELAY_5\n' > "$T/gpio.state"
+	asan=$(ldd "$PC" 2>/dev/null | awk '/libasan/ { print $3 }')
+	board_cfg "$T/ga.json" it-board-a b1 "$(free_port)" '{ "driver": "gpiod", "chip": "relay-hat", "line": "RELAY_5" }'
+	board_cfg "$T/gb.json" it-board-b slot7 "$(free_port)" '{ "driver": "gpiod", "chip": "/dev/gpiochip0", "line": 5 }'
+	two_campaigns "one GPIO line" "$T/ga.json" "$T/gb.json" \
+		env GPIOSIM_STATE="$T/gpio.state" LD_PRELOAD="${asan:+$asan:}$PWD/$BIN/gpiosim.so"
+	check "one GPIO line: the refusal names the line" grep -qF "relay gpiod:gpiochip0:5 is in use" "$T/run-b"
+else
+	cat "$T/shim.log"
+	bad "build the gpiosim shim in $BIN"
+fi
+
 # --- what `relay` by hand tells a command relay ---------------------------------
 # PC_CONNECT and PC_KEY_FILE only when the configuration fixes them (a listen
 # port, a key_file): never a made-up address or an empty path
@@ -234,4 +287,15 @@ check "fixed listen and key_file: exit 0 (was $rc)" [ $rc -eq 0 ]
 check "fixed listen and key_file: relay on works" grep -q "relay on done" "$T/e2.out"
 check "...PC_CONNECT is the listen address (0.0.0.0 as 127.0.0.1)" grep -qx "PC_CONNECT=127.0.0.1:7878" "$T/env.on"
 check "...PC_KEY_FILE the configured key" grep -qx "PC_KEY_FILE=$T/lab.key" "$T/env.on"
+# a relative key_file is relative to the configuration's folder, not the working directory
+envcfg "$T/e3.json" "\"key_file\": \"keys/lab.key\","
+(cd / && "$PCA" check-config "$T/e3.json") > "$T/e3.chk" 2>&1
+check "check-config from /: a missing relative key_file is named in the configuration's folder" \
+	grep -qF "key_file: $T/keys/lab.key does not exist: \`powercut run\` would make a new key there" "$T/e3.chk"
+mkdir -p "$T/keys" && "$PC" key new "$T/keys/lab.key" > /dev/null
+(cd / && "$PCA" check-config "$T/e3.json") > "$T/e3.chk" 2>&1
+check "check-config from /: the key made, no warning" grep -qx "configuration OK: campaign it-env, 1 board, 1 cycle" "$T/e3.chk"
+(cd / && "$PCA" relay "$T/e3.json" b1 on) > "$T/e3.out" 2>&1
+check "a relative key_file, relay from /: PC_KEY_FILE is in the configuration's folder" \
+	grep -qx "PC_KEY_FILE=$T/keys/lab.key" "$T/env.on"
 finish

@@ -96,7 +96,8 @@ write_record() {
 # (a subshell's job, so that this shell has no job to report killed)
 ( setsid "$AGENT" run --device "sim:$R/boards/b1/media.img" --connect "127.0.0.1:$PORT" --board b1 \
 	--key "$R/agent.key" --fresh-boot-id --connect-timeout-ms 60000 > "$T/orphan.log" 2>&1 & )
-sleep 0.3
+# until it runs (a deadline, not a time)
+for _ in $(seq 300); do pgrep -f "$R/boards/b1/media.img" > /dev/null && break; sleep 0.1; done
 opid=$(pgrep -f "$R/boards/b1/media.img")
 check "the orphan runs (pid $opid), in a group of its own" [ -n "$opid" -a "$(ps -o pgid= -p "${opid:-1}" | tr -d ' ')" = "$opid" ]
 write_record "$R/boards/b1/pgid" "$opid" "$(start_of "$opid")" "$dead" 1
@@ -228,7 +229,7 @@ check "qemu relay: QEMU dies with the harness that started it" qemus_gone_within
 # an orphan PR_SET_PDEATHSIG cannot reach: killed at the next open
 ( setsid "$T/q/fake-qemu" -chardev socket,id=pcqmp,fd=9 -drive "id=sd,if=none,format=raw,cache=none,file=$T/q/sd.img" \
 	9<>/dev/null > /dev/null 2>&1 & )
-sleep 0.3
+for _ in $(seq 300); do [ -n "$(qemus)" ] && break; sleep 0.1; done
 qp=$(qemus)
 qp=${qp%% *}
 check "qemu relay: a stand-in orphan runs (pid $qp)" [ -n "$qp" ]

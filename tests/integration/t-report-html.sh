@@ -88,6 +88,85 @@ problems=$(python3 "$T/check.py" "$T/r.html" 6 '<span class="badge FAIL">FAIL</s
 check "every <svg> parses, the page is balanced, self-contained, and says FAIL and PASS${problems:+: $problems}" \
 	[ -z "$problems" ]
 
+# The facts in words (issue 37): what reached the device per mode, as the
+# text report's io line says it; the part's name; the cut plan and the policy
+# as rows, not JSON; a glossary holding docs/design.md section 6's meanings.
+"$PC" report "$T/r" > "$T/r.txt" 2>&1
+cat > "$T/facts.py" <<'PY'
+import html, re, sys
+
+doc = open(sys.argv[1], encoding="utf-8").read()
+text = open(sys.argv[2], encoding="utf-8").read()
+design = open(sys.argv[3], encoding="utf-8").read()
+bad = []
+def want(s, why):
+    if s not in doc:
+        bad.append("%s: %r missing" % (why, s))
+# every io line of the text report, as a row of the HTML's table
+ios = re.findall(r"^  io: (\S+) -> (.*?) \(\d+ writes", re.sub(r"\n {6}", " ", text), re.M)
+if not ios:
+    bad.append("the text report has no io line")
+want("<h4>What reached the device</h4>", "the io table")
+for mode, became in ios:
+    want("<tr><td>%s</td><td>%s</td>" % (html.escape(mode, False), html.escape(became, False)), "the io line of " + mode)
+want("<tr><th>part name</th><td>PCSIM</td></tr>", "the part name")
+want("after a random number of acknowledged records, 16 to 120", "the cut plan in words")
+want("<th>torn_sector unacknowledged</th>", "the policy's columns")
+want("<tr><td>fua</td><td>allowed</td><td><b>violation</b></td>", "the policy's fua row")
+want("<tr><th>modes</th><td>fua, flush, none</td></tr>", "the modes as a list")
+for raw in ('{&quot;at&quot;', '{"at"', '&quot;torn_sector&quot;', '["fua"', '[&quot;fua'):
+    if raw in doc:
+        bad.append("raw JSON in the page: %s" % raw)
+# the glossary: each class of design.md section 6 with its meaning, word for word
+want('<section class="glossary" id="glossary">', "the glossary")
+sec6 = design.split("## 6.")[1].split("\n## ")[0]
+rows = re.findall(r"^\| `(\w+)` \| (.*?) \| (.*?) \|$", sec6, re.M)
+if len(rows) < 10:
+    bad.append("design.md section 6 has %d class rows" % len(rows))
+for cls, meaning, viol in rows:
+    want("<tr><td><code>%s</code></td><td>%s</td><td>%s</td></tr>" % (cls, html.escape(meaning, False), html.escape(viol, False)),
+         "the glossary's " + cls)
+for name in ("unclassified", "write_refused", "PASS", "FAIL", "BOOT_FAIL", "INFRA_ERROR", "INCOMPLETE"):
+    want("<tr><td><code>%s</code></td>" % name, "the glossary's " + name)
+print("\n".join(bad))
+PY
+problems=$(python3 "$T/facts.py" "$T/r.html" "$T/r.txt" docs/design.md 2>&1)
+check "the page has the io line per mode, the part name, the cut plan and policy as rows, the glossary${problems:+: $problems}" \
+	[ -z "$problems" ]
+
+# A posix device (a file through the command relay): its part name and the
+# region's size, which the configuration does not give, come from its agent.
+head -c 4194304 /dev/zero > "$T/disk.img"
+"$AGENT" prepare --device "$T/disk.img" --record-size 4096 --yes > /dev/null 2>&1
+write_get "$T/get.sh"
+cat > "$T/px.json" <<JSON
+{ "campaign": "px", "cycles": 3, "listen": "127.0.0.1:0",
+  "boards": [ { "name": "px1", "device": { "backend": "posix", "record_size": 4096, "path": "$T/disk.img" },
+    "relay": { "driver": "command",
+      "on": "setsid $PWD/$AGENT run --fresh-boot-id --device $T/disk.img --connect \$PC_CONNECT --board px1 >> $T/px1.log 2>&1 & echo \$! > $T/px1.pid",
+      "off": "p=\$(cat $T/px1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
+      "get": "sh $T/get.sh $T/px1.pid" },
+    "modes": ["fua", "flush"], "records_per_cycle": 100, "cut": { "at": "random", "window_ms": [1, 20] },
+    "boot_timeout_ms": 8000, "off_ms": 5 } ] }
+JSON
+"$PC" run "$T/px.json" --results "$T/px" --quiet --no-report > "$T/px.out" 2>&1; rc=$?
+check "a posix campaign on a file runs (exit 0; was $rc)" [ $rc -eq 0 ]
+"$PC" report --format html -o "$T/px.html" "$T/px" > /dev/null 2>&1; rc=$?
+check "...and its HTML report is made (exit 0; was $rc)" [ $rc -eq 0 ]
+problems=$(python3 "$T/check.py" "$T/px.html" 2 "<tr><th>part name</th><td>file $T/disk.img</td></tr>" \
+	'<tr><th>region size</th><td>4194304 bytes <span class="muted">(4 MiB)</span>' \
+	"the device's size as its agent reported it" "<h2>Part file $T/disk.img</h2>" 2>&1)
+check "...naming its part (a file) and its region's size from the agent${problems:+: $problems}" [ -z "$problems" ]
+
+# the cut plan mix (docs/config.md, Cut plans) in words, as a campaign.json gives it
+cp -r "$T/px" "$T/pxm"
+jq -c '.config.boards[0].cut = {"at": "mix", "window_ms": [5, 60], "delay_us": 0}' "$T/px/campaign.json" > "$T/pxm/campaign.json"
+"$PC" report --format html -o "$T/pxm.html" "$T/pxm" > /dev/null 2>&1
+problems=$(python3 "$T/check.py" "$T/pxm.html" 2 '<tr><th>plan</th><td>mix</td></tr>' \
+	'at a FUA write (fua, fua+flush, journal), and at a random instant 5 to 60 ms after the work is sent' 2>&1)
+check "...and a cut plan mix in words${problems:+: $problems}" [ -z "$problems" ]
+check "...not as JSON" [ "$(grep -c '{&quot;at' "$T/pxm.html")" -eq 0 ]
+
 # Results are hostile input: a board and a device named as markup stay text.
 cp -r "$T/r" "$T/rh"
 for f in verdicts.jsonl events.jsonl campaign.json; do

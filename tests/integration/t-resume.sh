@@ -50,8 +50,28 @@ check "b2 ground truth still agrees" "$TOOLS/truthcheck" "$T/r" b2
 # a finished campaign run again does nothing and loses nothing
 "$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report > "$T/out3" 2>&1
 check "re-running a finished campaign adds nothing" [ "$(grep -c . "$T/r/verdicts.jsonl")" -eq 120 ]
-# a different configuration must not be mixed into these results
-sed 's/"seed": 3/"seed": 4/' "$T/c.json" > "$T/c2.json"
-expect_fail "a changed configuration is refused for the same results folder" "different configuration" \
-	"$PC" run "$T/c2.json" --results "$T/r" --agent "$AGENT" --quiet
+# --- resuming with operational changes (docs/config.md#resuming-a-campaign) ----
+# a slow boot's advice followed: boot_timeout_ms raised, and the campaign grown
+sed 's/"off_ms": 5/"off_ms": 5, "boot_timeout_ms": 18000/' "$T/c.json" > "$T/c-slow.json"
+"$PC" run "$T/c-slow.json" --results "$T/r" --agent "$AGENT" --quiet --no-report --cycles 62 > "$T/out4" 2>&1
+rc=$?
+check "resume with boot_timeout_ms raised runs (exit $rc: 0 or 1)" [ $rc -le 1 ]
+check "it ran the 2 more cycles: 124 verdicts" [ "$(grep -c . "$T/r/verdicts.jsonl")" -eq 124 ]
+check "it said the change" grep -qF "resuming with boards[0].boot_timeout_ms 18000 (was 10000)" "$T/out4"
+check "events.jsonl logs the change of each board, from 10000 to 18000" [ "$(jq -c 'select(.ev == "config_change") |
+	[.board, .key, .from, .to]' "$T/r/events.jsonl" | tr '\n' ' ')" = \
+	'["b1","boards[0].boot_timeout_ms",10000,18000] ["b2","boards[1].boot_timeout_ms",10000,18000] ' ]
+check "campaign.json records the new value, and the first run's cycles" \
+	jq -e '.config.boards[1].boot_timeout_ms == 18000 and .config.cycles == 60' "$T/r/campaign.json" > /dev/null
+check "replay agrees across the change" "$PC" replay "$T/r"
+# the test's identity is not an operational setting: refused, naming the key
+sed 's/"record_size": 4096/"record_size": 8192/' "$T/c-slow.json" > "$T/c-rs.json"
+expect_fail "a changed record size is refused naming record_size and both values" \
+	"boards[0].device.record_size: 4096 on record, 8192 in $T/c-rs.json" \
+	"$PC" run "$T/c-rs.json" --results "$T/r" --agent "$AGENT" --quiet --cycles 64
+sed 's/"seed": 3/"seed": 4/' "$T/c-slow.json" > "$T/c2.json"
+expect_fail "a changed seed is refused naming seed" "seed: 3 on record, 4 in $T/c2.json" \
+	"$PC" run "$T/c2.json" --results "$T/r" --agent "$AGENT" --quiet --cycles 64
+check "the refused runs ran nothing: 124 verdicts" [ "$(grep -c . "$T/r/verdicts.jsonl")" -eq 124 ]
+check "...and logged nothing: 2 config_change events" [ "$(grep -c '"ev":"config_change"' "$T/r/events.jsonl")" -eq 2 ]
 finish

@@ -54,5 +54,5 @@ cat > "$T/c2.json" <<JSON
 JSON
 "$PC" run "$T/c2.json" --results "$T/r2" --quiet --no-report > "$T/out2" 2>&1
 check "without --sysrq the agent refuses, and says so" grep -q "crash refused" "$T/r2/events.jsonl"
-pkill -KILL -f "board s2" 2>/dev/null
+pkill -KILL -f "sim:$T/m.img .*--board s2" 2>/dev/null	# this test's only: another beside it may have a board s2
 finish

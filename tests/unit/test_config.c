@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/record.h"
 #include "common/util.h"
@@ -522,6 +523,105 @@ static void test_load_files(void)
 	config_free(&c);
 }
 
+/* key_file: a relative one is relative to the configuration's folder, not the
+ * working directory, and campaign.json records the file resolved. */
+static void test_key_file_path(void)
+{
+	static const struct {
+		const char *file, *kf, *want;	/* want "CWD/..." : the working directory first */
+	} cases[] = {
+		{ "/etc/pc/lab.json", "lab/agent.key", "/etc/pc/lab/agent.key" },
+		{ "/etc/pc/lab.json", "/keys/a.key", "/keys/a.key" },
+		{ "/lab.json", "a.key", "/a.key" },
+		{ "lab.json", "a.key", "CWD/a.key" },
+		{ "sub/dir/lab.json", "../a.key", "CWD/sub/dir/../a.key" },
+	};
+	char cwd[PATH_MAX], want[PATH_MAX + 64], doc[256], err[512];
+	struct campaign_cfg c;
+	json_object *v;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(getcwd(cwd, sizeof(cwd)));
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		snprintf(doc, sizeof(doc), "{\"campaign\":\"t\",\"cycles\":3,\"key_file\":\"%s\",\"boards\":"
+			 "[{\"name\":\"b1\",\"relay\":{\"driver\":\"sim\"}}]}", cases[i].kf);
+		if (!strncmp(cases[i].want, "CWD/", 4))
+			snprintf(want, sizeof(want), "%s/%s", cwd, cases[i].want + 4);
+		else
+			snprintf(want, sizeof(want), "%s", cases[i].want);
+		CU_ASSERT_EQUAL_FATAL(config_parse(doc, cases[i].file, &c, err, sizeof(err)), 0);
+		CU_ASSERT_STRING_EQUAL(c.key_file, want);
+		CU_ASSERT_TRUE(json_object_object_get_ex(c.root, "key_file", &v) &&
+			       !strcmp(json_object_get_string(v), want));
+		config_free(&c);
+	}
+	/* none given: none recorded (the results folder's agent.key) */
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC(MIN_BOARD)), "/x/min.json", &c, err, sizeof(err)), 0);
+	CU_ASSERT_STRING_EQUAL(c.key_file, "");
+	CU_ASSERT_FALSE(json_object_object_get_ex(c.root, "key_file", NULL));
+	config_free(&c);
+}
+
+static void note_change(const char *path, const char *board, json_object *from, json_object *to, void *arg)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 512 - n, "%s%s@%s:%s>%s", n ? " " : "", path, board ? board : "-",
+		 from ? json_object_to_json_string(from) : "unset", to ? json_object_to_json_string(to) : "unset");
+}
+
+/* A resume: operational settings change (each reported), the test's identity does not. */
+static void test_resume_diff(void)
+{
+#define RB(extra) "{'name':'b1','relay':{'driver':'command','on':'a','off':'b'},'device':{'backend':'sim'}" extra "}"
+	static const struct {
+		const char *cur;	/* against DOC(RB("")) */
+		int rc;
+		const char *want;	/* the changes, or the refusal's start */
+	} cases[] = {
+		{ DOC(RB("")), 0, "" },
+		{ "{'campaign':'t','cycles':900,'boards':[" RB("") "]}", 0, "" },
+		{ DOC(RB(",'boot_timeout_ms':18000,'off_ms':3000")), 0,
+		  "boards[0].boot_timeout_ms@b1:10000>18000 boards[0].off_ms@b1:20>3000" },
+		{ "{'campaign':'t','cycles':3,'listen':'0.0.0.0:7878','boards':[" RB(",'stop':{'boot_fails':5}") "]}",
+		  0, "listen@-:\"127.0.0.1:0\">\"0.0.0.0:7878\" boards[0].stop@b1:unset>{ \"boot_fails\": 5, \"on_fail\": \"continue\" }" },
+		{ DOC("{'name':'b1','relay':{'driver':'command','on':'c','off':'b','board_id':'x'},'device':{'backend':'sim'}}"),
+		  0, "boards[0].relay.on@b1:\"a\">\"c\" boards[0].relay.board_id@b1:unset>\"x\"" },
+		{ DOC(RB(",'link':{'type':'tcp','console':'/dev/null'}")), 0,
+		  "boards[0].link.console@b1:unset>\"\\/dev\\/null\" boards[0].link.baud@b1:unset>115200 "
+		  "boards[0].link.boot_patterns@b1:unset>[ ]" },
+		{ DOC("{'name':'b1','relay':{'driver':'command','on':'a','off':'b'},'device':{'backend':'sim','record_size':8192}}"),
+		  -EEXIST, "boards[0].device.record_size: 4096 on record, 8192 in cur.json. That is part of what" },
+		{ "{'campaign':'t','cycles':3,'seed':2,'boards':[" RB("") "]}", -EEXIST, "seed: 1 on record, 2 in cur.json" },
+		{ DOC(RB(",'modes':['fua']")), -EEXIST, "boards[0].modes: [\"fua\",\"flush\"] on record, [\"fua\"] in" },
+		{ DOC("{'name':'b1','relay':{'driver':'sim'},'device':{'backend':'sim'}}"), -EEXIST,
+		  "boards[0].relay.driver: \"command\" on record, \"sim\" in" },
+		{ DOC(RB("") ",{'name':'b2','relay':{'driver':'sim'}}"), -EEXIST, "boards: 1 on record, 2 in cur.json" },
+	};
+	struct campaign_cfg a, b;
+	char err[2048], got[512];
+
+	CU_ASSERT_EQUAL_FATAL(config_parse(J(DOC(RB(""))), "old.json", &a, err, sizeof(err)), 0);
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		int rc;
+
+		CU_ASSERT_EQUAL_FATAL(config_parse(J(cases[i].cur), "cur.json", &b, err, sizeof(err)), 0);
+		got[0] = err[0] = 0;
+		rc = config_resume_diff(a.root, b.root, "cur.json", note_change, got, err, sizeof(err));
+		if (rc != cases[i].rc || strncmp(rc ? err : got, cases[i].want, strlen(cases[i].want)) ||
+		    (!rc && strlen(got) != strlen(cases[i].want)))
+			fprintf(stderr, "\ncase %zu: rc %d, changes '%s', err '%s', want '%s'\n", i, rc, got, err, cases[i].want);
+		CU_ASSERT_EQUAL(rc, cases[i].rc);
+		CU_ASSERT_EQUAL(strncmp(rc ? err : got, cases[i].want, strlen(cases[i].want)), 0);
+		CU_ASSERT(rc || strlen(got) == strlen(cases[i].want));
+		if (rc)
+			CU_ASSERT_STRING_EQUAL(got, "");	/* a refused resume reports no change */
+		config_free(&b);
+	}
+	config_free(&a);
+#undef RB
+}
+
 /* Every shipped example loads (the tests run from the top of the tree). */
 static void test_shipped_configs(void)
 {
@@ -728,6 +828,8 @@ int suite_config(void)
 	    !CU_add_test(s, "stop rules, target, results_min_free", test_stop_rules) ||
 	    !CU_add_test(s, "--target RATE[,CONFIDENCE]", test_target_text) ||
 	    !CU_add_test(s, "files: missing, directory, empty, ok", test_load_files) ||
+	    !CU_add_test(s, "key_file relative to the configuration's folder", test_key_file_path) ||
+	    !CU_add_test(s, "resume: what may change, what may not", test_resume_diff) ||
 	    !CU_add_test(s, "configs/*.json load", test_shipped_configs) ||
 	    !CU_add_test(s, "numbers from command lines (pc_parse_u64)", test_parse_u64) ||
 	    !CU_add_test(s, "integers past 2^64 - 1 in a configuration", test_big_int) ||

@@ -3,7 +3,8 @@
  * lines only (a torn last line is never handed out), bounded lines (an error,
  * or status's truncation), UTF-8 checked with the file and line named,
  * strict JSON objects, ranges that start in the middle of a line, and the
- * same answers whatever the read chunk.
+ * same answers whatever the read chunk. And the writer's side: the first
+ * failed write or sync of results.c is kept, and nothing is written after it.
  */
 #include "tests/unit/suites.h"
 
@@ -227,6 +228,76 @@ static void test_each_line(void)
 	CU_ASSERT_EQUAL(n, 1);
 }
 
+static json_object *one_line(const char *k)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, k, json_object_new_int(1));
+	return o;
+}
+
+/* The writer (harness/results/writer.c): syncs on its thread, in order,
+ * and a failed fdatasync is sticky (fsyncgate): every later call returns it
+ * and writes nothing. fdatasync of a pipe fails (EINVAL): the events go
+ * there. */
+static void test_sync_sticky(void)
+{
+	char dir[PATH_MAX], note[256], err[512] = "", buf[256], vpath[PATH_MAX + 32];
+	json_object *ev = one_line("e"), *v = one_line("v");
+	struct results r;
+	struct stat st;
+	uint64_t seq;
+	int p[2];
+	ssize_t n;
+
+	snprintf(dir, sizeof(dir), "%s", pc_test_tmpdir("results-sticky"));
+	CU_ASSERT_EQUAL_FATAL(results_open(&r, dir, note, sizeof(note), err, sizeof(err)), 0);
+	CU_ASSERT(results_fd(&r) >= 0);
+	CU_ASSERT_EQUAL(results_event(&r, ev), 0);
+	CU_ASSERT_EQUAL(results_verdict(&r, v), 0);
+	seq = results_requested(&r);
+	CU_ASSERT_EQUAL(seq, 1);
+	CU_ASSERT_EQUAL(results_flush(&r), 0);
+	CU_ASSERT(results_durable(&r, seq));
+	CU_ASSERT_EQUAL(results_poll(&r), 0);
+	CU_ASSERT_EQUAL(results_sync(&r), 0);	/* nothing written since: no request */
+	CU_ASSERT_EQUAL(results_requested(&r), seq);
+	CU_ASSERT_EQUAL_FATAL(pipe2(p, O_NONBLOCK), 0);
+	close(r.ev_fd);
+	r.ev_fd = p[1];
+	CU_ASSERT_EQUAL(results_event(&r, ev), 0);
+	CU_ASSERT_EQUAL(results_sync(&r), 0);	/* asked: the writer fails it */
+	CU_ASSERT_EQUAL(results_flush(&r), -EINVAL);
+	CU_ASSERT_EQUAL(results_poll(&r), -EINVAL);
+	CU_ASSERT_EQUAL(r.failed, -EINVAL);
+	CU_ASSERT(!results_durable(&r, seq));
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.failure, "/events.jsonl: fdatasync failed: Invalid argument"));
+	n = read(p[0], buf, sizeof(buf));
+	CU_ASSERT_EQUAL(n, 8);	/* {"e":1} before the failure, as it was */
+	/* after it: nothing written, nothing synced, the first failure kept */
+	CU_ASSERT_EQUAL(results_event(&r, ev), -EINVAL);
+	CU_ASSERT_EQUAL(results_verdict(&r, v), -EINVAL);
+	CU_ASSERT_EQUAL(results_sync(&r), -EINVAL);
+	CU_ASSERT_EQUAL(results_flush(&r), -EINVAL);
+	CU_ASSERT_EQUAL(read(p[0], buf, sizeof(buf)), -1);
+	snprintf(vpath, sizeof(vpath), "%s/verdicts.jsonl", dir);
+	CU_ASSERT_EQUAL(stat(vpath, &st), 0);
+	CU_ASSERT_EQUAL(st.st_size, 8);	/* the one verdict written before */
+	results_close(&r);
+	close(p[0]);
+	/* a failed write of a verdict (here EBADF) is named too */
+	CU_ASSERT_EQUAL_FATAL(results_open(&r, dir, note, sizeof(note), err, sizeof(err)), 0);
+	close(r.v_fd);
+	r.v_fd = open(vpath, O_RDONLY | O_CLOEXEC);
+	CU_ASSERT_EQUAL(results_verdict(&r, v), 0);
+	CU_ASSERT_EQUAL(results_flush(&r), -EBADF);
+	CU_ASSERT_PTR_NOT_NULL(strstr(r.failure, "/verdicts.jsonl: write failed: Bad file descriptor"));
+	CU_ASSERT_EQUAL(results_event(&r, ev), -EBADF);
+	results_close(&r);
+	json_object_put(ev);
+	json_object_put(v);
+}
+
 int suite_jsonl(void)
 {
 	CU_pSuite s = CU_add_suite("jsonl", NULL, NULL);
@@ -237,7 +308,8 @@ int suite_jsonl(void)
 	    !CU_add_test(s, "UTF-8 checked, file and line named", test_utf8) ||
 	    !CU_add_test(s, "ranges and truncation, any chunk", test_ranges) ||
 	    !CU_add_test(s, "a line too long is an error", test_long_line) ||
-	    !CU_add_test(s, "results_each_line reads through it", test_each_line))
+	    !CU_add_test(s, "results_each_line reads through it", test_each_line) ||
+	    !CU_add_test(s, "the writer: syncs in order, a failure sticky and named", test_sync_sticky))
 		return -1;
 	return 0;
 }

@@ -20,7 +20,9 @@
 
 #include "common/util.h"
 #include "relay/relay.h"
+#include "relay/relay_lock.h"
 #include "relay/relay_worker.h"
+#include "relay/relay_qemu.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
 
@@ -181,7 +183,12 @@ static void test_check(void)
 		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"get\":[]}", -EINVAL,
 		  "get: expected a non-empty string" },
 		{ &relay_command_ops, "{\"on\":\"a\",\"of\":\"b\"}", -EINVAL,
-		  "unknown key 'of' (valid: driver, on, off, get, timeout_ms)" },
+		  "unknown key 'of' (valid: driver, on, off, get, timeout_ms, board_id)" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":\"rpi4-lab2.slot_3\"}", 0, NULL },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":\"lab/2\"}", -EINVAL,
+		  "board_id: expected the physical board's name in the lab, 1 to 63 of [A-Za-z0-9_.-]" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":\"\"}", -EINVAL, "board_id: expected" },
+		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"board_id\":7}", -EINVAL, "board_id: expected" },
 		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"timeout_ms\":\"10s\"}", -EINVAL,
 		  "timeout_ms: expected an integer from 1 to 3600000, got \"10s\"" },
 		{ &relay_command_ops, "{\"on\":\"a\",\"off\":\"b\",\"timeout_ms\":-5}", -EINVAL,
@@ -750,6 +757,89 @@ static void test_resolve_fork(void)
 	CU_ASSERT(resolve_ok("localhost"));
 }
 
+/* The lock keys of a board: a command relay's declared board_id is the board
+ * (every campaign naming it shares the lock), without it the campaign's
+ * board; a virtual board's lock is its disk image. */
+static void test_board_lock_keys(void)
+{
+	static const struct {
+		const char *driver, *cfg, *key;
+	} cases[] = {
+		{ "command", "{\"on\":\"x\",\"off\":\"y\",\"board_id\":\"rpi4-2\"}", "board:rpi4-2" },
+		{ "command", "{\"on\":\"z\",\"off\":\"w\",\"board_id\":\"rpi4-2\"}", "board:rpi4-2" },
+		{ "command", "{\"on\":\"x\",\"off\":\"y\"}", "board:camp/b7" },
+		{ "qemu", "{\"drive\":\"/nonexistent/sd.img\"}", "qemu:/nonexistent/sd.img" },
+		{ "qemu", "{\"drive\":\"/\"}", "qemu:/" },
+	};
+	char key[160];
+
+	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
+		json_object *cfg = json_tokener_parse(cases[i].cfg);
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(cfg);
+		CU_ASSERT_EQUAL(relay_lock_key(cases[i].driver, cfg, "camp", "b7", key, sizeof(key)), 0);
+		CU_ASSERT_STRING_EQUAL(key, cases[i].key);
+		json_object_put(cfg);
+	}
+}
+
+#define KF(s) s, sizeof(s) - 1
+/* QEMU's words of a KVM that failed the guest, found in its log (relay_qemu_kvm.c) */
+static void test_qemu_kvm_failure(void)
+{
+	static const char dump[] = "--- power on at 5 ms (CLOCK_MONOTONIC): qemu -accel kvm -cpu host -m 256\n"
+		"KVM internal error. Suberror: 1\nemulation failure\nRAX=0000000000000001 RBX=ffff9a0a41c3a000\n"
+		"Code=48 8b 4e 08 f0 48 0f c7 0f <0f> 94 c0\n";
+	char line[240];
+
+	CU_ASSERT_EQUAL(qemu_kvm_failure(dump, strlen(dump), line, sizeof(line)), 1);
+	CU_ASSERT_STRING_EQUAL(line, "KVM internal error. Suberror: 1; emulation failure");
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("x\nerror: kvm run failed Bad address\r\n"), line, sizeof(line)), 1);
+	CU_ASSERT_STRING_EQUAL(line, "error: kvm run failed Bad address");
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("KVM: entry failed, hardware error 0x80000021"), line, sizeof(line)), 1);
+	CU_ASSERT_STRING_EQUAL(line, "KVM: entry failed, hardware error 0x80000021");
+	/* the header of a KVM power-on, a trace, a guest that ran: no failure */
+	CU_ASSERT_EQUAL(qemu_kvm_failure(dump, 70, line, sizeof(line)), 0);
+	CU_ASSERT_STRING_EQUAL(line, "");
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("scsi_disk_new_request lun 0 tag 1 data 0x2a\n"), line, sizeof(line)), 0);
+	/* the relay's own notes quote QEMU: not a failure of their own */
+	CU_ASSERT_EQUAL(qemu_kvm_failure(KF("--- KVM failed this power-on's guest (QEMU said \"KVM internal error. "
+					   "Suberror: 1; emulation failure\")\n--- power on at 9 ms: qemu\n"),
+					line, sizeof(line)), 0);
+	/* a short buffer: the line cut, still said */
+	CU_ASSERT_EQUAL(qemu_kvm_failure(dump, strlen(dump), line, 12), 1);
+	CU_ASSERT_STRING_EQUAL(line, "KVM interna");
+}
+
+/* The harness asks the qemu relay, from its state folder, whether the host failed the last power-on. */
+static void test_qemu_host_fault(void)
+{
+	const char *dir = pc_test_tmpdir("qemu-host-fault");
+	struct relay_ctx ctx = { .board = "vm1", .state_dir = dir };
+	char path[PATH_MAX], why[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/qemu.log", dir);
+	CU_ASSERT_EQUAL(relay_host_fault("qemu", &ctx, why, sizeof(why)), 0);	/* no log yet */
+	f = fopen(path, "w");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("--- power on at 1 ms (CLOCK_MONOTONIC): qemu -accel kvm\nKVM internal error. Suberror: 1\n"
+	      "emulation failure\nRAX=0\n", f);
+	fclose(f);
+	CU_ASSERT_EQUAL(relay_host_fault("qemu", &ctx, why, sizeof(why)), 1);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "KVM failed the guest of this power-on (QEMU said \"KVM internal error. "
+					  "Suberror: 1; emulation failure\""));
+	CU_ASSERT_EQUAL(relay_host_fault("sim", &ctx, why, sizeof(why)), 0);	/* no such hook */
+	CU_ASSERT_STRING_EQUAL(why, "");
+	/* the next power-on, its note and header after it: that one is not the host's */
+	f = fopen(path, "a");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	fputs("--- KVM failed this power-on's guest (QEMU said \"KVM internal error. Suberror: 1\")\n"
+	      "--- power on at 9 ms (CLOCK_MONOTONIC): qemu -accel tcg\n", f);
+	fclose(f);
+	CU_ASSERT_EQUAL(relay_host_fault("qemu", &ctx, why, sizeof(why)), 0);
+}
+
 int suite_relay(void)
 {
 	CU_pSuite s = CU_add_suite("relay", NULL, NULL);
@@ -766,7 +856,10 @@ int suite_relay(void)
 	    !CU_add_test(s, "sim power", test_sim_power) ||
 	    !CU_add_test(s, "sim agent exits", test_sim_agent_exit) ||
 	    !CU_add_test(s, "sim errors", test_sim_errors) ||
-	    !CU_add_test(s, "resolve after fork", test_resolve_fork))
+	    !CU_add_test(s, "resolve after fork", test_resolve_fork) ||
+	    !CU_add_test(s, "lock keys: a command relay's board_id, a virtual board's disk", test_board_lock_keys) ||
+	    !CU_add_test(s, "qemu: KVM failure in QEMU's log", test_qemu_kvm_failure) ||
+	    !CU_add_test(s, "qemu: the host failed the power-on", test_qemu_host_fault))
 		return -1;
 	return 0;
 }

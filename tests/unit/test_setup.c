@@ -103,6 +103,24 @@ static void test_console(void)
 	inspect("@@PC {\"type\":\"setup_error\",\"v\":1,\"cause\":\"usage\",\"reason\":\"no --board\\u0007\"}\n", "b9", &f);
 	CU_ASSERT_STRING_EQUAL(f.cause, "usage");
 	CU_ASSERT_STRING_EQUAL(f.reason, "no --board?");
+	/* the device failing: MMC and block errors, quoted whole; not an SDIO
+	 * card's probe, not powercut's own lines */
+	inspect("[    1.2] mmc1: error -110 whilst initialising SDIO card\r\n"
+		"powercut-agent: error: /dev/mmcblk0p5: key file missing\n"
+		"[    1.5] mmc0: new HS200 MMC card at address 0001\n"
+		"[    2.0] mmc0: error -110 whilst initialising MMC card  \r\n"
+		"[    2.1] blk_update_request: I/O error, dev mmcblk0, sector 0\n", "b1", &f);
+	CU_ASSERT_STRING_EQUAL(f.device, "[    2.0] mmc0: error -110 whilst initialising MMC card");
+	/* its last three lines, trimmed, the agent's marked ones left out */
+	CU_ASSERT_STRING_EQUAL(f.tail, "[    1.5] mmc0: new HS200 MMC card at address 0001 / [    2.0] mmc0: error -110 "
+			       "whilst initialising MMC card / [    2.1] blk_update_request: I/O error, dev mmcblk0, sector 0");
+	inspect("[    0.0] Linux version 6.1\n\n   \r\nS95powercut-agent: /usr/bin/powercut-agent is missing or not "
+		"executable\r\n@@PC {\"type\":\"hello\",\"v\":1}\n", "b1", &f);
+	CU_ASSERT(!f.device[0]);
+	CU_ASSERT_STRING_EQUAL(f.tail, "[    0.0] Linux version 6.1 / S95powercut-agent: /usr/bin/powercut-agent is "
+			       "missing or not executable");
+	inspect("", "b1", &f);
+	CU_ASSERT(!f.tail[0] && !f.device[0]);
 	/* a line longer than any of ours is noise, whatever it holds */
 	long_line = calloc(1, PC_PROTO_MAX_LINE + 600);
 	CU_ASSERT_FATAL(long_line != NULL);
@@ -118,7 +136,7 @@ int suite_setup(void)
 	CU_pSuite s = CU_add_suite("setup", NULL, NULL);
 
 	if (!s || !CU_add_test(s, "setup_error: built, parsed, refused", test_message) ||
-	    !CU_add_test(s, "a console log: the agent's reason, a booted kernel", test_console))
+	    !CU_add_test(s, "a console log: the agent's reason, a booted kernel, the device failing, its last lines", test_console))
 		return -1;
 	return 0;
 }
