@@ -31,6 +31,10 @@ static const char *const f_keys[F_N] = { "states", "injected", "caught", "mismat
 
 #define CR_LEAVES	8u	/* what the designs leave out, distinct phrases kept per row */
 
+/* The image after the cut, judged on its own (observed.state). */
+enum { OBS_NONE, OBS_LEGAL, OBS_ILLEGAL, OBS_UNKNOWN, OBS_N };
+static const char *const obs_names[OBS_N] = { "", "legal", "illegal", "unknown" };
+
 /* A line's bound (docs/crash-states.md "The bound"): states judged at the cut, of how many. */
 struct cbound {
 	int have;			/* the line has one (lines of older runs do not) */
@@ -47,6 +51,8 @@ struct cline {
 	unsigned long f[F_N];
 	int ok;
 	struct cbound b;
+	int obs;			/* the image after the cut: OBS_* (OBS_NONE: none kept) */
+	int obs_disagrees;		/* its verdict judged again is not the recorded one */
 	char legal[96];			/* as the line says it: "2^72", "2^70 x 3^1" */
 	char leave[CR_LEAVES][112];
 	unsigned nleave;
@@ -60,6 +66,7 @@ struct crow {
 	uint64_t legal;				/* their legal states, summed exactly (0: past 2^64 - 1) */
 	double log2max, log2sum;		/* for a sum past 2^64: log2 of it */
 	char legal_s[96];			/* one bounded cycle: its own exact count */
+	unsigned long obs[OBS_N], obs_disagree;	/* the images after the cut, by state */
 	char leave[CR_LEAVES][112];
 	unsigned nleave;
 };
@@ -109,6 +116,19 @@ static void line_bound(json_object *o, struct cline *l)
 				snprintf(l->leave[l->nleave++], sizeof(l->leave[0]), "%s", t);
 		}
 	l->b.have = 1;
+}
+
+/* The line's observed image: its state (legal, illegal, unknown), and whether it disagrees. */
+static void line_observed(json_object *o, struct cline *l)
+{
+	json_object *ob, *v;
+
+	if (!json_object_object_get_ex(o, "observed", &ob) || !json_object_object_get_ex(ob, "state", &v))
+		return;
+	for (int k = OBS_LEGAL; k < OBS_N; k++)
+		if (!strcmp(json_object_get_string(v), obs_names[k]))
+			l->obs = k;
+	l->obs_disagrees = json_object_object_get_ex(ob, "agrees", &v) && !json_object_get_boolean(v);
 }
 
 /* A line's bound into its row: sums, and the phrases of what is left out, each once. */
@@ -174,6 +194,7 @@ static int on_line(json_object *o, unsigned lineno, void *arg)
 	}
 	l.ok = json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v);
 	line_bound(o, &l);
+	line_observed(o, &l);
 	snprintf(l.board, sizeof(l.board), "%s", b);
 	snprintf(l.mode, sizeof(l.mode), "%s", m[0] ? m : "-");
 	c->v[c->n++] = l;
@@ -255,6 +276,8 @@ static int crash_rows(const struct rep *r, struct crow **rows, size_t *n, unsign
 		for (int f = 0; f < F_N; f++)
 			w[k].f[f] += l->f[f];
 		row_add_bound(&w[k], l);
+		w[k].obs[l->obs]++;
+		w[k].obs_disagree += l->obs_disagrees;
 	}
 	free(c.v);
 	if (nw)
@@ -366,6 +389,10 @@ static void print_rows(FILE *out, enum report_format fmt, const struct crow *w, 
 		} else {
 			fprintf(out, "  board %s, mode %s, %lu cycle%s: %s\n", w[i].board, w[i].mode, w[i].cycles,
 				w[i].cycles == 1 ? "" : "s", s);
+			if (w[i].cycles > w[i].obs[OBS_NONE])
+				fprintf(out, "    observed after the cut: %lu legal, %lu illegal, %lu unknown; %lu not "
+					"judged as verdicts.jsonl says\n", w[i].obs[OBS_LEGAL], w[i].obs[OBS_ILLEGAL],
+					w[i].obs[OBS_UNKNOWN], w[i].obs_disagree);
 		}
 	}
 	if (fmt == REPORT_FMT_HTML)
@@ -413,6 +440,14 @@ int rep_crash_json(const struct rep *r, json_object *doc)
 			json_object_object_add(o, f_keys[f], json_object_new_int64((int64_t)w[i].f[f]));
 		json_object_object_add(o, "holds", json_object_new_boolean(!w[i].not_ok));
 		json_object_object_add(o, "judged", json_object_new_int64((int64_t)w[i].judged));
+		if (w[i].cycles > w[i].obs[OBS_NONE]) {
+			json_object *x = json_object_new_object();
+
+			for (int k = OBS_LEGAL; k < OBS_N; k++)
+				json_object_object_add(x, obs_names[k], json_object_new_int64((int64_t)w[i].obs[k]));
+			json_object_object_add(x, "disagree", json_object_new_int64((int64_t)w[i].obs_disagree));
+			json_object_object_add(o, "observed", x);
+		}
 		if (!w[i].unbounded) {
 			char legal[48];
 

@@ -121,6 +121,14 @@ for m in flush none; do
 		"$T/report.json"
 done
 
+nli=$(jq -s '[.[] | select(.observed.state == "illegal")] | length' "$T/lying.jsonl")
+check "report (text): the lying board's images after the cut on their own line, $nli illegal" \
+	grep -qE "^    observed after the cut: [0-9]+ legal, $nli illegal, 0 unknown; 0 not judged as verdicts.jsonl says" \
+	"$T/report.txt"
+check "report (json): the honest rows' images after the cut legal, none disagreeing" \
+	jqt 'all(.crash_states[] | select(.board == "honest"); .observed.illegal == 0 and .observed.disagree == 0)' \
+	"$T/report.json"
+
 # negative control: an ACK in the mode none cycle, where nothing is ever flushed
 c=$(jq -r 'select(.mode == "none") | .cycle' "$T/modes.jsonl" | head -1)
 last=$(jq -r --argjson c "$c" 'select(.board == "honest" and .cycle == $c and .ev == "work") | .work.first' \
