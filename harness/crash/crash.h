@@ -17,13 +17,21 @@
  *            while there are at most opts.exhaustive of them; beyond: all
  *            kept, all dropped, each single drop, each single keep, each
  *            in-order prefix, and opts.random seeded random subsets;
- *   tears    each volatile write torn by each row of a covering design
- *            over its record's sectors (the other volatile writes kept);
+ *   tears    each volatile write torn by every sector mask of its record
+ *            (records of at most 8 sectors; beyond 8 volatile writes, the
+ *            first's), else by each row of a covering design (the other
+ *            volatile writes kept); pairs of the first 8 torn together by
+ *            each pair of the design's rows;
  *   cuts     a virtual cut at each persistence point (a flush or a FUA write
- *            in the log): the log up to it, with the ACKs received by then;
- *   illegal  each durable acknowledged write dropped, and torn: the judge
- *            must FAIL each, naming exactly its seqs (injected, caught);
- *   observed the image after the real cut (when kept), judged too.
+ *            in the log): the log up to it, with the ACKs marked (or
+ *            received) by then;
+ *   illegal  each durable acknowledged write dropped, torn, and torn within
+ *            a sector: the judge must FAIL each, naming exactly its seqs
+ *            (injected, caught);
+ *   observed the image after the real cut (when kept), judged on its own.
+ * Each distinct state (image and ACKs) is judged and counted once; the
+ * agent's ACK marks in the log are checked where they stand (crash_acks.c);
+ * the bound, judged of legal at the cut, is said (crash_bound.c).
  */
 #ifndef PC_HARNESS_CRASH_H
 #define PC_HARNESS_CRASH_H
