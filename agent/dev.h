@@ -80,7 +80,16 @@ struct dev_ops {
 	/* The requests the device received, counted by the backend itself
 	 * (audit.h; the sim), or NULL: the kernel's tracefs is asked instead. */
 	struct audit_counts *(*audit)(struct dev *d);
+	/* The agent is about to acknowledge records [first, first + n) (optional:
+	 * the sim puts a mark "PC_ACK_MARK first n" in the write log it keeps,
+	 * between requests, so that crash-states sees each ACK where the agent
+	 * sent it; docs/crash-states.md, "ACK marks"). */
+	void (*ack_mark)(struct dev *d, uint64_t first, uint64_t n);
 };
+
+/* The text of an ACK mark in a kept write log: PC_ACK_MARK " FIRST N". */
+#define PC_ACK_MARK	"pc-ack"
+
 
 /* The sim backend's options (sim/emmc.h): opaque to everything but dev_sim.c. */
 struct sim_opts;
@@ -109,6 +118,9 @@ struct dev {
 	 * hook checks it with dev_write_check() right before the write goes out. */
 	uint64_t wlo, whi;
 	void *priv;		/* backend state */
+	/* a test of crash-states only (the sim's ack-early profile): the writer
+	 * acknowledges each record before the device makes it durable */
+	int ack_early;
 };
 
 extern const struct dev_ops dev_posix_ops;

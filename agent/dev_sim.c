@@ -78,6 +78,8 @@ static int sim_open(struct dev *d, int for_write)
 	d->whi = d->size;
 	snprintf(d->dsync_how, sizeof(d->dsync_how), "reliable write, then FLUSH_CACHE (as the kernel does for pwritev2 RWF_DSYNC)");
 	snprintf(d->relwr_how, sizeof(d->relwr_how), "sim reliable write (relwr-off: a plain cached write)");
+	/* the ack-early profile is the board's agent's fault, not the card's (sim/emmc.h) */
+	d->ack_early = (sim_opts_profile(s->o) & SIM_P_ACK_EARLY) != 0;
 	return 0;
 }
 
@@ -199,6 +201,16 @@ static int sim_host_reset(struct dev *d)
 	struct dev_sim *s = d->priv;
 
 	return sim_emmc_host_reset(s->e);
+}
+
+/* The agent's ACK of [first, first + n), in the kept write log before the ACK is sent. */
+static void sim_ack_mark(struct dev *d, uint64_t first, uint64_t n)
+{
+	struct dev_sim *s = d->priv;
+	char text[64];
+
+	snprintf(text, sizeof(text), PC_ACK_MARK " %" PRIu64 " %" PRIu64, first, n);
+	sim_emmc_mark(s->e, text);
 }
 
 static int sim_flush(struct dev *d)
@@ -398,6 +410,7 @@ const struct dev_ops dev_sim_ops = {
 	.audit = sim_audit,
 	.relwr = sim_relwr,
 	.host_reset = sim_host_reset,
+	.ack_mark = sim_ack_mark,
 	.aio_setup = sim_aio_setup,
 	.aio_submit = sim_aio_submit,
 	.aio_reap = sim_aio_reap,

@@ -255,6 +255,11 @@ void sim_emmc_wear(const struct sim_emmc *e, int *life_a, int *life_b, int *pre_
 	*pre_eol = *life_b >= 10 ? 3 : *life_b >= 9 ? 2 : 1;
 }
 
+void sim_emmc_mark(struct sim_emmc *e, const char *text)
+{
+	sim_inputs_mark(e->inputs, text);
+}
+
 uint32_t sim_emmc_session(const struct sim_emmc *e)
 {
 	return e->session;

@@ -47,6 +47,11 @@ struct sim_emmc;
  * profile: the sim's other profiles claim no EXT_CSD). */
 #define SIM_P_WEAR		(1u << 11)
 #define SIM_WEAR_STEP		2048u
+/* Not the card's: the agent's, a test of powercut crash-states (issue 38). The
+ * board's agent acknowledges each record before the device makes it durable:
+ * a flush group before its flush, a FUA or reliable write before it is
+ * issued (agent/writer.c). The card is honest. */
+#define SIM_P_ACK_EARLY		(1u << 12)
 
 /* Parse "honest", "lying-flush", "a+b"...; 0 or -EINVAL (err names the bad part). */
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen);
@@ -129,6 +134,10 @@ int sim_emmc_host_reset(struct sim_emmc *e);
  * type A and B (1..11) and pre-EOL info (1..3), from the sectors programmed
  * since the media was made. */
 void sim_emmc_wear(const struct sim_emmc *e, int *life_a, int *life_b, int *pre_eol);
+
+/* A mark in the kept write log (keep-inputs; nothing otherwise): the agent's
+ * ACK, logged between requests before the ACK is sent (sim/inputs.h). */
+void sim_emmc_mark(struct sim_emmc *e, const char *text);
 
 /* Power session number (1 for the first power-on of a media file). */
 uint32_t sim_emmc_session(const struct sim_emmc *e);

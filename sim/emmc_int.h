@@ -17,7 +17,7 @@
 #include "sim/sim_truth.h"
 #include "sim/inputs.h"
 
-#define SIM_ALL_PROFILES	((SIM_P_WEAR << 1) - 1)
+#define SIM_ALL_PROFILES	((SIM_P_ACK_EARLY << 1) - 1)
 /* the profiles that draw from the seeded generator and use the rate */
 #define SIM_RANDOM_PROFILES	(SIM_P_TEARING_RELWR | SIM_P_PAIRED_PAGE | SIM_P_MISDIRECT | \
 				 SIM_P_BITROT | SIM_P_STALE | SIM_P_BRICK)

@@ -31,6 +31,8 @@ struct sim_inputs;
 /* dm-log-writes entry flags */
 #define SIM_LOG_FLUSH		1u
 #define SIM_LOG_FUA		2u
+#define SIM_LOG_MARK		8u	/* a mark: no sectors, its text inline after the entry's header */
+#define SIM_MARK_MAX		(512u - 32u - 1u)	/* a mark's text, at most */
 
 /*
  * Power-on, before its faults: finish the previous session's folder (if it
@@ -51,6 +53,14 @@ void sim_inputs_begin(struct sim_inputs *in, unsigned op, uint64_t lba, const vo
 		      int fua);
 /* The request begun last completed (ok) or failed (!ok: nothing logged). */
 void sim_inputs_end(struct sim_inputs *in, int ok);
+/*
+ * A mark in the log, between requests (dm-log-writes' mark entry: its text
+ * inline in the entry's sector): the agent's ACK of records, logged before
+ * the ACK goes to the host, so that every ACK stands in the log where the
+ * agent sent it (docs/crash-states.md, "ACK marks"). Nothing in flight may
+ * be outstanding; a text longer than SIM_MARK_MAX is cut.
+ */
+void sim_inputs_mark(struct sim_inputs *in, const char *text);
 /* An orderly close (sim_emmc_close): the session ended without a cut. */
 void sim_inputs_close(struct sim_inputs *in);
 

@@ -31,6 +31,7 @@ static const struct {
 	{ "brick", SIM_P_BRICK },
 	{ "no-fua", SIM_P_NO_FUA },
 	{ "wear", SIM_P_WEAR },
+	{ "ack-early", SIM_P_ACK_EARLY },
 };
 
 int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)

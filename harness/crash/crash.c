@@ -59,6 +59,17 @@ static json_object *ev_copy(json_object *ev, unsigned cycle)
 	return c;
 }
 
+/* The work's policy: whether an unacknowledged torn record, or torn sector, is a violation. */
+static void policy_read(struct ctx *c, json_object *pol)
+{
+	json_object *pv;
+
+	if (json_object_object_get_ex(pol, "torn_unacked", &pv))
+		c->torn_violation = !strcmp(json_object_get_string(pv), "violation");
+	if (json_object_object_get_ex(pol, "torn_sector_unacked", &pv))
+		c->torn_sector_violation = !strcmp(json_object_get_string(pv), "violation");
+}
+
 /* Pick this cycle's events: the last power-on of the cycle, its hello, the
  * work and what the agent said up to the cut; the next power-on and hello. */
 static int events_pick(struct ctx *c, char *err, size_t errlen)
@@ -111,7 +122,7 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		return pc_fail(err, errlen, -ENOENT, "board %s cycle %u: the events hold no %s (a cycle that wrote and "
 			    "was cut is needed)", c->in->board, cyc, !hello ? "hello" : !work ? "work" : "cut");
 	{
-		json_object *w, *v, *pol, *pv;
+		json_object *w, *v, *pol;
 
 		json_object_object_get_ex(work, "work", &w);
 		c->first = (uint64_t)crash_ev_int(work, "work", "first", 0);
@@ -125,8 +136,8 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
 		if (w && json_object_object_get_ex(w, "pattern", &v) &&
 		    pc_pattern_from_name(json_object_get_string(v)) >= 0)
 			c->pattern = pc_pattern_from_name(json_object_get_string(v));
-		if (json_object_object_get_ex(work, "policy", &pol) && json_object_object_get_ex(pol, "torn_unacked", &pv))
-			c->torn_violation = !strcmp(json_object_get_string(pv), "violation");
+		if (json_object_object_get_ex(work, "policy", &pol))
+			policy_read(c, pol);
 	}
 	/* the next boot: as recorded, or made from this one's */
 	json_object_array_add(c->post, on2 ? json_object_get(on2) : ev_copy(json_object_array_get_idx(evs, start), cyc + 1));
@@ -214,6 +225,7 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 		if (e[i].flags & LOG_FLUSH_FLAG || (e[i].flags & LOG_FUA_FLAG && !(e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))))
 			c->npp++;
 		fl += !!(e[i].flags & LOG_FLUSH_FLAG);
+		c->capmk += !!(e[i].flags & LOG_MARK_FLAG);
 		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
 		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - *bytes) / 512)
@@ -227,6 +239,9 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 		return 0;
 	if (fstat(fd, &st) < 0)
 		return pc_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
+	if (k->marks != c->capmk)
+		return pc_fail(err, errlen, -EPROTO, "%s: field marks: %" PRIu64 ", the log %s holds %zu (damaged, or "
+			       "not the sim's)", k->path, k->marks, c->in->log, c->capmk);
 	if (k->log_entries != ne || k->writes != c->nw || k->flushes != fl || k->fua_writes != fua ||
 	    k->log_bytes != (uint64_t)st.st_size)
 		return pc_fail(err, errlen, -EPROTO, "%s: field %s: %" PRIu64 ", the log %s holds %" PRIu64
@@ -255,6 +270,12 @@ static int log_fill(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, 
 		struct cwrite *w = &c->w[c->nw];
 		int fua = (e[i].flags & LOG_FUA_FLAG) != 0;
 
+		if (e[i].flags & LOG_MARK_FLAG && !(e[i].flags & LOG_DISCARD_FLAG)) {
+			int rc = crash_mark_read(c, fd, &e[i], i, ss, err, errlen);
+
+			if (rc)
+				return rc;
+		}
 		if (e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
 			continue;
 		if (e[i].flags & LOG_FLUSH_FLAG || fua)
@@ -311,9 +332,10 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 		bytes += f->n * 512;
 	c->w = calloc(c->nw + 1, sizeof(*c->w));
 	c->pp = calloc(c->npp ? c->npp : 1, sizeof(*c->pp));
+	c->mk = calloc(c->capmk ? c->capmk : 1, sizeof(*c->mk));
 	c->nsect = bytes / 512;
 	c->data = malloc(bytes ? bytes : 1);
-	if (!c->w || !c->pp || !c->data)
+	if (!c->w || !c->pp || !c->mk || !c->data)
 		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 	else
 		rc = log_fill(c, fd, e, ne, ss, err, errlen);
@@ -552,8 +574,9 @@ static int map_sectors(struct ctx *c, char *err, size_t errlen)
 	c->keep = calloc(c->nsect ? c->nsect : 1, 1);
 	c->recnew = calloc(c->nrec * c->spr, 1);
 	c->racked = calloc(c->nrec, 1);
+	c->rtsec = calloc(c->nrec, 1);
 	c->vol = calloc(c->nw ? c->nw : 1, sizeof(*c->vol));
-	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->vol)
+	if (!c->rec || !c->rec_of_slot || !c->tgt || !c->isnew || !c->keep || !c->recnew || !c->racked || !c->rtsec || !c->vol)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	if (c->nrec > g->nslots)
 		return pc_fail(err, errlen, -EINVAL, "cycle %u: %zu records in a region of %u slots (a ring that wraps in "
@@ -664,15 +687,17 @@ static void ctx_free(struct ctx *c)
 		munmap(c->map, c->map_len);
 	free(c->w);
 	free(c->pp);
+	free(c->mk);
 	free(c->data);
 	free(c->tgt);
 	free(c->isnew);
 	free(c->keep);
 	free(c->recnew);
 	free(c->racked);
+	free(c->rtsec);
 	free(c->rec);
 	free(c->rec_of_slot);
-	free(c->seen);
+	free(c->fps);
 	free(c->vol);
 	free(c->captured);
 	json_object_put(c->pre);
@@ -714,43 +739,19 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
+	if ((rc = crash_design_check(&d, c.spr, err, errlen)))
+		goto out;
 	acks_read(&c);
 	r->writes = (unsigned)c.nw;
 	r->volatile_ = c.nvol;
 	r->durable = (unsigned)(c.nw - c.nvol);
-	/* acknowledged but not durable: a record an ACK named that durable writes do not wholly hold */
-	{
-		uint8_t *cover = calloc(c.nrec * c.spr, 1);
-
-		if (!cover) {
-			rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
-			goto out;
-		}
-		for (size_t i = 0; i < c.nw; i++)
-			for (uint64_t k = 0; c.w[i].durable && k < c.w[i].n; k++) {
-				size_t s = c.w[i].sect0 + k;
-
-				if (c.tgt[s] >= 0 && c.isnew[s])
-					cover[c.tgt[s]] = 1;
-			}
-		for (size_t i = 0; i < c.nrec; i++) {
-			int whole = 1;
-
-			for (uint32_t k = 0; k < c.spr; k++)
-				whole &= cover[i * c.spr + k];
-			r->acked += c.rec[i].acked;
-			if (c.rec[i].acked && !whole) {
-				r->acked_not_durable++;
-				crash_note(&c, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", in->cycle,
-				     c.rec[i].seq);
-			}
-		}
-		free(cover);
-	}
+	/* acknowledged but not durable: at each ACK mark, and at the real cut */
+	if ((rc = crash_acks_check(&c, err, errlen)))
+		goto out;
 	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
 	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
-	if (in->post && (rc = crash_observed(&c, &d, err, errlen)))
+	if ((in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))
 		goto out;
 	r->ms = crash_clock_ms(CLOCK_MONOTONIC) - t0;
 	r->cpu_ms = crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
@@ -770,7 +771,7 @@ void crash_result_clear(struct crash_result *r)
 
 int crash_result_ok(const struct crash_result *r)
 {
-	return r->acked_not_durable == 0 && r->mismatches == 0 && r->caught == r->injected && r->locality_breaks == 0;
+	return r->acked_not_durable == 0 && r->acks_unmarked == 0 && r->mismatches == 0 && r->observed_agrees != 0 && r->caught == r->injected && r->locality_breaks == 0;
 }
 
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r)
@@ -782,11 +783,16 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 	if (r->mode[0])
 		json_object_object_add(o, "mode", json_object_new_string(r->mode));
 	json_object_object_add(o, "states", json_object_new_int64(r->states));
+	json_object_object_add(o, "repeats", json_object_new_int64(r->repeats));
+	json_object_object_add(o, "bound", crash_bound_json(r));
 	json_object_object_add(o, "writes", json_object_new_int64(r->writes));
 	json_object_object_add(o, "durable", json_object_new_int64(r->durable));
 	json_object_object_add(o, "volatile", json_object_new_int64(r->volatile_));
 	json_object_object_add(o, "acked", json_object_new_int64(r->acked));
 	json_object_object_add(o, "acked_not_durable", json_object_new_int64(r->acked_not_durable));
+	json_object_object_add(o, "ack_marks", json_object_new_int64(r->ack_marks));
+	if (r->ack_marks)
+		json_object_object_add(o, "acks_unmarked", json_object_new_int64(r->acks_unmarked));
 	json_object_object_add(o, "lost_acked_states", json_object_new_int64(r->lost_acked_states));
 	json_object_object_add(o, "mismatches", json_object_new_int64(r->mismatches));
 	json_object_object_add(o, "injected", json_object_new_int64(r->injected));
@@ -808,14 +814,19 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 	if (r->observed >= 0) {
 		json_object *x = json_object_new_object();
 
+		json_object_object_add(x, "state", json_object_new_string(!r->observed_legal ? "illegal" :
+									   r->observed_known ? "legal" : "unknown"));
+		json_object_object_add(x, "counted", json_object_new_boolean(r->observed == 1 || r->observed == 3));
 		json_object_object_add(x, "enumerated", json_object_new_string(r->observed == 2 ? "exact" :
 										r->observed == 1 ? "by_slot" :
 										r->observed == 3 ? "added" : "no"));
 		json_object_object_add(x, "legal", json_object_new_boolean(r->observed_legal));
 		json_object_object_add(x, "known", json_object_new_boolean(r->observed_known));
 		json_object_object_add(x, "verdict", json_object_new_string(r->observed_verdict));
-		if (in->recorded)
+		if (in->recorded) {
 			json_object_object_add(x, "recorded", json_object_new_string(in->recorded));
+			json_object_object_add(x, "agrees", json_object_new_boolean(r->observed_agrees == 1));
+		}
 		json_object_object_add(o, "observed", x);
 	}
 	json_object_object_add(o, "ms", json_object_new_int64((int64_t)(r->ms + 0.5)));

@@ -17,13 +17,21 @@
  *            while there are at most opts.exhaustive of them; beyond: all
  *            kept, all dropped, each single drop, each single keep, each
  *            in-order prefix, and opts.random seeded random subsets;
- *   tears    each volatile write torn by each row of a covering design
- *            over its record's sectors (the other volatile writes kept);
+ *   tears    each volatile write torn by every sector mask of its record
+ *            (records of at most 8 sectors; beyond 8 volatile writes, the
+ *            first's), else by each row of a covering design (the other
+ *            volatile writes kept); pairs of the first 8 torn together by
+ *            each pair of the design's rows;
  *   cuts     a virtual cut at each persistence point (a flush or a FUA write
- *            in the log): the log up to it, with the ACKs received by then;
- *   illegal  each durable acknowledged write dropped, and torn: the judge
- *            must FAIL each, naming exactly its seqs (injected, caught);
- *   observed the image after the real cut (when kept), judged too.
+ *            in the log): the log up to it, with the ACKs marked (or
+ *            received) by then;
+ *   illegal  each durable acknowledged write dropped, torn, and torn within
+ *            a sector: the judge must FAIL each, naming exactly its seqs
+ *            (injected, caught);
+ *   observed the image after the real cut (when kept), judged on its own.
+ * Each distinct state (image and ACKs) is judged and counted once; the
+ * agent's ACK marks in the log are checked where they stand (crash_acks.c);
+ * the bound, judged of legal at the cut, is said (crash_bound.c).
  */
 #ifndef PC_HARNESS_CRASH_H
 #define PC_HARNESS_CRASH_H
@@ -67,6 +75,7 @@ struct crash_kept {
 	uint32_t record_size, nslots;
 	int have_counts;		/* finished: the log's counts (the log must hold these) */
 	uint64_t writes, fua_writes, flushes, log_entries, log_bytes;
+	uint64_t marks;			/* mark entries (the agent's ACKs; 0 when absent) */
 	unsigned ncycles;		/* distinct record cycles the log holds */
 	int cycles_more;		/* more than CRASH_KEPT_MAX_CYCLES */
 	uint32_t cycle;			/* its records' first cycle; none: the write in flight's; 0: none */
@@ -110,27 +119,50 @@ struct crash_opts {
 
 struct crash_result {
 	char mode[16];			/* the cycle's write mode, as its work names it */
-	unsigned states;		/* legal states judged (subsets, tears, cuts, observed) */
+	unsigned states;		/* distinct legal states judged (subsets, tears, cuts, and the observed
+					 * one when it is legal, known and none of those) */
+	unsigned repeats;		/* legal states enumerated again (the same image and acks): not
+					 * judged, not counted */
 	unsigned by_mode[CRASH_M_MAX];
 	double ms_by_mode[CRASH_M_MAX];
 	unsigned writes, durable, volatile_, acked, acked_not_durable;
+	unsigned ack_marks;		/* the agent's ACK marks in the log (pc-ack): each checked where it stands */
+	unsigned acks_unmarked;		/* with marks: host ACKs with no mark in order (the record is not whole) */
 	unsigned lost_acked_states;	/* states (legal or injected) that lose an acknowledged record */
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
 	unsigned locality_checked, locality_breaks;
-	int observed;			/* -1 no post image; 0 not legal, or bytes no state has; 2 one of
-					 * the enumerated states; 1 covered slot by slot (each torn write
-					 * torn as one was); 3 legal and known but not in the design:
-					 * added to the enumeration as one more state */
+	int observed;			/* -1 no post image; 0 not legal, or bytes no state has (not
+					 * counted in states); 2 one of the enumerated states (counted
+					 * there); 1 covered slot by slot (each torn write torn as one
+					 * was); 3 legal and known but not in the design: 1 and 3 are one
+					 * more distinct state (counted) */
 	int observed_legal;		/* it keeps every write the log made durable */
 	int observed_known;		/* every sector it holds is old or new: its truth is known */
 	int observed_agrees;		/* the observed state's verdict is the one recorded (-1: unknown) */
 	char observed_verdict[16];
+	/* the bound (crash_bound.c): of the legal states at the cut, how many were judged */
+	unsigned judged_at_cut;		/* states minus the virtual cuts' */
+	char legal[96];			/* how many the block layer allows there, exactly: "2^S", or
+					 * "2^a x 3^b ..." where volatile writes overlap */
+	double legal_log2;
+	uint64_t legal_exact;		/* the same, 0 past 2^64 - 1 */
+	unsigned leaves;		/* what the design leaves out: bits of CRASH_LEAVE_* */
+	char design[384];
 	double ms, cpu_ms;		/* the cycle's wall and CPU time (this process's), all its states */
 	json_object *notes;		/* array of strings: the first mismatches, seqs not durable */
 };
 
 void crash_opts_default(struct crash_opts *o);
+
+/* What the bounded design leaves out (crash_result.leaves). */
+enum { CRASH_LEAVE_SUBSETS, CRASH_LEAVE_MASKS, CRASH_LEAVE_TEAR_DROP, CRASH_LEAVE_TWO, CRASH_LEAVE_THREE,
+       CRASH_LEAVE_EARLIER, CRASH_LEAVE_N };
+const char *crash_leave_name(unsigned k);
+/* Every legal state at the cut judged (judged_at_cut = legal_exact). */
+int crash_bound_exhaustive(const struct crash_result *r);
+/* The JSON line's "bound": judged, legal, legal_log2, exhaustive, earlier, design, leaves_out. */
+json_object *crash_bound_json(const struct crash_result *r);
 
 /*
  * Check one cycle. 0 with r filled (free r->notes with crash_result_clear),
@@ -142,7 +174,8 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 void crash_result_clear(struct crash_result *r);
 /* The JSON line of a cycle (a new object). */
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r);
-/* 1 when the cycle passes: acked_not_durable 0, mismatches 0, caught = injected. */
+/* 1 when the cycle passes: acked_not_durable 0, acks_unmarked 0, mismatches 0, caught = injected, no
+ * locality break, and the image after the cut judged as verdicts.jsonl says (known content or not). */
 int crash_result_ok(const struct crash_result *r);
 const char *crash_mode_name(enum crash_mode m);
 

@@ -5,6 +5,8 @@
  *
  *   crash.c         the inputs (events, log, images), the cycle driven
  *                   through its states, the result
+ *   crash_acks.c    the ACKs against the log: at each ACK mark, at the cut
+ *   crash_bound.c   the legal states at the cut, those judged, what is left out
  *   crash_states.c  which states: subsets, tears (the covering design),
  *                   virtual cuts, illegal states, the observed image
  *   crash_judge.c   one state built, scanned and judged; shared helpers
@@ -32,6 +34,17 @@ struct cwrite {
 	size_t ext_off;
 };
 
+/* One ACK mark of the log: the agent acknowledged [first, first + n) at log entry entry. */
+struct cmark {
+	size_t entry;
+	uint64_t first, n;
+};
+
+/* A state's fingerprint: 128 bits of its image's bytes in the extents and of its acks. */
+struct crash_fp {
+	uint64_t a, b;
+};
+
 /* One record the cycle's work names. */
 struct crec {
 	uint64_t seq;
@@ -54,6 +67,8 @@ struct ctx {
 	size_t nw;
 	size_t *pp;		/* persistence points: entry indexes of flushes and FUA writes */
 	size_t npp;
+	struct cmark *mk;	/* the agent's ACK marks, in log order */
+	size_t nmk, capmk;
 	unsigned char *data;	/* every write's bytes, sector by sector */
 	int32_t *tgt;		/* per write sector: record sector rec * spr + idx, or -1 */
 	uint8_t *isnew;		/* per write sector: it holds that record sector's new bytes */
@@ -66,7 +81,7 @@ struct ctx {
 	size_t map_len;
 	uint64_t off_lba;
 	uint32_t spr;
-	int pattern, torn_violation;
+	int pattern, torn_violation, torn_sector_violation;
 	int in_flight;		/* the last write is the one in flight at the cut */
 	/* the cycle */
 	struct crec *rec;
@@ -84,6 +99,9 @@ struct ctx {
 	uint8_t *keep;		/* per write sector */
 	uint8_t *recnew;	/* per record sector: holds its new bytes */
 	uint8_t *racked;	/* per record: acknowledged in this state */
+	uint8_t *rtsec;		/* per record: one of its sectors torn within (c->half) */
+	size_t half;		/* 1 + a write sector kept only in its first half (a sub-sector tear,
+				 * an illegal state), 0 none */
 	size_t ack_limit;
 	json_object *verdict;
 	int no_truth;		/* the state's truth is not known: no notes of its differences */
@@ -92,9 +110,11 @@ struct ctx {
 	struct engine *eng;
 	int feed_rc;
 	char feed_err[256];
-	/* subsets enumerated (for the observed state) */
-	uint8_t *seen;
-	size_t nseen, capseen;
+	/* distinct states: fingerprints of (the image in the extents, the acks) judged so far */
+	struct crash_fp *fps;
+	size_t nfps, capfps;
+	int dedup;		/* crash_state_judge: a state judged before is a repeat */
+	int repeat;		/* the state being judged is one (judged only for its captured findings) */
 	unsigned nvol;
 	size_t *vol;		/* the volatile writes' indexes */
 };
@@ -138,15 +158,42 @@ void crash_note(struct ctx *c, const char *fmt, ...) __attribute__((format(print
 /*
  * Judge the state in keep[] (or, img_ready, the image already in the map)
  * with the ACKs up to c->ack_limit: 1 when its verdict says what it holds,
- * 0 when not, -errno. *failed: the verdict is FAIL.
+ * 0 when not, 2 (c->dedup) a state judged before, not judged again (c->repeat:
+ * one judged again for its captured findings only), -errno. *failed: the
+ * verdict is FAIL.
  */
 int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
 		      char *err, size_t errlen);
-/* A legal state: judged, counted, a mismatch when its verdict is wrong. 0 or -errno. */
+/* Is the state now in the map (with racked[]) one judged before? 1 yes; 0 no, and it is remembered
+ * when insert; -ENOMEM. */
+int crash_fp_seen(struct ctx *c, int insert);
+/* racked[]: the records of the ACK events up to c->ack_limit. */
+void crash_state_acks(struct ctx *c);
+/* A legal state: judged, counted, a mismatch when its verdict is wrong; one judged before (the same
+ * image and acks) is counted in repeats, not judged again. 0 or -errno. */
 int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen);
 
+/* crash_acks.c: the ACKs against the log. */
+struct vc_entry;
+/* A mark entry of the log read: a pc-ack mark into c->mk (capmk must have room). 0 or -EPROTO/-EIO. */
+int crash_mark_read(struct ctx *c, int fd, const struct vc_entry *e, size_t i, uint32_t ss, char *err,
+		    size_t errlen);
+/* r->acked, acked_not_durable (at each mark, and at the real cut), ack_marks, acks_unmarked. 0 or -errno. */
+int crash_acks_check(struct ctx *c, char *err, size_t errlen);
+/* With marks: how many of the host's ACKs can have come by log entry at (the marks before it). */
+size_t crash_marks_before(const struct ctx *c, size_t at);
+
 /* crash_states.c: the kinds of states, each 0 or -errno. */
+#define CRASH_ALL_MASKS_SPR	8u	/* records of at most 8 sectors: every tear mask (254 for 4 KiB) */
+#define CRASH_ALL_MASKS_WRITES	8u	/* ... of every volatile write while at most 8; beyond, the first's */
+#define CRASH_PAIR_WRITES	8u	/* two torn writes: the pairs of the first 8 volatile writes */
+int crash_tear_all(const struct ctx *c, unsigned v);
+/* crash_bound.c: after the states, the bound (r->judged_at_cut, legal, leaves, design). 0 or -errno. */
+int crash_bound(struct ctx *c, char *err, size_t errlen);
 int crash_design_make(struct design *d, uint32_t spr);
+/* Each sector kept by one row and dropped by another, and every pair of sectors in each of the
+ * three states a row can give it: 0, or -EPROTO naming what is missed. */
+int crash_design_check(const struct design *d, uint32_t spr, char *err, size_t errlen);
 int crash_subsets(struct ctx *c, char *err, size_t errlen);
 int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen);
 int crash_cuts(struct ctx *c, char *err, size_t errlen);

@@ -181,6 +181,7 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 	for (size_t i = 0; i < c->next; i++)
 		memcpy(c->ext[i].buf, c->ext[i].base, (size_t)c->ext[i].n * 512);
 	memset(c->recnew, 0, c->nrec * c->spr);
+	memset(c->rtsec, 0, c->nrec);
 	for (size_t i = 0; i < c->nw; i++) {
 		const struct cwrite *w = &c->w[i];
 		unsigned char *dst = c->ext[w->ext].buf + w->ext_off;
@@ -193,6 +194,12 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 			memcpy(dst + k * 512, c->data + s * 512, 512);
 			if (c->tgt[s] >= 0)
 				c->recnew[c->tgt[s]] = c->isnew[s];
+			if (s + 1 != c->half)
+				continue;
+			/* a sub-sector tear: the sector's second half keeps its old bytes */
+			memcpy(dst + k * 512 + 256, c->ext[w->ext].base + w->ext_off + k * 512 + 256, 256);
+			if (c->tgt[s] >= 0 && c->isnew[s])
+				c->rtsec[c->tgt[s] / (int32_t)c->spr] = 1;
 		}
 	}
 	for (size_t i = 0; i < c->next; i++)
@@ -202,8 +209,8 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_N };
-static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn" };
+enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_TORN_SECTOR, X_N };
+static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn", "torn_sector" };
 
 struct expect {
 	unsigned counts[X_N];
@@ -221,8 +228,11 @@ static void state_truth(struct ctx *c, struct expect *x, uint8_t *viol)
 		for (uint32_t k = 0; k < c->spr; k++)
 			nnew += c->recnew[i * c->spr + k];
 		cls = nnew == c->spr ? X_INTACT : nnew == 0 ? (c->racked[i] ? X_LOST_ACKED : X_NOT_WRITTEN) : X_TORN;
+		if (c->rtsec[i])
+			cls = X_TORN_SECTOR;	/* a sector part new, part old: the worst sector decides */
 		x->counts[cls]++;
-		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation);
+		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation) ||
+			  (cls == X_TORN_SECTOR && c->torn_sector_violation);
 		x->lost += c->racked[i] && cls != X_INTACT;
 		x->fail |= viol[i];
 	}
@@ -242,7 +252,7 @@ void crash_note(struct ctx *c, const char *fmt, ...)
 }
 
 /* Acknowledged in this state: the records of the ACK events up to the limit. */
-static void state_acks(struct ctx *c)
+void crash_state_acks(struct ctx *c)
 {
 	size_t acks = 0;
 
@@ -385,7 +395,8 @@ static int state_compare(struct ctx *c, enum crash_mode mode, const char *label,
 /*
  * Judge the state in keep[] (or, img_ready, the image already written) with
  * acks up to ack_limit. 1 when the verdict says what the state holds, 0 when
- * it does not, -errno. *failed: the verdict is FAIL.
+ * it does not, 2 (c->dedup) a state judged before, not judged again; -errno.
+ * *failed: the verdict is FAIL.
  */
 int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, int img_ready, int *failed,
 		       char *err, size_t errlen)
@@ -399,8 +410,18 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 	viol = calloc(c->nrec, 1);
 	if (!viol)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	if ((!img_ready && (rc = state_write(c, err, errlen))) ||
-	    (state_acks(c), state_truth(c, &x, viol), rc = state_engine(c, label, err, errlen))) {
+	if (!img_ready && (rc = state_write(c, err, errlen))) {
+		free(viol);
+		return rc;
+	}
+	crash_state_acks(c);
+	c->repeat = c->dedup ? crash_fp_seen(c, 1) : 0;
+	if (c->repeat < 0 || (c->repeat && !c->cap_hi)) {
+		free(viol);
+		return c->repeat < 0 ? pc_fail(err, errlen, -ENOMEM, "out of memory") : 2;
+	}
+	state_truth(c, &x, viol);
+	if ((rc = state_engine(c, label, err, errlen))) {
 		free(viol);
 		return rc;
 	}
@@ -417,23 +438,98 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 		crash_note(c, "cycle %u %s %s: verdict %s, the state calls for %s", c->in->cycle, crash_mode_name(mode),
 		     label, pc_outcome_names[*failed ? PC_OUT_FAIL : PC_OUT_PASS],
 		     pc_outcome_names[x.fail ? PC_OUT_FAIL : PC_OUT_PASS]);
-	c->r->lost_acked_states += x.lost > 0;
-	c->r->ms_by_mode[mode] += now_ms() - t0;
-	c->r->by_mode[mode]++;
+	if (!c->repeat) {
+		c->r->lost_acked_states += x.lost > 0;
+		c->r->ms_by_mode[mode] += now_ms() - t0;
+		c->r->by_mode[mode]++;
+	}
 	json_object_put(c->verdict);
 	c->verdict = NULL;
 	free(viol);
 	return ok;
 }
 
-/* A legal state: counted, and a mismatch when its verdict is wrong. */
+/* A legal state: counted, and a mismatch when its verdict is wrong; a repeat counted as one. */
 int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen)
 {
-	int failed, rc = crash_state_judge(c, mode, label, 0, &failed, err, errlen);
+	int failed, rc;
 
+	c->dedup = 1;
+	rc = crash_state_judge(c, mode, label, 0, &failed, err, errlen);
+	c->dedup = 0;
 	if (rc < 0)
 		return rc;
+	if (rc == 2 || c->repeat) {
+		c->r->repeats++;
+		c->repeat = 0;
+		return 0;
+	}
 	c->r->states++;
 	c->r->mismatches += rc == 0;
+	return 0;
+}
+
+/* ---- distinct states ---- */
+
+static struct crash_fp state_fp(const struct ctx *c)
+{
+	uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL, w;
+
+	for (size_t i = 0; i < c->next; i++) {
+		const unsigned char *p = c->map + c->ext[i].lba * 512;
+		size_t len = (size_t)c->ext[i].n * 512;
+
+		for (size_t k = 0; k < len; k += 8) {
+			memcpy(&w, p + k, 8);
+			a = ((a ^ w) * 0x9fb21c651e98df25ULL);
+			a ^= a >> 29;
+			b = (b + w) * 0xff51afd7ed558ccdULL;
+			b ^= b >> 32;
+		}
+		a = crash_mix(a ^ c->ext[i].lba);
+	}
+	for (size_t r = 0; r < c->nrec; r++)
+		b = b * 31 + c->racked[r];
+	return (struct crash_fp){ crash_mix(a), crash_mix(b ^ a) | 1 };	/* b odd: never the empty slot */
+}
+
+static int fp_insert(struct crash_fp *t, size_t cap, struct crash_fp f)
+{
+	for (size_t i = (size_t)f.a & (cap - 1);; i = (i + 1) & (cap - 1)) {
+		if (!t[i].b) {
+			t[i] = f;
+			return 0;
+		}
+		if (t[i].a == f.a && t[i].b == f.b)
+			return 1;
+	}
+}
+
+int crash_fp_seen(struct ctx *c, int insert)
+{
+	struct crash_fp f = state_fp(c);
+
+	if (c->nfps * 2 >= c->capfps) {
+		size_t cap = c->capfps ? c->capfps * 2 : 1024;
+		struct crash_fp *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return -ENOMEM;
+		for (size_t i = 0; i < c->capfps; i++)
+			if (c->fps[i].b)
+				fp_insert(t, cap, c->fps[i]);
+		free(c->fps);
+		c->fps = t;
+		c->capfps = cap;
+	}
+	if (!insert) {
+		for (size_t i = (size_t)f.a & (c->capfps - 1); c->fps[i].b; i = (i + 1) & (c->capfps - 1))
+			if (c->fps[i].a == f.a && c->fps[i].b == f.b)
+				return 1;
+		return 0;
+	}
+	if (fp_insert(c->fps, c->capfps, f))
+		return 1;
+	c->nfps++;
 	return 0;
 }

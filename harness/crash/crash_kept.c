@@ -145,11 +145,12 @@ static int kept_counts(const struct kread *k, json_object *cj, struct crash_kept
 	    (rc = kint(k, cj, "fua_writes", "fua_writes", 1, 0, o->writes, &o->fua_writes)) ||
 	    (rc = kint(k, cj, "flushes", "flushes", 1, 0, VC_MAX_ENTRIES, &o->flushes)) ||
 	    (rc = kint(k, cj, "log_entries", "log_entries", 1, 0, VC_MAX_ENTRIES, &o->log_entries)) ||
-	    (rc = kint(k, cj, "log_bytes", "log_bytes", 1, 512, CRASH_MAX_MEDIA, &o->log_bytes)))
+	    (rc = kint(k, cj, "log_bytes", "log_bytes", 1, 512, CRASH_MAX_MEDIA, &o->log_bytes)) ||
+	    (rc = kint(k, cj, "marks", "marks", 0, 0, VC_MAX_ENTRIES, &o->marks)) < 0)
 		return rc;
-	if (o->log_entries != o->writes + o->flushes)
-		return bad(k, "log_entries", "%" PRIu64 " is not writes %" PRIu64 " + flushes %" PRIu64, o->log_entries,
-			   o->writes, o->flushes);
+	if (o->log_entries != o->writes + o->flushes + o->marks)
+		return bad(k, "log_entries", "%" PRIu64 " is not writes %" PRIu64 " + flushes %" PRIu64 " + marks %"
+			   PRIu64, o->log_entries, o->writes, o->flushes, o->marks);
 	if ((rc = ktyped(k, cj, "log_error", "log_error", 0, json_type_string, &v)))
 		return rc;
 	if (v)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,29 +31,10 @@ static void keep_set(struct ctx *c, const uint8_t *volkeep)
 	}
 }
 
-static int remember(struct ctx *c, const uint8_t *volkeep)
-{
-	if (c->nseen == c->capseen) {
-		size_t cap = c->capseen ? c->capseen * 2 : 64;
-		uint8_t *t = realloc(c->seen, cap * (c->nvol ? c->nvol : 1));
-
-		if (!t)
-			return -ENOMEM;
-		c->seen = t;
-		c->capseen = cap;
-	}
-	if (c->nvol)
-		memcpy(c->seen + c->nseen * c->nvol, volkeep, c->nvol);
-	c->nseen++;
-	return 0;
-}
-
 static int subset(struct ctx *c, const uint8_t *volkeep, const char *label, char *err, size_t errlen)
 {
 	keep_set(c, volkeep);
 	c->ack_limit = SIZE_MAX;
-	if (remember(c, volkeep))
-		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	return crash_legal(c, CRASH_M_SUBSETS, label, err, errlen);
 }
 
@@ -149,6 +131,32 @@ int crash_design_make(struct design *d, uint32_t spr)
 	return 0;
 }
 
+/*
+ * The covering design does what the tears rely on: each sector kept by some
+ * row and dropped by another, and any two sectors kept and dropped, dropped
+ * and kept, and both kept by some row (pairs checked up to 512 sectors a
+ * record; beyond, positions only). 0, or -EPROTO naming what it misses.
+ */
+int crash_design_check(const struct design *d, uint32_t spr, char *err, size_t errlen)
+{
+	for (uint32_t i = 0; i < spr && spr >= 2; i++) {
+		uint64_t c = d->col[i] & ((d->m < 64 ? 1ull << d->m : 0) - 1);
+
+		if (!c || c == ((d->m < 64 ? 1ull << d->m : 0) - 1))
+			return pc_fail(err, errlen, -EPROTO, "the covering design over %u sectors never %s sector %u",
+				       spr, c ? "drops" : "keeps", i);
+		for (uint32_t j = i + 1; j < spr && spr <= 512; j++) {
+			uint64_t cj = d->col[j];
+
+			if (!(c & ~cj) || !(cj & ~c) || !(c & cj))
+				return pc_fail(err, errlen, -EPROTO, "the covering design over %u sectors never %s "
+					       "sectors %u and %u", spr, !(c & ~cj) ? "keeps-drops" : !(cj & ~c) ?
+					       "drops-keeps" : "keeps both", i, j);
+		}
+	}
+	return 0;
+}
+
 static int design_row_kept(const struct design *d, unsigned row, uint32_t idx)
 {
 	if (row >= d->m)
@@ -166,8 +174,35 @@ static int design_row_tears(const struct design *d, unsigned row, uint32_t spr)
 	return kept && kept < spr;
 }
 
-/* keep[] of write wi torn by row: each sector by its index in its record. */
-static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned row)
+/* Does volatile write v get every tear mask (2^spr - 2 of them: records of at most
+ * CRASH_ALL_MASKS_SPR sectors; every volatile write while there are at most
+ * CRASH_ALL_MASKS_WRITES, beyond only the first), or the design's rows? */
+int crash_tear_all(const struct ctx *c, unsigned v)
+{
+	return c->spr <= CRASH_ALL_MASKS_SPR && (c->nvol <= CRASH_ALL_MASKS_WRITES || v == 0);
+}
+
+/* How many tears write v gets, and whether tear t keeps sector idx of a record. */
+static unsigned tears_of(const struct ctx *c, const struct design *d, unsigned v)
+{
+	return crash_tear_all(c, v) ? (1u << c->spr) - 2 : d->rows;
+}
+
+static int tear_kept(const struct ctx *c, const struct design *d, unsigned v, unsigned t, uint32_t idx)
+{
+	if (crash_tear_all(c, v))
+		return ((t + 1) >> idx) & 1;	/* the masks 1 .. 2^spr - 2 */
+	return design_row_kept(d, t, idx);
+}
+
+static int tear_tears(const struct ctx *c, const struct design *d, unsigned v, unsigned t)
+{
+	return crash_tear_all(c, v) || design_row_tears(d, t, c->spr);
+}
+
+/* keep[] of write wi (volatile write v, or any write with v = UINT_MAX: the design's rows) torn by
+ * tear t: each sector by its index in its record. */
+static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned v, unsigned t)
 {
 	const struct cwrite *w = &c->w[wi];
 	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
@@ -176,7 +211,8 @@ static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned row)
 		uint64_t lba = w->lba + k;
 		uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
 
-		c->keep[w->sect0 + k] = (uint8_t)design_row_kept(d, row, idx);
+		c->keep[w->sect0 + k] = (uint8_t)(v == UINT_MAX ? design_row_kept(d, t, idx) :
+						   tear_kept(c, d, v, t, idx));
 	}
 }
 
@@ -199,6 +235,35 @@ static void write_seqs(struct ctx *c, size_t wi, uint64_t *lo, uint64_t *hi)
 	}
 }
 
+/*
+ * Two torn writes: each pair of the first CRASH_PAIR_WRITES volatile writes (of two sectors or
+ * more) torn together by each pair of the covering design's rows (m^2: any sector of one and any
+ * of the other are then kept-kept, kept-dropped, dropped-kept and dropped-dropped in some state),
+ * the other volatile writes kept.
+ */
+static int tear_pairs(struct ctx *c, const struct design *d, uint8_t *k, char *err, size_t errlen)
+{
+	unsigned p = c->nvol < CRASH_PAIR_WRITES ? c->nvol : CRASH_PAIR_WRITES;
+	char label[96];
+	int rc = 0;
+
+	memset(k, 1, c->nvol ? c->nvol : 1);
+	for (unsigned a = 0; a < p && !rc; a++)
+		for (unsigned b = a + 1; b < p && !rc && c->w[c->vol[a]].n >= 2; b++)
+			for (unsigned r = 0; r < d->m && !rc && c->w[c->vol[b]].n >= 2; r++)
+				for (unsigned q = 0; q < d->m && !rc; q++) {
+					if (!design_row_tears(d, r, c->spr) || !design_row_tears(d, q, c->spr))
+						continue;
+					keep_set(c, k);
+					tear(c, d, c->vol[a], UINT_MAX, r);
+					tear(c, d, c->vol[b], UINT_MAX, q);
+					snprintf(label, sizeof(label), "writes %zu and %zu torn by rows %u and %u",
+						 c->vol[a], c->vol[b], r, q);
+					rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
+				}
+	return rc;
+}
+
 int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 {
 	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
@@ -210,12 +275,13 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 	memset(k, 1, c->nvol ? c->nvol : 1);
 	c->ack_limit = SIZE_MAX;
 	for (unsigned v = 0; v < c->nvol && !rc; v++)
-		for (unsigned row = 0; row < d->rows && !rc; row++) {
-			if (!design_row_tears(d, row, c->spr) || c->w[c->vol[v]].n < 2)
+		for (unsigned row = 0; row < tears_of(c, d, v) && !rc; row++) {
+			if (!tear_tears(c, d, v, row) || c->w[c->vol[v]].n < 2)
 				continue;
 			keep_set(c, k);
-			tear(c, d, c->vol[v], row);
-			snprintf(label, sizeof(label), "write %zu torn by row %u", c->vol[v], row);
+			tear(c, d, c->vol[v], v, row);
+			snprintf(label, sizeof(label), "write %zu torn by %s %u", c->vol[v],
+				 crash_tear_all(c, v) ? "mask" : "row", crash_tear_all(c, v) ? row + 1 : row);
 			if (c->o->locality)
 				write_seqs(c, c->vol[v], &c->cap_lo, &c->cap_hi);
 			rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
@@ -230,8 +296,8 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 				memset(k, 0, c->nvol);
 				keep_set(c, k);
 				memset(k, 1, c->nvol);
-				tear(c, d, c->vol[v], row);
-				snprintf(label, sizeof(label), "write %zu torn by row %u, the others dropped", c->vol[v],
+				tear(c, d, c->vol[v], v, row);
+				snprintf(label, sizeof(label), "write %zu torn by tear %u, the others dropped", c->vol[v],
 					 row);
 				rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
 				c->r->locality_checked++;
@@ -245,6 +311,8 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 			}
 			c->cap_lo = c->cap_hi = 0;
 		}
+	if (!rc)
+		rc = tear_pairs(c, d, k, err, errlen);
 	free(k);
 	return rc;
 }
@@ -298,8 +366,11 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 			}
 			free(cover);
 		}
-		/* the ACKs received by then: the ACK events, in order, while all they name is durable */
-		for (size_t i = 0, n = json_object_array_length(c->mid), lo, hi; i < n; i++) {
+		/* the ACKs received by then: with marks, those the agent had sent (marked before the point);
+		 * else the ACK events, in order, while all they name is durable */
+		if (c->nmk)
+			limit = crash_marks_before(c, at);
+		for (size_t i = 0, n = c->nmk ? 0 : json_object_array_length(c->mid), lo, hi; i < n; i++) {
 			int rc2 = crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi), all = rc2 == 0;
 
 			if (rc2 < 0)
@@ -347,22 +418,31 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 		}
 		if (!acked || !all)
 			continue;
-		for (int torn = 0; torn < 2 && rc >= 0; torn++) {
+		for (int torn = 0; torn < 3 && rc >= 0; torn++) {
+			static const char *const how[] = { "dropped", "torn", "torn within a sector" };
 			int failed;
 
 			keep_set(c, k);
 			if (!torn) {
 				memset(c->keep + w->sect0, 0, (size_t)w->n);
-			} else {
+			} else if (torn == 1) {
 				while (row < d->m && !design_row_tears(d, row, c->spr))
 					row++;
 				if (row >= d->m || w->n < 2)
 					continue;
-				tear(c, d, i, row);
+				tear(c, d, i, UINT_MAX, row);
+			} else {
+				/* a sector of a record it writes keeps its old second half: the judge's
+				 * torn_sector path, a violation for an acknowledged record */
+				size_t s = w->sect0 + w->n / 2;
+
+				if (c->tgt[s] < 0 || !c->isnew[s])
+					continue;
+				c->half = s + 1;
 			}
-			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba,
-				 torn ? "torn" : "dropped");
+			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba, how[torn]);
 			rc = crash_state_judge(c, CRASH_M_ILLEGAL, label, 0, &failed, err, errlen);
+			c->half = 0;
 			if (rc < 0)
 				break;
 			c->r->injected++;
@@ -378,12 +458,19 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 	return rc < 0 ? rc : 0;
 }
 
-/* Does write wi hold in keep[] exactly the tear of some row? */
-static int tear_row_of(struct ctx *c, const struct design *d, size_t wi)
+/* Does write wi (volatile write v) hold in keep[] exactly one of its tears? */
+static int tear_row_of(struct ctx *c, const struct design *d, size_t wi, unsigned v)
 {
 	const struct cwrite *w = &c->w[wi];
 	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
 
+	if (crash_tear_all(c, v)) {
+		/* every mask was a tear of it: the same mask in each record it covers */
+		for (uint64_t k = c->spr; k < w->n; k++)
+			if (c->keep[w->sect0 + k] != c->keep[w->sect0 + k % c->spr])
+				return 0;
+		return 1;
+	}
 	for (unsigned row = 0; row < d->rows; row++) {
 		int same = 1;
 
@@ -478,13 +565,15 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
 			ob->durable_lost |= kept != w->n;
 			continue;
 		}
-		ob->vk[v++] = kept == w->n;
+		ob->vk[v] = kept == w->n;
 		if (kept && kept < w->n) {
 			ob->torn_n++;
-			ob->torn_ok &= tear_row_of(c, d, i);
+			ob->torn_ok &= tear_row_of(c, d, i, v);
 		}
+		v++;
 	}
 	memset(c->recnew, 0, c->nrec * c->spr);
+	memset(c->rtsec, 0, c->nrec);
 	for (size_t i = 0; i < c->nw; i++)
 		for (uint64_t k = 0; k < c->w[i].n; k++) {
 			size_t s = c->w[i].sect0 + k;
@@ -494,24 +583,20 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
 		}
 }
 
-/* Exactly a state enumerated (2): a subset judged, or one tear by a row with the other volatile
- * writes kept; or one by slots (1): each torn write torn by a row and the whole ones a subset of the
- * exhaustive enumeration -- judging is local to a slot; or a legal state whose truth is known but
- * that the design does not hold (3: a tear mask no row has, a subset the random draws missed): the
- * enumeration gets it as one more state, judged like the others; else 0 (not legal, or bytes no
- * state has). */
+/* What the observed state is, before its fingerprint is looked up: one tear by a row with the other
+ * volatile writes kept, or a subset (2: a state the enumeration has, if it was drawn); each torn
+ * write torn by a row and the whole ones a subset of the exhaustive enumeration (1: covered slot by
+ * slot -- judging is local to a slot); a legal state whose truth is known but that the design does
+ * not hold (3: a tear mask no row has, a subset the random draws missed); else 0 (not legal, or
+ * bytes no state has). */
 static int obs_enumerated(struct ctx *c, const struct obs *ob)
 {
 	unsigned not_whole = 0;
 
 	if (ob->other || ob->outside || ob->durable_lost)
 		return 0;
-	if (ob->torn_n == 0) {
-		for (size_t s = 0; s < c->nseen; s++)
-			if (!c->nvol || !memcmp(c->seen + s * c->nvol, ob->vk, c->nvol))
-				return 2;
-		return 3;
-	}
+	if (ob->torn_n == 0)
+		return 2;
 	if (!ob->torn_ok)
 		return 3;
 	for (unsigned v = 0; v < c->nvol; v++)
@@ -536,7 +621,8 @@ static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errl
 	c->no_truth = 0;
 	if (rc < 0)
 		return rc;
-	c->r->states++;
+	/* one more distinct state only when it is legal, known and none judged before */
+	c->r->states += c->r->observed == 1 || c->r->observed == 3;
 	c->r->observed_legal = !ob->durable_lost;
 	c->r->observed_known = !ob->other && !ob->outside;
 	if (c->r->observed_known)
@@ -544,6 +630,12 @@ static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errl
 	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s",
 		 pc_outcome_names[failed ? PC_OUT_FAIL : PC_OUT_PASS]);
 	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
+	/* a disagreement fails the cycle, whether or not what the image holds is known */
+	if (!c->r->observed_agrees)
+		crash_note(c, "cycle %u: the image after the cut (%s, its content %s) is judged %s again; "
+			   "verdicts.jsonl holds %s", c->in->cycle,
+			   !c->r->observed_legal ? "illegal" : c->r->observed_known ? "legal" : "unknown",
+			   c->r->observed_known ? "known" : "not known", c->r->observed_verdict, c->in->recorded);
 	return 0;
 }
 
@@ -566,6 +658,16 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 	if (!rc) {
 		obs_classify(c, d, &ob);
 		c->r->observed = obs_enumerated(c, &ob);
+		/* exact: the same image and acks as a state judged; else, if legal and known, a new one */
+		c->ack_limit = SIZE_MAX;
+		crash_state_acks(c);
+		if (c->r->observed) {
+			int seen = crash_fp_seen(c, 1);
+
+			if (seen < 0)
+				rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
+			c->r->observed = seen == 1 ? 2 : c->r->observed == 2 ? 3 : c->r->observed;
+		}
 		if (ob.durable_lost)
 			crash_note(c, "cycle %u: the image after the cut lost or tore a write the log made durable",
 				   c->in->cycle);
@@ -573,7 +675,8 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 			crash_note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its "
 				   "verdict is compared with the recorded one only", c->in->cycle,
 				   ob.other ? "a written sector neither old nor new" : "a change outside the log's writes");
-		rc = obs_judge(c, &ob, err, errlen);
+		if (!rc)
+			rc = obs_judge(c, &ob, err, errlen);
 	}
 	free(ob.vk);
 	return rc;

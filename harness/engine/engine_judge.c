@@ -200,9 +200,12 @@ static void classify_bad(const struct board *b, uint32_t slot, uint16_t i, uint6
 		return;
 	}
 	have_old = old_image(b, slot, i, prev, oimg);
-	if (have_new)
-		regen(b, seq, cycle, flags, lba, i, nimg);
-	if (have_new && have_old) {
+	/* the new record's flags are known but for the journal commit bit, which only the agent
+	 * knows per record (same_rec): a tear is looked for against both */
+	for (int commit = 0; commit < 2 && have_new && have_old; commit++) {
+		if (commit && ((flags & PC_FL_MODE_MASK) != PC_MODE_JOURNAL || (flags & PC_FL_COMMIT)))
+			break;
+		regen(b, seq, cycle, (uint16_t)(flags | (commit ? PC_FL_COMMIT : 0)), lba, i, nimg);
 		if (tear_point(r->bytes, nimg, oimg, &f->kmin, &f->kmax)) {
 			f->c = S_TORN;
 			return;
@@ -213,6 +216,8 @@ static void classify_bad(const struct board *b, uint32_t slot, uint16_t i, uint6
 			return;
 		}
 	}
+	if (have_new)
+		regen(b, seq, cycle, flags, lba, i, nimg);
 	f->c = S_CORRUPT;
 	f->bits = PC_SECTOR * 8;
 	f->nearest = "none";

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,18 +29,46 @@
 enum { F_STATES, F_INJECTED, F_CAUGHT, F_MISMATCHES, F_AND, F_N };
 static const char *const f_keys[F_N] = { "states", "injected", "caught", "mismatches", "acked_not_durable" };
 
+#define CR_LEAVES	8u	/* what the designs leave out, distinct phrases kept per row */
+
+/* The image after the cut, judged on its own (observed.state). */
+enum { OBS_NONE, OBS_LEGAL, OBS_ILLEGAL, OBS_UNKNOWN, OBS_N };
+static const char *const obs_names[OBS_N] = { "", "legal", "illegal", "unknown" };
+
+/* A line's bound (docs/crash-states.md "The bound"): states judged at the cut, of how many. */
+struct cbound {
+	int have;			/* the line has one (lines of older runs do not) */
+	unsigned long judged;
+	uint64_t legal;			/* exactly; 0 past 2^64 - 1 */
+	double log2;
+	unsigned leaves;		/* bits: indexes into the row's leave phrases */
+};
+
 struct cline {
 	char board[64], mode[16];
 	unsigned dir;
 	unsigned long cycle, order;
 	unsigned long f[F_N];
 	int ok;
+	struct cbound b;
+	int obs;			/* the image after the cut: OBS_* (OBS_NONE: none kept) */
+	int obs_disagrees;		/* its verdict judged again is not the recorded one */
+	char legal[96];			/* as the line says it: "2^72", "2^70 x 3^1" */
+	char leave[CR_LEAVES][112];
+	unsigned nleave;
 };
 
 /* A board and mode: its cycles' sums. */
 struct crow {
 	char board[64], mode[16];
 	unsigned long cycles, not_ok, f[F_N];
+	unsigned long judged, unbounded;	/* states judged at the cut; cycles without a bound */
+	uint64_t legal;				/* their legal states, summed exactly (0: past 2^64 - 1) */
+	double log2max, log2sum;		/* for a sum past 2^64: log2 of it */
+	char legal_s[96];			/* one bounded cycle: its own exact count */
+	unsigned long obs[OBS_N], obs_disagree;	/* the images after the cut, by state */
+	char leave[CR_LEAVES][112];
+	unsigned nleave;
 };
 
 struct cread {
@@ -59,6 +88,83 @@ static int printable(const char *s, size_t max)
 		if ((unsigned char)*s < 0x20 || *s == 0x7f)
 			return 0;
 	return 1;
+}
+
+/* The line's "bound", when it has a whole one: judged, legal_exact (or legal_log2), leaves_out. */
+static void line_bound(json_object *o, struct cline *l)
+{
+	json_object *b, *v, *lo;
+
+	if (!json_object_object_get_ex(o, "bound", &b) || !json_object_object_get_ex(b, "judged", &v) ||
+	    !json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+	    json_object_get_int64(v) > UINT32_MAX || !json_object_object_get_ex(b, "legal_log2", &lo))
+		return;
+	l->b.judged = (unsigned long)json_object_get_int64(v);
+	l->b.log2 = json_object_get_double(lo);
+	if (!(l->b.log2 >= 0 && l->b.log2 < 1e9))
+		return;
+	l->b.legal = json_object_object_get_ex(b, "legal_exact", &v) && json_object_is_type(v, json_type_int) &&
+		     json_object_get_int64(v) > 0 ? (uint64_t)json_object_get_int64(v) : 0;
+	if (json_object_object_get_ex(b, "legal", &v) && json_object_is_type(v, json_type_string) &&
+	    printable(json_object_get_string(v), sizeof(l->legal)))
+		snprintf(l->legal, sizeof(l->legal), "%s", json_object_get_string(v));
+	if (json_object_object_get_ex(b, "leaves_out", &v) && json_object_is_type(v, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(v) && l->nleave < CR_LEAVES; i++) {
+			const char *t = json_object_get_string(json_object_array_get_idx(v, i));
+
+			if (t && printable(t, sizeof(l->leave[0])))
+				snprintf(l->leave[l->nleave++], sizeof(l->leave[0]), "%s", t);
+		}
+	l->b.have = 1;
+}
+
+/* The line's observed image: its state (legal, illegal, unknown), and whether it disagrees. */
+static void line_observed(json_object *o, struct cline *l)
+{
+	json_object *ob, *v;
+
+	if (!json_object_object_get_ex(o, "observed", &ob) || !json_object_object_get_ex(ob, "state", &v))
+		return;
+	for (int k = OBS_LEGAL; k < OBS_N; k++)
+		if (!strcmp(json_object_get_string(v), obs_names[k]))
+			l->obs = k;
+	l->obs_disagrees = json_object_object_get_ex(ob, "agrees", &v) && !json_object_get_boolean(v);
+}
+
+/* A line's bound into its row: sums, and the phrases of what is left out, each once. */
+static void row_add_bound(struct crow *w, const struct cline *l)
+{
+	double x = l->b.log2;
+
+	if (!l->b.have) {
+		w->unbounded++;
+		w->judged += l->f[F_STATES];
+		return;
+	}
+	int first = w->cycles == 1 + w->unbounded;	/* the row's first line with a bound */
+	uint64_t sum = first ? 0 : w->legal;
+
+	w->judged += l->b.judged;
+	w->legal = !l->b.legal || (!first && !w->legal) || sum > UINT64_MAX - l->b.legal ? 0 : sum + l->b.legal;
+	/* log2 of the sum, kept as max + log2(sum of 2^(x - max)) */
+	snprintf(w->legal_s, sizeof(w->legal_s), "%s", first ? l->legal : "");
+	if (first) {
+		w->log2max = x;
+		w->log2sum = 1;
+	} else if (x > w->log2max) {
+		w->log2sum = w->log2sum * exp2(w->log2max - x) + 1;
+		w->log2max = x;
+	} else {
+		w->log2sum += exp2(x - w->log2max);
+	}
+	for (unsigned i = 0; i < l->nleave; i++) {
+		unsigned k;
+
+		for (k = 0; k < w->nleave && strcmp(w->leave[k], l->leave[i]); k++)
+			;
+		if (k == w->nleave && k < CR_LEAVES)
+			snprintf(w->leave[w->nleave++], sizeof(w->leave[0]), "%s", l->leave[i]);
+	}
 }
 
 static int on_line(json_object *o, unsigned lineno, void *arg)
@@ -87,6 +193,8 @@ static int on_line(json_object *o, unsigned lineno, void *arg)
 		l.f[i] = (unsigned long)json_object_get_int64(v);
 	}
 	l.ok = json_object_object_get_ex(o, "ok", &v) && json_object_get_boolean(v);
+	line_bound(o, &l);
+	line_observed(o, &l);
 	snprintf(l.board, sizeof(l.board), "%s", b);
 	snprintf(l.mode, sizeof(l.mode), "%s", m[0] ? m : "-");
 	c->v[c->n++] = l;
@@ -167,6 +275,9 @@ static int crash_rows(const struct rep *r, struct crow **rows, size_t *n, unsign
 		w[k].not_ok += !l->ok;
 		for (int f = 0; f < F_N; f++)
 			w[k].f[f] += l->f[f];
+		row_add_bound(&w[k], l);
+		w[k].obs[l->obs]++;
+		w[k].obs_disagree += l->obs_disagrees;
 	}
 	free(c.v);
 	if (nw)
@@ -177,20 +288,63 @@ static int crash_rows(const struct rep *r, struct crow **rows, size_t *n, unsign
 	return 0;
 }
 
-/* "this cycle's verdict holds for all 68 crash states the block layer allows (24 illegal states
- * injected, 24 caught)", or what went wrong. */
+/* The legal states at the cut, summed over the row's cycles: exactly ("2^16", "131072"), or "about
+ * 2^x" past 2^64. */
+static void row_legal(const struct crow *w, char *buf, size_t len)
+{
+	if (w->legal_s[0])
+		snprintf(buf, len, "%s", w->legal_s);
+	else if (w->legal && !(w->legal & (w->legal - 1)) && w->legal >= 1024)
+		snprintf(buf, len, "2^%d", __builtin_ctzll(w->legal));
+	else if (w->legal)
+		snprintf(buf, len, "%" PRIu64, w->legal);
+	else
+		snprintf(buf, len, "about 2^%.1f", w->log2max + log2(w->log2sum));
+}
+
+/* "this cycle's verdict holds for the 512 crash states judged of 2^16 the block layer allows at the
+ * cut (not judged: ...); 24 illegal states injected, 24 caught", or what went wrong. */
 static void row_sentence(const struct crow *w, char *buf, size_t len)
 {
+	char legal[48], left[CR_LEAVES * 114] = "";
+	int all = w->legal && w->judged >= w->legal && !w->unbounded;
+	size_t n;
+
+	row_legal(w, legal, sizeof(legal));
+	for (unsigned i = 0; i < w->nleave; i++) {
+		n = strlen(left);
+		snprintf(left + n, sizeof(left) - n, "%s%s", i ? "; " : "", w->leave[i]);
+	}
+	if (w->unbounded)
+		n = (size_t)snprintf(buf, len, "%s the %lu crash states judged (%lu cycle%s without a recorded bound)",
+				     w->not_ok ? "NOT all as the verdicts say:" : w->cycles == 1 ?
+				     "this cycle's verdict holds for" : "these cycles' verdicts hold for", w->judged,
+				     w->unbounded, w->unbounded == 1 ? "" : "s");
+	else if (!w->not_ok && all)
+		n = (size_t)snprintf(buf, len, "%s for all %lu crash state%s the block layer allows at the cut%s%s%s",
+				     w->cycles == 1 ? "this cycle's verdict holds" : "these cycles' verdicts hold",
+				     w->judged, w->judged == 1 ? "" : "s", left[0] ? " (not judged: " : "", left,
+				     left[0] ? ")" : "");
+	else if (!w->not_ok)
+		n = (size_t)snprintf(buf, len, "%s for the %lu crash state%s judged of %s the block layer allows at the "
+				     "cut%s%s%s", w->cycles == 1 ? "this cycle's verdict holds" :
+				     "these cycles' verdicts hold", w->judged, w->judged == 1 ? "" : "s", legal,
+				     left[0] ? " (not judged: " : "", left, left[0] ? ")" : "");
+	else
+		n = (size_t)snprintf(buf, len, "%lu crash states judged of %s at the cut, NOT all as the verdict%s",
+				     w->judged, legal, w->cycles == 1 ? " says" : "s say");
+	if (n < len && w->f[F_STATES] > w->judged)
+		n += (size_t)snprintf(buf + n, len - n, "; and %lu state%s at earlier persistence points (the log's "
+				      "prefix)", w->f[F_STATES] - w->judged, w->f[F_STATES] - w->judged == 1 ? "" : "s");
+	if (n >= len)
+		return;
 	if (!w->not_ok)
-		snprintf(buf, len, "%s verdict%s for all %lu crash states the block layer allows (%lu illegal "
-			 "state%s injected, %lu caught)", w->cycles == 1 ? "this cycle's" : "these cycles'",
-			 w->cycles == 1 ? " holds" : "s hold", w->f[F_STATES], w->f[F_INJECTED],
+		snprintf(buf + n, len - n, "; %lu illegal state%s injected, %lu caught", w->f[F_INJECTED],
 			 w->f[F_INJECTED] == 1 ? "" : "s", w->f[F_CAUGHT]);
 	else
-		snprintf(buf, len, "%lu crash states checked, NOT all as the verdict%s: %lu mismatch%s, %lu "
-			 "acknowledged record%s not durable, %lu of %lu illegal states caught", w->f[F_STATES],
-			 w->cycles == 1 ? " says" : "s say", w->f[F_MISMATCHES], w->f[F_MISMATCHES] == 1 ? "" : "es",
-			 w->f[F_AND], w->f[F_AND] == 1 ? "" : "s", w->f[F_CAUGHT], w->f[F_INJECTED]);
+		snprintf(buf + n, len - n, ": %lu mismatch%s, %lu acknowledged record%s not durable, %lu of %lu illegal "
+			 "states caught", w->f[F_MISMATCHES], w->f[F_MISMATCHES] == 1 ? "" : "es", w->f[F_AND],
+			 w->f[F_AND] == 1 ? "" : "s", w->f[F_CAUGHT], w->f[F_INJECTED]);
 }
 
 /* Markdown and HTML cells hold board names: no markup passes. */
@@ -202,7 +356,7 @@ static void md_text(FILE *out, const char *s)
 
 static void print_rows(FILE *out, enum report_format fmt, const struct crow *w, size_t n, unsigned long skipped)
 {
-	char s[320];
+	char s[1200];
 
 	if (fmt == REPORT_FMT_HTML)
 		fputs("<section class=\"crash-states\">\n<h2>Crash states checked</h2>\n<p class=\"muted\">powercut "
@@ -235,6 +389,10 @@ static void print_rows(FILE *out, enum report_format fmt, const struct crow *w, 
 		} else {
 			fprintf(out, "  board %s, mode %s, %lu cycle%s: %s\n", w[i].board, w[i].mode, w[i].cycles,
 				w[i].cycles == 1 ? "" : "s", s);
+			if (w[i].cycles > w[i].obs[OBS_NONE])
+				fprintf(out, "    observed after the cut: %lu legal, %lu illegal, %lu unknown; %lu not "
+					"judged as verdicts.jsonl says\n", w[i].obs[OBS_LEGAL], w[i].obs[OBS_ILLEGAL],
+					w[i].obs[OBS_UNKNOWN], w[i].obs_disagree);
 		}
 	}
 	if (fmt == REPORT_FMT_HTML)
@@ -273,7 +431,7 @@ int rep_crash_json(const struct rep *r, json_object *doc)
 	a = json_object_new_array();
 	for (size_t i = 0; a && i < n; i++) {
 		json_object *o = json_object_new_object();
-		char s[320];
+		char s[1200];
 
 		json_object_object_add(o, "board", json_object_new_string(w[i].board));
 		json_object_object_add(o, "mode", json_object_new_string(w[i].mode));
@@ -281,6 +439,21 @@ int rep_crash_json(const struct rep *r, json_object *doc)
 		for (int f = 0; f < F_N; f++)
 			json_object_object_add(o, f_keys[f], json_object_new_int64((int64_t)w[i].f[f]));
 		json_object_object_add(o, "holds", json_object_new_boolean(!w[i].not_ok));
+		json_object_object_add(o, "judged", json_object_new_int64((int64_t)w[i].judged));
+		if (w[i].cycles > w[i].obs[OBS_NONE]) {
+			json_object *x = json_object_new_object();
+
+			for (int k = OBS_LEGAL; k < OBS_N; k++)
+				json_object_object_add(x, obs_names[k], json_object_new_int64((int64_t)w[i].obs[k]));
+			json_object_object_add(x, "disagree", json_object_new_int64((int64_t)w[i].obs_disagree));
+			json_object_object_add(o, "observed", x);
+		}
+		if (!w[i].unbounded) {
+			char legal[48];
+
+			row_legal(&w[i], legal, sizeof(legal));
+			json_object_object_add(o, "legal", json_object_new_string(legal));
+		}
 		row_sentence(&w[i], s, sizeof(s));
 		json_object_object_add(o, "says", json_object_new_string(s));
 		json_object_array_add(a, o);

@@ -58,6 +58,8 @@ for m in fua fua+flush flush journal none relwr; do
 	echo "    $m: $(jq -c '{states, durable, volatile, acked, acked_not_durable, mismatches, injected, caught, observed, ms}' <<< "$line")"
 	check "honest $m: states judged, 0 mismatches, caught = injected, 0 acked not durable" \
 		jqt '.states > 0 and .mismatches == 0 and .caught == .injected and .acked_not_durable == 0' <<< "$line"
+	check "honest $m: every ACK the host got is one of the agent's marks in the log" \
+		jqt '(.acked == 0 or .ack_marks > 0) and (.ack_marks == 0 or .acks_unmarked == 0)' <<< "$line"
 	check "honest $m: the state after the cut is among those enumerated" \
 		jqt '.observed.enumerated == "exact" or .observed.enumerated == "by_slot"' <<< "$line"
 	check "honest $m: the state after the cut gets the verdict verdicts.jsonl holds" \
@@ -73,6 +75,12 @@ check "lying-flush: every state losing an acknowledged record is a FAIL naming e
 check "lying-flush: some cut lost a flushed write, and its verdict is the recorded FAIL" \
 	jqt -s 'any(.[]; .observed.legal == false and .observed.verdict == "FAIL" and .observed.recorded == "FAIL")' \
 	"$T/lying.jsonl"
+check "lying-flush: an image after the cut that lost a flushed write is observed illegal, never counted" \
+	jqt -s 'all(.[]; .observed.legal or (.observed.state == "illegal" and .observed.counted == false))' \
+	"$T/lying.jsonl"
+check "honest: the image after the cut is legal, and counted only when it is not a state judged already" \
+	jqt -s 'all(.[]; .observed.state == "legal" and .observed.counted == (.observed.enumerated != "exact"))' \
+	"$T/honest.jsonl"
 
 # crash-states.jsonl in the results folder: the lines printed, one per cycle; a rerun replaces a
 # cycle's line (never a second one); the report says per mode how many crash states were checked
@@ -88,18 +96,38 @@ check "a rerun replaces its cycles' lines: still $((nh + nl)), one per board and
 "$PC" report "$R" --format md > "$T/report.md" 2>&1
 "$PC" report "$R" --format html > "$T/report.html" 2>&1
 "$PC" report "$R" --format json > "$T/report.json" 2>&1
+check "every line says its bound: judged N of M legal states at the cut, the design, what it leaves out" \
+	jqt -s 'all(.[]; (.bound.judged | type) == "number" and (.bound.legal | test("^[0-9]+(\\^[0-9]+( x [0-9]+\\^[0-9]+)*)?$"))
+		and (.bound.design | length) > 0 and (.bound.leaves_out | type) == "array"
+		and .bound.judged + .bound.earlier == .states)' "$T/honest.jsonl" "$T/lying.jsonl"
+check "honest none (24 volatile writes of 8 sectors): judged of 2^192, the sample's gaps named" \
+	jqt -s 'any(.[]; .mode == "none" and .bound.legal == "2^192" and .bound.exhaustive == false and
+		(.bound.leaves_out | index("subsets of the volatile writes not drawn")) != null)' "$T/honest.jsonl"
 for m in flush none; do
 	n=$(jq -r --arg m "$m" 'select(.mode == $m) | .states' "$T/honest.jsonl" | head -1)
-	check "report (text), honest $m: its verdict holds for all $n crash states" \
-		grep -qF "board honest, mode $m, 1 cycle: this cycle's verdict holds for all $n crash states the block layer allows" \
-		"$T/report.txt"
+	j=$(jq -r --arg m "$m" 'select(.mode == $m) | .bound.judged' "$T/honest.jsonl" | head -1)
+	if jqt -s --arg m "$m" 'map(select(.mode == $m))[0].bound.exhaustive' "$T/honest.jsonl"; then
+		says="this cycle's verdict holds for all $j crash state"
+	else
+		says="this cycle's verdict holds for the $j crash states judged of $(jq -r --arg m "$m" 'select(.mode == $m) | .bound.legal' "$T/honest.jsonl" | head -1) the block layer allows at the cut"
+	fi
+	check "report (text), honest $m: '$says'" grep -qF "board honest, mode $m, 1 cycle: $says" "$T/report.txt"
 	check "report (md), honest $m: a row of $n crash states" grep -qE "^\| honest \| $m \| 1 \| $n \|" "$T/report.md"
 	check "report (html), honest $m: a row of $n crash states" \
 		grep -qF "<tr><td>honest</td><td>$m</td><td>1</td><td>$n</td>" "$T/report.html"
-	check "report (json), honest $m: $n crash states, holds" \
-		jqt --arg m "$m" --argjson n "$n" \
-		'any(.crash_states[]; .board == "honest" and .mode == $m and .states == $n and .holds)' "$T/report.json"
+	check "report (json), honest $m: $n crash states, $j judged at the cut, holds" \
+		jqt --arg m "$m" --argjson n "$n" --argjson j "$j" \
+		'any(.crash_states[]; .board == "honest" and .mode == $m and .states == $n and .judged == $j and .holds)' \
+		"$T/report.json"
 done
+
+nli=$(jq -s '[.[] | select(.observed.state == "illegal")] | length' "$T/lying.jsonl")
+check "report (text): the lying board's images after the cut on their own line, $nli illegal" \
+	grep -qE "^    observed after the cut: [0-9]+ legal, $nli illegal, 0 unknown; 0 not judged as verdicts.jsonl says" \
+	"$T/report.txt"
+check "report (json): the honest rows' images after the cut legal, none disagreeing" \
+	jqt 'all(.crash_states[] | select(.board == "honest"); .observed.illegal == 0 and .observed.disagree == 0)' \
+	"$T/report.json"
 
 # negative control: an ACK in the mode none cycle, where nothing is ever flushed
 c=$(jq -r 'select(.mode == "none") | .cycle' "$T/modes.jsonl" | head -1)
@@ -182,4 +210,32 @@ poke 519 '\x10';			hostile "writes.log sector 2^60" "entry 0: sector"
 poke 536 '\x01';			hostile "writes.log data_len not its sectors' bytes" "entry 0: data_len"
 poke 524 '\x01';			hostile "writes.log nr_sectors 2^32+8" "entry count is not the entries it holds"
 poke 16 '\xff\xff\xff\x7f';		hostile "writes.log superblock count 2^31" "entry count is not the entries it holds"
+cj '.marks += 1 | .log_entries += 1';	hostile "cycle.json marks not the log's" "cycle.json: field marks"
+
+# A disagreement fails: the image after the cut judged again must get the verdict verdicts.jsonl
+# holds, whether what it holds is known (the verdict edited to FAIL) or not (a byte of a written
+# sector changed in the image the judging boot scanned: its verdict FAIL, the recorded PASS).
+disagree() { # disagree "what" "note": exit 1, ok false, the note naming both verdicts
+	local out rc
+	out=$("$PC" crash-states "$T/h" --board honest --cycle "$hc" 2> "$T/dis.err"); rc=$?
+	check "$1: exit 1 (was $rc)" [ $rc -eq 1 ]
+	check "$1: ...not ok, the observed verdict not the recorded one" \
+		jqt '.ok == false and .observed.agrees == false and .mismatches == 0' <<< "$out"
+	check "$1: ...named: $2" grep -qF -- "$2" <<< "$out"
+}
+cp "$T/h/verdicts.jsonl" "$T/verdicts.orig"
+jq -c --argjson c "$hc" 'if .board == "honest" and .cycle == $c then .verdict = "FAIL" else . end' \
+	"$T/verdicts.orig" > "$T/h/verdicts.jsonl"
+disagree "the recorded verdict FAIL, the image (known) PASS" \
+	"(legal, its content known) is judged PASS again; verdicts.jsonl holds FAIL"
+cp "$T/verdicts.orig" "$T/h/verdicts.jsonl"
+hs=${hdir##*/session-}
+next="$(dirname "$hdir")/session-$((hs + 1))/base.img"
+[ -f "$next" ] || next="$hdir/after.img"
+sect=$(od -An -tu8 -j 512 -N 8 "$hdir/writes.log" | tr -d ' ')
+cp "$next" "$T/next.orig"
+printf '\x5a' | dd of="$next" bs=1 seek=$((sect * 512 + 200)) conv=notrunc status=none
+disagree "a byte changed in a written sector (unknown content), recorded PASS" \
+	"its content not known) is judged FAIL again; verdicts.jsonl holds PASS"
+cp "$T/next.orig" "$next"
 finish

@@ -6,7 +6,8 @@
  *
  * For each finished session folder:
  *   1. writes.log parses strictly (superblock, whole entries to the end, flags
- *      FLUSH/FUA only, nr_entries exact) and its counts are cycle.json's;
+ *      FLUSH/FUA only or a mark of one sector, the agent's ACK, nr_entries
+ *      exact) and its counts are cycle.json's;
  *   2. relay/vcache.c's reader (vc_rebuild, profile honest, on a copy of
  *      base.img) takes the same entries, writes, flushes and FUA writes, and
  *      rebuilds every sector settled by a durable write as the replay does;
@@ -106,6 +107,13 @@ static long log_parse(const uint8_t *log, uint64_t len, struct ent *e, uint64_t 
 		e[n].n = le64(h + 8);
 		e[n].flags = le64(h + 16);
 		bytes = le64(h + 24);
+		if (e[n].flags == 8 && e[n].n == 0 && bytes <= SECT - 32) {
+			/* a mark (the agent's ACK): its text inline, one sector */
+			e[n].data = (off_t)(off + SECT);
+			off += SECT;
+			n++;
+			continue;
+		}
 		if ((e[n].flags & ~3ull) || bytes != e[n].n * SECT || bytes > len - off - SECT ||
 		    ((e[n].flags & 1) ? e[n].n != 0 : e[n].n == 0))
 			return -1;
@@ -114,6 +122,33 @@ static long log_parse(const uint8_t *log, uint64_t len, struct ent *e, uint64_t 
 		n++;
 	}
 	return n;
+}
+
+/* The log's writes, FUA writes, flushes and marks counted, each write's durability set (FUA, or a
+ * flush after it); -1 when a write is past the image's sectors. */
+static int log_counts(struct ent *e, long n, uint64_t sectors, uint64_t *writes, uint64_t *fua, uint64_t *flushes,
+		      uint64_t *marks)
+{
+	long last_flush = -1;
+
+	for (long i = 0; i < n; i++) {
+		if (e[i].flags & 8) {
+			(*marks)++;
+			continue;
+		}
+		if (e[i].flags & 1) {
+			(*flushes)++;
+			last_flush = i;
+			continue;
+		}
+		(*writes)++;
+		*fua += (e[i].flags & 2) != 0;
+		if (e[i].sector > sectors || e[i].n > sectors - e[i].sector)
+			return -1;
+	}
+	for (long i = 0; i < n; i++)
+		e[i].durable = !(e[i].flags & 9) && ((e[i].flags & 2) || i < last_flush);
+	return 0;
 }
 
 static uint64_t jget(json_object *o, const char *k)
@@ -129,13 +164,13 @@ static int check_session(const char *dir, int *bad)
 	uint8_t *base = NULL, *after = NULL, *log = NULL, *rep = NULL, *vc = NULL, *ifd = NULL;
 	uint8_t *settled = NULL, *touched = NULL;
 	uint64_t blen, alen, llen, vlen, nr, sectors, if_lba = 0, if_n = 0;
-	uint64_t nsettled = 0, nvol = 0, sbad = 0, vbad = 0, vcbad = 0, writes = 0, fua = 0, flushes = 0;
+	uint64_t nsettled = 0, nvol = 0, sbad = 0, vbad = 0, vcbad = 0, writes = 0, fua = 0, flushes = 0, marks = 0;
 	struct ent *e = NULL;
 	json_object *cj = NULL, *inf = NULL, *v;
 	struct vc_params vp = { 0 };
 	struct vc_stats vs;
 	long n;
-	int rc = 2, last_flush = -1;
+	int rc = 2;
 
 	snprintf(p, sizeof(p), "%s/cycle.json", dir);
 	cj = json_object_from_file(p);
@@ -164,23 +199,12 @@ static int check_session(const char *dir, int *bad)
 		goto out;
 	}
 	sectors = blen / SECT;
-	for (long i = 0; i < n; i++) {
-		if (e[i].flags & 1) {
-			flushes++;
-			last_flush = (int)i;
-			continue;
-		}
-		writes++;
-		fua += (e[i].flags & 2) != 0;
-		if (e[i].sector > sectors || e[i].n > sectors - e[i].sector) {
-			rc = die("a write past the end of the image", p);
-			goto out;
-		}
+	if (log_counts(e, n, sectors, &writes, &fua, &flushes, &marks)) {
+		rc = die("a write past the end of the image", p);
+		goto out;
 	}
-	for (long i = 0; i < n; i++)
-		e[i].durable = !(e[i].flags & 1) && ((e[i].flags & 2) || i < last_flush);
 	if (jget(cj, "writes") != writes || jget(cj, "fua_writes") != fua || jget(cj, "flushes") != flushes ||
-	    jget(cj, "log_entries") != (uint64_t)n) {
+	    jget(cj, "marks") != marks || jget(cj, "log_entries") != (uint64_t)n) {
 		rc = die("cycle.json's counts are not the log's", dir);
 		goto out;
 	}
@@ -228,7 +252,7 @@ static int check_session(const char *dir, int *bad)
 	memcpy(rep, base, blen);
 	memset(settled, 1, sectors);
 	for (long i = 0; i < n; i++) {
-		if (e[i].flags & 1)
+		if (e[i].flags & 9)
 			continue;
 		memcpy(rep + e[i].sector * SECT, log + e[i].data, e[i].n * SECT);
 		memset(settled + e[i].sector, e[i].durable, e[i].n);
@@ -277,7 +301,7 @@ static int check_session(const char *dir, int *bad)
 		nvol++;
 		ok = !memcmp(a, base + x * SECT, SECT);
 		for (long i = n - 1; i >= 0 && !ok; i--)
-			if (!(e[i].flags & 1) && x >= e[i].sector && x < e[i].sector + e[i].n)
+			if (!(e[i].flags & 9) && x >= e[i].sector && x < e[i].sector + e[i].n)
 				ok = !memcmp(a, log + e[i].data + (x - e[i].sector) * SECT, SECT);
 		if (!ok && x >= if_lba && x < if_lba + if_n)
 			ok = !ifd || !memcmp(a, ifd + (x - if_lba) * SECT, SECT);

@@ -17,18 +17,27 @@
  *   volatile  W9, W10: no flush after them, no FUA                      = 2
  *   acked     1..8; every one durable: acked_not_durable                 = 0
  *   subsets   2 volatile <= 10: every subset, 2^2                        = 4
- *   tears     a record of 8 sectors: the covering design takes m = 5
- *             (C(4,3) = 4 < 8 <= C(5,3) = 10), words of weight 3, so
- *             5 rows, none keeping all or none of the 8 sectors; then
- *             the 7 in-order prefixes (1..7 sectors kept): 12 rows;
- *             2 volatile writes x 12 rows                                 = 24
- *   cuts      one per persistence point: F1 and F2 (no FUA writes)       = 2
- *   states    4 + 24 + 2                                                 = 30
- *   injected  8 durable acknowledged writes, each dropped and torn       = 16
- *   caught    all of them                                                = 16
- *   lost_acked_states: the 16 injected ones only                         = 16
+ *   tears     a record of 8 sectors: every mask that keeps some sectors
+ *             and drops others, 2^8 - 2 = 254 (the covering design's 5
+ *             rows and the 7 in-order prefixes among them);
+ *             2 volatile writes x 254                                    = 508
+ *             and the two torn together by each pair of the 5 rows       = 25
+ *   cuts      one per persistence point: F1 and F2 (no FUA writes): at
+ *             F1, W1..W4 kept and the one ACK durable there (1+4); at F2,
+ *             W1..W8 kept, W9 W10 dropped, both ACKs: the subset that drops
+ *             both volatile writes, with the same ACKs -- a repeat, counted
+ *             once (repeats 1)                                           = 1
+ *   states    distinct: 4 + 533 + 1                                      = 538
+ *   injected  8 durable acknowledged writes, each dropped, torn, and
+ *             torn within a sector (an illegal sub-sector tear)          = 24
+ *   caught    all of them                                                = 24
+ *   lost_acked_states: the 24 injected ones only                         = 24
  * With the locality check each tear is judged again with the other
- * volatile write dropped: tears 48, states 54, locality_checked 24.
+ * volatile write dropped: tears 1041, states 1046, locality_checked 508.
+ * Beyond the exhaustive bound (0) with 3 random subsets, the 2 volatile
+ * writes have only 4 subsets: all kept, all dropped, 2 drops, 2 keeps, 1
+ * prefix and 3 random draws are 10 subsets enumerated, 4 distinct; with the
+ * cut at F2, 7 repeats.
  */
 #include "tests/unit/suites.h"
 
@@ -45,6 +54,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/crash/crash.h"
+#include "harness/crash/crash_int.h"
 #include "relay/vcache.h"
 
 #define RS 4096u
@@ -63,11 +73,26 @@ static void put_hdr(int fd, off_t off, uint64_t sector, uint64_t nsect, uint64_t
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
 }
 
-/* The base image and the log above. */
-static void make_inputs(void)
+#define MARK1	-2	/* the agent's ACK mark "pc-ack 1 4" */
+#define MARK2	-3	/* "pc-ack 5 4" */
+
+/* A mark entry: its text inline after the entry's header, one sector. */
+static void put_mark(int fd, off_t off, const char *text)
+{
+	uint8_t h[512] = { 0 };
+
+	pc_put64(h + 16, LOG_MARK_FLAG);
+	pc_put64(h + 24, strlen(text));
+	memcpy(h + 32, text, strlen(text));
+	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
+}
+
+static const int order_plain[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 10, 9 };
+
+/* The base image and a log: order[] names record writes (seq), flushes (-1) and marks. */
+static void make_log(const int *order, size_t norder)
 {
 	const char *dir = pc_test_tmpdir("crash");
-	static const int order[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 10, 9 };
 	struct region_opts ro = { 0 };
 	struct region r;
 	char err[512] = "";
@@ -97,10 +122,15 @@ static void make_inputs(void)
 	CU_ASSERT_FATAL(fd >= 0);
 	pc_put64(sb, 0x6a736677736872ULL);	/* dm-log-writes: magic, version 1, entries, sector size */
 	pc_put64(sb + 8, 1);
-	pc_put64(sb + 16, PC_ARRAY_SIZE(order));
+	pc_put64(sb + 16, norder);
 	pc_put32(sb + 24, 512);
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, sb, sizeof(sb), 0), 0);
-	for (size_t i = 0; i < PC_ARRAY_SIZE(order); i++) {
+	for (size_t i = 0; i < norder; i++) {
+		if (order[i] == MARK1 || order[i] == MARK2) {
+			put_mark(fd, off, order[i] == MARK1 ? "pc-ack 1 4" : "pc-ack 5 4");
+			off += 512;
+			continue;
+		}
 		if (order[i] < 0) {
 			put_hdr(fd, off, 0, 0, LOG_FLUSH_FLAG);
 			off += 512;
@@ -115,6 +145,11 @@ static void make_inputs(void)
 	}
 	close(fd);
 	free(rec);
+}
+
+static void make_inputs(void)
+{
+	make_log(order_plain, PC_ARRAY_SIZE(order_plain));
 }
 
 static json_object *ev(unsigned cycle, const char *kind)
@@ -229,13 +264,23 @@ static void test_hand_counts(void)
 	CU_ASSERT_EQUAL(r.acked, 8);
 	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
 	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 24);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 2);
-	CU_ASSERT_EQUAL(r.states, 30);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 254 + 25);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_CUTS], 1);
+	CU_ASSERT_EQUAL(r.repeats, 1);
+	CU_ASSERT_EQUAL(r.states, 4 + 533 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
-	CU_ASSERT_EQUAL(r.injected, 16);
-	CU_ASSERT_EQUAL(r.caught, 16);
-	CU_ASSERT_EQUAL(r.lost_acked_states, 16);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 24);
+	CU_ASSERT_EQUAL(r.lost_acked_states, 24);
+	/* the bound: W9 and W10 volatile, 16 sectors, each old or new: 2^16 legal at the cut; judged
+	 * 4 + 533 there (the cut at F1 is an earlier point); left out: a tear with the other write
+	 * dropped, both torn by masks outside the pairwise design, and the subsets and tears at F1 */
+	CU_ASSERT_STRING_EQUAL(r.legal, "2^16");
+	CU_ASSERT_EQUAL(r.legal_exact, 65536);
+	CU_ASSERT_EQUAL(r.judged_at_cut, 537);
+	CU_ASSERT_FALSE(crash_bound_exhaustive(&r));
+	CU_ASSERT_EQUAL(r.leaves, (1u << CRASH_LEAVE_TEAR_DROP) | (1u << CRASH_LEAVE_TWO) | (1u << CRASH_LEAVE_EARLIER));
+	CU_ASSERT(strstr(r.design, "pairs of the first 8 volatile writes") != NULL);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
 
@@ -243,20 +288,50 @@ static void test_hand_counts(void)
 	o.locality = 1;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
 	dump(&r);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 48);
-	CU_ASSERT_EQUAL(r.states, 54);
-	CU_ASSERT_EQUAL(r.locality_checked, 24);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_TEARS], 2 * 508 + 25);
+	CU_ASSERT_EQUAL(r.states, 4 + 1041 + 1);
+	CU_ASSERT_EQUAL(r.locality_checked, 508);
 	CU_ASSERT_EQUAL(r.locality_breaks, 0);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
 	crash_result_clear(&r);
 
-	/* beyond the exhaustive bound (0 here): all kept, all dropped, 2 drops, 2 keeps, 1 prefix, 3 random */
+	/* beyond the exhaustive bound (0 here): all kept, all dropped, 2 drops, 2 keeps, 1 prefix, 3 random:
+	 * 10 subsets enumerated, of 2 volatile writes: 4 distinct, each judged and counted once */
 	o.locality = 0;
 	o.exhaustive = 0;
 	o.random = 3;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
-	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 2 + 2 + 2 + 1 + 3);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SUBSETS], 4);
+	CU_ASSERT_EQUAL(r.repeats, 10 - 4 + 1);
+	CU_ASSERT_EQUAL(r.states, 4 + 533 + 1);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* The bound, exhaustive: W9 the one volatile write (W10 never completed). At the cut 2^8 legal
+ * states: W9 kept, dropped, and its 254 tears, all judged; the cut at F2 keeps W1..W8 with both
+ * ACKs, the subset dropping W9: a repeat. */
+static void test_bound_exhaustive(void)
+{
+	static const int order[] = { 2, 1, 4, 3, -1, 5, 7, 6, 8, -1, 9 };
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+
+	make_log(order, PC_ARRAY_SIZE(order));
+	evs = events(0);
+	crash_opts_default(&o);
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.volatile_, 1);
+	CU_ASSERT_STRING_EQUAL(r.legal, "2^8");
+	CU_ASSERT_EQUAL(r.judged_at_cut, 2 + 254);
+	CU_ASSERT_EQUAL(r.states, 2 + 254 + 1);
+	CU_ASSERT_EQUAL(r.repeats, 1);
+	CU_ASSERT(crash_bound_exhaustive(&r));
+	CU_ASSERT_EQUAL(r.leaves, 1u << CRASH_LEAVE_EARLIER);
+	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
 }
@@ -280,6 +355,65 @@ static void test_ack_open_group(void)
 	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
+}
+
+/*
+ * The agent's ACK marks in the log (issue 38). Honest: each mark after the
+ * flush that makes its group durable,
+ *   W2 W1 W4 W3 F1 M(1+4) W5 W7 W6 W8 F2 M(5+4) W10 W9
+ * by hand: 2 marks, every record they name durable at its mark: 0; the host's
+ * two ACKs are the two marks: 0 unmarked; the states as without marks (30),
+ * the virtual cuts at F1 and F2 now with the ACKs marked before them (0, 1).
+ * Early (an agent that ACKs before its flush): each mark before its flush,
+ *   W2 W1 W4 W3 M(1+4) F1 W5 W7 W6 W8 M(5+4) F2 W10 W9
+ * by hand: at M(1+4) no flush yet: seqs 1..4 not durable; at M(5+4) F1 made
+ * 1..4 durable, 5..8 not: 8 acknowledged before durable, each counted once,
+ * though the real cut finds all 8 durable (what the host alone could see).
+ */
+static void test_ack_marks(void)
+{
+	static const int honest[] = { 2, 1, 4, 3, -1, MARK1, 5, 7, 6, 8, -1, MARK2, 10, 9 };
+	static const int early[] = { 2, 1, 4, 3, MARK1, -1, 5, 7, 6, 8, MARK2, -1, 10, 9 };
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs, *evs9;
+
+	crash_opts_default(&o);
+	make_log(honest, PC_ARRAY_SIZE(honest));
+	evs = events(0);	/* after the image: its HELLO names the region just prepared */
+	evs9 = events(1);
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.ack_marks, 2);
+	CU_ASSERT_EQUAL(r.acked, 8);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 0);
+	CU_ASSERT_EQUAL(r.acks_unmarked, 0);
+	CU_ASSERT_EQUAL(r.states, 4 + 533 + 2);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the host got an ACK of seq 9 the agent never marked: unmarked, and not durable */
+	CU_ASSERT_EQUAL_FATAL(check(evs9, &o, &r), 0);
+	CU_ASSERT_EQUAL(r.acks_unmarked, 1);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 1);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	make_log(early, PC_ARRAY_SIZE(early));
+	json_object_put(evs);
+	evs = events(0);
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.ack_marks, 2);
+	CU_ASSERT_EQUAL(r.durable, 8);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 8);
+	CU_ASSERT_EQUAL(r.acks_unmarked, 0);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+	json_object_put(evs9);
 }
 
 /* A faulty judge: every torn record called intact. */
@@ -320,11 +454,168 @@ static void test_judge_torn_intact(void)
 	o.hook = torn_is_intact;
 	o.hook_arg = &rewritten;
 	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
-	/* the 24 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation) */
-	CU_ASSERT_EQUAL(rewritten, 32);
-	CU_ASSERT_EQUAL(r.mismatches, 24);
-	CU_ASSERT_EQUAL(r.injected, 16);
-	CU_ASSERT_EQUAL(r.caught, 8);
+	/* the 533 tears of volatile writes, and the 8 injected tears (acknowledged: torn, a violation);
+	 * the 8 dropped and the 8 torn within a sector (torn_sector, not torn) are still caught */
+	CU_ASSERT_EQUAL(rewritten, 533 + 8);
+	CU_ASSERT_EQUAL(r.mismatches, 533);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 16);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+	json_object_put(evs);
+}
+
+/* A faulty judge: a record torn by one sector mask, sectors {0, 2, 5, 6} new (a mask no row of
+ * the covering design holds), called intact. */
+static void mask_is_intact(json_object *v, void *arg)
+{
+	json_object *cnt, *fnd, *keep, *x;
+	int *n = arg, hit = 0;
+
+	if (!json_object_object_get_ex(v, "counts", &cnt) || !json_object_object_get_ex(v, "findings", &fnd))
+		return;
+	keep = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i), *ns;
+
+		if (json_object_object_get_ex(f, "new_sectors", &ns) &&
+		    !strcmp(json_object_to_json_string_ext(ns, JSON_C_TO_STRING_PLAIN), "[0,2,5,6]")) {
+			hit++;
+			continue;
+		}
+		json_object_array_add(keep, json_object_get(f));
+	}
+	json_object_object_add(v, "findings", keep);
+	if (!hit)
+		return;
+	(*n)++;
+	json_object_object_get_ex(cnt, "torn", &x);
+	json_object_object_add(cnt, "torn", json_object_new_int64(json_object_get_int64(x) - hit));
+	json_object_object_get_ex(cnt, "intact", &x);
+	json_object_object_add(cnt, "intact", json_object_new_int64(json_object_get_int64(x) + hit));
+}
+
+/* A faulty judge: a sub-sector tear (torn_sector) never a violation. */
+static void torn_sector_allowed(json_object *v, void *arg)
+{
+	json_object *fnd, *c, *vi;
+	int *n = arg, left = 0;
+
+	if (!json_object_object_get_ex(v, "findings", &fnd))
+		return;
+	for (size_t i = 0; i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i);
+
+		if (json_object_object_get_ex(f, "class", &c) && !strcmp(json_object_get_string(c), "torn_sector") &&
+		    json_object_object_get_ex(f, "violation", &vi) && json_object_get_boolean(vi)) {
+			json_object_object_add(f, "violation", json_object_new_boolean(0));
+			(*n)++;
+		}
+		left += json_object_object_get_ex(f, "violation", &vi) && json_object_get_boolean(vi);
+	}
+	if (!left)
+		json_object_object_add(v, "verdict", json_object_new_string("PASS"));
+}
+
+/* The covering design reaches each sector position kept and dropped, and each pair in the three
+ * states a row can give it, for every record size up to 1 MiB (2048 sectors: positions only past
+ * 512); a design with two sectors given the same column is refused, naming them. */
+static void test_design_check(void)
+{
+	static const uint32_t sizes[] = { 2, 3, 4, 5, 7, 8, 9, 16, 31, 64, 128, 512, 2048 };
+	char err[256] = "";
+	struct design d;
+
+	for (size_t k = 0; k < PC_ARRAY_SIZE(sizes); k++) {
+		CU_ASSERT_EQUAL_FATAL(crash_design_make(&d, sizes[k]), 0);
+		CU_ASSERT_EQUAL(crash_design_check(&d, sizes[k], err, sizeof(err)), 0);
+		if (sizes[k] == 8) {
+			CU_ASSERT_EQUAL(d.m, 5);
+			d.col[6] = d.col[5];	/* a broken design: sectors 5 and 6 alike */
+			CU_ASSERT_EQUAL(crash_design_check(&d, 8, err, sizeof(err)), -EPROTO);
+			CU_ASSERT(strstr(err, "sectors 5 and 6") != NULL);
+		}
+		free(d.col);
+	}
+}
+
+/* A faulty judge: of two torn records, the second called intact (a path only states with two
+ * torn writes reach). */
+static void second_tear_intact(json_object *v, void *arg)
+{
+	json_object *cnt, *fnd, *keep, *x, *c;
+	int *n = arg, torn = 0;
+
+	if (!json_object_object_get_ex(v, "counts", &cnt) || !json_object_object_get_ex(cnt, "torn", &x) ||
+	    json_object_get_int64(x) < 2 || !json_object_object_get_ex(v, "findings", &fnd))
+		return;
+	(*n)++;
+	json_object_object_add(cnt, "torn", json_object_new_int64(json_object_get_int64(x) - 1));
+	json_object_object_get_ex(cnt, "intact", &x);
+	json_object_object_add(cnt, "intact", json_object_new_int64(json_object_get_int64(x) + 1));
+	keep = json_object_new_array();
+	for (size_t i = 0; i < json_object_array_length(fnd); i++) {
+		json_object *f = json_object_array_get_idx(fnd, i);
+
+		if (json_object_object_get_ex(f, "class", &c) && !strcmp(json_object_get_string(c), "torn") &&
+		    ++torn == 2)
+			continue;
+		json_object_array_add(keep, json_object_get(f));
+	}
+	json_object_object_add(v, "findings", keep);
+}
+
+/* The two judge mutations of issue 38: each must leave the cycle not ok (crash-states exits 1). A
+ * mask no design row holds is judged because every mask of a 4 KiB record is (2 x 254 tears): the
+ * two states tearing W9 or W10 by it mismatch. A sub-sector tear is an illegal state injected for
+ * each durable acknowledged write (one sector's second half old): the judge must FAIL it naming
+ * the seq; the mutated one PASSes the 8 of them. */
+static void test_judge_mutations(void)
+{
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	int n = 0;
+
+	make_inputs();
+	evs = events(0);
+	crash_opts_default(&o);
+	o.hook = mask_is_intact;
+	o.hook_arg = &n;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(r.mismatches, 2);
+	CU_ASSERT_EQUAL(r.caught, r.injected);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	n = 0;
+	o.hook = torn_sector_allowed;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 8);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 16);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the second of two torn records called intact: only the 25 states tearing W9 and W10 together
+	 * reach it (the pairwise design) */
+	n = 0;
+	o.hook = second_tear_intact;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 25);
+	CU_ASSERT_EQUAL(r.mismatches, 25);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the second of two torn records called intact: only the 25 states tearing W9 and W10 together
+	 * reach it (the pairwise design) */
+	n = 0;
+	o.hook = second_tear_intact;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(n, 25);
+	CU_ASSERT_EQUAL(r.mismatches, 25);
 	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
@@ -332,7 +623,8 @@ static void test_judge_torn_intact(void)
 
 /* An image after the cut: base, W1..W8, and of the volatile ones W10 whole and
  * the first 3 sectors of W9 (a prefix tear, garble 0); or W9 with one sector of
- * neither (1); or W9 torn by a sector mask the design does not hold (2). */
+ * neither (1); or W9 torn by a sector mask the design does not hold (2); or
+ * W1, durable, lost (3). */
 static void make_post(const char *path, int garble)
 {
 	uint8_t *rec = malloc(RS), *img = malloc(1 << 20);
@@ -347,6 +639,8 @@ static void make_post(const char *path, int garble)
 		pc_record_build(rec, &G, slot, seq, 1, PC_MODE_FLUSH);
 		if (seq == 9 && garble == 1)
 			rec[512 * 5 + 100] ^= 0x40;
+		if (seq == 1 && garble == 3)
+			continue;	/* W1 lost, though the log made it durable: a lying device */
 		if (seq == 9 && garble == 2) {
 			/* sectors 0, 2, 5 and 6 of W9 kept: a mask no row of the design has */
 			for (unsigned k = 0; k < RS / 512; k++)
@@ -387,22 +681,73 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 31);
+	CU_ASSERT_EQUAL(r.states, 538);		/* one of the 538: not counted again */
 	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
+	/* the same image, verdicts.jsonl saying FAIL: a disagreement fails the cycle, named */
+	in.recorded = "FAIL";
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(r.observed_agrees, 0);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
+	CU_ASSERT(r.notes && strstr(json_object_to_json_string(r.notes), "(legal, its content known) is judged PASS again; verdicts.jsonl holds FAIL"));
+	crash_result_clear(&r);
+	in.recorded = "PASS";
 
-	/* W9 torn by a mask no row has (the virtual board's cache tears at random): legal and
-	 * known, so added to the enumeration as one more state, judged against its truth */
+	/* W9 torn by a mask no row of the covering design has (the virtual board's cache tears at
+	 * random): every mask of a 4 KiB record is judged, so it is one of the states */
 	make_post(post, 2);
 	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
 	dump(&r);
-	CU_ASSERT_EQUAL(r.observed, 3);
+	CU_ASSERT_EQUAL(r.observed, 2);
 	CU_ASSERT_EQUAL(r.observed_known, 1);
 	CU_ASSERT_EQUAL(r.observed_legal, 1);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "PASS");
 	CU_ASSERT_EQUAL(r.observed_agrees, 1);
-	CU_ASSERT_EQUAL(r.states, 31);
+	CU_ASSERT_EQUAL(r.states, 538);
 	CU_ASSERT_EQUAL(r.mismatches, 0);
+	crash_result_clear(&r);
+
+	json_object_put(evs);
+}
+
+/* Images after the cut the enumeration does not hold: illegal (a durable write lost), unknown (a
+ * byte neither old nor new). Judged on their own, never counted; a verdict not the recorded one
+ * fails the cycle. */
+static void test_observed_illegal(void)
+{
+	char post[4300];
+	struct crash_opts o;
+	struct crash_result r;
+	json_object *evs;
+	struct crash_input in = { .board = "b1", .cycle = 1, .base = base_path, .log = log_path, .post = post,
+				  .recorded = "PASS" };
+	char err[512] = "";
+
+	make_inputs();
+	evs = events(0);
+	in.events = evs;
+	snprintf(post, sizeof(post), "%s.after", base_path);
+	crash_opts_default(&o);
+	/* W1 lost though durable (a lying device): observed illegal, judged on its own (a FAIL naming
+	 * seq 1, as it holds), never counted among the states the block layer allows */
+	make_post(post, 3);
+	CU_ASSERT_EQUAL_FATAL(crash_check(&in, &o, &r, err, sizeof(err)), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.observed, 0);
+	CU_ASSERT_EQUAL(r.observed_legal, 0);
+	CU_ASSERT_EQUAL(r.observed_known, 1);
+	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
+	CU_ASSERT_EQUAL(r.states, 538);
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	{
+		json_object *j = crash_result_json(&in, &r), *ob = NULL, *v = NULL;
+
+		CU_ASSERT(json_object_object_get_ex(j, "observed", &ob) && json_object_object_get_ex(ob, "state", &v));
+		CU_ASSERT_STRING_EQUAL(v ? json_object_get_string(v) : "", "illegal");
+		CU_ASSERT(json_object_object_get_ex(ob, "counted", &v) && !json_object_get_boolean(v));
+		json_object_put(j);
+	}
 	crash_result_clear(&r);
 
 	/* a flipped bit in W9: no state enumerated holds it; the engine calls it corrupt, a FAIL */
@@ -413,6 +758,10 @@ static void test_observed(void)
 	CU_ASSERT_EQUAL(r.observed_known, 0);
 	CU_ASSERT_STRING_EQUAL(r.observed_verdict, "FAIL");
 	CU_ASSERT_EQUAL(r.observed_agrees, 0);
+	CU_ASSERT_EQUAL(r.states, 538);		/* unknown: not counted */
+	/* its content unknown, its verdict (FAIL) not the recorded PASS: the cycle fails all the same */
+	CU_ASSERT_EQUAL(r.mismatches, 0);
+	CU_ASSERT_FALSE(crash_result_ok(&r));
 	crash_result_clear(&r);
 	json_object_put(evs);
 	json_object_put(region_obj);
@@ -484,9 +833,15 @@ int suite_crash(void)
 {
 	static const struct pc_test tests[] = {
 		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
+		{ "the bound: every legal state at the cut judged, 2^8", test_bound_exhaustive },
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
+		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
+		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation, a second tear intact",
+		  test_judge_mutations },
+		{ "the covering design reaches every sector and pair", test_design_check },
 		{ "the image after the cut: among the states, its verdict", test_observed },
+		{ "an image after the cut illegal or unknown: never counted, a disagreement fails", test_observed_illegal },
 		{ "a kept cycle.json: every field bounded, a bad one named", test_kept_bounds },
 	};
 
