@@ -511,7 +511,7 @@ static void qualify_tables(const struct rep *r, FILE *out, const struct rep_dev 
 				fputs("</p>\n", out);
 			}
 		fputs("<p class=\"muted\">From each judged cycle's records and cut: a flush or a FUA write only when "
-		      "the cut plan fired at one (plan <code>flush</code> or <code>fua</code>); a random instant "
+		      "the cut plan fired at one (plan <code>flush</code>, <code>fua</code> or <code>mix</code>); a random instant "
 		      "that fell in one cannot be told from the host.</p>\n", out);
 	}
 	if (d->has_wear) {
