@@ -4,8 +4,9 @@
 #   make check        unit + integration tests, built with ASan/UBSan (build/san/)
 #   make check-long   the soaks (minutes each) make check leaves out, same build
 #   make demo         a power-cut campaign on two sim boards, then the per-device report
-#   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
-#   make install-agent the board's files only (a cross agent into a root file system)
+#   make install      the host's part: PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
+#   make install-agent DESTDIR=ROOT  the board's files only, into a board's root
+#                     file system (a cross agent; DESTDIR=/ on the board itself)
 #   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
 #   make agent SIM=0  the agent without the emulated eMMC (B=DIR: beside the full one)
 #
@@ -233,13 +234,16 @@ fixtures: $(B)/tools/mkfixtures
 fault-matrix: all $(B)/tools/faultmatrix
 	PC_BIN=$(B) bench/fault-matrix
 
-# What `make install` puts where. The host's part: powercut, its man page, the
-# example configurations and the campaign daemon's unit (powercut@NAME:
-# configuration /etc/powercut/NAME.json, results /var/lib/powercut/results/NAME).
-# The board's part: powercut-agent, its man page, its unit and init script
-# (their paths pointed at $(PREFIX)/bin) and /etc/default/powercut-agent
-# (agent/powercut-agent.env; one already there is kept). For a board's root
-# file system, install the board's part alone, from a cross build:
+# What `make install` puts where: the host's part only (install-host):
+# powercut, its man page, the example configurations and the
+# campaign daemon's unit (powercut@NAME: configuration /etc/powercut/NAME.json,
+# results /var/lib/powercut/results/NAME).
+# The board's part (install-agent): powercut-agent, its man page, its unit and
+# init script (their paths pointed at $(PREFIX)/bin), /etc/powercut (0700) and
+# /etc/default/powercut-agent (agent/powercut-agent.env; one already there is
+# kept). It goes into a board's root file system, never the host's /etc:
+# install-agent stops without a DESTDIR (DESTDIR=/ on the board itself).
+# From a cross build:
 #   make install-agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1 DESTDIR=/mnt/rootfs PREFIX=/usr
 # INITDIR= (empty) leaves the init script out (a systemd board), SYSTEMDDIR= the
 # unit (a BusyBox board; INITSCRIPT=S95powercut-agent names it for its rcS).
@@ -253,7 +257,7 @@ MAN1DIR    := $(PREFIX)/share/man/man1
 install_sub = sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $(1) > $(2).tmp && chmod $(3) $(2).tmp && mv $(2).tmp $(2)
 
 .PHONY: install-host install-agent
-install: install-host install-agent
+install: install-host
 
 install-host: $(B)/powercut
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) \
@@ -264,6 +268,10 @@ install-host: $(B)/powercut
 	$(call install_sub,systemd/powercut@.service,$(DESTDIR)$(SYSTEMDDIR)/powercut@.service,0644)
 
 install-agent: $(B)/powercut-agent
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo "install-agent: a board's files (/etc/default/powercut-agent, its init script) go into a board's root file system: give DESTDIR=ROOT (DESTDIR=/ on the board itself); make install is the host's part" >&2; \
+		exit 2; \
+	fi
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(SYSCONFDIR)/default
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/powercut
 	install -m 0755 $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
