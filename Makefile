@@ -8,6 +8,7 @@
 #   make install-agent DESTDIR=ROOT  the board's files only, into a board's root
 #                     file system (a cross agent; DESTDIR=/ on the board itself)
 #   make deb          Debian packages powercut and powercut-agent into build/deb/
+#   make deb-check    ...installed, upgraded and purged in a fresh Debian root (root)
 #   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
 #   make agent SIM=0  the agent without the emulated eMMC (B=DIR: beside the full one)
 #
@@ -261,7 +262,7 @@ EXAMPLESDIR ?= $(PREFIX)/share/powercut/configs
 # written beside and renamed: $(call install_sub,SRC,DEST,MODE)
 install_sub = sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $(1) > $(2).tmp && chmod $(3) $(2).tmp && mv $(2).tmp $(2)
 
-.PHONY: install-host install-agent deb
+.PHONY: install-host install-agent deb deb-check
 install: install-host
 
 install-host: $(B)/powercut
@@ -303,6 +304,10 @@ endif
 # dpkg-buildpackage writes beside the source tree (..): what the .changes file
 # lists, and the .changes, are moved to build/deb/. Needs debhelper (13);
 # lintian build/deb/*.changes checks them.
+#   make deb-check           the packages installed in a fresh Debian 12 root
+#                            (tools/deb-install-check: apt-get install, check-config,
+#                            an upgrade keeping the conffile, a short sim campaign,
+#                            purge leaving nothing); root, not part of make check
 DEB_ARCH ?=
 DEB_VERSION = $(shell dpkg-parsechangelog -S Version)
 DEB_CHANGES = ../powercut_$(DEB_VERSION)_$(or $(DEB_ARCH),$(shell dpkg --print-architecture)).changes
@@ -313,6 +318,9 @@ deb:
 		mv ../$$f build/deb/; done
 	mv $(DEB_CHANGES) build/deb/
 	@ls -l build/deb/
+
+deb-check: deb
+	tools/deb-install-check
 
 clean:
 	rm -rf build
