@@ -307,7 +307,8 @@ endif
 #   make deb-check           the packages installed in a fresh Debian 12 root
 #                            (tools/deb-install-check: apt-get install, check-config,
 #                            an upgrade keeping the conffile, a short sim campaign,
-#                            purge leaving nothing); root, not part of make check
+#                            purge leaving nothing, the agent by dpkg --root into a
+#                            second root); root, not part of make check
 DEB_ARCH ?=
 DEB_VERSION = $(shell dpkg-parsechangelog -S Version)
 DEB_CHANGES = ../powercut_$(DEB_VERSION)_$(or $(DEB_ARCH),$(shell dpkg --print-architecture)).changes
