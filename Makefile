@@ -4,8 +4,11 @@
 #   make check        unit + integration tests, built with ASan/UBSan (build/san/)
 #   make check-long   the soaks (minutes each) make check leaves out, same build
 #   make demo         a power-cut campaign on two sim boards, then the per-device report
-#   make install      PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
-#   make install-agent the board's files only (a cross agent into a root file system)
+#   make install      the host's part: PREFIX=/usr/local DESTDIR= (SYSTEMDDIR=$(PREFIX)/lib/systemd/system)
+#   make install-agent DESTDIR=ROOT  the board's files only, into a board's root
+#                     file system (a cross agent; DESTDIR=/ on the board itself)
+#   make deb          Debian packages powercut and powercut-agent into build/deb/
+#   make deb-check    ...installed, upgraded and purged in a fresh Debian root (root)
 #   make agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1
 #   make agent SIM=0  the agent without the emulated eMMC (B=DIR: beside the full one)
 #
@@ -56,6 +59,8 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wformat=2 -Wvla \
             -Wmissing-prototypes -Wstrict-prototypes -Wno-unused-parameter -Wno-format-truncation
 OPT      ?= -O2 -g
 CFLAGS   ?=
+# LDFLAGS: added to the two binaries' link lines (debian/rules passes dpkg's)
+LDFLAGS  ?=
 BASE_CFLAGS := -std=gnu11 -I. $(WARN) -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -MMD -MP
 SANFLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 
@@ -85,7 +90,7 @@ FEATURES_TXT  = libblkid $(if $(HAVE_BLKID),yes,no), liburing $(if $(HAVE_URING)
 BUILD_FLAGS   = $(B)/build-flags
 .PHONY: FORCE
 $(BUILD_FLAGS): FORCE
-	$(shell mkdir -p $(B))$(file >$@.new,$(CC) | $(ALL_CFLAGS) | $(AGENT_LDFLAGS) | $(AGENT_LIBS) | $(HOST_LIBS) | $(CUNIT_LIBS))
+	$(shell mkdir -p $(B))$(file >$@.new,$(CC) | $(ALL_CFLAGS) | $(AGENT_LDFLAGS) $(LDFLAGS) | $(AGENT_LIBS) | $(HOST_LIBS) | $(CUNIT_LIBS))
 	@CC="$(CC)" PKG_CONFIG="$(PKG_CONFIG)" PC_REQ="$(REQ_PKGS)" PC_FEATURES="$(FEATURES_TXT)" \
 		PC_CROSS="$(CROSS_TRIPLET)" tools/build-config $@ $@.new
 # A static agent is the one boards run: each function and object in a section
@@ -132,10 +137,10 @@ $(B)/obj/%.o: %.c $(BUILD_FLAGS)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 $(B)/powercut-agent: $(AGENT_OBJ) $(call objs,$(B),$(AGENT_CMD_SRC))
-	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) -o $@ $^ $(AGENT_LIBS)
+	$(CC) $(ALL_CFLAGS) $(AGENT_LDFLAGS) $(LDFLAGS) -o $@ $^ $(AGENT_LIBS)
 
 $(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/cli/main.o
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS))
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS))
 
 ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) agent/dev_sim.c $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
 
@@ -233,13 +238,16 @@ fixtures: $(B)/tools/mkfixtures
 fault-matrix: all $(B)/tools/faultmatrix
 	PC_BIN=$(B) bench/fault-matrix
 
-# What `make install` puts where. The host's part: powercut, its man page, the
-# example configurations and the campaign daemon's unit (powercut@NAME:
-# configuration /etc/powercut/NAME.json, results /var/lib/powercut/results/NAME).
-# The board's part: powercut-agent, its man page, its unit and init script
-# (their paths pointed at $(PREFIX)/bin) and /etc/default/powercut-agent
-# (agent/powercut-agent.env; one already there is kept). For a board's root
-# file system, install the board's part alone, from a cross build:
+# What `make install` puts where: the host's part only (install-host):
+# powercut, its man page, the example configurations (EXAMPLESDIR) and the
+# campaign daemon's unit (powercut@NAME: configuration /etc/powercut/NAME.json,
+# results /var/lib/powercut/results/NAME).
+# The board's part (install-agent): powercut-agent, its man page, its unit and
+# init script (their paths pointed at $(PREFIX)/bin), /etc/powercut (0700) and
+# /etc/default/powercut-agent (agent/powercut-agent.env; one already there is
+# kept). It goes into a board's root file system, never the host's /etc:
+# install-agent stops without a DESTDIR (DESTDIR=/ on the board itself).
+# From a cross build:
 #   make install-agent CROSS_COMPILE=aarch64-linux-gnu- STATIC=1 DESTDIR=/mnt/rootfs PREFIX=/usr
 # INITDIR= (empty) leaves the init script out (a systemd board), SYSTEMDDIR= the
 # unit (a BusyBox board; INITSCRIPT=S95powercut-agent names it for its rcS).
@@ -248,22 +256,28 @@ SYSCONFDIR ?= /etc
 INITDIR    ?= $(SYSCONFDIR)/init.d
 INITSCRIPT ?= powercut-agent
 MAN1DIR    := $(PREFIX)/share/man/man1
+# the Debian package puts them in /usr/share/doc/powercut/examples
+EXAMPLESDIR ?= $(PREFIX)/share/powercut/configs
 # a unit or script with its /usr/bin/powercut paths pointed at $(PREFIX)/bin,
 # written beside and renamed: $(call install_sub,SRC,DEST,MODE)
 install_sub = sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $(1) > $(2).tmp && chmod $(3) $(2).tmp && mv $(2).tmp $(2)
 
-.PHONY: install-host install-agent
-install: install-host install-agent
+.PHONY: install-host install-agent deb deb-check
+install: install-host
 
 install-host: $(B)/powercut
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) \
-		$(DESTDIR)$(PREFIX)/share/powercut/configs $(DESTDIR)$(SYSTEMDDIR)
+		$(DESTDIR)$(EXAMPLESDIR) $(DESTDIR)$(SYSTEMDDIR)
 	install -m 0755 $(B)/powercut $(DESTDIR)$(PREFIX)/bin/
 	install -m 0644 docs/man/powercut.1 $(DESTDIR)$(MAN1DIR)/
-	install -m 0644 configs/*.json $(DESTDIR)$(PREFIX)/share/powercut/configs/
+	install -m 0644 configs/*.json $(DESTDIR)$(EXAMPLESDIR)/
 	$(call install_sub,systemd/powercut@.service,$(DESTDIR)$(SYSTEMDDIR)/powercut@.service,0644)
 
 install-agent: $(B)/powercut-agent
+	@if [ -z "$(DESTDIR)" ]; then \
+		echo "install-agent: a board's files (/etc/default/powercut-agent, its init script) go into a board's root file system: give DESTDIR=ROOT (DESTDIR=/ on the board itself); make install is the host's part" >&2; \
+		exit 2; \
+	fi
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MAN1DIR) $(DESTDIR)$(SYSCONFDIR)/default
 	install -d -m 0700 $(DESTDIR)$(SYSCONFDIR)/powercut
 	install -m 0755 $(B)/powercut-agent $(DESTDIR)$(PREFIX)/bin/
@@ -282,6 +296,32 @@ endif
 		echo "install -m 0644 agent/powercut-agent.env $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent"; \
 		install -m 0644 agent/powercut-agent.env $(DESTDIR)$(SYSCONFDIR)/default/powercut-agent; \
 	fi
+
+# ---- Debian packages --------------------------------------------------------
+#   make deb                 powercut and powercut-agent (and their -dbgsym) for
+#                            this machine, from debian/ (dpkg-buildpackage -b -us -uc)
+#   make deb DEB_ARCH=arm64  cross-built (the cross toolchain, the :arm64 -dev packages)
+# dpkg-buildpackage writes beside the source tree (..): what the .changes file
+# lists, and the .changes, are moved to build/deb/. Needs debhelper (13);
+# lintian build/deb/*.changes checks them.
+#   make deb-check           the packages installed in a fresh Debian 12 root
+#                            (tools/deb-install-check: apt-get install, check-config,
+#                            an upgrade keeping the conffile, a short sim campaign,
+#                            purge leaving nothing, the agent by dpkg --root into a
+#                            second root); root, not part of make check
+DEB_ARCH ?=
+DEB_VERSION = $(shell dpkg-parsechangelog -S Version)
+DEB_CHANGES = ../powercut_$(DEB_VERSION)_$(or $(DEB_ARCH),$(shell dpkg --print-architecture)).changes
+deb:
+	dpkg-buildpackage -b -us -uc $(if $(DEB_ARCH),-a $(DEB_ARCH))
+	mkdir -p build/deb
+	for f in $$(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* [^ ]* [^ ]* //p' $(DEB_CHANGES)); do \
+		mv ../$$f build/deb/; done
+	mv $(DEB_CHANGES) build/deb/
+	@ls -l build/deb/
+
+deb-check: deb
+	tools/deb-install-check
 
 clean:
 	rm -rf build

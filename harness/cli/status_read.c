@@ -476,14 +476,18 @@ int status_read_events(struct st_ctx *x)
 {
 	struct stat st;
 	off_t from;
+	int64_t mtime;
 	int ret;
 
 	x->ev_fd = open_file(x, PC_FILE_EVENTS, &st);
 	if (x->ev_fd < 0)
 		return -1;
 	x->ev_size = st.st_size;
-	/* (any time a file may be given: now minus it must not overflow) */
-	x->ev_mtime = st.st_mtim.tv_sec < 0 ? 0 : st.st_mtim.tv_sec > ST_TIME_MAX ? ST_TIME_MAX : st.st_mtim.tv_sec;
+	/* (any time a file may be given: now minus it must not overflow; in
+	 * 64 bits: a 32-bit time_t, armhf's, is never above ST_TIME_MAX and
+	 * the comparison would be a -Wtype-limits error) */
+	mtime = st.st_mtim.tv_sec;
+	x->ev_mtime = mtime < 0 ? 0 : mtime > ST_TIME_MAX ? ST_TIME_MAX : mtime;
 	from = (uint64_t)x->ev_size > x->lim->tail_first ? x->ev_size - (off_t)x->lim->tail_first : 0;
 	x->win = calloc(x->nb, sizeof(*x->win));
 	if (!x->win)

@@ -1,10 +1,12 @@
 #!/bin/bash
-# The systemd units: `make install DESTDIR=... PREFIX=/usr` puts the host's
-# powercut@.service and the agent's powercut-agent.service in
+# The systemd units: `make install-host install-agent DESTDIR=... PREFIX=/usr`
+# puts the host's powercut@.service and the agent's powercut-agent.service in
 # $(PREFIX)/lib/systemd/system (or SYSTEMDDIR), their ExecStart pointed at
 # $(PREFIX)/bin; the campaign unit restarts on failure but takes exit 1 (a
 # FAIL) and 3 (INCOMPLETE) as the campaign's result; `systemd-analyze verify`
-# accepts both units, when it is installed.
+# accepts both units, when it is installed. `make install` is the host's part
+# alone: nothing of the board's (no /etc at all); install-agent without a
+# DESTDIR stops before it writes anything.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -19,9 +21,9 @@ esac
 BABS=$(cd "$BIN" && pwd)
 
 I="$T/inst"
-mk install B="$BABS" OPT="$OPTS" DESTDIR="$I" PREFIX=/usr > "$T/install.log" 2>&1
+mk install-host install-agent B="$BABS" OPT="$OPTS" DESTDIR="$I" PREFIX=/usr > "$T/install.log" 2>&1
 rc=$?
-check "make install DESTDIR PREFIX=/usr (exit $rc)" [ $rc -eq 0 ]
+check "make install-host install-agent DESTDIR PREFIX=/usr (exit $rc)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || { tail -5 "$T/install.log"; finish; }
 U="$I/usr/lib/systemd/system"
 check "powercut@.service installed in PREFIX/lib/systemd/system" [ -f "$U/powercut@.service" ]
@@ -35,10 +37,26 @@ check "the campaign unit runs /etc/powercut/%i.json into /var/lib/powercut/resul
 check "it restarts on failure, after RestartSec" sh -c "grep -qx 'Restart=on-failure' '$unit' && grep -qE '^RestartSec=[0-9]+' '$unit'"
 check "exit 1 (FAIL) and 3 (INCOMPLETE) are its result, not failures" grep -qx 'SuccessExitStatus=1 3' "$unit"
 
-# another prefix and SYSTEMDDIR
-mk install B="$BABS" OPT="$OPTS" DESTDIR="$T/inst2" PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system > "$T/install2.log" 2>&1
+# `make install`: the host's part, nothing of the board's
+H="$T/host"
+mk install B="$BABS" OPT="$OPTS" DESTDIR="$H" PREFIX=/usr > "$T/install-host.log" 2>&1
 rc=$?
-if ! check "make install PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system (exit $rc)" [ $rc -eq 0 ]; then
+check "make install DESTDIR PREFIX=/usr (exit $rc)" [ $rc -eq 0 ]
+check "make install: powercut and its unit" test -x "$H/usr/bin/powercut" -a -f "$H/usr/lib/systemd/system/powercut@.service"
+check "make install: no agent, no file in /etc ($(cd "$H" && find . -name '*agent*' -o -path './etc*' | head -3))" \
+	test ! -e "$H/usr/bin/powercut-agent" -a ! -e "$H/etc" -a ! -e "$H/usr/lib/systemd/system/powercut-agent.service"
+# install-agent with no DESTDIR stops (its paths pointed into $T, should the
+# stop ever go: it must not write the host's /etc)
+mk install-agent B="$BABS" OPT="$OPTS" DESTDIR= PREFIX="$T/noprefix" SYSCONFDIR="$T/noetc" > "$T/install-nodest.log" 2>&1
+rc=$?
+check "make install-agent without DESTDIR stops (exit $rc)" [ $rc -eq 2 ]
+check "it says to give DESTDIR" grep -q 'give DESTDIR=ROOT' "$T/install-nodest.log"
+check "it wrote nothing" test ! -e "$T/noprefix" -a ! -e "$T/noetc"
+
+# another prefix and SYSTEMDDIR
+mk install-host install-agent B="$BABS" OPT="$OPTS" DESTDIR="$T/inst2" PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system > "$T/install2.log" 2>&1
+rc=$?
+if ! check "make install-host install-agent PREFIX=/opt/pc SYSTEMDDIR=/etc/systemd/system (exit $rc)" [ $rc -eq 0 ]; then
 	tail -5 "$T/install2.log"
 fi
 check "the units go to SYSTEMDDIR" [ -f "$T/inst2/etc/systemd/system/powercut@.service" ]
