@@ -72,9 +72,11 @@ check "early ACKs: crash-states exits 1 with acked_not_durable >= 1 on every cyc
 check "...at least 20 such cycles (caught $caught)" [ "$caught" -ge 20 ]
 check "...flush cycles among them (was $flush_n)" [ "$flush_n" -ge 5 ]
 check "...fua+flush cycles among them (was $fua_n)" [ "$fua_n" -ge 5 ]
-c1=$(for c in $(seq 1 30); do jqt '.ok == false' "$T/early-$c.jsonl" 2>/dev/null && { echo "$c"; break; }; done)
+# (a cycle may be caught at its real cut alone, when its early ACK and the
+# cut fall between the same two log entries: some caught cycle names a mark)
 check "...naming the ACK mark that came before the log made the record durable" \
-	grep -q "acknowledged (its ACK mark is log entry [0-9]*) before the log made it durable" "$T/early-${c1:-1}.jsonl"
+	sh -c 'cat "$@" 2> /dev/null | grep -q "acknowledged (its ACK mark is log entry [0-9]*) before the log made it durable"' \
+	_ "$T"/early-*.jsonl
 
 "$PC" crash-states "$R" --board honest --all > "$T/honest.jsonl" 2> "$T/honest.err"
 rc=$?
@@ -82,7 +84,10 @@ check "honest: crash-states exits 0 (was $rc)" [ $rc -eq 0 ]
 [ $rc -eq 0 ] || { head -c 2000 "$T/honest.jsonl"; cat "$T/honest.err"; }
 n=$(wc -l < "$T/honest.jsonl")
 echo "    honest: $n cycles checked: $(jq -s -c '{acked: (map(.acked) | add), ack_marks: (map(.ack_marks) | add), acked_not_durable: (map(.acked_not_durable) | add)}' "$T/honest.jsonl")"
-check "honest: cycles checked ($n)" [ "$n" -ge 15 ]
+# a cycle cut before its first write keeps nothing to check: on a loaded
+# machine (run-all -j6 in a fresh clone's .ci/run) 18 of the 30 random cuts
+# at 20-80 ms came before the slow agent's first write, and 12 were checked
+check "honest: cycles checked ($n)" [ "$n" -ge 5 ]
 check "honest: 0 acked_not_durable and every host ACK marked, in every cycle" \
 	jqt -s 'all(.[]; .acked_not_durable == 0 and (.ack_marks == 0 or .acks_unmarked == 0))' "$T/honest.jsonl"
 check "honest: the ACKs are marked in the log (some cycle acknowledged, every acknowledged cycle has marks)" \
