@@ -119,10 +119,23 @@ static void inspect_marked(const char *p, size_t n, const char *board, struct ca
 	pc_msg_clear(&m);
 }
 
+/* A line powercut printed (the agent's "powercut-agent: error: ...", the
+ * relay's note): never a sign of a boot, though it may quote one (the host's
+ * reason that "an earlier power-on printed \"Linux version ...\"", which an
+ * agent killed late echoes into the next cycle's console). */
+static int ours(const char *line, size_t n)
+{
+	const char *p = line;
+
+	while (p < line + n && (*p == ' ' || *p == '\t' || *p == '\r'))
+		p++;
+	return (size_t)(line + n - p) >= 8 && !memcmp(p, "powercut", 8);
+}
+
 /* A line that is not ours: a sign of a booted kernel, of the device failing. */
 static void inspect_noise(const char *line, size_t n, struct camp_console_facts *f)
 {
-	for (size_t i = 0; !f->kernel[0] && i < PC_ARRAY_SIZE(kernel_signs); i++) {
+	for (size_t i = 0; !ours(line, n) && !f->kernel[0] && i < PC_ARRAY_SIZE(kernel_signs); i++) {
 		const char *k = memmem(line, n, kernel_signs[i], strlen(kernel_signs[i]));
 
 		if (k)	/* the line from the sign on */
@@ -173,19 +186,23 @@ void camp_console_inspect(const char *text, size_t len, const char *board, struc
 	}
 }
 
-/* The first line of the console holding one of the board's boot_patterns. */
+/* The first line of the console holding one of the board's boot_patterns,
+ * powercut's own lines left out (they may quote one). */
 static void boot_pattern_line(const struct bctx *b, const char *text, size_t len, struct camp_console_facts *f)
 {
 	for (unsigned i = 0; !f->boot[0] && i < b->cfg->nboot_patterns; i++) {
-		const char *p = memmem(text, len, b->cfg->boot_patterns[i], strlen(b->cfg->boot_patterns[i]));
-		const char *from = p, *to;
+		const char *pat = b->cfg->boot_patterns[i], *at = text, *p;
+		size_t pl = strlen(pat);
 
-		if (!p)
-			continue;
-		while (from > text && from[-1] != '\n')
-			from--;
-		to = memchr(p, '\n', len - (size_t)(p - text));
-		printable(f->boot, sizeof(f->boot), from, (size_t)((to ? to : text + len) - from));
+		while (!f->boot[0] && pl && (p = memmem(at, len - (size_t)(at - text), pat, pl))) {
+			const char *from = p, *to = memchr(p, '\n', len - (size_t)(p - text));
+
+			while (from > text && from[-1] != '\n')
+				from--;
+			if (!ours(from, (size_t)((to ? to : text + len) - from)))
+				printable(f->boot, sizeof(f->boot), from, (size_t)((to ? to : text + len) - from));
+			at = p + pl;
+		}
 	}
 }
 

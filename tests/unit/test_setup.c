@@ -88,6 +88,12 @@ static void test_console(void)
 	CU_ASSERT_STRING_EQUAL(f.kernel, "Starting kernel ...");
 	inspect("U-Boot 2023.01\r\nHit any key to stop autoboot\r\n", "b1", &f);
 	CU_ASSERT(!f.kernel[0]);
+	/* powercut's own line quoting a boot (the host's reason, echoed by an
+	 * agent killed late into the next cycle's console) is no boot */
+	inspect("powercut-agent: error: the host ended this session: the relay did not cut power: though an "
+		"earlier power-on printed \"Linux version 6.1.0-sim (powercut test)\" before its agent's hello\r\n",
+		"b1", &f);
+	CU_ASSERT(!f.kernel[0]);
 	/* the agent's lines: the last setup_error for this board (or one that
 	 * names none) counts, after kernel noise on the same line too */
 	inspect("powercut-agent: error: cannot reach the host\n"
