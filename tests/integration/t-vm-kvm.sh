@@ -201,8 +201,10 @@ check "cycle 2, the power-on KVM failed, is an INFRA_ERROR whose cause is host_f
 	[ "$(jq -s '[.[] | select(.ev == "infra" and .cycle == 2 and .cause == "host_fault" and
 		(.reason | test("the relay says the host failed the power-on: KVM failed the guest of this power-on \\(QEMU said \"KVM internal error. Suberror: 1; emulation failure\"")))] | length' "$E0")" -eq 1 ]
 check "...judged at once, without the grace for a slow boot" sh -c '! grep -q "the power stays on" "$1"' _ "$T/out0"
-check "cycles 1 and 3 PASS (3 under TCG), cycle 2 INFRA_ERROR" \
-	[ "$(jq -s -r 'sort_by(.cycle)[] | "\(.cycle) \(.verdict)"' "$V0" | tr '\n' ' ')" = "1 PASS 2 INFRA_ERROR 3 PASS " ]
+# cycle 3 (under TCG) may meet the open stall of part 2 (docs/vm.md): an
+# INFRA_ERROR, never a device verdict; cycle 1 ran KVM and must PASS
+check "cycle 1 PASS, cycle 2 INFRA_ERROR, cycle 3 (under TCG) PASS or INFRA_ERROR" \
+	grep -Eq '^1 PASS 2 INFRA_ERROR 3 (PASS|INFRA_ERROR) $' <<< "$(jq -s -r 'sort_by(.cycle)[] | "\(.cycle) \(.verdict)"' "$V0" | tr '\n' ' ')"
 check "...and the power-ons after it ran TCG" \
 	[ "$(grep '^--- power on' "$T/r0/boards/vm1/qemu.log" | sed 's/.* -accel \([a-z]*\) .*/\1/' | tr '\n' ' ' | cut -d' ' -f1-3)" = "kvm kvm tcg" ]
 
