@@ -168,7 +168,7 @@ campaign() {
     "relay": { "driver": "command", "on": "$2", "off": "kill -KILL -\$(cat $T/pgid) 2>/dev/null; true",
       "get": "sh $T/get.sh $T/agent.pid" },
     "modes": ["fua", "flush"], "records_per_cycle": 40,
-    "cut": { "at": "random", "window_ms": [2, 20] }, "boot_timeout_ms": 15000, "off_ms": 5 } ] }
+    "cut": { "at": "mix", "window_ms": [2, 20] }, "boot_timeout_ms": 15000, "off_ms": 5 } ] }
 JSON
 	"$PC" run "$T/$1.json" --results "$T/r-$1" --quiet --no-report > "$T/$1.out" 2>&1
 }

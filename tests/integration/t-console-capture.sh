@@ -30,7 +30,7 @@ cfg() { # LINK-JSON
       "off": "kill -KILL -\$(cat $T/pid) 2>/dev/null; true",
       "get": "sh $T/get.sh $T/pid" },
     "modes": ["fua", "flush"], "records_per_cycle": 60,
-    "cut": { "at": "random", "window_ms": [2, 30] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
+    "cut": { "at": "mix", "window_ms": [2, 30] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
 JSON
 }
 cfg "{ \"type\": \"tcp\", \"console\": \"$host_end\", \"baud\": 115200, \"boot_patterns\": [\"U-Boot\", \"Starting kernel\"] }" > "$T/c.json"

@@ -19,7 +19,7 @@ board_cfg() { # name port agent-connect extra-agent-args media cycles
       "on": "setsid $PWD/$AGENT run $4 --device sim:$5 --connect $3 --board k1 --connect-timeout-ms 4000 >> $T/$1.log 2>&1 & echo \$! > $T/$1.pid",
       "off": "kill -KILL \$(cat $T/$1.pid 2>/dev/null) 2>/dev/null; true",
       "get": "sh $T/get.sh $T/$1.pid" },
-    "records_per_cycle": 20, "cut": { "at": "random", "window_ms": [2, 20] },
+    "records_per_cycle": 20, "cut": { "at": "mix", "window_ms": [2, 20] },
     "boot_timeout_ms": 6000, "boot_retries": 0, "off_ms": 5 } ] }
 JSON
 }
