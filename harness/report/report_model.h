@@ -61,7 +61,7 @@ enum rep_phase {
 	PH_ACKED_PENDING,	/* some acknowledged, later ones submitted and not yet */
 	PH_FLUSH,		/* at a cache flush (cut plan flush) */
 	PH_FUA,			/* at a FUA write (cut plan fua) */
-	PH_AFTER,		/* after the last ACK: nothing in flight (or the work was done) */
+	PH_AFTER,		/* every planned record acknowledged, or the work done: nothing to come */
 	PH_N
 };
 extern const char *const rep_phase_keys[PH_N];	/* "before_first_write", ... (JSON, CSV) */

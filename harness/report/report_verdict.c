@@ -302,7 +302,10 @@ static int verdict_phase(struct rep *r, const char *file, unsigned long line, js
 		*phase = PH_FUA;
 	else if (!vd->submitted)
 		*phase = PH_BEFORE;
-	else if ((trig && !strcmp(trig, pc_trigger_names[PC_CUT_WORK_DONE])) || vd->acked >= vd->submitted)
+	/* after the writes only when the cycle's work was done: a cut between
+	 * two records (the last submitted one acknowledged, the next not yet
+	 * submitted) met the writes as much as one with a record in flight */
+	else if ((trig && !strcmp(trig, pc_trigger_names[PC_CUT_WORK_DONE])) || vd->acked >= vd->planned)
 		*phase = PH_AFTER;
 	else
 		*phase = vd->acked ? PH_ACKED_PENDING : PH_NONE_ACKED;

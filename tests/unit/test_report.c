@@ -773,15 +773,17 @@ static void test_incomplete_bad(void)
 /* The bound on each mode's rate, where the cuts landed, the flags, the wear. */
 static void test_qualify_figures(void)
 {
-	/* journal: one cut in each phase; flush: random cuts only, one FAIL */
+	/* journal: one cut in each phase (a cut between two records, the last
+	 * submitted one acknowledged, met the writes); flush: random cuts
+	 * only, one FAIL */
 	static const char v[] =
 		QV(1, "PASS", "journal", 0, 0, RND, W1)
 		QV(2, "PASS", "journal", 4, 0, RND, W1)
-		QV(3, "PASS", "journal", 8, 4, RND, W2)
+		QV(3, "PASS", "journal", 8, 8, RND, W2)	/* between two records: during the writes */
 		QV(4, "PASS", "journal", 8, 4, "{\"plan\":\"flush\",\"trigger\":\"flush\"}", W2)
 		QV(5, "PASS", "journal", 8, 4, "{\"plan\":\"fua\",\"trigger\":\"sim exact\"}", W2)
 		QV(6, "PASS", "journal", 16, 8, "{\"plan\":\"random\",\"trigger\":\"work done\"}", W3)
-		QV(7, "PASS", "flush", 8, 8, RND, W3)
+		QV(7, "PASS", "flush", 16, 16, RND, W3)	/* all 16 planned acknowledged: after */
 		QV(8, "FAIL", "flush", 8, 4, RND, W3);
 	const char *dir = pc_test_tmpdir("report-qualify"), *dirs[1] = { dir };
 	char err[512] = "", *text = NULL;
