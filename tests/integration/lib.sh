@@ -121,6 +121,21 @@ rc_in() {
 	return 1
 }
 
+# passed_or_late RC RESULTS: the campaign's exit RC is 0, or 3 with the
+# report's result INCONCLUSIVE and nothing else: its relay (a shell, a
+# process kill, a PDU, under load) cut after the sim's fast writes had
+# ended, so no mode's cuts met its writes (docs/verdicts.md#no-pass-without-evidence).
+# For a test of plumbing, not of the evidence rule (t-inconclusive's): a
+# FAIL, BOOT_FAIL or INCOMPLETE still fails it. Says which it was.
+passed_or_late() {
+	local rc=$1 res
+	[ "$rc" = 0 ] && return 0
+	[ "$rc" = 3 ] || { echo "    exit $rc"; return 1; }
+	res=$("$PC" report --format json "$2" 2>/dev/null | jq -r .result)
+	echo "    exit 3, $res: the cuts came after the writes (a late relay)"
+	[ "$res" = INCONCLUSIVE ]
+}
+
 # A free TCP port on loopback: one nothing listens on, below the kernel's
 # ephemeral range (a port within it can be handed to any outgoing
 # connection, an agent's or a relay's HTTP request, between this probe and

@@ -36,7 +36,7 @@ JSON
 cfg "{ \"type\": \"tcp\", \"console\": \"$host_end\", \"baud\": 115200, \"boot_patterns\": [\"U-Boot\", \"Starting kernel\"] }" > "$T/c.json"
 "$PC" run "$T/c.json" --results "$T/r" --quiet --no-report > "$T/out" 2>&1
 rc=$?
-check "8 cycles over the tcp link pass (exit $rc)" [ $rc -eq 0 ]
+check "8 cycles over the tcp link pass (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 check "...one PASS per cycle" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r/verdicts.jsonl")" -eq 8 ]
 logs=0
 for n in $(seq 8); do grep -q "U-Boot 2024.01 (sim)" "$T/r/console/t1/cycle-$n.log" 2>/dev/null && logs=$((logs + 1)); done

@@ -32,7 +32,7 @@ board_cfg drop "$p" "127.0.0.1:$x" --fresh-boot-id "$T/m.img" 6
 "$PC" run "$T/drop.json" --results "$T/rd" --quiet --no-report > "$T/drop.out" 2>&1
 rc=$?
 check "every agent's first connection was dropped ($(grep -c dropped "$T/drops.log"))" [ "$(grep -c dropped "$T/drops.log")" -ge 6 ]
-check "...and each tried again and got in: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "...and each tried again and got in: exit 0, or 3 INCONCLUSIVE (was $rc)" passed_or_late $rc "$T/rd"
 check "...6 PASS" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/rd/verdicts.jsonl")" -eq 6 ]
 check "...saying so" grep -q "trying again" "$T/drop.log"
 

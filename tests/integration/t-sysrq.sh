@@ -28,7 +28,7 @@ cat > "$T/c.json" <<JSON
 JSON
 "$PC" run "$T/c.json" --results "$T/r" --quiet --no-report > "$T/out" 2>&1
 rc=$?
-check "20 crash cycles on a lying-flush card pass (exit 0)" [ $rc -eq 0 ]
+check "20 crash cycles on a lying-flush card pass (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 [ $rc -eq 0 ] || tail -5 "$T/out"
 check "every cut was a sysrq crash" [ "$(jq -s '[.[] | select(.ev == "cut" and (.how | startswith("sysrq")))] | length' "$T/r/events.jsonl")" -eq 20 ]
 check "the agent pulled the trigger each time" [ "$(wc -l < "$T/reboots")" -ge 20 ]
