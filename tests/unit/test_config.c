@@ -795,7 +795,12 @@ static void test_real_board_warnings(void)
 		  "{'campaign':'t','cycles':3,'listen':'[::1]:7000','boards':[{'name':'s','relay':{'driver':'sim'}},"
 		  "{'name':'r','relay':{'driver':'command','on':'x','off':'y'},'device':{'backend':'posix'},"
 		  "'off_ms':1000}]}",
-		  2, { "boards[1].boot_timeout_ms: the default", "listen: [::1]:7000 suits only the sim: the agent of a real board (r)" } },
+		  3, { "boards[1].relay: a command relay without board_id is locked for this campaign only",
+		       "boards[1].boot_timeout_ms: the default", "listen: [::1]:7000 suits only the sim: the agent of a real board (r)" } },
+		{ "a command relay naming its board_id: no relay warning",
+		  "{'campaign':'t','cycles':3,'listen':'0.0.0.0:7878','boards':[{'name':'r','relay':{'driver':'command',"
+		  "'on':'x','off':'y','board_id':'rpi-3'},'device':{'backend':'posix'},'off_ms':1000,'boot_timeout_ms':30000}]}",
+		  0, { NULL } },
 	};
 
 	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {
