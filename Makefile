@@ -148,6 +148,11 @@ $(B)/test-unit: $(ALL_LIB_OBJ) $(call objs,$(B),$(UNIT_SRC))
 	@$(PKG_CONFIG) --exists --print-errors cunit || { echo "build: the unit tests need libcunit1-dev: run 'make deps'" >&2; exit 1; }
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS)) $(CUNIT_LIBS)
 
+# (the tools' objects kept: as intermediates of this pattern rule make would
+# delete them after a build, and a second make in the same tree - .ci/run
+# runs check-long, lava-check and vm-check side by side - could then link a
+# tool whose object another make had just removed)
+.SECONDARY: $(patsubst tests/tools/%.c,$(B)/obj/tests/tools/%.o,$(TOOL_SRC))
 $(B)/tools/%: $(B)/obj/tests/tools/%.o $(call objs,$(B),$(COMMON_SRC))
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)

@@ -8,6 +8,7 @@
  * calling campaign.c by name.
  */
 #include "harness/campaign/campaign_int.h"
+#include "harness/campaign/port_holder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -290,11 +291,22 @@ int camp_listen_on(struct camp *c, char *err, size_t errlen)
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
 	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-		snprintf(err, errlen, "cannot listen on %s: %s", c->cfg->listen, strerror(errno));
+		int e = errno, who;
+		char holder[320];
+
+		/* a port in use: name its holder, another campaign most often */
+		if (e == EADDRINUSE && port && (who = pc_port_holder(port, holder, sizeof(holder))) >= 0)
+			snprintf(err, errlen, "cannot listen on %s: %s: %s holds port %u (%s); %s", c->cfg->listen,
+				 strerror(e), who ? "another powercut" : "another program", port, holder,
+				 who ? "one campaign a port: give this one another listen port (and its agents that "
+				       "--connect), or stop that one first" :
+				       "give another listen port (and the agents' --connect), or stop that program");
+		else
+			snprintf(err, errlen, "cannot listen on %s: %s", c->cfg->listen, strerror(e));
 		freeaddrinfo(ai);
 		if (fd >= 0)
 			close(fd);
-		return -errno;
+		return -e;
 	}
 	freeaddrinfo(ai);
 	getsockname(fd, (struct sockaddr *)&ss, &sl);

@@ -39,17 +39,24 @@ static uint64_t plan_rand(struct bctx *b, uint64_t salt)
 	return pc_mix64(b->c->cfg->seed ^ pc_mix64(((uint64_t)b->idx << 40) ^ ((uint64_t)b->cycle << 8) ^ salt));
 }
 
+/* The cycle's plan and range (under "mix", its turn): set at power-on and
+ * again with the work, the same both times. */
+static void plan_kind(struct bctx *b)
+{
+	b->plan.kind = (int)config_cycle_cut(b->cfg, b->cycle, &b->plan.lo, &b->plan.hi);
+}
+
 static int io_plan(const struct bctx *b)
 {
-	return b->cfg->cut == CUT_FLUSH || b->cfg->cut == CUT_FUA;
+	return b->plan.kind == CUT_FLUSH || b->plan.kind == CUT_FUA;
 }
 
 /* The cycle's draw in the plan's range: the instant, the acks or the nth I/O. */
 static uint32_t plan_pick(struct bctx *b)
 {
-	uint32_t span = b->cfg->cut_max - b->cfg->cut_min + 1;
+	uint32_t span = b->plan.hi - b->plan.lo + 1;
 
-	return b->cfg->cut_min + (uint32_t)(plan_rand(b, 1) % span);
+	return b->plan.lo + (uint32_t)(plan_rand(b, 1) % span);
 }
 
 /*
@@ -61,10 +68,11 @@ static uint32_t plan_pick(struct bctx *b)
 void camp_plan_power_on(struct bctx *b)
 {
 	b->plan.cut[0] = 0;
+	plan_kind(b);
 	if (!io_plan(b) || !(b->relay_caps & RELAY_CAP_EXACT_CUT) || b->cycle > b->c->cycles ||
 	    camp_no_off(b))
 		return;
-	snprintf(b->plan.cut, sizeof(b->plan.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->cfg->cut),
+	snprintf(b->plan.cut, sizeof(b->plan.cut), "%s:%" PRIu32 ":%" PRIu32, config_cut_name(b->plan.kind),
 		 plan_pick(b), b->cfg->cut_delay_us);
 }
 
@@ -76,6 +84,7 @@ void camp_start_work(struct bctx *b)
 	json_object *msg, *ev;
 
 	engine_board_state(c->eng, b->cfg->name, &es);
+	plan_kind(b);
 	w.cycle = b->cycle;
 	w.first = es.next_seq;
 	w.n = b->cfg->records_per_cycle;
@@ -86,7 +95,7 @@ void camp_start_work(struct bctx *b)
 	w.qd = b->cfg->queue_depth;
 	w.seed = plan_rand(b, 2) & INT64_MAX;
 	/* the agent announces the plan's I/O only when asked: other runs are not slowed */
-	w.announce = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
+	w.announce = b->plan.kind == CUT_FLUSH ? PC_IO_FLUSH : b->plan.kind == CUT_FUA ? PC_IO_FUA : 0;
 	msg = pc_msg_work(&w);
 	ev = camp_ev_new(b, PC_EV_WORK);
 	json_object_object_add(ev, "work", json_object_get(msg));
@@ -118,9 +127,9 @@ void camp_start_work(struct bctx *b)
 	b->plan.cut_due_us = 0;
 	/* the relay was told at power-on: the board cuts itself at the nth */
 	b->plan.exact = io_plan(b) && b->plan.cut[0];
-	if (b->cfg->cut == CUT_RANDOM)
+	if (b->plan.kind == CUT_RANDOM)
 		b->plan.cut_at = b->plan.t_work + plan_pick(b);
-	else if (b->cfg->cut == CUT_ACKS)
+	else if (b->plan.kind == CUT_ACKS)
 		b->plan.cut_acks = plan_pick(b);
 	else
 		b->plan.cut_nth = plan_pick(b);
@@ -162,7 +171,7 @@ uint64_t camp_cut_wake(const struct bctx *b)
  */
 void camp_on_io(struct bctx *b, const struct pc_msg *m)
 {
-	unsigned want = b->cfg->cut == CUT_FLUSH ? PC_IO_FLUSH : b->cfg->cut == CUT_FUA ? PC_IO_FUA : 0;
+	unsigned want = b->plan.kind == CUT_FLUSH ? PC_IO_FLUSH : b->plan.kind == CUT_FUA ? PC_IO_FUA : 0;
 
 	if (!b->plan.cut_nth || b->plan.io_fired || m->u.io.op != want || ++b->plan.io_seen < b->plan.cut_nth)
 		return;
@@ -172,7 +181,7 @@ void camp_on_io(struct bctx *b, const struct pc_msg *m)
 	if (b->plan.exact)
 		return;
 	if (!b->cfg->cut_delay_us) {
-		camp_cut(b, config_cut_name(b->cfg->cut));
+		camp_cut(b, config_cut_name(b->plan.kind));
 		return;
 	}
 	/* the poll loop wakes at the millisecond; camp_cut_due waits out the rest */
@@ -192,7 +201,7 @@ void camp_cut_due(struct bctx *b)
 	now = pc_now_us();
 	if (now < b->plan.cut_due_us && b->plan.cut_due_us - now <= 1000)
 		pc_sleep_us((uint32_t)(b->plan.cut_due_us - now));
-	camp_cut(b, config_cut_name(b->cfg->cut));
+	camp_cut(b, config_cut_name(b->plan.kind));
 }
 
 /* The power is off (or the board is crashing): record it and drain the link. */
@@ -206,7 +215,7 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 		why = pc_trigger_names[PC_CUT_SIM_EXACT];
 		exact = 1;
 	}
-	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->cfg->cut)));
+	json_object_object_add(ev, "plan", json_object_new_string(config_cut_name(b->plan.kind)));
 	/* when the harness decided to cut, since the work was sent */
 	json_object_object_add(ev, "at_ms", json_object_new_int64((int64_t)(now - b->plan.t_work)));
 	if (!how && !exact) {
@@ -234,12 +243,12 @@ static void cut_done(struct bctx *b, uint64_t now, uint64_t t_off, const char *w
 		json_object *io = json_object_new_object();
 		uint64_t due = b->plan.t_io_us + b->cfg->cut_delay_us;
 
-		json_object_object_add(io, "op", json_object_new_string(config_cut_name(b->cfg->cut)));
+		json_object_object_add(io, "op", json_object_new_string(config_cut_name(b->plan.kind)));
 		json_object_object_add(io, "seq", json_object_new_uint64(b->plan.io_seq));
 		json_object_object_add(ev, "io", io);
 		if (exact)
 			json_object_object_add(ev, "late_us", json_object_new_int64(0));
-		else if (!strcmp(why, config_cut_name(b->cfg->cut)))
+		else if (!strcmp(why, config_cut_name(b->plan.kind)))
 			json_object_object_add(ev, "late_us", json_object_new_int64(t_off > due ? (int64_t)(t_off - due) : 0));
 	}
 	if (how)

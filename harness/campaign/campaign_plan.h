@@ -17,6 +17,8 @@ struct relay_rep;
 
 /* The cycle's work and cut plan. */
 struct camp_plan {
+	int kind;		/* the cycle's plan (enum cut_plan, never CUT_MIX): config_cycle_cut */
+	uint32_t lo, hi;	/* ... its range: the window (ms), the acks or the nth */
 	uint32_t cut_seq;	/* the cut's request, in B_CUTTING */
 	const char *cut_why;	/* ... what called for it */
 	uint64_t cut_now_ms;	/* ... when it was decided */

@@ -47,6 +47,9 @@ enum cut_plan {
 	CUT_ACKS,	/* after a random number in [cut_min, cut_max] of acked records */
 	CUT_FLUSH,	/* at the nth cache flush the agent announces, n random in [cut_min, cut_max] */
 	CUT_FUA,	/* at the nth FUA write the agent announces, likewise */
+	CUT_MIX,	/* each cycle one of flush, fua (the I/O its mode issues) and random, in
+			 * turn per mode: [cut_min, cut_max] is the random window, nth any of
+			 * the cycle's flushes or FUA writes (the default plan) */
 };
 
 struct board_cfg {
@@ -154,11 +157,15 @@ typedef void (*config_change_fn)(const char *path, const char *board, json_objec
  */
 int config_resume_diff(json_object *old, json_object *cur, const char *file, config_change_fn fn, void *arg,
 		       char *err, size_t errlen);
-/* "random", "acks", "flush", "fua". */
+/* "random", "acks", "flush", "fua", "mix". */
 const char *config_cut_name(enum cut_plan p);
 /* How many cache flushes (CUT_FLUSH) or FUA writes (CUT_FUA) a cycle of mode
  * issues with records and flush_every: what the agent announces. 0: none. */
 uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t flush_every);
+/* The plan of a board's cycle (1, 2, ...) and its range ([lo, hi]: the
+ * window in ms, the acks or the nth): the board's plan, or under CUT_MIX the
+ * cycle's turn among the plans its mode can take (flush, fua, random). */
+enum cut_plan config_cycle_cut(const struct board_cfg *b, uint32_t cycle, uint32_t *lo, uint32_t *hi);
 /*
  * Is the device a board's agent opened (its HELLO) the one the board's
  * device section names? Each of device.cid, serial,

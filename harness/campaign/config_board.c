@@ -406,7 +406,7 @@ static int cfg_pair(struct cfg_ctx *x, json_object *v, const char *sub, uint32_t
 }
 
 /* The cut plans' names, by enum cut_plan. */
-static const char *const cut_names[] = { "random", "acks", "flush", "fua", NULL };
+static const char *const cut_names[] = { "random", "acks", "flush", "fua", "mix", NULL };
 
 const char *config_cut_name(enum cut_plan p)
 {
@@ -432,10 +432,53 @@ uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t fl
 	return 0;
 }
 
+enum cut_plan config_cycle_cut(const struct board_cfg *b, uint32_t cycle, uint32_t *lo, uint32_t *hi)
+{
+	int mode = b->modes[(cycle ? cycle - 1 : 0) % b->nmodes];
+	enum cut_plan turn[3];
+	unsigned n = 0;
+
+	*lo = b->cut_min;
+	*hi = b->cut_max;
+	if (b->cut != CUT_MIX)
+		return b->cut;
+	/* the I/O the mode issues first, so that a short campaign reaches it */
+	if (config_cut_ops(CUT_FLUSH, mode, b->records_per_cycle, b->flush_every))
+		turn[n++] = CUT_FLUSH;
+	if (config_cut_ops(CUT_FUA, mode, b->records_per_cycle, b->flush_every))
+		turn[n++] = CUT_FUA;
+	turn[n++] = CUT_RANDOM;
+	enum cut_plan p = turn[((cycle ? cycle - 1 : 0) / b->nmodes) % n];
+	if (p != CUT_RANDOM) {
+		*lo = 1;
+		*hi = config_cut_ops(p, mode, b->records_per_cycle, b->flush_every);
+	}
+	return p;
+}
+
 /*
  * "cut": {"at": "random", "window_ms": [min, max]}, {"at": "acks", "acks":
- * [min, max]}, or {"at": "flush" | "fua", "nth": [min, max], "delay_us": D}.
+ * [min, max]}, {"at": "flush" | "fua", "nth": [min, max], "delay_us": D},
+ * or {"at": "mix", "window_ms": [min, max], "delay_us": D} (the default).
  */
+/* delay_us (plans flush, fua and mix): within the work timeout. */
+static int cfg_cut_delay(struct cfg_ctx *x, struct board_cfg *b, json_object *c)
+{
+	json_object *v;
+	char path[160];
+	int rc;
+
+	if (c && (v = cfg_jget(c, "delay_us")) &&
+	    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"), 0, CFG_MAX_DELAY_US,
+			  &b->cut_delay_us)))
+		return rc;
+	if (b->cut_delay_us / 1000 >= b->work_timeout_ms)
+		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"),
+				"%" PRIu32 " us is not within work_timeout_ms (%" PRIu32 ")", b->cut_delay_us,
+				b->work_timeout_ms);
+	return 0;
+}
+
 /* A cut at the nth cache flush or FUA write (plan "flush" or "fua"): nth
  * within what every mode of the board issues in a cycle, delay_us within the
  * work timeout. */
@@ -470,31 +513,41 @@ static int cfg_cut_io(struct cfg_ctx *x, struct board_cfg *b, json_object *c, co
 				"%" PRIu32 " is more than the %" PRIu32 " %s a cycle of mode %s issues "
 				"(records_per_cycle %" PRIu32 ", flush_every %" PRIu32 "): lower nth", b->cut_max,
 				ops, what, pc_mode_name((enum pc_mode)worst), b->records_per_cycle, b->flush_every);
-	if ((v = cfg_jget(c, "delay_us")) &&
-	    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"), 0, CFG_MAX_DELAY_US,
-			  &b->cut_delay_us)))
-		return rc;
-	if (b->cut_delay_us / 1000 >= b->work_timeout_ms)
-		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"),
-				"%" PRIu32 " us is not within work_timeout_ms (%" PRIu32 ")", b->cut_delay_us,
-				b->work_timeout_ms);
-	return 0;
+	return cfg_cut_delay(x, b, c);
 }
 
+/* The plan as resolved, into the board's "cut" of campaign.json. */
+static void cfg_cut_out(const struct board_cfg *b, json_object *out)
+{
+	json_object *oc = json_object_new_object(), *pair = json_object_new_array();
+
+	cfg_put(out, "cut", oc);
+	cfg_put(oc, "at", json_object_new_string(cut_names[b->cut]));
+	cfg_put(oc, b->cut == CUT_RANDOM || b->cut == CUT_MIX ? "window_ms" : b->cut == CUT_ACKS ? "acks" : "nth", pair);
+	json_object_array_add(pair, json_object_new_int64(b->cut_min));
+	json_object_array_add(pair, json_object_new_int64(b->cut_max));
+	if (b->cut == CUT_FLUSH || b->cut == CUT_FUA || b->cut == CUT_MIX)
+		cfg_put(oc, "delay_us", json_object_new_int64(b->cut_delay_us));
+}
+
+/* No "cut" at all: the mix, which reaches every phase of every mode; a
+ * "cut" without "at" is a random instant, as it always was. */
 static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
 	static const char *const random_keys[] = { "at", "window_ms", NULL };
 	static const char *const acks_keys[] = { "at", "acks", NULL };
 	static const char *const io_keys[] = { "at", "nth", "delay_us", NULL };
-	static const char *const *const keys_of[] = { random_keys, acks_keys, io_keys, io_keys };
-	static const char *const hint_of[] = { " (only with \"at\": \"random\")", " (only with \"at\": \"acks\")",
+	static const char *const mix_keys[] = { "at", "window_ms", "delay_us", NULL };
+	static const char *const *const keys_of[] = { random_keys, acks_keys, io_keys, io_keys, mix_keys };
+	static const char *const hint_of[] = { " (only with \"at\": \"random\" or \"mix\")",
+					       " (only with \"at\": \"acks\")",
 					       " (only with \"at\": \"flush\" or \"fua\")" };
-	json_object *c = cfg_bval(x, "cut"), *v, *oc, *pair;
+	json_object *c = cfg_bval(x, "cut"), *v;
 	const char *at = "random";
 	char path[160];
 	int rc;
 
-	b->cut = CUT_RANDOM;
+	b->cut = c ? CUT_RANDOM : CUT_MIX;
 	b->cut_min = 5;
 	b->cut_max = 60;
 	b->cut_delay_us = 0;
@@ -503,17 +556,18 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", NULL),
 					"expected {\"at\": \"random\", \"window_ms\": [min, max]}, "
 					"{\"at\": \"acks\", \"acks\": [min, max]} or "
-					"{\"at\": \"flush\" or \"fua\", \"nth\": [min, max], \"delay_us\": D}, got %s",
+					"{\"at\": \"flush\" or \"fua\", \"nth\": [min, max], \"delay_us\": D} or "
+					"{\"at\": \"mix\", \"window_ms\": [min, max], \"delay_us\": D}, got %s",
 					cfg_jtype(c));
 		if ((v = cfg_jget(c, "at")) && (rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "cut", "at"), &at)))
 			return rc;
-		for (b->cut = CUT_RANDOM; b->cut <= CUT_FUA && strcmp(at, cut_names[b->cut]); b->cut++)
+		for (b->cut = CUT_RANDOM; b->cut <= CUT_MIX && strcmp(at, cut_names[b->cut]); b->cut++)
 			;
-		if (b->cut > CUT_FUA) {
+		if (b->cut > CUT_MIX) {
 			const char *near = cfg_closest(at, cut_names);
 
 			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "at"),
-					"unknown cut plan '%s'%s%s%s (known: random acks flush fua)", at,
+					"unknown cut plan '%s'%s%s%s (known: random acks flush fua mix)", at,
 					near ? " (did you mean '" : "", near ? near : "", near ? "'?)" : "");
 		}
 		json_object_object_foreach(c, key, val) {
@@ -533,7 +587,9 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 		b->cut_max = b->records_per_cycle;
 		if ((v = cfg_jget(c, "acks")) && (rc = cfg_pair(x, v, "acks", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
 			return rc;
-	} else if (b->cut == CUT_RANDOM) {
+	} else if (b->cut == CUT_RANDOM || b->cut == CUT_MIX) {
+		if (b->cut == CUT_MIX && (rc = cfg_cut_delay(x, b, c)))
+			return rc;
 		if (c && (v = cfg_jget(c, "window_ms")) &&
 		    (rc = cfg_pair(x, v, "window_ms", 0, CFG_MAX_MS, &b->cut_min, &b->cut_max)))
 			return rc;
@@ -545,15 +601,7 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	} else if ((rc = cfg_cut_io(x, b, c, at))) {
 		return rc;
 	}
-	oc = json_object_new_object();
-	pair = json_object_new_array();
-	cfg_put(out, "cut", oc);
-	cfg_put(oc, "at", json_object_new_string(cut_names[b->cut]));
-	cfg_put(oc, b->cut == CUT_RANDOM ? "window_ms" : b->cut == CUT_ACKS ? "acks" : "nth", pair);
-	json_object_array_add(pair, json_object_new_int64(b->cut_min));
-	json_object_array_add(pair, json_object_new_int64(b->cut_max));
-	if (b->cut == CUT_FLUSH || b->cut == CUT_FUA)
-		cfg_put(oc, "delay_us", json_object_new_int64(b->cut_delay_us));
+	cfg_cut_out(b, out);
 	return 0;
 }
 

@@ -153,6 +153,15 @@ unsigned config_warnings(const struct campaign_cfg *c, char *buf, size_t len)
 				 b->off_ms, b->name, CFG_REAL_OFF_MS);
 			n++;
 		}
+		if (!strcmp(b->relay_driver, "command") &&
+		    !(b->relay && json_object_object_get_ex(b->relay, "board_id", NULL))) {
+			cfg_warn(buf, len, &used, "%s: boards[%u].relay: a command relay without board_id is locked "
+				 "for this campaign only: another campaign whose commands switch the same board (board "
+				 "%s) is not refused, and both would power-cycle it; give \"board_id\", the board's "
+				 "name in the lab, and a second campaign on it is refused naming the first "
+				 "(docs/relays.md)", c->path, i, b->name);
+			n++;
+		}
 		if (!b->boot_timeout_given) {
 			cfg_warn(buf, len, &used, "%s: boards[%u].boot_timeout_ms: the default %" PRIu32 " ms is a "
 				 "guess for the sim: board %s is real; measure its boot time (power on to the agent's "

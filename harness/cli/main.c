@@ -53,8 +53,9 @@ static const char usage_text[] =
 	"        judge every crash state of the cycles a sim board kept the inputs of\n"
 	"\n"
 	"run and report exit 0 when every device PASSed, 1 when one FAILed (a FAIL or BOOT_FAIL\n"
-	"cycle), 3 when one is INCOMPLETE and none failed (a board given up, too many INFRA_ERROR\n"
-	"cycles, cycles left to run: an interrupted run resumes with the same command), 2 on\n"
+	"cycle), 3 when one is INCOMPLETE or INCONCLUSIVE and none failed (a board given up, too\n"
+	"many INFRA_ERROR cycles, cycles left to run: an interrupted run resumes with the same\n"
+	"command; or too few cuts landed during writes to prove anything), 2 on\n"
 	"errors. One run per results folder: a second run on a folder in use exits 2 naming the\n"
 	"first. See powercut(1).\n";
 
@@ -257,10 +258,11 @@ static const char report_usage[] =
 	"\n"
 	"Exit status: 0 every device PASS; 1 a device FAILed (a FAIL or BOOT_FAIL cycle); 3 a\n"
 	"device is INCOMPLETE (a board given up, too many INFRA_ERROR cycles, cycles left, a run\n"
-	"still going or killed) and none failed; 2 the report could not be made.\n";
+	"still going or killed) or INCONCLUSIVE (too few cuts landed during its writes) and none\n"
+	"failed; 2 the report could not be made.\n";
 
-/* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE (none
- * failed), 2 when the report cannot be made */
+/* 0 every device PASS, 1 one FAIL or BOOT_FAIL, 3 one INCOMPLETE or
+ * INCONCLUSIVE (none failed), 2 when the report cannot be made */
 /* --confidence: 0.5 to 0.9999, or 50% to 99.99%: 0, or 2 (said) */
 static int report_confidence(const char *arg, double *out)
 {

@@ -20,12 +20,14 @@
  * BOOT_FAIL on any such cycle; else INCOMPLETE when the campaign judged too
  * little of it (a board given up, fewer verdicts than planned, a run still
  * going or killed, more INFRA_ERROR than incomplete_infra_share allows,
- * nothing judged); else PASS. No device at all is INCOMPLETE too.
+ * nothing judged); else INCONCLUSIVE when too few of a mode's cuts landed
+ * during its writes (no PASS without evidence, docs/verdicts.md); else
+ * PASS. No device at all is INCOMPLETE too.
  */
 enum report_result {
 	REPORT_PASS = 0,	/* every device PASS */
 	REPORT_FAIL = 1,	/* some device FAIL or BOOT_FAIL */
-	REPORT_INCOMPLETE = 3,	/* some device INCOMPLETE, none FAIL or BOOT_FAIL */
+	REPORT_INCOMPLETE = 3,	/* some device INCOMPLETE or INCONCLUSIVE, none FAIL or BOOT_FAIL */
 };
 
 /* What the report is written as (powercut report --format). */

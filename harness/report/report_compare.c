@@ -31,11 +31,11 @@ struct side {
 	int result;			/* the worst device result (enum pc_result) */
 };
 
-/* FAIL beats BOOT_FAIL beats INCOMPLETE beats PASS (report_model.h). */
+/* FAIL beats BOOT_FAIL beats INCOMPLETE beats INCONCLUSIVE beats PASS (verdict.h). */
 static int worse(int a, int b)
 {
-	static const int rank[PC_NRESULTS] = { [PC_RES_PASS] = 0, [PC_RES_INCOMPLETE] = 1, [PC_RES_BOOT_FAIL] = 2,
-					       [PC_RES_FAIL] = 3 };
+	static const int rank[PC_NRESULTS] = { [PC_RES_PASS] = 0, [PC_RES_INCONCLUSIVE] = 1, [PC_RES_INCOMPLETE] = 2,
+					       [PC_RES_BOOT_FAIL] = 3, [PC_RES_FAIL] = 4 };
 	return rank[b] > rank[a] ? b : a;
 }
 

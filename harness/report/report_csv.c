@@ -36,6 +36,14 @@ static void csv(FILE *out, const char *s)
 	fputc('"', out);
 }
 
+static enum pc_result dev_result(const struct rep_dev *d)
+{
+	struct rep_mode t;
+
+	rep_mode_sum(d, &t);
+	return rep_dev_result(d, &t);
+}
+
 int report_csv(const struct rep *r, FILE *out)
 {
 	char t[40];
@@ -44,7 +52,7 @@ int report_csv(const struct rep *r, FILE *out)
 	for (int c = 0; c < NCLASS; c++)
 		fprintf(out, ",%s", pc_class_names[c]);
 	fputs(",violations,records_planned,records_acked,records_per_s,mib_per_s,latency_p50_us,latency_p99_us,"
-	      "latency_max_us,cut_phase,mode_cuts,mode_violated,mode_rate_upper,confidence\n", out);
+	      "latency_max_us,cut_phase,mode_cuts,mode_violated,mode_rate_upper,confidence,device_result\n", out);
 	for (size_t i = 0; i < r->ncycles; i++) {
 		const struct rep_cycle *c = &r->cycles[i];
 		const struct rep_board *b = &r->boards[c->board];
@@ -75,17 +83,33 @@ int report_csv(const struct rep *r, FILE *out)
 		fprintf(out, ",%s,", c->phase >= 0 && c->phase < PH_N ? rep_phase_keys[(int)c->phase] : "");
 		m = c->mode >= 0 ? rep_find_mode(d, pc_mode_name(c->mode)) : NULL;
 		if (m && (up = rep_bound(r, m, &nv, &nc)) >= 0)
-			fprintf(out, "%lu,%lu,%.10f,%g\n", nc, nv, up, r->confidence);
+			fprintf(out, "%lu,%lu,%.10f,%g", nc, nv, up, r->confidence);
 		else
-			fputs(",,,\n", out);
+			fputs(",,,", out);
+		/* the device's result: PASS only with the evidence (INCONCLUSIVE, INCOMPLETE) */
+		fprintf(out, ",%s\n", pc_result_names[dev_result(d)]);
 	}
 	return ferror(out) ? -EIO : 0;
 }
 
 /* ---- JUnit XML ---- */
 
+/* A mode's testcase errs (it neither passes nor fails): the campaign judged
+ * too little of its device (INCOMPLETE) or of it, or too few of its cuts
+ * landed during writes (INCONCLUSIVE). */
+static int junit_errs(const struct rep_mode *m, enum pc_result dres)
+{
+	char why[8];
+
+	if (m->out[PC_OUT_FAIL] || m->out[PC_OUT_BOOT_FAIL])
+		return 0;
+	return dres == PC_RES_INCOMPLETE || !(m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL] + m->out[PC_OUT_BOOT_FAIL]) ||
+	       rep_mode_inconclusive(m, why, sizeof(why));
+}
+
 /* One mode of one device: a testcase that fails on FAIL or BOOT_FAIL, and
- * errs when the campaign judged too little of it (INCOMPLETE). */
+ * errs when the campaign judged too little of it (INCOMPLETE) or its cuts
+ * missed the writes (INCONCLUSIVE). */
 static void junit_mode(struct junit *j, const struct rep *r, const struct rep_dev *d, const struct rep_mode *m,
 		       enum pc_result dres)
 {
@@ -110,6 +134,11 @@ static void junit_mode(struct junit *j, const struct rep *r, const struct rep_de
 			junit_text(j, msg);
 		}
 		junit_problem_end(j, "failure");
+	} else if (dres != PC_RES_INCOMPLETE && judged && rep_mode_inconclusive(m, viol, sizeof(viol))) {
+		snprintf(msg, sizeof(msg), "INCONCLUSIVE: %s", viol);
+		junit_problem_begin(j, "error", pc_result_names[PC_RES_INCONCLUSIVE], msg);
+		junit_text(j, viol);
+		junit_problem_end(j, "error");
 	} else if (dres == PC_RES_INCOMPLETE || !judged) {
 		snprintf(msg, sizeof(msg), "INCOMPLETE: %lu of %lu cycles judged (%lu INFRA_ERROR)%s%s", judged,
 			 rep_mode_cycles(m), m->out[PC_OUT_INFRA_ERROR], d->nwhy ? "; " : "",
@@ -178,12 +207,11 @@ int report_junit(const struct rep *r, FILE *out)
 		rep_mode_sum(d, &t);
 		for (unsigned k = 0; k < d->nmodes; k++) {
 			const struct rep_mode *m = &d->modes[k];
-			unsigned long judged = m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL] + m->out[PC_OUT_BOOT_FAIL];
 
 			tests++;
 			if (m->out[PC_OUT_FAIL] || m->out[PC_OUT_BOOT_FAIL])
 				failures++;
-			else if (rep_dev_result(d, &t) == PC_RES_INCOMPLETE || !judged)
+			else if (junit_errs(m, rep_dev_result(d, &t)))
 				errors++;
 		}
 	}
@@ -201,8 +229,7 @@ int report_junit(const struct rep *r, FILE *out)
 
 			if (m->out[PC_OUT_FAIL] || m->out[PC_OUT_BOOT_FAIL])
 				f++;
-			else if (dres == PC_RES_INCOMPLETE ||
-				 !(m->out[PC_OUT_PASS] + m->out[PC_OUT_FAIL] + m->out[PC_OUT_BOOT_FAIL]))
+			else if (junit_errs(m, dres))
 				e++;
 		}
 		junit_suite_begin(&j, d->id ? d->id : "unknown device", d->nmodes, f, e, -1,

@@ -47,7 +47,7 @@ const char rep_html_css[] =
 	".badge{display:inline-block;min-width:6.5em;text-align:center;padding:1px 8px;border-radius:3px;"
 	"color:#fff;font-weight:bold;font-size:13px}\n"
 	".PASS{background:#2ca02c}.FAIL{background:#d62728}.BOOT_FAIL{background:#7b1fa2}"
-	".INCOMPLETE{background:#f0a500;color:#222}\n"
+	".INCOMPLETE{background:#f0a500;color:#222}.INCONCLUSIVE{background:#9e9e9e;color:#222}\n"
 	".why{color:#7a4f00}\n"
 	"p.flag{color:#7a4f00;font-weight:600;margin:2px 0}\n"
 	"table.phases th{white-space:normal;overflow-wrap:normal;max-width:9em}\n"
@@ -216,9 +216,27 @@ static int same_part(const struct rep_dev *a, const struct rep_dev *b)
 
 /* ---- the top: one line per device ---- */
 
+/* Why a device is INCONCLUSIVE (rep_mode_inconclusive): a list item per
+ * mode (in its section), or a line (in the summary). */
+static void inconclusive_list(FILE *out, const struct rep_dev *d, int items)
+{
+	char b[512];
+	int n = 0;
+
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		if (!rep_mode_inconclusive(&d->modes[i], b, sizeof(b)))
+			continue;
+		fputs(items ? "<li>inconclusive: " : n ? "; " : "<br><span class=\"why\">inconclusive: ", out);
+		esc(out, b);
+		fputs(items ? "</li>\n" : "", out);
+		n++;
+	}
+	if (n && !items)
+		fputs("</span>", out);
+}
+
 static void summary(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
 {
-	int res = rep_result(r);
 	struct rep_mode t;
 
 	fputs("<header>\n<h1>powercut qualification report</h1>\n<p class=\"muted\">", out);
@@ -234,7 +252,7 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 	if (r->duplicates)
 		fprintf(out, " (%lu verdict line%s counted once)", r->duplicates, r->duplicates == 1 ? "" : "s");
 	fputs("</p>\n<p>Overall: ", out);
-	badge(out, rep_result_name(res));
+	badge(out, rep_result_name(r));
 	fputs("</p>\n", out);
 	if (!r->ndevs) {
 		fputs("<p>No verdicts yet.</p>\n</header>\n", out);
@@ -266,6 +284,8 @@ static void summary(const struct rep *r, FILE *out, const char *const *dirs, int
 			if (k + 1 == d->nwhy)
 				fputs("</span>", out);
 		}
+		if (res_d == PC_RES_INCONCLUSIVE)
+			inconclusive_list(out, d, 0);
 		fputs("</td></tr>\n", out);
 	}
 	fputs("</table>\n</header>\n", out);
@@ -508,7 +528,7 @@ static void qualify_tables(const struct rep *r, FILE *out, const struct rep_dev 
 				fputs("</p>\n", out);
 			}
 		fputs("<p class=\"muted\">From each judged cycle's records and cut: a flush or a FUA write only when "
-		      "the cut plan fired at one (plan <code>flush</code> or <code>fua</code>); a random instant "
+		      "the cut plan fired at one (plan <code>flush</code>, <code>fua</code> or <code>mix</code>); a random instant "
 		      "that fell in one cannot be told from the host.</p>\n", out);
 	}
 	if (d->has_wear) {
@@ -834,8 +854,9 @@ static int unit(const struct rep *r, FILE *out, unsigned i)
 		fputs("<p class=\"muted\">No agent ever reported this device's identity: only boot failures were "
 		      "seen.</p>\n", out);
 	/* also under a FAIL: the evidence was incomplete, whatever it proved */
-	if (d->nwhy || d->stopped) {
+	if (d->nwhy || d->stopped || rep_dev_inconclusive(d)) {
 		fputs("<ul class=\"why\">\n", out);
+		inconclusive_list(out, d, 1);
 		if (d->stopped) {
 			fputs("<li>stopped: ", out);
 			esc(out, d->stopped);
@@ -894,7 +915,8 @@ int report_html(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	rep_html_glossary(out);
 	fputs("<footer class=\"muted\"><p>powercut report. Outcomes: PASS, FAIL (any violation), BOOT_FAIL (no agent "
 	      "after the boot timeout and its retries), INFRA_ERROR (relay, link or host trouble: never counted "
-	      "against the device); a device is INCOMPLETE when the campaign judged too little of it.</p></footer>\n"
+	      "against the device); a device is INCOMPLETE when the campaign judged too little of it, "
+	      "INCONCLUSIVE when too few of a mode's cuts landed during its writes.</p></footer>\n"
 	      "</body>\n</html>\n", out);
 	return ferror(out) ? -EIO : 0;
 }

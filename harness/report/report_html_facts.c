@@ -355,6 +355,8 @@ static const char *const result_meaning[PC_NRESULTS] = {
 	[PC_RES_BOOT_FAIL] = "a BOOT_FAIL cycle: the device failed to come back",
 	[PC_RES_INCOMPLETE] = "a board given up, too many cycles not judged, cycles left to run: a campaign that "
 			      "judged too little never reads PASS",
+	[PC_RES_INCONCLUSIVE] = "too few cuts landed during the writes (fewer than 1 in 10, or none) to prove "
+				"anything: cut earlier, write longer, or cut at flushes and FUA writes",
 };
 
 static void gloss_row(FILE *out, const char *name, const char *meaning, const char *viol)

@@ -261,6 +261,31 @@ static json_object *wear_json(const struct rep *r, const struct rep_dev *d)
 	return w;
 }
 
+/* No PASS without evidence: each mode whose cuts missed its writes
+ * (rep_mode_inconclusive), {mode, cuts, cuts_in_writes, needed, why}. */
+static json_object *inconclusive_json(const struct rep_dev *d)
+{
+	json_object *a = json_object_new_array();
+	char why[512];
+
+	for (unsigned i = 0; i < d->nmodes; i++) {
+		const struct rep_mode *m = &d->modes[i];
+		unsigned long judged, in = rep_cuts_in_writes(m, &judged);
+		json_object *o;
+
+		if (!rep_mode_inconclusive(m, why, sizeof(why)))
+			continue;
+		o = json_object_new_object();
+		json_object_object_add(o, "mode", json_object_new_string(m->name));
+		json_object_object_add(o, "cuts", jint(judged));
+		json_object_object_add(o, "cuts_in_writes", jint(in));
+		json_object_object_add(o, "share_needed", jdouble(REP_IN_WRITES_PCT / 100.0, 2));
+		json_object_object_add(o, "why", json_object_new_string(why));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
 static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 {
 	json_object *o = json_object_new_object(), *why, *cond = json_object_new_object();
@@ -284,6 +309,7 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 	for (unsigned k = 0; k < d->nwhy; k++)
 		json_object_array_add(why, json_object_get(d->why[k].j));
 	json_object_object_add(o, "incomplete", why);
+	json_object_object_add(o, "inconclusive", inconclusive_json(d));
 	json_object_object_add(o, "stopped", d->stopped ? json_object_new_string(d->stopped) : NULL);
 	json_object_object_add(o, "unjudged", unjudged_json(d));
 	json_object_object_add(o, "unjudged_more", jint(d->reasons_more));
@@ -300,8 +326,6 @@ static json_object *device_json(const struct rep *r, const struct rep_dev *d)
 int report_json(const struct rep *r, FILE *out, const char *const *dirs, int ndirs)
 {
 	json_object *doc = json_object_new_object(), *a = json_object_new_array(), *devs;
-	int res = rep_result(r);
-
 	if (!doc || !a) {
 		json_object_put(doc);
 		json_object_put(a);
@@ -311,7 +335,7 @@ int report_json(const struct rep *r, FILE *out, const char *const *dirs, int ndi
 	for (int i = 0; i < ndirs; i++)
 		json_object_array_add(a, json_object_new_string(dirs[i]));
 	json_object_object_add(doc, "results", a);
-	json_object_object_add(doc, "result", json_object_new_string(rep_result_name(res)));
+	json_object_object_add(doc, "result", json_object_new_string(rep_result_name(r)));
 	json_object_object_add(doc, "torn_lines_ignored", jint(r->torn_lines));
 	json_object_object_add(doc, "duplicates_ignored", jint(r->duplicates));
 	devs = json_object_new_array();

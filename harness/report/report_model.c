@@ -147,11 +147,12 @@ unsigned long rep_mode_cycles(const struct rep_mode *m)
 }
 
 /*
- * FAIL beats BOOT_FAIL beats INCOMPLETE beats PASS: a proven violation or a
- * dead part stays what it is however little else was judged, and a campaign
- * that judged too little (rep_finish) never reads PASS. INFRA_ERROR is the
- * lab's fault, never the device's, but too much of it leaves nothing to hand
- * anyone.
+ * FAIL beats BOOT_FAIL beats INCOMPLETE beats INCONCLUSIVE beats PASS: a
+ * proven violation or a dead part stays what it is however little else was
+ * judged, and a campaign that judged too little (rep_finish), or whose cuts
+ * did not meet the writes (rep_mode_inconclusive), never reads PASS.
+ * INFRA_ERROR is the lab's fault, never the device's, but too much of it
+ * leaves nothing to hand anyone.
  */
 enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t)
 {
@@ -161,39 +162,45 @@ enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t)
 		return PC_RES_BOOT_FAIL;
 	if (d->nwhy)
 		return PC_RES_INCOMPLETE;
+	if (rep_dev_inconclusive(d))
+		return PC_RES_INCONCLUSIVE;
 	return PC_RES_PASS;
 }
 
-static int result_code(enum pc_result res)
+/* The worst device's result (BOOT_FAIL reads FAIL). Nothing at all to
+ * report is nothing judged: INCOMPLETE. */
+static enum pc_result worst_result(const struct rep *r)
 {
-	if (res == PC_RES_PASS)
-		return REPORT_PASS;
-	if (res == PC_RES_INCOMPLETE)
-		return REPORT_INCOMPLETE;
-	return REPORT_FAIL;
-}
-
-const char *rep_result_name(int res)
-{
-	return pc_result_names[res == REPORT_PASS ? PC_RES_PASS : res == REPORT_FAIL ? PC_RES_FAIL : PC_RES_INCOMPLETE];
-}
-
-/* The worst device's: what `powercut report` and `run` exit with. Nothing
- * at all to report is nothing judged. */
-int rep_result(const struct rep *r)
-{
-	int res = r->ndevs ? REPORT_PASS : REPORT_INCOMPLETE;
+	static const int rank[PC_NRESULTS] = { [PC_RES_PASS] = 0, [PC_RES_INCONCLUSIVE] = 1, [PC_RES_INCOMPLETE] = 2,
+					       [PC_RES_BOOT_FAIL] = 3, [PC_RES_FAIL] = 3 };
+	enum pc_result res = r->ndevs ? PC_RES_PASS : PC_RES_INCOMPLETE;
 
 	for (unsigned i = 0; i < r->ndevs; i++) {
 		struct rep_mode t;
-		int c;
+		enum pc_result c;
 
 		rep_mode_sum(&r->devs[i], &t);
-		c = result_code(rep_dev_result(&r->devs[i], &t));
-		if (c == REPORT_FAIL || (c == REPORT_INCOMPLETE && res == REPORT_PASS))
+		c = rep_dev_result(&r->devs[i], &t);
+		if (c == PC_RES_BOOT_FAIL)
+			c = PC_RES_FAIL;
+		if (rank[c] > rank[res])
 			res = c;
 	}
 	return res;
+}
+
+const char *rep_result_name(const struct rep *r)
+{
+	return pc_result_names[worst_result(r)];
+}
+
+/* What `powercut report` and `run` exit with: INCONCLUSIVE shares
+ * INCOMPLETE's 3 (not a PASS, not a FAIL: the report says which and why). */
+int rep_result(const struct rep *r)
+{
+	enum pc_result res = worst_result(r);
+
+	return res == PC_RES_PASS ? REPORT_PASS : res == PC_RES_FAIL ? REPORT_FAIL : REPORT_INCOMPLETE;
 }
 
 /* "lost_acked=3 torn=1", or "-" */
@@ -368,16 +375,15 @@ int rep_phase_flags(const struct rep_mode *m, char *buf, size_t len)
 		cuts += m->phase[k];
 	if (!cuts || mode < 0)
 		return 0;
-	/* the phases a mode is about: its flushes, its FUA writes, writes in flight */
+	/* the phases a mode is about: its flushes, its FUA writes (cuts during
+	 * writes at all are rep_mode_inconclusive's) */
 	int flushes = mode == PC_MODE_FLUSH || mode == PC_MODE_JOURNAL;
 	int fuas = mode == PC_MODE_FUA || mode == PC_MODE_FUA_FLUSH || mode == PC_MODE_JOURNAL;
-	const char *flag[3] = {
+	const char *flag[2] = {
 		flushes && !m->phase[PH_FLUSH] ? "during a flush" : NULL,
 		fuas && !m->phase[PH_FUA] ? "during a FUA write" : NULL,
-		!m->phase[PH_NONE_ACKED] && !m->phase[PH_ACKED_PENDING] && !m->phase[PH_FLUSH] && !m->phase[PH_FUA] ?
-			"with writes in flight" : NULL,
 	};
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 2; i++) {
 		int w;
 
 		if (!flag[i])
@@ -390,6 +396,48 @@ int rep_phase_flags(const struct rep_mode *m, char *buf, size_t len)
 	if (nf)
 		snprintf(buf + at, len - at, " in mode %s", m->name);
 	return nf;
+}
+
+unsigned long rep_cuts_in_writes(const struct rep_mode *m, unsigned long *judged)
+{
+	unsigned long n = 0;
+
+	for (int k = 0; k < PH_N; k++)
+		n += m->phase[k];
+	if (judged)
+		*judged = n;
+	return m->phase[PH_NONE_ACKED] + m->phase[PH_ACKED_PENDING] + m->phase[PH_FLUSH] + m->phase[PH_FUA];
+}
+
+int rep_mode_inconclusive(const struct rep_mode *m, char *buf, size_t len)
+{
+	unsigned long judged, in = rep_cuts_in_writes(m, &judged), need;
+
+	buf[0] = 0;
+	/* a mode that FAILed proved its violation, whatever its cuts met */
+	if (!m->name[0] || pc_mode_from_name(m->name) < 0 || !judged || m->out[PC_OUT_FAIL])
+		return 0;
+	/* at least one, and at least REP_IN_WRITES_PCT percent, rounded up */
+	need = (judged * REP_IN_WRITES_PCT + 99) / 100;
+	if (need < 1)
+		need = 1;
+	if (in >= need)
+		return 0;
+	snprintf(buf, len, "mode %s: %lu of %lu cuts landed during writes, fewer than %lu (at least one, and %d%%): "
+		 "%lu before the first write, %lu after the last ACK; cut earlier (a window_ms that ends before the "
+		 "writes do), write longer (records_per_cycle), or cut at flushes and FUA writes (cut plan mix)",
+		 m->name, in, judged, need, REP_IN_WRITES_PCT, m->phase[PH_BEFORE], m->phase[PH_AFTER]);
+	return 1;
+}
+
+unsigned rep_dev_inconclusive(const struct rep_dev *d)
+{
+	unsigned n = 0;
+	char b[8];
+
+	for (unsigned i = 0; i < d->nmodes; i++)
+		n += (unsigned)rep_mode_inconclusive(&d->modes[i], b, sizeof(b));
+	return n;
 }
 
 /* DEVICE_LIFE_TIME_EST_TYP_A/B: 1 is 0-10% of the life used ... 10 is 90-100%, 11 past it. */

@@ -61,7 +61,7 @@ enum rep_phase {
 	PH_ACKED_PENDING,	/* some acknowledged, later ones submitted and not yet */
 	PH_FLUSH,		/* at a cache flush (cut plan flush) */
 	PH_FUA,			/* at a FUA write (cut plan fua) */
-	PH_AFTER,		/* after the last ACK: nothing in flight (or the work was done) */
+	PH_AFTER,		/* every planned record acknowledged, or the work done: nothing to come */
 	PH_N
 };
 extern const char *const rep_phase_keys[PH_N];	/* "before_first_write", ... (JSON, CSV) */
@@ -254,10 +254,12 @@ void rep_mode_sum(const struct rep_dev *d, struct rep_mode *t);
 /* Add the counts of m to t (its name stays). */
 void rep_mode_add(struct rep_mode *t, const struct rep_mode *m);
 unsigned long rep_mode_cycles(const struct rep_mode *m);
-/* The device's result, PASS, FAIL, BOOT_FAIL or INCOMPLETE (t: rep_mode_sum of d) */
+/* The device's result, PASS, FAIL, BOOT_FAIL, INCOMPLETE or INCONCLUSIVE
+ * (t: rep_mode_sum of d) */
 enum pc_result rep_dev_result(const struct rep_dev *d, const struct rep_mode *t);
-/* The name of a campaign result (enum report_result): PASS, FAIL or INCOMPLETE. */
-const char *rep_result_name(int res);
+/* The campaign's result, the worst device's (BOOT_FAIL reads FAIL): PASS,
+ * FAIL, INCOMPLETE or INCONCLUSIVE; its exit status is rep_result's. */
+const char *rep_result_name(const struct rep *r);
 int rep_result(const struct rep *r);
 /* "lost_acked=3 torn=1", or "-" */
 void rep_viol_text(const struct rep_mode *m, char *buf, size_t len);
@@ -288,10 +290,26 @@ double rep_bound(const struct rep *r, const struct rep_mode *m, unsigned long *k
 const char *rep_bound_text(const struct rep *r, const struct rep_mode *m, char *buf, size_t len);
 /* A percentage with 3 significant digits ("0.0998%", "9.50%", "100%"). */
 const char *rep_pct_text(double p, char *buf, size_t len);
-/* The flags of a mode's cut phases: phases its plan never reached, one
- * sentence each ("no cut landed during a flush in mode flush"), joined by
- * "; " into buf; "" when none. Returns the number of flags. */
+/* The flags of a mode's cut phases: the flushes or FUA writes it issues
+ * that no cut reached, one sentence ("no cut landed during a flush or during
+ * a FUA write in mode journal") into buf; "" when none. Returns the number
+ * of flags. */
 int rep_phase_flags(const struct rep_mode *m, char *buf, size_t len);
+/*
+ * No PASS without evidence (docs/verdicts.md#no-pass-without-evidence): a
+ * mode's judged cuts (PASS and FAIL cycles that wrote) must have landed
+ * during its writes (records submitted and not all acknowledged, a flush, a
+ * FUA write) at least once and at least REP_IN_WRITES_PCT percent of the
+ * time, or its PASS proves nothing about the part: the device reads
+ * INCONCLUSIVE. The cuts during writes and the cuts judged of a mode.
+ */
+#define REP_IN_WRITES_PCT 10
+unsigned long rep_cuts_in_writes(const struct rep_mode *m, unsigned long *judged);
+/* 1 when mode m falls short of it, with why and what to change in buf
+ * ("mode fua: 0 of 20 cuts landed during writes ..."); else 0 and "". */
+int rep_mode_inconclusive(const struct rep_mode *m, char *buf, size_t len);
+/* How many of the device's modes fall short. */
+unsigned rep_dev_inconclusive(const struct rep_dev *d);
 /* Does the device's wear (EXT_CSD life time, pre-EOL) show? */
 int rep_wear_text(const struct rep_wear *w, char *buf, size_t len);
 /* Order the cycle rows by device, board, cycle. */

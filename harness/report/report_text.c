@@ -294,6 +294,19 @@ static void print_wear(FILE *out, const struct rep *r, const struct rep_dev *d)
 		rep_time_text(d->wear_last.time_ms, t, sizeof(t)), w);
 }
 
+/* No PASS without evidence: why per mode, also under a FAIL or INCOMPLETE. */
+static void print_inconclusive(FILE *out, const struct rep_dev *d)
+{
+	for (unsigned k = 0; k < d->nmodes; k++) {
+		char why[512];
+
+		if (!rep_mode_inconclusive(&d->modes[k], why, sizeof(why)))
+			continue;
+		fprintf(out, "  inconclusive: ");
+		print_wrapped(out, why, 16);
+	}
+}
+
 static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d)
 {
 	char b[4][160];
@@ -363,6 +376,7 @@ static void print_device(FILE *out, const struct rep *r, const struct rep_dev *d
 		fprintf(out, "  incomplete: ");
 		print_wrapped(out, d->why[k].text, 14);
 	}
+	print_inconclusive(out, d);
 	fprintf(out, "\n");
 }
 
@@ -384,6 +398,15 @@ static void print_summary(const struct rep *r, FILE *out)
 		/* why, when that is the result (under a FAIL, the device's section says) */
 		for (unsigned k = 0; rep_dev_result(d, &t) == PC_RES_INCOMPLETE && k < d->nwhy; k++)
 			fprintf(out, "%s%s", k ? "; " : "; incomplete: ", d->why[k].brief);
+		for (unsigned k = 0, n = 0; rep_dev_result(d, &t) == PC_RES_INCONCLUSIVE && k < d->nmodes; k++) {
+			const struct rep_mode *m = &d->modes[k];
+			unsigned long judged, in = rep_cuts_in_writes(m, &judged);
+			char why[8];
+
+			if (rep_mode_inconclusive(m, why, sizeof(why)))
+				fprintf(out, "%smode %s %lu of %lu cuts during writes", n++ ? "; " : "; inconclusive: ",
+					m->name, in, judged);
+		}
 		fprintf(out, "\n");
 	}
 }
@@ -577,6 +600,9 @@ static void md_device_facts(FILE *out, const struct rep_dev *d)
 		md_item(out, "stopped", d->stopped);
 	for (unsigned k = 0; k < d->nwhy; k++)
 		md_item(out, "incomplete", d->why[k].text);
+	for (unsigned k = 0; k < d->nmodes; k++)
+		if (rep_mode_inconclusive(&d->modes[k], b, sizeof(b)))
+			md_item(out, "inconclusive", b);
 }
 
 /* one row of a device's table of modes */

@@ -27,7 +27,8 @@ const char *const pc_ev_names[PC_NEV_KINDS] = {
 	"link_reject_summary", "config_change",
 };
 
-const char *const pc_result_names[PC_NRESULTS] = { "PASS", "FAIL", "BOOT_FAIL", "INCOMPLETE" };
+const char *const pc_result_names[PC_NRESULTS] = { "PASS", "FAIL", "BOOT_FAIL", "INCOMPLETE",
+						   "INCONCLUSIVE" };
 
 const char *const pc_incomplete_names[PC_NINCOMPLETE] = {
 	"given_up", "cycles_missing", "running", "killed", "infra_share", "nothing_judged",

@@ -43,14 +43,16 @@ extern const char *const pc_outcome_names[PC_NOUTCOMES];
 int pc_outcome_from_name(const char *s);
 
 /* A device's result (and a campaign's, the worst device's): the cycle
- * outcomes that count against a device, and INCOMPLETE (given up, or too
- * little judged). Worst first: FAIL beats BOOT_FAIL beats INCOMPLETE beats
- * PASS (docs/results.md). */
+ * outcomes that count against a device, INCOMPLETE (given up, or too
+ * little judged) and INCONCLUSIVE (too few cuts landed during writes: no
+ * PASS without evidence). Worst first: FAIL beats BOOT_FAIL beats
+ * INCOMPLETE beats INCONCLUSIVE beats PASS (docs/results.md). */
 enum pc_result {
 	PC_RES_PASS,
 	PC_RES_FAIL,
 	PC_RES_BOOT_FAIL,
 	PC_RES_INCOMPLETE,
+	PC_RES_INCONCLUSIVE,
 	PC_NRESULTS
 };
 extern const char *const pc_result_names[PC_NRESULTS];

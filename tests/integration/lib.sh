@@ -102,9 +102,12 @@ loop_detach() { # DEV...
 # random instant can come before the first one in every cycle, and the
 # campaign then shows no FAIL at all. A cut after 16 ACKs (two flushes at
 # flush_every 8) catches it whatever the load. (none cycles never ACK: they
-# are cut when their work is done.)
+# are cut when their work is done, never during writes: the lying board's
+# mode none is INCONCLUSIVE, under its FAIL. The honest board keeps the
+# demo's mix.)
 sim_quick_caught() {
-	jq '.defaults.cut = {"at": "acks", "acks": [16, 120]}' configs/sim-quick.json
+	jq '.boards |= map(if .name == "lying-1" then .cut = {"at": "acks", "acks": [16, 120]} else . end)' \
+		configs/sim-quick.json
 }
 
 # joined FILE: the text with its lines joined by single spaces (the report
@@ -116,6 +119,21 @@ rc_in() {
 	local r=$1 x; shift
 	for x in "$@"; do [ "$r" = "$x" ] && return 0; done
 	return 1
+}
+
+# passed_or_late RC RESULTS: the campaign's exit RC is 0, or 3 with the
+# report's result INCONCLUSIVE and nothing else: its relay (a shell, a
+# process kill, a PDU, under load) cut after the sim's fast writes had
+# ended, so no mode's cuts met its writes (docs/verdicts.md#no-pass-without-evidence).
+# For a test of plumbing, not of the evidence rule (t-inconclusive's): a
+# FAIL, BOOT_FAIL or INCOMPLETE still fails it. Says which it was.
+passed_or_late() {
+	local rc=$1 res
+	[ "$rc" = 0 ] && return 0
+	[ "$rc" = 3 ] || { echo "    exit $rc"; return 1; }
+	res=$("$PC" report --format json "$2" 2>/dev/null | jq -r .result)
+	echo "    exit 3, $res: the cuts came after the writes (a late relay)"
+	[ "$res" = INCONCLUSIVE ]
 }
 
 # A free TCP port on loopback: one nothing listens on, below the kernel's

@@ -136,7 +136,11 @@ if [ -n "$stale" ]; then
 	done
 	check "loop: no instance of an agent dead before the campaign is left (${dead_left:-none} of$dead_before)" test -z "$dead_left"
 fi
-check "loop: the campaign passes (exit 0, was $rc)" test $rc -eq 0
+# its cuts come after the work (a window past it: each verdict's audit is
+# whole), so no cut met a write: every verdict PASS, the device INCONCLUSIVE,
+# exit 3 (docs/verdicts.md#no-pass-without-evidence)
+check "loop: the campaign's verdicts all PASS, its device INCONCLUSIVE (exit 3, was $rc)" \
+	sh -c "[ $rc -eq 3 ] && [ \$(jq -s '[.[] | select(.verdict != \"PASS\")] | length' '$T/l/verdicts.jsonl') -eq 0 ]"
 v=$T/l/verdicts.jsonl
 check "loop: the agent read the kernel's tracefs (src tracefs)" \
 	test "$(jq -s 'map(select(.io_audit.src == "tracefs")) | length' "$v")" = 9
@@ -166,7 +170,7 @@ if command -v unshare >/dev/null && unshare -m true 2>/dev/null; then
 	printf '#!/bin/sh\nmount -t tmpfs -o ro none /sys/kernel/tracing && exec "$@"\n' > "$T/hide.sh"
 	campaign "$T/u" "" "unshare -m sh $T/hide.sh"
 	rc=$?
-	check "no tracefs: the campaign still passes (exit 0, was $rc)" test $rc -eq 0
+	check "no tracefs: the campaign still runs (exit 3: INCONCLUSIVE, its cuts after the work; was $rc)" test $rc -eq 3
 	check "no tracefs: every verdict says the audit is unavailable, and why" \
 		test "$(jq -s 'map(select(.io_audit.unavailable | test("trace instance|tracefs"))) | length' "$T/u/verdicts.jsonl")" = 9
 	"$PC" report "$T/u" >"$T/u.rep" 2>&1

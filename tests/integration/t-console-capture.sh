@@ -30,13 +30,13 @@ cfg() { # LINK-JSON
       "off": "kill -KILL -\$(cat $T/pid) 2>/dev/null; true",
       "get": "sh $T/get.sh $T/pid" },
     "modes": ["fua", "flush"], "records_per_cycle": 60,
-    "cut": { "at": "random", "window_ms": [2, 30] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
+    "cut": { "at": "mix", "window_ms": [2, 30] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
 JSON
 }
 cfg "{ \"type\": \"tcp\", \"console\": \"$host_end\", \"baud\": 115200, \"boot_patterns\": [\"U-Boot\", \"Starting kernel\"] }" > "$T/c.json"
 "$PC" run "$T/c.json" --results "$T/r" --quiet --no-report > "$T/out" 2>&1
 rc=$?
-check "8 cycles over the tcp link pass (exit $rc)" [ $rc -eq 0 ]
+check "8 cycles over the tcp link pass (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 check "...one PASS per cycle" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r/verdicts.jsonl")" -eq 8 ]
 logs=0
 for n in $(seq 8); do grep -q "U-Boot 2024.01 (sim)" "$T/r/console/t1/cycle-$n.log" 2>/dev/null && logs=$((logs + 1)); done

@@ -170,7 +170,7 @@ JSON
 	expect_fail "$1" "$4" "$PC" check-config "$T/bad.json"
 }
 bad_plan "a key of another plan" '{ "at": "flush", "window_ms": [1, 2] }' '["flush"]' \
-	'boards[0].cut: unknown key '"'"'window_ms'"'"' (only with "at": "random")'
+	'boards[0].cut: unknown key '"'"'window_ms'"'"' (only with "at": "random" or "mix")'
 bad_plan "a misspelt key" '{ "at": "fua", "delay_ms": 5 }' '["fua"]' \
 	'boards[0].cut: unknown key '"'"'delay_ms'"'"' (did you mean '"'"'delay_us'"'"'?)'
 bad_plan "nth past the flushes of a cycle" '{ "at": "flush", "nth": [1, 5] }' '["flush"]' \
@@ -181,5 +181,5 @@ bad_plan "a mode without FUA writes" '{ "at": "fua" }' '["fua", "flush"]' \
 bad_plan "a delay past a second" '{ "at": "flush", "delay_us": 2000000 }' '["journal"]' \
 	'boards[0].cut.delay_us: 2000000 is out of range 0..1000000'
 bad_plan "an unknown plan" '{ "at": "fsync" }' '["flush"]' \
-	"boards[0].cut.at: unknown cut plan 'fsync' (known: random acks flush fua)"
+	"boards[0].cut.at: unknown cut plan 'fsync' (known: random acks flush fua mix)"
 finish

@@ -43,7 +43,7 @@ cat > "$T/c.json" <<JSON
   "boards": [ { "name": "h1", "modes": ["fua", "flush"] } ] }
 JSON
 "$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report > "$T/out" 2>&1; rc=$?
-check "a short honest campaign passes (exit 0; was $rc)" [ $rc -eq 0 ]
+check "a short honest campaign passes (exit 0, or 3 INCONCLUSIVE: cut after its writes; was $rc)" passed_or_late $rc "$T/r"
 n_before=$(jq -s 'length' "$T/r/verdicts.jsonl")
 t=$(tail -1 "$T/r/events.jsonl" | jq .t)
 n_ev=$(wc -l < "$T/r/events.jsonl")

@@ -107,7 +107,7 @@ check "15 of the 20 configured cycles: INCOMPLETE: what the report says" grep -q
 expect_fail "a missing folder is an error" "cannot read" "$PC" report "$T/nowhere"
 "$PC" report "$T/nowhere" > /dev/null 2>&1; rc=$?
 check "...exit 2 (was $rc)" [ $rc -eq 2 ]
-check "the usage names the exit statuses" sh -c "'$PC' --help | grep -q '3 when one is INCOMPLETE and none failed'"
+check "the usage names the exit statuses" sh -c "'$PC' --help | grep -q '3 when one is INCOMPLETE or INCONCLUSIVE and none failed'"
 
 # ---- (d) a folder from before give_up and run_end events ---------------------
 # (a) again without its new records: no run_end, no give_up, no lock; the

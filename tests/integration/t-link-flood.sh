@@ -78,7 +78,7 @@ wait $run
 rc=$?
 n=$(cat "$T/flood.n")
 echo "  flood: $n connections in $secs s refused by the harness's count on the client side"
-check "the campaign under the flood passes (exit 0; was $rc)" [ "$rc" -eq 0 ]
+check "the campaign under the flood passes (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late "$rc" "$T/r"
 check "the flood made many connections (${n:-0} >= 200)" [ "${n:-0}" -ge 200 ]
 check "the flood lasted its $FLOOD_S s, or reached its count ($secs s >= $FLOOD_S, or ${n:-0} = $FLOOD_MAX)" \
 	sh -c '[ "$1" -ge "$2" ] || [ "$3" -ge "$4" ]' sh "$secs" $FLOOD_S "${n:-0}" $FLOOD_MAX

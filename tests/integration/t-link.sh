@@ -19,7 +19,7 @@ board_cfg() { # name port agent-connect extra-agent-args media cycles
       "on": "setsid $PWD/$AGENT run $4 --device sim:$5 --connect $3 --board k1 --connect-timeout-ms 4000 >> $T/$1.log 2>&1 & echo \$! > $T/$1.pid",
       "off": "kill -KILL \$(cat $T/$1.pid 2>/dev/null) 2>/dev/null; true",
       "get": "sh $T/get.sh $T/$1.pid" },
-    "records_per_cycle": 20, "cut": { "at": "random", "window_ms": [2, 20] },
+    "records_per_cycle": 20, "cut": { "at": "mix", "window_ms": [2, 20] },
     "boot_timeout_ms": 6000, "boot_retries": 0, "off_ms": 5 } ] }
 JSON
 }
@@ -32,7 +32,7 @@ board_cfg drop "$p" "127.0.0.1:$x" --fresh-boot-id "$T/m.img" 6
 "$PC" run "$T/drop.json" --results "$T/rd" --quiet --no-report > "$T/drop.out" 2>&1
 rc=$?
 check "every agent's first connection was dropped ($(grep -c dropped "$T/drops.log"))" [ "$(grep -c dropped "$T/drops.log")" -ge 6 ]
-check "...and each tried again and got in: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "...and each tried again and got in: exit 0, or 3 INCONCLUSIVE (was $rc)" passed_or_late $rc "$T/rd"
 check "...6 PASS" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/rd/verdicts.jsonl")" -eq 6 ]
 check "...saying so" grep -q "trying again" "$T/drop.log"
 

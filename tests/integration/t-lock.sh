@@ -248,6 +248,36 @@ two_campaigns "command relays, one board_id" "$T/ba.json" "$T/bb.json"
 check "command relays: the refused campaign switched nothing" [ ! -e "$T/sw-b" ]
 check "command relays: the refusal names the board_id" grep -qF "relay board:bench-rpi4.2 is in use" "$T/run-b"
 rm -rf "$T/fold-a" "$T/fold-b"
+# command relays without board_id on one listen port: the second campaign's
+# listen fails, and names the powercut that holds the port
+port=$(free_port)
+cmdnoid() { echo "{ \"driver\": \"command\", \"on\": \"echo on >> '$T/sw-$1'\", \"off\": \"echo off >> '$T/sw-$1'\" }"; }
+board_cfg "$T/pa.json" it-port-a b1 "$port" "$(cmdnoid pa)"
+board_cfg "$T/pb.json" it-port-b b2 "$port" "$(cmdnoid pb)"
+"$PC" run "$T/pa.json" --results "$T/fold-a" --quiet --no-report > "$T/run-pa" 2>&1 &
+pid=$!
+check "one port: the first campaign listens" sh -c "for i in \$(seq 200); do
+	grep -qs '\"ev\":\"relay_on\"\|\"ev\":\"power_on\"\|\"ev\":\"cycle_start\"' '$T/fold-a/events.jsonl' && exit 0; sleep 0.1; done; exit 1"
+timeout -s INT 60 "$PC" run "$T/pb.json" --results "$T/fold-b" --quiet --no-report > "$T/run-pb" 2>&1
+rc=$?
+check "one port: the second campaign fails (exit 2, was $rc)" [ $rc -eq 2 ]
+check "one port: its error names the other powercut, its pid and command line" \
+	grep -qE "Address already in use: another powercut holds port $port \(pid $pid: .*powercut run $T/pa.json" "$T/run-pb"
+kill -INT $pid
+wait $pid
+# check-config warns of a real board's command relay without board_id
+cat > "$T/nb.json" <<JSON
+{ "campaign": "it-noid", "cycles": 5, "listen": "0.0.0.0:7878", "key_file": "$T/nb.key",
+  "boards": [ { "name": "rpi", "device": { "backend": "posix", "record_size": 4096, "path": "/dev/mmcblk0p3" },
+    "relay": $(cmdnoid nb), "boot_timeout_ms": 60000, "off_ms": 3000 } ] }
+JSON
+"$PC" check-config "$T/nb.json" > "$T/nb.out" 2>&1
+check "check-config: a command relay without board_id is warned of, naming the board" \
+	grep -qF "boards[0].relay: a command relay without board_id is locked for this campaign only" "$T/nb.out"
+jq '.boards[0].relay.board_id = "rpi-3"' "$T/nb.json" > "$T/nb2.json"
+"$PC" check-config "$T/nb2.json" > "$T/nb2.out" 2>&1
+check "...and not with one" sh -c "! grep -q 'without board_id' '$T/nb2.out'"
+rm -rf "$T/fold-a" "$T/fold-b"
 # one GPIO line, named by chip label and line name, and by chip path and offset,
 # through the gpiosim shim (tests/gpiosim: the state file is the hardware)
 if [ -f "$BIN/gpiosim.so" ] || env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s B="$BIN" gpiosim > "$T/shim.log" 2>&1; then

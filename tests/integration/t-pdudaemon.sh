@@ -101,6 +101,17 @@ passed() { # NAME CYCLES
 	[ "$(cat "$T/$1.rc")" = 0 ] && [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r-$1/verdicts.jsonl")" -eq "$2" ] ||
 		{ tail -3 "$T/$1.out"; false; }
 }
+# A PDU that takes 300 ms a command cuts after the writes that a random
+# instant 5 to 40 ms in meant to meet: its device may read INCONCLUSIVE
+# (docs/verdicts.md#no-pass-without-evidence), exit 3, every verdict still PASS
+passed_late() { # NAME CYCLES
+	local rc res
+	rc=$(cat "$T/$1.rc")
+	res=$("$PC" report --format json "$T/r-$1" 2>/dev/null | jq -r .result)
+	{ [ "$rc" = 0 ] || { [ "$rc" = 3 ] && [ "$res" = INCONCLUSIVE ]; }; } &&
+		[ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r-$1/verdicts.jsonl")" -eq "$2" ] ||
+		{ echo "    exit $rc, $res"; tail -3 "$T/$1.out"; false; }
+}
 pdu() { # URL HOSTNAME OUTLET [EXTRA]
 	echo "{ \"driver\": \"pdudaemon\", \"url\": \"$1\", \"hostname\": \"$2\", \"port\": $3 ${4:-} }"
 }
@@ -125,7 +136,7 @@ check "...every request went through the daemon" \
 
 campaign slow 4 10 "$(pdu "http://127.0.0.1:$dport" slow 4)"
 run slow
-check "a slow PDU (300 ms a command): 10 cycles pass" passed slow 10
+check "a slow PDU (300 ms a command): 10 cycles pass (or INCONCLUSIVE: cut late)" passed_late slow 10
 
 # two campaigns at once on the slow PDU: the daemon runs one request per PDU
 # at a time, so each board's cut may wait for the other board's on or off
@@ -134,8 +145,8 @@ campaign shared2 6 12 "$(pdu "http://127.0.0.1:$dport" slow 6)"
 run shared1 & r1=$!
 run shared2 & r2=$!
 wait $r1 $r2
-check "two campaigns sharing the slow PDU: 12 cycles pass on one" passed shared1 12
-check "...and on the other" passed shared2 12
+check "two campaigns sharing the slow PDU: 12 cycles pass on one (or INCONCLUSIVE)" passed_late shared1 12
+check "...and on the other" passed_late shared2 12
 
 # one harness, two boards on the slow PDU: the loop never waits on a relay
 # (each board's runs in its worker), so every cut is decided on plan; the
@@ -153,7 +164,7 @@ cat > "$T/pair.json" <<JSON
               { "name": "p2", "relay": $(pdu "http://127.0.0.1:$dport" slow 8) } ] }
 JSON
 run pair
-check "one harness, two boards on the slow PDU: 20 cycles pass" passed pair 20
+check "one harness, two boards on the slow PDU: 20 cycles pass (or INCONCLUSIVE)" passed_late pair 20
 
 # ---- the figures ----
 cat > "$T/figures.py" <<'PY'

@@ -18,11 +18,20 @@ cat > "$T/c.json" <<JSON
       "off": "p=\$(cat $T/p1.pid 2>/dev/null) && kill -KILL -\$p 2>/dev/null; true",
       "get": "sh $T/get.sh $T/p1.pid" },
     "modes": ["fua", "fua+flush", "flush", "journal", "none"], "records_per_cycle": 200, "queue_depth": 8,
-    "cut": { "at": "random", "window_ms": [1, 25] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
+    "cut": { "at": "mix", "window_ms": [1, 25] }, "boot_timeout_ms": 5000, "off_ms": 5 } ] }
 JSON
 "$PC" run "$T/c.json" --results "$T/r" --quiet > "$T/out" 2>&1
 rc=$?
-check "campaign passes (exit 0)" [ $rc -eq 0 ]
+# The mix cuts fua, fua+flush, flush and journal at their FUA writes and
+# flushes, mode none at random instants; but a file takes its 200 records in
+# a few milliseconds, and the relay's kill (a shell, under the load of the
+# suite) can come after them, in any mode: such a mode's cuts missed its
+# writes, and then (only then) the device is INCONCLUSIVE, exit 3
+# (docs/verdicts.md#no-pass-without-evidence). This test is of the posix
+# path, not of the cut's timing: both are a pass, the modes named.
+inc=$("$PC" report --format json "$T/r" 2>/dev/null | jq -r '[.devices[].inconclusive[].mode] | join(" ")')
+check "campaign passes (exit 0), or only INCONCLUSIVE: cuts after the writes (exit 3; was $rc, inconclusive: '$inc')" \
+	passed_or_late $rc "$T/r"
 [ $rc -eq 0 ] || tail -5 "$T/out"
 check "25 verdicts, all PASS" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$T/r/verdicts.jsonl")" -eq 25 ]
 check "the agent used io_uring for fua" grep -q '"async":true' "$T/r/events.jsonl"

@@ -31,7 +31,11 @@ JSON
 cfg slow 3 '{ "driver": "sim", "boot_delay_ms": 5, "switch_ms": 2000 }'
 "$PC" run "$T/slow.json" --results "$T/s" --agent "$AGENT" --quiet --no-report > "$T/s.out" 2>&1
 rc=$?
-check "slow relay: the campaign passes (exit $rc)" [ $rc -eq 0 ]
+# a cut that takes the relay 2 s comes after the board's 60 records: its
+# device may read INCONCLUSIVE (no cut met a write), exit 3, never FAIL
+res=$("$PC" report --format json "$T/s" 2>/dev/null | jq -r .result)
+check "slow relay: the campaign passes, or is INCONCLUSIVE (exit $rc, $res)" \
+	sh -c "{ [ $rc -eq 0 ] && [ '$res' = PASS ]; } || { [ $rc -eq 3 ] && [ '$res' = INCONCLUSIVE ]; }"
 E=$T/s/events.jsonl
 check "slow relay: 3 PASS per board" \
 	[ "$(jq -s '[.[] | select(.verdict == "PASS")] | group_by(.board) | map(length) | join(",")' -r "$T/s/verdicts.jsonl")" = "3,3" ]

@@ -23,12 +23,12 @@ cat > "$T/c.json" <<JSON
 { "campaign": "it-sysrq", "cycles": 20, "seed": 6, "listen": "127.0.0.1:0",
   "boards": [ { "name": "s1", "device": { "backend": "sim", "size": "1M", "record_size": 4096 },
     "relay": { "driver": "sysrq", "on": "setsid sh $T/board.sh > /dev/null 2>&1 &" },
-    "modes": ["flush"], "records_per_cycle": 60, "cut": { "at": "random", "window_ms": [2, 30] },
+    "modes": ["flush"], "records_per_cycle": 60, "cut": { "at": "mix", "window_ms": [2, 30] },
     "boot_timeout_ms": 5000, "off_ms": 5 } ] }
 JSON
 "$PC" run "$T/c.json" --results "$T/r" --quiet --no-report > "$T/out" 2>&1
 rc=$?
-check "20 crash cycles on a lying-flush card pass (exit 0)" [ $rc -eq 0 ]
+check "20 crash cycles on a lying-flush card pass (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 [ $rc -eq 0 ] || tail -5 "$T/out"
 check "every cut was a sysrq crash" [ "$(jq -s '[.[] | select(.ev == "cut" and (.how | startswith("sysrq")))] | length' "$T/r/events.jsonl")" -eq 20 ]
 check "the agent pulled the trigger each time" [ "$(wc -l < "$T/reboots")" -ge 20 ]

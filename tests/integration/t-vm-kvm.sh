@@ -96,7 +96,7 @@ cat > "$T/c.json" <<JSON
     "relay": { "driver": "qemu", "qemu": "$T/qemu-kvmfail", "kernel": "$VM/kernel", "initrd": "$VM/initrd.img",
                "drive": "$T/sd.img", "console": "$board_end", "memory_mb": 256 },
     "modes": ["fua", "flush"], "records_per_cycle": 200,
-    "cut": { "at": "random", "window_ms": [30, 400] },
+    "cut": { "at": "mix", "window_ms": [30, 400] },
     "boot_timeout_ms": $BOOT_MS, "verify_timeout_ms": 180000, "off_ms": 20 } ] }
 JSON
 check "the campaign, its qemu a wrapper, is valid" "$PC" check-config "$T/c.json"

@@ -58,9 +58,22 @@ static void test_minimal(void)
 	CU_ASSERT_EQUAL(b->records_per_cycle, 200);
 	CU_ASSERT_EQUAL(b->flush_every, 8);
 	CU_ASSERT_EQUAL(b->queue_depth, 4);
-	CU_ASSERT_EQUAL(b->cut, CUT_RANDOM);
+	/* the default plan is the mix: each mode's flushes or FUA writes in
+	 * turn with a random instant in [5, 60] ms (modes fua, flush) */
+	CU_ASSERT_EQUAL(b->cut, CUT_MIX);
 	CU_ASSERT_EQUAL(b->cut_min, 5);
 	CU_ASSERT_EQUAL(b->cut_max, 60);
+	{
+		static const enum cut_plan want[] = { CUT_FUA, CUT_FLUSH, CUT_RANDOM, CUT_RANDOM, CUT_FUA, CUT_FLUSH };
+		uint32_t lo, hi;
+
+		for (uint32_t cyc = 1; cyc <= 6; cyc++)
+			CU_ASSERT_EQUAL(config_cycle_cut(b, cyc, &lo, &hi), want[cyc - 1]);
+		config_cycle_cut(b, 2, &lo, &hi);
+		CU_ASSERT(lo == 1 && hi == 25);	/* 200 records, a flush every 8 */
+		config_cycle_cut(b, 3, &lo, &hi);
+		CU_ASSERT(lo == 5 && hi == 60);
+	}
 	CU_ASSERT_EQUAL(b->boot_timeout_ms, 10000);
 	CU_ASSERT_EQUAL(b->boot_retries, 2);
 	CU_ASSERT_EQUAL(b->verify_timeout_ms, 60000);
@@ -341,12 +354,12 @@ static const struct bad_case bad_cases[] = {
 	{ "pattern", DOC("{'name':'b','relay':{'driver':'sim'},'pattern':'zigzag'}"),
 	  "boards[0].pattern: unknown pattern 'zigzag' (known: sequential random)" },
 	{ "cut plan", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'flash'}}"),
-	  "boards[0].cut.at: unknown cut plan 'flash' (did you mean 'flush'?) (known: random acks flush fua)" },
+	  "boards[0].cut.at: unknown cut plan 'flash' (did you mean 'flush'?) (known: random acks flush fua mix)" },
 	{ "cut plan, nothing close", DOC("{'name':'b','relay':{'driver':'sim'},'cut':{'at':'whenever'}}"),
-	  "boards[0].cut.at: unknown cut plan 'whenever' (known: random acks flush fua)" },
+	  "boards[0].cut.at: unknown cut plan 'whenever' (known: random acks flush fua mix)" },
 	{ "flush plan: window_ms", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['flush'],"
 	  "'cut':{'at':'flush','window_ms':[1,2]}}"),
-	  "boards[0].cut: unknown key 'window_ms' (only with \"at\": \"random\")" },
+	  "boards[0].cut: unknown key 'window_ms' (only with \"at\": \"random\" or \"mix\")" },
 	{ "fua plan: acks", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','acks':[1,2]}}"),
 	  "boards[0].cut: unknown key 'acks' (only with \"at\": \"acks\")" },
 	{ "fua plan: a misspelt key", DOC("{'name':'b','relay':{'driver':'sim'},'modes':['fua'],'cut':{'at':'fua','delay_ms':1}}"),
@@ -782,7 +795,12 @@ static void test_real_board_warnings(void)
 		  "{'campaign':'t','cycles':3,'listen':'[::1]:7000','boards':[{'name':'s','relay':{'driver':'sim'}},"
 		  "{'name':'r','relay':{'driver':'command','on':'x','off':'y'},'device':{'backend':'posix'},"
 		  "'off_ms':1000}]}",
-		  2, { "boards[1].boot_timeout_ms: the default", "listen: [::1]:7000 suits only the sim: the agent of a real board (r)" } },
+		  3, { "boards[1].relay: a command relay without board_id is locked for this campaign only",
+		       "boards[1].boot_timeout_ms: the default", "listen: [::1]:7000 suits only the sim: the agent of a real board (r)" } },
+		{ "a command relay naming its board_id: no relay warning",
+		  "{'campaign':'t','cycles':3,'listen':'0.0.0.0:7878','boards':[{'name':'r','relay':{'driver':'command',"
+		  "'on':'x','off':'y','board_id':'rpi-3'},'device':{'backend':'posix'},'off_ms':1000,'boot_timeout_ms':30000}]}",
+		  0, { NULL } },
 	};
 
 	for (size_t i = 0; i < PC_ARRAY_SIZE(cases); i++) {

@@ -773,15 +773,17 @@ static void test_incomplete_bad(void)
 /* The bound on each mode's rate, where the cuts landed, the flags, the wear. */
 static void test_qualify_figures(void)
 {
-	/* journal: one cut in each phase; flush: random cuts only, one FAIL */
+	/* journal: one cut in each phase (a cut between two records, the last
+	 * submitted one acknowledged, met the writes); flush: random cuts
+	 * only, one FAIL */
 	static const char v[] =
 		QV(1, "PASS", "journal", 0, 0, RND, W1)
 		QV(2, "PASS", "journal", 4, 0, RND, W1)
-		QV(3, "PASS", "journal", 8, 4, RND, W2)
+		QV(3, "PASS", "journal", 8, 8, RND, W2)	/* between two records: during the writes */
 		QV(4, "PASS", "journal", 8, 4, "{\"plan\":\"flush\",\"trigger\":\"flush\"}", W2)
 		QV(5, "PASS", "journal", 8, 4, "{\"plan\":\"fua\",\"trigger\":\"sim exact\"}", W2)
 		QV(6, "PASS", "journal", 16, 8, "{\"plan\":\"random\",\"trigger\":\"work done\"}", W3)
-		QV(7, "PASS", "flush", 8, 8, RND, W3)
+		QV(7, "PASS", "flush", 16, 16, RND, W3)	/* all 16 planned acknowledged: after */
 		QV(8, "FAIL", "flush", 8, 4, RND, W3);
 	const char *dir = pc_test_tmpdir("report-qualify"), *dirs[1] = { dir };
 	char err[512] = "", *text = NULL;
@@ -868,6 +870,44 @@ static void test_qualify_figures(void)
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "verdicts.jsonl:1: device.ext_csd.life_time_a: expected a byte"));
 }
 
+/* No PASS without evidence: at least one and 10% (rounded up) of a mode's
+ * judged cuts during its writes, else its device is INCONCLUSIVE, exit 3. */
+static void test_inconclusive(void)
+{
+#define AFTER "{\"plan\":\"random\",\"trigger\":\"work done\"}"
+	/* fua: 11 judged cuts, 1 during writes (2 needed); flush FAILed after its writes */
+#define ELEVEN \
+		QV(1, "PASS", "fua", 8, 4, RND, W1) QV(2, "PASS", "fua", 16, 16, AFTER, W1) \
+		QV(3, "PASS", "fua", 16, 16, AFTER, W1) QV(4, "PASS", "fua", 16, 16, AFTER, W1) \
+		QV(5, "PASS", "fua", 16, 16, AFTER, W1) QV(6, "PASS", "fua", 16, 16, AFTER, W1) \
+		QV(7, "PASS", "fua", 16, 16, AFTER, W1) QV(8, "PASS", "fua", 16, 16, AFTER, W1) \
+		QV(9, "PASS", "fua", 16, 16, AFTER, W1) QV(10, "PASS", "fua", 16, 16, AFTER, W1) \
+		QV(11, "PASS", "fua", 0, 0, RND, W1)
+	static const char v[] = ELEVEN, v2[] = ELEVEN QV(12, "PASS", "fua", 4, 0, RND, W1);
+	const char *dir = pc_test_tmpdir("report-inconclusive");
+	char *text = NULL;
+
+	write_file(dir, "verdicts.jsonl", v);
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_INCOMPLETE);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"result\": \"INCONCLUSIVE\""));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"cuts_in_writes\": 1,"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "mode fua: 1 of 11 cuts landed during writes, fewer than 2 (at least one, "
+				       "and 10%): 1 before the first write, 9 after the last ACK; cut earlier"));
+	free(text);
+	/* a second cut during writes: 2 of 12, PASS */
+	write_file(dir, "verdicts.jsonl", v2);
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_PASS);
+	CU_ASSERT_PTR_NULL(strstr(text, "cuts_in_writes"));
+	free(text);
+	/* a mode that FAILed is not inconclusive, whatever its cuts met */
+	write_file(dir, "verdicts.jsonl", QV(1, "FAIL", "flush", 16, 16, AFTER, W1));
+	CU_ASSERT_EQUAL(result_of(dir, 1, &text, 0), REPORT_FAIL);
+	CU_ASSERT_PTR_NULL(strstr(text, "cuts_in_writes"));
+	free(text);
+#undef ELEVEN
+#undef AFTER
+}
+
 int suite_report(void)
 {
 	CU_pSuite s = CU_add_suite("report", NULL, NULL);
@@ -883,7 +923,8 @@ int suite_report(void)
 	    !CU_add_test(s, "INCOMPLETE: cycles left", test_incomplete_cycles) ||
 	    !CU_add_test(s, "INCOMPLETE: still running, killed", test_incomplete_lock) ||
 	    !CU_add_test(s, "INCOMPLETE: damaged events and campaign.json", test_incomplete_bad) ||
-	    !CU_add_test(s, "bounds, cut phases, flags and wear", test_qualify_figures))
+	    !CU_add_test(s, "bounds, cut phases, flags and wear", test_qualify_figures) ||
+	    !CU_add_test(s, "INCONCLUSIVE: cuts that missed the writes", test_inconclusive))
 		return -1;
 	return 0;
 }
