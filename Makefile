@@ -267,7 +267,7 @@ EXAMPLESDIR ?= $(PREFIX)/share/powercut/configs
 # written beside and renamed: $(call install_sub,SRC,DEST,MODE)
 install_sub = sed 's|/usr/bin/powercut|$(PREFIX)/bin/powercut|g' $(1) > $(2).tmp && chmod $(3) $(2).tmp && mv $(2).tmp $(2)
 
-.PHONY: install-host install-agent deb deb-check
+.PHONY: install-host install-agent
 install: install-host
 
 install-host: $(B)/powercut
@@ -309,7 +309,8 @@ endif
 # dpkg-buildpackage writes beside the source tree (..): what the .changes file
 # lists, and the .changes, are moved to build/deb/. Needs debhelper (13);
 # lintian build/deb/*.changes checks them.
-#   make deb-check           the packages installed in a fresh Debian 12 root
+#   make deb-check           lintian (an error or a warning fails), then the
+#                            packages installed in a fresh Debian 12 root
 #                            (tools/deb-install-check: apt-get install, check-config,
 #                            an upgrade keeping the conffile, a short sim campaign,
 #                            purge leaving nothing, the agent by dpkg --root into a
@@ -317,7 +318,11 @@ endif
 DEB_ARCH ?=
 DEB_VERSION = $(shell dpkg-parsechangelog -S Version)
 DEB_CHANGES = ../powercut_$(DEB_VERSION)_$(or $(DEB_ARCH),$(shell dpkg --print-architecture)).changes
-deb:
+.PHONY: deb deb-deps deb-check
+deb-deps: deps
+	@tools/install-deps tools/debian-packages-deb.txt
+
+deb: deb-deps
 	dpkg-buildpackage -b -us -uc $(if $(DEB_ARCH),-a $(DEB_ARCH))
 	mkdir -p build/deb
 	for f in $$(sed -n '/^Files:/,/^[^ ]/s/^ [0-9a-f]* [0-9]* [^ ]* [^ ]* //p' $(DEB_CHANGES)); do \
@@ -326,6 +331,7 @@ deb:
 	@ls -l build/deb/
 
 deb-check: deb
+	lintian --fail-on error,warning build/deb/*.changes
 	tools/deb-install-check
 
 clean:
