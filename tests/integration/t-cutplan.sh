@@ -147,7 +147,9 @@ cat > "$T/e.json" <<JSON
 JSON
 "$PC" run "$T/e.json" --results "$T/e" --quiet --no-report > "$T/eout" 2>&1
 rc=$?
-if ! check "a campaign with the harness cutting: exit 0 (was $rc)" [ $rc -eq 0 ]; then
+# (a relay's kill under load can come after the slowed writes: INCONCLUSIVE,
+# exit 3, is a pass here -- this part is about when the plan fires)
+if ! check "a campaign with the harness cutting: exit 0, or 3 INCONCLUSIVE (was $rc)" passed_or_late $rc "$T/e"; then
 	tail -5 "$T/eout"
 fi
 check "a campaign with the harness cutting: 16 PASS" \
