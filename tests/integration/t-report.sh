@@ -20,7 +20,10 @@ check "campaign A ran (exit 1: the lying board FAILed; was $rc)" test $rc -eq 1
 # folder B: another campaign, two honest boards
 "$PC" run configs/sim-honest.json --results "$B" --cycles 6 --agent "$AGENT" --quiet --no-report >"$T/b.log" 2>&1
 rc=$?
-check "campaign B ran (exit 0)" test $rc -eq 0
+# (6 cycles of 5 modes: mode none's one random cut can come after its fast
+# writes on a loaded machine, INCONCLUSIVE, exit 3; the report's parts below
+# hold either way)
+check "campaign B ran (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$B"
 na=$(grep -c . "$A/verdicts.jsonl"); nb=$(grep -c . "$B/verdicts.jsonl")
 echo "  folders: A $na verdicts, B $nb verdicts"
 
@@ -215,8 +218,8 @@ check "--compare: B's speed over A's per mode" grep -qE '^ +speed B/A [0-9]+\.[0
 "$PC" report --compare "$A" "$B" --format html -o "$T/cmp.html" >/dev/null 2>&1
 rc=$?
 check "--compare two folders, html: exit 0 (was $rc)" test $rc -eq 0
-check "--compare html: both sides' results and the per-mode table" \
-	test "$(grep -c '<span class="badge FAIL">FAIL</span>\|<span class="badge PASS">PASS</span>\|<th>per-cut violation rate (95%)</th>' "$T/cmp.html")" -eq 3
+check "--compare html: both sides' results (B's PASS, or INCONCLUSIVE as above) and the per-mode table" \
+	test "$(grep -c '<span class="badge FAIL">FAIL</span>\|<span class="badge \(PASS\|INCONCLUSIVE\)">\(PASS\|INCONCLUSIVE\)</span>\|<th>per-cut violation rate (95%)</th>' "$T/cmp.html")" -eq 3
 check "--compare html: a mode that FAILs is marked bad, one that PASSes is not" \
 	sh -c "grep -q '<td class=\"bad\">FAIL</td>' '$T/cmp.html' && ! grep -q '<td class=\"bad\">PASS</td>' '$T/cmp.html'"
 expect_fail "--compare naming no device is refused, listing the devices" "names no device of the folders given" \
