@@ -524,7 +524,7 @@ lava-check: deps
 # ---- end LAVA -----------------------------------------------------------------
 
 # ---- fresh-root check of the install lists (docs/testing.md) ----------------
-#   make fresh-root-check  each install list -- build, vm, cross, lava, bench --
+#   make fresh-root-check  each install list -- build, vm, cross, lava, bench, deb --
 #                          installed by its own installer (tools/install-deps,
 #                          board/install-deps, install-cross-deps) in a fresh
 #                          copy of a bare Debian 12 root (debootstrap, no
