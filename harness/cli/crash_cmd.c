@@ -25,6 +25,7 @@
 static const char crash_usage[] =
 	"usage: powercut crash-states RESULTS_DIR [--board NAME] [--cycle N | --all]\n"
 	"                             [--exhaustive K] [--random R] [--seed S] [--locality]\n"
+	"                             [--full-judge | --check-incremental]\n"
 	"\n"
 	"Every crash state the block layer allows for each cycle whose inputs a sim board\n"
 	"kept (device.keep_inputs: base image, write log, the image after the cut), built,\n"
@@ -34,6 +35,10 @@ static const char crash_usage[] =
 	"Every subset of the volatile writes while they are at most K (default 10, at most\n"
 	"16); beyond, R seeded random subsets (default 64) among others. --locality judges\n"
 	"each tear twice to show a slot is judged alone.\n"
+	"Each state is judged incrementally: the cycle is fed to the engine once and each\n"
+	"state's scan of the slots the log touched is judged on it. --full-judge feeds a\n"
+	"fresh engine the whole cycle for every state (slower, the reference);\n"
+	"--check-incremental judges every state both ways: the verdicts must be the same.\n"
 	"\n"
 	"The lines are kept in RESULTS_DIR/crash-states.jsonl too (a rerun replaces a cycle's\n"
 	"line), which powercut report shows per board and mode.\n"
@@ -213,6 +218,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "random", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "locality", no_argument, NULL, 'l' },
+		{ "full-judge", no_argument, NULL, 'F' },
+		{ "check-incremental", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -247,10 +254,14 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->o.seed = v;
 			break;
 		case 'l': a->o.locality = 1; break;
+		case 'F': a->o.full_judge = 1; break;
+		case 'I': a->o.check_incremental = 1; break;
 		case 'h': fputs(crash_usage, stdout); return 0;
 		default: return 2;
 		}
 	}
+	if (a->o.full_judge && a->o.check_incremental)
+		return pc_err("--full-judge and --check-incremental: one or the other"), 2;
 	if (optind != argc - 1)
 		return pc_err("crash-states takes one results folder (see powercut crash-states --help)"), 2;
 	a->results = argv[optind];

@@ -113,6 +113,10 @@ struct crash_opts {
 	uint64_t seed;
 	int locality;		/* judge each tear twice, the other volatile writes kept then dropped:
 				 * the torn record's findings must not change (locality_breaks) */
+	int full_judge;		/* every state judged by a fresh engine fed the whole cycle (no incremental
+				 * judging: the slow reference path) */
+	int check_incremental;	/* every state judged both ways: the verdicts must be the same
+				 * (incremental_diffs) */
 	crash_verdict_hook hook;
 	void *hook_arg;
 };
@@ -125,6 +129,7 @@ struct crash_result {
 					 * judged, not counted */
 	unsigned by_mode[CRASH_M_MAX];
 	double ms_by_mode[CRASH_M_MAX];
+	double cpu_ms_by_mode[CRASH_M_MAX];	/* the process's CPU time in each kind's states */
 	unsigned writes, durable, volatile_, acked, acked_not_durable;
 	unsigned ack_marks;		/* the agent's ACK marks in the log (pc-ack): each checked where it stands */
 	unsigned acks_unmarked;		/* with marks: host ACKs with no mark in order (the record is not whole) */
@@ -132,6 +137,9 @@ struct crash_result {
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
 	unsigned locality_checked, locality_breaks;
+	unsigned incremental;		/* states judged incrementally (the rest by the full judge) */
+	unsigned incremental_checked;	/* with check_incremental: of those, judged by the full judge too */
+	unsigned incremental_diffs;	/* ... whose two verdicts differ (must be 0) */
 	int observed;			/* -1 no post image; 0 not legal, or bytes no state has (not
 					 * counted in states); 2 one of the enumerated states (counted
 					 * there); 1 covered slot by slot (each torn write torn as one
