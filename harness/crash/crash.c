@@ -31,6 +31,7 @@ void crash_opts_default(struct crash_opts *o)
 	o->exhaustive = CRASH_DEFAULT_EXHAUSTIVE;
 	o->random = CRASH_DEFAULT_RANDOM;
 	o->seed = 1;
+	o->max_states = CRASH_DEFAULT_MAX_STATES;
 }
 
 /* ---- inputs ---- */
@@ -726,9 +727,9 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	r->observed_agrees = -1;
 	if (!(r->notes = json_object_new_array()))
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM) {
-		rc = pc_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
-			  CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM);
+	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM || o->max_states > CRASH_MAX_STATES) {
+		rc = pc_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively, %u random subsets and "
+			  "%llu states of the whole space", CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM, CRASH_MAX_STATES);
 		goto out;
 	}
 	if ((rc = events_pick(&c, err, errlen)) || (rc = log_load(&c, err, errlen)) ||
@@ -751,6 +752,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	if ((rc = crash_acks_check(&c, err, errlen)))
 		goto out;
 	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
+	    (rc = crash_space(&c, err, errlen)) ||
 	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
 	if ((in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))

@@ -9,6 +9,7 @@
  *   crash_bound.c   the legal states at the cut, those judged, what is left out
  *   crash_states.c  which states: subsets, tears (the covering design),
  *                   virtual cuts, illegal states, the observed image
+ *   crash_space.c   every legal state at the cut, where affordable
  *   crash_judge.c   one state built, scanned and judged (incrementally: the cycle
  *                   fed once to a held engine, each state's scan judged on it);
  *                   shared helpers
@@ -210,5 +211,7 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 int crash_cuts(struct ctx *c, char *err, size_t errlen);
 int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errlen);
 int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen);
+/* crash_space.c: every legal state at the cut (opts.every_state), or -E2BIG over the limit. */
+int crash_space(struct ctx *c, char *err, size_t errlen);
 
 #endif

@@ -22,7 +22,7 @@
 #include "common/util.h"
 #include "harness/engine/engine.h"
 
-static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed" };
+static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed", "space" };
 
 const char *crash_mode_name(enum crash_mode m)
 {

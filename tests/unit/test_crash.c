@@ -333,7 +333,40 @@ static void test_bound_exhaustive(void)
 	CU_ASSERT_EQUAL(r.leaves, 1u << CRASH_LEAVE_EARLIER);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
+
+	/* --every-state: the whole space, 2^8, counted by sector digits; every one a repeat here */
+	o.every_state = 1;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(r.space_legal, 256);
+	CU_ASSERT(r.space_done);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SPACE], 0);
+	CU_ASSERT_EQUAL(r.repeats, 1 + 256);
+	CU_ASSERT_EQUAL(r.states, 2 + 254 + 1);
+	CU_ASSERT(crash_bound_exhaustive(&r));
+	CU_ASSERT(crash_result_ok(&r));
+	crash_result_clear(&r);
 	json_object_put(evs);
+}
+
+/* --every-state over the limit: the hand cycle's 2^16 refused, its estimate said, nothing enumerated */
+static void test_every_state_refused(void)
+{
+	struct crash_input in = { .board = "b1", .cycle = 1, .base = base_path, .log = log_path };
+	struct crash_opts o;
+	struct crash_result r;
+	char err[512] = "";
+
+	make_inputs();
+	in.events = events(0);
+	crash_opts_default(&o);
+	o.every_state = 1;
+	o.max_states = 65535;
+	CU_ASSERT_EQUAL(crash_check(&in, &o, &r, err, sizeof(err)), -E2BIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "every state at the cut is 65536 states, about "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "states/s of this cycle's first states: over the limit of 65535"));
+	if (!strstr(err, "65536 states"))
+		fprintf(stderr, "%s\n", err);
+	json_object_put(in.events);
 }
 
 /* Negative control 1: seq 9 acknowledged, though no flush followed W9 in the log. */
@@ -897,6 +930,7 @@ int suite_crash(void)
 	static const struct pc_test tests[] = {
 		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
 		{ "the bound: every legal state at the cut judged, 2^8", test_bound_exhaustive },
+		{ "every state at the cut: over the limit, refused with its estimate", test_every_state_refused },
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
 		{ "incremental judging: every state's verdict the full judge's", test_incremental },
