@@ -34,6 +34,11 @@ struct scan {
 	struct region *r;
 	struct occupant *occ;
 	uint8_t *want;		/* NULL: every slot */
+	/* a partial scan's wanted slots, each once, in slot order and in position order: it
+	 * costs the slots asked for, not the region */
+	uint32_t *wslot, *wpos;
+	uint32_t nw;
+	int occ_lazy;		/* occ's pages come as the few wanted slots touch them */
 	region_emit_fn emit;
 	void *arg;
 	struct scan_stats *st;
@@ -274,6 +279,7 @@ struct scan_io {
 	struct scan_chunk c[SCAN_BUFS];
 	uint32_t per;		/* slots per chunk */
 	uint32_t next;		/* the next slot to consider */
+	uint32_t wi;		/* a partial scan: the next of s->wslot */
 	unsigned head, queued;	/* oldest chunk, chunks taken */
 	unsigned inflight;	/* async reads not reaped yet */
 	int async;
@@ -286,6 +292,20 @@ static int scan_next_chunk(struct scan_io *x, struct scan_chunk *c)
 	struct scan *s = x->s;
 	struct region *r = s->r;
 
+	if (s->wslot) {
+		/* the same chunks as the loop below, from the wanted slots alone */
+		if (x->wi >= s->nw)
+			return 0;
+		c->slot = s->wslot[x->wi];
+		c->n = 0;
+		while (c->n < x->per && x->wi < s->nw && s->wslot[x->wi] == c->slot + c->n) {
+			c->n++;
+			x->wi++;
+		}
+		region_slot_offset(r, c->slot, &c->off);
+		c->submitted = c->done = 0;
+		return 1;
+	}
 	while (x->next < r->g.nslots && !wanted(s, x->next))
 		x->next++;
 	if (x->next >= r->g.nslots)
@@ -428,10 +448,17 @@ static void scan_runs(struct scan *s, int pattern)
 	uint32_t nr = 0;
 	struct pc_run *cur = NULL;
 
-	for (uint32_t pos = 0; pos < g->nslots && !s->ret; pos++) {
-		uint32_t slot = pc_slot_of_pos(g, pattern, pos);
-		const struct occupant *o = &s->occ[slot];
+	/* every position in order, or a partial scan's wanted ones (a gap ends a run, as an unwanted
+	 * slot does) */
+	for (uint32_t i = 0, pos; (s->wpos ? i < s->nw : i < g->nslots) && !s->ret; i++) {
+		uint32_t slot;
+		const struct occupant *o;
 
+		pos = s->wpos ? s->wpos[i] : i;
+		if (s->wpos && i && pos != s->wpos[i - 1] + 1)
+			cur = NULL;
+		slot = pc_slot_of_pos(g, pattern, pos);
+		o = &s->occ[slot];
 		if (!wanted(s, slot) || !o->whole) {
 			cur = NULL;
 			continue;
@@ -458,6 +485,48 @@ int region_scan(struct region *r, int pattern, const struct pc_posrange *ranges,
 	return region_scan_known(r, pattern, ranges, nranges, NULL, fn, arg, st);
 }
 
+static int u32_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Zeroed memory whose pages come as they are first touched (a partial scan's tables, sized by the
+ * region, touched at its few slots): never a pass over all of it, as calloc may make. */
+static void *lazy_map(size_t len)
+{
+	void *p = mmap(NULL, len ? len : 1, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The wanted slots (want[] 1) listed once each: by position and by slot, sorted. 0 or -ENOMEM. */
+static int want_lists(struct scan *s, int pattern, const struct pc_posrange *ranges, uint32_t nranges)
+{
+	const struct pc_geom *g = &s->r->g;
+	uint32_t n = 0;
+
+	s->wpos = malloc((s->st->slots ? s->st->slots : 1) * sizeof(*s->wpos));
+	s->wslot = malloc((s->st->slots ? s->st->slots : 1) * sizeof(*s->wslot));
+	if (!s->wpos || !s->wslot)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < nranges; i++)
+		for (uint32_t p = ranges[i].pos; p < ranges[i].pos + ranges[i].n; p++) {
+			uint32_t slot = pc_slot_of_pos(g, pattern, p);
+
+			if (s->want[slot] != 1 || n >= s->st->slots)
+				continue;
+			s->want[slot] = 2;	/* listed (still wanted) */
+			s->wpos[n] = p;
+			s->wslot[n++] = slot;
+		}
+	s->nw = n;
+	qsort(s->wpos, n, sizeof(*s->wpos), u32_cmp);
+	qsort(s->wslot, n, sizeof(*s->wslot), u32_cmp);
+	return 0;
+}
+
 int region_scan_known(struct region *r, int pattern, const struct pc_posrange *ranges, uint32_t nranges,
 		      struct scan_known *kn, region_emit_fn fn, void *arg, struct scan_stats *st)
 {
@@ -478,13 +547,13 @@ int region_scan_known(struct region *r, int pattern, const struct pc_posrange *r
 	}
 	st->slots = r->g.nslots;
 	if (ranges) {
-		s.want = calloc(r->g.nslots, 1);
+		s.want = lazy_map(r->g.nslots);
 		if (!s.want)
 			return -ENOMEM;
 		st->slots = 0;
 		for (uint32_t i = 0; i < nranges; i++) {
 			if ((uint64_t)ranges[i].pos + ranges[i].n > r->g.nslots) {
-				free(s.want);
+				region_mem_unmap(s.want, r->g.nslots);
 				return -ERANGE;
 			}
 			for (uint32_t p = ranges[i].pos; p < ranges[i].pos + ranges[i].n; p++) {
@@ -494,9 +563,15 @@ int region_scan_known(struct region *r, int pattern, const struct pc_posrange *r
 			}
 		}
 	}
-	s.occ = region_mem_map((size_t)r->g.nslots * sizeof(*s.occ));
+	/* a scan of a few slots in a large region (under a 64th) maps in only the pages it touches */
+	s.occ_lazy = s.want && st->slots < r->g.nslots / 64;
+	s.occ = s.want && want_lists(&s, pattern, ranges, nranges) ? NULL :
+		s.occ_lazy ? lazy_map((size_t)r->g.nslots * sizeof(*s.occ)) :
+		region_mem_map((size_t)r->g.nslots * sizeof(*s.occ));
 	if (!s.occ) {
-		free(s.want);
+		region_mem_unmap(s.want, r->g.nslots);
+		free(s.wpos);
+		free(s.wslot);
 		return -ENOMEM;
 	}
 	m = pc_msg_new(PC_MSG_SCAN_BEGIN);
@@ -521,6 +596,8 @@ int region_scan_known(struct region *r, int pattern, const struct pc_posrange *r
 	json_object_object_add(m, "ms", json_object_new_int64((int64_t)st->ms));
 	emit(&s, m);
 	region_mem_unmap(s.occ, (size_t)r->g.nslots * sizeof(*s.occ));
-	free(s.want);
+	region_mem_unmap(s.want, r->g.nslots);
+	free(s.wpos);
+	free(s.wslot);
 	return s.ret;
 }

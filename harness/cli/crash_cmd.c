@@ -25,6 +25,8 @@
 static const char crash_usage[] =
 	"usage: powercut crash-states RESULTS_DIR [--board NAME] [--cycle N | --all]\n"
 	"                             [--exhaustive K] [--random R] [--seed S] [--locality]\n"
+	"                             [--full-judge | --check-incremental]\n"
+	"                             [--every-state [--max-states N]]\n"
 	"\n"
 	"Every crash state the block layer allows for each cycle whose inputs a sim board\n"
 	"kept (device.keep_inputs: base image, write log, the image after the cut), built,\n"
@@ -34,6 +36,13 @@ static const char crash_usage[] =
 	"Every subset of the volatile writes while they are at most K (default 10, at most\n"
 	"16); beyond, R seeded random subsets (default 64) among others. --locality judges\n"
 	"each tear twice to show a slot is judged alone.\n"
+	"Each state is judged incrementally: the cycle is fed to the engine once and each\n"
+	"state's scan of the slots the log touched is judged on it. --full-judge feeds a\n"
+	"fresh engine the whole cycle for every state (slower, the reference);\n"
+	"--check-incremental judges every state both ways: the verdicts must be the same.\n"
+	"--every-state judges every legal state at the cut (each sector of a volatile write\n"
+	"old or one of its writes' bytes) after saying how many and how long; a cycle with\n"
+	"more than N (default 1000000) is refused with that estimate (exit 2).\n"
 	"\n"
 	"The lines are kept in RESULTS_DIR/crash-states.jsonl too (a rerun replaces a cycle's\n"
 	"line), which powercut report shows per board and mode.\n"
@@ -202,6 +211,14 @@ struct args {
 	unsigned want;
 };
 
+/* The whole space's estimate, before it starts. */
+static void say(const char *line, void *arg)
+{
+	(void)arg;
+	fprintf(stderr, "powercut crash-states: %s\n", line);
+	fflush(stderr);
+}
+
 /* -1, or the exit status (2: a bad option; 0: --help). */
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -213,6 +230,10 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{ "random", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "locality", no_argument, NULL, 'l' },
+		{ "full-judge", no_argument, NULL, 'F' },
+		{ "check-incremental", no_argument, NULL, 'I' },
+		{ "every-state", no_argument, NULL, 'E' },
+		{ "max-states", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -247,10 +268,21 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->o.seed = v;
 			break;
 		case 'l': a->o.locality = 1; break;
+		case 'F': a->o.full_judge = 1; break;
+		case 'I': a->o.check_incremental = 1; break;
+		case 'E': a->o.every_state = 1; break;
+		case 'M':
+			if (pc_parse_u64(optarg, 0, &v) || v < 1 || v > CRASH_MAX_STATES)
+				return pc_err("--max-states '%s': expected 1..%llu", optarg, CRASH_MAX_STATES), 2;
+			a->o.max_states = v;
+			break;
 		case 'h': fputs(crash_usage, stdout); return 0;
 		default: return 2;
 		}
 	}
+	a->o.say = say;
+	if (a->o.full_judge && a->o.check_incremental)
+		return pc_err("--full-judge and --check-incremental: one or the other"), 2;
 	if (optind != argc - 1)
 		return pc_err("crash-states takes one results folder (see powercut crash-states --help)"), 2;
 	a->results = argv[optind];

@@ -31,6 +31,7 @@ void crash_opts_default(struct crash_opts *o)
 	o->exhaustive = CRASH_DEFAULT_EXHAUSTIVE;
 	o->random = CRASH_DEFAULT_RANDOM;
 	o->seed = 1;
+	o->max_states = CRASH_DEFAULT_MAX_STATES;
 }
 
 /* ---- inputs ---- */
@@ -670,6 +671,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 	msg = nr && nr <= PC_PROTO_MAX_RANGES ? pc_msg_verify_ranges(c->pattern, r, (uint32_t)nr) :
 						 pc_msg_verify(c->pattern, 1);
 	c->verify = msg ? crash_verify_event(c, c->in->cycle + 1, msg) : NULL;
+	c->verify_states = c->verify;
 	/* the scan the next boot's engine is given: these positions */
 	free(pos);
 	free(r);
@@ -678,6 +680,7 @@ static int verify_make(struct ctx *c, char *err, size_t errlen)
 
 static void ctx_free(struct ctx *c)
 {
+	crash_incr_drop(c);
 	for (size_t i = 0; c->ext && i < c->next; i++) {
 		free(c->ext[i].base);
 		free(c->ext[i].buf);
@@ -724,9 +727,9 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	r->observed_agrees = -1;
 	if (!(r->notes = json_object_new_array()))
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM) {
-		rc = pc_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively and %u random subsets",
-			  CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM);
+	if (o->exhaustive > CRASH_MAX_EXHAUSTIVE || o->random > CRASH_MAX_RANDOM || o->max_states > CRASH_MAX_STATES) {
+		rc = pc_fail(err, errlen, -EINVAL, "at most %u writes enumerated exhaustively, %u random subsets and "
+			  "%llu states of the whole space", CRASH_MAX_EXHAUSTIVE, CRASH_MAX_RANDOM, CRASH_MAX_STATES);
 		goto out;
 	}
 	if ((rc = events_pick(&c, err, errlen)) || (rc = log_load(&c, err, errlen)) ||
@@ -749,6 +752,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	if ((rc = crash_acks_check(&c, err, errlen)))
 		goto out;
 	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
+	    (rc = crash_space(&c, err, errlen)) ||
 	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
 	if ((in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))
@@ -771,7 +775,8 @@ void crash_result_clear(struct crash_result *r)
 
 int crash_result_ok(const struct crash_result *r)
 {
-	return r->acked_not_durable == 0 && r->acks_unmarked == 0 && r->mismatches == 0 && r->observed_agrees != 0 && r->caught == r->injected && r->locality_breaks == 0;
+	return r->acked_not_durable == 0 && r->acks_unmarked == 0 && r->mismatches == 0 && r->observed_agrees != 0 &&
+	       r->caught == r->injected && r->locality_breaks == 0 && r->incremental_diffs == 0;
 }
 
 json_object *crash_result_json(const struct crash_input *in, const struct crash_result *r)
@@ -801,6 +806,11 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 		json_object_object_add(o, "locality_checked", json_object_new_int64(r->locality_checked));
 		json_object_object_add(o, "locality_breaks", json_object_new_int64(r->locality_breaks));
 	}
+	json_object_object_add(o, "incremental", json_object_new_int64(r->incremental));
+	if (r->incremental_checked) {
+		json_object_object_add(o, "incremental_checked", json_object_new_int64(r->incremental_checked));
+		json_object_object_add(o, "incremental_diffs", json_object_new_int64(r->incremental_diffs));
+	}
 	for (unsigned m = 0; m < CRASH_M_MAX; m++) {
 		json_object *x = json_object_new_object();
 		json_object_object_add(x, "states", json_object_new_int64(r->by_mode[m]));
@@ -808,6 +818,8 @@ json_object *crash_result_json(const struct crash_input *in, const struct crash_
 
 		snprintf(ms, sizeof(ms), "%.1f", r->ms_by_mode[m]);
 		json_object_object_add(x, "ms", json_object_new_double_s(r->ms_by_mode[m], ms));
+		snprintf(ms, sizeof(ms), "%.1f", r->cpu_ms_by_mode[m]);
+		json_object_object_add(x, "cpu_ms", json_object_new_double_s(r->cpu_ms_by_mode[m], ms));
 		json_object_object_add(bm, crash_mode_name((enum crash_mode)m), x);
 	}
 	json_object_object_add(o, "by_mode", bm);

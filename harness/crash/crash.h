@@ -28,7 +28,9 @@
  *   illegal  each durable acknowledged write dropped, torn, and torn within
  *            a sector: the judge must FAIL each, naming exactly its seqs
  *            (injected, caught);
- *   observed the image after the real cut (when kept), judged on its own.
+ *   observed the image after the real cut (when kept), judged on its own;
+ *   space    with opts.every_state, every legal state at the cut (each volatile
+ *            sector old or one of its writes), when affordable.
  * Each distinct state (image and ACKs) is judged and counted once; the
  * agent's ACK marks in the log are checked where they stand (crash_acks.c);
  * the bound, judged of legal at the cut, is said (crash_bound.c).
@@ -41,12 +43,15 @@
 
 #include <json-c/json.h>
 
-enum crash_mode { CRASH_M_SUBSETS, CRASH_M_TEARS, CRASH_M_CUTS, CRASH_M_ILLEGAL, CRASH_M_OBSERVED, CRASH_M_MAX };
+enum crash_mode { CRASH_M_SUBSETS, CRASH_M_TEARS, CRASH_M_CUTS, CRASH_M_ILLEGAL, CRASH_M_OBSERVED, CRASH_M_SPACE,
+		  CRASH_M_MAX };
 
 #define CRASH_DEFAULT_EXHAUSTIVE	10u	/* every subset up to 2^10 states */
 #define CRASH_MAX_EXHAUSTIVE		16u
 #define CRASH_DEFAULT_RANDOM		64u
 #define CRASH_MAX_RANDOM		100000u
+#define CRASH_DEFAULT_MAX_STATES	1000000ull	/* --every-state: the whole space refused beyond */
+#define CRASH_MAX_STATES		1000000000ull
 /* bounds on one cycle's inputs (they are untrusted) */
 #define CRASH_MAX_WRITES		65536u		/* writes in one log */
 #define CRASH_MAX_BYTES			(256u << 20)	/* bytes the log's writes cover, together */
@@ -113,6 +118,15 @@ struct crash_opts {
 	uint64_t seed;
 	int locality;		/* judge each tear twice, the other volatile writes kept then dropped:
 				 * the torn record's findings must not change (locality_breaks) */
+	int full_judge;		/* every state judged by a fresh engine fed the whole cycle (no incremental
+				 * judging: the slow reference path) */
+	int check_incremental;	/* every state judged both ways: the verdicts must be the same
+				 * (incremental_diffs) */
+	int every_state;	/* every legal state at the cut (the whole space, crash_space.c), when it
+				 * holds at most max_states; else the cycle is refused with an estimate */
+	uint64_t max_states;
+	void (*say)(const char *line, void *arg);	/* the estimate, before the whole space starts */
+	void *say_arg;
 	crash_verdict_hook hook;
 	void *hook_arg;
 };
@@ -125,6 +139,7 @@ struct crash_result {
 					 * judged, not counted */
 	unsigned by_mode[CRASH_M_MAX];
 	double ms_by_mode[CRASH_M_MAX];
+	double cpu_ms_by_mode[CRASH_M_MAX];	/* the process's CPU time in each kind's states */
 	unsigned writes, durable, volatile_, acked, acked_not_durable;
 	unsigned ack_marks;		/* the agent's ACK marks in the log (pc-ack): each checked where it stands */
 	unsigned acks_unmarked;		/* with marks: host ACKs with no mark in order (the record is not whole) */
@@ -132,6 +147,11 @@ struct crash_result {
 	unsigned mismatches;		/* legal states whose verdict differs from what the state holds */
 	unsigned injected, caught;
 	unsigned locality_checked, locality_breaks;
+	unsigned incremental;		/* states judged incrementally (the rest by the full judge) */
+	unsigned incremental_checked;	/* with check_incremental: of those, judged by the full judge too */
+	unsigned incremental_diffs;	/* ... whose two verdicts differ (must be 0) */
+	uint64_t space_legal;		/* --every-state: the states at the cut it counted (0: past 2^64) */
+	int space_done;			/* ... and enumerated them all */
 	int observed;			/* -1 no post image; 0 not legal, or bytes no state has (not
 					 * counted in states); 2 one of the enumerated states (counted
 					 * there); 1 covered slot by slot (each torn write torn as one

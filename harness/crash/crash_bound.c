@@ -117,8 +117,15 @@ int crash_bound(struct ctx *c, char *err, size_t errlen)
 		r->leaves |= 1u << CRASH_LEAVE_TWO;
 	if (multi >= 3)
 		r->leaves |= 1u << CRASH_LEAVE_THREE;
+	if (r->space_done)
+		r->leaves = 0;	/* every state at the cut was enumerated */
 	if (r->by_mode[CRASH_M_CUTS])
 		r->leaves |= 1u << CRASH_LEAVE_EARLIER;
+	if (r->space_done) {
+		snprintf(r->design, sizeof(r->design), "every state at the cut: each sector of a volatile write "
+			 "old or the bytes of one of the volatile writes to it");
+		return 0;
+	}
 	snprintf(r->design, sizeof(r->design), "%s; tears: %s%s", c->nvol <= c->o->exhaustive ?
 		 "every subset of the volatile writes" : "subsets: all, none, each single drop and keep, each "
 		 "in-order prefix, seeded random draws",

@@ -9,7 +9,10 @@
  *   crash_bound.c   the legal states at the cut, those judged, what is left out
  *   crash_states.c  which states: subsets, tears (the covering design),
  *                   virtual cuts, illegal states, the observed image
- *   crash_judge.c   one state built, scanned and judged; shared helpers
+ *   crash_space.c   every legal state at the cut, where affordable
+ *   crash_judge.c   one state built, scanned and judged (incrementally: the cycle
+ *                   fed once to a held engine, each state's scan judged on it);
+ *                   shared helpers
  */
 #ifndef PC_HARNESS_CRASH_INT_H
 #define PC_HARNESS_CRASH_INT_H
@@ -117,6 +120,13 @@ struct ctx {
 	int repeat;		/* the state being judged is one (judged only for its captured findings) */
 	unsigned nvol;
 	size_t *vol;		/* the volatile writes' indexes */
+	/* incremental judging (crash_judge.c): the cycle fed once to heng, held before the states' scan */
+	json_object *verify_states;	/* the states' partial VERIFY (c->verify while it is this one) */
+	struct engine *heng;
+	struct engine_hold *hold;
+	size_t hold_limit;		/* the ACK limit heng was fed with */
+	int hold_refused;		/* the engine fed with hold_refused_limit ACKs could not be held */
+	size_t hold_refused_limit;
 };
 
 /*
@@ -138,6 +148,8 @@ struct design {
 };
 
 /* crash_judge.c: helpers, then one state. -errno rc, err set from fmt. */
+/* The held engine of incremental judging, freed. */
+void crash_incr_drop(struct ctx *c);
 uint64_t crash_mix(uint64_t x);
 /* An rx event's message type ("" when none); a number in an object (k2: in its member k1). */
 const char *crash_msg_type(json_object *ev);
@@ -199,5 +211,7 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 int crash_cuts(struct ctx *c, char *err, size_t errlen);
 int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errlen);
 int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen);
+/* crash_space.c: every legal state at the cut (opts.every_state), or -E2BIG over the limit. */
+int crash_space(struct ctx *c, char *err, size_t errlen);
 
 #endif

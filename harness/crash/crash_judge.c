@@ -22,7 +22,7 @@
 #include "common/util.h"
 #include "harness/engine/engine.h"
 
-static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed" };
+static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed", "space" };
 
 const char *crash_mode_name(enum crash_mode m)
 {
@@ -288,9 +288,9 @@ static void state_scan(struct ctx *c, char *err, size_t errlen)
 		c->feed_rc = rc;
 }
 
-/* A fresh engine fed the cycle (the ACKs up to the limit), the next boot and the state's scan:
- * c->verdict, or -errno. */
-static int state_engine(struct ctx *c, const char *label, char *err, size_t errlen)
+/* A fresh engine (c->eng) fed the cycle with the ACKs up to the limit, the next boot and the states'
+ * VERIFY: what every state's scan is judged after. c->feed_rc says whether the engine refused. */
+static int cycle_feed(struct ctx *c, char *err, size_t errlen)
 {
 	size_t acks = 0;
 
@@ -315,10 +315,12 @@ static int state_engine(struct ctx *c, const char *label, char *err, size_t errl
 	for (size_t i = 0; i < json_object_array_length(c->post); i++)
 		feed(c, json_object_array_get_idx(c->post, i));
 	feed(c, c->verify);
-	if (!c->feed_rc)
-		state_scan(c, err, errlen);
-	engine_free(c->eng);
-	c->eng = NULL;
+	return 0;
+}
+
+/* After a state's scan: its verdict, or -errno naming the state. */
+static int state_verdict(struct ctx *c, const char *label, char *err, size_t errlen)
+{
 	if (c->feed_rc) {
 		json_object_put(c->verdict);
 		c->verdict = NULL;
@@ -328,6 +330,106 @@ static int state_engine(struct ctx *c, const char *label, char *err, size_t errl
 	if (!c->verdict)
 		return pc_fail(err, errlen, -EPROTO, "board %s cycle %u, state %s: the engine gave no verdict",
 			    c->in->board, c->in->cycle, label);
+	return 0;
+}
+
+/* The full judge: a fresh engine fed the cycle, the next boot and the state's scan: c->verdict, or -errno. */
+static int state_engine_full(struct ctx *c, const char *label, char *err, size_t errlen)
+{
+	int rc = cycle_feed(c, err, errlen);
+
+	if (rc)
+		return rc;
+	if (!c->feed_rc)
+		state_scan(c, err, errlen);
+	engine_free(c->eng);
+	c->eng = NULL;
+	return state_verdict(c, label, err, errlen);
+}
+
+void crash_incr_drop(struct ctx *c)
+{
+	engine_hold_free(c->hold);
+	engine_free(c->heng);
+	c->hold = NULL;
+	c->heng = NULL;
+}
+
+/*
+ * Incremental judging: the cycle is fed once (per ACK limit) to an engine
+ * held just before the states' scan (engine_hold); each state's scan, of
+ * the slots the log touched and the cycle's records only, is judged against
+ * it and the engine put back. 0 with c->verdict; 1 when a state cannot be
+ * judged so (the observed image's full scan, --full-judge, an engine that
+ * gave its verdict before the scan or cannot be held): the full judge does
+ * it; -errno.
+ */
+static int state_engine_held(struct ctx *c, const char *label, char *err, size_t errlen)
+{
+	int rc;
+
+	if (c->o->full_judge || c->verify != c->verify_states)
+		return 1;
+	if (c->heng && c->hold_limit != c->ack_limit)
+		crash_incr_drop(c);
+	if (!c->heng) {
+		if (c->hold_refused && c->hold_refused_limit == c->ack_limit)
+			return 1;
+		if ((rc = cycle_feed(c, err, errlen)))
+			return rc;
+		c->hold = !c->feed_rc && !c->verdict ? engine_hold(c->eng, c->in->board) : NULL;
+		if (!c->hold) {
+			engine_free(c->eng);
+			c->eng = NULL;
+			json_object_put(c->verdict);
+			c->verdict = NULL;
+			c->hold_refused = 1;
+			c->hold_refused_limit = c->ack_limit;
+			return 1;
+		}
+		c->heng = c->eng;
+		c->hold_limit = c->ack_limit;
+	}
+	c->eng = c->heng;
+	c->feed_rc = 0;
+	c->verdict = NULL;
+	state_scan(c, err, errlen);
+	c->eng = NULL;
+	if (engine_hold_restore(c->heng, c->hold))
+		crash_incr_drop(c);	/* the next state feeds the cycle again */
+	if ((rc = state_verdict(c, label, err, errlen)))
+		return rc;
+	c->r->incremental++;
+	return 0;
+}
+
+/* The state judged (incrementally where it can be), c->verdict; with --check-incremental, the full
+ * judge's verdict too, which must be the same, byte for byte. 0 or -errno. */
+static int state_engine(struct ctx *c, const char *label, char *err, size_t errlen)
+{
+	json_object *inc;
+	int rc = state_engine_held(c, label, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	if (rc == 1)
+		return state_engine_full(c, label, err, errlen);
+	if (!c->o->check_incremental)
+		return 0;
+	inc = c->verdict;
+	c->verdict = NULL;
+	if ((rc = state_engine_full(c, label, err, errlen))) {
+		json_object_put(inc);
+		return rc;
+	}
+	c->r->incremental_checked++;
+	if (strcmp(json_object_to_json_string_ext(inc, JSON_C_TO_STRING_PLAIN),
+		   json_object_to_json_string_ext(c->verdict, JSON_C_TO_STRING_PLAIN))) {
+		c->r->incremental_diffs++;
+		crash_note(c, "cycle %u state %s: the incremental judge's verdict is not the full judge's: %.160s",
+			   c->in->cycle, label, json_object_to_json_string_ext(inc, JSON_C_TO_STRING_PLAIN));
+	}
+	json_object_put(inc);
 	return 0;
 }
 
@@ -405,7 +507,7 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 	struct expect x;
 	json_object *fnd;
 	int rc, ok;
-	double t0 = now_ms();
+	double t0 = now_ms(), c0 = crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID);
 
 	viol = calloc(c->nrec, 1);
 	if (!viol)
@@ -441,6 +543,7 @@ int crash_state_judge(struct ctx *c, enum crash_mode mode, const char *label, in
 	if (!c->repeat) {
 		c->r->lost_acked_states += x.lost > 0;
 		c->r->ms_by_mode[mode] += now_ms() - t0;
+		c->r->cpu_ms_by_mode[mode] += crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
 		c->r->by_mode[mode]++;
 	}
 	json_object_put(c->verdict);

@@ -158,5 +158,19 @@ uint32_t engine_board_known(struct engine *e, const char *board, struct pc_known
  * exactly so by number alone (SAME), not sector by sector at every boot. */
 uint32_t engine_board_known_slots(struct engine *e, const char *board, struct pc_known_slot *out, uint32_t max);
 
+/*
+ * Incremental judging (powercut crash-states, docs/crash-states.md): a
+ * board's state held between a partial VERIFY and its scan, so that one
+ * cycle is judged on many scans of the same slots without being fed again.
+ * engine_hold: NULL when the board is not between a partial VERIFY and its
+ * scan with an expected state (feed it whole instead), or out of memory.
+ * engine_hold_restore: after a scan was fed and judged, the board as held
+ * again; 0, -EAGAIN (the scan replaced what a hold cannot put back: feed
+ * the cycle again) or -ENOMEM. Only the held board is put back.
+ */
+struct engine_hold;
+struct engine_hold *engine_hold(struct engine *e, const char *board);
+int engine_hold_restore(struct engine *e, struct engine_hold *h);
+void engine_hold_free(struct engine_hold *h);
 
 #endif

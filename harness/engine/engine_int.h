@@ -5,6 +5,8 @@
  * The engine is a pipeline in one direction; each part calls only the parts
  * below it:
  *   engine.c          intake: each event checked and dispatched
+ *   engine_hold.c     beside the intake: a board held before a partial scan
+ *                     and put back after it (crash-states' incremental judging)
  *   engine_scan.c     scan assembly: runs, slot and same lines; a complete
  *                     scan judged below, then adopted as the expected state
  *   engine_region.c   judge (HELLO): the region adopted, its continuity judged
@@ -263,6 +265,7 @@ void eng_slots_free(struct slots *t);
 int eng_slots_dense(const struct slots *t);
 int eng_slots_get(const struct slots *t, uint32_t slot, struct occ *o);
 int eng_slots_state(const struct slots *t, uint32_t slot);
+void eng_slots_count_damaged(const struct slots *t, const uint64_t *want, uint64_t *in, uint64_t *out);
 int eng_slots_set(struct slots *t, uint32_t slot, const struct occ *o);
 struct occ *eng_slots_side(struct slots *t, uint32_t slot, int create);
 uint32_t eng_slots_nside(const struct slots *t);

@@ -595,8 +595,13 @@ static int judge_cycle(struct engine *e, struct board *b)
 	for (uint64_t s = w->first; s < w->first + w->n; s++)
 		judge_record(&j, s);
 	eng_flush_nw(&j);
-	for (uint32_t s = 0; s < b->g.nslots; s++)
-		if (!BIT_GET(j.hot, s) && eng_wanted(b, s)) {
+	/* the cold slots looked at, in slot order: a partial scan's word by word (it costs its slots) */
+	for (size_t wd = 0; wd < BITMAP_WORDS(b->g.nslots); wd++)
+		for (uint64_t bits = ~j.hot[wd] & (b->want ? b->want[wd] : ~(uint64_t)0); bits; bits &= bits - 1) {
+			uint32_t s = (uint32_t)(wd * 64 + (unsigned)__builtin_ctzll(bits));
+
+			if (s >= b->g.nslots)
+				break;
 			judge_cold(&j, s);
 			cold++;
 		}

@@ -279,13 +279,13 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 	 * against the same ceiling as the ones it reports */
 	b->sect_base = 0;
 	b->dmg_prev = 0;
-	for (uint32_t s = 0; b->exp && s < b->g.nslots; s++) {
-		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
-			continue;
-		if (eng_wanted(b, s))
-			b->dmg_prev += spr;
-		else
-			b->sect_base += spr;
+	if (b->exp) {
+		uint64_t in, out;
+
+		/* from the side table, not slot by slot: a partial scan costs its slots */
+		eng_slots_count_damaged(b->exp, b->want, &in, &out);
+		b->dmg_prev = in * spr;
+		b->sect_base = (uint32_t)(out * spr);
 	}
 	/* a baseline holds every slot; a later scan what differs from exp */
 	b->obs = eng_slots_new(b->g.nslots, !b->exp);

@@ -361,6 +361,28 @@ int eng_slots_move_side(struct slots *from, struct slots *to, const uint64_t *wa
 	return 0;
 }
 
+/* The damaged slots of t, counted in and out of want (NULL: every slot is in): what a loop over
+ * every slot asking eng_slots_state() counts, at the cost of the side table (a damaged slot is
+ * always there). */
+void eng_slots_count_damaged(const struct slots *t, const uint64_t *want, uint64_t *in, uint64_t *out)
+{
+	*in = *out = 0;
+	for (uint32_t i = 0; i < t->xcap; i++) {
+		const struct xent *x = &t->x[i];
+		uint32_t slot;
+
+		if (!x->key || x->o.state != OCC_DAMAGED)
+			continue;
+		slot = x->key - 1;
+		if (t->ent && TAG_STATE(t->ent[slot] >> 32) != TAG_SIDE)
+			continue;
+		if (!want || BIT_GET(want, slot))
+			(*in)++;
+		else
+			(*out)++;
+	}
+}
+
 /* The slot's state (OCC_*) without unpacking it. */
 int eng_slots_state(const struct slots *t, uint32_t slot)
 {

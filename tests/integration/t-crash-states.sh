@@ -10,7 +10,9 @@
 # after 4 to 12 ACKs (mode none, which has none: once its work is done), so
 # that each cycle wrote and the lying board lost acknowledged records. Then the negative
 # controls: an ACK in the mode none cycle (never durable), added to events.jsonl,
-# gives acked_not_durable >= 1 and exit 1; no kept inputs is exit 2.
+# gives acked_not_durable >= 1 and exit 1; no kept inputs is exit 2. Every
+# state judged incrementally gets the full judge's verdict (--check-incremental),
+# and --every-state refuses the none cycle's 2^192 states with its estimate.
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -128,6 +130,29 @@ check "report (text): the lying board's images after the cut on their own line, 
 check "report (json): the honest rows' images after the cut legal, none disagreeing" \
 	jqt 'all(.crash_states[] | select(.board == "honest"); .observed.illegal == 0 and .observed.disagree == 0)' \
 	"$T/report.json"
+
+# incremental judging (docs/crash-states.md, "How a state is judged"): every state of every cycle,
+# honest (each mode) and lying (states that lose acknowledged records), judged both ways gets the full
+# judge's verdict byte for byte; and the default run judged its states incrementally
+for b in honest lying; do
+	"$PC" crash-states "$R" --board $b --all --check-incremental > "$T/$b-inc.jsonl" 2> "$T/$b-inc.err"
+	rc=$?
+	check "$b --check-incremental: exits 0 (was $rc)" [ $rc -eq 0 ]
+	echo "    $b: $(jq -s -c '{cycles: length, incremental: (map(.incremental) | add), checked: (map(.incremental_checked) | add), diffs: (map(.incremental_diffs) | add)}' "$T/$b-inc.jsonl")"
+	check "$b --check-incremental: every state judged incrementally judged by the full judge too, 0 differences" \
+		jqt -s 'length > 0 and all(.[]; .incremental_checked == .incremental and .incremental_diffs == 0)
+			and (map(.incremental) | add) > 0' "$T/$b-inc.jsonl"
+done
+check "honest: the default run judges the cycles' states incrementally (journal, none: all but the observed image)" \
+	jqt -s 'all(.[] | select(.mode == "none" or .mode == "journal"); .incremental >= .states - 1)' "$T/honest.jsonl"
+# --every-state: the none cycle's 2^192 refused with its estimate, exit 2, nothing written for it
+c=$(jq -r 'select(.mode == "none") | .cycle' "$T/modes.jsonl" | head -1)
+"$PC" crash-states "$R" --board honest --cycle "${c:-0}" --every-state > "$T/every.out" 2> "$T/every.err"
+rc=$?
+check "--every-state on 2^192 states: refused, exit 2 (was $rc)" [ $rc -eq 2 ]
+check "...with the estimate: how many states, how long, the limit" \
+	grep -qE "every state at the cut is about 2\^192\.0 states, about 10\^[0-9]+ s of CPU at the [0-9]+ states/s of this cycle's first states: over the limit of 1000000" "$T/every.err"
+[ $rc -eq 2 ] || cat "$T/every.err"
 
 # negative control: an ACK in the mode none cycle, where nothing is ever flushed
 c=$(jq -r 'select(.mode == "none") | .cycle' "$T/modes.jsonl" | head -1)

@@ -333,7 +333,40 @@ static void test_bound_exhaustive(void)
 	CU_ASSERT_EQUAL(r.leaves, 1u << CRASH_LEAVE_EARLIER);
 	CU_ASSERT(crash_result_ok(&r));
 	crash_result_clear(&r);
+
+	/* --every-state: the whole space, 2^8, counted by sector digits; every one a repeat here */
+	o.every_state = 1;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	CU_ASSERT_EQUAL(r.space_legal, 256);
+	CU_ASSERT(r.space_done);
+	CU_ASSERT_EQUAL(r.by_mode[CRASH_M_SPACE], 0);
+	CU_ASSERT_EQUAL(r.repeats, 1 + 256);
+	CU_ASSERT_EQUAL(r.states, 2 + 254 + 1);
+	CU_ASSERT(crash_bound_exhaustive(&r));
+	CU_ASSERT(crash_result_ok(&r));
+	crash_result_clear(&r);
 	json_object_put(evs);
+}
+
+/* --every-state over the limit: the hand cycle's 2^16 refused, its estimate said, nothing enumerated */
+static void test_every_state_refused(void)
+{
+	struct crash_input in = { .board = "b1", .cycle = 1, .base = base_path, .log = log_path };
+	struct crash_opts o;
+	struct crash_result r;
+	char err[512] = "";
+
+	make_inputs();
+	in.events = events(0);
+	crash_opts_default(&o);
+	o.every_state = 1;
+	o.max_states = 65535;
+	CU_ASSERT_EQUAL(crash_check(&in, &o, &r, err, sizeof(err)), -E2BIG);
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "every state at the cut is 65536 states, about "));
+	CU_ASSERT_PTR_NOT_NULL(strstr(err, "states/s of this cycle's first states: over the limit of 65535"));
+	if (!strstr(err, "65536 states"))
+		fprintf(stderr, "%s\n", err);
+	json_object_put(in.events);
 }
 
 /* Negative control 1: seq 9 acknowledged, though no flush followed W9 in the log. */
@@ -414,6 +447,69 @@ static void test_ack_marks(void)
 	crash_result_clear(&r);
 	json_object_put(evs);
 	json_object_put(evs9);
+}
+
+/* Incremental judging: every state judged both ways (the cycle fed once to a held engine, and a fresh
+ * engine fed the whole cycle per state) gets the same verdict, byte for byte: the legal subsets, every
+ * tear mask, two torn at once, each tear with the other write dropped (locality), the virtual cuts at
+ * their own ACK limits, and the illegal states (a durable acknowledged write dropped: lost_acked; torn;
+ * torn within a sector: torn_sector). --full-judge gives the same counts with no state incremental. */
+static void test_incremental(void)
+{
+	static const int early[] = { 2, 1, 4, 3, MARK1, -1, 5, 7, 6, 8, MARK2, -1, 10, 9 };
+	struct crash_opts o;
+	struct crash_result r, f;
+	json_object *evs;
+
+	make_inputs();
+	evs = events(0);
+	crash_opts_default(&o);
+	o.locality = 1;
+	o.check_incremental = 1;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.states, 4 + 1041 + 1);
+	CU_ASSERT_EQUAL(r.injected, 24);
+	CU_ASSERT_EQUAL(r.caught, 24);
+	/* each legal state, each locality twin and each injected one judged both ways */
+	CU_ASSERT(r.incremental >= r.states - 1 + r.injected);
+	CU_ASSERT_EQUAL(r.incremental_checked, r.incremental);
+	CU_ASSERT_EQUAL(r.incremental_diffs, 0);
+	CU_ASSERT(crash_result_ok(&r));
+	crash_result_clear(&r);
+
+	/* the same counts from the full judge alone */
+	o.locality = 0;
+	o.check_incremental = 0;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	o.full_judge = 1;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &f), 0);
+	CU_ASSERT(r.incremental > 500);
+	CU_ASSERT_EQUAL(f.incremental, 0);
+	CU_ASSERT_EQUAL(f.states, r.states);
+	CU_ASSERT_EQUAL(f.repeats, r.repeats);
+	CU_ASSERT_EQUAL(f.mismatches, r.mismatches);
+	CU_ASSERT_EQUAL(f.lost_acked_states, r.lost_acked_states);
+	CU_ASSERT_EQUAL(f.caught, r.caught);
+	crash_result_clear(&r);
+	crash_result_clear(&f);
+
+	/* an agent that ACKs before its flush: the cuts judged with the ACKs marked before each */
+	make_log(early, PC_ARRAY_SIZE(early));
+	json_object_put(evs);
+	evs = events(0);
+	o.full_judge = 0;
+	o.check_incremental = 1;
+	CU_ASSERT_EQUAL_FATAL(check(evs, &o, &r), 0);
+	dump(&r);
+	CU_ASSERT_EQUAL(r.acked_not_durable, 8);
+	CU_ASSERT(r.by_mode[CRASH_M_CUTS] >= 1);
+	CU_ASSERT(r.incremental_checked > 500);
+	CU_ASSERT_EQUAL(r.incremental_diffs, 0);
+	crash_result_clear(&r);
+	json_object_put(evs);
+	json_object_put(region_obj);
+	region_obj = NULL;
 }
 
 /* A faulty judge: every torn record called intact. */
@@ -834,8 +930,10 @@ int suite_crash(void)
 	static const struct pc_test tests[] = {
 		{ "a hand-made cycle: the state counts derived by hand", test_hand_counts },
 		{ "the bound: every legal state at the cut judged, 2^8", test_bound_exhaustive },
+		{ "every state at the cut: over the limit, refused with its estimate", test_every_state_refused },
 		{ "an ACK from the open group: acked_not_durable 1", test_ack_open_group },
 		{ "ACK marks in the log: an ACK before its flush is caught at its mark", test_ack_marks },
+		{ "incremental judging: every state's verdict the full judge's", test_incremental },
 		{ "a judge calling a torn record intact: mismatches", test_judge_torn_intact },
 		{ "judge mutations: one tear mask intact, a sub-sector tear never a violation, a second tear intact",
 		  test_judge_mutations },
