@@ -384,7 +384,7 @@ SHIM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wmiss
 GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so $(B)/syncfault.so
 GPIOD2      := build/gpiod2
 GPIOD2_LIB   = $(GPIOD2)/usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
-GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c $(RELAY_SRC) $(COMMON_SRC)
+GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c tests/unit/test_relay_gpiod_kernel.c $(RELAY_SRC) $(COMMON_SRC)
 .PHONY: gpiosim gpiod2
 gpiosim: $(GPIOSIM_SO)
 $(B)/test-unit: | $(GPIOSIM_SO)
