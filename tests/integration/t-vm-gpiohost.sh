@@ -75,6 +75,13 @@ kcfg() { # FILE LINE ACTIVE_LOW: one board, kb, on line LINE of gpiochip0
                 "link": { "type": "serial", "device": "/dev/ttyS0", "baud": 115200 } } ] }
 JSON
 }
+# the run daemon killed and resumed: board honest alone, a few cycles
+cat > "$T/ir/pc/cr.json" <<JSON
+{ "campaign": "it-vm-gpio-resume", "cycles": 4, "seed": 40, "key_file": "/pc/agent.key", "results_min_free": "8M",
+  "boards": [
+$(board_json honest 0 ttyS0)
+  ] }
+JSON
 kcfg k.json 0 false
 kcfg kl.json 0 true
 kcfg kbad.json '"NO_SUCH_LINE"' false
@@ -119,6 +126,23 @@ for v in 1 2; do
 	begin v$v-badname
 	run v$v-badname $P run /pc/kbad.json --results /out/rbad$v --quiet --no-report
 	end v$v-badname
+	# the campaign daemon SIGKILLed while its board is on, then resumed
+	$P run /pc/cr.json --results /out/rr$v --quiet --no-report > /out/v$v-daemon.out 2>&1 &
+	d=$!
+	i=0
+	while ! grep -q 'gpio-1840 .*out hi' /sys/kernel/debug/gpio && [ $i -lt 600 ]; do usleep 50000; i=$((i + 1)); done
+	grep 'gpio-1840' /sys/kernel/debug/gpio | sed "s/^/pc-out v$v-daemon-kill: before: /"
+	begin v$v-daemon-kill
+	kill -KILL $d
+	sleep 1
+	grep 'gpio-1840' /sys/kernel/debug/gpio | sed "s/^/pc-out v$v-daemon-kill: after: /"
+	end v$v-daemon-kill
+	i=0	# its relay worker, a child, until it is gone too
+	while grep -q 'gpio-1840 .*powercut' /sys/kernel/debug/gpio && [ $i -lt 100 ]; do usleep 50000; i=$((i + 1)); done
+	echo "pc-out v$v-daemon-kill: the line's holder gone after $((i * 50)) ms"
+	begin v$v-daemon-resume
+	run v$v-daemon-resume $P run /pc/cr.json --results /out/rr$v --quiet --no-report
+	end v$v-daemon-resume
 	cat /sys/kernel/debug/gpio > /out/v$v-debug-gpio 2>&1
 done
 SH
@@ -212,9 +236,19 @@ for v in 1 2; do
 	case_check v$v-al-back "0 " "active high off again: one move, to low"
 	check "v$v-badname: a wrong line name: powercut run exits non-zero" \
 		[ "$(cat "$O/v$v-badname.rc" 2>/dev/null)" != 0 ]
-	echo "    v$v-badname: $(head -c 300 "$O/v$v-badname.out" | tr '\n' ' ')"
+	echo "    v$v-badname (exit $(cat "$O/v$v-badname.rc" 2>/dev/null)): $(grep -m1 'error' "$O/v$v-badname.out")"
 	check "v$v-badname: the error names the chip and the line" \
 		sh -c "grep -q 'gpiochip0' '$O/v$v-badname.out' && grep -q 'NO_SUCH_LINE' '$O/v$v-badname.out'"
+	# the run daemon: SIGKILLed with its board on, resumed
+	grep "console pc-out v$v-daemon-kill" "$L" | sed 's/^[0-9.]* console pc-out /    /'
+	case_check v$v-daemon-kill "" "SIGKILL of powercut run with the board on: the line stays high"
+	m=$(pin_moves v$v-daemon-resume)
+	echo "    pin gpioA0, v$v-daemon-resume: level $(level_at v$v-daemon-resume) at the start, moves: ${m:-none}"
+	check "v$v-daemon-resume: the resumed daemon's first move is its cut at open (to low), no ON before it" \
+		[ "${m%% *}" = 0 ]
+	check "v$v-daemon-resume: the resumed campaign ends PASS (exit 0, was $(cat "$O/v$v-daemon-resume.rc" 2>/dev/null))" \
+		[ "$(cat "$O/v$v-daemon-resume.rc" 2>/dev/null)" = 0 ]
+	echo "    v$v-daemon-resume verdicts: $(jq -r .verdict "$O/rr$v/verdicts.jsonl" 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
 done
 
 # ---- the bridge's own latency ----------------------------------------------------
