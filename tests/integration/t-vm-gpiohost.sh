@@ -27,6 +27,8 @@ G=${PC_VM_DIR:-build/vm}/gpiohost
 for f in zImage aspeed-ast2600-evb-links.dtb initrd.img qemu-system-arm; do
 	[ -e "$G/$f" ] || vm_skip "$G/$f is missing: build the relay-host VM with 'make vm-image-gpiohost'"
 done
+newer=$(find relay harness common agent -name '*.[ch]' -newer "$G/initrd.img" 2>/dev/null | head -1)
+[ -z "$newer" ] || vm_skip "$newer is newer than $G/initrd.img: rebuild the daemons in it with 'make vm-image-gpiohost'"
 for f in "$TOOLS/ptypair" "$TOOLS/gpiobridge" "$AGENT"; do
 	[ -x "$f" ] || vm_skip "$f is not built"
 done
@@ -230,12 +232,14 @@ for v in 1 2; do
 	case_check v$v-resume "" "a new holder for on (resume) takes the high line without a glitch"
 	case_check v$v-off "0 " "relay off: one commanded move, to low"
 	case_check v$v-release "" "release: the kernel keeps the line low"
+	check "v$v-release: powercut does not say the line fell to its pull (it did not)" \
+		sh -c "grep -q 'gpio-aspeed keeps its level' '$O/v$v-release.out' && ! grep -q 'a GPIO line falls to its pull' '$O/v$v-release.out'"
 	case_check v$v-al-on "" "active_low on: the line stays low (on is low)"
 	case_check v$v-al-off "1 " "active_low off: one move, to high"
 	case_check v$v-al-release "" "active_low release: the line stays high"
 	case_check v$v-al-back "0 " "active high off again: one move, to low"
-	check "v$v-badname: a wrong line name: powercut run exits non-zero" \
-		[ "$(cat "$O/v$v-badname.rc" 2>/dev/null)" != 0 ]
+	check "v$v-badname: a wrong line name: powercut run stops before any cycle, an error (exit 2), no verdict" \
+		sh -c "[ \"\$(cat '$O/v$v-badname.rc' 2>/dev/null)\" = 2 ] && [ ! -s '$O/rbad$v/verdicts.jsonl' ]"
 	echo "    v$v-badname (exit $(cat "$O/v$v-badname.rc" 2>/dev/null)): $(grep -m1 'error' "$O/v$v-badname.out")"
 	check "v$v-badname: the error names the chip and the line" \
 		sh -c "grep -q 'gpiochip0' '$O/v$v-badname.out' && grep -q 'NO_SUCH_LINE' '$O/v$v-badname.out'"
