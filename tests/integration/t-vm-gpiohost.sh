@@ -15,7 +15,8 @@
 # the guest's "pc-case: begin/end" lines, one clock): observe, a holder's on,
 # SIGKILL of the holder, a new holder that resumes, EBUSY from a second
 # process, off, release, active_low both ways, a wrong line name.
-# One boot runs everything (minutes under TCG: an armhf guest), so `make
+# One boot runs everything (about 2 minutes under TCG: an armhf guest;
+# PC_VM_GPIO_TIMEOUT, 480 s, bounds QEMU), so `make
 # check` skips it; `make vm-check` runs it (PC_VM_REQUIRE=1: a skip fails).
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -129,18 +130,20 @@ for v in 1 2; do
 	run v$v-badname $P run /pc/kbad.json --results /out/rbad$v --quiet --no-report
 	end v$v-badname
 	# the campaign daemon SIGKILLed while its board is on, then resumed
+	# (line 0's global number in debugfs: gpiochip0's base)
+	g=gpio-$(sed -n 's/^gpiochip0: GPIOs \([0-9]*\)-.*/\1/p' /sys/kernel/debug/gpio)
 	$P run /pc/cr.json --results /out/rr$v --quiet --no-report > /out/v$v-daemon.out 2>&1 &
 	d=$!
 	i=0
-	while ! grep -q 'gpio-1840 .*out hi' /sys/kernel/debug/gpio && [ $i -lt 600 ]; do usleep 50000; i=$((i + 1)); done
-	grep 'gpio-1840' /sys/kernel/debug/gpio | sed "s/^/pc-out v$v-daemon-kill: before: /"
+	while ! grep -q "$g .*out hi" /sys/kernel/debug/gpio && [ $i -lt 600 ]; do usleep 50000; i=$((i + 1)); done
+	grep "$g " /sys/kernel/debug/gpio | sed "s/^/pc-out v$v-daemon-kill: before: /"
 	begin v$v-daemon-kill
 	kill -KILL $d
 	sleep 1
-	grep 'gpio-1840' /sys/kernel/debug/gpio | sed "s/^/pc-out v$v-daemon-kill: after: /"
+	grep "$g " /sys/kernel/debug/gpio | sed "s/^/pc-out v$v-daemon-kill: after: /"
 	end v$v-daemon-kill
 	i=0	# its relay worker, a child, until it is gone too
-	while grep -q 'gpio-1840 .*powercut' /sys/kernel/debug/gpio && [ $i -lt 100 ]; do usleep 50000; i=$((i + 1)); done
+	while grep -q "$g .*powercut" /sys/kernel/debug/gpio && [ $i -lt 100 ]; do usleep 50000; i=$((i + 1)); done
 	echo "pc-out v$v-daemon-kill: the line's holder gone after $((i * 50)) ms"
 	begin v$v-daemon-resume
 	run v$v-daemon-resume $P run /pc/cr.json --results /out/rr$v --quiet --no-report
@@ -159,7 +162,7 @@ t0=$(date +%s)
 	--pin "gpioA0=$(agent_cmd honest honest)" --pin "gpioA1=$(agent_cmd lying lying-flush)" &
 bpid=$!
 pids="$pids $bpid"
-QEMU_MODULE_DIR=$PWD/$G/qemu/usr/lib/x86_64-linux-gnu/qemu timeout "${PC_VM_GPIO_TIMEOUT:-900}" \
+QEMU_MODULE_DIR=$PWD/$G/qemu/usr/lib/x86_64-linux-gnu/qemu timeout "${PC_VM_GPIO_TIMEOUT:-480}" \
 	"$G/qemu-system-arm" -M ast2600-evb -m 512 -display none -no-reboot -monitor none \
 	-kernel "$G/zImage" -dtb "$G/aspeed-ast2600-evb-links.dtb" -initrd "$T/initrd.img" \
 	-append "console=ttyS4,115200 quiet" \
