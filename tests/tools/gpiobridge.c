@@ -19,6 +19,7 @@
  *   T pin PROP initial L
  *   T pin PROP L power on|off pid P latency_us U bound_us B
  *   T console TEXT            (bytes outside printable ASCII become '?')
+ *   T summary switches N latency_us mean M max X bound_us mean M max X
  *   T exit REASON
  * latency_us runs from the sample that saw the change to the power switch
  * done (the child forked, or its group killed and reaped); bound_us from the
@@ -58,6 +59,8 @@ struct pin {
 static FILE *bridge_log;
 static struct pin pins[MAX_PINS];
 static int npins;
+/* every switch's figures, for the summary line at exit */
+static uint64_t n_sw, lat_sum, lat_max, bound_sum, bound_max;
 
 static uint64_t now_us(void)
 {
@@ -170,9 +173,29 @@ static int pin_read(int fd, const char *object, const char *prop, char *why, siz
 	return -2;
 }
 
+static void tally(uint64_t lat, uint64_t bound)
+{
+	n_sw++;
+	lat_sum += lat;
+	bound_sum += bound;
+	if (lat > lat_max)
+		lat_max = lat;
+	if (bound > bound_max)
+		bound_max = bound;
+}
+
+static void summary(void)
+{
+	note("summary switches %llu latency_us mean %llu max %llu bound_us mean %llu max %llu",
+	     (unsigned long long)n_sw, (unsigned long long)(n_sw ? lat_sum / n_sw : 0),
+	     (unsigned long long)lat_max, (unsigned long long)(n_sw ? bound_sum / n_sw : 0),
+	     (unsigned long long)bound_max);
+}
+
 static void power_on(struct pin *p, uint64_t seen)
 {
 	pid_t pid = fork();
+	uint64_t t;
 
 	if (pid == 0) {
 		setpgid(0, 0);
@@ -181,9 +204,11 @@ static void power_on(struct pin *p, uint64_t seen)
 	}
 	if (pid > 0)
 		setpgid(pid, pid);	/* either side may run first */
+	t = now_us();
 	p->pid = pid > 0 ? pid : 0;
+	tally(t - seen, t - p->last_us);
 	note("pin %s 1 power on pid %d latency_us %llu bound_us %llu", p->prop, (int)pid,
-	     (unsigned long long)(now_us() - seen), (unsigned long long)(now_us() - p->last_us));
+	     (unsigned long long)(t - seen), (unsigned long long)(t - p->last_us));
 }
 
 static void power_off(struct pin *p, uint64_t seen)
@@ -195,9 +220,13 @@ static void power_off(struct pin *p, uint64_t seen)
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
+	uint64_t t;
+
 	p->pid = 0;
+	t = now_us();
+	tally(t - seen, t - p->last_us);
 	note("pin %s 0 power off pid %d latency_us %llu bound_us %llu", p->prop, (int)pid,
-	     (unsigned long long)(now_us() - seen), (unsigned long long)(now_us() - p->last_us));
+	     (unsigned long long)(t - seen), (unsigned long long)(t - p->last_us));
 }
 
 /* console bytes to lines in the log */
@@ -325,6 +354,7 @@ int main(int argc, char **argv)
 				for (i = 0; i < npins; i++)
 					if (pins[i].pid)
 						power_off(&pins[i], now_us());
+				summary();
 				note("exit QMP closed (QEMU exited)");
 				return 0;
 			}
