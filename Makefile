@@ -395,7 +395,7 @@ SHIM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wmiss
 GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so $(B)/syncfault.so
 GPIOD2      := build/gpiod2
 GPIOD2_LIB   = $(GPIOD2)/usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
-GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c $(RELAY_SRC) $(COMMON_SRC)
+GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c tests/unit/test_relay_gpiod_kernel.c $(RELAY_SRC) $(COMMON_SRC)
 .PHONY: gpiosim gpiod2
 gpiosim: $(GPIOSIM_SO)
 $(B)/test-unit: | $(GPIOSIM_SO)
@@ -429,6 +429,11 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #                   Debian's armmp kernel and dtb, the static armhf agent;
 #                   tools/board/mkemmc); needs vm-image and the armhf cross
 #                   compiler (make cross-deps)
+#   make vm-image-gpiohost build/vm/gpiohost/: the relay-host VM (QEMU 10's
+#                   ast2600-evb, Debian's armmp kernel with gpio-aspeed, static
+#                   armhf powercut against libgpiod 1.6 and 2.1;
+#                   tools/board/mkgpiohost) and tests/tools/gpiobridge; needs
+#                   the armhf cross compiler (make cross-deps)
 #   make vm-run     configs/vm-sd.json: a campaign on the virtual board, its
 #                   cable started and stopped around it (results/vm-sd/)
 #   make vm-run-fua configs/vm-fua.json: the FUA boards, a SCSI disk (vm2) and
@@ -436,15 +441,15 @@ $(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildca
 #   make vm-run-emmc configs/vm-emmc.json: the eMMC board (results/vm-emmc/)
 #   make vm-check   vm-deps, cross-deps, vm-image, vm-image-emmc, then
 #                   tests/integration/t-vm.sh, t-vm-fua.sh, t-vm-cache.sh,
-#                   t-vm-crash-keep.sh and t-vm-kvm.sh
+#                   t-vm-crash-keep.sh, t-vm-kvm.sh and t-vm-gpiohost.sh
 #                   one after the other, and t-vm-emmc.sh alongside them (the
 #                   eMMC board's cycles are mostly its guest booting), all
 #                   of which may not skip (PC_VM_REQUIRE=1)
 #   make vm-check-emmc  vm-deps, vm-image-emmc, then t-vm-emmc.sh alone
 VM_DIR    := build/vm
 VM_STATIC := build/static
-VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep t-vm-kvm
-.PHONY: vm-deps vm-image vm-image-emmc vm-run vm-run-fua vm-run-emmc vm-check vm-check-emmc
+VM_TESTS  := t-vm t-vm-fua t-vm-cache t-vm-crash-keep t-vm-kvm t-vm-gpiohost
+.PHONY: vm-deps vm-image vm-image-emmc vm-image-gpiohost vm-run vm-run-fua vm-run-emmc vm-check vm-check-emmc
 vm-deps:
 	@tools/board/install-deps
 
@@ -456,6 +461,9 @@ vm-image: $(B)/tools/ptypair
 vm-image-emmc: vm-image
 	@$(MAKE) --no-print-directory CROSS_COMPILE=arm-linux-gnueabihf- STATIC=1 agent
 	tools/board/mkemmc --out $(VM_DIR) --agent build/armhf/powercut-agent
+
+vm-image-gpiohost: $(B)/tools/ptypair $(B)/tools/gpiobridge
+	tools/board/mkgpiohost --out $(VM_DIR)
 
 vm-run-emmc: all vm-image-emmc
 	@test -e $(VM_DIR)/emmc/emmc-vm5.img || cp $(VM_DIR)/emmc/emmc.img $(VM_DIR)/emmc/emmc-vm5.img
@@ -480,7 +488,7 @@ vm-run-fua: all vm-image
 # eMMC board's test runs in the background, its output shown at the end
 vm-check: vm-deps
 	@tools/install-cross-deps
-	@$(MAKE) --no-print-directory all vm-image-emmc
+	@$(MAKE) --no-print-directory all vm-image-emmc vm-image-gpiohost
 	@mkdir -p build/test-tmp
 	@tmp=$${PC_TEST_TMP:-$(CURDIR)/build/test-tmp}; log=build/test-tmp/vm-check-emmc.log; \
 	PC_BIN=build PC_VM_REQUIRE=1 PC_TEST_TMP=$$tmp bash tests/integration/t-vm-emmc.sh > $$log 2>&1 & emmc=$$!; \

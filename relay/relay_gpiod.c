@@ -361,6 +361,40 @@ static int gpiod_find_line(struct relay *r, struct gpiod_priv *p, json_object *l
 
 /* --- the ops --------------------------------------------------------------- */
 
+/*
+ * An output request names the level to drive from the first instant, and
+ * the uAPI applies it, but a chip's driver may not: the AST2600's
+ * (gpio-aspeed) writes the data latch and then the direction, and QEMU's
+ * model of that controller drops a latch written while the pin is an input,
+ * so the pin drives its old level until the next set (t-vm-gpiohost.sh saw
+ * `powercut relay on` report ON with the pin low). So the level is read back
+ * right after the request and, if it is not what was asked, set once more
+ * and read again; a line that still disagrees is driven by something else.
+ */
+static int gpiod_settle_request(struct relay *r, struct gpiod_priv *p)
+{
+	int v = gl_get(p), rc;
+
+	if (v == p->value)
+		return 0;
+	if (v >= 0) {
+		rc = gl_set(p, p->value);
+		v = rc < 0 ? rc : gl_get(p);
+	}
+	if (v < 0) {
+		relay_errf(r, "cannot read back line %u of %s after requesting it: %s", p->offset, p->chip_desc,
+			   strerror(-v));
+		return v;
+	}
+	if (v != p->value) {
+		relay_errf(r, "line %u of %s reads back %s after it was requested %s and set again; something "
+			   "else drives it (check `gpioinfo` and the wiring)", p->offset, p->chip_desc,
+			   v ? "on" : "off", p->value ? "on" : "off");
+		return -EIO;
+	}
+	return 0;
+}
+
 static int gpiod_open(struct relay *r, json_object *cfg, const struct relay_ctx *ctx)
 {
 	struct gpiod_priv *p = calloc(1, sizeof(*p));
@@ -409,6 +443,11 @@ static int gpiod_open(struct relay *r, json_object *cfg, const struct relay_ctx 
 			relay_errf(r, "cannot request line %u of %s%s: %s", p->offset, p->chip_desc,
 				   p->observe ? " to read it" : " as an output", strerror(-rc));
 		goto fail;
+	}
+	if (!p->observe) {
+		rc = gpiod_settle_request(r, p);
+		if (rc < 0)
+			goto fail;
 	}
 	r->priv = p;
 	return 0;

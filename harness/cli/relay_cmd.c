@@ -138,7 +138,8 @@ static int hand_ask_holder(struct hand *h)
 	if (!strcmp(act, "get"))
 		printf("%s\n", reply);
 	else if (!strcmp(act, "release"))
-		printf("board %s: relay released: holder pid %ld let it go (a GPIO line falls to its pull)\n",
+		printf("board %s: relay released: holder pid %ld let it go (undriven, a GPIO line does what "
+		       "its chip does: gpio-sim lets it fall to its pull, gpio-aspeed keeps its level)\n",
 		       b->name, h->holder.pid);
 	else
 		printf("board %s: relay %s done; holder pid %ld keeps it %s\n", b->name, act, h->holder.pid, reply);

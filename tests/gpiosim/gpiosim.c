@@ -33,6 +33,13 @@
  * value is the physical level, owner the pid holding the request (0: free;
  * a dead owner's lines are freed on the next access, as the kernel does when
  * a process exits). GPIOSIM_DEBUG=1 traces every ioctl to stderr.
+ * Two more fields play what the real kernel showed on the relay-host VM
+ * (docs/relays.md#the-gpio-relay-on-a-real-kernel, t-vm-gpiohost.sh):
+ *   keep=1  a released line (closed, or its process killed) stays an output,
+ *           still driven at its level: gpio-aspeed, unlike gpio-sim
+ *   late=1  an output request on a line that was an input leaves it at its
+ *           old level until the next set: QEMU's AST2600 GPIO model drops
+ *           the data latch gpio-aspeed writes before the direction
  *
  * Built without the project's _FILE_OFFSET_BITS so it can define both open
  * and open64, stat and stat64, scandir and scandir64.
@@ -63,6 +70,8 @@
 
 struct sim_line {
 	int value, pull, out, active_low;
+	int keep;		/* a released line stays driven (gpio-aspeed) */
+	int late;		/* an output request on an input drives the old level (QEMU's AST2600) */
 	long owner;
 	char name[32], consumer[32];
 };
@@ -188,6 +197,14 @@ static void sim_parse_line(struct sim_state *s, char *text)
 			if (v[0])
 				l->active_low = atoi(v);
 			v[0] = 0;
+			sim_field(tok, "keep", v, sizeof(v));
+			if (v[0])
+				l->keep = atoi(v);
+			v[0] = 0;
+			sim_field(tok, "late", v, sizeof(v));
+			if (v[0])
+				l->late = atoi(v);
+			v[0] = 0;
 			sim_field(tok, "owner", v, sizeof(v));
 			if (v[0])
 				l->owner = atol(v);
@@ -200,9 +217,11 @@ static void sim_parse_line(struct sim_state *s, char *text)
 static void sim_release_line(struct sim_line *l)
 {
 	l->owner = 0;
-	l->out = 0;
 	l->active_low = 0;
 	l->consumer[0] = 0;
+	if (l->keep)
+		return;		/* the AST2600's driver leaves it an output, still driven */
+	l->out = 0;
 	l->value = l->pull;	/* nobody drives it now */
 }
 
@@ -285,8 +304,8 @@ static void sim_unlock(int fd, const struct sim_state *s, int save)
 				for (unsigned int j = 0; j < c->nlines; j++) {
 					const struct sim_line *l = &c->line[j];
 
-					fprintf(f, "line %s %u value=%d pull=%d dir=%s active_low=%d owner=%ld name=%s consumer=%s\n",
-						c->name, j, l->value, l->pull, l->out ? "out" : "in", l->active_low,
+					fprintf(f, "line %s %u value=%d pull=%d dir=%s active_low=%d keep=%d late=%d owner=%ld name=%s consumer=%s\n",
+						c->name, j, l->value, l->pull, l->out ? "out" : "in", l->active_low, l->keep, l->late,
 						l->owner, l->name, l->consumer);
 				}
 			}
@@ -509,6 +528,7 @@ static int sim_take(struct sim_chip *c, const unsigned int *offsets, unsigned in
 	f->n = n;
 	for (unsigned int i = 0; i < n; i++) {
 		struct sim_line *l = &c->line[offsets[i]];
+		int was_out = l->out;
 
 		f->offsets[i] = offsets[i];
 		l->owner = (long)getpid();
@@ -521,7 +541,7 @@ static int sim_take(struct sim_chip *c, const unsigned int *offsets, unsigned in
 		for (char *p = l->consumer; *p; p++)
 			if (*p == ' ' || *p == '\t')
 				*p = '_';	/* keeps the state file one token per field */
-		if (out[i] > 0)
+		if (out[i] > 0 && !(l->late && !was_out))
 			l->value = logical[i] ^ active_low[i];
 	}
 	return fd;

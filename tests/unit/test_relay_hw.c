@@ -46,6 +46,7 @@
 #include "relay/relay_lock.h"
 
 #define HAS(hay, needle) (strstr((hay), (needle)) != NULL)
+int relay_gpiod_kernel_cases(CU_pSuite s);
 
 static void strf(char *buf, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void strf(char *buf, size_t len, const char *fmt, ...)
@@ -1047,7 +1048,8 @@ int suite_relay_hw(void)
 		    !CU_add_test(s, "gpiod: active_low inverts the physical level", test_gpiod_active_low) ||
 		    !CU_add_test(s, "gpiod: chip by path, name or label; line by offset or name", test_gpiod_lookup) ||
 		    !CU_add_test(s, "gpiod: errors name the chip, the line and who holds it", test_gpiod_errors) ||
-		    !CU_add_test(s, "gpiod: get reads the line as it is; ON at open; one lock key", test_gpiod_observe))
+		    !CU_add_test(s, "gpiod: get reads the line as it is; ON at open; one lock key", test_gpiod_observe) ||
+		    relay_gpiod_kernel_cases(s))	/* tests/unit/test_relay_gpiod_kernel.c */
 			return -1;
 #endif
 		if (!CU_add_test(s, "hidrelay: exact feature reports, state read back", test_hidrelay_bytes) ||
