@@ -60,7 +60,9 @@ rc=$?
 wall=$(($(date +%s) - t0))
 V="$T/r/verdicts.jsonl"
 K="$T/r/boards/ck1/vc-inputs"
-check "the campaign passes (exit 0; was $rc)" [ $rc -eq 0 ]
+# (or exit 3, INCONCLUSIVE: a random instant 100-600 ms in can come after a
+# TCG board's 64 records on a loaded machine; the kept logs are checked below)
+check "the campaign passes (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 [ $rc -eq 0 ] || { tail -5 "$T/out"; tail -3 "$T/r/boards/ck1/qemu.log"; }
 check "$CYCLES verdicts, every one PASS" [ "$(jq -s '[.[] | select(.verdict == "PASS")] | length' "$V")" -eq "$CYCLES" ]
 

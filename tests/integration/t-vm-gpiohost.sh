@@ -258,8 +258,10 @@ for v in 1 2; do
 	echo "    pin gpioA0, v$v-daemon-resume: level $(level_at v$v-daemon-resume) at the start, moves: ${m:-none}"
 	check "v$v-daemon-resume: the resumed daemon's first move is its cut at open (to low), no ON before it" \
 		[ "${m%% *}" = 0 ]
-	check "v$v-daemon-resume: the resumed campaign ends PASS (exit 0, was $(cat "$O/v$v-daemon-resume.rc" 2>/dev/null))" \
-		[ "$(cat "$O/v$v-daemon-resume.rc" 2>/dev/null)" = 0 ]
+	# (exit 3 INCONCLUSIVE too: a cut through the guest's pin, the bridge's
+	# poll and a SIGKILL can come after a sim board's writes under load)
+	check "v$v-daemon-resume: the resumed campaign ends PASS (exit 0, or 3 INCONCLUSIVE; was $(cat "$O/v$v-daemon-resume.rc" 2>/dev/null))" \
+		passed_or_late "$(cat "$O/v$v-daemon-resume.rc" 2>/dev/null || echo none)" "$O/rr$v"
 	echo "    v$v-daemon-resume verdicts: $(jq -r .verdict "$O/rr$v/verdicts.jsonl" 2>/dev/null | sort | uniq -c | tr '\n' ' ')"
 done
 
