@@ -78,7 +78,7 @@ rm -f "$mnt/filler"
 "$PC" run "$T/floor.json" --results "$R" --agent "$AGENT" --quiet --no-report > "$T/run3.out" 2> "$T/run3.err"
 rc=$?
 echo "  resumed: exit $rc, $(wc -l < "$R/verdicts.jsonl") verdicts"
-check "space freed, the same command resumes to completion: exit 0 (was $rc)" [ "$rc" -eq 0 ]
+check "space freed, the same command resumes to completion: exit 0, or 3 INCONCLUSIVE (was $rc)" passed_or_late "$rc" "$R"
 check "...every cycle of both boards judged once" \
 	[ "$(jq -s 'map("\(.board)/\(.cycle)") | unique | length' "$R/verdicts.jsonl")" -eq $((2 * CYCLES)) ]
 check "...no verdict twice" [ "$(wc -l < "$R/verdicts.jsonl")" -eq $((2 * CYCLES)) ]

@@ -69,7 +69,7 @@ check "...the 5 malformed events named (the HELLO is the engine's to refuse, as 
 check "...the huge HELLO is refused, naming the limit" grep -q "more than device.max_region_bytes 4294967296" "$T/replay.out"
 check "...the huge cycles are refused" grep -q 'field "cycle": expected an integer 0..10000001, got 2147483648' "$T/replay.out"
 "$PC" run "$T/c.json" --results "$T/r" --agent "$AGENT" --quiet --no-report --cycles 7 > "$T/out2" 2>&1; rc=$?
-check "a resume over the hostile events runs on (exit 0; was $rc)" [ $rc -eq 0 ]
+check "a resume over the hostile events runs on (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 check "...one verdict per cycle 1..7" \
 	[ "$(jq -s '[.[] | .cycle] | sort == [1,2,3,4,5,6,7]' "$T/r/verdicts.jsonl")" = true ]
 check "...the cycles after the hostile boot pass" \

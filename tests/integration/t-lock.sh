@@ -87,7 +87,7 @@ check "status says it never closed the folder" sh -c "'$PC' status '$R' | head -
 n=$(grep -c . "$R/verdicts.jsonl")
 "$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles $((n + 3)) > "$T/out4" 2>&1
 rc=$?
-check "a run after the killed one takes the folder over and finishes (exit $rc)" [ $rc -eq 0 ]
+check "a run after the killed one takes the folder over and finishes (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$R"
 check "it says whose lock it took over" grep -qF "taken over: not running; last run pid $pid3 " "$T/out4"
 check "no verdict twice after the takeover" nodups
 check "replay agrees after the takeover" "$PC" replay "$R"
@@ -130,7 +130,7 @@ printf '{"pid":77,"host":"\\u001b[2Jx y","started":1}\n' > "$R/lock"
 check "status prints a hostile host name without control characters" grep -qF "last run pid 77 on ?[2Jx?y (started" "$T/st2"
 "$PC" run "$T/c.json" --results "$R" --agent "$AGENT" --quiet --no-report --cycles 84 > "$T/out5" 2>&1
 rc=$?
-check "a run takes over a hostile lock file nobody holds: exit 0 (was $rc)" [ $rc -eq 0 ]
+check "a run takes over a hostile lock file nobody holds: exit 0, or 3 INCONCLUSIVE (was $rc)" passed_or_late $rc "$R"
 check "a run takes over a hostile lock file nobody holds: 84 verdicts" [ "$(grep -c . "$R/verdicts.jsonl")" -eq 84 ]
 check "the lock file then names that run, ended" jq -e '.pid > 1 and .ended >= .started' "$R/lock" > /dev/null
 
