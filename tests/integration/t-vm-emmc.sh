@@ -98,7 +98,9 @@ t0=$(date +%s)
 rc=$?
 wall=$(($(date +%s) - t0))
 V="$T/r/verdicts.jsonl"
-check "the campaign passes (exit 0)" [ $rc -eq 0 ]
+# (or exit 3, INCONCLUSIVE: a fresh clone's .ci/run, ecfee23, saw a mode's
+# cuts all come after the TCG board's writes; the verdicts are checked below)
+check "the campaign passes (exit 0, or 3 INCONCLUSIVE; was $rc)" passed_or_late $rc "$T/r"
 [ $rc -eq 0 ] || { tail -5 "$T/out"; tail -3 "$T/r/boards/em1/qemu.log"; }
 n=$(jq -s 'length' "$V")
 check "$CYCLES verdicts" [ "$n" -eq "$CYCLES" ]
