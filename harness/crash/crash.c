@@ -23,7 +23,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/engine/engine.h"
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 void crash_opts_default(struct crash_opts *o)
 {

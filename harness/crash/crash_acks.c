@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 /* One mark entry of the log (its header sector at e->data - ss): a pc-ack mark into c->mk, any
  * other mark ignored; a pc-ack mark that is not "pc-ack FIRST N" is damaged input. */

@@ -18,7 +18,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 #define KEPT_MAX_KEEP		1000u		/* device.keep_inputs */
 #define KEPT_MAX_PROGRAM_US	1000000u	/* the sim's program-us */

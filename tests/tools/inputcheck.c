@@ -38,7 +38,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 #define SECT		512u
 #define MAX_IMAGE	(1ull << 30)	/* what this test tool holds in memory */

@@ -55,7 +55,7 @@
 #include "common/util.h"
 #include "harness/crash/crash.h"
 #include "harness/crash/crash_int.h"
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 #define RS 4096u
 

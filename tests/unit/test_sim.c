@@ -25,7 +25,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "sim/emmc.h"
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 #define MEDIA_BYTES	(1u << 20)	/* 2048 sectors */
 #define REC_SIZE	4096u		/* 8 sectors */

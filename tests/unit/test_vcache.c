@@ -19,8 +19,8 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
-#include "relay/vcache.h"
-#include "relay/vckeep.h"
+#include "vboard/vcache.h"
+#include "vboard/vckeep.h"
 #include "tests/unit/suites.h"
 
 #define SS		512

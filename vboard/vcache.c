@@ -3,7 +3,7 @@
  * blklogwrites log, as a device with a volatile write cache would leave it.
  * See vcache.h.
  */
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
  * before, the SCSI disk's writes and flushes in completion order, the region
  * after the cut. See vckeep.h.
  */
-#include "relay/vckeep.h"
-#include "relay/vcache.h"
+#include "vboard/vckeep.h"
+#include "vboard/vcache.h"
 
 #include <dirent.h>
 #include <errno.h>
