@@ -113,6 +113,9 @@ AGENT_CMD_SRC := agent/main.c $(sort $(wildcard agent/cmd_*.c))
 AGENT_SRC   := $(filter-out $(AGENT_CMD_SRC) agent/dev_sim.c agent/dev_nosim.c,$(sort $(wildcard agent/*.c)))
 AGENT_SIM_SRC := $(if $(filter 0,$(SIM)),agent/dev_nosim.c,agent/dev_sim.c $(SIM_SRC))
 RELAY_SRC   := $(sort $(wildcard relay/*.c))
+# the virtual boards (QEMU, its volatile cache, its kept inputs): above relay/,
+# whose qemu driver they add to relay.c's list at start-up (vboard/vboard.h)
+VBOARD_SRC  := $(sort $(wildcard vboard/*.c))
 HARNESS_SRC := $(filter-out harness/cli/main.c,$(sort $(wildcard harness/*/*.c)))
 UNIT_SRC    := $(sort $(wildcard tests/unit/*.c))
 TOOL_SRC    := $(sort $(wildcard tests/tools/*.c))
@@ -121,7 +124,7 @@ objs = $(patsubst %.c,$(1)/obj/%.o,$(2))
 
 AGENT_OBJ   = $(call objs,$(B),$(COMMON_SRC) $(AGENT_SIM_SRC) $(AGENT_SRC))
 # the host links the agent's library too: powercut crash-states scans images with its scan code
-HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_HOST_SRC) $(RELAY_SRC) $(HARNESS_SRC) $(AGENT_SRC) agent/dev_nosim.c)
+HARNESS_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_HOST_SRC) $(RELAY_SRC) $(VBOARD_SRC) $(HARNESS_SRC) $(AGENT_SRC) agent/dev_nosim.c)
 
 .PHONY: all agent host check lint unit integration demo deps install clean fault-matrix fixtures bench
 all: $(B)/powercut $(B)/powercut-agent
@@ -142,7 +145,7 @@ $(B)/powercut-agent: $(AGENT_OBJ) $(call objs,$(B),$(AGENT_CMD_SRC))
 $(B)/powercut: $(HARNESS_OBJ) $(B)/obj/harness/cli/main.o
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(sort $(AGENT_LIBS) $(HOST_LIBS))
 
-ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) agent/dev_sim.c $(AGENT_SRC) $(RELAY_SRC) $(HARNESS_SRC))
+ALL_LIB_OBJ = $(call objs,$(B),$(COMMON_SRC) $(SIM_SRC) agent/dev_sim.c $(AGENT_SRC) $(RELAY_SRC) $(VBOARD_SRC) $(HARNESS_SRC))
 
 $(B)/test-unit: $(ALL_LIB_OBJ) $(call objs,$(B),$(UNIT_SRC))
 	@$(PKG_CONFIG) --exists --print-errors cunit || { echo "build: the unit tests need libcunit1-dev: run 'make deps'" >&2; exit 1; }
@@ -158,7 +161,7 @@ $(B)/tools/%: $(B)/obj/tests/tools/%.o $(call objs,$(B),$(COMMON_SRC))
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(HOST_LIBS)
 
 # inputcheck reads the sim's kept write logs with the virtual board's reader too
-$(B)/tools/inputcheck: $(call objs,$(B),relay/vcache.c)
+$(B)/tools/inputcheck: $(call objs,$(B),vboard/vcache.c)
 
 TOOLS = $(patsubst tests/tools/%.c,$(B)/tools/%,$(TOOL_SRC))
 
@@ -395,7 +398,8 @@ SHIM_CFLAGS := -std=gnu11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wvla -Wmiss
 GPIOSIM_SO  := $(B)/gpiosim.so $(B)/hidrawsim.so $(B)/syncfault.so
 GPIOD2      := build/gpiod2
 GPIOD2_LIB   = $(GPIOD2)/usr/lib/$(shell $(CC) -print-multiarch 2>/dev/null)
-GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c tests/unit/test_relay_gpiod_kernel.c $(RELAY_SRC) $(COMMON_SRC)
+GPIOD2_SRC  := tests/unit/main.c tests/unit/test_relay_hw.c tests/unit/test_relay_gpiod_kernel.c $(RELAY_SRC) $(VBOARD_SRC) \
+               $(COMMON_SRC)
 .PHONY: gpiosim gpiod2
 gpiosim: $(GPIOSIM_SO)
 $(B)/test-unit: | $(GPIOSIM_SO)
@@ -409,7 +413,7 @@ $(GPIOD2)/gpiosim.so $(GPIOD2)/hidrawsim.so: $(GPIOD2)/%.so: tests/gpiosim/%.c
 gpiod2: $(GPIOD2)/test-relay-gpiod $(GPIOD2)/gpiosim.so $(GPIOD2)/hidrawsim.so
 $(GPIOD2)/usr/include/gpiod.h:
 	tests/gpiosim/fetch-gpiod2 $(GPIOD2)
-$(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildcard relay/*.h common/*.h tests/unit/*.h)
+$(GPIOD2)/test-relay-gpiod: $(GPIOD2)/usr/include/gpiod.h $(GPIOD2_SRC) $(wildcard relay/*.h vboard/*.h common/*.h tests/unit/*.h)
 	$(CC) $(SANFLAGS) $(filter-out -MMD -MP,$(BASE_CFLAGS)) -DPC_GPIOD_API=2 -I$(GPIOD2)/usr/include \
 		$(shell $(PKG_CONFIG) --cflags json-c libsodium) -o $@ $(GPIOD2_SRC) \
 		$(GPIOD2_LIB)/libgpiod.so -Wl,-rpath,$(abspath $(GPIOD2_LIB)) \

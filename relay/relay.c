@@ -13,7 +13,8 @@
 
 #include "common/util.h"
 
-/* Explicit and ordered: relay_names() lists them in this order. */
+/* Explicit and ordered: relay_names() lists them in this order, then the
+ * drivers added from the rooms above (relay_register). */
 static const struct relay_ops *const relay_drivers[] = {
 	&relay_sim_ops,
 	&relay_command_ops,
@@ -22,34 +23,63 @@ static const struct relay_ops *const relay_drivers[] = {
 	&relay_lcus_ops,
 	&relay_pdudaemon_ops,
 	&relay_sysrq_ops,
-	&relay_qemu_ops,
 };
+
+/* The virtual boards' qemu (vboard/vboard.h): relay/ names no driver of a
+ * room above it; the program's top adds them at start-up. */
+static const struct relay_ops *relay_added[4];
+static size_t relay_nadded;
+static char relay_names_buf[256];
+
+/* The i-th driver, this file's first; NULL past the last. */
+static const struct relay_ops *relay_nth(size_t i)
+{
+	if (i < PC_ARRAY_SIZE(relay_drivers))
+		return relay_drivers[i];
+	i -= PC_ARRAY_SIZE(relay_drivers);
+	return i < relay_nadded ? relay_added[i] : NULL;
+}
 
 const struct relay_ops *relay_find(const char *name)
 {
+	const struct relay_ops *ops;
+
 	if (!name)
 		return NULL;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(relay_drivers); i++)
-		if (strcmp(relay_drivers[i]->name, name) == 0)
-			return relay_drivers[i];
+	for (size_t i = 0; (ops = relay_nth(i)); i++)
+		if (strcmp(ops->name, name) == 0)
+			return ops;
 	return NULL;
+}
+
+int relay_register(const struct relay_ops *ops)
+{
+	const struct relay_ops *known = relay_find(ops->name);
+
+	if (known)
+		return known == ops ? 0 : -EEXIST;
+	if (relay_nadded == PC_ARRAY_SIZE(relay_added))
+		return -ENOSPC;
+	relay_added[relay_nadded++] = ops;
+	relay_names_buf[0] = 0;
+	return 0;
 }
 
 const char *relay_names(void)
 {
-	static char names[256];
+	const struct relay_ops *ops;
 	size_t n = 0;
 
-	if (names[0])
-		return names;
-	for (size_t i = 0; i < PC_ARRAY_SIZE(relay_drivers); i++) {
-		int w = snprintf(names + n, sizeof(names) - n, "%s%s", i ? " " : "", relay_drivers[i]->name);
+	if (relay_names_buf[0])
+		return relay_names_buf;
+	for (size_t i = 0; (ops = relay_nth(i)); i++) {
+		int w = snprintf(relay_names_buf + n, sizeof(relay_names_buf) - n, "%s%s", i ? " " : "", ops->name);
 
-		if (w < 0 || (size_t)w >= sizeof(names) - n)
+		if (w < 0 || (size_t)w >= sizeof(relay_names_buf) - n)
 			break;
 		n += (size_t)w;
 	}
-	return names;
+	return relay_names_buf;
 }
 
 /* Turn the driver's bare detail in r->err into "board B: relay D: detail". */

@@ -3,7 +3,9 @@
  *
  * A relay switches one board's power. Every operation returns within its
  * configured timeout: 0 (get: 1 on, 0 off) or -errno with r->err naming the
- * board, the driver and what to do. Drivers are listed in relay.c.
+ * board, the driver and what to do. Drivers are listed in relay.c; the
+ * virtual boards' (qemu) live a floor up, in vboard/, and are added to the
+ * list at start-up (relay_register, vboard_register in vboard/vboard.h).
  */
 #ifndef PC_RELAY_H
 #define PC_RELAY_H
@@ -100,6 +102,13 @@ struct relay {
 const struct relay_ops *relay_find(const char *name);
 /* Space-separated list of driver names, for messages. */
 const char *relay_names(void);
+/*
+ * Add a driver of a room above relay/ (the virtual boards) to the list, after
+ * relay.c's own, before the first relay is configured (single-threaded
+ * start-up). 0 (also when those ops are in already), -EEXIST (another driver
+ * has that name) or -ENOSPC (the list is full).
+ */
+int relay_register(const struct relay_ops *ops);
 
 /* Open a relay of the named driver; 0 or -errno with err set. r is zeroed first. */
 int relay_open(struct relay *r, const char *driver, json_object *cfg, const struct relay_ctx *ctx,
@@ -120,7 +129,6 @@ extern const struct relay_ops relay_hidrelay_ops;
 extern const struct relay_ops relay_lcus_ops;
 extern const struct relay_ops relay_pdudaemon_ops;
 extern const struct relay_ops relay_sysrq_ops;
-extern const struct relay_ops relay_qemu_ops;
 
 /*
  * Resolve host and service (a TCP stream) within deadline (pc_now_ms()

@@ -31,12 +31,10 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
+#include "common/wlog.h"
 
 #define LIVE_MAGIC	0x4c434350u	/* "PCCL" */
 #define LIVE_VERSION	1u
-#define LOG_MAGIC	0x6a736677736872ULL	/* dm-log-writes */
-#define LOG_VERSION	1ULL
-#define LOG_SECT	512u
 #define INPUTS_FORMAT	1
 #define MAX_CYCLES	64u	/* distinct record cycles listed in cycle.json */
 
@@ -68,12 +66,6 @@ struct sim_inputs {
 	struct sim_live *live;
 	const void *buf;		/* the write in flight's data */
 };
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static int path_of(char *buf, size_t len, const struct sim_emmc *e, uint32_t session, const char *file)
 {
@@ -151,22 +143,10 @@ static int write_json(const char *path, json_object *o)
 /* The log's superblock: magic, version, entries, sector size. */
 static int log_super(int fd, uint64_t entries)
 {
-	uint8_t sb[LOG_SECT] = { 0 };
+	uint8_t sb[WLOG_SECT] = { 0 };
 
-	put64(sb, LOG_MAGIC);
-	put64(sb + 8, LOG_VERSION);
-	put64(sb + 16, entries);
-	put64(sb + 24, LOG_SECT);	/* u32 sectorsize, then u32 0 */
+	wlog_super_put(sb, entries, WLOG_SECT);
 	return pc_pwrite_all(fd, sb, sizeof(sb), 0);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 struct log_counts {
@@ -179,30 +159,36 @@ struct log_counts {
  * records. Returns where its last whole entry ends. */
 static uint64_t log_count(int fd, uint64_t len, struct log_counts *c)
 {
-	uint8_t h[LOG_SECT];
-	uint64_t off = LOG_SECT;
+	uint8_t h[WLOG_SECT];
+	uint64_t off = WLOG_SECT;
 
 	memset(c, 0, sizeof(*c));
-	while (off + LOG_SECT <= len && pc_pread_all(fd, h, sizeof(h), (off_t)off) == 0) {
-		uint64_t n = get64(h + 8), flags = get64(h + 16), bytes = get64(h + 24);
+	while (off + WLOG_SECT <= len && pc_pread_all(fd, h, sizeof(h), (off_t)off) == 0) {
+		struct wlog_hdr eh;
+		uint64_t n, flags, bytes;
 
-		if (flags == SIM_LOG_MARK && !n && bytes <= SIM_MARK_MAX) {
+		wlog_hdr_get(h, &eh);
+		n = eh.nsect;
+		flags = eh.flags;
+		bytes = eh.data_len;
+
+		if (flags == WLOG_MARK && !n && bytes <= WLOG_MARK_MAX) {
 			/* a mark: its text inline, one sector */
 			c->entries++;
 			c->marks++;
-			off += LOG_SECT;
+			off += WLOG_SECT;
 			continue;
 		}
-		if ((flags & ~(uint64_t)(SIM_LOG_FLUSH | SIM_LOG_FUA)) || bytes != n * LOG_SECT ||
-		    bytes > len - off - LOG_SECT || (!n && !(flags & SIM_LOG_FLUSH)))
+		if ((flags & ~(uint64_t)(WLOG_FLUSH | WLOG_FUA)) || bytes != n * WLOG_SECT ||
+		    bytes > len - off - WLOG_SECT || (!n && !(flags & WLOG_FLUSH)))
 			break;
 		c->entries++;
-		if (flags & SIM_LOG_FLUSH) {
+		if (flags & WLOG_FLUSH) {
 			c->flushes++;
 		} else {
 			c->writes++;
-			c->fua_writes += (flags & SIM_LOG_FUA) != 0;
-			if (pc_pread_all(fd, h, sizeof(h), (off_t)(off + LOG_SECT)) == 0 &&
+			c->fua_writes += (flags & WLOG_FUA) != 0;
+			if (pc_pread_all(fd, h, sizeof(h), (off_t)(off + WLOG_SECT)) == 0 &&
 			    pc_get32(h + PC_OFF_MAGIC) == PC_REC_MAGIC) {
 				uint32_t cy = pc_get32(h + PC_OFF_CYCLE), i;
 
@@ -216,7 +202,7 @@ static uint64_t log_count(int fd, uint64_t len, struct log_counts *c)
 				}
 			}
 		}
-		off += LOG_SECT + bytes;
+		off += WLOG_SECT + bytes;
 	}
 	return off;
 }
@@ -250,9 +236,9 @@ static struct sim_live *live_map(const struct sim_emmc *e, uint32_t session, int
 		l->dev = e->dev;
 		l->ino = e->ino;
 		l->session = session;
-		l->log_bytes = LOG_SECT;
+		l->log_bytes = WLOG_SECT;
 	} else if (l->magic != LIVE_MAGIC || l->version != LIVE_VERSION || l->dev != e->dev ||
-		   l->ino != e->ino || l->session != session || l->log_bytes < LOG_SECT) {
+		   l->ino != e->ino || l->session != session || l->log_bytes < WLOG_SECT) {
 		munmap(m, SIM_PAGE);
 		return NULL;
 	}
@@ -523,7 +509,7 @@ void sim_inputs_begin(struct sim_inputs *in, unsigned op, uint64_t lba, const vo
 void sim_inputs_end(struct sim_inputs *in, int ok)
 {
 	struct sim_live *l;
-	uint8_t h[LOG_SECT] = { 0 };
+	uint8_t h[WLOG_SECT] = { 0 };
 	struct iovec iov[2];
 	size_t len;
 	ssize_t n;
@@ -533,10 +519,9 @@ void sim_inputs_end(struct sim_inputs *in, int ok)
 	l = in->live;
 	if (ok && !l->error && l->op != OP_NONE) {
 		len = (size_t)l->n * PC_SECTOR;
-		put64(h, l->op == OP_WRITE ? l->lba : 0);
-		put64(h + 8, l->n);
-		put64(h + 16, l->op == OP_FLUSH ? SIM_LOG_FLUSH : l->fua ? SIM_LOG_FUA : 0);
-		put64(h + 24, len);
+		wlog_hdr_put(h, &(struct wlog_hdr){ .sector = l->op == OP_WRITE ? l->lba : 0, .nsect = l->n,
+						    .flags = l->op == OP_FLUSH ? WLOG_FLUSH : l->fua ? WLOG_FUA : 0,
+						    .data_len = len });
 		iov[0] = (struct iovec){ h, sizeof(h) };
 		iov[1] = (struct iovec){ (void *)in->buf, len };
 		do
@@ -558,18 +543,17 @@ void sim_inputs_end(struct sim_inputs *in, int ok)
 void sim_inputs_mark(struct sim_inputs *in, const char *text)
 {
 	struct sim_live *l;
-	uint8_t h[LOG_SECT] = { 0 };
+	uint8_t h[WLOG_SECT] = { 0 };
 	size_t len = strlen(text);
 	ssize_t n;
 
 	if (!in || in->live->error || in->live->op != OP_NONE)
 		return;
 	l = in->live;
-	if (len > SIM_MARK_MAX)
-		len = SIM_MARK_MAX;
-	put64(h + 16, SIM_LOG_MARK);
-	put64(h + 24, len);
-	memcpy(h + 32, text, len);
+	if (len > WLOG_MARK_MAX)
+		len = WLOG_MARK_MAX;
+	wlog_hdr_put(h, &(struct wlog_hdr){ .flags = WLOG_MARK, .data_len = len });
+	memcpy(h + WLOG_HDR_BYTES, text, len);
 	do
 		n = pwrite(in->fd, h, sizeof(h), (off_t)l->log_bytes);
 	while (n < 0 && errno == EINTR);

@@ -6,10 +6,10 @@
  * With keep-inputs K > 0, every power session S of the media gets a folder
  * <media>.inputs/session-S holding the media as it was at power-on
  * (base.img), every write and flush the device completed, in completion
- * order, in the dm-log-writes format (writes.log), and, written at the next
- * power-on before its faults, the media as the session left it (after.img),
- * with cycle.json saying what the session was and which request was in
- * flight when it ended. The log's progress and the request in flight are
+ * order, in the dm-log-writes format (writes.log; its codec common/wlog.h),
+ * and, written at the next power-on before its faults, the media as the
+ * session left it (after.img), with cycle.json saying what the session was
+ * and which request was in flight when it ended. The log's progress and the request in flight are
  * plain stores into a MAP_SHARED page (session-S/live), which a SIGKILL
  * cannot undo, so the next power-on finishes the folder exactly.
  *
@@ -27,12 +27,6 @@ struct sim_inputs;
 
 #define SIM_INPUTS_SUFFIX	".inputs"
 #define SIM_KEEP_INPUTS_MAX	1000u
-
-/* dm-log-writes entry flags */
-#define SIM_LOG_FLUSH		1u
-#define SIM_LOG_FUA		2u
-#define SIM_LOG_MARK		8u	/* a mark: no sectors, its text inline after the entry's header */
-#define SIM_MARK_MAX		(512u - 32u - 1u)	/* a mark's text, at most */
 
 /*
  * Power-on, before its faults: finish the previous session's folder (if it
@@ -58,7 +52,7 @@ void sim_inputs_end(struct sim_inputs *in, int ok);
  * inline in the entry's sector): the agent's ACK of records, logged before
  * the ACK goes to the host, so that every ACK stands in the log where the
  * agent sent it (docs/crash-states.md, "ACK marks"). Nothing in flight may
- * be outstanding; a text longer than SIM_MARK_MAX is cut.
+ * be outstanding; a text longer than WLOG_MARK_MAX is cut.
  */
 void sim_inputs_mark(struct sim_inputs *in, const char *text);
 /* An orderly close (sim_emmc_close): the session ended without a cut. */

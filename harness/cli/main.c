@@ -16,6 +16,7 @@
 #include "relay/relay.h"
 #include "relay/relay_hold.h"
 #include "relay/relay_lock.h"
+#include "vboard/vboard.h"
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/config.h"
 #include "harness/cli/cli.h"
@@ -455,8 +456,14 @@ static int cmd_key(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const char *cmd;
+	int rc;
 
 	pc_log_init("powercut", PC_LOG_INFO);
+	/* the drivers of the rooms above relay/ join its list (vboard.h) */
+	if ((rc = vboard_register()) < 0) {
+		fprintf(stderr, "powercut: cannot add the qemu relay driver to relay.c's list: %s\n", strerror(-rc));
+		return 2;
+	}
 	if (argc < 2)
 		return usage(stderr, 2);
 	cmd = argv[1];

@@ -22,8 +22,8 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
+#include "common/wlog.h"
 #include "harness/engine/engine.h"
-#include "relay/vcache.h"
 
 void crash_opts_default(struct crash_opts *o)
 {
@@ -161,18 +161,15 @@ static int events_pick(struct ctx *c, char *err, size_t errlen)
  * finding against the agent's ordering. */
 static int log_super_check(struct ctx *c, int fd, size_t ne, char *err, size_t errlen)
 {
-	unsigned char sb[24];
-	uint64_t magic = 0, count = 0;
+	unsigned char b[WLOG_HDR_BYTES];
+	struct wlog_super sb = { 0 };
 
-	if (pread(fd, sb, sizeof(sb), 0) == (ssize_t)sizeof(sb))
-		for (int i = 7; i >= 0; i--) {
-			magic = magic << 8 | sb[i];
-			count = count << 8 | sb[16 + i];
-		}
-	if (magic == WRITE_LOG_MAGIC && count == ne)
+	if (pread(fd, b, sizeof(b), 0) == (ssize_t)sizeof(b))
+		wlog_super_get(b, &sb);
+	if (sb.magic == WLOG_MAGIC && sb.entries == ne)
 		return 0;
 	return pc_fail(err, errlen, -EPROTO, "log %s: %s (damaged, or not a log the sim kept)", c->in->log,
-			  magic != WRITE_LOG_MAGIC ? "no dm-log-writes superblock" :
+			  sb.magic != WLOG_MAGIC ? "no dm-log-writes superblock" :
 			  "its superblock's entry count is not the entries it holds");
 }
 
@@ -185,19 +182,20 @@ static int log_bad(struct ctx *c, size_t i, const char *field, uint64_t v, const
 
 /* One entry's header, bounded: a write of 1.. sectors, not past 2^64 once in 512-byte sectors, its
  * data_len 0 (the kernel's and QEMU's logs) or its bytes (the sim's); a flush of none. */
-static int log_entry_check(struct ctx *c, int fd, const struct vc_entry *e, size_t i, uint32_t ss, char *err,
+static int log_entry_check(struct ctx *c, int fd, const struct wlog_entry *e, size_t i, uint32_t ss, char *err,
 			   size_t errlen)
 {
-	unsigned char h[8];
-	uint64_t dlen = 0;
+	unsigned char h[WLOG_HDR_BYTES];
+	struct wlog_hdr eh;
+	uint64_t dlen;
 
-	if (e->flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+	if (e->flags & (WLOG_DISCARD | WLOG_MARK))
 		return 0;	/* skipped: they size nothing */
-	if (pc_pread_all(fd, h, sizeof(h), e->data - (off_t)ss + 24))
+	if (pc_pread_all(fd, h, sizeof(h), e->data - (off_t)ss))
 		return pc_fail(err, errlen, -EIO, "log %s: cannot read entry %zu", c->in->log, i);
-	for (int k = 7; k >= 0; k--)
-		dlen = dlen << 8 | h[k];
-	if (e->flags & LOG_FLUSH_FLAG)
+	wlog_hdr_get(h, &eh);
+	dlen = eh.data_len;
+	if (e->flags & WLOG_FLUSH)
 		return e->nsect ? log_bad(c, i, "nr_sectors", e->nsect, "in a flush", err, errlen) :
 		       dlen ? log_bad(c, i, "data_len", dlen, "in a flush", err, errlen) : 0;
 	if (!e->nsect)
@@ -210,7 +208,7 @@ static int log_entry_check(struct ctx *c, int fd, const struct vc_entry *e, size
 }
 
 /* The log's entries checked, bounded and counted (c->nw, c->npp, *bytes), against its cycle.json. */
-static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, uint32_t ss, size_t *bytes,
+static int log_count(struct ctx *c, int fd, const struct wlog_entry *e, size_t ne, uint32_t ss, size_t *bytes,
 		     char *err, size_t errlen)
 {
 	const struct crash_kept *k = c->in->kept;
@@ -223,16 +221,16 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 
 		if ((rc = log_entry_check(c, fd, &e[i], i, ss, err, errlen)))
 			return rc;
-		if (e[i].flags & LOG_FLUSH_FLAG || (e[i].flags & LOG_FUA_FLAG && !(e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))))
+		if (e[i].flags & WLOG_FLUSH || (e[i].flags & WLOG_FUA && !(e[i].flags & (WLOG_DISCARD | WLOG_MARK))))
 			c->npp++;
-		fl += !!(e[i].flags & LOG_FLUSH_FLAG);
-		c->capmk += !!(e[i].flags & LOG_MARK_FLAG);
-		if (e[i].flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+		fl += !!(e[i].flags & WLOG_FLUSH);
+		c->capmk += !!(e[i].flags & WLOG_MARK);
+		if (e[i].flags & (WLOG_FLUSH | WLOG_DISCARD | WLOG_MARK))
 			continue;
 		if (c->nw >= CRASH_MAX_WRITES || n > (CRASH_MAX_BYTES - *bytes) / 512)
 			return pc_fail(err, errlen, -E2BIG, "log %s: more than %u writes or %u MiB of them in one cycle",
 					  c->in->log, CRASH_MAX_WRITES, CRASH_MAX_BYTES >> 20);
-		fua += !!(e[i].flags & LOG_FUA_FLAG);
+		fua += !!(e[i].flags & WLOG_FUA);
 		*bytes += n * 512;
 		c->nw++;
 	}
@@ -258,30 +256,30 @@ static int log_count(struct ctx *c, int fd, const struct vc_entry *e, size_t ne,
 }
 
 /* The log's writes and their bytes, and the write in flight's place after them. */
-static int log_fill(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, uint32_t ss, char *err,
+static int log_fill(struct ctx *c, int fd, const struct wlog_entry *e, size_t ne, uint32_t ss, char *err,
 		    size_t errlen)
 {
 	size_t bytes = 0, last_flush = 0;
 
 	for (size_t i = 0; i < ne; i++)
-		if (e[i].flags & LOG_FLUSH_FLAG)
+		if (e[i].flags & WLOG_FLUSH)
 			last_flush = i + 1;
 	c->nw = c->npp = 0;
 	for (size_t i = 0; i < ne; i++) {
 		struct cwrite *w = &c->w[c->nw];
-		int fua = (e[i].flags & LOG_FUA_FLAG) != 0;
+		int fua = (e[i].flags & WLOG_FUA) != 0;
 
-		if (e[i].flags & LOG_MARK_FLAG && !(e[i].flags & LOG_DISCARD_FLAG)) {
+		if (e[i].flags & WLOG_MARK && !(e[i].flags & WLOG_DISCARD)) {
 			int rc = crash_mark_read(c, fd, &e[i], i, ss, err, errlen);
 
 			if (rc)
 				return rc;
 		}
-		if (e[i].flags & (LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+		if (e[i].flags & (WLOG_DISCARD | WLOG_MARK))
 			continue;
-		if (e[i].flags & LOG_FLUSH_FLAG || fua)
+		if (e[i].flags & WLOG_FLUSH || fua)
 			c->pp[c->npp++] = i;
-		if (e[i].flags & LOG_FLUSH_FLAG)
+		if (e[i].flags & WLOG_FLUSH)
 			continue;
 		w->lba = e[i].sector * (ss / 512);
 		w->n = e[i].nsect * (ss / 512);
@@ -312,7 +310,7 @@ static int log_fill(struct ctx *c, int fd, const struct vc_entry *e, size_t ne, 
 static int log_load(struct ctx *c, char *err, size_t errlen)
 {
 	const struct crash_in_flight *f = &c->in->in_flight;
-	struct vc_entry *e = NULL;
+	struct wlog_entry *e = NULL;
 	size_t ne = 0, bytes = 0;
 	uint32_t ss = 512;
 	int fd, rc;
@@ -320,7 +318,7 @@ static int log_load(struct ctx *c, char *err, size_t errlen)
 	fd = open(c->in->log, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return pc_fail(err, errlen, -errno, "log %s: %s", c->in->log, strerror(errno));
-	if ((rc = vc_log_read(fd, c->in->log, &ss, &e, &ne, err, errlen)) ||
+	if ((rc = wlog_read(fd, c->in->log, &ss, &e, &ne, err, errlen)) ||
 	    (rc = log_super_check(c, fd, ne, err, errlen)) || (rc = log_count(c, fd, e, ne, ss, &bytes, err, errlen)))
 		goto out;
 	if (f->valid && (!f->n || f->n > (CRASH_MAX_BYTES - bytes) / 512)) {

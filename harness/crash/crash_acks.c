@@ -20,26 +20,27 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "relay/vcache.h"
+#include "common/wlog.h"
 
 /* One mark entry of the log (its header sector at e->data - ss): a pc-ack mark into c->mk, any
  * other mark ignored; a pc-ack mark that is not "pc-ack FIRST N" is damaged input. */
-int crash_mark_read(struct ctx *c, int fd, const struct vc_entry *e, size_t i, uint32_t ss, char *err,
+int crash_mark_read(struct ctx *c, int fd, const struct wlog_entry *e, size_t i, uint32_t ss, char *err,
 		    size_t errlen)
 {
-	unsigned char h[512];
-	char text[512];
-	uint64_t dlen = 0, first, n;
+	unsigned char h[WLOG_SECT];
+	char text[WLOG_SECT];
+	struct wlog_hdr eh;
+	uint64_t dlen, first, n;
 	int used = 0;
 
 	if (pc_pread_all(fd, h, sizeof(h), e->data - (off_t)ss))
 		return pc_fail(err, errlen, -EIO, "log %s: cannot read entry %zu", c->in->log, i);
-	for (int k = 7; k >= 0; k--)
-		dlen = dlen << 8 | h[24 + k];
-	if (dlen > sizeof(h) - 32)
+	wlog_hdr_get(h, &eh);
+	dlen = eh.data_len;
+	if (dlen > sizeof(h) - WLOG_HDR_BYTES)
 		return pc_fail(err, errlen, -EPROTO, "log %s: entry %zu: a mark of %" PRIu64 " bytes, past its sector "
 			       "(damaged, or not a log the sim kept)", c->in->log, i, dlen);
-	memcpy(text, h + 32, (size_t)dlen);
+	memcpy(text, h + WLOG_HDR_BYTES, (size_t)dlen);
 	text[dlen] = 0;
 	if (strncmp(text, PC_ACK_MARK " ", strlen(PC_ACK_MARK) + 1))
 		return 0;

@@ -186,9 +186,9 @@ void crash_state_acks(struct ctx *c);
 int crash_legal(struct ctx *c, enum crash_mode mode, const char *label, char *err, size_t errlen);
 
 /* crash_acks.c: the ACKs against the log. */
-struct vc_entry;
+struct wlog_entry;
 /* A mark entry of the log read: a pc-ack mark into c->mk (capmk must have room). 0 or -EPROTO/-EIO. */
-int crash_mark_read(struct ctx *c, int fd, const struct vc_entry *e, size_t i, uint32_t ss, char *err,
+int crash_mark_read(struct ctx *c, int fd, const struct wlog_entry *e, size_t i, uint32_t ss, char *err,
 		    size_t errlen);
 /* r->acked, acked_not_durable (at each mark, and at the real cut), ack_marks, acks_unmarked. 0 or -errno. */
 int crash_acks_check(struct ctx *c, char *err, size_t errlen);

@@ -18,7 +18,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
-#include "relay/vcache.h"
+#include "common/wlog.h"
 
 #define KEPT_MAX_KEEP		1000u		/* device.keep_inputs */
 #define KEPT_MAX_PROGRAM_US	1000000u	/* the sim's program-us */
@@ -141,12 +141,12 @@ static int kept_counts(const struct kread *k, json_object *cj, struct crash_kept
 	json_object *v;
 	int rc;
 
-	if ((rc = kint(k, cj, "writes", "writes", 1, 0, VC_MAX_ENTRIES, &o->writes)) ||
+	if ((rc = kint(k, cj, "writes", "writes", 1, 0, WLOG_MAX_ENTRIES, &o->writes)) ||
 	    (rc = kint(k, cj, "fua_writes", "fua_writes", 1, 0, o->writes, &o->fua_writes)) ||
-	    (rc = kint(k, cj, "flushes", "flushes", 1, 0, VC_MAX_ENTRIES, &o->flushes)) ||
-	    (rc = kint(k, cj, "log_entries", "log_entries", 1, 0, VC_MAX_ENTRIES, &o->log_entries)) ||
+	    (rc = kint(k, cj, "flushes", "flushes", 1, 0, WLOG_MAX_ENTRIES, &o->flushes)) ||
+	    (rc = kint(k, cj, "log_entries", "log_entries", 1, 0, WLOG_MAX_ENTRIES, &o->log_entries)) ||
 	    (rc = kint(k, cj, "log_bytes", "log_bytes", 1, 512, CRASH_MAX_MEDIA, &o->log_bytes)) ||
-	    (rc = kint(k, cj, "marks", "marks", 0, 0, VC_MAX_ENTRIES, &o->marks)) < 0)
+	    (rc = kint(k, cj, "marks", "marks", 0, 0, WLOG_MAX_ENTRIES, &o->marks)) < 0)
 		return rc;
 	if (o->log_entries != o->writes + o->flushes + o->marks)
 		return bad(k, "log_entries", "%" PRIu64 " is not writes %" PRIu64 " + flushes %" PRIu64 " + marks %"
@@ -158,7 +158,7 @@ static int kept_counts(const struct kread *k, json_object *cj, struct crash_kept
 			   json_object_get_string(v));
 	if ((rc = ktyped(k, cj, "cycles_more", "cycles_more", 0, json_type_boolean, &v)))
 		return rc;
-	/* the qemu relay's counts of its trace (relay/vckeep.c): bounded, not used here */
+	/* the qemu relay's counts of its trace (vboard/vckeep.c): bounded, not used here */
 	for (size_t i = 0; i < sizeof(qemu_counts) / sizeof(qemu_counts[0]); i++) {
 		uint64_t x;
 

@@ -13,12 +13,15 @@
 #include "common/util.h"
 #include "harness/campaign/config.h"
 #include "tests/fuzz/fuzz.h"
+#include "vboard/vboard.h"
 
 #define FUZZ_MAX_INPUT (64u << 10)
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	pc_log_init("fuzz-config", PC_LOG_ERR);
+	/* the qemu driver joins relay.c's list as powercut's main() adds it */
+	FUZZ_CHECK(vboard_register() == 0, "cannot add the qemu relay driver");
 	return 0;
 }
 

@@ -40,6 +40,7 @@
 #include "harness/cli/replay.h"
 #include "harness/results/results.h"
 #include "tests/fuzz/fuzz.h"
+#include "vboard/vboard.h"
 
 #define FUZZ_MAX_INPUT	(256u << 10)
 #define MAX_BOARDS	16
@@ -99,6 +100,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	char err[512];
 
 	pc_log_init("fuzz-events", PC_LOG_ERR);
+	/* the qemu driver joins relay.c's list as powercut's main() adds it */
+	FUZZ_CHECK(vboard_register() == 0, "cannot add the qemu relay driver");
 	snprintf(dir, sizeof(dir), "%s/pc-fuzz-events.XXXXXX", tmp);
 	FUZZ_CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
 	atexit(cleanup);

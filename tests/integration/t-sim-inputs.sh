@@ -2,7 +2,7 @@
 # The inputs a sim board keeps per power-on (device.keep_inputs; docs/sim.md,
 # "Inputs kept per power-on"): a short campaign keeps them, and for every
 # finished power-on the write log parses strictly and with the virtual
-# board's reader (relay/vcache.c), and base.img with every completed write
+# board's reader (vboard/vcache.c), and base.img with every completed write
 # replayed gives after.img wherever the block layer says the data is durable
 # (a FUA write, or a later flush) and nothing was in flight; every other
 # sector holds bytes some write gave it (tests/tools/inputcheck). A lying

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Faults below a real kernel: virtual boards whose SCSI disk has a volatile
 # write cache that really loses data at the cut (relay.volatile_cache: QEMU's
-# blklogwrites log replayed onto the disk as the profile says, relay/vcache.c),
+# blklogwrites log replayed onto the disk as the profile says, vboard/vcache.c),
 # and a disk with I/O errors injected by QEMU's blkdebug (relay.errors).
 #
 #   vc1  honest:      flushes and FUA honoured; all five modes; every cycle

@@ -3,7 +3,7 @@
 # docs/vm.md): an honest SCSI board with a volatile cache keeps each
 # power-on's inputs (relay.keep_inputs: the region before, QEMU's write log
 # in the SCSI disk's completion order with the FUA bit of each WRITE, the
-# region after the cut; relay/vckeep.c), 20 cycles over fua, flush and
+# region after the cut; vboard/vckeep.c), 20 cycles over fua, flush and
 # fua+flush, then `powercut crash-states` over them: every cycle has 0
 # acknowledged records the log does not make durable, 0 mismatches,
 # caught = injected, and the state the cut left among those enumerated (a

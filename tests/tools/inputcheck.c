@@ -8,7 +8,7 @@
  *   1. writes.log parses strictly (superblock, whole entries to the end, flags
  *      FLUSH/FUA only or a mark of one sector, the agent's ACK, nr_entries
  *      exact) and its counts are cycle.json's;
- *   2. relay/vcache.c's reader (vc_rebuild, profile honest, on a copy of
+ *   2. vboard/vcache.c's reader (vc_rebuild, profile honest, on a copy of
  *      base.img) takes the same entries, writes, flushes and FUA writes, and
  *      rebuilds every sector settled by a durable write as the replay does;
  *   3. the invariant: replay every write onto base.img in log order. A
@@ -38,7 +38,8 @@
 
 #include "common/record.h"
 #include "common/util.h"
-#include "relay/vcache.h"
+#include "common/wlog.h"
+#include "vboard/vcache.h"
 
 #define SECT		512u
 #define MAX_IMAGE	(1ull << 30)	/* what this test tool holds in memory */
@@ -54,15 +55,6 @@ static int die(const char *what, const char *path)
 {
 	fprintf(stderr, "inputcheck: %s: %s\n", path, what);
 	return 2;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 static uint8_t *load(const char *path, uint64_t *len)
@@ -90,32 +82,36 @@ static uint8_t *load(const char *path, uint64_t *len)
 /* The log, strictly. -1 on anything malformed. */
 static long log_parse(const uint8_t *log, uint64_t len, struct ent *e, uint64_t *nr)
 {
+	struct wlog_super sb;
 	uint64_t off = SECT;
 	long n = 0;
 
-	if (len < SECT || le64(log) != 0x6a736677736872ULL || le64(log + 8) != 1 ||
-	    (le64(log + 24) & 0xffffffffu) != SECT)
+	if (len < SECT)
 		return -1;
-	*nr = le64(log + 16);
+	wlog_super_get(log, &sb);
+	if (sb.magic != WLOG_MAGIC || sb.version != WLOG_VERSION || sb.sectsize != SECT)
+		return -1;
+	*nr = sb.entries;
 	while (off < len) {
-		const uint8_t *h = log + off;
+		struct wlog_hdr h;
 		uint64_t bytes;
 
 		if (n == MAX_ENTRIES || len - off < SECT)
 			return -1;
-		e[n].sector = le64(h);
-		e[n].n = le64(h + 8);
-		e[n].flags = le64(h + 16);
-		bytes = le64(h + 24);
-		if (e[n].flags == 8 && e[n].n == 0 && bytes <= SECT - 32) {
+		wlog_hdr_get(log + off, &h);
+		e[n].sector = h.sector;
+		e[n].n = h.nsect;
+		e[n].flags = h.flags;
+		bytes = h.data_len;
+		if (e[n].flags == WLOG_MARK && e[n].n == 0 && bytes <= SECT - WLOG_HDR_BYTES) {
 			/* a mark (the agent's ACK): its text inline, one sector */
 			e[n].data = (off_t)(off + SECT);
 			off += SECT;
 			n++;
 			continue;
 		}
-		if ((e[n].flags & ~3ull) || bytes != e[n].n * SECT || bytes > len - off - SECT ||
-		    ((e[n].flags & 1) ? e[n].n != 0 : e[n].n == 0))
+		if ((e[n].flags & ~(uint64_t)(WLOG_FLUSH | WLOG_FUA)) || bytes != e[n].n * SECT ||
+		    bytes > len - off - SECT || ((e[n].flags & WLOG_FLUSH) ? e[n].n != 0 : e[n].n == 0))
 			return -1;
 		e[n].data = (off_t)(off + SECT);
 		off += SECT + bytes;
@@ -132,22 +128,22 @@ static int log_counts(struct ent *e, long n, uint64_t sectors, uint64_t *writes,
 	long last_flush = -1;
 
 	for (long i = 0; i < n; i++) {
-		if (e[i].flags & 8) {
+		if (e[i].flags & WLOG_MARK) {
 			(*marks)++;
 			continue;
 		}
-		if (e[i].flags & 1) {
+		if (e[i].flags & WLOG_FLUSH) {
 			(*flushes)++;
 			last_flush = i;
 			continue;
 		}
 		(*writes)++;
-		*fua += (e[i].flags & 2) != 0;
+		*fua += (e[i].flags & WLOG_FUA) != 0;
 		if (e[i].sector > sectors || e[i].n > sectors - e[i].sector)
 			return -1;
 	}
 	for (long i = 0; i < n; i++)
-		e[i].durable = !(e[i].flags & 9) && ((e[i].flags & 2) || i < last_flush);
+		e[i].durable = !(e[i].flags & (WLOG_FLUSH | WLOG_MARK)) && ((e[i].flags & WLOG_FUA) || i < last_flush);
 	return 0;
 }
 
@@ -252,7 +248,7 @@ static int check_session(const char *dir, int *bad)
 	memcpy(rep, base, blen);
 	memset(settled, 1, sectors);
 	for (long i = 0; i < n; i++) {
-		if (e[i].flags & 9)
+		if (e[i].flags & (WLOG_FLUSH | WLOG_MARK))
 			continue;
 		memcpy(rep + e[i].sector * SECT, log + e[i].data, e[i].n * SECT);
 		memset(settled + e[i].sector, e[i].durable, e[i].n);
@@ -301,7 +297,7 @@ static int check_session(const char *dir, int *bad)
 		nvol++;
 		ok = !memcmp(a, base + x * SECT, SECT);
 		for (long i = n - 1; i >= 0 && !ok; i--)
-			if (!(e[i].flags & 9) && x >= e[i].sector && x < e[i].sector + e[i].n)
+			if (!(e[i].flags & (WLOG_FLUSH | WLOG_MARK)) && x >= e[i].sector && x < e[i].sector + e[i].n)
 				ok = !memcmp(a, log + e[i].data + (x - e[i].sector) * SECT, SECT);
 		if (!ok && x >= if_lba && x < if_lba + if_n)
 			ok = !ifd || !memcmp(a, ifd + (x - if_lba) * SECT, SECT);

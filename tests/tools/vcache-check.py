@@ -4,7 +4,7 @@ what the cache really lost.
 
     vcache-check RESULTS BOARD PART_START_SECTOR SECTORS_PER_RECORD NSLOTS
 
-The qemu relay's rebuild (relay/vcache.c) appends one line per power-on to
+The qemu relay's rebuild (vboard/vcache.c) appends one line per power-on to
 RESULTS/boards/BOARD/vcache.jsonl: each write it did not keep whole, as
 [sector, sectors] (lost) or [sector, sectors, mask] (torn: '1' kept, '0'
 lost). The k-th power-on of the board is the k-th power_on event in

@@ -53,9 +53,9 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
+#include "common/wlog.h"
 #include "harness/crash/crash.h"
 #include "harness/crash/crash_int.h"
-#include "relay/vcache.h"
 
 #define RS 4096u
 
@@ -67,9 +67,7 @@ static void put_hdr(int fd, off_t off, uint64_t sector, uint64_t nsect, uint64_t
 {
 	uint8_t h[512] = { 0 };
 
-	pc_put64(h, sector);
-	pc_put64(h + 8, nsect);
-	pc_put64(h + 16, flags);
+	wlog_hdr_put(h, &(struct wlog_hdr){ .sector = sector, .nsect = nsect, .flags = flags });
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
 }
 
@@ -81,9 +79,8 @@ static void put_mark(int fd, off_t off, const char *text)
 {
 	uint8_t h[512] = { 0 };
 
-	pc_put64(h + 16, LOG_MARK_FLAG);
-	pc_put64(h + 24, strlen(text));
-	memcpy(h + 32, text, strlen(text));
+	wlog_hdr_put(h, &(struct wlog_hdr){ .flags = WLOG_MARK, .data_len = strlen(text) });
+	memcpy(h + WLOG_HDR_BYTES, text, strlen(text));
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, h, sizeof(h), off), 0);
 }
 
@@ -120,10 +117,7 @@ static void make_log(const int *order, size_t norder)
 
 	fd = open(log_path, O_RDWR | O_CREAT | O_TRUNC, 0644);
 	CU_ASSERT_FATAL(fd >= 0);
-	pc_put64(sb, 0x6a736677736872ULL);	/* dm-log-writes: magic, version 1, entries, sector size */
-	pc_put64(sb + 8, 1);
-	pc_put64(sb + 16, norder);
-	pc_put32(sb + 24, 512);
+	wlog_super_put(sb, norder, 512);
 	CU_ASSERT_EQUAL_FATAL(pc_pwrite_all(fd, sb, sizeof(sb), 0), 0);
 	for (size_t i = 0; i < norder; i++) {
 		if (order[i] == MARK1 || order[i] == MARK2) {
@@ -132,7 +126,7 @@ static void make_log(const int *order, size_t norder)
 			continue;
 		}
 		if (order[i] < 0) {
-			put_hdr(fd, off, 0, 0, LOG_FLUSH_FLAG);
+			put_hdr(fd, off, 0, 0, WLOG_FLUSH);
 			off += 512;
 			continue;
 		}

@@ -25,7 +25,8 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "sim/emmc.h"
-#include "relay/vcache.h"
+#include "common/wlog.h"
+#include "vboard/vcache.h"
 
 #define MEDIA_BYTES	(1u << 20)	/* 2048 sectors */
 #define REC_SIZE	4096u		/* 8 sectors */
@@ -1492,7 +1493,7 @@ static int log_read(uint32_t session, struct lent *out, int max, uint64_t *nr)
 	inputs_path(path, sizeof(path), session, "writes.log");
 	fd = open(path, O_RDONLY);
 	if (fd < 0 || fstat(fd, &st) < 0 || pc_pread_all(fd, h, PC_SECTOR, 0) ||
-	    le64_at(h) != 0x6a736677736872ULL || le64_at(h + 8) != 1 || (le64_at(h + 24) & 0xffffffffu) != 512) {
+	    le64_at(h) != WLOG_MAGIC || le64_at(h + 8) != 1 || (le64_at(h + 24) & 0xffffffffu) != 512) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -1650,7 +1651,7 @@ static void test_inputs(void)
 		CU_ASSERT_TRUE(stat(path, &s1) == 0 && stat(tmp, &s2) == 0 && s1.st_ino == s2.st_ino);
 	}
 
-	/* relay/vcache.c's reader takes the log whole: 4 entries, A (flushed) and B (FUA) durable */
+	/* vboard/vcache.c's reader takes the log whole: 4 entries, A (flushed) and B (FUA) durable */
 	inputs_path(path, sizeof(path), 1, "writes.log");
 	inputs_path(tmp, sizeof(tmp), 1, "vcache.img");
 	{

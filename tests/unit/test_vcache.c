@@ -1,5 +1,5 @@
 /*
- * test_vcache.c - the volatile cache's rebuild (relay/vcache.c) on logs made
+ * test_vcache.c - the volatile cache's rebuild (vboard/vcache.c) on logs made
  * here in QEMU's blklogwrites format: what each profile keeps, tears drawn
  * sector by sector and recorded as they were applied, the same result twice,
  * and hostile logs (cut short, garbage, writes past the image) refused or
@@ -18,21 +18,17 @@
 
 #include <json-c/json.h>
 
+#include "common/record.h"
 #include "common/util.h"
-#include "relay/vcache.h"
-#include "relay/vckeep.h"
+#include "common/wlog.h"
+#include "vboard/vcache.h"
+#include "vboard/vckeep.h"
 #include "tests/unit/suites.h"
 
 #define SS		512
 #define MEDIA_SECT	256
 
 static char dir[PATH_MAX], logp[PATH_MAX], tracep[PATH_MAX], mediap[PATH_MAX], recp[PATH_MAX];
-
-static void put_le64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
 
 struct ent {
 	uint64_t sector, n, flags;
@@ -52,11 +48,7 @@ static void write_log(const struct ent *e, size_t n, uint64_t sb_entries, size_t
 
 	CU_ASSERT_FATAL(fd >= 0);
 	memset(sec, 0, sizeof(sec));
-	put_le64(sec, 0x6a736677736872ULL);
-	put_le64(sec + 8, 1);
-	put_le64(sec + 16, sb_entries);
-	sec[24] = SS & 0xff;
-	sec[25] = SS >> 8;
+	wlog_super_put(sec, sb_entries, SS);
 	CU_ASSERT(pwrite(fd, sec, SS, 0) == SS);
 	for (size_t i = 0; i < n; i++) {
 		memset(sec, 0, sizeof(sec));
@@ -65,13 +57,11 @@ static void write_log(const struct ent *e, size_t n, uint64_t sb_entries, size_t
 				CU_ASSERT(pwrite(fd, sec, SS, off) == SS);
 			continue;
 		}
-		put_le64(sec, e[i].sector);
-		put_le64(sec + 8, e[i].n);
-		put_le64(sec + 16, e[i].flags);
+		wlog_hdr_put(sec, &(struct wlog_hdr){ .sector = e[i].sector, .nsect = e[i].n, .flags = e[i].flags });
 		CU_ASSERT(pwrite(fd, sec, SS, off) == SS);
 		off += SS;
 		/* a flush has no data; nor has a crafted header claiming too much */
-		if ((e[i].flags & 1) || e[i].n > 64)
+		if ((e[i].flags & WLOG_FLUSH) || e[i].n > 64)
 			continue;
 		for (uint64_t k = 0; k < e[i].n; k++) {
 			memset(sec, e[i].fill + (int)k, sizeof(sec));
@@ -430,7 +420,7 @@ static void test_mmc_trace(void)
 }
 
 /*
- * Kept inputs (relay/vckeep.c): a drive whose GPT partition "pc-region" is
+ * Kept inputs (vboard/vckeep.c): a drive whose GPT partition "pc-region" is
  * sectors 8..71 (the region), media sector k holding 0xee; the trace and the
  * blklogwrites log of one power-on:
  *   W1 (16+8) and W2 (24+8) issued; W1 completes; a SYNCHRONIZE CACHE F is
@@ -463,7 +453,7 @@ static void test_keep(void)
 	unsigned char sec[SS];
 	char root[PATH_MAX], path[PATH_MAX + 64], err[512];
 	uint64_t off = 0, len = 0;
-	struct vc_entry *e = NULL;
+	struct wlog_entry *e = NULL;
 	size_t ne = 0;
 	uint32_t ss = 0;
 	json_object *cj;
@@ -484,13 +474,13 @@ static void test_keep(void)
 	fd = open(mediap, O_WRONLY);
 	memset(sec, 0, sizeof(sec));
 	memcpy(sec, "EFI PART", 8);
-	put_le64(sec + 72, 2);	/* entries at sector 2: 4 of 128 bytes */
+	pc_put64(sec + 72, 2);	/* entries at sector 2: 4 of 128 bytes */
 	sec[80] = 4;
 	sec[84] = 128;
 	CU_ASSERT(pwrite(fd, sec, SS, SS) == SS);
 	memset(sec, 0, sizeof(sec));
-	put_le64(sec + 128 + 32, 8);	/* the second entry */
-	put_le64(sec + 128 + 40, 71);
+	pc_put64(sec + 128 + 32, 8);	/* the second entry */
+	pc_put64(sec + 128 + 40, 71);
 	for (size_t k = 0; k < strlen("pc-region"); k++)
 		sec[128 + 56 + 2 * k] = (unsigned char)"pc-region"[k];
 	CU_ASSERT(pwrite(fd, sec, SS, 2 * SS) == SS);
@@ -522,7 +512,7 @@ static void test_keep(void)
 	snprintf(path, sizeof(path), "%s/session-3/writes.log", root);
 	fd = open(path, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(vc_log_read(fd, path, &ss, &e, &ne, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(wlog_read(fd, path, &ss, &e, &ne, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(ss, SS);
 	CU_ASSERT_EQUAL_FATAL(ne, PC_ARRAY_SIZE(want_sector));
 	for (size_t i = 0; i < ne; i++) {
@@ -557,7 +547,7 @@ static void test_hole(void)
 	struct ent holed[] = { { 8, 2, 0, 0x10 }, { 0, 2, HOLE, 0 }, { 16, 1, 0, 0x30 }, { 0, 0, 1, 0 },
 			       { 24, 1, 0, 0x40 } };
 	struct ent junk[] = { { 8, 1, 0, 0x10 }, { 0, 0, 0x100, 0 }, { 16, 1, 0, 0x30 } };
-	struct vc_entry *e = NULL;
+	struct wlog_entry *e = NULL;
 	size_t ne = 0;
 	uint32_t ss = 0;
 	char err[256] = "";
@@ -568,7 +558,7 @@ static void test_hole(void)
 	write_log(holed, PC_ARRAY_SIZE(holed), 0, 0);
 	fd = open(logp, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL_FATAL(vc_log_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL_FATAL(wlog_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL_FATAL(ne, 4);
 	CU_ASSERT_EQUAL(e[0].sector, 8);
 	CU_ASSERT_EQUAL(e[1].sector, 16);
@@ -583,7 +573,7 @@ static void test_hole(void)
 	write_log(junk, PC_ARRAY_SIZE(junk), 0, 0);
 	fd = open(logp, O_RDONLY);
 	CU_ASSERT_FATAL(fd >= 0);
-	CU_ASSERT_EQUAL(vc_log_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(wlog_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(ne, 1);
 	close(fd);
 	free(e);
@@ -593,12 +583,11 @@ static void test_hole(void)
 	fd = open(logp, O_RDWR);
 	CU_ASSERT_FATAL(fd >= 0);
 	memset(sec, 0, sizeof(sec));
-	put_le64(sec, 16);
-	put_le64(sec + 8, 1);
+	wlog_hdr_put(sec, &(struct wlog_hdr){ .sector = 16, .nsect = 1 });
 	CU_ASSERT(pwrite(fd, sec, SS, (off_t)300 << 20) == SS);
 	memset(sec, 0x50, sizeof(sec));
 	CU_ASSERT(pwrite(fd, sec, SS, ((off_t)300 << 20) + SS) == SS);
-	CU_ASSERT_EQUAL(vc_log_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
+	CU_ASSERT_EQUAL(wlog_read(fd, logp, &ss, &e, &ne, err, sizeof(err)), 0);
 	CU_ASSERT_EQUAL(ne, 1);
 	close(fd);
 	free(e);

@@ -1,6 +1,6 @@
 /*
  * relay_qemu.h - the virtual board's parts, shared by its files (private to
- * the qemu relay; the relay's interface is relay_qemu_ops in relay.h):
+ * the qemu relay; the relay's interface is relay_qemu_ops in vboard.h):
  *
  *   relay_qemu.c         power: open, on (spawn), off (cut), get, close
  *   relay_qemu_config.c  relay.* checked (check-config and open)
@@ -21,8 +21,8 @@
 #include <json-c/json.h>
 
 #include "relay/relay.h"
-#include "relay/vcache.h"
-#include "relay/vckeep.h"
+#include "vboard/vcache.h"
+#include "vboard/vckeep.h"
 
 #define QEMU_DEFAULT	"qemu-system-x86_64"
 #define QEMU_MAX_EXTRA	64

@@ -4,7 +4,7 @@
  * error a user reads naming the key, what was given and what is expected.
  */
 #include "relay/relay_priv.h"
-#include "relay/relay_qemu.h"
+#include "vboard/relay_qemu.h"
 
 #include <errno.h>
 #include <stdio.h>

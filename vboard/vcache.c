@@ -3,7 +3,7 @@
  * blklogwrites log, as a device with a volatile write cache would leave it.
  * See vcache.h.
  */
-#include "relay/vcache.h"
+#include "vboard/vcache.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,12 +19,6 @@
 
 #include "common/util.h"
 
-/* the dm-log-writes format, as QEMU's block/blklogwrites.c writes it (flags: vcache.h) */
-#define WRITE_LOG_VERSION	1ULL
-
-#define VC_MAX_WRITE		(64u << 20)	/* bytes in one logged write */
-#define VC_MAX_HOLE		(256u << 20)	/* bytes of zeros read past in a log (the places of
-						 * entries in flight at the kill: a few writes) */
 #define VC_TRACE_LINE		512
 
 static const char *const vc_profiles[] = VC_PROFILES;
@@ -40,15 +34,6 @@ int vc_profile_parse(const char *name)
 		if (strcmp(name, vc_profiles[i]) == 0)
 			return (int)i;
 	return -1;
-}
-
-static uint64_t le64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 static uint64_t splitmix64(uint64_t x)
@@ -278,108 +263,11 @@ static int vc_is_fua(const struct vc_cmd *cmds, size_t ncmds, uint64_t lba, uint
 
 /* ---- the log ---- */
 
-/* Is the log's sector at off all zeros? */
-static int vc_sector_zero(int fd, off_t off, uint32_t ss)
-{
-	unsigned char b[4096];
-
-	for (uint32_t k = 0; k < ss; k += sizeof(b)) {
-		size_t len = ss - k < sizeof(b) ? ss - k : sizeof(b);
-
-		if (pread(fd, b, len, off + k) != (ssize_t)len)
-			return 0;
-		for (size_t i = 0; i < len; i++)
-			if (b[i])
-				return 0;
-	}
-	return 1;
-}
-
-int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
-		       size_t errlen)
-{
-	unsigned char hdr[32];
-	struct vc_entry *e = NULL;
-	size_t n = 0, cap = 0;
-	struct stat st;
-	uint32_t ss = 512;
-	off_t off, hole = 0;
-
-	*out = NULL;
-	*nout = 0;
-	if (fstat(fd, &st) < 0)
-		return pc_fail(err, errlen, -errno, "log %s: %s", path, strerror(errno));
-	/* The superblock is rewritten only at a flush: it may be missing or
-	 * behind. Its sector size, when it has one, is the log's. */
-	if (st.st_size >= (off_t)sizeof(hdr) && pread(fd, hdr, sizeof(hdr), 0) == (ssize_t)sizeof(hdr) &&
-	    le64(hdr) == WRITE_LOG_MAGIC) {
-		uint32_t s = (uint32_t)hdr[24] | (uint32_t)hdr[25] << 8 | (uint32_t)hdr[26] << 16 |
-			     (uint32_t)hdr[27] << 24;
-
-		if (le64(hdr + 8) != WRITE_LOG_VERSION)
-			return pc_fail(err, errlen, -EPROTO, "log %s: version %" PRIu64 ", not 1", path,
-				       le64(hdr + 8));
-		if (s < 512 || s > (1u << 20) || (s & (s - 1)))
-			return pc_fail(err, errlen, -EPROTO, "log %s: sector size %u", path, s);
-		ss = s;
-	}
-	*ssize = ss;
-	/* Entries follow one another; the log ends at the first sector that is
-	 * not a whole entry (one cut short, or more than VC_MAX_HOLE of zeros). */
-	for (off = ss; off + (off_t)ss <= st.st_size;) {
-		uint64_t sector, nsect, flags, bytes;
-
-		if (pread(fd, hdr, sizeof(hdr), off) != (ssize_t)sizeof(hdr))
-			break;
-		sector = le64(hdr);
-		nsect = le64(hdr + 8);
-		flags = le64(hdr + 16);
-		if (flags == 0 && nsect == 0) {
-			/* A hole: blklogwrites reserves an entry's place in the log
-			 * before writing it, so with requests in parallel a later
-			 * entry can land first, and a kill between leaves zeros where
-			 * the earlier one goes (docs/vm.md). A sector of zeros is
-			 * skipped; an entry after it is read like any other. */
-			if (!hole)
-				hole = off;
-			if (off - hole < (off_t)VC_MAX_HOLE && vc_sector_zero(fd, off, ss)) {
-				off += ss;
-				continue;
-			}
-			break;
-		}
-		if (flags & ~(uint64_t)LOG_FLAG_MASK)
-			break;
-		hole = 0;
-		bytes = flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG) ? 0 : nsect * ss;
-		if (nsect > VC_MAX_WRITE / ss || (off_t)bytes > st.st_size - off - (off_t)ss)
-			break;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 1024;
-			struct vc_entry *t;
-
-			if (ncap > VC_MAX_ENTRIES || !(t = realloc(e, ncap * sizeof(*t)))) {
-				free(e);
-				return pc_fail(err, errlen, -E2BIG, "log %s: more than %u entries", path,
-					       VC_MAX_ENTRIES);
-			}
-			e = t;
-			cap = ncap;
-		}
-		e[n++] = (struct vc_entry){ .sector = sector, .nsect = nsect, .data = off + (off_t)ss,
-					    .flags = (unsigned)flags };
-		off += (off_t)ss + (off_t)bytes;
-	}
-	*out = e;
-	*nout = n;
-	return 0;
-}
-
 /* ---- the rebuild ---- */
 
 enum vc_fate { VC_KEEP, VC_DROP, VC_TEAR };
 
-static int vc_apply(int lfd, int mfd, const struct vc_entry *w, uint32_t ss, off_t media_size, uint64_t tear_bits,
+static int vc_apply(int lfd, int mfd, const struct wlog_entry *w, uint32_t ss, off_t media_size, uint64_t tear_bits,
 		    unsigned char **buf, size_t *buflen, enum vc_fate fate, char *err, size_t errlen)
 {
 	size_t bytes = (size_t)w->nsect * ss;
@@ -449,20 +337,20 @@ static int vc_record(const struct vc_params *vp, const struct vc_stats *st, json
 }
 
 /* Which writes carried FUA (flag or trace), the counts; returns the entries the last flush covers. */
-static size_t vc_classify(struct vc_entry *e, size_t ne, const struct vc_cmd *cmds, size_t ncmds, uint32_t ss,
+static size_t vc_classify(struct wlog_entry *e, size_t ne, const struct vc_cmd *cmds, size_t ncmds, uint32_t ss,
 			  struct vc_stats *st)
 {
 	size_t last_flush = 0;
 
 	for (size_t i = 0; i < ne; i++) {
-		if (e[i].flags & LOG_FLUSH_FLAG) {
+		if (e[i].flags & WLOG_FLUSH) {
 			st->flushes++;
 			last_flush = i + 1;
-		} else if (e[i].flags & LOG_DISCARD_FLAG) {
+		} else if (e[i].flags & WLOG_DISCARD) {
 			st->discards++;
-		} else if (!(e[i].flags & LOG_MARK_FLAG)) {
+		} else if (!(e[i].flags & WLOG_MARK)) {
 			st->writes++;
-			e[i].fua = (e[i].flags & LOG_FUA_FLAG) ||
+			e[i].fua = (e[i].flags & WLOG_FUA) ||
 				   vc_is_fua(cmds, ncmds, e[i].sector * (ss / 512), e[i].nsect * (ss / 512));
 			st->fua_writes += (uint64_t)e[i].fua;
 		}
@@ -471,7 +359,7 @@ static size_t vc_classify(struct vc_entry *e, size_t ne, const struct vc_cmd *cm
 }
 
 /* What the cache does with write i: kept (durable, or 40%), lost (30%) or torn (30%: *bits, 1 kept). */
-static enum vc_fate vc_fate_of(const struct vc_params *vp, const struct vc_entry *w, size_t i, int durable,
+static enum vc_fate vc_fate_of(const struct vc_params *vp, const struct wlog_entry *w, size_t i, int durable,
 			       uint64_t *bits)
 {
 	uint64_t r = splitmix64(vp->seed ^ splitmix64(vp->power_on) ^ splitmix64(i + 0x51ed270b27b6f9c1ULL));
@@ -495,7 +383,7 @@ static enum vc_fate vc_fate_of(const struct vc_params *vp, const struct vc_entry
 
 /* A write not kept whole, into the record: [sector, sectors] and, torn, the sectors kept ('1') and
  * lost ('0') in order (64 at most: the pattern repeats past that). */
-static void vc_note_lost(json_object *dropped, json_object *torn, const struct vc_entry *w, uint32_t ss,
+static void vc_note_lost(json_object *dropped, json_object *torn, const struct wlog_entry *w, uint32_t ss,
 			 enum vc_fate fate, uint64_t bits)
 {
 	json_object *a;
@@ -520,7 +408,7 @@ static void vc_note_lost(json_object *dropped, json_object *torn, const struct v
 
 int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_t errlen)
 {
-	struct vc_entry *e = NULL;
+	struct wlog_entry *e = NULL;
 	struct vc_cmd *cmds = NULL;
 	size_t ne = 0, ncmds = 0, last_flush, buflen = 0;
 	json_object *dropped = json_object_new_array(), *torn = json_object_new_array();
@@ -535,7 +423,7 @@ int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_
 		rc = pc_fail(err, errlen, -errno, "log %s: %s", vp->log, strerror(errno));
 		goto out;
 	}
-	rc = vc_log_read(lfd, vp->log, &ss, &e, &ne, err, errlen);
+	rc = wlog_read(lfd, vp->log, &ss, &e, &ne, err, errlen);
 	if (!rc)
 		rc = vc_trace_read(vp, &cmds, &ncmds, err, errlen);
 	if (!rc && (!dropped || !torn))
@@ -552,13 +440,13 @@ int vc_rebuild(const struct vc_params *vp, struct vc_stats *st, char *err, size_
 	/* a completed flush makes every write logged before it durable */
 	last_flush = vc_classify(e, ne, cmds, ncmds, ss, st);
 	for (size_t i = 0; i < ne && !rc; i++) {
-		const struct vc_entry *w = &e[i];
+		const struct wlog_entry *w = &e[i];
 		int durable = vp->profile == VC_HONEST ? (i < last_flush || w->fua) :
 			      vp->profile == VC_LYING_FLUSH ? w->fua : 0;
 		enum vc_fate fate;
 		uint64_t bits;
 
-		if (w->flags & (LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG))
+		if (w->flags & (WLOG_FLUSH | WLOG_DISCARD | WLOG_MARK))
 			continue;
 		fate = vc_fate_of(vp, w, i, durable, &bits);
 		st->durable += (uint64_t)durable;

@@ -3,7 +3,7 @@
  * a machine that runs (whether KVM works here: relay_qemu_kvm.c).
  */
 #include "relay/relay_priv.h"
-#include "relay/relay_qemu.h"
+#include "vboard/relay_qemu.h"
 #include "relay/relay_group.h"
 
 #include <errno.h>

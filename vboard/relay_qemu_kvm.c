@@ -21,7 +21,7 @@
  * next attempt boots under TCG.
  */
 #include "relay/relay_priv.h"
-#include "relay/relay_qemu.h"
+#include "vboard/relay_qemu.h"
 #include "relay/relay_group.h"
 
 #include <errno.h>

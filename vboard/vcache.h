@@ -5,10 +5,10 @@
  * QEMU's blklogwrites filter logs every write the guest's disk issues, in
  * the order they completed, and every cache flush, in the dm-log-writes
  * format (a superblock, then per entry a 512-byte header sector followed by
- * the write's data). The board's QEMU writes to a scratch copy of the disk
- * image; at the cut, vc_rebuild() replays the log onto the image the next
- * power-on boots (the "media"), as a device with a volatile cache would
- * leave it:
+ * the write's data; common/wlog.h, whose wlog_read() reads it here). The
+ * board's QEMU writes to a scratch copy of the disk image; at the cut,
+ * vc_rebuild() replays the log onto the image the next power-on boots (the
+ * "media"), as a device with a volatile cache would leave it:
  *
  *   - a write the device made durable is kept: one a later completed flush
  *     covers, or one written with FUA (profile permitting);
@@ -45,10 +45,12 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/wlog.h"
+
 enum vc_profile { VC_HONEST, VC_LYING_FLUSH, VC_FUA_IGNORED };
 
 #define VC_PROFILES	{ "honest", "lying-flush", "fua-ignored" }
-#define VC_MAX_ENTRIES	(1u << 22)	/* writes and flushes in one power-on's log */
+#define VC_MAX_ENTRIES	WLOG_MAX_ENTRIES	/* commands in one power-on's trace, as many as its log's */
 #define VC_RECORD_MAX	4096		/* writes listed one by one in a record line */
 
 struct vc_params {
@@ -69,37 +71,11 @@ struct vc_stats {
 	uint64_t trace_writes;		/* SCSI WRITE commands (MMC: blocks written) in the trace */
 };
 
-/* the dm-log-writes entry flags */
-/* a dm-log-writes superblock's first 8 bytes (little-endian) */
-#define WRITE_LOG_MAGIC		0x6a736677736872ULL
-#define LOG_FLUSH_FLAG		(1u << 0)
-#define LOG_FUA_FLAG		(1u << 1)
-#define LOG_DISCARD_FLAG	(1u << 2)
-#define LOG_MARK_FLAG		(1u << 3)
-#define LOG_FLAG_MASK		0xfu
-
-/* One entry of a dm-log-writes log, as vc_log_read() found it. */
-struct vc_entry {
-	uint64_t sector, nsect;	/* in the log's sector size */
-	off_t data;		/* where its data is in the log */
-	unsigned flags;		/* LOG_*_FLAG */
-	int fua;		/* vc_rebuild: the write carried FUA (flag or trace) */
-};
-
-/*
- * Read the entries of the dm-log-writes log open on fd (path for errors):
- * the log's sector size into *ssize, the entries (malloc'd, the caller
- * frees) in log order, up to the first sector that is not a whole entry.
- * 0, or -errno with err set. Also harness/crash/ reads logs with it.
- */
-int vc_log_read(int fd, const char *path, uint32_t *ssize, struct vc_entry **out, size_t *nout, char *err,
-		size_t errlen);
-
 /*
  * One line of QEMU's scsi_disk_new_request trace: the command's tag into
  * *tag and its CDB bytes into cdb; returns how many (0: not such a line).
  * vc_scsi_write: 1 when the CDB is a WRITE(10) or WRITE(16), with its first
- * block, blocks and FUA bit. Also relay/vckeep.c reads the trace with them.
+ * block, blocks and FUA bit. Also vboard/vckeep.c reads the trace with them.
  */
 int vc_scsi_cdb(const char *line, uint32_t *tag, unsigned char cdb[16]);
 int vc_scsi_write(const unsigned char *cdb, int ncdb, uint64_t *lba, uint64_t *n, int *fua);

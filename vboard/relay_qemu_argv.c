@@ -6,7 +6,7 @@
  * on the eMMC board) and the traces the volatile cache reads back.
  */
 #include "relay/relay_priv.h"
-#include "relay/relay_qemu.h"
+#include "vboard/relay_qemu.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -42,7 +42,8 @@
  * monitor and KVM probe, the command line, the files below the guest.
  */
 #include "relay/relay_priv.h"
-#include "relay/relay_qemu.h"
+#include "vboard/relay_qemu.h"
+#include "vboard/vboard.h"
 #include "relay/relay_group.h"
 
 #include "common/auth.h"
@@ -651,3 +652,8 @@ const struct relay_ops relay_qemu_ops = {
 	.close = qemu_close,
 	.caps = RELAY_CAP_VIRTUAL,
 };
+
+int vboard_register(void)
+{
+	return relay_register(&relay_qemu_ops);
+}

@@ -5,7 +5,7 @@
  * drive at each cut, vcache.h) and blkdebug's rules for each power-on.
  */
 #include "relay/relay_priv.h"
-#include "relay/relay_qemu.h"
+#include "vboard/relay_qemu.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,8 +3,8 @@
  * before, the SCSI disk's writes and flushes in completion order, the region
  * after the cut. See vckeep.h.
  */
-#include "relay/vckeep.h"
-#include "relay/vcache.h"
+#include "vboard/vckeep.h"
+#include "vboard/vcache.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -22,6 +22,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
+#include "common/wlog.h"
 
 #define VK_MAX_CMDS	(1u << 20)	/* WRITEs and SYNCHRONIZE CACHEs traced in one power-on */
 #define VK_MAX_CYCLES	64u		/* distinct record cycles listed in cycle.json */
@@ -34,21 +35,6 @@ static int vk_path(char *buf, size_t len, const struct vk_session *s, uint64_t s
 		       snprintf(buf, len, "%s/session-%" PRIu64, s->root, session);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-static void vk_put64(unsigned char *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (unsigned char)(v >> (8 * i));
-}
-
-static uint64_t vk_get64(const unsigned char *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 /* ---- the region: the GPT partition "pc-region" ---- */
@@ -69,9 +55,9 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 		return pc_fail(err, errlen, -EINVAL, "keep_inputs: drive %s has no GPT (a copy of build/vm/sd.img "
 			       "has one): the kept region is its partition \"%s\"", drive, VK_PARTITION);
 	}
-	elba = vk_get64(h + 72);
-	n = (uint32_t)h[80] | (uint32_t)h[81] << 8 | (uint32_t)h[82] << 16 | (uint32_t)h[83] << 24;
-	esz = (uint32_t)h[84] | (uint32_t)h[85] << 8 | (uint32_t)h[86] << 16 | (uint32_t)h[87] << 24;
+	elba = pc_get64(h + 72);
+	n = pc_get32(h + 80);
+	esz = pc_get32(h + 84);
 	if (n > 1024 || esz < 128 || esz > sizeof(e) || esz % 8 || elba >= size / VK_SECT) {
 		close(fd);
 		return pc_fail(err, errlen, -EINVAL, "keep_inputs: drive %s: a GPT header of %" PRIu32 " entries of %"
@@ -89,8 +75,8 @@ int vk_region_find(const char *drive, uint64_t *off, uint64_t *len, char *err, s
 			;
 		if (k < sizeof(VK_PARTITION) - 1 || e[56 + 2 * k] || e[57 + 2 * k])
 			continue;
-		first = vk_get64(e + 32);
-		last = vk_get64(e + 40);
+		first = pc_get64(e + 32);
+		last = pc_get64(e + 40);
 		if (last < first || last >= size / VK_SECT || (last - first + 1) * VK_SECT > VK_MAX_REGION) {
 			rc = pc_fail(err, errlen, -EINVAL, "keep_inputs: drive %s: partition \"%s\" is sectors %" PRIu64
 				     "..%" PRIu64 ": past the drive, or over %llu bytes (the region is copied twice "
@@ -423,7 +409,7 @@ static void vk_note_cycle(struct vk_counts *k, const unsigned char *sect)
 }
 
 /* The items in order into out (a dm-log-writes log), region-relative. */
-static int vk_write_log(int lfd, const struct vc_entry *e, const struct vk_item *it, size_t nit,
+static int vk_write_log(int lfd, const struct wlog_entry *e, const struct vk_item *it, size_t nit,
 			const struct vk_session *s, int out, struct vk_counts *k)
 {
 	unsigned char h[VK_SECT], *buf = NULL;
@@ -432,14 +418,12 @@ static int vk_write_log(int lfd, const struct vc_entry *e, const struct vk_item 
 	int rc = 0;
 
 	for (size_t i = 0; i < nit && !rc; i++) {
-		const struct vc_entry *w = it[i].entry == SIZE_MAX ? NULL : &e[it[i].entry];
+		const struct wlog_entry *w = it[i].entry == SIZE_MAX ? NULL : &e[it[i].entry];
 		size_t bytes = w ? (size_t)w->nsect * VK_SECT : 0;
 
 		memset(h, 0, sizeof(h));
-		vk_put64(h, w ? w->sector - s->region_off / VK_SECT : 0);
-		vk_put64(h + 8, w ? w->nsect : 0);
-		vk_put64(h + 16, it[i].flags);
-		vk_put64(h + 24, bytes);
+		wlog_hdr_put(h, &(struct wlog_hdr){ .sector = w ? w->sector - s->region_off / VK_SECT : 0,
+						    .nsect = w ? w->nsect : 0, .flags = it[i].flags, .data_len = bytes });
 		if (bytes > buflen) {
 			unsigned char *nb = realloc(buf, bytes);
 
@@ -462,33 +446,30 @@ static int vk_write_log(int lfd, const struct vc_entry *e, const struct vk_item 
 			continue;
 		}
 		k->writes++;
-		k->fua_writes += (it[i].flags & LOG_FUA_FLAG) != 0;
+		k->fua_writes += (it[i].flags & WLOG_FUA) != 0;
 		vk_note_cycle(k, buf);
 	}
 	free(buf);
 	k->bytes = off;
 	memset(h, 0, sizeof(h));
-	vk_put64(h, WRITE_LOG_MAGIC);
-	vk_put64(h + 8, 1);
-	vk_put64(h + 16, k->entries);
-	vk_put64(h + 24, VK_SECT);	/* u32 sector size, then u32 0 */
+	wlog_super_put(h, k->entries, VK_SECT);
 	return rc ? rc : pc_pwrite_all(out, h, sizeof(h), 0) ? -EIO : 0;
 }
 
-static int vk_in_region(const struct vc_entry *w, uint64_t r0, uint64_t r1)
+static int vk_in_region(const struct wlog_entry *w, uint64_t r0, uint64_t r1)
 {
 	return w->sector >= r0 && w->sector <= r1 && w->nsect <= r1 - w->sector;
 }
 
 /* The log's writes and the traced commands, in completion order (vckeep.h). */
-static int vk_order(struct vk_trace *t, const struct vc_entry *e, size_t ne, const struct vk_session *s,
+static int vk_order(struct vk_trace *t, const struct wlog_entry *e, size_t ne, const struct vk_session *s,
 		    struct vk_item **out, size_t *nout, struct vk_counts *k)
 {
 	size_t *by = malloc((t->n ? t->n : 1) * sizeof(*by)), nby = 0, nit = 0;
 	struct vk_item *it = malloc((ne + t->n + 1) * sizeof(*it));
 	char *placed = calloc(ne + 1, 1);
 	uint64_t r0 = s->region_off / VK_SECT, r1 = r0 + s->region_len / VK_SECT;
-	const unsigned skip = LOG_FLUSH_FLAG | LOG_DISCARD_FLAG | LOG_MARK_FLAG;
+	const unsigned skip = WLOG_FLUSH | WLOG_DISCARD | WLOG_MARK;
 
 	if (!by || !it || !placed) {
 		free(by);
@@ -500,7 +481,7 @@ static int vk_order(struct vk_trace *t, const struct vc_entry *e, size_t ne, con
 		if (!t->c[i].sync)
 			by[nby++] = i;
 		else if (t->c[i].done)	/* a flush stands where it was issued */
-			it[nit++] = (struct vk_item){ t->c[i].issued, SIZE_MAX, LOG_FLUSH_FLAG };
+			it[nit++] = (struct vk_item){ t->c[i].issued, SIZE_MAX, WLOG_FLUSH };
 	qsort_r(by, nby, sizeof(*by), vk_idx_cmp, t->c);
 	for (size_t i = 0; i < ne; i++) {
 		struct vk_cmd *c;
@@ -512,7 +493,7 @@ static int vk_order(struct vk_trace *t, const struct vc_entry *e, size_t ne, con
 			k->outside++;	/* not the region's: the agent never writes there */
 			placed[i] = 1;
 		} else if (c && c->done) {	/* a write stands where its command completed */
-			it[nit++] = (struct vk_item){ c->done, i, c->fua ? LOG_FUA_FLAG : 0 };
+			it[nit++] = (struct vk_item){ c->done, i, c->fua ? WLOG_FUA : 0 };
 			placed[i] = 1;
 		} else if (c) {
 			k->in_flight++;
@@ -552,7 +533,7 @@ int vk_finish(const struct vk_session *s, const char *log, const char *trace, of
 {
 	char path[PATH_MAX], tmp[PATH_MAX];
 	struct vk_trace t = { 0 };
-	struct vc_entry *e = NULL;
+	struct wlog_entry *e = NULL;
 	struct vk_item *it = NULL;
 	struct vk_counts k;
 	size_t ne = 0, nit = 0;
@@ -567,7 +548,7 @@ int vk_finish(const struct vk_session *s, const char *log, const char *trace, of
 	lfd = open(log, O_RDONLY | O_CLOEXEC);
 	if (lfd < 0)
 		return pc_fail(err, errlen, -errno, "keep_inputs: log %s: %s", log, strerror(errno));
-	rc = vc_log_read(lfd, log, &ss, &e, &ne, err, errlen);
+	rc = wlog_read(lfd, log, &ss, &e, &ne, err, errlen);
 	if (!rc && ss != VK_SECT)
 		rc = pc_fail(err, errlen, -EPROTO, "keep_inputs: log %s: sector size %" PRIu32 ", not 512", log, ss);
 	if (!rc)
