@@ -55,27 +55,16 @@ static void link_infra(struct bctx *b, const char *fmt, ...)
 }
 
 /*
- * Consoles exported over the network (link.device "tcp://", "telnet://",
- * "rfc2217://"; netserial.h), by board. The board's state knows only the
- * descriptor it polls (sfd); the link behind it lives here. An entry whose
- * board no longer polls its descriptor is stale (a campaign that ended):
- * it goes at the board's next open, or with the process.
+ * A console exported over the network (link.device "tcp://", "telnet://",
+ * "rfc2217://"; netserial.h) is the board's link's own (l->ns), opened with
+ * it and freed with it: the state machine knows only the descriptor it
+ * polls (sfd).
  */
-struct netlink {
-	const struct bctx *b;
-	struct netserial *ns;
-	struct netlink *next;
-};
-static struct netlink *netlinks;
-
 static struct netserial *net_of(const struct bctx *b)
 {
-	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->link.sfd < 0)
+	if (!b || !b->link.ns || b->link.sfd < 0 || netserial_fd(b->link.ns) != b->link.sfd)
 		return NULL;
-	for (struct netlink *l = netlinks; l; l = l->next)
-		if (l->b == b && netserial_fd(l->ns) == b->link.sfd)
-			return l->ns;
-	return NULL;
+	return b->link.ns;
 }
 
 static void outq_clear(struct outq *q)
@@ -355,6 +344,8 @@ void camp_link_free(struct camp_link *l)
 		close(l->fd);
 	if (l->sfd >= 0)
 		close(l->sfd);
+	netserial_close(l->ns, 0);	/* its descriptor was sfd */
+	l->ns = NULL;
 	if (l->cfd >= 0)
 		close(l->cfd);
 	outq_clear(&l->q);
@@ -406,34 +397,17 @@ void camp_close_link(struct bctx *b)
 static int net_open(struct bctx *b, char *err, size_t errlen)
 {
 	uint32_t t = b->cfg->boot_timeout_ms / 4;
-	struct netlink **pp = &netlinks, *l;
+	struct netserial *ns;
 	char why[512];
 
-	while ((l = *pp)) {
-		if (l->b == b) {
-			*pp = l->next;
-			netserial_close(l->ns, 0);	/* its descriptor went with its campaign */
-			free(l);
-		} else {
-			pp = &l->next;
-		}
-	}
-	l = calloc(1, sizeof(*l));
-	if (!l) {
-		snprintf(err, errlen, "board %s: out of memory", b->cfg->name);
-		return -ENOMEM;
-	}
-	l->ns = netserial_open(b->cfg->serial_device, b->cfg->serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
-			       sizeof(why));
-	if (!l->ns) {
+	ns = netserial_open(b->cfg->serial_device, b->cfg->serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
+			    sizeof(why));
+	if (!ns) {
 		snprintf(err, errlen, "board %s: %s", b->cfg->name, why);
-		free(l);
 		return -EIO;
 	}
-	l->b = b;
-	l->next = netlinks;
-	netlinks = l;
-	b->link.sfd = netserial_fd(l->ns);
+	b->link.ns = ns;
+	b->link.sfd = netserial_fd(ns);
 	return 0;
 }
 

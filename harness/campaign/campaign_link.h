@@ -36,6 +36,7 @@
 
 struct bctx;
 struct camp;
+struct netserial;
 struct pc_msg;
 
 /*
@@ -80,6 +81,7 @@ struct camp_link {
 	struct pc_linebuf lb;
 	/* serial console link (cfg->link_serial): open for the whole campaign */
 	int sfd;
+	struct netserial *ns;	/* a console over the network: its client (sfd is its descriptor), or NULL */
 	int cfd;		/* this power-on's console log */
 	struct pc_linebuf slb;
 	struct outq q;		/* the link's output queue */
