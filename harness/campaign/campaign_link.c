@@ -8,7 +8,7 @@
  * calling campaign.c by name.
  */
 #include "harness/campaign/campaign_int.h"
-#include "harness/campaign/port_holder.h"
+#include "harness/link/port_holder.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +37,7 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "harness/engine/engine.h"
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 

@@ -34,7 +34,7 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "harness/engine/engine.h"
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 

@@ -24,7 +24,7 @@
  * timeout, so that a peer that stalls while the board boots is known for
  * what it is before the board is blamed for a silent boot.
  */
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
 #include "common/resolve.h"
 
 #include <errno.h>
