@@ -38,6 +38,7 @@
 #include "relay/relay.h"
 #include "harness/engine/engine.h"
 #include "harness/link/netserial.h"
+#include "harness/link/outq.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 
@@ -67,117 +68,19 @@ static struct netserial *net_of(const struct bctx *b)
 	return b->link.ns;
 }
 
-static void outq_clear(struct outq *q)
-{
-	free(q->buf);
-	memset(q, 0, sizeof(*q));
-	q->fd = -1;
-}
-
-/* Write what the descriptor takes now; the bytes written, or -errno. */
-static ssize_t write_some(int fd, const char *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, buf + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			return -errno;
-		}
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
-/* To the board's link, in order behind what already waits: what the
- * descriptor does not take now is queued, up to LINK_OUTQ_MAX. */
-static int outq_write(struct bctx *b, int fd, const char *buf, size_t len)
-{
-	struct outq *q = &b->link.q;
-	size_t waiting, need;
-	ssize_t n = 0;
-
-	if (q->len > q->off && q->fd != fd)
-		outq_clear(q);	/* left for a descriptor that is gone */
-	if (q->len == q->off) {
-		n = write_some(fd, buf, len);
-		if (n < 0) {
-			errno = (int)-n;
-			return (int)n;
-		}
-		if ((size_t)n == len)
-			return 0;
-	}
-	waiting = q->len - q->off;
-	if (waiting + (len - (size_t)n) > LINK_OUTQ_MAX) {
-		snprintf(q->why, sizeof(q->why), "board %s: its link takes lines too slowly: %zu bytes would wait to be "
-			 "sent, over the ceiling of %u (is the agent reading?)", b->cfg->name, waiting + len - (size_t)n,
-			 LINK_OUTQ_MAX);
-		errno = ENOBUFS;
-		return -ENOBUFS;
-	}
-	if (q->off) {
-		memmove(q->buf, q->buf + q->off, waiting);
-		q->off = 0;
-		q->len = waiting;
-	}
-	need = q->len + len - (size_t)n;
-	if (need > q->cap) {
-		size_t cap = q->cap ? q->cap : 16384;
-		char *p;
-
-		while (cap < need)
-			cap *= 2;
-		p = realloc(q->buf, cap);
-		if (!p) {
-			errno = ENOMEM;
-			return -ENOMEM;
-		}
-		q->buf = p;
-		q->cap = cap;
-	}
-	memcpy(q->buf + q->len, buf + n, len - (size_t)n);
-	q->len += len - (size_t)n;
-	q->fd = fd;
-	return 0;
-}
-
 int camp_link_wants_out(const struct bctx *b)
 {
-	return b->link.q.len > b->link.q.off ? b->link.q.fd : -1;
+	return outq_wants_out(&b->link.q);
 }
 
 void camp_link_flush(struct bctx *b)
 {
-	struct outq *q = &b->link.q;
-	ssize_t n;
-
-	if (q->len == q->off)
-		return;
-	n = write_some(q->fd, q->buf + q->off, q->len - q->off);
-	if (n < 0) {
-		/* the link broke: its reader finds out, and the state machine
-		 * decides; what waited is of no use to anyone now */
-		pc_warn("board %s: writing to its link: %s (%zu bytes not sent)", b->cfg->name, strerror((int)-n),
-			q->len - q->off);
-		outq_clear(q);
-		return;
-	}
-	q->off += (size_t)n;
-	if (q->off == q->len)
-		q->off = q->len = 0;
+	outq_flush(&b->link.q, b->cfg->name);
 }
 
 const char *camp_link_strerror(const struct bctx *b, int err)
 {
-	if (err < 0)
-		err = -err;
-	return err == ENOBUFS && b->link.q.why[0] ? b->link.q.why : strerror(err);
+	return outq_strerror(&b->link.q, err);
 }
 
 /* Write to a board's link or a pending connection: the console's own way
@@ -193,7 +96,7 @@ static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 	if (!b)
 		return pc_write_all(fd, buf, len);
 	if (!ns)
-		return outq_write(b, fd, buf, len);
+		return outq_write(&b->link.q, fd, buf, len, b->cfg->name);
 	rc = netserial_write(ns, buf, len, why, sizeof(why));
 	if (rc) {
 		pc_warn("board %s: %s", b->cfg->name, why);

@@ -17,6 +17,7 @@
 
 #include "common/auth.h"
 #include "common/proto.h"
+#include "harness/link/outq.h"
 
 #define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
 				   answer the challenge within as long again */
@@ -27,12 +28,6 @@
 					   past it, that address's oldest goes */
 
 #define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
-
-/* The most a board's link may have waiting to be sent: the largest burst
- * the host sends at once is a VERIFY after every KNOWN line the protocol
- * allows (PC_PROTO_MAX_KNOWN_SLOTS / 400 + PC_PROTO_MAX_KNOWN / 500 lines of
- * at most PC_PROTO_MAX_LINE bytes, ~1.7 MB), twice over. */
-#define LINK_OUTQ_MAX (4u << 20)
 
 struct bctx;
 struct camp;
@@ -66,16 +61,6 @@ struct handshake {
 	uint64_t since;
 };
 
-/* What a board's link could not take yet, sent as it becomes writable (the
- * poll loop asks for POLLOUT while anything waits): a slow reader delays
- * the lines, never breaks one. */
-struct outq {
-	char *buf;
-	size_t off, len, cap;	/* waiting: buf[off..len) */
-	int fd;			/* the descriptor they are for */
-	char why[256];		/* why the last write was refused (the ceiling) */
-};
-
 struct camp_link {
 	int fd;			/* the link to the agent: a TCP connection, or sfd */
 	struct pc_linebuf lb;
@@ -84,7 +69,7 @@ struct camp_link {
 	struct netserial *ns;	/* a console over the network: its client (sfd is its descriptor), or NULL */
 	int cfd;		/* this power-on's console log */
 	struct pc_linebuf slb;
-	struct outq q;		/* the link's output queue */
+	struct outq q;		/* the link's output queue (harness/link/outq.h) */
 	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
 	/* the authenticated session of this power-on's agent */
 	struct pc_auth_session s;
