@@ -8,6 +8,7 @@
  * calling campaign.c by name.
  */
 #include "harness/campaign/campaign_int.h"
+#include "harness/link/handshake.h"
 #include "harness/link/listen.h"
 
 #include <errno.h>
@@ -105,57 +106,16 @@ static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 	return rc;
 }
 
-void camp_hs_clear(struct handshake *h)
-{
-	free(h->hello);
-	memset(h, 0, sizeof(*h));
-}
-
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
 int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		    int marker)
 {
 	char buf[256];
-	json_object *v, *m;
-	size_t off = 0;
-	int n;
+	int n = link_hs_challenge(h, text, len, hello, marker, buf, sizeof(buf));
 
-	camp_hs_clear(h);
-	if (!json_object_object_get_ex(hello, "nonce", &v))
-		return -EINVAL;
-	if (len && text[len - 1] == '\r')
-		len--;	/* a console's CR is not part of what the agent proved */
-	h->hello = malloc(len + 1);
-	if (!h->hello)
-		return -ENOMEM;
-	memcpy(h->hello, text, len);
-	h->hello[len] = 0;
-	h->hello_len = len;
-	pc_strlcpy(h->an, json_object_get_string(v), sizeof(h->an));
-	pc_auth_nonce(h->hn);
-	h->since = pc_now_ms();
-	m = pc_msg_new(PC_MSG_CHALLENGE);
-	json_object_object_add(m, "nonce", json_object_new_string(h->hn));
-	json_object_object_add(m, "echo", json_object_new_string(h->an));
-	if (marker) {
-		off = strlen(PC_PROTO_MARKER);
-		memcpy(buf, PC_PROTO_MARKER, off);
-	}
-	n = pc_msg_line(m, buf + off, sizeof(buf) - off);
-	json_object_put(m);
 	if (n < 0)
 		return n;
-	return link_write(b, fd, buf, off + (size_t)n);
-}
-
-/* Does the proof in an auth message answer this handshake? */
-int camp_hs_proven(struct camp *c, const struct handshake *h, json_object *auth)
-{
-	json_object *v;
-
-	if (!h->hello || !json_object_object_get_ex(auth, "mac", &v))
-		return 0;
-	return pc_auth_proof_check(&c->key, h->hn, h->an, h->hello, h->hello_len, json_object_get_string(v)) == 0;
+	return link_write(b, fd, buf, (size_t)n);
 }
 
 /* ---- the link ---- */
@@ -207,7 +167,7 @@ void camp_link_free(struct camp_link *l)
 		close(l->cfd);
 	outq_clear(&l->q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		camp_hs_clear(&l->shs[i]);
+		link_hs_clear(&l->shs[i]);
 	l->fd = l->sfd = l->cfd = -1;
 }
 
@@ -240,7 +200,7 @@ void camp_close_link(struct bctx *b)
 	/* lines of the session that ended are not for the next one */
 	outq_clear(&b->link.q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		camp_hs_clear(&b->link.shs[i]);
+		link_hs_clear(&b->link.shs[i]);
 	/* a power-on (the only call while the board is off): a network
 	 * console that broke reconnects now, one that is up is probed, and
 	 * whether it stays up from here on decides whether this boot was seen */
@@ -429,7 +389,7 @@ static void serial_proof(struct bctx *b, const struct pc_msg *m, const char *mk,
 {
 	unsigned i;
 
-	for (i = 0; i < MAX_SERIAL_HELLOS && !camp_hs_proven(b->c, &b->link.shs[i], m->obj); i++)
+	for (i = 0; i < MAX_SERIAL_HELLOS && !link_hs_proven(&b->c->key, &b->link.shs[i], m->obj); i++)
 		;
 	if (i == MAX_SERIAL_HELLOS) {
 		camp_link_reject(b->c, b, 1, b->cfg->serial_device, mk, len, "a proof that answers none of the "
@@ -439,9 +399,9 @@ static void serial_proof(struct bctx *b, const struct pc_msg *m, const char *mk,
 
 		b->link.shs[i].hello = NULL;	/* moved to h */
 		for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-			camp_hs_clear(&b->link.shs[k]);
+			link_hs_clear(&b->link.shs[k]);
 		camp_authenticated(b, b->link.sfd, &h);
-		camp_hs_clear(&h);
+		link_hs_clear(&h);
 	}
 }
 

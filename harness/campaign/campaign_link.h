@@ -17,6 +17,7 @@
 
 #include "common/auth.h"
 #include "common/proto.h"
+#include "harness/link/handshake.h"
 #include "harness/link/outq.h"
 
 #define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
@@ -50,15 +51,6 @@ struct camp_link_ops {
 	void (*agent_said)(struct bctx *b, json_object *msg, const char *via);
 	/* the cycle cannot go on: an INFRA_ERROR, why (printable) */
 	void (*infra)(struct bctx *b, const char *why);
-};
-
-/* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
-struct handshake {
-	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
-	char hn[2 * PC_AUTH_NONCE_BYTES + 1];	/* ours */
-	char *hello;				/* the hello's exact JSON text */
-	size_t hello_len;
-	uint64_t since;
 };
 
 struct camp_link {
@@ -128,12 +120,9 @@ void camp_serial_read(struct bctx *b);
 int camp_console_whole(const struct bctx *b);
 /* One line on an authenticated link: it must carry the session's next tag. */
 void camp_board_line(struct bctx *b, const char *line, size_t len);
-void camp_hs_clear(struct handshake *h);
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
 int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		  int marker);
-/* Does the proof in an auth message answer this handshake? */
-int camp_hs_proven(struct camp *c, const struct handshake *h, json_object *auth);
 
 /* campaign_pending.c: connections that have not proven themselves yet */
 void camp_pending_close(struct pending *p);

@@ -43,7 +43,7 @@ void camp_pending_close(struct pending *p)
 		close(p->fd);
 	p->fd = -1;
 	p->b = NULL;
-	camp_hs_clear(&p->hs);
+	link_hs_clear(&p->hs);
 }
 
 /* An agent that cannot authenticate (no key) says why, unproven: on
@@ -116,7 +116,7 @@ static int pending_proof(struct camp *c, struct pending *p, const struct pc_msg 
 		camp_link_reject(c, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m->type));
 		return 0;
 	}
-	if (!camp_hs_proven(c, &p->hs, m->obj)) {
+	if (!link_hs_proven(&c->key, &p->hs, m->obj)) {
 		camp_link_reject(c, b, 1, p->peer, line, len, "the proof does not verify: not the campaign's key, or a "
 			    "copied hello");
 		return 0;
@@ -141,7 +141,7 @@ static void pending_handover(struct pending *p, struct bctx *b)
 	p->fd = -1;
 	camp_pending_close(p);
 	camp_authenticated(b, fd, &h);
-	camp_hs_clear(&h);
+	link_hs_clear(&h);
 	/* lines that came with the proof */
 	while (b->link.fd >= 0) {
 		char more[PC_PROTO_MAX_LINE + 2];
