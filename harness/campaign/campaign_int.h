@@ -19,6 +19,7 @@
 #include "harness/campaign/campaign_link.h"
 #include "harness/campaign/campaign_plan.h"
 #include "harness/campaign/campaign_stop.h"
+#include "harness/link/reject.h"
 #include "harness/engine/engine.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
@@ -97,6 +98,7 @@ struct camp {
 	int lfd;
 	char connect[160];
 	struct pending pend[MAX_PENDING];
+	struct link_rejects rej;	/* campaign_reject.c's: refusals counted (harness/link/reject.h) */
 	const struct camp_link_ops *lops;	/* the state machine's, for the links (camp_loop sets it) */
 	uint64_t t0;		/* ms: campaign clock origin (monotonic) */
 	int64_t t_base;		/* ms: where the clock stood when this run resumed */
