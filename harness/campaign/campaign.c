@@ -14,9 +14,11 @@
  *   campaign_core.c    the primitives: clock, events, state, power off
  *   campaign_infra.c   INFRA_ERROR and giving a board up
  *   campaign_link.c    a board's link: listening, the handshake, serial
- *                      consoles, lines (handed up through machine_ops)
+ *                      consoles, lines (handed up through camp_link_ops)
  *   campaign_pending.c connections that have not proven themselves
  *   campaign_reject.c  refusals on record
+ * beside harness/link, the link's own parts (listener, handshake, output
+ * queue, refusal tally, network console), which know nothing of these.
  *   campaign_plan.c    what a cycle asks: the scan, the work, the cut
  *   campaign_setup.c   a boot without a hello
  *   campaign_resume.c  verdicts recorded and tallied, campaign.json, resume

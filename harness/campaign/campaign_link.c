@@ -1,7 +1,9 @@
 /*
  * campaign_link.c - a board's link to its agent: the TCP listener, the
  * output queue, the challenge-response handshake, serial and network
- * consoles, and every line that arrives on a board's link (docs/protocol.md).
+ * consoles, and every line that arrives on a board's link (docs/protocol.md),
+ * each over the link room's part for it (harness/link/: listen.c, outq.c,
+ * handshake.c, netserial.c), which knows no board.
  * Connections not yet proven are campaign_pending.c's, refusals on record
  * campaign_reject.c's. What a line means is the state machine's: the link
  * hands it on through the ops it registered (struct camp_link_ops), never

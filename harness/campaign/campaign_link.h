@@ -1,7 +1,8 @@
 /*
  * campaign_link.h - a board's link to its agent, owned by campaign_link.c:
- * its descriptors, line buffers, the handshake, the authenticated session
- * and the output queue; and the connections that have not proven themselves
+ * its descriptors, line buffers, the handshakes, the authenticated session,
+ * the output queue and a network console (their code the link room's,
+ * harness/link/); and the connections that have not proven themselves
  * yet. The state machine (campaign.c) polls the descriptors and calls in;
  * only campaign_link.c (and campaign_pending.c, handing a proven connection
  * over) changes what is here. What arrives goes up through
