@@ -97,7 +97,7 @@ struct camp {
 	unsigned cycles;
 	int lfd;
 	char connect[160];
-	struct pending pend[MAX_PENDING];
+	struct link_pending pend;	/* connections not proven yet (harness/link/pending.h) */
 	struct link_rejects rej;	/* campaign_reject.c's: refusals counted (harness/link/reject.h) */
 	const struct camp_link_ops *lops;	/* the state machine's, for the links (camp_loop sets it) */
 	uint64_t t0;		/* ms: campaign clock origin (monotonic) */
@@ -124,7 +124,6 @@ struct camp {
  *   campaign_reject.c   refusals on record (the tally: harness/link/reject.c)
  *   campaign_link.c     a board's link: handshake, lines, consoles, output
  *                       (its parts: harness/link/, below the campaign)
- *   campaign_pending.c  connections not yet proven
  *   campaign_infra.c    INFRA_ERROR, giving a board up
  *   campaign_plan.c, campaign_setup.c  the cycle's work and cut; a boot without a hello
  *   campaign.c          the poll loop and each board's state machine

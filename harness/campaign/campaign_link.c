@@ -4,7 +4,8 @@
  * consoles, and every line that arrives on a board's link (docs/protocol.md),
  * each over the link room's part for it (harness/link/: listen.c, outq.c,
  * handshake.c, netserial.c), which knows no board.
- * Connections not yet proven are campaign_pending.c's, refusals on record
+ * Connections not yet proven are harness/link/pending.c's (the boards they
+ * name, asked and handed over, at the end of this file), refusals on record
  * campaign_reject.c's. What a line means is the state machine's: the link
  * hands it on through the ops it registered (struct camp_link_ops), never
  * calling campaign.c by name.
@@ -532,3 +533,63 @@ int camp_console_whole(const struct bctx *b)
 		return 0;
 	return !ns || netserial_up_since_mark(ns);
 }
+
+/* ---- the connections not proven yet (harness/link/pending.c): the boards they name ---- */
+
+static void *pend_board(void *arg, const char *name)
+{
+	return camp_board_by_name(arg, name);
+}
+
+static int pend_ready(void *arg, void *bp, char *what, size_t len)
+{
+	struct bctx *b = bp;
+
+	if (b->st == B_WAIT_HELLO && b->link.fd < 0)
+		return 1;
+	snprintf(what, len, "%s%s", camp_bstate_names[b->st], b->link.fd >= 0 ? " and has its agent" : "");
+	return 0;
+}
+
+static void pend_reject(void *arg, void *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *why)
+{
+	camp_link_reject(arg, b, attempt, peer, line, len, "%s", why);
+}
+
+static void pend_said(void *arg, void *bp, json_object *msg, const char *via)
+{
+	struct bctx *b = bp;
+
+	if (b->st == B_WAIT_HELLO)
+		b->c->lops->agent_said(b, msg, via);
+}
+
+/* A proven connection becomes board b's link, with the lines that came
+ * with the proof. */
+static void pend_proven(void *arg, void *bp, int fd, const struct handshake *h, struct pc_linebuf *lb)
+{
+	struct bctx *b = bp;
+
+	b->link.lb = *lb;	/* what came after the proof */
+	camp_authenticated(b, fd, h);
+	/* lines that came with the proof */
+	while (b->link.fd >= 0) {
+		char more[PC_PROTO_MAX_LINE + 2];
+		size_t n;
+		enum pc_line_result r = pc_linebuf_take(&b->link.lb, more, sizeof(more), &n);
+
+		if (r == PC_LINE_NONE)
+			break;
+		if (r == PC_LINE_OK && n)
+			camp_board_line(b, more, n);
+	}
+}
+
+const struct link_pending_ops camp_pending_ops = {
+	.board = pend_board,
+	.ready = pend_ready,
+	.reject = pend_reject,
+	.said = pend_said,
+	.proven = pend_proven,
+};

@@ -4,8 +4,8 @@
  * the output queue and a network console (their code the link room's,
  * harness/link/); and the connections that have not proven themselves
  * yet. The state machine (campaign.c) polls the descriptors and calls in;
- * only campaign_link.c (and campaign_pending.c, handing a proven connection
- * over) changes what is here. What arrives goes up through
+ * only campaign_link.c (and its camp_pending_ops, handing a proven
+ * connection over) changes what is here. What arrives goes up through
  * struct camp_link_ops.
  */
 #ifndef PC_HARNESS_CAMPAIGN_LINK_H
@@ -20,14 +20,7 @@
 #include "common/proto.h"
 #include "harness/link/handshake.h"
 #include "harness/link/outq.h"
-
-#define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
-				   answer the challenge within as long again */
-
-#define MAX_PENDING 64		/* connections that have not authenticated yet */
-
-#define MIN_PENDING_PER_SOURCE 8	/* ... from one address (or two per board, if more):
-					   past it, that address's oldest goes */
+#include "harness/link/pending.h"
 
 #define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
 
@@ -66,16 +59,6 @@ struct camp_link {
 	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
 	/* the authenticated session of this power-on's agent */
 	struct pc_auth_session s;
-};
-
-struct pending {
-	int fd;
-	uint64_t since;
-	struct pc_linebuf lb;
-	char peer[64];		/* address:port, for the record */
-	char src[48];		/* address: the per-source limit */
-	struct bctx *b;		/* the board its hello named (challenged), or NULL */
-	struct handshake hs;
 };
 
 /* No descriptor open (before camp_serial_open). */
@@ -125,9 +108,8 @@ void camp_board_line(struct bctx *b, const char *line, size_t len);
 int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		  int marker);
 
-/* campaign_pending.c: connections that have not proven themselves yet */
-void camp_pending_close(struct pending *p);
-void camp_pending_read(struct camp *c, struct pending *p);
-void camp_accept_all(struct camp *c);
+/* The campaign's side of the connections not proven yet (harness/link/pending.h):
+ * its boards, named, asked and handed a proven connection. */
+extern const struct link_pending_ops camp_pending_ops;
 
 #endif

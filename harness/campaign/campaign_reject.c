@@ -4,7 +4,8 @@
  * counted and summarised (link_reject_summary) once a minute, so a flood
  * cannot fill the disk (docs/protocol.md): the tally is the link room's
  * (harness/link/reject.c), the campaign's own (c->rej); the record is
- * written here. Called by the links (campaign_link.c, campaign_pending.c);
+ * written here. Called by the links (campaign_link.c, and for
+ * harness/link/pending.c its camp_pending_ops);
  * calls only the primitives.
  */
 #include "harness/campaign/campaign_int.h"
