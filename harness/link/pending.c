@@ -66,12 +66,25 @@ static void pending_said(struct link_pending *lp, struct pending *p, const struc
 			 json_object_get_string(c1), json_object_get_string(r1));
 }
 
+/* May board b take an agent now? 1; else 0, refused on record: what (a
+ * hello, a proven agent) while the board is doing what it does, and why. */
+static int board_ready(struct link_pending *lp, struct pending *p, void *b, const char *line, size_t len,
+		       const char *what, const char *why)
+{
+	char doing[96];
+
+	if (lp->ops->ready(lp->arg, b, doing, sizeof(doing)))
+		return 1;
+	refuse(lp, b, 1, p->peer, line, len, "%s while the board is %s%s", what, doing, why);
+	return 0;
+}
+
 /* The first line: a hello for a board that is booting is answered with a
  * challenge (1); anything else is refused on record (0: the connection goes). */
 static int pending_hello(struct link_pending *lp, struct pending *p, const struct pc_msg *m, const char *line,
 			 size_t len)
 {
-	char buf[256], what[96];
+	char buf[256];
 	json_object *v;
 	void *b;
 	int n;
@@ -95,10 +108,8 @@ static int pending_hello(struct link_pending *lp, struct pending *p, const struc
 			    "authenticated link (update it)");
 		return 0;
 	}
-	if (!lp->ops->ready(lp->arg, b, what, sizeof(what))) {
-		refuse(lp, b, 1, p->peer, line, len, "a hello while the board is %s (a stale or second agent?)", what);
+	if (!board_ready(lp, p, b, line, len, "a hello", " (a stale or second agent?)"))
 		return 0;
-	}
 	n = link_hs_challenge(&p->hs, line, len, m->obj, 0, buf, sizeof(buf));
 	if (n < 0 || pc_write_all(p->fd, buf, (size_t)n)) {
 		refuse(lp, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
@@ -114,7 +125,6 @@ static int pending_proof(struct link_pending *lp, struct pending *p, const struc
 			 size_t len)
 {
 	void *b = p->b;
-	char what[96];
 
 	if (m->type != PC_MSG_AUTH) {
 		refuse(lp, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m->type));
@@ -125,10 +135,8 @@ static int pending_proof(struct link_pending *lp, struct pending *p, const struc
 			    "copied hello");
 		return 0;
 	}
-	if (!lp->ops->ready(lp->arg, b, what, sizeof(what))) {
-		refuse(lp, b, 1, p->peer, line, len, "a proven agent while the board is %s", what);
+	if (!board_ready(lp, p, b, line, len, "a proven agent", ""))
 		return 0;
-	}
 	return 1;
 }
 
