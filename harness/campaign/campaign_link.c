@@ -587,7 +587,7 @@ static void pend_proven(void *arg, void *bp, int fd, const struct handshake *h, 
 }
 
 const struct link_pending_ops camp_pending_ops = {
-	.board = pend_board,
+	.board_by_name = pend_board,
 	.ready = pend_ready,
 	.reject = pend_reject,
 	.said = pend_said,

@@ -21,9 +21,9 @@
 #include "common/util.h"
 
 /* A refusal, worded here, on record by the owner. */
-static void refuse(struct link_pending *lp, void *b, int attempt, const char *peer, const char *line, size_t len,
+static void pend_refuse(struct link_pending *lp, void *b, int attempt, const char *peer, const char *line, size_t len,
 		   const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-static void refuse(struct link_pending *lp, void *b, int attempt, const char *peer, const char *line, size_t len,
+static void pend_refuse(struct link_pending *lp, void *b, int attempt, const char *peer, const char *line, size_t len,
 		   const char *fmt, ...)
 {
 	char why[512];
@@ -53,7 +53,8 @@ static void pending_said(struct link_pending *lp, struct pending *p, const struc
 	json_object *v, *c1, *r1;
 	void *b;
 
-	b = json_object_object_get_ex(m->obj, "board", &v) ? lp->ops->board(lp->arg, json_object_get_string(v)) : NULL;
+	b = json_object_object_get_ex(m->obj, "board", &v) ? lp->ops->board_by_name(lp->arg, json_object_get_string(v))
+							   : NULL;
 	json_object_object_get_ex(m->obj, "cause", &c1);
 	json_object_object_get_ex(m->obj, "reason", &r1);
 	if (b) {
@@ -62,7 +63,7 @@ static void pending_said(struct link_pending *lp, struct pending *p, const struc
 		snprintf(via, sizeof(via), "the link (%s, unauthenticated)", p->peer);
 		lp->ops->said(lp->arg, b, m->obj, via);
 	}
-	refuse(lp, b, 0, p->peer, line, len, "the agent says it cannot get to a hello (%s): %s",
+	pend_refuse(lp, b, 0, p->peer, line, len, "the agent says it cannot get to a hello (%s): %s",
 			 json_object_get_string(c1), json_object_get_string(r1));
 }
 
@@ -75,7 +76,7 @@ static int board_ready(struct link_pending *lp, struct pending *p, void *b, cons
 
 	if (lp->ops->ready(lp->arg, b, doing, sizeof(doing)))
 		return 1;
-	refuse(lp, b, 1, p->peer, line, len, "%s while the board is %s%s", what, doing, why);
+	pend_refuse(lp, b, 1, p->peer, line, len, "%s while the board is %s%s", what, doing, why);
 	return 0;
 }
 
@@ -90,21 +91,21 @@ static int pending_hello(struct link_pending *lp, struct pending *p, const struc
 	int n;
 
 	if (m->type != PC_MSG_HELLO) {
-		refuse(lp, NULL, 1, p->peer, line, len, "the first line is '%s', not hello",
+		pend_refuse(lp, NULL, 1, p->peer, line, len, "the first line is '%s', not hello",
 			    pc_msg_type_name(m->type));
 		return 0;
 	}
 	json_object_object_get_ex(m->obj, "board", &v);
-	b = lp->ops->board(lp->arg, json_object_get_string(v));
+	b = lp->ops->board_by_name(lp->arg, json_object_get_string(v));
 	if (!b) {
-		refuse(lp, NULL, 1, p->peer, line, len, "a hello from unknown board '%s'",
+		pend_refuse(lp, NULL, 1, p->peer, line, len, "a hello from unknown board '%s'",
 			    json_object_get_string(v));
 		return 0;
 	}
 	/* what the peer is comes first: an agent without the authenticated
 	 * link is named so whatever the board is doing */
 	if (!json_object_object_get_ex(m->obj, "nonce", NULL)) {
-		refuse(lp, b, 1, p->peer, line, len, "a hello without a nonce: an agent without the "
+		pend_refuse(lp, b, 1, p->peer, line, len, "a hello without a nonce: an agent without the "
 			    "authenticated link (update it)");
 		return 0;
 	}
@@ -112,7 +113,7 @@ static int pending_hello(struct link_pending *lp, struct pending *p, const struc
 		return 0;
 	n = link_hs_challenge(&p->hs, line, len, m->obj, 0, buf, sizeof(buf));
 	if (n < 0 || pc_write_all(p->fd, buf, (size_t)n)) {
-		refuse(lp, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
+		pend_refuse(lp, b, 1, p->peer, line, len, "cannot send the challenge: %s", strerror(errno));
 		return 0;
 	}
 	p->b = b;
@@ -127,11 +128,11 @@ static int pending_proof(struct link_pending *lp, struct pending *p, const struc
 	void *b = p->b;
 
 	if (m->type != PC_MSG_AUTH) {
-		refuse(lp, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m->type));
+		pend_refuse(lp, b, 1, p->peer, line, len, "'%s' where the proof was due", pc_msg_type_name(m->type));
 		return 0;
 	}
 	if (!link_hs_proven(lp->key, &p->hs, m->obj)) {
-		refuse(lp, b, 1, p->peer, line, len, "the proof does not verify: not the campaign's key, or a "
+		pend_refuse(lp, b, 1, p->peer, line, len, "the proof does not verify: not the campaign's key, or a "
 			    "copied hello");
 		return 0;
 	}
@@ -167,7 +168,7 @@ static void pending_line(struct link_pending *lp, struct pending *p, const char 
 	int ok;
 
 	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
-		refuse(lp, p->b, 1, p->peer, line, len, "%s", err);
+		pend_refuse(lp, p->b, 1, p->peer, line, len, "%s", err);
 		link_pending_close(p);
 		return;
 	}
@@ -195,7 +196,7 @@ void link_pending_read(struct link_pending *lp, struct pending *p)
 	if (n <= 0) {
 		if (n < 0 && (errno == EAGAIN || errno == EINTR))
 			return;
-		refuse(lp, p->b, p->b != NULL, p->peer, NULL, 0, "the connection closed %s",
+		pend_refuse(lp, p->b, p->b != NULL, p->peer, NULL, 0, "the connection closed %s",
 		       p->b ? "before its proof" : "without a hello");
 		link_pending_close(p);
 		return;
@@ -206,7 +207,7 @@ void link_pending_read(struct link_pending *lp, struct pending *p)
 		off += pc_linebuf_feed(&p->lb, data + off, (size_t)n - off);
 		while (p->fd >= 0 && (r = pc_linebuf_take(&p->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			if (r == PC_LINE_TOO_LONG) {
-				refuse(lp, p->b, 1, p->peer, NULL, 0, "a line longer than %d bytes", PC_PROTO_MAX_LINE);
+				pend_refuse(lp, p->b, 1, p->peer, NULL, 0, "a line longer than %d bytes", PC_PROTO_MAX_LINE);
 				link_pending_close(p);
 				return;
 			}
@@ -276,7 +277,7 @@ void link_pending_accept(struct link_pending *lp, int lfd, unsigned nboards)
 		}
 		if (from_src >= per_source || free_i == MAX_PENDING) {
 			i = pending_victim(lp, from_src >= per_source ? host : NULL);
-			refuse(lp, lp->p[i].b, lp->p[i].b != NULL, lp->p[i].peer, NULL, 0, "closed to make room: %s",
+			pend_refuse(lp, lp->p[i].b, lp->p[i].b != NULL, lp->p[i].peer, NULL, 0, "closed to make room: %s",
 			       from_src >= per_source ? "its address has too many connections waiting" :
 							"too many connections waiting");
 			link_pending_close(&lp->p[i]);
@@ -306,7 +307,7 @@ void link_pending_expire(struct link_pending *lp, uint64_t now)
 {
 	for (unsigned i = 0; i < MAX_PENDING; i++)
 		if (lp->p[i].fd >= 0 && now - lp->p[i].since > HELLO_WAIT_MS) {
-			refuse(lp, lp->p[i].b, lp->p[i].b != NULL, lp->p[i].peer, NULL, 0, "no %s within %u ms",
+			pend_refuse(lp, lp->p[i].b, lp->p[i].b != NULL, lp->p[i].peer, NULL, 0, "no %s within %u ms",
 			       lp->p[i].b ? "proof" : "hello", HELLO_WAIT_MS);
 			link_pending_close(&lp->p[i]);
 		}

@@ -37,10 +37,10 @@ struct pending {
 };
 
 /* What the table asks of its owner and tells it; b is always a board the
- * owner's board() returned. */
+ * owner's board_by_name() returned. */
 struct link_pending_ops {
 	/* the board named, or NULL */
-	void *(*board)(void *arg, const char *name);
+	void *(*board_by_name)(void *arg, const char *name);
 	/* may board b take an agent now? 1; else 0 with what it is doing
 	 * ("verifying", "booting and has its agent") in what */
 	int (*ready)(void *arg, void *b, char *what, size_t len);

@@ -117,8 +117,8 @@ void link_rej_wrote(struct link_rejects *rej, size_t bytes)
 	rej->bytes += bytes;
 }
 
-void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop, void (*emit)(json_object *ev, void *arg),
-		    void *arg)
+void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop,
+		    void (*summary_out)(json_object *ev, void *arg), void *arg)
 {
 
 	for (unsigned i = 0; i <= REJ_PEERS && !*stop; i++) {
@@ -147,7 +147,7 @@ void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop, void (
 			json_object_object_add(ev, "other_reasons", json_object_new_int64((int64_t)p->other));
 		pc_warn("%s: %lu more refused since t=%" PRId64 " ms, not logged one by one (%s%s)", p->addr,
 			p->counted, rej->since, list, p->nreason > 2 || p->other ? "; ..." : "");
-		emit(ev, arg);
+		summary_out(ev, arg);
 		json_object_put(ev);
 	}
 	memset(rej->peer, 0, sizeof(rej->peer));

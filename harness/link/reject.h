@@ -49,10 +49,10 @@ unsigned link_rej_take(struct link_rejects *rej, const char *peer, const char *w
 /* A whole event of bytes was written: the interval's ceiling (REJ_BYTES). */
 void link_rej_wrote(struct link_rejects *rej, size_t bytes);
 /* The summaries of the interval at t (every peer with refusals counted),
- * each handed to emit (and said on stderr) while *stop is 0; then a new
+ * each handed to summary_out (and said on stderr) while *stop is 0; then a new
  * interval from t. */
-void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop, void (*emit)(json_object *ev, void *arg),
-		    void *arg);
+void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop,
+		    void (*summary_out)(json_object *ev, void *arg), void *arg);
 /* A line's excerpt for the record: printable ASCII only (a hostile line
  * must not put escapes or bad UTF-8 into a record), its first 160 bytes. */
 void link_rej_excerpt(char *out, size_t outlen, const char *line, size_t len);
