@@ -30,7 +30,7 @@ void pc_sleep_us(uint64_t us);
 
 /* write()/pwrite() until done or error; 0 or -errno. On a non-blocking
  * descriptor write() may stop at -EAGAIN with part of buf written: a link
- * that may be slow queues what it cannot take (campaign_link.c). */
+ * that may be slow queues what it cannot take (harness/link/outq.c). */
 int pc_write_all(int fd, const void *buf, size_t len);
 int pc_pwrite_all(int fd, const void *buf, size_t len, off_t off);
 /* The same through pwritev2 with RWF_* flags (RWF_DSYNC: a FUA write). */

@@ -130,16 +130,4 @@ extern const struct relay_ops relay_lcus_ops;
 extern const struct relay_ops relay_pdudaemon_ops;
 extern const struct relay_ops relay_sysrq_ops;
 
-/*
- * Resolve host and service (a TCP stream) within deadline (pc_now_ms()
- * time): a numeric address directly, a name in a thread of its own (fork-safe,
- * unlike getaddrinfo_a), so a dead DNS server cannot stall the
- * caller past it. 0 with *res (freeaddrinfo() it), or -ENOMEM, -EIO (the
- * lookup could not start), -ETIMEDOUT ("resolving HOST timed out after
- * TIMEOUT_MS ms") or -EHOSTUNREACH ("cannot resolve HOST: why") with err.
- */
-struct addrinfo;
-int relay_resolve(const char *host, const char *service, uint64_t deadline, uint32_t timeout_ms,
-	       struct addrinfo **res, char *err, size_t errlen);
-
 #endif

@@ -23,13 +23,14 @@
  * one short request per operation.
  *
  * Every step - name resolution, connect, send, receive - shares one deadline
- * of timeout_ms: resolution goes through relay_resolve() so a dead DNS server
+ * of timeout_ms: resolution goes through pc_resolve() so a dead DNS server
  * cannot stall the harness, and the socket is non-blocking under poll().
  *
  * docs/lab.md has what this does to the cut instant, measured against the
  * real daemon (tests/integration/t-pdudaemon.sh).
  */
 #include "relay/relay_priv.h"
+#include "common/resolve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -249,7 +250,7 @@ static int pdu_open(struct relay *r, json_object *cfg, const struct relay_ctx *c
 static int pdu_resolve(struct relay *r, struct pdu_priv *p, uint64_t deadline, struct addrinfo **res)
 {
 	char err[400];
-	int rc = relay_resolve(p->host, p->service, deadline, (uint32_t)p->timeout_ms, res, err, sizeof(err));
+	int rc = pc_resolve(p->host, p->service, deadline, (uint32_t)p->timeout_ms, res, err, sizeof(err));
 
 	if (rc)
 		relay_errf(r, "%s%s", err, rc == -ETIMEDOUT ? "; check DNS, or give an address in relay.url" :

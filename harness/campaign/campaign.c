@@ -14,9 +14,11 @@
  *   campaign_core.c    the primitives: clock, events, state, power off
  *   campaign_infra.c   INFRA_ERROR and giving a board up
  *   campaign_link.c    a board's link: listening, the handshake, serial
- *                      consoles, lines (handed up through machine_ops)
- *   campaign_pending.c connections that have not proven themselves
+ *                      consoles, lines (handed up through camp_link_ops)
  *   campaign_reject.c  refusals on record
+ * beside harness/link, the link's own parts (listener, connections not
+ * proven yet, handshake, output queue, refusal tally, network console),
+ * which know nothing of these.
  *   campaign_plan.c    what a cycle asks: the scan, the work, the cut
  *   campaign_setup.c   a boot without a hello
  *   campaign_resume.c  verdicts recorded and tallied, campaign.json, resume
@@ -551,12 +553,7 @@ static uint64_t loop_timers(struct camp *c)
 		if (c->b[i].deadline < next && !camp_sync_waits(&c->b[i]))
 			next = c->b[i].deadline;
 	}
-	for (unsigned i = 0; i < MAX_PENDING; i++)
-		if (c->pend[i].fd >= 0 && now - c->pend[i].since > HELLO_WAIT_MS) {
-			camp_link_reject(c, c->pend[i].b, c->pend[i].b != NULL, c->pend[i].peer, NULL, 0,
-				    "no %s within %u ms", c->pend[i].b ? "proof" : "hello", HELLO_WAIT_MS);
-			camp_pending_close(&c->pend[i]);
-		}
+	link_pending_expire(&c->pend, now);
 	return next;
 }
 
@@ -577,9 +574,9 @@ static void loop_fill(struct camp *c, struct loop_fds *f)
 			f->who[n++] = &c->b[i];
 		}
 	for (unsigned i = 0; i < MAX_PENDING; i++)
-		if (c->pend[i].fd >= 0) {
-			f->pfd[n] = (struct pollfd){ .fd = c->pend[i].fd, .events = POLLIN };
-			f->who[n++] = &c->pend[i];
+		if (c->pend.p[i].fd >= 0) {
+			f->pfd[n] = (struct pollfd){ .fd = c->pend.p[i].fd, .events = POLLIN };
+			f->who[n++] = &c->pend.p[i];
 		}
 	for (unsigned i = 0; i < c->nb; i++) {
 		/* the serial console (the link, or a tcp link's captured
@@ -606,7 +603,7 @@ static void loop_dispatch(struct camp *c, struct loop_fds *f)
 		if (!f->pfd[i].revents)
 			continue;
 		if (i == 0)
-			camp_accept_all(c);
+			link_pending_accept(&c->pend, c->lfd, c->nb);
 		else if (f->who[i] == &c->res)
 			camp_results_check(c, results_poll(&c->res));
 		else if (f->is_relay[i]) {
@@ -614,9 +611,9 @@ static void loop_dispatch(struct camp *c, struct loop_fds *f)
 			if (b->rw.fd == f->pfd[i].fd)
 				relay_readable(b);
 		}
-		else if ((char *)f->who[i] >= (char *)c->pend && (char *)f->who[i] < (char *)(c->pend + MAX_PENDING)) {
+		else if ((char *)f->who[i] >= (char *)c->pend.p && (char *)f->who[i] < (char *)(c->pend.p + MAX_PENDING)) {
 			if (((struct pending *)f->who[i])->fd >= 0)
-				camp_pending_read(c, f->who[i]);
+				link_pending_read(&c->pend, f->who[i]);
 		} else {
 			struct bctx *b = f->who[i];
 
@@ -637,7 +634,7 @@ static void ops_infra(struct bctx *b, const char *why)
 	camp_infra(b, "%s", why);
 }
 
-/* What the links (campaign_link.c, campaign_pending.c) hand up. */
+/* What the links (campaign_link.c, and through it harness/link/pending.c) hand up. */
 static const struct camp_link_ops machine_ops = {
 	.hello = camp_on_hello,
 	.msg = camp_on_msg,

@@ -19,6 +19,7 @@
 #include "harness/campaign/campaign_link.h"
 #include "harness/campaign/campaign_plan.h"
 #include "harness/campaign/campaign_stop.h"
+#include "harness/link/reject.h"
 #include "harness/engine/engine.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
@@ -96,7 +97,8 @@ struct camp {
 	unsigned cycles;
 	int lfd;
 	char connect[160];
-	struct pending pend[MAX_PENDING];
+	struct link_pending pend;	/* connections not proven yet (harness/link/pending.h) */
+	struct link_rejects rej;	/* campaign_reject.c's: refusals counted (harness/link/reject.h) */
 	const struct camp_link_ops *lops;	/* the state machine's, for the links (camp_loop sets it) */
 	uint64_t t0;		/* ms: campaign clock origin (monotonic) */
 	int64_t t_base;		/* ms: where the clock stood when this run resumed */
@@ -119,9 +121,9 @@ struct camp {
  * which campaign.c registers).
  *   campaign_core.c     clock, events, a board's state, power off, next cycle
  *   campaign_resume.c   verdicts recorded and tallied, campaign.json, resume
- *   campaign_reject.c   refusals on record
+ *   campaign_reject.c   refusals on record (the tally: harness/link/reject.c)
  *   campaign_link.c     a board's link: handshake, lines, consoles, output
- *   campaign_pending.c  connections not yet proven
+ *                       (its parts: harness/link/, below the campaign)
  *   campaign_infra.c    INFRA_ERROR, giving a board up
  *   campaign_plan.c, campaign_setup.c  the cycle's work and cut; a boot without a hello
  *   campaign.c          the poll loop and each board's state machine

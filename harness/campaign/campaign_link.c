@@ -1,14 +1,18 @@
 /*
  * campaign_link.c - a board's link to its agent: the TCP listener, the
  * output queue, the challenge-response handshake, serial and network
- * consoles, and every line that arrives on a board's link (docs/protocol.md).
- * Connections not yet proven are campaign_pending.c's, refusals on record
+ * consoles, and every line that arrives on a board's link (docs/protocol.md),
+ * each over the link room's part for it (harness/link/: listen.c, outq.c,
+ * handshake.c, netserial.c), which knows no board.
+ * Connections not yet proven are harness/link/pending.c's (the boards they
+ * name, asked and handed over, at the end of this file), refusals on record
  * campaign_reject.c's. What a line means is the state machine's: the link
  * hands it on through the ops it registered (struct camp_link_ops), never
  * calling campaign.c by name.
  */
 #include "harness/campaign/campaign_int.h"
-#include "harness/campaign/port_holder.h"
+#include "harness/link/handshake.h"
+#include "harness/link/listen.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -37,7 +41,8 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "harness/engine/engine.h"
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
+#include "harness/link/outq.h"
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 
@@ -55,140 +60,31 @@ static void link_infra(struct bctx *b, const char *fmt, ...)
 }
 
 /*
- * Consoles exported over the network (link.device "tcp://", "telnet://",
- * "rfc2217://"; netserial.h), by board. The board's state knows only the
- * descriptor it polls (sfd); the link behind it lives here. An entry whose
- * board no longer polls its descriptor is stale (a campaign that ended):
- * it goes at the board's next open, or with the process.
+ * A console exported over the network (link.device "tcp://", "telnet://",
+ * "rfc2217://"; netserial.h) is the board's link's own (l->ns), opened with
+ * it and freed with it: the state machine knows only the descriptor it
+ * polls (sfd).
  */
-struct netlink {
-	const struct bctx *b;
-	struct netserial *ns;
-	struct netlink *next;
-};
-static struct netlink *netlinks;
-
 static struct netserial *net_of(const struct bctx *b)
 {
-	if (!b || !(b->cfg->link_serial || b->cfg->console_capture) || b->link.sfd < 0)
+	if (!b || !b->link.ns || b->link.sfd < 0 || netserial_fd(b->link.ns) != b->link.sfd)
 		return NULL;
-	for (struct netlink *l = netlinks; l; l = l->next)
-		if (l->b == b && netserial_fd(l->ns) == b->link.sfd)
-			return l->ns;
-	return NULL;
-}
-
-static void outq_clear(struct outq *q)
-{
-	free(q->buf);
-	memset(q, 0, sizeof(*q));
-	q->fd = -1;
-}
-
-/* Write what the descriptor takes now; the bytes written, or -errno. */
-static ssize_t write_some(int fd, const char *buf, size_t len)
-{
-	size_t done = 0;
-
-	while (done < len) {
-		ssize_t n = write(fd, buf + done, len - done);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
-				break;
-			return -errno;
-		}
-		done += (size_t)n;
-	}
-	return (ssize_t)done;
-}
-
-/* To the board's link, in order behind what already waits: what the
- * descriptor does not take now is queued, up to LINK_OUTQ_MAX. */
-static int outq_write(struct bctx *b, int fd, const char *buf, size_t len)
-{
-	struct outq *q = &b->link.q;
-	size_t waiting, need;
-	ssize_t n = 0;
-
-	if (q->len > q->off && q->fd != fd)
-		outq_clear(q);	/* left for a descriptor that is gone */
-	if (q->len == q->off) {
-		n = write_some(fd, buf, len);
-		if (n < 0) {
-			errno = (int)-n;
-			return (int)n;
-		}
-		if ((size_t)n == len)
-			return 0;
-	}
-	waiting = q->len - q->off;
-	if (waiting + (len - (size_t)n) > LINK_OUTQ_MAX) {
-		snprintf(q->why, sizeof(q->why), "board %s: its link takes lines too slowly: %zu bytes would wait to be "
-			 "sent, over the ceiling of %u (is the agent reading?)", b->cfg->name, waiting + len - (size_t)n,
-			 LINK_OUTQ_MAX);
-		errno = ENOBUFS;
-		return -ENOBUFS;
-	}
-	if (q->off) {
-		memmove(q->buf, q->buf + q->off, waiting);
-		q->off = 0;
-		q->len = waiting;
-	}
-	need = q->len + len - (size_t)n;
-	if (need > q->cap) {
-		size_t cap = q->cap ? q->cap : 16384;
-		char *p;
-
-		while (cap < need)
-			cap *= 2;
-		p = realloc(q->buf, cap);
-		if (!p) {
-			errno = ENOMEM;
-			return -ENOMEM;
-		}
-		q->buf = p;
-		q->cap = cap;
-	}
-	memcpy(q->buf + q->len, buf + n, len - (size_t)n);
-	q->len += len - (size_t)n;
-	q->fd = fd;
-	return 0;
+	return b->link.ns;
 }
 
 int camp_link_wants_out(const struct bctx *b)
 {
-	return b->link.q.len > b->link.q.off ? b->link.q.fd : -1;
+	return outq_wants_out(&b->link.q);
 }
 
 void camp_link_flush(struct bctx *b)
 {
-	struct outq *q = &b->link.q;
-	ssize_t n;
-
-	if (q->len == q->off)
-		return;
-	n = write_some(q->fd, q->buf + q->off, q->len - q->off);
-	if (n < 0) {
-		/* the link broke: its reader finds out, and the state machine
-		 * decides; what waited is of no use to anyone now */
-		pc_warn("board %s: writing to its link: %s (%zu bytes not sent)", b->cfg->name, strerror((int)-n),
-			q->len - q->off);
-		outq_clear(q);
-		return;
-	}
-	q->off += (size_t)n;
-	if (q->off == q->len)
-		q->off = q->len = 0;
+	outq_flush(&b->link.q, b->cfg->name);
 }
 
 const char *camp_link_strerror(const struct bctx *b, int err)
 {
-	if (err < 0)
-		err = -err;
-	return err == ENOBUFS && b->link.q.why[0] ? b->link.q.why : strerror(err);
+	return outq_strerror(&b->link.q, err);
 }
 
 /* Write to a board's link or a pending connection: the console's own way
@@ -204,7 +100,7 @@ static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 	if (!b)
 		return pc_write_all(fd, buf, len);
 	if (!ns)
-		return outq_write(b, fd, buf, len);
+		return outq_write(&b->link.q, fd, buf, len, b->cfg->name);
 	rc = netserial_write(ns, buf, len, why, sizeof(why));
 	if (rc) {
 		pc_warn("board %s: %s", b->cfg->name, why);
@@ -213,110 +109,23 @@ static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 	return rc;
 }
 
-void camp_hs_clear(struct handshake *h)
-{
-	free(h->hello);
-	memset(h, 0, sizeof(*h));
-}
-
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
 int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		    int marker)
 {
 	char buf[256];
-	json_object *v, *m;
-	size_t off = 0;
-	int n;
+	int n = link_hs_challenge(h, text, len, hello, marker, buf, sizeof(buf));
 
-	camp_hs_clear(h);
-	if (!json_object_object_get_ex(hello, "nonce", &v))
-		return -EINVAL;
-	if (len && text[len - 1] == '\r')
-		len--;	/* a console's CR is not part of what the agent proved */
-	h->hello = malloc(len + 1);
-	if (!h->hello)
-		return -ENOMEM;
-	memcpy(h->hello, text, len);
-	h->hello[len] = 0;
-	h->hello_len = len;
-	pc_strlcpy(h->an, json_object_get_string(v), sizeof(h->an));
-	pc_auth_nonce(h->hn);
-	h->since = pc_now_ms();
-	m = pc_msg_new(PC_MSG_CHALLENGE);
-	json_object_object_add(m, "nonce", json_object_new_string(h->hn));
-	json_object_object_add(m, "echo", json_object_new_string(h->an));
-	if (marker) {
-		off = strlen(PC_PROTO_MARKER);
-		memcpy(buf, PC_PROTO_MARKER, off);
-	}
-	n = pc_msg_line(m, buf + off, sizeof(buf) - off);
-	json_object_put(m);
 	if (n < 0)
 		return n;
-	return link_write(b, fd, buf, off + (size_t)n);
-}
-
-/* Does the proof in an auth message answer this handshake? */
-int camp_hs_proven(struct camp *c, const struct handshake *h, json_object *auth)
-{
-	json_object *v;
-
-	if (!h->hello || !json_object_object_get_ex(auth, "mac", &v))
-		return 0;
-	return pc_auth_proof_check(&c->key, h->hn, h->an, h->hello, h->hello_len, json_object_get_string(v)) == 0;
+	return link_write(b, fd, buf, (size_t)n);
 }
 
 /* ---- the link ---- */
 
 int camp_listen_on(struct camp *c, char *err, size_t errlen)
 {
-	char host[128];
-	uint16_t port;
-	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *ai;
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	char ports[8], hbuf[NI_MAXHOST];
-	int fd, one = 1, ret;
-
-	if (pc_parse_hostport(c->cfg->listen, host, sizeof(host), &port)) {
-		snprintf(err, errlen, "listen address '%s' is not HOST:PORT", c->cfg->listen);
-		return -EINVAL;
-	}
-	snprintf(ports, sizeof(ports), "%u", port);
-	ret = getaddrinfo(host, ports, &hints, &ai);
-	if (ret) {
-		snprintf(err, errlen, "listen address '%s': %s", c->cfg->listen, gai_strerror(ret));
-		return -EINVAL;
-	}
-	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-	    bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0) {
-		int e = errno, who;
-		char holder[320];
-
-		/* a port in use: name its holder, another campaign most often */
-		if (e == EADDRINUSE && port && (who = pc_port_holder(port, holder, sizeof(holder))) >= 0)
-			snprintf(err, errlen, "cannot listen on %s: %s: %s holds port %u (%s); %s", c->cfg->listen,
-				 strerror(e), who ? "another powercut" : "another program", port, holder,
-				 who ? "one campaign a port: give this one another listen port (and its agents that "
-				       "--connect), or stop that one first" :
-				       "give another listen port (and the agents' --connect), or stop that program");
-		else
-			snprintf(err, errlen, "cannot listen on %s: %s", c->cfg->listen, strerror(e));
-		freeaddrinfo(ai);
-		if (fd >= 0)
-			close(fd);
-		return -e;
-	}
-	freeaddrinfo(ai);
-	getsockname(fd, (struct sockaddr *)&ss, &sl);
-	getnameinfo((struct sockaddr *)&ss, sl, hbuf, sizeof(hbuf), ports, sizeof(ports), NI_NUMERICHOST | NI_NUMERICSERV);
-	if (strchr(hbuf, ':'))
-		snprintf(c->connect, sizeof(c->connect), "[%s]:%s", hbuf, ports);
-	else
-		snprintf(c->connect, sizeof(c->connect), "%s:%s", strcmp(hbuf, "0.0.0.0") ? hbuf : "127.0.0.1", ports);
-	c->lfd = fd;
-	return 0;
+	return link_listen(c->cfg->listen, &c->lfd, c->connect, sizeof(c->connect), err, errlen);
 }
 
 int camp_send_msg(struct bctx *b, json_object *msg)
@@ -355,11 +164,13 @@ void camp_link_free(struct camp_link *l)
 		close(l->fd);
 	if (l->sfd >= 0)
 		close(l->sfd);
+	netserial_close(l->ns, 0);	/* its descriptor was sfd */
+	l->ns = NULL;
 	if (l->cfd >= 0)
 		close(l->cfd);
 	outq_clear(&l->q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		camp_hs_clear(&l->shs[i]);
+		link_hs_clear(&l->shs[i]);
 	l->fd = l->sfd = l->cfd = -1;
 }
 
@@ -392,7 +203,7 @@ void camp_close_link(struct bctx *b)
 	/* lines of the session that ended are not for the next one */
 	outq_clear(&b->link.q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		camp_hs_clear(&b->link.shs[i]);
+		link_hs_clear(&b->link.shs[i]);
 	/* a power-on (the only call while the board is off): a network
 	 * console that broke reconnects now, one that is up is probed, and
 	 * whether it stays up from here on decides whether this boot was seen */
@@ -406,34 +217,17 @@ void camp_close_link(struct bctx *b)
 static int net_open(struct bctx *b, char *err, size_t errlen)
 {
 	uint32_t t = b->cfg->boot_timeout_ms / 4;
-	struct netlink **pp = &netlinks, *l;
+	struct netserial *ns;
 	char why[512];
 
-	while ((l = *pp)) {
-		if (l->b == b) {
-			*pp = l->next;
-			netserial_close(l->ns, 0);	/* its descriptor went with its campaign */
-			free(l);
-		} else {
-			pp = &l->next;
-		}
-	}
-	l = calloc(1, sizeof(*l));
-	if (!l) {
-		snprintf(err, errlen, "board %s: out of memory", b->cfg->name);
-		return -ENOMEM;
-	}
-	l->ns = netserial_open(b->cfg->serial_device, b->cfg->serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
-			       sizeof(why));
-	if (!l->ns) {
+	ns = netserial_open(b->cfg->serial_device, b->cfg->serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
+			    sizeof(why));
+	if (!ns) {
 		snprintf(err, errlen, "board %s: %s", b->cfg->name, why);
-		free(l);
 		return -EIO;
 	}
-	l->b = b;
-	l->next = netlinks;
-	netlinks = l;
-	b->link.sfd = netserial_fd(l->ns);
+	b->link.ns = ns;
+	b->link.sfd = netserial_fd(ns);
 	return 0;
 }
 
@@ -598,7 +392,7 @@ static void serial_proof(struct bctx *b, const struct pc_msg *m, const char *mk,
 {
 	unsigned i;
 
-	for (i = 0; i < MAX_SERIAL_HELLOS && !camp_hs_proven(b->c, &b->link.shs[i], m->obj); i++)
+	for (i = 0; i < MAX_SERIAL_HELLOS && !link_hs_proven(&b->c->key, &b->link.shs[i], m->obj); i++)
 		;
 	if (i == MAX_SERIAL_HELLOS) {
 		camp_link_reject(b->c, b, 1, b->cfg->serial_device, mk, len, "a proof that answers none of the "
@@ -608,9 +402,9 @@ static void serial_proof(struct bctx *b, const struct pc_msg *m, const char *mk,
 
 		b->link.shs[i].hello = NULL;	/* moved to h */
 		for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-			camp_hs_clear(&b->link.shs[k]);
+			link_hs_clear(&b->link.shs[k]);
 		camp_authenticated(b, b->link.sfd, &h);
-		camp_hs_clear(&h);
+		link_hs_clear(&h);
 	}
 }
 
@@ -739,3 +533,63 @@ int camp_console_whole(const struct bctx *b)
 		return 0;
 	return !ns || netserial_up_since_mark(ns);
 }
+
+/* ---- the connections not proven yet (harness/link/pending.c): the boards they name ---- */
+
+static void *pend_board(void *arg, const char *name)
+{
+	return camp_board_by_name(arg, name);
+}
+
+static int pend_ready(void *arg, void *bp, char *what, size_t len)
+{
+	struct bctx *b = bp;
+
+	if (b->st == B_WAIT_HELLO && b->link.fd < 0)
+		return 1;
+	snprintf(what, len, "%s%s", camp_bstate_names[b->st], b->link.fd >= 0 ? " and has its agent" : "");
+	return 0;
+}
+
+static void pend_reject(void *arg, void *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *why)
+{
+	camp_link_reject(arg, b, attempt, peer, line, len, "%s", why);
+}
+
+static void pend_said(void *arg, void *bp, json_object *msg, const char *via)
+{
+	struct bctx *b = bp;
+
+	if (b->st == B_WAIT_HELLO)
+		b->c->lops->agent_said(b, msg, via);
+}
+
+/* A proven connection becomes board b's link, with the lines that came
+ * with the proof. */
+static void pend_proven(void *arg, void *bp, int fd, const struct handshake *h, struct pc_linebuf *lb)
+{
+	struct bctx *b = bp;
+
+	b->link.lb = *lb;	/* what came after the proof */
+	camp_authenticated(b, fd, h);
+	/* lines that came with the proof */
+	while (b->link.fd >= 0) {
+		char more[PC_PROTO_MAX_LINE + 2];
+		size_t n;
+		enum pc_line_result r = pc_linebuf_take(&b->link.lb, more, sizeof(more), &n);
+
+		if (r == PC_LINE_NONE)
+			break;
+		if (r == PC_LINE_OK && n)
+			camp_board_line(b, more, n);
+	}
+}
+
+const struct link_pending_ops camp_pending_ops = {
+	.board_by_name = pend_board,
+	.ready = pend_ready,
+	.reject = pend_reject,
+	.said = pend_said,
+	.proven = pend_proven,
+};

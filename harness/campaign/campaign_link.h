@@ -1,10 +1,11 @@
 /*
  * campaign_link.h - a board's link to its agent, owned by campaign_link.c:
- * its descriptors, line buffers, the handshake, the authenticated session
- * and the output queue; and the connections that have not proven themselves
+ * its descriptors, line buffers, the handshakes, the authenticated session,
+ * the output queue and a network console (their code the link room's,
+ * harness/link/); and the connections that have not proven themselves
  * yet. The state machine (campaign.c) polls the descriptors and calls in;
- * only campaign_link.c (and campaign_pending.c, handing a proven connection
- * over) changes what is here. What arrives goes up through
+ * only campaign_link.c (and its camp_pending_ops, handing a proven
+ * connection over) changes what is here. What arrives goes up through
  * struct camp_link_ops.
  */
 #ifndef PC_HARNESS_CAMPAIGN_LINK_H
@@ -17,25 +18,15 @@
 
 #include "common/auth.h"
 #include "common/proto.h"
-
-#define HELLO_WAIT_MS 2000	/* an accepted connection must say HELLO within this, and
-				   answer the challenge within as long again */
-
-#define MAX_PENDING 64		/* connections that have not authenticated yet */
-
-#define MIN_PENDING_PER_SOURCE 8	/* ... from one address (or two per board, if more):
-					   past it, that address's oldest goes */
+#include "harness/link/handshake.h"
+#include "harness/link/outq.h"
+#include "harness/link/pending.h"
 
 #define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
 
-/* The most a board's link may have waiting to be sent: the largest burst
- * the host sends at once is a VERIFY after every KNOWN line the protocol
- * allows (PC_PROTO_MAX_KNOWN_SLOTS / 400 + PC_PROTO_MAX_KNOWN / 500 lines of
- * at most PC_PROTO_MAX_LINE bytes, ~1.7 MB), twice over. */
-#define LINK_OUTQ_MAX (4u << 20)
-
 struct bctx;
 struct camp;
+struct netserial;
 struct pc_msg;
 
 /*
@@ -56,46 +47,18 @@ struct camp_link_ops {
 	void (*infra)(struct bctx *b, const char *why);
 };
 
-/* A hello answered with a challenge, awaiting the agent's proof (auth.h). */
-struct handshake {
-	char an[2 * PC_AUTH_NONCE_BYTES + 1];	/* the agent's nonce */
-	char hn[2 * PC_AUTH_NONCE_BYTES + 1];	/* ours */
-	char *hello;				/* the hello's exact JSON text */
-	size_t hello_len;
-	uint64_t since;
-};
-
-/* What a board's link could not take yet, sent as it becomes writable (the
- * poll loop asks for POLLOUT while anything waits): a slow reader delays
- * the lines, never breaks one. */
-struct outq {
-	char *buf;
-	size_t off, len, cap;	/* waiting: buf[off..len) */
-	int fd;			/* the descriptor they are for */
-	char why[256];		/* why the last write was refused (the ceiling) */
-};
-
 struct camp_link {
 	int fd;			/* the link to the agent: a TCP connection, or sfd */
 	struct pc_linebuf lb;
 	/* serial console link (cfg->link_serial): open for the whole campaign */
 	int sfd;
+	struct netserial *ns;	/* a console over the network: its client (sfd is its descriptor), or NULL */
 	int cfd;		/* this power-on's console log */
 	struct pc_linebuf slb;
-	struct outq q;		/* the link's output queue */
+	struct outq q;		/* the link's output queue (harness/link/outq.h) */
 	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
 	/* the authenticated session of this power-on's agent */
 	struct pc_auth_session s;
-};
-
-struct pending {
-	int fd;
-	uint64_t since;
-	struct pc_linebuf lb;
-	char peer[64];		/* address:port, for the record */
-	char src[48];		/* address: the per-source limit */
-	struct bctx *b;		/* the board its hello named (challenged), or NULL */
-	struct handshake hs;
 };
 
 /* No descriptor open (before camp_serial_open). */
@@ -141,16 +104,12 @@ void camp_serial_read(struct bctx *b);
 int camp_console_whole(const struct bctx *b);
 /* One line on an authenticated link: it must carry the session's next tag. */
 void camp_board_line(struct bctx *b, const char *line, size_t len);
-void camp_hs_clear(struct handshake *h);
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
 int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		  int marker);
-/* Does the proof in an auth message answer this handshake? */
-int camp_hs_proven(struct camp *c, const struct handshake *h, json_object *auth);
 
-/* campaign_pending.c: connections that have not proven themselves yet */
-void camp_pending_close(struct pending *p);
-void camp_pending_read(struct camp *c, struct pending *p);
-void camp_accept_all(struct camp *c);
+/* The campaign's side of the connections not proven yet (harness/link/pending.h):
+ * its boards, named, asked and handed a proven connection. */
+extern const struct link_pending_ops camp_pending_ops;
 
 #endif

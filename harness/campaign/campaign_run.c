@@ -352,8 +352,7 @@ static void camp_teardown(struct camp *c, struct relay_lock *locks)
 	}
 	for (unsigned i = 0; locks && i < c->nb; i++)
 		relay_lock_release(&locks[i]);
-	for (unsigned i = 0; i < MAX_PENDING; i++)
-		camp_pending_close(&c->pend[i]);
+	link_pending_free(&c->pend);
 	explicit_bzero(&c->key, sizeof(c->key));
 	if (c->lfd >= 0)
 		close(c->lfd);
@@ -370,8 +369,7 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 	int existing = 0, rc = CAMPAIGN_ERROR;
 	struct relay_lock *locks;
 
-	for (unsigned i = 0; i < MAX_PENDING; i++)
-		c.pend[i].fd = -1;
+	link_pending_init(&c.pend, &camp_pending_ops, &c, &c.key);
 	c.cycles = o->cycles > 0 ? (unsigned)o->cycles : cfg->cycles;
 	c.nb = cfg->nboards;
 	c.b = calloc(c.nb, sizeof(*c.b));

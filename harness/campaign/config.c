@@ -29,7 +29,7 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "sim/emmc.h"
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
 
 /* ---- merging "defaults" into a board ---- */
 

@@ -15,19 +15,9 @@
 #include <json-c/json.h>
 
 #include "common/record.h"
+#include "harness/results/limits.h"
 
 #define CFG_MAX_MODES 8
-#define CFG_MAX_BOARDS		256u
-#define CFG_MAX_CYCLES		10000000u	/* also what --cycles may ask for */
-/* device.max_region_bytes: the largest region a board's HELLO may claim. The
- * verdict engine holds per slot about 70 bytes (docs/architecture.md), so
- * this is the board's memory ceiling on the host too. */
-#define CFG_DEFAULT_MAX_REGION	(4ull << 30)
-#define CFG_MAX_REGION_LIMIT	(64ull << 30)
-#define CFG_MIN_REGION_LIMIT	(16ull << 10)
-/* incomplete_infra_share: a device with a larger share of INFRA_ERROR cycles
- * is INCOMPLETE in the report (and `run` exits 3), never PASS */
-#define CFG_DEFAULT_INCOMPLETE_INFRA_SHARE	0.10
 /* stop.boot_fails: this many BOOT_FAILs in a row and the board's device is
  * dead (a finding of the device): the board stops. 0: never. */
 #define CFG_DEFAULT_STOP_BOOT_FAILS	3u

@@ -21,7 +21,7 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "sim/emmc.h"
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
 
 /* "/dev/disk/by-partlabel/x" and "PARTLABEL=x" name the same device: the
  * spec form of both (by-partuuid, by-label, by-uuid alike), else s itself. */

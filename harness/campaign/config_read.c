@@ -21,7 +21,7 @@
 #include "common/util.h"
 #include "relay/relay.h"
 #include "sim/emmc.h"
-#include "harness/campaign/netserial.h"
+#include "harness/link/netserial.h"
 
 /* "FILE: path: message" (or "FILE: message" when path is NULL). */
 int cfg_fail(struct cfg_ctx *x, const char *path, const char *fmt, ...)

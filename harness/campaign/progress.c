@@ -12,7 +12,6 @@
 
 #include "common/util.h"
 #include "harness/campaign/config.h"
-#include "harness/cli/status.h"
 
 /* ---- the boards' lines ---- */
 
@@ -33,6 +32,20 @@ unsigned progress_interval_ms(void)
 	return is_tty() ? PROGRESS_TTY_MS : PROGRESS_PLAIN_MS;
 }
 
+void progress_hmm(double seconds, char *buf, size_t len)
+{
+	uint64_t m;
+
+	if (!(seconds >= 0)) {
+		snprintf(buf, len, "-");
+		return;
+	}
+	if (seconds > PROGRESS_ETA_MAX)
+		seconds = PROGRESS_ETA_MAX;
+	m = (uint64_t)((seconds + 59.999) / 60.0);
+	snprintf(buf, len, "%" PRIu64 ":%02u", m / 60, (unsigned)(m % 60));
+}
+
 size_t progress_board_line(const struct progress_board *b, int namew, char *buf, size_t len)
 {
 	char eta[32];
@@ -44,7 +57,7 @@ size_t progress_board_line(const struct progress_board *b, int namew, char *buf,
 		snprintf(eta, sizeof(eta), "done");
 	else {
 		memcpy(eta, "ETA ", 4);
-		status_hmm(b->eta_s, eta + 4, sizeof(eta) - 4);
+		progress_hmm(b->eta_s, eta + 4, sizeof(eta) - 4);
 	}
 	n = snprintf(buf, len, "%-*s %u/%u PASS %u FAIL %u", namew, b->name, b->done, b->cycles, b->pass, b->fail);
 	if (n >= 0 && (size_t)n < len && b->boot)

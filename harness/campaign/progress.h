@@ -23,6 +23,8 @@
 #define PROGRESS_TTY_MS		2000u
 #define PROGRESS_PLAIN_MS	10000u
 #define PROGRESS_FAIL_EVERY_MS	30000u
+/* The longest ETA shown (s), a million hours: past it, it is that. */
+#define PROGRESS_ETA_MAX	(3600.0 * 1e6)
 
 struct progress_board {
 	const char *name;
@@ -41,6 +43,11 @@ void progress_show(const struct progress_board *b, unsigned nb, double elapsed_s
 /* One board's line, without a newline, its name padded to namew:
  * "lying-1 26/120 PASS 13 FAIL 12 ETA 0:02"; returns its length. */
 size_t progress_board_line(const struct progress_board *b, int namew, char *buf, size_t len);
+
+/* "h:mm" of a duration in seconds, rounded up to the next minute, at most
+ * PROGRESS_ETA_MAX; "-" when negative (unknown). `powercut status` shows
+ * its ETAs the same way. */
+void progress_hmm(double seconds, char *buf, size_t len);
 
 /* A FAIL verdict of board at cycle, its classes in what (" lost_acked=3"). */
 void progress_fail(const char *board, uint64_t cycle, const char *what);

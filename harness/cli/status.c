@@ -259,7 +259,7 @@ static void eta_text(const struct st_board *b, char *buf, size_t len)
 	if (b->state == ST_DONE)
 		snprintf(buf, len, "done");
 	else
-		status_hmm(b->eta_s, buf, len);
+		progress_hmm(b->eta_s, buf, len);
 }
 
 /* the first line: whether a run holds the folder, and since when */
@@ -336,7 +336,7 @@ static void text_events(const struct st_ctx *x)
 		fprintf(x->out, "results filesystem: %s free (floor %s, results_min_free)", size_text((double)d.free, f, sizeof(f)),
 			size_text((double)x->min_free, fl, sizeof(fl)));
 		if (d.rate >= 0) {
-			status_hmm(d.floor_s, fe, sizeof(fe));
+			progress_hmm(d.floor_s, fe, sizeof(fe));
 			fprintf(x->out, "; events.jsonl grows %s/min while a run writes it, the floor in %s at that pace",
 				size_text(d.rate * 60, r, sizeof(r)), d.rate > 0 ? fe : "never");
 		}

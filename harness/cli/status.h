@@ -102,8 +102,4 @@ extern const char *const status_bstate_keys[ST_NSTATES];	/* "given_up" (--json) 
  * an unknown kind) leaves prev. */
 enum status_bstate status_next_state(enum status_bstate prev, int ev, const char *rxtype, const char *end);
 
-/* "h:mm" of a duration in seconds, rounded up to the next minute; "-" when
- * negative (unknown). */
-void status_hmm(double seconds, char *buf, size_t len);
-
 #endif

@@ -12,12 +12,13 @@
 #include <sys/types.h>
 
 #include "common/record.h"
+#include "harness/campaign/progress.h"
 #include "harness/cli/status.h"
 #include "harness/results/verdict.h"
 
 /* No ETA means anything past a million hours (and a double past INT64_MAX
  * must not be converted to an integer) */
-#define ST_ETA_MAX	(3600.0 * 1e6)
+#define ST_ETA_MAX	PROGRESS_ETA_MAX
 #define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
 
 /* What the events of one board in one window of events.jsonl say. */

@@ -330,17 +330,3 @@ enum status_bstate status_next_state(enum status_bstate prev, int ev, const char
 	}
 }
 
-void status_hmm(double seconds, char *buf, size_t len)
-{
-	uint64_t m;
-
-	if (!(seconds >= 0)) {
-		snprintf(buf, len, "-");
-		return;
-	}
-	if (seconds > ST_ETA_MAX)
-		seconds = ST_ETA_MAX;
-	m = (uint64_t)((seconds + 59.999) / 60.0);
-	snprintf(buf, len, "%" PRIu64 ":%02u", m / 60, (unsigned)(m % 60));
-}
-

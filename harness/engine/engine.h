@@ -43,7 +43,7 @@
 
 #include <json-c/json.h>
 
-#include "harness/campaign/config.h"
+#include "harness/results/limits.h"
 #include "harness/results/verdict.h"
 #include "common/proto.h"
 

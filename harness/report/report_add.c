@@ -18,7 +18,6 @@
 
 #include "common/record.h"
 #include "common/util.h"
-#include "harness/campaign/config.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 

@@ -19,7 +19,7 @@
 
 #include "common/record.h"
 #include "common/util.h"
-#include "harness/campaign/config.h"
+#include "harness/results/limits.h"
 #include "harness/report/qualify.h"
 #include "harness/results/jsonl.h"
 #include "harness/results/results.h"

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "common/resolve.h"
 #include "relay/relay.h"
 #include "relay/relay_lock.h"
 #include "relay/relay_worker.h"
@@ -722,19 +723,19 @@ static void test_sim_errors(void)
 	sim_fixture_free(&f);
 }
 
-/* relay_resolve() in a forked process after a lookup in its parent, as the
+/* pc_resolve() in a forked process after a lookup in its parent, as the
  * harness resolves a network console before it forks a board's process, then
  * the board's pdudaemon: with getaddrinfo_a() the child's lookup waited for a
  * helper thread the fork had not copied, until its deadline. And a fork right
  * after a lookup returned: a lookup thread still exiting then held ASan's
  * allocator lock, which the child's lookup waited on until its deadline (a
- * few forks in a hundred, under load): relay_resolve joins its thread. The
+ * few forks in a hundred, under load): pc_resolve joins its thread. The
  * deadline is generous: a lookup of localhost takes milliseconds. */
 static int resolve_ok(const char *host)
 {
 	struct addrinfo *res = NULL;
 	char err[256];
-	int rc = relay_resolve(host, "16421", pc_now_ms() + 10000, 10000, &res, err, sizeof(err));
+	int rc = pc_resolve(host, "16421", pc_now_ms() + 10000, 10000, &res, err, sizeof(err));
 
 	if (res)
 		freeaddrinfo(res);

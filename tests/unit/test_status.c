@@ -225,21 +225,21 @@ static void test_hmm(void)
 {
 	char b[32];
 
-	status_hmm(-1, b, sizeof(b));
+	progress_hmm(-1, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "-");
-	status_hmm(0, b, sizeof(b));
+	progress_hmm(0, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "0:00");
-	status_hmm(1, b, sizeof(b));
+	progress_hmm(1, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "0:01");
-	status_hmm(60, b, sizeof(b));
+	progress_hmm(60, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "0:01");
-	status_hmm(61, b, sizeof(b));
+	progress_hmm(61, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "0:02");
-	status_hmm(3600 * 10 + 59 * 60, b, sizeof(b));
+	progress_hmm(3600 * 10 + 59 * 60, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "10:59");
-	status_hmm(1e300, b, sizeof(b));
+	progress_hmm(1e300, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "1000000:00");
-	status_hmm(0.0 / 0.0, b, sizeof(b));
+	progress_hmm(0.0 / 0.0, b, sizeof(b));
 	CU_ASSERT_STRING_EQUAL(b, "-");
 }
 

@@ -24,8 +24,8 @@
  * timeout, so that a peer that stalls while the board boots is known for
  * what it is before the board is blamed for a silent boot.
  */
-#include "harness/campaign/netserial.h"
-#include "relay/relay.h"
+#include "harness/link/netserial.h"
+#include "common/resolve.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -761,7 +761,7 @@ int netserial_fd(const struct netserial *ns)
 static int resolve(struct netserial *ns, uint64_t deadline, char *err, size_t errlen)
 {
 	struct addrinfo *res, *ai;
-	int rc = relay_resolve(ns->host, ns->service, deadline, ns->timeout_ms, &res, err, errlen);
+	int rc = pc_resolve(ns->host, ns->service, deadline, ns->timeout_ms, &res, err, errlen);
 
 	if (rc)
 		return rc;

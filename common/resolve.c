@@ -1,8 +1,8 @@
 /*
  * resolve.c - name resolution with a deadline, for the host's network
- * clients (the pdudaemon relay, consoles over the network): relay.h.
+ * clients (the pdudaemon relay, consoles over the network): resolve.h.
  */
-#include "relay/relay.h"
+#include "common/resolve.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -64,7 +64,7 @@ static void *lookup_thread(void *arg)
 	return NULL;
 }
 
-int relay_resolve(const char *host, const char *service, uint64_t deadline, uint32_t timeout_ms,
+int pc_resolve(const char *host, const char *service, uint64_t deadline, uint32_t timeout_ms,
 	       struct addrinfo **res, char *err, size_t errlen)
 {
 	struct addrinfo numeric = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,

@@ -9,7 +9,7 @@
  * FD_MAX descriptors each, the command line cut to its first bytes with
  * anything unprintable shown as '?'.
  */
-#include "harness/campaign/port_holder.h"
+#include "harness/link/port_holder.h"
 
 #include <ctype.h>
 #include <dirent.h>
