@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/spawn.h"
 #include "common/util.h"
 
 #define RELAY_MS_MAX	3600000	/* an hour: any longer timeout is a typo */
@@ -181,51 +182,11 @@ static inline int relay_ms_left(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-/* waitpid() on our own child for at most ms; 0, -ETIMEDOUT or -errno.
- * Woken the moment it exits where the kernel has pidfds (5.3): a cut's
- * instant is when the board's process is gone, not the next poll after;
- * else polling, 0.5 ms at first. */
+/* waitpid() on our own child for at most ms; 0, -ETIMEDOUT or -errno
+ * (common/spawn.c: pc_reap). */
 static inline int relay_reap(pid_t pid, int *status, uint64_t ms)
 {
-	uint64_t deadline = pc_now_ms() + ms;
-	uint64_t sleep_us = 500;
-#ifdef SYS_pidfd_open
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	while (pfd >= 0) {
-		struct pollfd p = { .fd = pfd, .events = POLLIN };
-		pid_t w = waitpid(pid, status, WNOHANG);
-		int left;
-
-		if (w == pid || (w < 0 && errno != EINTR)) {
-			int e = w == pid ? 0 : -errno;
-			close(pfd);
-			return e;
-		}
-		left = relay_ms_left(deadline);
-		if (!left) {
-			close(pfd);
-			return -ETIMEDOUT;
-		}
-		if (poll(&p, 1, left) < 0 && errno != EINTR) {
-			close(pfd);
-			break;	/* then as without pidfds */
-		}
-	}
-#endif
-	for (;;) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-
-		if (w == pid)
-			return 0;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		if (pc_now_ms() >= deadline)
-			return -ETIMEDOUT;
-		pc_sleep_us(sleep_us);
-		if (sleep_us < 20000)
-			sleep_us *= 2;
-	}
+	return pc_reap(pid, status, ms);
 }
 
 /*

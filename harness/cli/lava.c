@@ -31,6 +31,7 @@
 
 #include <json-c/json.h>
 
+#include "common/spawn.h"
 #include "common/util.h"
 #include "harness/results/verdict.h"
 
@@ -270,22 +271,25 @@ struct teller {
 	int raised;
 };
 
+/* argv run (looked up in PATH) to its end: its exit code (127: it could not run), or -1. */
 static int run_argv(char *const argv[])
 {
-	pid_t pid = fork();
-	int st;
+	struct pc_spawn s;
+	struct pc_child c;
+	int st, rc;
 
-	if (pid < 0)
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_PATH | PC_SPAWN_EXEC_ERR;
+	if (pc_spawn(&c, &s, argv) < 0)
 		return -1;
-	if (pid == 0) {
-		execvp(argv[0], argv);
-		fprintf(stderr, "powercut lava: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+	rc = pc_spawn_exec_result(&c);
+	if (rc < 0) {
+		fprintf(stderr, "powercut lava: cannot run %s: %s\n", argv[0], strerror(-rc));
+		return 127;
 	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	if (pc_reap(c.pid, &st, PC_REAP_FOREVER) < 0)
+		return -1;
+	return pc_exit_code(st);
 }
 
 static void say_argv(char *const argv[])
@@ -537,18 +541,14 @@ static int self_run(char *const args[])
 	for (; args[n - 1] && n < 15; n++)
 		argv[n] = args[n - 1];
 	argv[n] = NULL;
-	pid_t pid = fork();
+
+	struct pc_spawn s;
+	struct pc_child c;
 	int st;
 
-	if (pid < 0)
+	pc_spawn_init(&s);
+	if (pc_spawn(&c, &s, argv) < 0 || pc_reap(c.pid, &st, PC_REAP_FOREVER) < 0)
 		return -1;
-	if (pid == 0) {
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
