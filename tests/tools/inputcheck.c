@@ -36,6 +36,7 @@
 
 #include <json-c/json.h>
 
+#include "common/bytes.h"
 #include "common/record.h"
 #include "common/util.h"
 #include "relay/vcache.h"
@@ -54,15 +55,6 @@ static int die(const char *what, const char *path)
 {
 	fprintf(stderr, "inputcheck: %s: %s\n", path, what);
 	return 2;
-}
-
-static uint64_t le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
 }
 
 static uint8_t *load(const char *path, uint64_t *len)
@@ -93,20 +85,20 @@ static long log_parse(const uint8_t *log, uint64_t len, struct ent *e, uint64_t 
 	uint64_t off = SECT;
 	long n = 0;
 
-	if (len < SECT || le64(log) != 0x6a736677736872ULL || le64(log + 8) != 1 ||
-	    (le64(log + 24) & 0xffffffffu) != SECT)
+	if (len < SECT || pc_get64(log) != 0x6a736677736872ULL || pc_get64(log + 8) != 1 ||
+	    (pc_get64(log + 24) & 0xffffffffu) != SECT)
 		return -1;
-	*nr = le64(log + 16);
+	*nr = pc_get64(log + 16);
 	while (off < len) {
 		const uint8_t *h = log + off;
 		uint64_t bytes;
 
 		if (n == MAX_ENTRIES || len - off < SECT)
 			return -1;
-		e[n].sector = le64(h);
-		e[n].n = le64(h + 8);
-		e[n].flags = le64(h + 16);
-		bytes = le64(h + 24);
+		e[n].sector = pc_get64(h);
+		e[n].n = pc_get64(h + 8);
+		e[n].flags = pc_get64(h + 16);
+		bytes = pc_get64(h + 24);
 		if (e[n].flags == 8 && e[n].n == 0 && bytes <= SECT - 32) {
 			/* a mark (the agent's ACK): its text inline, one sector */
 			e[n].data = (off_t)(off + SECT);
