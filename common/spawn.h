@@ -16,7 +16,7 @@
 #include <sys/types.h>
 
 #define PC_SPAWN_GROUP      0x01u	/* its own process group (setpgid on both sides: kill(-pid) works at once) */
-#define PC_SPAWN_SIGDFL     0x02u	/* SIGPIPE to its default and no signal blocked (the harness ignores and blocks some) */
+#define PC_SPAWN_SIGDFL     0x02u	/* SIGPIPE to its default, no signal blocked (the harness ignores, blocks some) */
 #define PC_SPAWN_CLOSE_FDS  0x04u	/* close every fd from 3 up before exec */
 #define PC_SPAWN_CLOEXEC    0x08u	/* mark every fd from 3 up close-on-exec (closed by the exec, kept before it) */
 #define PC_SPAWN_PATH       0x10u	/* look argv[0] up in PATH (execvp) */
