@@ -31,6 +31,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json.h"
 #include "common/spawn.h"
 #include "common/util.h"
 #include "harness/results/verdict.h"
@@ -552,21 +553,6 @@ static int self_run(char *const args[])
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-	       ? json_object_get_string(v) : NULL;
-}
-
-static int64_t jint(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
-}
-
 /* The device's first "not judged" reason, for lava-test-raise. */
 static const char *first_unjudged(json_object *dev)
 {
@@ -576,9 +562,9 @@ static const char *first_unjudged(json_object *dev)
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(u); i++) {
 		g = json_object_array_get_idx(u, i);
-		const char *v = jstr(g, "verdict");
+		const char *v = pc_jstr(g, "verdict", NULL);
 		if (v && pc_outcome_from_name(v) == PC_OUT_INFRA_ERROR)
-			return jstr(g, "reason");
+			return pc_jstr(g, "reason", NULL);
 	}
 	return NULL;
 }
@@ -591,7 +577,7 @@ static const char *incomplete_why(json_object *dev)
 	if (!json_object_object_get_ex(dev, "incomplete", &a) || !json_object_is_type(a, json_type_array) ||
 	    !json_object_array_length(a))
 		return NULL;
-	return jstr(json_object_array_get_idx(a, 0), "why");
+	return pc_jstr(json_object_array_get_idx(a, 0), "why", NULL);
 }
 
 /* The device's inconclusive[] entry for MODE (report_json.c: a mode whose
@@ -604,7 +590,7 @@ static json_object *inconclusive_mode(json_object *dev, const char *mode)
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(a) && i < 64; i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		const char *m = jstr(e, "mode");
+		const char *m = pc_jstr(e, "mode", NULL);
 
 		if (m && !strcmp(m, mode))
 			return e;
@@ -624,21 +610,22 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 		return test_raise(t, "powercut: board %s: the report names no device (no cycle was judged)", board), -1;
 	for (size_t i = 0; i < json_object_array_length(devs); i++) {
 		dev = json_object_array_get_idx(devs, i);
-		const char *result = jstr(dev, "result");
+		const char *result = pc_jstr(dev, "result", NULL);
 
 		if (!result)
 			continue;
 		if (json_object_object_get_ex(dev, "modes", &modes) && json_object_is_type(modes, json_type_array)) {
 			for (size_t m = 0; m < json_object_array_length(modes); m++) {
 				json_object *md = json_object_array_get_idx(modes, m), *vd, *rate, *rps;
-				const char *mode = jstr(md, "mode");
+				const char *mode = pc_jstr(md, "mode", NULL);
 				int64_t pass = 0, fail = 0;
 
 				if (!mode)
 					continue;
 				if (json_object_object_get_ex(md, "verdicts", &vd)) {
-					pass = jint(vd, pc_outcome_names[PC_OUT_PASS]);
-					fail = jint(vd, pc_outcome_names[PC_OUT_FAIL]) + jint(vd, pc_outcome_names[PC_OUT_BOOT_FAIL]);
+					pass = pc_jint_or(vd, pc_outcome_names[PC_OUT_PASS], 0);
+					fail = pc_jint_or(vd, pc_outcome_names[PC_OUT_FAIL], 0) +
+					       pc_jint_or(vd, pc_outcome_names[PC_OUT_BOOT_FAIL], 0);
 				}
 				double r = json_object_object_get_ex(md, "rate", &rate) &&
 					   json_object_object_get_ex(rate, "records_per_s", &rps)
@@ -663,7 +650,7 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 			json_object *a = NULL;
 			const char *w = json_object_object_get_ex(dev, "inconclusive", &a) &&
 						json_object_is_type(a, json_type_array) && json_object_array_length(a)
-					? jstr(json_object_array_get_idx(a, 0), "why") : NULL;
+					? pc_jstr(json_object_array_get_idx(a, 0), "why", NULL) : NULL;
 
 			if (test_case(t, name, "unknown", -1, NULL))
 				rc = -1;

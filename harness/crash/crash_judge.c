@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "agent/region.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
@@ -61,13 +62,9 @@ const char *crash_msg_type(json_object *ev)
 
 int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt)
 {
-	json_object *v;
+	json_object *v = k2 ? pc_jget(pc_jget(o, k1), k2) : pc_jget(o, k1);
 
-	if (!json_object_object_get_ex(o, k1, &v))
-		return dflt;
-	if (k2 && !json_object_object_get_ex(v, k2, &v))
-		return dflt;
-	return json_object_get_int64(v);
+	return v ? json_object_get_int64(v) : dflt;
 }
 
 unsigned crash_ev_cycle(json_object *ev)
