@@ -22,6 +22,7 @@
 #include "relay/relay.h"
 #include "sim/emmc.h"
 #include "harness/campaign/netserial.h"
+#include "harness/results/verdict.h"
 
 /* ---- board sections ---- */
 
@@ -771,7 +772,8 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
  */
 static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
-	static const char *const classes[] = { "torn", "torn_sector", "unclassified", NULL };
+	const char *const classes[] = { pc_class_names[PC_CLS_TORN], pc_class_names[PC_CLS_TORN_SECTOR],
+					pc_class_names[PC_CLS_UNCLASSIFIED], NULL };
 	json_object *p = cfg_bval(x, "policy"), *op;
 	char path[160];
 
@@ -808,8 +810,8 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				s = json_object_get_string(val);
 				if (strcmp(s, "allowed") && strcmp(s, "violation"))
 					return cfg_fail(x, cpath, "expected \"allowed\" or \"violation\", got '%s'", s);
-				(strcmp(cls, "torn") == 0 ? b->torn_violation :
-				 strcmp(cls, "torn_sector") == 0 ? b->torn_sector_violation :
+				(pc_class_from_name(cls) == PC_CLS_TORN ? b->torn_violation :
+				 pc_class_from_name(cls) == PC_CLS_TORN_SECTOR ? b->torn_sector_violation :
 				 b->unclassified_violation)[m] = strcmp(s, "violation") == 0;
 			}
 		}
@@ -817,9 +819,9 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	op = json_object_new_object();
 	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++) {
 		json_object *e = json_object_new_object();
-		cfg_put(e, "torn", json_object_new_string(b->torn_violation[m] ? "violation" : "allowed"));
-		cfg_put(e, "torn_sector", json_object_new_string(b->torn_sector_violation[m] ? "violation" : "allowed"));
-		cfg_put(e, "unclassified", json_object_new_string(b->unclassified_violation[m] ? "violation" : "allowed"));
+		cfg_put(e, classes[0], json_object_new_string(b->torn_violation[m] ? "violation" : "allowed"));
+		cfg_put(e, classes[1], json_object_new_string(b->torn_sector_violation[m] ? "violation" : "allowed"));
+		cfg_put(e, classes[2], json_object_new_string(b->unclassified_violation[m] ? "violation" : "allowed"));
 		cfg_put(op, pc_mode_name((enum pc_mode)m), e);
 	}
 	cfg_put(out, "policy", op);

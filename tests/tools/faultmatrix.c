@@ -28,6 +28,7 @@
 #include <json-c/json.h>
 
 #include "common/record.h"
+#include "harness/results/verdict.h"
 
 #define MAXB 64
 
@@ -364,7 +365,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: faultmatrix RESULTS_DIR [--json]\n");
 		return 2;
 	}
-	snprintf(path, sizeof(path), "%s/campaign.json", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, argv[1]);
 	camp = json_object_from_file(path);
 	if (!camp || !json_object_object_get_ex(camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &bs)) {
 		fprintf(stderr, "faultmatrix: %s: not a campaign\n", path);
@@ -378,10 +379,10 @@ int main(int argc, char **argv)
 		snprintf(b->profile, sizeof(b->profile), "%s", jstr(dev, "profile"));
 		b->false_list = json_object_new_array();
 	}
-	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, argv[1]);
 	if (each_line(path, on_event, NULL))
 		return 2;
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, argv[1]);
 	if (each_line(path, on_verdict, NULL))
 		return 2;
 	for (unsigned i = 0; i < nboards; i++) {

@@ -20,6 +20,8 @@
 
 #include <json-c/json.h>
 
+#include "harness/results/verdict.h"
+
 struct rec {
 	uint64_t seq;
 	unsigned cycle;
@@ -177,13 +179,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	board = argv[2];
-	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, argv[1]);
 	if (each_line(path, on_event, NULL))
 		return 2;
 	snprintf(path, sizeof(path), "%s/boards/%s/media.img.truth.jsonl", argv[1], board);
 	if (each_line(path, on_truth, NULL))
 		return 2;
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, argv[1]);
 	if (each_line(path, on_verdict, NULL))
 		return 2;
 	for (size_t i = 0; i < nrecs; i++) {
