@@ -26,28 +26,38 @@ static void read_all(int fd, char *buf, size_t len)
 	buf[got] = 0;
 }
 
+/* argv started with a pipe as its stderr (both: its stdout too), what it
+ * wrote read into buf, then reaped: its exit code. */
+static int run_read(struct pc_spawn *s, char *const argv[], int both, char *buf, size_t len)
+{
+	struct pc_child c;
+	int p[2], st = 0;
+
+	CU_ASSERT_EQUAL_FATAL(pipe2(p, O_CLOEXEC), 0);
+	s->fd_err = p[1];
+	if (both)
+		s->fd_out = p[1];
+	CU_ASSERT_EQUAL_FATAL(pc_spawn(&c, s, argv), 0);
+	close(p[1]);
+	CU_ASSERT(c.pid > 0);
+	CU_ASSERT_EQUAL(pc_spawn_exec_result(&c), 0);
+	CU_ASSERT_EQUAL(c.exec_fd, -1);
+	read_all(p[0], buf, len);
+	close(p[0]);
+	CU_ASSERT_EQUAL(pc_reap(c.pid, &st, 5000), 0);
+	return pc_exit_code(st);
+}
+
 static void test_exec_fds(void)
 {
 	char *const argv[] = { "sh", "-c", "echo out; echo err >&2; exit 3", NULL };
 	struct pc_spawn s;
-	struct pc_child c;
-	int out[2], st = 0;
 	char buf[64];
 
-	CU_ASSERT_EQUAL_FATAL(pipe2(out, O_CLOEXEC), 0);
 	pc_spawn_init(&s);
 	s.flags = PC_SPAWN_PATH | PC_SPAWN_EXEC_ERR | PC_SPAWN_SIGDFL | PC_SPAWN_CLOSE_FDS;
-	s.fd_out = s.fd_err = out[1];
-	CU_ASSERT_EQUAL_FATAL(pc_spawn(&c, &s, argv), 0);
-	close(out[1]);
-	CU_ASSERT(c.pid > 0);
-	CU_ASSERT_EQUAL(pc_spawn_exec_result(&c), 0);
-	CU_ASSERT_EQUAL(c.exec_fd, -1);
-	read_all(out[0], buf, sizeof(buf));
-	close(out[0]);
+	CU_ASSERT_EQUAL(run_read(&s, argv, 1, buf, sizeof(buf)), 3);
 	CU_ASSERT_STRING_EQUAL(buf, "out\nerr\n");
-	CU_ASSERT_EQUAL(pc_reap(c.pid, &st, 5000), 0);
-	CU_ASSERT_EQUAL(pc_exit_code(st), 3);
 }
 
 /* A binary that is not there: the exec's errno comes back, the child reaped. */
@@ -71,23 +81,14 @@ static void test_exec_fail_msg(void)
 {
 	char *const argv[] = { "sh", NULL };
 	struct pc_spawn s;
-	struct pc_child c;
-	int errp[2], st = 0;
 	char buf[128];
 
-	CU_ASSERT_EQUAL_FATAL(pipe2(errp, O_CLOEXEC), 0);
 	pc_spawn_init(&s);
 	s.flags = PC_SPAWN_CLOSE_FDS;
 	s.path = "/nonexistent/sh";
-	s.fd_err = errp[1];
 	s.exec_fail_msg = "test: cannot exec /nonexistent/sh\n";
-	CU_ASSERT_EQUAL_FATAL(pc_spawn(&c, &s, argv), 0);
-	close(errp[1]);
-	read_all(errp[0], buf, sizeof(buf));
-	close(errp[0]);
+	CU_ASSERT_EQUAL(run_read(&s, argv, 0, buf, sizeof(buf)), 127);
 	CU_ASSERT_STRING_EQUAL(buf, "test: cannot exec /nonexistent/sh\n");
-	CU_ASSERT_EQUAL(pc_reap(c.pid, &st, 5000), 0);
-	CU_ASSERT_EQUAL(pc_exit_code(st), 127);
 }
 
 /* Its own group, reaped within a deadline or not, then killed with its group. */
