@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "common/util.h"
 
 #define CMD_OUT_MAX	4096	/* stdout kept for get */
@@ -107,11 +108,9 @@ static int cmd_check(json_object *cfg, char *err, size_t errlen)
 
 static char *cmd_dup(json_object *cfg, const char *key)
 {
-	json_object *v;
+	const char *s = pc_jstr(cfg, key, NULL);	/* check() made it a string */
 
-	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
-		return NULL;
-	return strdup(json_object_get_string(v));
+	return s ? strdup(s) : NULL;
 }
 
 static void cmd_free(struct cmd_priv *p)

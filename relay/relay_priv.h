@@ -26,6 +26,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "common/spawn.h"
 #include "common/util.h"
 
@@ -137,26 +138,22 @@ static inline int relay_check_string(json_object *cfg, const char *key, int requ
 	return 0;
 }
 
-/* Getters for a section check() accepted: they trust the types. */
+/* Getters for a section check() accepted (its types are right), on common/json.h's. */
 static inline int64_t relay_cfg_int(json_object *cfg, const char *key, int64_t def)
 {
-	json_object *v;
-
-	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_int64(v) : def;
+	return pc_jint_or(cfg, key, def);
 }
 
 static inline int relay_cfg_bool(json_object *cfg, const char *key, int def)
 {
-	json_object *v;
+	json_object *v = pc_jget(cfg, key);
 
-	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_boolean(v) : def;
+	return v ? json_object_get_boolean(v) : def;
 }
 
 static inline const char *relay_cfg_str(json_object *cfg, const char *key, const char *def)
 {
-	json_object *v;
-
-	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_string(v) : def;
+	return pc_jstr(cfg, key, def);
 }
 
 /*
