@@ -196,9 +196,11 @@ check: deps
 		[ $$rc -eq 0 ] && echo "check: passed" || echo "check: FAILED"; exit $$rc
 
 # The shell tests' own rules (an assertion decides the test; no status
-# discarded) and shellcheck at --severity=warning: tools/lint-tests.
+# discarded) and shellcheck at --severity=warning: tools/lint-tests. The C
+# code's one home each for fork, byte codecs and JSON getters: tools/lint-code.
 lint:
 	tools/lint-tests
+	tools/lint-code
 
 unit:
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 PC_TOTALS=$(SAN)/unit.totals $(SAN)/test-unit

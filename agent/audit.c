@@ -59,18 +59,18 @@ int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_l
 	int n = 0;
 
 	if (!p)
-		return -1;
+		return -EINVAL;
 	p += strlen("block_rq_issue: ");
 	/* "7,0 WS 4096 () 2048 + 8 none,0,0 [comm]"; the command between the
 	 * parentheses is empty for filesystem requests */
 	if (sscanf(p, "%u,%u %15s %u (%n", &ma, &mi, flags, &bytes, &n) != 4 || !n)
-		return -1;
+		return -EINVAL;
 	p += n;
 	p = strchr(p, ')');
 	if (!p || sscanf(p + 1, " %llu + %u", &sec, &nsect) != 2)
-		return -1;
+		return -EINVAL;
 	if (ma >= 1u << 12 || mi >= 1u << 20 || nsect > 1u << 24 || !flags[0] || strspn(flags, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(flags))
-		return -1;
+		return -EINVAL;
 	*kdev = ma << 20 | mi;
 	pc_strlcpy(rwbs, flags, rwbs_len);
 	*sector = sec;
@@ -119,18 +119,21 @@ int audit_tracefs_mounted(const char *mountinfo, char *dir, size_t len)
 static int tracefs_dir(char *dir, size_t len, char *why, size_t wlen)
 {
 	struct stat st;
+	int e;
 
 	if (audit_tracefs_mounted("/proc/self/mountinfo", dir, len) == 0)
 		return 0;
 	if (stat("/sys/kernel/tracing", &st) != 0) {
+		e = errno;
 		snprintf(why, wlen, "no tracefs: /sys/kernel/tracing: %s (a kernel without CONFIG_TRACING?)",
-			 strerror(errno));
-		return -1;
+			 strerror(e));
+		return -e;
 	}
 	if (mount("nodev", "/sys/kernel/tracing", "tracefs", 0, NULL) != 0) {
+		e = errno;
 		snprintf(why, wlen, "tracefs is not mounted and mounting it at /sys/kernel/tracing failed: %s",
-			 strerror(errno));
-		return -1;
+			 strerror(e));
+		return -e;
 	}
 	snprintf(dir, len, "/sys/kernel/tracing");
 	return 0;
@@ -377,7 +380,7 @@ int audit_format_field(const char *text, const char *name, unsigned *off, unsign
 
 		p += 6;
 		if (!semi)
-			return -1;
+			return -EINVAL;
 		if (e > p && e[-1] == ']')	/* an array: the name ends before '[' */
 			while (e > p && *e != '[')
 				e--;
@@ -385,14 +388,14 @@ int audit_format_field(const char *text, const char *name, unsigned *off, unsign
 		    e[-(long)nl - 1] == '\t' || e[-(long)nl - 1] == '*') &&
 		    sscanf(semi + 1, " offset:%u; size:%u;", &o, &z) == 2) {
 			if (o > 1u << 16 || z > 1u << 16)
-				return -1;
+				return -EINVAL;
 			*off = o;
 			*size = z;
 			return 0;
 		}
 		p = semi + 1;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 int audit_raw_layout(struct audit_raw *r, const char *header_page, const char *event_format, unsigned id)
@@ -407,11 +410,11 @@ int audit_raw_layout(struct audit_raw *r, const char *header_page, const char *e
 	    audit_format_field(event_format, "sector", &r->sector_off, &sz) ||
 	    audit_format_field(event_format, "nr_sector", &r->nsect_off, &nz) ||
 	    audit_format_field(event_format, "rwbs", &r->rwbs_off, &r->rwbs_size))
-		return -1;
+		return -EINVAL;
 	r->type_size = tz;
 	if ((tz != 2 && tz != 4) || dz != 4 || sz != 8 || nz != 4 || r->rwbs_size < 2 || r->rwbs_size > 16 ||
 	    id == 0 || id > 0xffff)
-		return -1;
+		return -EINVAL;
 	r->id = id;
 	return 0;
 }
@@ -445,7 +448,7 @@ static int take_event(struct audit *a, const uint8_t *d, size_t len)
 		return 0;
 	if (len < (size_t)r->dev_off + 4 || len < (size_t)r->sector_off + 8 || len < (size_t)r->nsect_off + 4 ||
 	    len < (size_t)r->rwbs_off + r->rwbs_size)
-		return -1;
+		return -EINVAL;
 	memcpy(rwbs, d + r->rwbs_off, r->rwbs_size);
 	rwbs[r->rwbs_size] = 0;
 	if (!rwbs[0] || strspn(rwbs, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") != strlen(rwbs)) {
@@ -472,13 +475,13 @@ int audit_take_page(struct audit *a, const uint8_t *page, size_t n)
 	int taken = 0, k;
 
 	if (n < r->data_off)
-		return -1;
+		return -EINVAL;
 	commit = rd(page + r->commit_off, r->commit_size);
 	if (commit & RB_MISSED_EVENTS)
 		a->lost++;
 	end = (size_t)(commit & RB_COMMIT_MASK);
 	if (end > n - r->data_off)
-		return -1;
+		return -EINVAL;
 	page += r->data_off;
 	for (p = 0; p + 4 <= end;) {
 		uint32_t h = (uint32_t)rd(page + p, 4), type = h & 31, len;
@@ -487,29 +490,29 @@ int audit_take_page(struct audit *a, const uint8_t *page, size_t n)
 			if (!(h >> 5))		/* the rest of the page */
 				break;
 			if (p + 8 > end)
-				return -1;
+				return -EINVAL;
 			len = (uint32_t)rd(page + p + 4, 4);
 			if (len > end - p - 4)
-				return -1;
+				return -EINVAL;
 			p += 4 + (size_t)len;
 		} else if (type == RB_TIME_EXTEND || type == RB_TIME_STAMP) {
 			p += 8;
 		} else if (type == 0) {
 			if (p + 8 > end)
-				return -1;
+				return -EINVAL;
 			len = (uint32_t)rd(page + p + 4, 4);
 			if (len < 4 || len - 4 > end - p - 8)
-				return -1;
+				return -EINVAL;
 			if ((k = take_event(a, page + p + 8, len - 4)) < 0)
-				return -1;
+				return -EINVAL;
 			taken += k;
 			p += 8 + (((size_t)len - 4 + 3) & ~(size_t)3);
 		} else {
 			len = type * 4;
 			if (len > end - p - 4)
-				return -1;
+				return -EINVAL;
 			if ((k = take_event(a, page + p + 4, len)) < 0)
-				return -1;
+				return -EINVAL;
 			taken += k;
 			p += 4 + (size_t)len;
 		}
@@ -517,7 +520,7 @@ int audit_take_page(struct audit *a, const uint8_t *page, size_t n)
 	return taken;
 }
 
-/* A small tracefs file, whole, NUL-terminated (0), or -1. */
+/* A small tracefs file, whole, NUL-terminated (0), or -errno (-ENODATA: empty). */
 static int slurp(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -525,12 +528,12 @@ static int slurp(const char *path, char *buf, size_t len)
 	ssize_t n;
 
 	if (fd < 0)
-		return -1;
+		return -errno;
 	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
 		got += (size_t)n;
 	close(fd);
 	buf[got] = 0;
-	return got ? 0 : -1;
+	return got ? 0 : -ENODATA;
 }
 
 static void raw_close(struct audit_raw *r)
@@ -543,44 +546,46 @@ static void raw_close(struct audit_raw *r)
 	r->buf = NULL;
 }
 
-/* Open the instance's per-CPU binary buffers; 0, or -1 with why (the text
- * trace_pipe is read instead). */
+/* Open the instance's per-CPU binary buffers; 0, or -errno with why (the
+ * text trace_pipe is read instead). */
 static int raw_open(struct audit *a, const char *base, char *why, size_t wlen)
 {
 	struct audit_raw *r = &a->raw;
 	char hp[4096], fmt[8192], p[PATH_MAX + 64], idtext[32];
 	long pg = sysconf(_SC_PAGESIZE);
 	unsigned id;
+	int rc, err;
 	DIR *d;
 	struct dirent *e;
 
 	snprintf(p, sizeof(p), "%s/events/header_page", base);
-	if (slurp(p, hp, sizeof(hp))) {
+	if ((rc = slurp(p, hp, sizeof(hp)))) {
 		snprintf(why, wlen, "cannot read %s", p);
-		return -1;
+		return rc;
 	}
 	snprintf(p, sizeof(p), "%s/events/block/block_rq_issue/format", a->inst);
-	if (slurp(p, fmt, sizeof(fmt))) {
+	if ((rc = slurp(p, fmt, sizeof(fmt)))) {
 		snprintf(why, wlen, "cannot read %s", p);
-		return -1;
+		return rc;
 	}
 	snprintf(p, sizeof(p), "%s/events/block/block_rq_issue/id", a->inst);
 	if (slurp(p, idtext, sizeof(idtext)) || sscanf(idtext, "%u", &id) != 1 ||
 	    audit_raw_layout(r, hp, fmt, id)) {
 		snprintf(why, wlen, "this kernel's raw trace layout is not one the agent reads");
-		return -1;
+		return -EINVAL;
 	}
 	if (pg < 4096 || pg > 1 << 20 || !(r->buf = malloc((size_t)pg))) {
 		snprintf(why, wlen, "no page buffer");
-		return -1;
+		return -ENOMEM;
 	}
 	r->page = (size_t)pg;
 	snprintf(p, sizeof(p), "%s/per_cpu", a->inst);
 	d = opendir(p);
 	if (!d) {
-		snprintf(why, wlen, "%s: %s", p, strerror(errno));
+		err = errno;
+		snprintf(why, wlen, "%s: %s", p, strerror(err));
 		raw_close(r);
-		return -1;
+		return -err;
 	}
 	while ((e = readdir(d))) {
 		char q[PATH_MAX + 128];
@@ -593,15 +598,16 @@ static int raw_open(struct audit *a, const char *base, char *why, size_t wlen)
 			snprintf(why, wlen, "more than %d CPUs", AUDIT_MAX_CPUS);
 			closedir(d);
 			raw_close(r);
-			return -1;
+			return -E2BIG;
 		}
 		snprintf(q, sizeof(q), "%s/%s/trace_pipe_raw", p, e->d_name);
 		r->fd[r->ncpu] = open(q, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 		if (r->fd[r->ncpu] < 0) {
-			snprintf(why, wlen, "%s: %s", q, strerror(errno));
+			err = errno;
+			snprintf(why, wlen, "%s: %s", q, strerror(err));
 			closedir(d);
 			raw_close(r);
-			return -1;
+			return -err;
 		}
 		r->ncpu++;
 	}
@@ -609,7 +615,7 @@ static int raw_open(struct audit *a, const char *base, char *why, size_t wlen)
 	if (!r->ncpu) {
 		snprintf(why, wlen, "%s lists no CPU", p);
 		raw_close(r);
-		return -1;
+		return -ENODEV;
 	}
 	return 0;
 }

@@ -133,20 +133,20 @@ void audit_close(struct audit *a);
 int audit_tracefs_mounted(const char *mountinfo, char *dir, size_t len);
 
 /* One line of trace_pipe: 0 and the request's dev (kernel encoding),
- * rwbs, first sector and sectors (-1 when the line is not a
+ * rwbs, first sector and sectors (-EINVAL when the line is not a
  * block_rq_issue event). */
 int audit_parse_line(const char *line, unsigned *kdev, char *rwbs, size_t rwbs_len, uint64_t *sector,
 		     unsigned *nsect);
 
 /* Where field name is in a tracefs format text (header_page or an event's
- * format): 0 with its offset and size, -1 when absent or malformed. */
+ * format): 0 with its offset and size, -EINVAL when absent or malformed. */
 int audit_format_field(const char *text, const char *name, unsigned *off, unsigned *size);
-/* The layout of raw pages and block_rq_issue events from those texts: 0 or -1
+/* The layout of raw pages and block_rq_issue events from those texts: 0 or -EINVAL
  * (a field missing or of a size this parser does not read). */
 int audit_raw_layout(struct audit_raw *r, const char *header_page, const char *event_format, unsigned id);
 /* Count the block_rq_issue events of one page of n bytes read from a
  * trace_pipe_raw (the layout in a->raw). Anything malformed ends the page:
- * the number of events taken, or -1 when the page itself is malformed. */
+ * the number of events taken, or -EINVAL when the page itself is malformed. */
 int audit_take_page(struct audit *a, const uint8_t *page, size_t n);
 
 #endif

@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <linux/loop.h>
 
+#include "common/bytes.h"
 #include "common/util.h"
 
 /* ---- EXT_CSD ---- */
@@ -46,8 +47,7 @@ int blockdev_ext_csd_parse(const uint8_t *raw, size_t len, struct blockdev_ext_c
 	out->wr_rel_set = raw[EXT_CSD_WR_REL_SET];
 	out->rev = raw[EXT_CSD_REV];
 	out->rel_wr_sec_c = raw[EXT_CSD_REL_WR_SEC_C];
-	out->cache_size = (uint32_t)raw[EXT_CSD_CACHE_SIZE] | (uint32_t)raw[EXT_CSD_CACHE_SIZE + 1] << 8 |
-			  (uint32_t)raw[EXT_CSD_CACHE_SIZE + 2] << 16 | (uint32_t)raw[EXT_CSD_CACHE_SIZE + 3] << 24;
+	out->cache_size = pc_get32(raw + EXT_CSD_CACHE_SIZE);
 	memcpy(out->fw_version, raw + EXT_CSD_FW_VERSION, sizeof(out->fw_version));
 	out->pre_eol = raw[EXT_CSD_PRE_EOL_INFO];
 	out->life_a = raw[EXT_CSD_LIFE_TIME_A];

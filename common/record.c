@@ -180,22 +180,13 @@ static inline uint64_t payload_next(uint64_t *s)
 	return *s * 0x2545f4914f6cdd1dull;
 }
 
-static inline uint64_t le64(uint64_t v)
-{
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	return __builtin_bswap64(v);
-#else
-	return v;
-#endif
-}
-
 static void payload_fill(uint8_t *p, size_t len, uint64_t seed, uint64_t seq, uint64_t lba)
 {
 	uint64_t s = payload_seed(seed, seq, lba);
 
 	/* whole words with one store each: this runs for every sector built */
 	for (; len >= 8; p += 8, len -= 8) {
-		uint64_t v = le64(payload_next(&s));
+		uint64_t v = pc_le64word(payload_next(&s));
 
 		memcpy(p, &v, 8);
 	}
@@ -217,7 +208,7 @@ static int payload_equal(const uint8_t *p, size_t len, uint64_t seed, uint64_t s
 		uint64_t w;
 
 		memcpy(&w, p, 8);
-		diff |= w ^ le64(payload_next(&s));
+		diff |= w ^ pc_le64word(payload_next(&s));
 	}
 	if (len) {
 		uint64_t v = payload_next(&s);
@@ -245,8 +236,8 @@ static int payload_equal_x4(const uint8_t *const p[4], size_t len, uint64_t seed
 		memcpy(&w1, p[1] + i, 8);
 		memcpy(&w2, p[2] + i, 8);
 		memcpy(&w3, p[3] + i, 8);
-		diff |= (w0 ^ le64(payload_next(&s0))) | (w1 ^ le64(payload_next(&s1))) |
-			(w2 ^ le64(payload_next(&s2))) | (w3 ^ le64(payload_next(&s3)));
+		diff |= (w0 ^ pc_le64word(payload_next(&s0))) | (w1 ^ pc_le64word(payload_next(&s1))) |
+			(w2 ^ pc_le64word(payload_next(&s2))) | (w3 ^ pc_le64word(payload_next(&s3)));
 	}
 	if (i < len) {
 		uint64_t v[4] = { payload_next(&s0), payload_next(&s1), payload_next(&s2), payload_next(&s3) };
@@ -277,8 +268,8 @@ static void payload_fill_x4(uint8_t *const p[4], size_t len, uint64_t seed, uint
 	size_t i = 0;
 
 	for (; i + 8 <= len; i += 8) {
-		uint64_t v0 = le64(payload_next(&s0)), v1 = le64(payload_next(&s1));
-		uint64_t v2 = le64(payload_next(&s2)), v3 = le64(payload_next(&s3));
+		uint64_t v0 = pc_le64word(payload_next(&s0)), v1 = pc_le64word(payload_next(&s1));
+		uint64_t v2 = pc_le64word(payload_next(&s2)), v3 = pc_le64word(payload_next(&s3));
 
 		memcpy(p[0] + i, &v0, 8);
 		memcpy(p[1] + i, &v1, 8);

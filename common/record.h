@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/bytes.h"
+
 #define PC_SECTOR		512u
 #define PC_SB_RESERVE_SECT	8u	/* 4 KiB at each end */
 #define PC_FORMAT_VERSION	1u
@@ -161,26 +163,7 @@ uint32_t pc_slot_of_seq(const struct pc_geom *g, enum pc_pattern p, uint64_t seq
 uint32_t pc_slot_of_pos(const struct pc_geom *g, enum pc_pattern p, uint32_t pos);
 uint32_t pc_pos_of_slot(const struct pc_geom *g, enum pc_pattern p, uint32_t slot);
 
-/* Little-endian helpers. */
-static inline void pc_put16(uint8_t *p, uint16_t v) { p[0] = v; p[1] = v >> 8; }
-static inline void pc_put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24;
-}
-static inline void pc_put64(uint8_t *p, uint64_t v)
-{
-	pc_put32(p, (uint32_t)v);
-	pc_put32(p + 4, (uint32_t)(v >> 32));
-}
-static inline uint16_t pc_get16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static inline uint32_t pc_get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t pc_get64(const uint8_t *p)
-{
-	return (uint64_t)pc_get32(p) | (uint64_t)pc_get32(p + 4) << 32;
-}
+/* Little-endian helpers: pc_put16/32/64, pc_get16/32/64 (common/bytes.h). */
 
 /* UUID text form (36 chars + NUL). */
 void pc_uuid_format(const uint8_t uuid[16], char out[37]);

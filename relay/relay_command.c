@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/json.h"
 #include "common/util.h"
 
 #define CMD_OUT_MAX	4096	/* stdout kept for get */
@@ -107,11 +108,9 @@ static int cmd_check(json_object *cfg, char *err, size_t errlen)
 
 static char *cmd_dup(json_object *cfg, const char *key)
 {
-	json_object *v;
+	const char *s = pc_jstr(cfg, key, NULL);	/* check() made it a string */
 
-	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
-		return NULL;
-	return strdup(json_object_get_string(v));
+	return s ? strdup(s) : NULL;
 }
 
 static void cmd_free(struct cmd_priv *p)
@@ -198,26 +197,31 @@ static char **cmd_envp(const char *board, const char *action, const char *connec
 }
 
 /* In the child, between fork and exec: only async-signal-safe calls. */
-static void cmd_child(const char *cmd, char **envp, int devnull, int outfd, int errfd)
+/*
+ * sh -c cmd in a group of its own (both sides call setpgid, so kill(-pid)
+ * works whichever runs first), stdin from /dev/null, stdout and stderr to
+ * our pipes. The harness may ignore SIGPIPE or block signals; commands
+ * expect defaults. The harness's sockets are closed, not leaked into a PDU
+ * client that may linger. 0 with *pid, or the fork's -errno.
+ */
+static int cmd_spawn(const char *cmd, char **envp, int devnull, int outfd, int errfd, pid_t *pid)
 {
-	static const char msg[] = "powercut: cannot exec /bin/sh\n";
 	char *const argv[] = { "sh", "-c", (char *)cmd, NULL };
-	sigset_t none;
+	struct pc_spawn s;
+	struct pc_child c;
+	int rc;
 
-	setpgid(0, 0);
-	if (dup2(devnull, STDIN_FILENO) < 0 || dup2(outfd, STDOUT_FILENO) < 0 ||
-	    dup2(errfd, STDERR_FILENO) < 0)
-		_exit(127);
-	/* The harness may ignore SIGPIPE or block signals; commands expect defaults. */
-	signal(SIGPIPE, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* Do not leak the harness's sockets into a PDU client that may linger. */
-	close_range(3, ~0U, 0);
-	execve("/bin/sh", argv, envp);
-	if (write(STDERR_FILENO, msg, sizeof(msg) - 1) < 0)
-		_exit(127);
-	_exit(127);
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_GROUP | PC_SPAWN_SIGDFL | PC_SPAWN_CLOSE_FDS;
+	s.fd_in = devnull;
+	s.fd_out = outfd;
+	s.fd_err = errfd;
+	s.path = "/bin/sh";
+	s.envp = envp;
+	s.exec_fail_msg = "powercut: cannot exec /bin/sh\n";
+	rc = pc_spawn(&c, &s, argv);
+	*pid = c.pid;
+	return rc;
 }
 
 /* Read what is there; returns 1 on EOF or error (stop polling this fd), else 0. */
@@ -329,16 +333,11 @@ static int cmd_run(struct relay *r, const char *action, const char *cmd, struct 
 		relay_errf(r, "'%s' command: out of memory", action);
 		goto out_fds;
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
+	rc = cmd_spawn(cmd, envp, devnull, outp[1], errp[1], &pid);
+	if (rc < 0) {
 		relay_errf(r, "'%s' command: fork: %s", action, strerror(-rc));
 		goto out_env;
 	}
-	if (pid == 0)
-		cmd_child(cmd, envp, devnull, outp[1], errp[1]);
-	/* Both sides call setpgid, so kill(-pid) works whichever runs first. */
-	setpgid(pid, pid);
 	close(outp[1]);
 	close(errp[1]);
 	outp[1] = errp[1] = -1;

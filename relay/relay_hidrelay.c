@@ -175,6 +175,25 @@ static int hidr_reply_check(struct relay *r, const struct hidr_priv *p, const st
 	return 0;
 }
 
+/* What the child of hidr_run does, and where it answers. */
+struct hidr_job {
+	struct hidr_priv *p;
+	enum hidr_op op;
+	int on, rd, wr;
+};
+
+static void hidr_child(void *arg)
+{
+	struct hidr_job *j = arg;
+	struct hidr_reply out;
+
+	close(j->rd);
+	memset(&out, 0, sizeof(out));
+	hidr_child_op(j->p, j->op, j->on, &out);
+	/* One small write on a pipe is atomic; _exit skips the parent's atexit work. */
+	_exit(write(j->wr, &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
+}
+
 /*
  * Run op in a child bounded by timeout_ms. 0 with *rep filled, or -errno
  * with r->err set (-ETIMEDOUT: the child was killed).
@@ -183,6 +202,8 @@ static int hidr_run(struct relay *r, struct hidr_priv *p, enum hidr_op op, int o
 {
 	uint64_t deadline = pc_now_ms() + (uint64_t)p->timeout_ms;
 	int pfd[2], rc = 0, status;
+	struct hidr_job job;
+	struct pc_spawn s;
 	pid_t pid;
 
 	if (p->stuck && relay_reap(p->stuck, NULL, 0) == 0)
@@ -193,22 +214,14 @@ static int hidr_run(struct relay *r, struct hidr_priv *p, enum hidr_op op, int o
 		relay_errf(r, "cannot make a pipe: %s", strerror(-rc));
 		return rc;
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
+	pc_spawn_init(&s);
+	job = (struct hidr_job){ .p = p, .op = op, .on = on, .rd = pfd[0], .wr = pfd[1] };
+	rc = pc_spawn_fn(&pid, &s, hidr_child, &job);
+	if (rc < 0) {
 		relay_errf(r, "fork: %s", strerror(-rc));
 		close(pfd[0]);
 		close(pfd[1]);
 		return rc;
-	}
-	if (pid == 0) {
-		struct hidr_reply out;
-
-		close(pfd[0]);
-		memset(&out, 0, sizeof(out));
-		hidr_child_op(p, op, on, &out);
-		/* One small write on a pipe is atomic; _exit skips the parent's atexit work. */
-		_exit(write(pfd[1], &out, sizeof(out)) == (ssize_t)sizeof(out) ? 0 : 1);
 	}
 	close(pfd[1]);
 	rc = hidr_read_reply(pfd[0], rep, deadline);

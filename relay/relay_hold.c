@@ -23,6 +23,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/spawn.h"
 #include "common/util.h"
 
 #define HOLD_REQ_MAX	16
@@ -226,12 +227,31 @@ static void __attribute__((noreturn)) hold_child(int ready, struct relay_lock *l
 	hold_run(ready, &r, l, lfd);
 }
 
+/* The holder's arguments, through pc_spawn_fn. */
+struct hold_job {
+	int rd, wr;
+	struct relay_lock *l;
+	const char *driver;
+	json_object *cfg;
+	const struct relay_ctx *ctx;
+};
+
+static void hold_job_run(void *arg)
+{
+	struct hold_job *j = arg;
+
+	close(j->rd);
+	hold_child(j->wr, j->l, j->driver, j->cfg, j->ctx);
+}
+
 int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg, const struct relay_ctx *ctx,
 		     pid_t *pid, char *err, size_t errlen)
 {
 	char buf[HOLD_REP_MAX];
 	size_t got = 0;
-	int pfd[2], status;
+	struct hold_job job;
+	struct pc_spawn s;
+	int pfd[2], rc;
 	pid_t child;
 
 	if (!l->sock[0]) {
@@ -242,19 +262,15 @@ int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg,
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
 	}
-	fflush(NULL);
-	child = fork();
-	if (child < 0) {
-		int e = errno;
-
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_FLUSH;
+	job = (struct hold_job){ .rd = pfd[0], .wr = pfd[1], .l = l, .driver = driver, .cfg = cfg, .ctx = ctx };
+	rc = pc_spawn_fn(&child, &s, hold_job_run, &job);
+	if (rc < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
-		snprintf(err, errlen, "cannot start the relay holder: fork: %s", strerror(e));
-		return -e;
-	}
-	if (child == 0) {
-		close(pfd[0]);
-		hold_child(pfd[1], l, driver, cfg, ctx);
+		snprintf(err, errlen, "cannot start the relay holder: fork: %s", strerror(-rc));
+		return rc;
 	}
 	close(pfd[1]);
 	/* its first words: "ok" once it holds the relay, else why not (EOF: it died) */
@@ -276,8 +292,7 @@ int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg,
 		return 0;
 	}
 	/* it exits after saying why: reap it */
-	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
-		;
+	pc_reap(child, NULL, PC_REAP_FOREVER);
 	snprintf(err, errlen, "%s", buf[0] ? buf : "the relay holder died before it held the relay");
 	return -EIO;
 }

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/util.h"
 #include "relay/relay.h"
 
@@ -130,14 +131,12 @@ static void lock_time(int64_t t, char *buf, size_t len)
 /* A string member, printable characters only ('?' for the rest). */
 static void lock_str(json_object *o, const char *key, char *out, size_t len)
 {
-	json_object *v;
-	const char *s;
+	const char *s = pc_jstr(o, key, NULL);
 	size_t i;
 
 	out[0] = 0;
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+	if (!s)
 		return;
-	s = json_object_get_string(v);
 	for (i = 0; s[i] && i < len - 1; i++)
 		out[i] = s[i] >= ' ' && s[i] < 0x7f ? s[i] : '?';
 	out[i] = 0;

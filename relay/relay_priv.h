@@ -26,6 +26,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/json.h"
+#include "common/spawn.h"
 #include "common/util.h"
 
 #define RELAY_MS_MAX	3600000	/* an hour: any longer timeout is a typo */
@@ -136,26 +138,22 @@ static inline int relay_check_string(json_object *cfg, const char *key, int requ
 	return 0;
 }
 
-/* Getters for a section check() accepted: they trust the types. */
+/* Getters for a section check() accepted (its types are right), on common/json.h's. */
 static inline int64_t relay_cfg_int(json_object *cfg, const char *key, int64_t def)
 {
-	json_object *v;
-
-	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_int64(v) : def;
+	return pc_jint_or(cfg, key, def);
 }
 
 static inline int relay_cfg_bool(json_object *cfg, const char *key, int def)
 {
-	json_object *v;
+	json_object *v = pc_jget(cfg, key);
 
-	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_boolean(v) : def;
+	return v ? json_object_get_boolean(v) : def;
 }
 
 static inline const char *relay_cfg_str(json_object *cfg, const char *key, const char *def)
 {
-	json_object *v;
-
-	return cfg && json_object_object_get_ex(cfg, key, &v) ? json_object_get_string(v) : def;
+	return pc_jstr(cfg, key, def);
 }
 
 /*
@@ -181,51 +179,11 @@ static inline int relay_ms_left(uint64_t deadline)
 	return now >= deadline ? 0 : (int)(deadline - now);
 }
 
-/* waitpid() on our own child for at most ms; 0, -ETIMEDOUT or -errno.
- * Woken the moment it exits where the kernel has pidfds (5.3): a cut's
- * instant is when the board's process is gone, not the next poll after;
- * else polling, 0.5 ms at first. */
+/* waitpid() on our own child for at most ms; 0, -ETIMEDOUT or -errno
+ * (common/spawn.c: pc_reap). */
 static inline int relay_reap(pid_t pid, int *status, uint64_t ms)
 {
-	uint64_t deadline = pc_now_ms() + ms;
-	uint64_t sleep_us = 500;
-#ifdef SYS_pidfd_open
-	int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
-
-	while (pfd >= 0) {
-		struct pollfd p = { .fd = pfd, .events = POLLIN };
-		pid_t w = waitpid(pid, status, WNOHANG);
-		int left;
-
-		if (w == pid || (w < 0 && errno != EINTR)) {
-			int e = w == pid ? 0 : -errno;
-			close(pfd);
-			return e;
-		}
-		left = relay_ms_left(deadline);
-		if (!left) {
-			close(pfd);
-			return -ETIMEDOUT;
-		}
-		if (poll(&p, 1, left) < 0 && errno != EINTR) {
-			close(pfd);
-			break;	/* then as without pidfds */
-		}
-	}
-#endif
-	for (;;) {
-		pid_t w = waitpid(pid, status, WNOHANG);
-
-		if (w == pid)
-			return 0;
-		if (w < 0 && errno != EINTR)
-			return -errno;
-		if (pc_now_ms() >= deadline)
-			return -ETIMEDOUT;
-		pc_sleep_us(sleep_us);
-		if (sleep_us < 20000)
-			sleep_us *= 2;
-	}
+	return pc_reap(pid, status, ms);
 }
 
 /*

@@ -140,85 +140,73 @@ static void sim_fmt_double(char *buf, size_t len, double d)
 		snprintf(buf, len, "%.17g", d);
 }
 
+/* In the child, first: a group leader, held until its group is on record. */
+static void sim_child_gate(void *gate)
+{
+	relay_gate_child(gate);
+}
+
 /*
- * fork+exec argv[0] in its own process group, stdin from /dev/null, stdout
- * and stderr to outfd, its group on record in p->pgid before it runs. A
- * CLOEXEC pipe reports a failed exec to us, so a wrong agent path is an
- * error here rather than a silent dead board.
+ * fork+exec argv[0] in its own process group (common/spawn.c), stdin from
+ * /dev/null, stdout and stderr to outfd, its group on record in p->pgid
+ * before it runs. A CLOEXEC pipe reports a failed exec to us, so a wrong
+ * agent path is an error here rather than a silent dead board.
  */
 static int sim_spawn(struct relay *r, struct sim_priv *p, char *const argv[], int outfd, pid_t *pidp)
 {
-	int ep[2] = { -1, -1 }, devnull, rc = 0, child_errno = 0;
+	int devnull, rc = 0;
 	struct relay_gate gate;
+	struct pc_spawn s;
+	struct pc_child c = { .exec_fd = -1 };
 	char gerr[PATH_MAX + 128];
-	ssize_t n;
-	pid_t pid;
 
 	relay_gate_init(&gate);
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || pipe2(ep, O_CLOEXEC) < 0 || (rc = relay_gate_open(&gate)) < 0) {
+	if (devnull < 0 || (rc = relay_gate_open(&gate)) < 0) {
 		rc = rc < 0 ? rc : -errno;
 		relay_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
-		relay_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
+	pc_spawn_init(&s);
+	/* The harness may ignore SIGPIPE or block signals; the agent expects
+	 * defaults. Its sockets stay out of the board (CLOEXEC). A real board
+	 * has a CPU of its own; the sim board shares the host's with the
+	 * harness, and yields it first (nice 10), so a cut is not late because
+	 * sixteen boards were busy writing (sim_cut gives it back to the dying
+	 * agent). The gate makes it a group leader first. */
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_NICE | PC_SPAWN_EXEC_ERR;
+	s.nice = SIM_AGENT_NICE;
+	s.fd_in = devnull;
+	s.fd_out = s.fd_err = outfd;
+	s.child_setup = sim_child_gate;
+	s.arg = &gate;
+	rc = pc_spawn(&c, &s, argv);
+	if (rc < 0) {
+		if (!strcmp(c.failed, "fork"))
+			relay_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
+		else
+			relay_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
 		goto out;
 	}
-	if (pid == 0) {
-		sigset_t none;
-
-		relay_gate_child(&gate);
-		if (dup2(devnull, STDIN_FILENO) < 0 || dup2(outfd, STDOUT_FILENO) < 0 ||
-		    dup2(outfd, STDERR_FILENO) < 0)
-			_exit(127);
-		/* The harness may ignore SIGPIPE or block signals; the agent expects defaults. */
-		signal(SIGPIPE, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		/* Keep the harness's sockets out of the board (ep[1] is CLOEXEC already). */
-		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-		/* A real board has a CPU of its own; the sim board shares the
-		 * host's with the harness, and yields it first (nice 10), so a
-		 * cut is not late because sixteen boards were busy writing
-		 * (sim_cut gives it back to the dying agent). */
-		(void)setpriority(PRIO_PROCESS, 0, SIM_AGENT_NICE);	/* not fatal if refused */
-		execv(argv[0], argv);
-		child_errno = errno;
-		if (write(ep[1], &child_errno, sizeof(child_errno)) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	close(ep[1]);
-	ep[1] = -1;
-	rc = relay_gate_release(&gate, pid, p->pgid, "agent", gerr, sizeof(gerr));
+	rc = relay_gate_release(&gate, c.pid, p->pgid, "agent", gerr, sizeof(gerr));
 	if (rc < 0) {
 		/* never released: it _exit()s by itself */
-		relay_reap(pid, NULL, RELAY_REAP_MS);
+		relay_reap(c.pid, NULL, RELAY_REAP_MS);
 		relay_group_forget(p->pgid);
 		relay_errf(r, "cannot record the agent's process group, so a restarted harness could not find "
 			   "it: %s; not powering on", gerr);
 		goto out;
 	}
-	do
-		n = read(ep[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(child_errno)) {
-		waitpid(pid, NULL, 0);	/* it _exit()s right after the write */
+	rc = pc_spawn_exec_result(&c);
+	if (rc < 0) {
 		relay_group_forget(p->pgid);
-		rc = -child_errno;
 		relay_errf(r, "cannot run agent %s: %s; give the powercut-agent binary (--agent)",
-			   argv[0], strerror(child_errno));
+			   argv[0], strerror(-rc));
 		goto out;
 	}
-	*pidp = pid;
+	*pidp = c.pid;
 out:
-	if (ep[0] >= 0)
-		close(ep[0]);
-	if (ep[1] >= 0)
-		close(ep[1]);
+	pc_spawn_close(&c);
 	if (devnull >= 0)
 		close(devnull);
 	relay_gate_close(&gate);

@@ -24,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/spawn.h"
 #include "common/util.h"
 
 #define CUT_READBACK_TRIES	10
@@ -170,12 +171,31 @@ static void __attribute__((noreturn)) child(int sock, const struct open_args *oa
 	serve(3, &r, oa);
 }
 
+/* The worker's arguments, through pc_spawn_fn. */
+struct worker_job {
+	pid_t parent;
+	int mine, sock;
+	const struct open_args *oa;
+};
+
+static void worker_child(void *arg)
+{
+	struct worker_job *j = arg;
+
+	close(j->mine);
+	if (getppid() != j->parent)
+		_exit(0);	/* the harness died before PDEATHSIG was set */
+	child(j->sock, j->oa);
+}
+
 int relay_worker_start(struct relay_worker *w, const char *driver, json_object *cfg, const struct relay_ctx *ctx,
 		       uint32_t hang_ms)
 {
 	struct open_args oa = { .driver = driver, .cfg = cfg, .ctx = ctx };
-	pid_t parent = getpid(), pid;
-	int sv[2];
+	struct worker_job job;
+	struct pc_spawn s;
+	int sv[2], rc;
+	pid_t pid;
 
 	w->pid = 0;
 	w->fd = -1;
@@ -183,26 +203,20 @@ int relay_worker_start(struct relay_worker *w, const char *driver, json_object *
 	w->hang_ms = hang_ms;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0) {
-		int e = errno;
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_FLUSH;
+	job = (struct worker_job){ .parent = getpid(), .mine = sv[0], .sock = sv[1], .oa = &oa };
+	rc = pc_spawn_fn(&pid, &s, worker_child, &job);
+	if (rc < 0) {
 		close(sv[0]);
 		close(sv[1]);
-		return -e;
-	}
-	if (pid == 0) {
-		close(sv[0]);
-		if (getppid() != parent)
-			_exit(0);	/* the harness died before PDEATHSIG was set */
-		child(sv[1], &oa);
+		return rc;
 	}
 	close(sv[1]);
 	if (fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) < 0) {
 		int e = errno;
 		close(sv[0]);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		pc_kill_reap(pid, 0, NULL, PC_REAP_FOREVER);
 		return -e;
 	}
 	w->pid = pid;
@@ -274,11 +288,8 @@ void relay_worker_kill(struct relay_worker *w)
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
-	if (w->pid > 0) {
-		kill(w->pid, SIGKILL);
-		while (waitpid(w->pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (w->pid > 0)
+		pc_kill_reap(w->pid, 0, NULL, PC_REAP_FOREVER);
 	w->pid = 0;
 	w->outstanding = 0;
 }
@@ -318,15 +329,11 @@ void relay_worker_stop(struct relay_worker *w, uint32_t wait_ms)
 		}
 	}
 	if (w->pid > 0 && !w->outstanding) {
-		/* it exits after answering: give it a moment before the kill */
-		for (int i = 0; i < 100; i++) {
-			pid_t r = waitpid(w->pid, NULL, WNOHANG);
-			if (r == w->pid || (r < 0 && errno == ECHILD)) {
-				w->pid = 0;	/* reaped: never kill a pid that may be reused */
-				break;
-			}
-			pc_sleep_us(1000);
-		}
+		/* it exits after answering: give it a moment (100 ms) before the kill */
+		int r = pc_reap(w->pid, NULL, 100);
+
+		if (r == 0 || r == -ECHILD)
+			w->pid = 0;	/* reaped: never kill a pid that may be reused */
 	}
 	relay_worker_kill(w);
 }

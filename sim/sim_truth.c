@@ -27,6 +27,7 @@
 
 #include "common/crc32c.h"
 
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
@@ -240,9 +241,9 @@ int sim_truth_power_on(struct sim_truth *t, const char *profile, uint32_t cache_
 /* A non-negative integer member; 0 or -EINVAL. */
 static int json_u64(json_object *o, const char *key, uint64_t *v)
 {
-	json_object *m;
+	json_object *m = pc_jget(o, key);
 
-	if (!json_object_object_get_ex(o, key, &m) || !json_object_is_type(m, json_type_int))
+	if (!m || !json_object_is_type(m, json_type_int))
 		return -EINVAL;
 	if (json_object_get_int64(m) < 0 && json_object_get_uint64(m) <= INT64_MAX)
 		return -EINVAL;

@@ -183,8 +183,8 @@ int camp_resume(struct camp *c, const char *dir)
 	char err[1024] = "", evpath[PATH_MAX + 32], vpath[PATH_MAX + 32];
 	int torn;
 
-	snprintf(evpath, sizeof(evpath), "%s/events.jsonl", dir);
-	snprintf(vpath, sizeof(vpath), "%s/verdicts.jsonl", dir);
+	snprintf(evpath, sizeof(evpath), "%s/" PC_FILE_EVENTS, dir);
+	snprintf(vpath, sizeof(vpath), "%s/" PC_FILE_VERDICTS, dir);
 	c->resuming = 1;
 	if (results_each_line(vpath, camp_seen_verdict, c, &torn, err, sizeof(err)) ||
 	    results_each_line(evpath, camp_replay_event, c, &torn, err, sizeof(err))) {

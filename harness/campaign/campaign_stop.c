@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
+#include "common/json.h"
 #include "common/util.h"
 #include "harness/report/qualify.h"
 
@@ -48,16 +49,6 @@ static const char *bytes_text(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-static int jint(json_object *o, const char *key, int64_t *out)
-{
-	json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -1;
-	*out = json_object_get_int64(v);
-	return 0;
-}
-
 void camp_stop_count(struct bctx *b, json_object *v)
 {
 	json_object *o, *counts = NULL;
@@ -73,11 +64,11 @@ void camp_stop_count(struct bctx *b, json_object *v)
 	if (json_object_object_get_ex(v, "mode", &o) && json_object_is_type(o, json_type_string))
 		mode = pc_mode_from_name(json_object_get_string(o));
 	json_object_object_get_ex(v, "counts", &counts);
-	if (jint(counts, pc_class_names[PC_CLS_NOT_WRITTEN], &nw) || nw < 0)
+	if (pc_jint(counts, pc_class_names[PC_CLS_NOT_WRITTEN], &nw) || nw < 0)
 		nw = 0;
-	if (jint(counts, pc_class_names[PC_CLS_TORN], &torn) || torn < 0)
+	if (pc_jint(counts, pc_class_names[PC_CLS_TORN], &torn) || torn < 0)
 		torn = 0;
-	if (jint(counts, pc_class_names[PC_CLS_TORN_SECTOR], &ts) || ts < 0)
+	if (pc_jint(counts, pc_class_names[PC_CLS_TORN_SECTOR], &ts) || ts < 0)
 		ts = 0;
 	if (mode > 0 && mode < PC_MODE_MAX && pc_cut_counts(out, (uint64_t)nw, (uint64_t)torn, (uint64_t)ts)) {
 		b->stop.cuts[mode]++;

@@ -63,10 +63,10 @@ static int same_kind(const char *section, json_object *d, json_object *b)
 
 	if (!sel)
 		return 1;
-	bs = cfg_jget(b, sel);
+	bs = pc_jget(b, sel);
 	if (!bs || !json_object_is_type(bs, json_type_string))
 		return 1;	/* inherits it (or is wrong, which validation reports) */
-	ds = cfg_jget(d, sel);
+	ds = pc_jget(d, sel);
 	dv = ds && json_object_is_type(ds, json_type_string) ? json_object_get_string(ds) : dflt;
 	return dv && strcmp(dv, json_object_get_string(bs)) == 0;
 }
@@ -79,7 +79,7 @@ static json_object *cfg_merge(json_object *defaults, json_object *board)
 		return NULL;
 	if (defaults) {
 		json_object_object_foreach(defaults, key, dv) {
-			json_object *bv = cfg_jget(board, key);
+			json_object *bv = pc_jget(board, key);
 
 			if (bv && json_object_is_type(dv, json_type_object) &&
 			    json_object_is_type(bv, json_type_object) && same_kind(key, dv, bv)) {
@@ -98,7 +98,7 @@ static json_object *cfg_merge(json_object *defaults, json_object *board)
 		}
 	}
 	json_object_object_foreach(board, key, bv) {
-		if (!cfg_jget(m, key))
+		if (!pc_jget(m, key))
 			cfg_put(m, key, json_object_get(bv));
 	}
 	return m;
@@ -140,14 +140,14 @@ static int cfg_target(struct cfg_ctx *x, json_object *t, struct campaign_cfg *c)
 		return cfg_fail(x, "target", "expected {\"rate\": R, \"confidence\": C}, got %s", cfg_jtype(t));
 	if ((rc = cfg_check_keys(x, t, "target", keys)))
 		return rc;
-	if (!(v = cfg_jget(t, "rate")))
+	if (!(v = pc_jget(t, "rate")))
 		return cfg_fail(x, "target", "missing required key 'rate' (the per-cut violation rate to show "
 				"the device below, e.g. 0.001 for 0.1%%)");
 	if ((rc = cfg_num(x, v, "target.rate", CFG_TARGET_RATE_MIN, 0, 1.0, 1,
 			  "a share of the cuts: 0.001 is 0.1%", &c->target_rate)))
 		return rc;
 	c->target_confidence = CFG_DEFAULT_TARGET_CONF;
-	if ((v = cfg_jget(t, "confidence")) &&
+	if ((v = pc_jget(t, "confidence")) &&
 	    (rc = cfg_num(x, v, "target.confidence", CFG_TARGET_CONF_MIN, 0, CFG_TARGET_CONF_MAX, 0,
 			  "0.95 is 95%", &c->target_confidence)))
 		return rc;
@@ -226,7 +226,7 @@ static int cfg_defaults(struct cfg_ctx *x, json_object *d)
 {
 	if (!json_object_is_type(d, json_type_object))
 		return cfg_fail(x, "defaults", "expected an object of board keys, got %s", cfg_jtype(d));
-	if (cfg_jget(d, "name"))
+	if (pc_jget(d, "name"))
 		return cfg_fail(x, "defaults", "'name' cannot have a default: every board needs its own");
 	return cfg_check_keys(x, d, "defaults", cfg_board_keys);
 }
@@ -314,7 +314,7 @@ static int cfg_top_listen(struct cfg_ctx *x, json_object *doc, struct campaign_c
 	uint16_t port;
 	int rc;
 
-	if ((v = cfg_jget(doc, "listen"))) {
+	if ((v = pc_jget(doc, "listen"))) {
 		if ((rc = cfg_str(x, v, "listen", &listen)))
 			return rc;
 		if (strlen(listen) >= sizeof(c->listen) ||
@@ -323,7 +323,7 @@ static int cfg_top_listen(struct cfg_ctx *x, json_object *doc, struct campaign_c
 					listen);
 	}
 	pc_strlcpy(c->listen, listen, sizeof(c->listen));
-	if ((v = cfg_jget(doc, "key_file"))) {
+	if ((v = pc_jget(doc, "key_file"))) {
 		const char *kf;
 		if ((rc = cfg_str(x, v, "key_file", &kf)))
 			return rc;
@@ -376,15 +376,15 @@ static json_object *cfg_top_resolved(json_object *doc, struct campaign_cfg *c, j
 	if (share)
 		cfg_put(root, "incomplete_infra_share", cfg_copy(share));
 	/* likewise; status reads the target from campaign.json */
-	if (cfg_jget(doc, "target")) {
-		json_object *t = json_object_new_object(), *tv = cfg_jget(doc, "target");
+	if (pc_jget(doc, "target")) {
+		json_object *t = json_object_new_object(), *tv = pc_jget(doc, "target");
 
-		cfg_put(t, "rate", cfg_copy(cfg_jget(tv, "rate")));
-		cfg_put(t, "confidence", cfg_jget(tv, "confidence") ? cfg_copy(cfg_jget(tv, "confidence")) :
+		cfg_put(t, "rate", cfg_copy(pc_jget(tv, "rate")));
+		cfg_put(t, "confidence", pc_jget(tv, "confidence") ? cfg_copy(pc_jget(tv, "confidence")) :
 			json_object_new_double(c->target_confidence));
 		cfg_put(root, "target", t);
 	}
-	if (cfg_jget(doc, "results_min_free"))
+	if (pc_jget(doc, "results_min_free"))
 		cfg_put(root, "results_min_free", json_object_new_uint64(c->min_free));
 	cfg_put(root, "boards", boards);
 	return boards;
@@ -399,31 +399,31 @@ static int cfg_top(struct cfg_ctx *x, json_object *doc, struct campaign_cfg *c)
 		return cfg_fail(x, NULL, "expected a JSON object at the top, got %s", cfg_jtype(doc));
 	if ((rc = cfg_check_keys(x, doc, NULL, top_keys)))
 		return rc;
-	if (!(v = cfg_jget(doc, "campaign")))
+	if (!(v = pc_jget(doc, "campaign")))
 		return cfg_fail(x, NULL, "missing required key 'campaign' (the campaign's name)");
 	if ((rc = cfg_name(x, v, "campaign", c->name, sizeof(c->name))))
 		return rc;
-	if (!(v = cfg_jget(doc, "cycles")))
+	if (!(v = pc_jget(doc, "cycles")))
 		return cfg_fail(x, NULL, "missing required key 'cycles' (power cycles to run, 1..%u)",
 				CFG_MAX_CYCLES);
 	if ((rc = cfg_u32(x, v, "cycles", 1, CFG_MAX_CYCLES, &c->cycles)))
 		return rc;
 	c->seed = 1;
-	if ((v = cfg_jget(doc, "seed")) && (rc = cfg_u64(x, v, "seed", 0, UINT64_MAX, &c->seed)))
+	if ((v = pc_jget(doc, "seed")) && (rc = cfg_u64(x, v, "seed", 0, UINT64_MAX, &c->seed)))
 		return rc;
 	if ((rc = cfg_top_listen(x, doc, c)))
 		return rc;
 	c->incomplete_infra_share = CFG_DEFAULT_INCOMPLETE_INFRA_SHARE;
-	if ((share = cfg_jget(doc, "incomplete_infra_share")) && (rc = cfg_infra_share(x, share, c)))
+	if ((share = pc_jget(doc, "incomplete_infra_share")) && (rc = cfg_infra_share(x, share, c)))
 		return rc;
-	if ((v = cfg_jget(doc, "target")) && (rc = cfg_target(x, v, c)))
+	if ((v = pc_jget(doc, "target")) && (rc = cfg_target(x, v, c)))
 		return rc;
 	c->min_free = CFG_DEFAULT_MIN_FREE;
-	if ((v = cfg_jget(doc, "results_min_free")) && (rc = cfg_min_free(x, v, &c->min_free)))
+	if ((v = pc_jget(doc, "results_min_free")) && (rc = cfg_min_free(x, v, &c->min_free)))
 		return rc;
-	if ((x->defaults = cfg_jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
+	if ((x->defaults = pc_jget(doc, "defaults")) && (rc = cfg_defaults(x, x->defaults)))
 		return rc;
-	if (!(v = cfg_jget(doc, "boards")))
+	if (!(v = pc_jget(doc, "boards")))
 		return cfg_fail(x, NULL, "missing required key 'boards' (an array of 1 to %u boards)",
 				CFG_MAX_BOARDS);
 	if (!(boards = cfg_top_resolved(doc, c, share)))

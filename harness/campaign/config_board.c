@@ -22,6 +22,7 @@
 #include "relay/relay.h"
 #include "sim/emmc.h"
 #include "harness/link/netserial.h"
+#include "harness/results/verdict.h"
 
 /* ---- board sections ---- */
 
@@ -46,7 +47,7 @@ static int cfg_relay(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	cfg_bpath(x, path, sizeof(path), "relay", NULL);
 	if (!json_object_is_type(r, json_type_object))
 		return cfg_fail(x, path, "expected an object with \"driver\", got %s", cfg_jtype(r));
-	drv = cfg_jget(r, "driver");
+	drv = pc_jget(r, "driver");
 	if (!drv)
 		return cfg_fail(x, path, "missing required key 'driver' (one of %s)", relay_names());
 	cfg_bpath(x, path, sizeof(path), "relay", "driver");
@@ -160,7 +161,7 @@ static int cfg_sim_region(struct cfg_ctx *x, json_object *d, const struct board_
 	int rc;
 
 	*size = 4u << 20;
-	if ((v = cfg_jget(d, "size")) && (rc = cfg_sim_size(x, v, size)))
+	if ((v = pc_jget(d, "size")) && (rc = cfg_sim_size(x, v, size)))
 		return rc;
 	if (*size > b->max_region_bytes) {
 		char st[32], sm[32];
@@ -182,7 +183,7 @@ static int cfg_sim_inputs(struct cfg_ctx *x, json_object *d, const struct board_
 	char path[160];
 	int rc;
 
-	if ((v = cfg_jget(d, "keep_inputs"))) {
+	if ((v = pc_jget(d, "keep_inputs"))) {
 		const struct relay_ops *ops = relay_find(b->relay_driver);
 		uint32_t keep;
 
@@ -195,7 +196,7 @@ static int cfg_sim_inputs(struct cfg_ctx *x, json_object *d, const struct board_
 					"this key", b->relay_driver, keep);
 		cfg_put(out, "keep_inputs", json_object_new_int64(keep));
 	}
-	if ((v = cfg_jget(d, "cut_after_sectors"))) {
+	if ((v = pc_jget(d, "cut_after_sectors"))) {
 		uint64_t cut;
 		if ((rc = cfg_u64(x, v, cfg_bpath(x, path, sizeof(path), "device", "cut_after_sectors"), 1, UINT32_MAX, &cut)))
 			return rc;
@@ -218,7 +219,7 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 
 	if ((rc = cfg_sim_keys(x, d, out)) || (rc = cfg_sim_region(x, d, b, nslots, size)))
 		return rc;
-	if ((v = cfg_jget(d, "profile"))) {
+	if ((v = pc_jget(d, "profile"))) {
 		if ((rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "device", "profile"), &prof)))
 			return rc;
 	}
@@ -226,17 +227,17 @@ static int cfg_sim(struct cfg_ctx *x, json_object *d, struct board_cfg *b, json_
 	if (sim_profile_parse(prof, &bits, why, sizeof(why)) != 0)
 		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "device", "profile"), "%s",
 				why[0] ? why : "unknown profile");
-	if ((v = cfg_jget(d, "program_us")) &&
+	if ((v = pc_jget(d, "program_us")) &&
 	    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "program_us"), 1, 1000000, &program_us)))
 		return rc;
-	if ((v = cfg_jget(d, "cache_sectors")) &&
+	if ((v = pc_jget(d, "cache_sectors")) &&
 	    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "device", "cache_sectors"), 1, 1048576,
 			  &cache_sectors)))
 		return rc;
-	if ((v = cfg_jget(d, "seed")) &&
+	if ((v = pc_jget(d, "seed")) &&
 	    (rc = cfg_u64(x, v, cfg_bpath(x, path, sizeof(path), "device", "seed"), 0, UINT64_MAX, &seed)))
 		return rc;
-	if ((v = cfg_jget(d, "rate"))) {
+	if ((v = pc_jget(d, "rate"))) {
 		cfg_bpath(x, path, sizeof(path), "device", "rate");
 		if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
 			return cfg_fail(x, path, "expected a number (0..1), got %s", cfg_jtype(v));
@@ -286,7 +287,7 @@ static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, 
 	if (d && !json_object_is_type(d, json_type_object))
 		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "device", NULL), "expected an object, got %s",
 				cfg_jtype(d));
-	if ((v = cfg_jget(d, "backend"))) {
+	if ((v = pc_jget(d, "backend"))) {
 		cfg_bpath(x, path, sizeof(path), "device", "backend");
 		if ((rc = cfg_str(x, v, path, &backend)))
 			return rc;
@@ -295,7 +296,7 @@ static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, 
 	}
 	pc_strlcpy(b->backend, backend, sizeof(b->backend));
 	b->record_size = 4096;
-	if ((v = cfg_jget(d, "record_size"))) {
+	if ((v = pc_jget(d, "record_size"))) {
 		cfg_bpath(x, path, sizeof(path), "device", "record_size");
 		if ((rc = cfg_u32(x, v, path, PC_SECTOR, PC_MAX_RECORD_SIZE, &b->record_size)))
 			return rc;
@@ -303,7 +304,7 @@ static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, 
 			return cfg_fail(x, path, "%" PRIu32 " is not a multiple of 512", b->record_size);
 	}
 	b->max_region_bytes = CFG_DEFAULT_MAX_REGION;
-	if ((v = cfg_jget(d, "max_region_bytes")) && (rc = cfg_region_limit(x, v, &b->max_region_bytes)))
+	if ((v = pc_jget(d, "max_region_bytes")) && (rc = cfg_region_limit(x, v, &b->max_region_bytes)))
 		return rc;
 	od = json_object_new_object();
 	if (!od)
@@ -313,7 +314,7 @@ static int cfg_device(struct cfg_ctx *x, struct board_cfg *b, json_object *out, 
 	cfg_put(od, "record_size", json_object_new_int64(b->record_size));
 	/* only when given: a campaign.json written before the key existed still
 	 * resumes (the engine applies the same default to a missing key) */
-	if (cfg_jget(d, "max_region_bytes"))
+	if (pc_jget(d, "max_region_bytes"))
 		cfg_put(od, "max_region_bytes", json_object_new_int64((int64_t)b->max_region_bytes));
 	b->device = od;
 	if (!d)
@@ -468,7 +469,7 @@ static int cfg_cut_delay(struct cfg_ctx *x, struct board_cfg *b, json_object *c)
 	char path[160];
 	int rc;
 
-	if (c && (v = cfg_jget(c, "delay_us")) &&
+	if (c && (v = pc_jget(c, "delay_us")) &&
 	    (rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "cut", "delay_us"), 0, CFG_MAX_DELAY_US,
 			  &b->cut_delay_us)))
 		return rc;
@@ -506,7 +507,7 @@ static int cfg_cut_io(struct cfg_ctx *x, struct board_cfg *b, json_object *c, co
 	}
 	b->cut_min = 1;
 	b->cut_max = ops;
-	if ((v = cfg_jget(c, "nth")) && (rc = cfg_pair(x, v, "nth", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
+	if ((v = pc_jget(c, "nth")) && (rc = cfg_pair(x, v, "nth", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
 		return rc;
 	if (b->cut_max > ops)
 		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "cut", "nth"),
@@ -559,7 +560,7 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 					"{\"at\": \"flush\" or \"fua\", \"nth\": [min, max], \"delay_us\": D} or "
 					"{\"at\": \"mix\", \"window_ms\": [min, max], \"delay_us\": D}, got %s",
 					cfg_jtype(c));
-		if ((v = cfg_jget(c, "at")) && (rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "cut", "at"), &at)))
+		if ((v = pc_jget(c, "at")) && (rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "cut", "at"), &at)))
 			return rc;
 		for (b->cut = CUT_RANDOM; b->cut <= CUT_MIX && strcmp(at, cut_names[b->cut]); b->cut++)
 			;
@@ -585,12 +586,12 @@ static int cfg_cut(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	if (b->cut == CUT_ACKS) {
 		b->cut_min = 1;
 		b->cut_max = b->records_per_cycle;
-		if ((v = cfg_jget(c, "acks")) && (rc = cfg_pair(x, v, "acks", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
+		if ((v = pc_jget(c, "acks")) && (rc = cfg_pair(x, v, "acks", 1, CFG_MAX_ACKS, &b->cut_min, &b->cut_max)))
 			return rc;
 	} else if (b->cut == CUT_RANDOM || b->cut == CUT_MIX) {
 		if (b->cut == CUT_MIX && (rc = cfg_cut_delay(x, b, c)))
 			return rc;
-		if (c && (v = cfg_jget(c, "window_ms")) &&
+		if (c && (v = pc_jget(c, "window_ms")) &&
 		    (rc = cfg_pair(x, v, "window_ms", 0, CFG_MAX_MS, &b->cut_min, &b->cut_max)))
 			return rc;
 		/* The work timeout would fire first: the planned cut could never happen. */
@@ -626,7 +627,7 @@ static int cfg_link_console(struct cfg_ctx *x, struct board_cfg *b, json_object 
 	char path[160];
 	int rc;
 
-	v = cfg_jget(l, dkey);
+	v = pc_jget(l, dkey);
 	if (!v)
 		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "link", NULL),
 				"missing 'device' (the board's serial console, e.g. /dev/ttyUSB0)");
@@ -648,7 +649,7 @@ static int cfg_link_console(struct cfg_ctx *x, struct board_cfg *b, json_object 
 				"rfc2217://HOST:PORT", dev);
 	}
 	pc_strlcpy(b->serial_device, dev, sizeof(b->serial_device));
-	if ((v = cfg_jget(l, "baud"))) {
+	if ((v = pc_jget(l, "baud"))) {
 		size_t i;
 		if ((rc = cfg_u32(x, v, cfg_bpath(x, path, sizeof(path), "link", "baud"), 1, 4000000, &b->serial_baud)))
 			return rc;
@@ -658,7 +659,7 @@ static int cfg_link_console(struct cfg_ctx *x, struct board_cfg *b, json_object 
 			return cfg_fail(x, path, "%u is not a supported rate (9600 19200 38400 57600 115200 "
 					"230400 460800 921600 1500000 3000000)", b->serial_baud);
 	}
-	if ((v = cfg_jget(l, "boot_patterns"))) {
+	if ((v = pc_jget(l, "boot_patterns"))) {
 		cfg_bpath(x, path, sizeof(path), "link", "boot_patterns");
 		if (!json_object_is_type(v, json_type_array) || json_object_array_length(v) > 8)
 			return cfg_fail(x, path, "expected an array of at most 8 strings");
@@ -693,7 +694,7 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "link", NULL),
 					"expected {\"type\": \"tcp\"} or {\"type\": \"serial\", \"device\": ...}, got %s",
 					cfg_jtype(l));
-		if ((v = cfg_jget(l, "type")) && (rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "link", "type"), &type)))
+		if ((v = pc_jget(l, "type")) && (rc = cfg_str(x, v, cfg_bpath(x, path, sizeof(path), "link", "type"), &type)))
 			return rc;
 		if (strcmp(type, "tcp") && strcmp(type, "serial"))
 			return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "link", "type"),
@@ -706,11 +707,11 @@ static int cfg_link(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 						       b->link_serial ? serial_keys : tcp_keys, NULL);
 		}
 	}
-	if (!b->link_serial && l && !cfg_jget(l, "console") && (cfg_jget(l, "baud") || cfg_jget(l, "boot_patterns")))
+	if (!b->link_serial && l && !pc_jget(l, "console") && (pc_jget(l, "baud") || pc_jget(l, "boot_patterns")))
 		return cfg_fail(x, cfg_bpath(x, path, sizeof(path), "link", NULL),
 				"'baud' and 'boot_patterns' on a tcp link are for its 'console': name it (the board's "
 				"serial console to capture, e.g. /dev/ttyUSB0 or tcp://HOST:PORT)");
-	b->console_capture = !b->link_serial && l && cfg_jget(l, "console");
+	b->console_capture = !b->link_serial && l && pc_jget(l, "console");
 	if ((b->link_serial || b->console_capture) && (rc = cfg_link_console(x, b, l)))
 		return rc;
 	ol = json_object_new_object();
@@ -746,10 +747,10 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 			if (!cfg_in_list(key, keys))
 				return cfg_unknown_key(x, cfg_bsec(x, path, sizeof(path), "verify", key), key, keys, NULL);
 		}
-		if ((f = cfg_jget(v, "full_every")) &&
+		if ((f = pc_jget(v, "full_every")) &&
 		    (rc = cfg_u32(x, f, cfg_bpath(x, path, sizeof(path), "verify", "full_every"), 1, 1000000, &b->full_every)))
 			return rc;
-		if ((f = cfg_jget(v, "cold_sample")) &&
+		if ((f = pc_jget(v, "cold_sample")) &&
 		    (rc = cfg_u32(x, f, cfg_bpath(x, path, sizeof(path), "verify", "cold_sample"), 0,
 				  PC_PROTO_MAX_RANGES - 2, &b->cold_sample)))
 			return rc;
@@ -771,7 +772,8 @@ static int cfg_verify(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
  */
 static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 {
-	static const char *const classes[] = { "torn", "torn_sector", "unclassified", NULL };
+	const char *const classes[] = { pc_class_names[PC_CLS_TORN], pc_class_names[PC_CLS_TORN_SECTOR],
+					pc_class_names[PC_CLS_UNCLASSIFIED], NULL };
 	json_object *p = cfg_bval(x, "policy"), *op;
 	char path[160];
 
@@ -808,8 +810,8 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 				s = json_object_get_string(val);
 				if (strcmp(s, "allowed") && strcmp(s, "violation"))
 					return cfg_fail(x, cpath, "expected \"allowed\" or \"violation\", got '%s'", s);
-				(strcmp(cls, "torn") == 0 ? b->torn_violation :
-				 strcmp(cls, "torn_sector") == 0 ? b->torn_sector_violation :
+				(pc_class_from_name(cls) == PC_CLS_TORN ? b->torn_violation :
+				 pc_class_from_name(cls) == PC_CLS_TORN_SECTOR ? b->torn_sector_violation :
 				 b->unclassified_violation)[m] = strcmp(s, "violation") == 0;
 			}
 		}
@@ -817,9 +819,9 @@ static int cfg_policy(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 	op = json_object_new_object();
 	for (int m = PC_MODE_FUA; m < PC_MODE_MAX; m++) {
 		json_object *e = json_object_new_object();
-		cfg_put(e, "torn", json_object_new_string(b->torn_violation[m] ? "violation" : "allowed"));
-		cfg_put(e, "torn_sector", json_object_new_string(b->torn_sector_violation[m] ? "violation" : "allowed"));
-		cfg_put(e, "unclassified", json_object_new_string(b->unclassified_violation[m] ? "violation" : "allowed"));
+		cfg_put(e, classes[0], json_object_new_string(b->torn_violation[m] ? "violation" : "allowed"));
+		cfg_put(e, classes[1], json_object_new_string(b->torn_sector_violation[m] ? "violation" : "allowed"));
+		cfg_put(e, classes[2], json_object_new_string(b->unclassified_violation[m] ? "violation" : "allowed"));
 		cfg_put(op, pc_mode_name((enum pc_mode)m), e);
 	}
 	cfg_put(out, "policy", op);
@@ -854,11 +856,11 @@ static int cfg_stop(struct cfg_ctx *x, struct board_cfg *b, json_object *out)
 		if (!cfg_in_list(key, keys))
 			return cfg_unknown_key(x, cfg_bsec(x, path, sizeof(path), "stop", key), key, keys, NULL);
 	}
-	if ((f = cfg_jget(v, "boot_fails")) &&
+	if ((f = pc_jget(v, "boot_fails")) &&
 	    (rc = cfg_u32(x, f, cfg_bpath(x, path, sizeof(path), "stop", "boot_fails"), 0, CFG_MAX_STOP_BOOT_FAILS,
 			  &b->stop_boot_fails)))
 		return rc;
-	if ((f = cfg_jget(v, "on_fail"))) {
+	if ((f = pc_jget(v, "on_fail"))) {
 		if ((rc = cfg_str(x, f, cfg_bpath(x, path, sizeof(path), "stop", "on_fail"), &of)))
 			return rc;
 		if (strcmp(of, "continue") && strcmp(of, "stop"))

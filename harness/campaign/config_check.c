@@ -40,17 +40,10 @@ static const char *spec_form(const char *s, char *buf, size_t len)
 	return s;
 }
 
-static const char *hello_str(json_object *o, const char *key)
-{
-	json_object *v = cfg_jget(o, key);
-
-	return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 int config_device_check(const struct board_cfg *b, json_object *hello, char *why, size_t len)
 {
-	json_object *dev = cfg_jget(hello, "device"), *v;
-	const char *backend = hello_str(hello, "backend"), *want;
+	json_object *dev = pc_jget(hello, "device"), *v;
+	const char *backend = pc_jstr(hello, "backend", NULL), *want;
 	char w[PATH_MAX + 32], h[PATH_MAX + 32];
 
 	/* the backend is not compared: a board whose relay starts an agent on
@@ -60,28 +53,28 @@ int config_device_check(const struct board_cfg *b, json_object *hello, char *why
 	for (size_t i = 0; cfg_ident_keys[i]; i++) {
 		const char *got;
 
-		if (!(v = cfg_jget(b->device, cfg_ident_keys[i])) || !json_object_is_type(v, json_type_string))
+		if (!(v = pc_jget(b->device, cfg_ident_keys[i])) || !json_object_is_type(v, json_type_string))
 			continue;
 		want = json_object_get_string(v);
-		got = hello_str(dev, cfg_ident_keys[i]);
+		got = pc_jstr(dev, cfg_ident_keys[i], NULL);
 		if (!got) {
 			snprintf(why, len, "the configuration says device.%s \"%.100s\" but the agent's HELLO names no %s "
 				 "(the device it opened: %.200s)", cfg_ident_keys[i], want, cfg_ident_keys[i],
-				 hello_str(dev, "path") ? hello_str(dev, "path") : "?");
+				 pc_jstr(dev, "path", NULL) ? pc_jstr(dev, "path", NULL) : "?");
 			return 1;
 		}
 		if (strcasecmp(want, got)) {
 			snprintf(why, len, "the agent opened a device whose %s is \"%.100s\" but the configuration says "
 				 "device.%s \"%.100s\" (the device it opened: %.200s): the wrong card, or the wrong "
 				 "board's configuration", cfg_ident_keys[i], got, cfg_ident_keys[i], want,
-				 hello_str(dev, "path") ? hello_str(dev, "path") : "?");
+				 pc_jstr(dev, "path", NULL) ? pc_jstr(dev, "path", NULL) : "?");
 			return 1;
 		}
 	}
-	if (!strcmp(b->backend, "posix") && (v = cfg_jget(b->device, "path")) && json_object_is_type(v, json_type_string)) {
+	if (!strcmp(b->backend, "posix") && (v = pc_jget(b->device, "path")) && json_object_is_type(v, json_type_string)) {
 		/* what the agent was told (--device), the node it opened, the region's path */
-		const char *seen[3] = { hello_str(dev, "spec"), hello_str(dev, "path"),
-					hello_str(cfg_jget(hello, "region"), "path") };
+		const char *seen[3] = { pc_jstr(dev, "spec", NULL), pc_jstr(dev, "path", NULL),
+					pc_jstr(pc_jget(hello, "region"), "path", NULL) };
 
 		want = spec_form(json_object_get_string(v), w, sizeof(w));
 		for (size_t i = 0; i < PC_ARRAY_SIZE(seen); i++)

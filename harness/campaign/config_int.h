@@ -20,6 +20,8 @@
 
 #include "harness/campaign/config.h"
 
+#include "common/json.h"
+
 #define CFG_MAX_FILE		(16u << 20)
 #define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
 #define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
@@ -41,7 +43,6 @@ struct cfg_ctx {
 __attribute__((format(printf, 3, 4)))
 int cfg_fail(struct cfg_ctx *x, const char *path, const char *fmt, ...);
 const char *cfg_jtype(json_object *v);
-json_object *cfg_jget(json_object *o, const char *key);
 unsigned cfg_edit_distance(const char *a, const char *b);
 const char *cfg_closest(const char *word, const char *const *cands);
 int cfg_unknown_key(struct cfg_ctx *x, const char *path, const char *key,

@@ -43,15 +43,6 @@ const char *cfg_jtype(json_object *v)
 	return json_type_to_name(json_object_get_type(v));
 }
 
-json_object *cfg_jget(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	if (!o || !json_object_is_type(o, json_type_object))
-		return NULL;
-	return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 /* Levenshtein distance, for "did you mean"; keys are short. */
 unsigned cfg_edit_distance(const char *a, const char *b)
 {
@@ -134,16 +125,16 @@ int cfg_from_defaults(struct cfg_ctx *x, const char *key, const char *sub)
 
 	if (!key)
 		return 0;
-	m = cfg_jget(x->merged, key);
-	d = cfg_jget(x->defaults, key);
+	m = pc_jget(x->merged, key);
+	d = pc_jget(x->defaults, key);
 	if (!m || !d)
 		return 0;
 	if (m == d)
 		return 1;
 	if (!sub)
 		return 0;
-	m = cfg_jget(m, sub);
-	d = cfg_jget(d, sub);
+	m = pc_jget(m, sub);
+	d = pc_jget(d, sub);
 	return m && m == d;
 }
 
@@ -229,7 +220,7 @@ int cfg_name(struct cfg_ctx *x, json_object *v, const char *path, char *out, siz
 /* A board value: from the merged board or the built-in default. */
 json_object *cfg_bval(struct cfg_ctx *x, const char *key)
 {
-	return cfg_jget(x->merged, key);
+	return pc_jget(x->merged, key);
 }
 
 void cfg_put(json_object *o, const char *key, json_object *v)

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/util.h"
 
 #define RD_DEPTH	8	/* the deepest key path a configuration has */
@@ -176,11 +177,7 @@ static int rd_keys(struct rdiff *d, json_object *a, json_object *b, const char *
 
 static const char *rd_str(json_object *o, const char *k1, const char *k2)
 {
-	json_object *v;
-
-	if (!json_object_object_get_ex(o, k1, &v) || (k2 && !json_object_object_get_ex(v, k2, &v)))
-		return "";
-	return json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+	return k2 ? pc_jstr(pc_jget(o, k1), k2, "") : pc_jstr(o, k1, "");
 }
 
 /* The boards, one by one: the same number, in the same order, with the same names. */

@@ -21,6 +21,7 @@
 #include "harness/cli/cli.h"
 #include "harness/crash/crash.h"
 #include "harness/results/results.h"
+#include "harness/results/verdict.h"
 
 static const char crash_usage[] =
 	"usage: powercut crash-states RESULTS_DIR [--board NAME] [--cycle N | --all]\n"
@@ -296,7 +297,7 @@ static int kept_find(struct cs *s, const struct args *a, json_object **camp)
 	json_object *boards, *cfg;
 	int rc = 0, torn = 0;
 
-	snprintf(path, sizeof(path), "%s/campaign.json", a->results);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, a->results);
 	if (read_json_file(path, camp))
 		return pc_err("%s: cannot read it as JSON: is %s a results folder?", path, a->results), -1;
 	if (!json_object_object_get_ex(*camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &boards) ||
@@ -321,10 +322,10 @@ static int kept_find(struct cs *s, const struct args *a, json_object **camp)
 			      "see docs/crash-states.md)", a->results, a->board ? " of board " : "",
 			      a->board ? a->board : "", a->want_all ? "" : " for that cycle"), -1;
 	qsort(s->k, s->n, sizeof(*s->k), kept_cmp);
-	snprintf(path, sizeof(path), "%s/events.jsonl", a->results);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, a->results);
 	if (results_each_line(path, on_event, s, &torn, err, sizeof(err)))
 		return pc_err("%s", err), -1;
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", a->results);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, a->results);
 	if (results_each_line(path, on_verdict, s, &torn, err, sizeof(err)))
 		return pc_err("%s", err), -1;
 	return 0;

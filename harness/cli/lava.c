@@ -31,6 +31,8 @@
 
 #include <json-c/json.h>
 
+#include "common/json.h"
+#include "common/spawn.h"
 #include "common/util.h"
 #include "harness/results/verdict.h"
 
@@ -59,40 +61,40 @@ int lava_split(const char *cmd, char *buf, size_t len, char **argv, int max)
 	const char *p = cmd;
 
 	if (strlen(cmd) >= len || strlen(cmd) > LAVA_CMD_MAX)
-		return -1;
+		return -EINVAL;
 	for (;;) {
 		while (*p == ' ' || *p == '\t')
 			p++;
 		if (!*p)
 			break;
 		if (n + 1 >= max)
-			return -1;
+			return -EINVAL;
 		argv[n++] = buf + o;
 		while (*p && *p != ' ' && *p != '\t') {
 			if (strchr("$`|;&<>()*?[]{}~#\n\r", *p))
-				return -1;		/* not a simple command */
+				return -EINVAL;		/* not a simple command */
 			if (*p == '\'') {
 				const char *e = strchr(p + 1, '\'');
 
 				if (!e)
-					return -1;
+					return -EINVAL;
 				memcpy(buf + o, p + 1, (size_t)(e - p - 1));
 				o += (size_t)(e - p - 1);
 				p = e + 1;
 			} else if (*p == '"') {
 				for (p++; *p && *p != '"'; p++) {
 					if (*p == '$' || *p == '`')
-						return -1;
+						return -EINVAL;
 					if (*p == '\\' && p[1] && strchr("\"\\", p[1]))
 						p++;
 					buf[o++] = *p;
 				}
 				if (*p != '"')
-					return -1;
+					return -EINVAL;
 				p++;
 			} else if (*p == '\\') {
 				if (!p[1])
-					return -1;
+					return -EINVAL;
 				buf[o++] = p[1];
 				p += 2;
 			} else {
@@ -108,12 +110,12 @@ int lava_split(const char *cmd, char *buf, size_t len, char **argv, int max)
 static int copy_field(char *dst, size_t len, const char *src, size_t n)
 {
 	if (!n || n >= len)
-		return -1;
+		return -EINVAL;
 	memcpy(dst, src, n);
 	dst[n] = 0;
 	for (size_t i = 0; i < n; i++)
 		if ((unsigned char)dst[i] < 0x21 || dst[i] == 0x7f || dst[i] == '"' || dst[i] == '\\')
-			return -1;
+			return -EINVAL;
 	return 0;
 }
 
@@ -130,15 +132,15 @@ static int parse_pdu_url(const char *u, struct lava_pdu *out)
 	const char *path, *q;
 
 	if (strncmp(u, "http://", 7))
-		return -1;
+		return -EINVAL;
 	path = strchr(u + 7, '/');
 	if (!path || strncmp(path, "/power/control/", 15))
-		return -1;
+		return -EINVAL;
 	if (copy_field(out->url, sizeof(out->url), u, (size_t)(path - u)))
-		return -1;
+		return -EINVAL;
 	q = strchr(path + 15, '?');
 	if (!q || copy_field(out->command, sizeof(out->command), path + 15, (size_t)(q - path - 15)))
-		return -1;
+		return -EINVAL;
 	out->hostname[0] = out->port[0] = 0;
 	for (const char *k = q + 1; *k;) {
 		const char *amp = strchr(k, '&'), *end = amp ? amp : k + strlen(k);
@@ -146,14 +148,14 @@ static int parse_pdu_url(const char *u, struct lava_pdu *out)
 
 		if (eq && eq - k == 8 && !strncmp(k, "hostname", 8)) {
 			if (copy_field(out->hostname, sizeof(out->hostname), eq + 1, (size_t)(end - eq - 1)))
-				return -1;
+				return -EINVAL;
 		} else if (eq && eq - k == 4 && !strncmp(k, "port", 4)) {
 			if (copy_field(out->port, sizeof(out->port), eq + 1, (size_t)(end - eq - 1)))
-				return -1;
+				return -EINVAL;
 		}
 		k = amp ? amp + 1 : end;
 	}
-	return out->hostname[0] && out->port[0] ? 0 : -1;
+	return out->hostname[0] && out->port[0] ? 0 : -EINVAL;
 }
 
 int lava_parse_pdu(const char *cmd, struct lava_pdu *out)
@@ -163,7 +165,7 @@ int lava_parse_pdu(const char *cmd, struct lava_pdu *out)
 
 	memset(out, 0, sizeof(*out));
 	if (n < 2)
-		return -1;
+		return -EINVAL;
 	if (!strcmp(base(argv[0]), "pduclient")) {
 		const char *daemon = NULL, *host = NULL, *port = NULL, *command = NULL;
 
@@ -178,14 +180,14 @@ int lava_parse_pdu(const char *cmd, struct lava_pdu *out)
 					i++;	/* pdudaemon delays the request; powercut times its own cuts */
 					continue;
 				}
-				return -1;
+				return -EINVAL;
 			}
 			if (i + 1 >= n)
-				return -1;
+				return -EINVAL;
 			*slot = argv[++i];
 		}
 		if (!daemon || !host || !port || !command)
-			return -1;
+			return -EINVAL;
 		/* pduclient speaks to the daemon's TCP listener, port 16421 */
 		int w = strchr(daemon, ':') ? snprintf(out->url, sizeof(out->url), "tcp://%s", daemon)
 					   : snprintf(out->url, sizeof(out->url), "tcp://%s:16421", daemon);
@@ -193,7 +195,7 @@ int lava_parse_pdu(const char *cmd, struct lava_pdu *out)
 		    copy_field(out->hostname, sizeof(out->hostname), host, strlen(host)) ||
 		    copy_field(out->port, sizeof(out->port), port, strlen(port)) ||
 		    copy_field(out->command, sizeof(out->command), command, strlen(command)))
-			return -1;
+			return -EINVAL;
 		return 0;
 	}
 	if (!strcmp(base(argv[0]), "curl") || !strcmp(base(argv[0]), "wget")) {
@@ -202,15 +204,15 @@ int lava_parse_pdu(const char *cmd, struct lava_pdu *out)
 		for (int i = 1; i < n; i++) {
 			if (!strncmp(argv[i], "http://", 7)) {
 				if (url)
-					return -1;
+					return -EINVAL;
 				url = argv[i];
 			} else if (argv[i][0] != '-') {
-				return -1;	/* an option's argument, or a second operand: not ours to read */
+				return -EINVAL;	/* an option's argument, or a second operand: not ours to read */
 			}
 		}
-		return url ? parse_pdu_url(url, out) : -1;
+		return url ? parse_pdu_url(url, out) : -EINVAL;
 	}
-	return -1;
+	return -EINVAL;
 }
 
 int lava_parse_console(const char *cmd, char *url, size_t len, char *err, size_t errlen)
@@ -222,7 +224,7 @@ int lava_parse_console(const char *cmd, char *url, size_t len, char *err, size_t
 
 	if (n < 0) {
 		snprintf(err, errlen, "'%.200s' is not a simple command", cmd);
-		return -1;
+		return -EINVAL;
 	}
 	if (n == 3 && !strcmp(base(argv[0]), "telnet"))
 		scheme = "telnet";
@@ -231,24 +233,24 @@ int lava_parse_console(const char *cmd, char *url, size_t len, char *err, size_t
 	else {
 		snprintf(err, errlen, "'%.200s': powercut reads a console from `telnet HOST PORT` or `nc HOST PORT` "
 			 "(ser2net), not this one", cmd);
-		return -1;
+		return -EINVAL;
 	}
 	errno = 0;
 	long port = strtol(argv[2], &end, 10);
 	if (errno || *end || port < 1 || port > 65535) {
 		snprintf(err, errlen, "'%.200s': the port is not a number from 1 to 65535", cmd);
-		return -1;
+		return -EINVAL;
 	}
 	for (const char *h = argv[1]; *h; h++)
 		if ((unsigned char)*h < 0x21 || strchr("/\"\\@", *h)) {
 			snprintf(err, errlen, "'%.200s': the host is not a name or an address", cmd);
-			return -1;
+			return -EINVAL;
 		}
 	int w = strchr(argv[1], ':') ? snprintf(url, len, "%s://[%s]:%ld", scheme, argv[1], port)
 				     : snprintf(url, len, "%s://%s:%ld", scheme, argv[1], port);
 	if (w < 0 || (size_t)w >= len) {
 		snprintf(err, errlen, "'%.200s': the host name is too long", cmd);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -270,22 +272,25 @@ struct teller {
 	int raised;
 };
 
+/* argv run (looked up in PATH) to its end: its exit code (127: it could not run), or the -errno of its start or reap. */
 static int run_argv(char *const argv[])
 {
-	pid_t pid = fork();
-	int st;
+	struct pc_spawn s;
+	struct pc_child c;
+	int st, rc;
 
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		execvp(argv[0], argv);
-		fprintf(stderr, "powercut lava: cannot run %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_PATH | PC_SPAWN_EXEC_ERR;
+	if ((rc = pc_spawn(&c, &s, argv)) < 0)
+		return rc;
+	rc = pc_spawn_exec_result(&c);
+	if (rc < 0) {
+		fprintf(stderr, "powercut lava: cannot run %s: %s\n", argv[0], strerror(-rc));
+		return 127;
 	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+	if ((rc = pc_reap(c.pid, &st, PC_REAP_FOREVER)) < 0)
+		return rc;
+	return pc_exit_code(st);
 }
 
 static void say_argv(char *const argv[])
@@ -322,7 +327,7 @@ static int tell(struct teller *t, char *const argv[])
 	int rc = run_argv(argv);
 	if (rc) {
 		pc_err("lava: %s exited with status %d", argv[0], rc);
-		return -1;
+		return -EIO;
 	}
 	return 0;
 }
@@ -457,16 +462,16 @@ static int lava_power(json_object *b, const char *name, char *err, size_t errlen
 	if (!off || !*off) {
 		snprintf(err, errlen, "board %s: LAVA_POWER_OFF_COMMAND is not set (the device dictionary has no "
 			 "power_off command): powercut cannot cut the power", name);
-		return -1;
+		return -EINVAL;
 	}
 	if (!on || !*on) {
 		snprintf(err, errlen, "board %s: LAVA_POWER_ON_COMMAND is not set (the device dictionary has no "
 			 "power_on command)", name);
-		return -1;
+		return -EINVAL;
 	}
 	if (strlen(on) > LAVA_CMD_MAX || strlen(off) > LAVA_CMD_MAX) {
 		snprintf(err, errlen, "board %s: a power command is longer than %d bytes", name, LAVA_CMD_MAX);
-		return -1;
+		return -EINVAL;
 	}
 	json_object_object_add(b, "relay", relay_from_env(on, off));
 	return 0;
@@ -482,7 +487,7 @@ static int lava_link(json_object *b, const char *path, const char *name, char *e
 
 	if (json_object_object_get_ex(b, "link", &link) && !json_object_is_type(link, json_type_object)) {
 		snprintf(err, errlen, "%s: board %s: \"link\" is not an object (see docs/config.md)", path, name);
-		return -1;
+		return -EINVAL;
 	}
 	if (!link) {
 		link = json_object_new_object();
@@ -493,13 +498,13 @@ static int lava_link(json_object *b, const char *path, const char *name, char *e
 	if (conn && *conn) {
 		if (lava_parse_console(conn, url, sizeof(url), why, sizeof(why))) {
 			snprintf(err, errlen, "board %s: LAVA_CONNECTION_COMMAND %s", name, why);
-			return -1;
+			return -EINVAL;
 		}
 		json_object_object_add(link, serial ? "device" : "console", json_object_new_string(url));
 	} else if (serial) {
 		snprintf(err, errlen, "board %s: its link is the serial console but LAVA_CONNECTION_COMMAND is not set "
 			 "(the device dictionary has no connection command tagged primary)", name);
-		return -1;
+		return -EINVAL;
 	}
 	return 0;
 }
@@ -537,34 +542,15 @@ static int self_run(char *const args[])
 	for (; args[n - 1] && n < 15; n++)
 		argv[n] = args[n - 1];
 	argv[n] = NULL;
-	pid_t pid = fork();
-	int st;
 
-	if (pid < 0)
-		return -1;
-	if (pid == 0) {
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
+	struct pc_spawn s;
+	struct pc_child c;
+	int st, rc;
 
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_string)
-	       ? json_object_get_string(v) : NULL;
-}
-
-static int64_t jint(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : 0;
+	pc_spawn_init(&s);
+	if ((rc = pc_spawn(&c, &s, argv)) < 0 || (rc = pc_reap(c.pid, &st, PC_REAP_FOREVER)) < 0)
+		return rc;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;	/* killed: an error of the run */
 }
 
 /* The device's first "not judged" reason, for lava-test-raise. */
@@ -576,9 +562,9 @@ static const char *first_unjudged(json_object *dev)
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(u); i++) {
 		g = json_object_array_get_idx(u, i);
-		const char *v = jstr(g, "verdict");
+		const char *v = pc_jstr(g, "verdict", NULL);
 		if (v && pc_outcome_from_name(v) == PC_OUT_INFRA_ERROR)
-			return jstr(g, "reason");
+			return pc_jstr(g, "reason", NULL);
 	}
 	return NULL;
 }
@@ -591,7 +577,7 @@ static const char *incomplete_why(json_object *dev)
 	if (!json_object_object_get_ex(dev, "incomplete", &a) || !json_object_is_type(a, json_type_array) ||
 	    !json_object_array_length(a))
 		return NULL;
-	return jstr(json_object_array_get_idx(a, 0), "why");
+	return pc_jstr(json_object_array_get_idx(a, 0), "why", NULL);
 }
 
 /* The device's inconclusive[] entry for MODE (report_json.c: a mode whose
@@ -604,7 +590,7 @@ static json_object *inconclusive_mode(json_object *dev, const char *mode)
 		return NULL;
 	for (size_t i = 0; i < json_object_array_length(a) && i < 64; i++) {
 		json_object *e = json_object_array_get_idx(a, i);
-		const char *m = jstr(e, "mode");
+		const char *m = pc_jstr(e, "mode", NULL);
 
 		if (m && !strcmp(m, mode))
 			return e;
@@ -612,7 +598,7 @@ static json_object *inconclusive_mode(json_object *dev, const char *mode)
 	return NULL;
 }
 
-/* The report's devices as LAVA results. 0, or -1 when one was raised. */
+/* The report's devices as LAVA results. 0, or -EIO when one was raised. */
 static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 {
 	json_object *devs, *modes, *dev;
@@ -621,24 +607,25 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 
 	if (!json_object_object_get_ex(rep, "devices", &devs) || !json_object_is_type(devs, json_type_array) ||
 	    !json_object_array_length(devs))
-		return test_raise(t, "powercut: board %s: the report names no device (no cycle was judged)", board), -1;
+		return test_raise(t, "powercut: board %s: the report names no device (no cycle was judged)", board), -EIO;
 	for (size_t i = 0; i < json_object_array_length(devs); i++) {
 		dev = json_object_array_get_idx(devs, i);
-		const char *result = jstr(dev, "result");
+		const char *result = pc_jstr(dev, "result", NULL);
 
 		if (!result)
 			continue;
 		if (json_object_object_get_ex(dev, "modes", &modes) && json_object_is_type(modes, json_type_array)) {
 			for (size_t m = 0; m < json_object_array_length(modes); m++) {
 				json_object *md = json_object_array_get_idx(modes, m), *vd, *rate, *rps;
-				const char *mode = jstr(md, "mode");
+				const char *mode = pc_jstr(md, "mode", NULL);
 				int64_t pass = 0, fail = 0;
 
 				if (!mode)
 					continue;
 				if (json_object_object_get_ex(md, "verdicts", &vd)) {
-					pass = jint(vd, pc_outcome_names[PC_OUT_PASS]);
-					fail = jint(vd, pc_outcome_names[PC_OUT_FAIL]) + jint(vd, pc_outcome_names[PC_OUT_BOOT_FAIL]);
+					pass = pc_jint_or(vd, pc_outcome_names[PC_OUT_PASS], 0);
+					fail = pc_jint_or(vd, pc_outcome_names[PC_OUT_FAIL], 0) +
+					       pc_jint_or(vd, pc_outcome_names[PC_OUT_BOOT_FAIL], 0);
 				}
 				double r = json_object_object_get_ex(md, "rate", &rate) &&
 					   json_object_object_get_ex(rate, "records_per_s", &rps)
@@ -649,24 +636,24 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 				const char *res_m = fail ? "fail" : inconclusive_mode(dev, mode) ? "unknown" : pass ? "pass" : "skip";
 				if (test_case(t, name, res_m, r > 0 ? r : -1,
 					      r > 0 ? "records/s" : NULL))
-					rc = -1;
+					rc = -EIO;
 			}
 		}
 		snprintf(name, sizeof(name), "powercut-%s", board);
 		int res = pc_result_from_name(result);
 		if (res == PC_RES_PASS || res == PC_RES_FAIL || res == PC_RES_BOOT_FAIL) {
 			if (test_case(t, name, res == PC_RES_PASS ? "pass" : "fail", -1, NULL))
-				rc = -1;
+				rc = -EIO;
 			continue;
 		}
 		if (res == PC_RES_INCONCLUSIVE) {
 			json_object *a = NULL;
 			const char *w = json_object_object_get_ex(dev, "inconclusive", &a) &&
 						json_object_is_type(a, json_type_array) && json_object_array_length(a)
-					? jstr(json_object_array_get_idx(a, 0), "why") : NULL;
+					? pc_jstr(json_object_array_get_idx(a, 0), "why", NULL) : NULL;
 
 			if (test_case(t, name, "unknown", -1, NULL))
-				rc = -1;
+				rc = -EIO;
 			printf("powercut lava: board %s is INCONCLUSIVE, neither PASS nor FAIL: %s\n", board,
 			       w ? w : "too few cuts landed during the writes");
 			continue;
@@ -678,17 +665,17 @@ static int report_to_lava(struct teller *t, json_object *rep, const char *board)
 			    !strcmp(why, pc_incomplete_names[PC_INC_NOTHING_JUDGED]))) {
 			test_raise(t, "powercut: board %s: not judged (%s): %s", board, why,
 				   reason ? reason : "see the results folder");
-			return -1;
+			return -EIO;
 		}
 		if (test_case(t, name, "skip", -1, NULL))
-			rc = -1;
+			rc = -EIO;
 		printf("powercut lava: board %s is INCOMPLETE (%s): the next job with the same results folder resumes it\n",
 		       board, why ? why : "cycles left");
 	}
 	return rc;
 }
 
-/* The campaign as run (campaign_for_lava) written to cfg: 0, or -1 raised to LAVA. */
+/* The campaign as run (campaign_for_lava) written to cfg: 0, or -errno raised to LAVA. */
 static int lava_write_campaign(struct teller *t, const char *campaign, const char *board, const char *cfg,
 			       char *name, size_t namelen)
 {
@@ -697,12 +684,14 @@ static int lava_write_campaign(struct teller *t, const char *campaign, const cha
 
 	if (!doc) {
 		test_raise(t, "powercut: %s", err);
-		return -1;
+		return -EINVAL;
 	}
 	if (json_object_to_file_ext(cfg, doc, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE)) {
+		int e = errno;
+
 		json_object_put(doc);
-		test_raise(t, "powercut: board %s: cannot write %s: %s", name, cfg, strerror(errno));
-		return -1;
+		test_raise(t, "powercut: board %s: cannot write %s: %s", name, cfg, strerror(e));
+		return e ? -e : -EIO;
 	}
 	json_object_put(doc);
 	printf("powercut lava: board %s: the campaign as run is %s\n", name, cfg);
@@ -728,7 +717,7 @@ static int lava_run(const char *cfg, const char *results, const char *cycles, co
 	return self_run(run);
 }
 
-/* powercut report as JSON into rep, then given to LAVA as test cases: 0, or -1 raised. */
+/* powercut report as JSON into rep, then given to LAVA as test cases: 0, or -EIO raised. */
 static int lava_give_report(struct teller *t, char *rep, const char *results, const char *name)
 {
 	char err[1024];
@@ -738,11 +727,11 @@ static int lava_give_report(struct teller *t, char *rep, const char *results, co
 
 	if (!r) {
 		test_raise(t, "powercut: board %s: powercut report exited %d: no report to give LAVA", name, rrc);
-		return -1;
+		return -EIO;
 	}
 	lrc = report_to_lava(t, r, name);
 	json_object_put(r);
-	return t->raised || lrc ? -1 : 0;
+	return t->raised || lrc ? -EIO : 0;
 }
 
 int cmd_lava(int argc, char **argv)

@@ -30,8 +30,8 @@ struct lava_pdu {
 /*
  * Split a command as /bin/sh would for plain words, single and double quotes
  * and backslashes (no expansions: a `$`, a backquote, a pipe, `;`, `&&`,
- * redirections make it "not simple": -1). Fills argv with pointers into buf
- * (a copy of cmd), NULL-terminated. Returns the word count, or -1.
+ * redirections make it "not simple": -EINVAL). Fills argv with pointers into buf
+ * (a copy of cmd), NULL-terminated. Returns the word count, or -EINVAL.
  */
 int lava_split(const char *cmd, char *buf, size_t len, char **argv, int max);
 
@@ -39,13 +39,13 @@ int lava_split(const char *cmd, char *buf, size_t len, char **argv, int max);
  * A PDUDaemon request, in either form LAVA device dictionaries use:
  *   pduclient --daemon HOST [--port-daemon? no] --hostname PDU --port N --command on
  *   curl [opts] 'http://HOST:PORT/power/control/on?hostname=PDU&port=N'
- * (wget too). 0 and *out filled, or -1: not one (then it is run as a command).
+ * (wget too). 0 and *out filled, or -EINVAL: not one (then it is run as a command).
  */
 int lava_parse_pdu(const char *cmd, struct lava_pdu *out);
 
 /*
  * The console: `telnet HOST PORT` -> telnet://HOST:PORT, `nc HOST PORT` or
- * `netcat HOST PORT` -> tcp://HOST:PORT. 0, or -1 with why in err.
+ * `netcat HOST PORT` -> tcp://HOST:PORT. 0, or -EINVAL with why in err.
  */
 int lava_parse_console(const char *cmd, char *url, size_t len, char *err, size_t errlen);
 

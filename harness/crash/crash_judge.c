@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "agent/region.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
@@ -61,13 +62,9 @@ const char *crash_msg_type(json_object *ev)
 
 int64_t crash_ev_int(json_object *o, const char *k1, const char *k2, int64_t dflt)
 {
-	json_object *v;
+	json_object *v = k2 ? pc_jget(pc_jget(o, k1), k2) : pc_jget(o, k1);
 
-	if (!json_object_object_get_ex(o, k1, &v))
-		return dflt;
-	if (k2 && !json_object_object_get_ex(v, k2, &v))
-		return dflt;
-	return json_object_get_int64(v);
+	return v ? json_object_get_int64(v) : dflt;
 }
 
 unsigned crash_ev_cycle(json_object *ev)
@@ -209,8 +206,9 @@ static int state_write(struct ctx *c, char *err, size_t errlen)
 	return 0;
 }
 
-enum { X_INTACT, X_NOT_WRITTEN, X_LOST_ACKED, X_TORN, X_TORN_SECTOR, X_N };
-static const char *const x_names[X_N] = { "intact", "not_written", "lost_acked", "torn", "torn_sector" };
+/* The classes a state's records can fall in: the verdict vocabulary's first
+ * five (harness/results/verdict.h), by their own names. */
+#define X_N (PC_CLS_TORN_SECTOR + 1)
 
 struct expect {
 	unsigned counts[X_N];
@@ -227,13 +225,14 @@ static void state_truth(struct ctx *c, struct expect *x, uint8_t *viol)
 
 		for (uint32_t k = 0; k < c->spr; k++)
 			nnew += c->recnew[i * c->spr + k];
-		cls = nnew == c->spr ? X_INTACT : nnew == 0 ? (c->racked[i] ? X_LOST_ACKED : X_NOT_WRITTEN) : X_TORN;
+		cls = nnew == c->spr ? PC_CLS_INTACT
+		      : nnew == 0 ? (c->racked[i] ? PC_CLS_LOST_ACKED : PC_CLS_NOT_WRITTEN) : PC_CLS_TORN;
 		if (c->rtsec[i])
-			cls = X_TORN_SECTOR;	/* a sector part new, part old: the worst sector decides */
+			cls = PC_CLS_TORN_SECTOR;	/* a sector part new, part old: the worst sector decides */
 		x->counts[cls]++;
-		viol[i] = (c->racked[i] && cls != X_INTACT) || (cls == X_TORN && c->torn_violation) ||
-			  (cls == X_TORN_SECTOR && c->torn_sector_violation);
-		x->lost += c->racked[i] && cls != X_INTACT;
+		viol[i] = (c->racked[i] && cls != PC_CLS_INTACT) || (cls == PC_CLS_TORN && c->torn_violation) ||
+			  (cls == PC_CLS_TORN_SECTOR && c->torn_sector_violation);
+		x->lost += c->racked[i] && cls != PC_CLS_INTACT;
 		x->fail |= viol[i];
 	}
 }
@@ -462,7 +461,7 @@ static int state_compare(struct ctx *c, enum crash_mode mode, const char *label,
 		int64_t w = 0;
 
 		for (unsigned i = 0; i < X_N; i++)
-			if (!strcmp(k, x_names[i]))
+			if (!strcmp(k, pc_class_names[i]))
 				w = x->counts[i];
 		if (json_object_get_int64(cv) != w) {
 			ok = 0;

@@ -402,7 +402,7 @@ static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cy
 		x->lba = lba;
 		x->seq = seq;
 		x->mode = md;
-		pc_strlcpy(x->msg, eng_jstr(m->obj, "msg", ""), sizeof(x->msg));
+		pc_strlcpy(x->msg, pc_jstr(m->obj, "msg", ""), sizeof(x->msg));
 	}
 	if (w->nwerr < UINT32_MAX)
 		w->nwerr++;
@@ -767,7 +767,7 @@ static int on_boot_fail(struct engine *e, struct board *b, json_object *ev, unsi
 	    pc_json_u64(ev, PC_DEAD_DEVICE, ENGINE_MAX_CYCLE, &dead, err, errlen))
 		return -EINVAL;
 	e->dead_device = (uint32_t)dead;
-	rc = eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"));
+	rc = eng_verdict_simple(e, b, cycle, PC_OUT_BOOT_FAIL, pc_jstr(ev, "reason", "no agent"));
 	e->dead_device = 0;
 	return rc;
 }
@@ -781,14 +781,14 @@ static int on_final_failed(struct engine *e, struct board *b, json_object *ev, i
 	if (!b->w)
 		return 0;
 	if (kind == PC_EV_FINAL_INFRA)
-		return eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, eng_jstr(ev, "reason", "final verification failed"),
+		return eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, pc_jstr(ev, "reason", "final verification failed"),
 					NULL);
-	return eng_verdict_unjudged(e, b, PC_OUT_BOOT_FAIL, eng_jstr(ev, "reason", "no agent"), NULL);
+	return eng_verdict_unjudged(e, b, PC_OUT_BOOT_FAIL, pc_jstr(ev, "reason", "no agent"), NULL);
 }
 
 static int on_infra(struct engine *e, struct board *b, json_object *ev, unsigned cycle)
 {
-	const char *why = eng_jstr(ev, "reason", "infrastructure error");
+	const char *why = pc_jstr(ev, "reason", "infrastructure error");
 
 	if (b->refused && b->refused_cycle == cycle)
 		b->refused = 0;	/* the campaign's verdict for the refused boot */

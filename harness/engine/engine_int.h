@@ -22,6 +22,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "harness/engine/engine.h"
@@ -242,7 +243,6 @@ int eng_judge_scan(struct engine *e, struct board *b);
 
 /* engine_verdict.c */
 void eng_note(struct engine *e, struct board *b, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-const char *eng_jstr(json_object *o, const char *key, const char *def);
 void eng_wall_time(const struct engine *e, char *buf, size_t len);
 int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			  const char *reason);

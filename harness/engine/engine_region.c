@@ -26,14 +26,14 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 {
 	static const char *const idkeys[] = { "cid", "serial", "size", "manfid", "name" };
 	json_object *sb, *old_sb = NULL, *dev, *old_dev = NULL, *v, *ov;
-	const char *region_err = eng_jstr(hello, "region_error", NULL);
+	const char *region_err = pc_jstr(hello, "region_error", NULL);
 
 	if (!b->hello)
 		return;
 	json_object_object_get_ex(b->hello, "superblock", &old_sb);
 	if (json_object_object_get_ex(hello, "superblock", &sb) && old_sb) {
 		for (int c = 0; c < 2; c++) {
-			const char *k = c ? "b" : "a", *now = eng_jstr(sb, k, "ok"), *was = eng_jstr(old_sb, k, "ok");
+			const char *k = c ? "b" : "a", *now = pc_jstr(sb, k, "ok"), *was = pc_jstr(old_sb, k, "ok");
 			if (!strcmp(was, "ok") && strcmp(now, "ok")) {
 				json_object *f = json_object_new_object();
 				json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
@@ -45,7 +45,7 @@ static void check_device(struct engine *e, struct board *b, json_object *hello)
 			}
 		}
 	}
-	if (region_err && !eng_jstr(b->hello, "region_error", NULL))
+	if (region_err && !pc_jstr(b->hello, "region_error", NULL))
 		eng_note(e, b, "the agent refuses the region (%s): no scan, no writes", region_err);
 	if (json_object_object_get_ex(hello, "device", &dev) && json_object_object_get_ex(b->hello, "device", &old_dev)) {
 		for (size_t i = 0; i < PC_ARRAY_SIZE(idkeys); i++) {
@@ -272,7 +272,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 		/* both superblocks gone: keep the geometry we know, if we know one */
 		if (!b->have_geom)
 			return refuse(b, cycle, err, errlen, "the board's region has no superblock and no geometry "
-				      "is known: %.200s", eng_jstr(m->obj, "region_error", "?"));
+				      "is known: %.200s", pc_jstr(m->obj, "region_error", "?"));
 		check_device(e, b, m->obj);
 		check_region(e, b, m->obj, NULL);
 		if (b->w && b->carry) {
@@ -280,7 +280,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 			 * writes are never checked, and the finding is why */
 			char reason[400];
 			snprintf(reason, sizeof(reason), "the agent has no usable region (%.300s)",
-				 eng_jstr(m->obj, "region_error", "?"));
+				 pc_jstr(m->obj, "region_error", "?"));
 			eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, reason, NULL);
 			eng_wcycle_free(b->w);
 			b->w = NULL;

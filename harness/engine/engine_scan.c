@@ -274,7 +274,7 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 	}
 	eng_scan_reset(b);
 	b->scanning = 1;
-	b->scan_pattern = pc_pattern_from_name(eng_jstr(m->obj, "pattern", "sequential"));
+	b->scan_pattern = pc_pattern_from_name(pc_jstr(m->obj, "pattern", "sequential"));
 	/* damaged slots the expected state keeps outside this scan count
 	 * against the same ceiling as the ones it reports */
 	b->sect_base = 0;

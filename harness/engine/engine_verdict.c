@@ -68,15 +68,6 @@ static int mark_judged(struct board *b, unsigned cycle)
 	return 0;
 }
 
-const char *eng_jstr(json_object *o, const char *key, const char *def)
-{
-	json_object *v;
-
-	if (o && json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string))
-		return json_object_get_string(v);
-	return def;
-}
-
 static json_object *jcopy(json_object *o, const char *key)
 {
 	json_object *v, *out = NULL;
@@ -105,12 +96,12 @@ static json_object *device_json(struct board *b)
 	}
 	if (!dev)
 		dev = json_object_new_object();
-	cid = eng_jstr(dev, "cid", NULL);
-	serial = eng_jstr(dev, "serial", NULL);
+	cid = pc_jstr(dev, "cid", NULL);
+	serial = pc_jstr(dev, "serial", NULL);
 	if (cid)
-		snprintf(id, sizeof(id), "%s:%s:%s", eng_jstr(dev, "type", "mmc"), eng_jstr(dev, "name", "?"), cid);
+		snprintf(id, sizeof(id), "%s:%s:%s", pc_jstr(dev, "type", "mmc"), pc_jstr(dev, "name", "?"), cid);
 	else if (serial)
-		snprintf(id, sizeof(id), "%s:%s:%s", eng_jstr(dev, "type", "disk"), eng_jstr(dev, "model", "?"), serial);
+		snprintf(id, sizeof(id), "%s:%s:%s", pc_jstr(dev, "type", "disk"), pc_jstr(dev, "model", "?"), serial);
 	else {
 		char u[37] = "unknown";
 		if (b->have_geom)
@@ -148,8 +139,8 @@ static json_object *verdict_base(struct engine *e, struct board *b, unsigned cyc
 	if (q)
 		json_object_object_add(v, "queue", q);
 	if (b->hello) {
-		json_object_object_add(v, "kernel", json_object_new_string(eng_jstr(b->hello, "kernel", "?")));
-		json_object_object_add(v, "agent", json_object_new_string(eng_jstr(b->hello, "agent", "?")));
+		json_object_object_add(v, "kernel", json_object_new_string(pc_jstr(b->hello, "kernel", "?")));
+		json_object_object_add(v, "agent", json_object_new_string(pc_jstr(b->hello, "agent", "?")));
 	}
 	return v;
 }
@@ -477,7 +468,7 @@ void eng_audit_require(const struct engine *e, const struct board *b, struct wcy
 		snprintf(w->infra, sizeof(w->infra), "audit \"require\": the agent reported no io audit%s%.300s",
 			 b->hello && json_object_object_get_ex(b->hello, "audit", &a) ? ": " : "",
 			 b->hello && json_object_object_get_ex(b->hello, "audit", &a) ?
-			 eng_jstr(a, "unavailable", "") : "");
+			 pc_jstr(a, "unavailable", "") : "");
 		return;
 	}
 	if (json_object_object_get_ex(w->audit, "unavailable", &a)) {

@@ -214,23 +214,23 @@ static void verdict_viol_text(const struct verdict *vd, char *buf, size_t len)
 /* The board's configuration (campaign.json) as test conditions of its device. */
 static void cond_set(struct rep_dev *d, const struct rep_board *bd, const struct verdict *vd)
 {
-	json_object *c = bd->cfg, *dev = rep_jget(c, "device");
+	json_object *c = bd->cfg, *dev = pc_jget(c, "device");
 
-	field_set(&d->cond[COND_EXT_CSD], rep_jget(vd->device, "ext_csd"));
+	field_set(&d->cond[COND_EXT_CSD], pc_jget(vd->device, "ext_csd"));
 	if (!c)
 		return;
-	field_set(&d->cond[COND_RECORD_SIZE], rep_jget(dev, "record_size"));
-	field_set(&d->cond[COND_REGION], rep_jget(dev, "size"));
-	field_set(&d->cond[COND_RECORDS], rep_jget(c, "records_per_cycle"));
-	field_set(&d->cond[COND_MODES], rep_jget(c, "modes"));
-	field_set(&d->cond[COND_PATTERN], rep_jget(c, "pattern"));
-	field_set(&d->cond[COND_FLUSH_EVERY], rep_jget(c, "flush_every"));
-	field_set(&d->cond[COND_QD], rep_jget(c, "queue_depth"));
-	field_set(&d->cond[COND_CUT], rep_jget(c, "cut"));
-	field_set(&d->cond[COND_OFF_MS], rep_jget(c, "off_ms"));
+	field_set(&d->cond[COND_RECORD_SIZE], pc_jget(dev, "record_size"));
+	field_set(&d->cond[COND_REGION], pc_jget(dev, "size"));
+	field_set(&d->cond[COND_RECORDS], pc_jget(c, "records_per_cycle"));
+	field_set(&d->cond[COND_MODES], pc_jget(c, "modes"));
+	field_set(&d->cond[COND_PATTERN], pc_jget(c, "pattern"));
+	field_set(&d->cond[COND_FLUSH_EVERY], pc_jget(c, "flush_every"));
+	field_set(&d->cond[COND_QD], pc_jget(c, "queue_depth"));
+	field_set(&d->cond[COND_CUT], pc_jget(c, "cut"));
+	field_set(&d->cond[COND_OFF_MS], pc_jget(c, "off_ms"));
 	{
 		/* the policy of the modes the board ran, not of every mode */
-		json_object *pol = rep_jget(c, "policy"), *modes = rep_jget(c, "modes"), *mine;
+		json_object *pol = pc_jget(c, "policy"), *modes = pc_jget(c, "modes"), *mine;
 
 		if (!pol || !json_object_is_type(pol, json_type_object) || !modes ||
 		    !json_object_is_type(modes, json_type_array)) {
@@ -242,7 +242,7 @@ static void cond_set(struct rep_dev *d, const struct rep_board *bd, const struct
 			json_object *mn = json_object_array_get_idx(modes, i), *pm;
 
 			if (json_object_is_type(mn, json_type_string) &&
-			    (pm = rep_jget(pol, json_object_get_string(mn))))
+			    (pm = pc_jget(pol, json_object_get_string(mn))))
 				json_object_object_add(mine, json_object_get_string(mn), json_object_get(pm));
 		}
 		field_set(&d->cond[COND_POLICY], mine);
@@ -366,11 +366,11 @@ static void ident_set(struct rep_dev *d, const struct verdict *vd)
 	};
 
 	for (size_t i = 0; i < PC_ARRAY_SIZE(keys); i++)
-		field_set(&d->ident[keys[i].id], rep_jget(keys[i].queue ? vd->queue : vd->device, keys[i].key));
+		field_set(&d->ident[keys[i].id], pc_jget(keys[i].queue ? vd->queue : vd->device, keys[i].key));
 	field_set(&d->ident[ID_KERNEL], vd->kernel);
 	field_set(&d->ident[ID_AGENT], vd->agent);
 	for (int k = 0; k < HW_N; k++)
-		field_set(&d->hw[k], rep_jget(vd->device, rep_hw_keys[k]));
+		field_set(&d->hw[k], pc_jget(vd->device, rep_hw_keys[k]));
 }
 
 /* what a verdict tells of its device: identity, conditions, when, where, with what */

@@ -13,6 +13,8 @@
 
 #include "harness/report/report_model.h"
 
+#include "common/json.h"
+
 /* A verdict line, checked for everything the report uses. */
 struct verdict {
 	int out;
@@ -54,8 +56,6 @@ struct verdict {
 struct report_opts;
 int rep_load(struct rep *r, const char *const *dirs, int ndirs, const struct report_opts *o);
 void rep_release(struct rep *r);
-/* The member key of object o, or NULL (o not an object, or no such member). */
-json_object *rep_jget(json_object *o, const char *key);
 /* Say what is wrong in r->err as "file:line: ..." (line 0: "file: ..."): -EINVAL. */
 int rep_fail(struct rep *r, const char *file, unsigned long line, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

@@ -69,15 +69,6 @@ void rep_strlist_free(struct strlist *l)
 	l->n = 0;
 }
 
-json_object *rep_jget(json_object *o, const char *key)
-{
-	json_object *v = NULL;
-
-	if (!o || !json_object_is_type(o, json_type_object))
-		return NULL;
-	return json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
-
 int rep_fail(struct rep *r, const char *file, unsigned long line, const char *fmt, ...)
 {
 	va_list ap;

@@ -238,18 +238,18 @@ static int camp_load(struct rep *r, const struct rep_dir *dd, char **path, json_
  * a campaign's folder (from a sync, a backup) */
 static int camp_identity(struct rep *r, struct rep_dir *dd, const char *path, json_object *doc)
 {
-	json_object *v, *host = rep_jget(doc, "host");
+	json_object *v, *host = pc_jget(doc, "host");
 	char *name = NULL;
 	uint64_t n;
 	int rc = 0;
 
-	if ((v = rep_jget(doc, "started")) && (rc = rep_opt_count(r, path, 0, v, "started", &n)) == 0)
+	if ((v = pc_jget(doc, "started")) && (rc = rep_opt_count(r, path, 0, v, "started", &n)) == 0)
 		dd->started = n > INT64_MAX ? INT64_MAX : (int64_t)n;
 	if (rc ||
-	    (rc = camp_str(r, path, rep_jget(host, "id"), "host.id", &dd->host)) ||
-	    (!dd->host && (rc = camp_str(r, path, rep_jget(host, "hostname"), "host.hostname", &dd->host))) ||
-	    (rc = camp_str(r, path, rep_jget(host, "powercut"), "host.powercut", &dd->version)) ||
-	    (rc = camp_str(r, path, rep_jget(doc, "campaign"), "campaign", &name)))
+	    (rc = camp_str(r, path, pc_jget(host, "id"), "host.id", &dd->host)) ||
+	    (!dd->host && (rc = camp_str(r, path, pc_jget(host, "hostname"), "host.hostname", &dd->host))) ||
+	    (rc = camp_str(r, path, pc_jget(host, "powercut"), "host.powercut", &dd->version)) ||
+	    (rc = camp_str(r, path, pc_jget(doc, "campaign"), "campaign", &name)))
 		goto out;
 	free(dd->camp_key);
 	if (asprintf(&dd->camp_key, "%s|%s|%lld", dd->host ? dd->host : "", name ? name : "",
@@ -269,12 +269,12 @@ static int camp_limits(struct rep *r, struct rep_dir *dd, const char *path, json
 	uint64_t n;
 	int rc;
 
-	if ((v = rep_jget(cfg, "cycles"))) {
+	if ((v = pc_jget(cfg, "cycles"))) {
 		if ((rc = rep_opt_count(r, path, 0, v, "config.cycles", &n)))
 			return rc;
 		dd->cfg_cycles = n > CFG_MAX_CYCLES ? CFG_MAX_CYCLES : (unsigned long)n;
 	}
-	if ((v = rep_jget(cfg, "incomplete_infra_share"))) {
+	if ((v = pc_jget(cfg, "incomplete_infra_share"))) {
 		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
 		    !(json_object_get_double(v) >= 0.0 && json_object_get_double(v) <= 1.0))
 			return rep_fail(r, path, 0, "config.incomplete_infra_share: expected a number from 0 to 1, got %s",
@@ -283,7 +283,7 @@ static int camp_limits(struct rep *r, struct rep_dir *dd, const char *path, json
 	}
 	/* the campaign's target confidence bounds its rates, unless the
 	 * report was given one (the first folder that says wins) */
-	if ((v = rep_jget(rep_jget(cfg, "target"), "confidence")) && !r->conf_given) {
+	if ((v = pc_jget(pc_jget(cfg, "target"), "confidence")) && !r->conf_given) {
 		double c = json_object_get_double(v);
 
 		if ((!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int)) ||
@@ -300,12 +300,12 @@ static int camp_limits(struct rep *r, struct rep_dir *dd, const char *path, json
  * without a name, or a bad record_size, is passed over) */
 static int camp_boards(struct rep *r, const struct rep_dir *dd, const char *path, json_object *cfg)
 {
-	json_object *boards = rep_jget(cfg, "boards");
+	json_object *boards = pc_jget(cfg, "boards");
 
 	if (!boards || !json_object_is_type(boards, json_type_array))
 		return 0;
 	for (size_t i = 0; i < json_object_array_length(boards) && i < CFG_MAX_BOARDS; i++) {
-		json_object *bo = json_object_array_get_idx(boards, i), *bn = rep_jget(bo, "name");
+		json_object *bo = json_object_array_get_idx(boards, i), *bn = pc_jget(bo, "name");
 		struct rep_board *b;
 		uint64_t rs = 0;
 
@@ -314,7 +314,7 @@ static int camp_boards(struct rep *r, const struct rep_dir *dd, const char *path
 		if (!(b = rep_board_get(r, (unsigned)(dd - r->dirs), json_object_get_string(bn))))
 			return rep_fail(r, path, 0, "out of memory");
 		b->cfg = bo;
-		if (!rep_opt_count(r, path, 0, rep_jget(rep_jget(bo, "device"), "record_size"), "record_size", &rs) &&
+		if (!rep_opt_count(r, path, 0, pc_jget(pc_jget(bo, "device"), "record_size"), "record_size", &rs) &&
 		    rs <= PC_MAX_RECORD_SIZE)
 			b->record_sectors = (unsigned)(rs / PC_SECTOR);
 		r->err[0] = 0;
@@ -330,11 +330,11 @@ static int rep_campaign(struct rep *r, struct rep_dir *dd)
 
 	if ((rc = camp_load(r, dd, &path, &doc)) || !doc)
 		goto out;
-	if (pc_format_read(rep_jget(doc, "format"), path, &dd->format_major, &dd->format_minor, why, sizeof(why))) {
+	if (pc_format_read(pc_jget(doc, "format"), path, &dd->format_major, &dd->format_minor, why, sizeof(why))) {
 		rc = rep_fail(r, path, 0, "%s", why + strlen(path) + 2);
 		goto out;
 	}
-	cfg = rep_jget(doc, "config");
+	cfg = pc_jget(doc, "config");
 	if (!cfg || !json_object_is_type(cfg, json_type_object)) {
 		rc = rep_fail(r, path, 0, "config: expected an object (the campaign's resolved configuration)");
 		goto out;
@@ -376,7 +376,7 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
 	if (!strcmp(ev, pc_ev_names[PC_EV_GIVE_UP])) {
 		char *why;
 
-		if ((rc = rep_opt_count(r, path, lineno, rep_jget(v, "cycle"), "cycle", &n)) ||
+		if ((rc = rep_opt_count(r, path, lineno, pc_jget(v, "cycle"), "cycle", &n)) ||
 		    (rc = rep_opt_string(r, path, lineno, v, "reason", "reason", &s)))
 			return rc;
 		if (!(why = strdup(s ? s : "no reason recorded")))
@@ -391,9 +391,9 @@ static int rep_event(struct rep *r, unsigned di, const char *path, unsigned long
 		b->given_up = 1;
 		return 0;
 	}
-	if (!rep_jget(v, "cycles"))
+	if (!pc_jget(v, "cycles"))
 		return rep_fail(r, path, lineno, "run_end: missing \"cycles\"");
-	if ((rc = rep_opt_count(r, path, lineno, rep_jget(v, "cycles"), "cycles", &n)) ||
+	if ((rc = rep_opt_count(r, path, lineno, pc_jget(v, "cycles"), "cycles", &n)) ||
 	    (rc = rep_opt_string(r, path, lineno, v, "end", "end", &s)))
 		return rc;
 	b->has_plan = 1;

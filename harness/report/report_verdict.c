@@ -25,7 +25,7 @@
 int rep_opt_string(struct rep *r, const char *file, unsigned long line, json_object *o,
 		      const char *key, const char *what, const char **out)
 {
-	json_object *v = rep_jget(o, key);
+	json_object *v = pc_jget(o, key);
 
 	*out = NULL;
 	if (!v)
@@ -71,39 +71,39 @@ static int verdict_findings(struct rep *r, const char *file, unsigned long line,
 		return rep_fail(r, file, line, "findings: expected an array");
 	n = json_object_array_length(f);
 	for (size_t i = 0; i < n; i++) {
-		json_object *e = json_object_array_get_idx(f, i), *cls = rep_jget(e, "class"), *vio;
+		json_object *e = json_object_array_get_idx(f, i), *cls = pc_jget(e, "class"), *vio;
 
 		if (!json_object_is_type(e, json_type_object) || !cls ||
 		    !json_object_is_type(cls, json_type_string))
 			return rep_fail(r, file, line, "findings[%zu]: expected an object with a \"class\" string", i);
-		vio = rep_jget(e, "violation");
+		vio = pc_jget(e, "violation");
 		if (vio && !json_object_is_type(vio, json_type_boolean))
 			return rep_fail(r, file, line, "findings[%zu].violation: expected true or false", i);
 		if ((pc_class_from_name(json_object_get_string(cls)) == PC_CLS_TORN ||
 		     pc_class_from_name(json_object_get_string(cls)) == PC_CLS_TORN_SECTOR) &&
-		    rep_jget(e, "boundary")) {
+		    pc_jget(e, "boundary")) {
 			uint64_t at = 0;
 			char what[64];
 			int rc;
 
 			snprintf(what, sizeof(what), "findings[%zu].boundary", i);
-			if ((rc = rep_opt_count(r, file, line, rep_jget(e, "boundary"), what, &at)))
+			if ((rc = rep_opt_count(r, file, line, pc_jget(e, "boundary"), what, &at)))
 				return rc;
 			vd->tears[at < REP_TEAR_SECTORS ? at : REP_TEAR_SECTORS - 1]++;
 			vd->ntears++;
 		}
 		if (!vio || !json_object_get_boolean(vio))
 			continue;
-		if (pc_class_from_name(json_object_get_string(cls)) == PC_CLS_COLLATERAL && rep_jget(e, "what") &&
-		    json_object_is_type(rep_jget(e, "what"), json_type_string) &&
-		    !strcmp(json_object_get_string(rep_jget(e, "what")), REFUSED_NAME)) {
+		if (pc_class_from_name(json_object_get_string(cls)) == PC_CLS_COLLATERAL && pc_jget(e, "what") &&
+		    json_object_is_type(pc_jget(e, "what"), json_type_string) &&
+		    !strcmp(json_object_get_string(pc_jget(e, "what")), REFUSED_NAME)) {
 			/* one finding may stand for n refused writes */
 			uint64_t nref = 1;
 			char what[64];
 			int rc;
 
 			snprintf(what, sizeof(what), "findings[%zu].n", i);
-			if ((rc = rep_opt_count(r, file, line, rep_jget(e, "n"), what, &nref)))
+			if ((rc = rep_opt_count(r, file, line, pc_jget(e, "n"), what, &nref)))
 				return rc;
 			vd->refused += nref;
 			continue;
@@ -122,7 +122,7 @@ static int verdict_format(struct rep *r, const char *file, unsigned long line, j
 	char why[256];
 	int ma, mi;
 
-	if (pc_format_read(rep_jget(v, "format"), "verdict", &ma, &mi, why, sizeof(why)))
+	if (pc_format_read(pc_jget(v, "format"), "verdict", &ma, &mi, why, sizeof(why)))
 		return rep_fail(r, file, line, "%s", why);
 	return 0;
 }
@@ -185,15 +185,15 @@ static int verdict_latency(struct rep *r, const char *file, unsigned long line, 
 		return 0;
 	if (!json_object_is_type(o, json_type_object))
 		return rep_fail(r, file, line, "latency_us: expected an object");
-	if ((rc = rep_opt_count(r, file, line, rep_jget(o, "n"), "latency_us.n", &vd->lat_n)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(o, "p50"), "latency_us.p50", &vd->lat_p50)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(o, "p99"), "latency_us.p99", &vd->lat_p99)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(o, "max"), "latency_us.max", &vd->lat_max)))
+	if ((rc = rep_opt_count(r, file, line, pc_jget(o, "n"), "latency_us.n", &vd->lat_n)) ||
+	    (rc = rep_opt_count(r, file, line, pc_jget(o, "p50"), "latency_us.p50", &vd->lat_p50)) ||
+	    (rc = rep_opt_count(r, file, line, pc_jget(o, "p99"), "latency_us.p99", &vd->lat_p99)) ||
+	    (rc = rep_opt_count(r, file, line, pc_jget(o, "max"), "latency_us.max", &vd->lat_max)))
 		return rc;
 	if (vd->lat_n > UINT32_MAX || vd->lat_max > PC_LAT_MAX_US || vd->lat_p50 > vd->lat_max ||
 	    vd->lat_p99 > vd->lat_max)
 		return rep_fail(r, file, line, "latency_us: n at most 2^32, p50 <= max, p99 <= max <= %u", PC_LAT_MAX_US);
-	h = rep_jget(o, "hist");
+	h = pc_jget(o, "hist");
 	if (!h || !json_object_is_type(h, json_type_array) || (n = json_object_array_length(h)) > PC_LAT_BUCKETS)
 		return rep_fail(r, file, line, "latency_us.hist: expected an array of at most %u [bound, count] pairs",
 				PC_LAT_BUCKETS);
@@ -230,13 +230,13 @@ static int verdict_audit(struct rep *r, const char *file, unsigned long line, js
 		return 0;
 	if (!json_object_is_type(o, json_type_object))
 		return rep_fail(r, file, line, "io_audit: expected an object");
-	if (rep_jget(o, "unavailable")) {
+	if (pc_jget(o, "unavailable")) {
 		if ((rc = rep_opt_string(r, file, line, o, "unavailable", "io_audit.unavailable", &vd->audit_why)))
 			return rc;
 		vd->audit = -1;
 		return 0;
 	}
-	rq = rep_jget(o, "rq");
+	rq = pc_jget(o, "rq");
 	if (!rq || !json_object_is_type(rq, json_type_object) || json_object_object_length(rq) > 32)
 		return rep_fail(r, file, line, "io_audit.rq: expected an object of at most 32 request kinds");
 	json_object_object_foreach(rq, k, n) {
@@ -257,7 +257,7 @@ static int verdict_audit(struct rep *r, const char *file, unsigned long line, js
 /* An EXT_CSD byte the device's ext_csd gives (0..255), or -1. */
 static int wear_byte(struct rep *r, const char *file, unsigned long line, json_object *x, const char *key, int *out)
 {
-	json_object *v = rep_jget(x, key);
+	json_object *v = pc_jget(x, key);
 	int64_t n;
 
 	*out = -1;
@@ -279,7 +279,7 @@ static int wear_byte(struct rep *r, const char *file, unsigned long line, json_o
 static int verdict_phase(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd,
 			 int *phase)
 {
-	json_object *cut = rep_jget(v, "cut");
+	json_object *cut = pc_jget(v, "cut");
 	const char *trig = NULL, *plan = NULL;
 	int rc;
 
@@ -334,10 +334,10 @@ static int verdict_names(struct rep *r, const char *file, unsigned long line, js
 	if (!vd->board)
 		return rep_fail(r, file, line, "missing \"board\"");
 	if ((rc = rep_opt_string(r, file, line, v, "campaign", "campaign", &vd->campaign)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(v, "cycle"), "cycle", &vd->cycle)))
+	    (rc = rep_opt_count(r, file, line, pc_jget(v, "cycle"), "cycle", &vd->cycle)))
 		return rc;
 	for (size_t i = 0; i < PC_ARRAY_SIZE(nullable); i++) {
-		o = rep_jget(v, nullable[i]);
+		o = pc_jget(v, nullable[i]);
 		if (o && !json_object_is_type(o, json_type_null) &&
 		    (rc = rep_opt_string(r, file, line, v, nullable[i], nullable[i], dst[i])))
 			return rc;
@@ -349,7 +349,7 @@ static int verdict_names(struct rep *r, const char *file, unsigned long line, js
 static int opt_object(struct rep *r, const char *file, unsigned long line, json_object *v, const char *key,
 		      json_object **out)
 {
-	*out = rep_jget(v, key);
+	*out = pc_jget(v, key);
 	if (*out && json_object_is_type(*out, json_type_null))
 		*out = NULL;
 	if (*out && !json_object_is_type(*out, json_type_object))
@@ -366,7 +366,7 @@ static int check_scalars(struct rep *r, const char *file, unsigned long line, js
 
 	for (size_t i = 0; i < n; i++) {
 		snprintf(what, sizeof(what), "%s.%s", in, keys[i]);
-		if ((rc = check_scalar(r, file, line, rep_jget(o, keys[i]), what)))
+		if ((rc = check_scalar(r, file, line, pc_jget(o, keys[i]), what)))
 			return rc;
 	}
 	return 0;
@@ -388,14 +388,14 @@ static int verdict_device(struct rep *r, const char *file, unsigned long line, j
 	    (rc = opt_object(r, file, line, v, "queue", &vd->queue)) ||
 	    (rc = check_scalars(r, file, line, vd->queue, "queue", qkeys, PC_ARRAY_SIZE(qkeys))))
 		return rc;
-	vd->kernel = rep_jget(v, "kernel");
+	vd->kernel = pc_jget(v, "kernel");
 	return check_scalar(r, file, line, vd->kernel, "kernel");
 }
 
 /* counts: a count per class, any absent */
 static int verdict_counts(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
 {
-	json_object *counts = rep_jget(v, "counts");
+	json_object *counts = pc_jget(v, "counts");
 	char what[64];
 	int rc;
 
@@ -405,7 +405,7 @@ static int verdict_counts(struct rep *r, const char *file, unsigned long line, j
 		return rep_fail(r, file, line, "counts: expected an object");
 	for (int c = 0; c < NCLASS; c++) {
 		snprintf(what, sizeof(what), "counts.%s", pc_class_names[c]);
-		if ((rc = rep_opt_count(r, file, line, rep_jget(counts, pc_class_names[c]), what, &vd->counts[c])))
+		if ((rc = rep_opt_count(r, file, line, pc_jget(counts, pc_class_names[c]), what, &vd->counts[c])))
 			return rc;
 	}
 	return 0;
@@ -414,7 +414,7 @@ static int verdict_counts(struct rep *r, const char *file, unsigned long line, j
 /* rate.records_per_s and rate.mib_per_s, 0 to 10^12 (vd->mib -1: none) */
 static int verdict_rate(struct rep *r, const char *file, unsigned long line, json_object *v, struct verdict *vd)
 {
-	json_object *o = rep_jget(rep_jget(v, "rate"), "records_per_s");
+	json_object *o = pc_jget(pc_jget(v, "rate"), "records_per_s");
 
 	if (o && !json_object_is_type(o, json_type_null)) {
 		if (!json_object_is_type(o, json_type_double) && !json_object_is_type(o, json_type_int))
@@ -425,7 +425,7 @@ static int verdict_rate(struct rep *r, const char *file, unsigned long line, jso
 		vd->has_rate = 1;
 	}
 	vd->mib = -1.0;
-	o = rep_jget(rep_jget(v, "rate"), "mib_per_s");
+	o = pc_jget(pc_jget(v, "rate"), "mib_per_s");
 	if (o && !json_object_is_type(o, json_type_null)) {
 		if ((!json_object_is_type(o, json_type_double) && !json_object_is_type(o, json_type_int)) ||
 		    !(json_object_get_double(o) >= 0 && json_object_get_double(o) < 1e12))
@@ -444,29 +444,29 @@ int rep_verdict_parse(struct rep *r, const char *file, unsigned long line, json_
 	memset(vd, 0, sizeof(*vd));
 	if (!json_object_is_type(v, json_type_object))
 		return rep_fail(r, file, line, "expected a JSON object (one verdict per line)");
-	rec = rep_jget(v, "records");
+	rec = pc_jget(v, "records");
 	if ((rc = verdict_names(r, file, line, v, vd)) ||
 	    (rc = verdict_device(r, file, line, v, vd)) ||
 	    (rc = verdict_counts(r, file, line, v, vd)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(v, "violations"), "violations", &vd->violations)) ||
-	    (rc = verdict_findings(r, file, line, rep_jget(v, "findings"), vd)) ||
+	    (rc = rep_opt_count(r, file, line, pc_jget(v, "violations"), "violations", &vd->violations)) ||
+	    (rc = verdict_findings(r, file, line, pc_jget(v, "findings"), vd)) ||
 	    (rc = verdict_rate(r, file, line, v, vd)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(rec, "planned"), "records.planned", &vd->planned)) ||
-	    (rc = rep_opt_count(r, file, line, rep_jget(rec, "acked"), "records.acked", &vd->acked)))
+	    (rc = rep_opt_count(r, file, line, pc_jget(rec, "planned"), "records.planned", &vd->planned)) ||
+	    (rc = rep_opt_count(r, file, line, pc_jget(rec, "acked"), "records.acked", &vd->acked)))
 		return rc;
-	vd->agent = rep_jget(v, "agent");
+	vd->agent = pc_jget(v, "agent");
 	if ((rc = check_scalar(r, file, line, vd->agent, "agent")) ||
 	    (rc = verdict_format(r, file, line, v)) ||
 	    (rc = verdict_time(r, file, line, v, vd)) ||
 	    (rc = rep_opt_string(r, file, line, v, "host", "host", &vd->host)) ||
-	    (rc = verdict_latency(r, file, line, rep_jget(v, "latency_us"), vd)) ||
-	    (rc = verdict_audit(r, file, line, rep_jget(v, "io_audit"), vd)))
+	    (rc = verdict_latency(r, file, line, pc_jget(v, "latency_us"), vd)) ||
+	    (rc = verdict_audit(r, file, line, pc_jget(v, "io_audit"), vd)))
 		return rc;
-	vd->io_note = rep_jget(v, "io_note") != NULL;
-	if ((rc = rep_opt_count(r, file, line, rep_jget(rec, "submitted"), "records.submitted", &vd->submitted)) ||
+	vd->io_note = pc_jget(v, "io_note") != NULL;
+	if ((rc = rep_opt_count(r, file, line, pc_jget(rec, "submitted"), "records.submitted", &vd->submitted)) ||
 	    (rc = verdict_phase(r, file, line, v, vd, &vd->phase)))
 		return rc;
-	o = rep_jget(vd->device, "ext_csd");
+	o = pc_jget(vd->device, "ext_csd");
 	if ((rc = wear_byte(r, file, line, o, "life_time_a", &vd->life_a)) ||
 	    (rc = wear_byte(r, file, line, o, "life_time_b", &vd->life_b)) ||
 	    (rc = wear_byte(r, file, line, o, "pre_eol_info", &vd->pre_eol)))

@@ -27,7 +27,9 @@
 
 #include <json-c/json.h>
 
+#include "common/json.h"
 #include "common/record.h"
+#include "harness/results/verdict.h"
 
 #define MAXB 64
 
@@ -67,20 +69,6 @@ struct board {
 
 static struct board boards[MAXB];
 static unsigned nboards;
-
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
-}
-
-static int64_t jint(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : -1;
-}
 
 static struct board *board_of(const char *name)
 {
@@ -131,14 +119,14 @@ static struct rec *rec_get(struct board *b, uint64_t seq)
 
 static void on_event(json_object *ev, void *arg)
 {
-	struct board *b = board_of(jstr(ev, "board"));
-	const char *kind = jstr(ev, "ev");
+	struct board *b = board_of(pc_jstr(ev, "board", ""));
+	const char *kind = pc_jstr(ev, "ev", "");
 	json_object *m;
 
 	if (!b)
 		return;
 	if (!strcmp(kind, "work") && json_object_object_get_ex(ev, "work", &m)) {
-		uint64_t first = (uint64_t)jint(m, "first"), n = (uint64_t)jint(m, "n");
+		uint64_t first = (uint64_t)pc_jint_or(m, "first", -1), n = (uint64_t)pc_jint_or(m, "n", -1);
 		for (uint64_t s = first; s < first + n; s++) {
 			if (b->nrecs == b->caprecs) {
 				b->caprecs = b->caprecs ? b->caprecs * 2 : 4096;
@@ -146,12 +134,12 @@ static void on_event(json_object *ev, void *arg)
 				if (!b->recs)
 					exit(2);
 			}
-			b->recs[b->nrecs++] = (struct rec){ .seq = s, .cycle = (unsigned)jint(ev, "cycle") };
+			b->recs[b->nrecs++] = (struct rec){ .seq = s, .cycle = (unsigned)pc_jint_or(ev, "cycle", -1) };
 		}
 	} else if (!strcmp(kind, "rx") && json_object_object_get_ex(ev, "msg", &m)) {
-		const char *type = jstr(m, "type");
+		const char *type = pc_jstr(m, "type", "");
 		if (!strcmp(type, "ack")) {
-			uint64_t first = (uint64_t)jint(m, "first"), n = (uint64_t)jint(m, "n");
+			uint64_t first = (uint64_t)pc_jint_or(m, "first", -1), n = (uint64_t)pc_jint_or(m, "n", -1);
 			for (uint64_t s = first; s < first + n; s++) {
 				struct rec *r = rec_get(b, s);
 				if (r)
@@ -159,12 +147,12 @@ static void on_event(json_object *ev, void *arg)
 			}
 		} else if (!strcmp(type, "hello")) {
 			json_object *dev, *reg;
-			int64_t sess = json_object_object_get_ex(m, "device", &dev) ? jint(dev, "session") : -1;
+			int64_t sess = json_object_object_get_ex(m, "device", &dev) ? pc_jint_or(dev, "session", -1) : -1;
 			if (sess > 0 && sess < 65536)
-				b->sess_cycle[sess] = (unsigned)jint(ev, "cycle");
-			if (json_object_object_get_ex(m, "region", &reg) && jint(reg, "record_size") > 0) {
-				b->spr = (uint32_t)(jint(reg, "record_size") / 512);
-				b->nslots = (uint32_t)jint(reg, "slots");
+				b->sess_cycle[sess] = (unsigned)pc_jint_or(ev, "cycle", -1);
+			if (json_object_object_get_ex(m, "region", &reg) && pc_jint_or(reg, "record_size", -1) > 0) {
+				b->spr = (uint32_t)(pc_jint_or(reg, "record_size", -1) / 512);
+				b->nslots = (uint32_t)pc_jint_or(reg, "slots", -1);
 			}
 		}
 	}
@@ -172,29 +160,29 @@ static void on_event(json_object *ev, void *arg)
 
 static void on_verdict(json_object *v, void *arg)
 {
-	struct board *b = board_of(jstr(v, "board"));
+	struct board *b = board_of(pc_jstr(v, "board", ""));
 	json_object *fs, *dev;
 	unsigned sess = 0;
 
 	if (!b)
 		return;
-	if (!strcmp(jstr(v, "verdict"), "BOOT_FAIL"))
+	if (!strcmp(pc_jstr(v, "verdict", ""), "BOOT_FAIL"))
 		b->boot_fail++;
-	if (json_object_object_get_ex(v, "device", &dev) && jint(dev, "session") > 0)
-		sess = (unsigned)jint(dev, "session");
+	if (json_object_object_get_ex(v, "device", &dev) && pc_jint_or(dev, "session", -1) > 0)
+		sess = (unsigned)pc_jint_or(dev, "session", -1);
 	if (!json_object_object_get_ex(v, "findings", &fs))
 		return;
 	for (size_t i = 0; i < json_object_array_length(fs); i++) {
 		json_object *f = json_object_array_get_idx(fs, i);
-		const char *cls = jstr(f, "class");
+		const char *cls = pc_jstr(f, "class", "");
 		unsigned s = sess;
 
 		if (!strcmp(cls, "not_written"))
 			continue;
-		if (jint(f, "found_at_boot") > 0) {
+		if (pc_jint_or(f, "found_at_boot", -1) > 0) {
 			/* carried from an earlier boot's scan: find that boot's session */
 			for (unsigned k = 1; k < 65536; k++)
-				if (b->sess_cycle[k] == (unsigned)jint(f, "found_at_boot"))
+				if (b->sess_cycle[k] == (unsigned)pc_jint_or(f, "found_at_boot", -1))
 					s = k;
 		}
 		if (b->nf == b->capf) {
@@ -203,7 +191,7 @@ static void on_verdict(json_object *v, void *arg)
 			if (!b->f)
 				exit(2);
 		}
-		b->f[b->nf++] = (struct fnd){ .f = json_object_get(f), .verdict_cycle = (unsigned)jint(v, "cycle"),
+		b->f[b->nf++] = (struct fnd){ .f = json_object_get(f), .verdict_cycle = (unsigned)pc_jint_or(v, "cycle", -1),
 					      .session = s };
 	}
 }
@@ -234,11 +222,11 @@ static struct fnd *find(struct board *b, unsigned sess, uint32_t slot, int64_t s
 
 	for (size_t i = 0; i < b->nf; i++) {
 		struct fnd *x = &b->f[i];
-		if (x->session != sess || (uint32_t)jint(x->f, "slot") != slot)
+		if (x->session != sess || (uint32_t)pc_jint_or(x->f, "slot", -1) != slot)
 			continue;
-		if (seq >= 0 && jint(x->f, "seq") != seq && !json_object_object_get_ex(x->f, "cold", NULL))
+		if (seq >= 0 && pc_jint_or(x->f, "seq", -1) != seq && !json_object_object_get_ex(x->f, "cold", NULL))
 			continue;
-		if (want_class && !strcmp(jstr(x->f, "class"), want_class)) {
+		if (want_class && !strcmp(pc_jstr(x->f, "class", ""), want_class)) {
 			x->matched = 1;
 			return x;
 		}
@@ -274,10 +262,10 @@ static void judge(struct board *b, const char *kname, int observable, struct fnd
 	k->observable++;
 	if (x)
 		k->detected++;
-	if (x && !strcmp(jstr(x->f, "class"), want))
+	if (x && !strcmp(pc_jstr(x->f, "class", ""), want))
 		k->right++;
 	else if (x)
-		fprintf(stderr, "%s: %s found as %s, expected %s: %s\n", b->name, kname, jstr(x->f, "class"), want,
+		fprintf(stderr, "%s: %s found as %s, expected %s: %s\n", b->name, kname, pc_jstr(x->f, "class", ""), want,
 			json_object_to_json_string_ext(x->f, JSON_C_TO_STRING_PLAIN));
 	else if (strcmp(kname, "misdirect"))	/* a later misdirect_void may explain it */
 		fprintf(stderr, "%s: %s not detected (expected %s)\n", b->name, kname, want);
@@ -298,15 +286,16 @@ static unsigned seen_by(const struct board *b, unsigned o)
 static void on_truth(json_object *t, void *arg)
 {
 	struct board *b = cur;
-	const char *ev = jstr(t, "ev");
-	unsigned s = (unsigned)jint(t, "session");
-	int64_t seq = jint(t, "seq"), lba = jint(t, "lba");
+	const char *ev = pc_jstr(t, "ev", "");
+	unsigned s = (unsigned)pc_jint_or(t, "session", -1);
+	int64_t seq = pc_jint_or(t, "seq", -1), lba = pc_jint_or(t, "lba", -1);
 	struct rec *r;
 	struct fnd *x;
 
 	if (!strcmp(ev, "dropped") || !strcmp(ev, "torn_acked")) {
 		/* an acknowledged record the device lost: seen at the next boot */
-		int whole = !strcmp(ev, "dropped") ? jint(t, "sectors") == jint(t, "of") : jint(t, "new_sectors") == 0;
+		int whole = !strcmp(ev, "dropped") ? pc_jint_or(t, "sectors", -1) == pc_jint_or(t, "of", -1)
+						   : pc_jint_or(t, "new_sectors", -1) == 0;
 		const char *want = whole ? "lost_acked" : "torn";
 		r = rec_get(b, (uint64_t)seq);
 		x = r && r->acked ? find(b, seen_by(b, s + 1), slot_of_lba(b, lba), seq, want) : NULL;
@@ -314,9 +303,9 @@ static void on_truth(json_object *t, void *arg)
 	} else if (!strcmp(ev, "subsector_tear")) {
 		x = find(b, seen_by(b, s + 1), slot_of_lba(b, lba), seq, "torn_sector");
 		judge(b, ev, b->sess_cycle[seen_by(b, s + 1)] != 0, x, "torn_sector");
-		if (x && jint(x->f, "offset") != jint(t, "offset"))
+		if (x && pc_jint_or(x->f, "offset", -1) != pc_jint_or(t, "offset", -1))
 			fprintf(stderr, "%s: subsector tear at byte %" PRId64 " reported at %" PRId64 "\n", b->name,
-				jint(t, "offset"), jint(x->f, "offset"));
+				pc_jint_or(t, "offset", -1), pc_jint_or(x->f, "offset", -1));
 	} else if (!strcmp(ev, "paired_page") || !strcmp(ev, "bitrot")) {
 		unsigned o = seen_by(b, !strcmp(ev, "bitrot") ? s : s + 1);
 		uint32_t slot = slot_of_lba(b, lba);
@@ -326,7 +315,7 @@ static void on_truth(json_object *t, void *arg)
 	} else if (!strcmp(ev, "misdirect")) {
 		/* observable unless the sim says nothing of it stayed where it landed */
 		struct kind *k;
-		x = find(b, seen_by(b, s + 1), slot_of_lba(b, jint(t, "landed")), -1, "misdirected");
+		x = find(b, seen_by(b, s + 1), slot_of_lba(b, pc_jint_or(t, "landed", -1)), -1, "misdirected");
 		judge(b, ev, b->sess_cycle[seen_by(b, s + 1)] != 0, x, "misdirected");
 		/* the intended record is lost: that finding is part of this fault */
 		find(b, seen_by(b, s + 1), slot_of_lba(b, lba), seq, "lost_acked");
@@ -334,11 +323,11 @@ static void on_truth(json_object *t, void *arg)
 	} else if (!strcmp(ev, "misdirect_void")) {
 		/* undo the observable count of its misdirect: nothing was left to see */
 		struct kind *k = kind_get(b, "misdirect");
-		x = find(b, seen_by(b, s + 1), slot_of_lba(b, jint(t, "landed")), -1, "misdirected");
+		x = find(b, seen_by(b, s + 1), slot_of_lba(b, pc_jint_or(t, "landed", -1)), -1, "misdirected");
 		if (!x && k->observable) {
 			k->observable--;
 			fprintf(stderr, "%s: (misdirect at %" PRId64 " left nothing to find: not observable)\n", b->name,
-				jint(t, "landed"));
+				pc_jint_or(t, "landed", -1));
 		}
 	} else if (!strcmp(ev, "stale")) {
 		x = find(b, seen_by(b, s), slot_of_lba(b, lba), -1, "stale");
@@ -364,7 +353,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: faultmatrix RESULTS_DIR [--json]\n");
 		return 2;
 	}
-	snprintf(path, sizeof(path), "%s/campaign.json", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_CAMPAIGN, argv[1]);
 	camp = json_object_from_file(path);
 	if (!camp || !json_object_object_get_ex(camp, "config", &cfg) || !json_object_object_get_ex(cfg, "boards", &bs)) {
 		fprintf(stderr, "faultmatrix: %s: not a campaign\n", path);
@@ -373,15 +362,15 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < json_object_array_length(bs) && nboards < MAXB; i++) {
 		json_object *bo = json_object_array_get_idx(bs, i), *dev;
 		struct board *b = &boards[nboards++];
-		snprintf(b->name, sizeof(b->name), "%s", jstr(bo, "name"));
+		snprintf(b->name, sizeof(b->name), "%s", pc_jstr(bo, "name", ""));
 		json_object_object_get_ex(bo, "device", &dev);
-		snprintf(b->profile, sizeof(b->profile), "%s", jstr(dev, "profile"));
+		snprintf(b->profile, sizeof(b->profile), "%s", pc_jstr(dev, "profile", ""));
 		b->false_list = json_object_new_array();
 	}
-	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, argv[1]);
 	if (each_line(path, on_event, NULL))
 		return 2;
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, argv[1]);
 	if (each_line(path, on_verdict, NULL))
 		return 2;
 	for (unsigned i = 0; i < nboards; i++) {
@@ -393,7 +382,7 @@ int main(int argc, char **argv)
 		for (size_t k = 0; k < b->nf; k++) {
 			struct fnd *x = &b->f[k];
 			json_object *viol;
-			const char *cls = jstr(x->f, "class");
+			const char *cls = pc_jstr(x->f, "class", "");
 			int v = json_object_object_get_ex(x->f, "violation", &viol) && json_object_get_boolean(viol);
 			if (x->matched || (!strcmp(cls, "torn") && !v))
 				continue;

@@ -45,6 +45,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/spawn.h"
+
 #define MAX_PINS	8
 #define LINE_MAX_Q	8192
 
@@ -194,16 +196,17 @@ static void summary(void)
 
 static void power_on(struct pin *p, uint64_t seen)
 {
-	pid_t pid = fork();
+	char *const argv[] = { "sh", "-c", (char *)p->cmd, NULL };
+	struct pc_spawn s;
+	struct pc_child c;
+	pid_t pid;
 	uint64_t t;
 
-	if (pid == 0) {
-		setpgid(0, 0);
-		execl("/bin/sh", "sh", "-c", p->cmd, (char *)NULL);
-		_exit(127);
-	}
-	if (pid > 0)
-		setpgid(pid, pid);	/* either side may run first */
+	/* its own group (set on both sides: either may run first) */
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_GROUP;
+	s.path = "/bin/sh";
+	pid = pc_spawn(&c, &s, argv) < 0 ? -1 : c.pid;
 	t = now_us();
 	p->pid = pid > 0 ? pid : 0;
 	tally(t - seen, t - p->last_us);
@@ -215,11 +218,8 @@ static void power_off(struct pin *p, uint64_t seen)
 {
 	pid_t pid = p->pid;
 
-	if (pid > 0) {
-		kill(-pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
-	}
+	if (pid > 0)
+		pc_kill_reap(pid, 1, NULL, PC_REAP_FOREVER);
 	uint64_t t;
 
 	p->pid = 0;

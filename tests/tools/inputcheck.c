@@ -36,6 +36,8 @@
 
 #include <json-c/json.h>
 
+#include "common/bytes.h"
+#include "common/json.h"
 #include "common/record.h"
 #include "common/util.h"
 #include "common/wlog.h"
@@ -55,6 +57,12 @@ static int die(const char *what, const char *path)
 {
 	fprintf(stderr, "inputcheck: %s: %s\n", path, what);
 	return 2;
+}
+
+/* A count from cycle.json or the inputs' note (UINT64_MAX when absent), on common/json.h's. */
+static uint64_t ju64(json_object *o, const char *k)
+{
+	return (uint64_t)pc_jint_or(o, k, -1);
 }
 
 static uint8_t *load(const char *path, uint64_t *len)
@@ -147,13 +155,6 @@ static int log_counts(struct ent *e, long n, uint64_t sectors, uint64_t *writes,
 	return 0;
 }
 
-static uint64_t jget(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return o && json_object_object_get_ex(o, k, &v) ? (uint64_t)json_object_get_int64(v) : UINT64_MAX;
-}
-
 static int check_session(const char *dir, int *bad)
 {
 	char p[PATH_MAX + 32], vimg[PATH_MAX + 32], verr[512];
@@ -199,8 +200,8 @@ static int check_session(const char *dir, int *bad)
 		rc = die("a write past the end of the image", p);
 		goto out;
 	}
-	if (jget(cj, "writes") != writes || jget(cj, "fua_writes") != fua || jget(cj, "flushes") != flushes ||
-	    jget(cj, "marks") != marks || jget(cj, "log_entries") != (uint64_t)n) {
+	if (ju64(cj, "writes") != writes || ju64(cj, "fua_writes") != fua || ju64(cj, "flushes") != flushes ||
+	    ju64(cj, "marks") != marks || ju64(cj, "log_entries") != (uint64_t)n) {
 		rc = die("cycle.json's counts are not the log's", dir);
 		goto out;
 	}
@@ -221,7 +222,7 @@ static int check_session(const char *dir, int *bad)
 	vp.media = vimg;
 	vp.profile = VC_HONEST;
 	vp.seed = 1;
-	vp.power_on = jget(cj, "session");
+	vp.power_on = ju64(cj, "session");
 	if (vc_rebuild(&vp, &vs, verr, sizeof(verr))) {
 		unlink(vimg);
 		rc = die(verr, p);
@@ -259,8 +260,8 @@ static int check_session(const char *dir, int *bad)
 		struct pc_geom g;
 		char why[128];
 
-		if_lba = jget(inf, "lba");
-		if_n = jget(inf, "n");
+		if_lba = ju64(inf, "lba");
+		if_n = ju64(inf, "n");
 		if (if_lba > sectors || if_n > sectors - if_lba) {
 			rc = die("in_flight is past the end of the image", dir);
 			goto out;
@@ -274,8 +275,8 @@ static int check_session(const char *dir, int *bad)
 			for (uint64_t k = 0; k < if_n; k += pc_geom_spr(&g))
 				pc_record_build(ifd + k * SECT, &g,
 						(uint32_t)((if_lba + k - PC_SB_RESERVE_SECT) / pc_geom_spr(&g)),
-						jget(inf, "seq"), (uint32_t)jget(inf, "cycle"),
-						(uint16_t)jget(inf, "flags"));
+						ju64(inf, "seq"), (uint32_t)ju64(inf, "cycle"),
+						(uint16_t)ju64(inf, "flags"));
 		}
 	}
 	for (uint64_t x = 0; x < sectors; x++) {
@@ -307,7 +308,7 @@ static int check_session(const char *dir, int *bad)
 	printf("{\"session\":%" PRIu64 ",\"entries\":%ld,\"writes\":%" PRIu64 ",\"fua_writes\":%" PRIu64
 	       ",\"flushes\":%" PRIu64 ",\"settled\":%" PRIu64 ",\"volatile\":%" PRIu64 ",\"in_flight\":%s"
 	       ",\"vc_durable\":%" PRIu64 ",\"settled_bad\":%" PRIu64 ",\"volatile_bad\":%" PRIu64
-	       ",\"vc_bad\":%" PRIu64 "}\n", jget(cj, "session"), n, writes, fua, flushes, nsettled, nvol,
+	       ",\"vc_bad\":%" PRIu64 "}\n", ju64(cj, "session"), n, writes, fua, flushes, nsettled, nvol,
 	       inf ? "true" : "false", vs.durable, sbad, vbad, vcbad);
 	*bad += sbad || vbad || vcbad;
 	rc = 0;

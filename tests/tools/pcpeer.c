@@ -45,6 +45,7 @@
 
 #include "common/auth.h"
 #include "common/proto.h"
+#include "common/spawn.h"
 #include "common/util.h"
 
 static int fd = -1, marker;
@@ -277,6 +278,45 @@ static int send_lines(const char *path)
 	return 0;
 }
 
+/* One proxied connection, in a child of its own: both ways until either side closes. */
+struct proxy_job {
+	int c;
+	const char *target;
+	FILE *lf;
+};
+
+static void proxy_conn(void *arg)
+{
+	struct proxy_job *j = arg;
+	int c = j->c, u = dial(j->target);
+	FILE *lf = j->lf;
+
+	if (u < 0)
+		_exit(1);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = c, .events = POLLIN }, { .fd = u, .events = POLLIN } };
+		char buf[8192];
+		ssize_t n;
+
+		if (poll(p, 2, -1) < 0)
+			_exit(1);
+		if (p[0].revents) {
+			n = read(c, buf, sizeof(buf));
+			if (n <= 0)
+				_exit(0);
+			fwrite(buf, 1, (size_t)n, lf);
+			fflush(lf);
+			if (pc_write_all(u, buf, (size_t)n))
+				_exit(0);
+		}
+		if (p[1].revents) {
+			n = read(u, buf, sizeof(buf));
+			if (n <= 0 || pc_write_all(c, buf, (size_t)n))
+				_exit(0);
+		}
+	}
+}
+
 /* --proxy: forward, and log the client's lines. */
 static int proxy(const char *lport, const char *target, const char *log, int drop)
 {
@@ -293,7 +333,10 @@ static int proxy(const char *lport, const char *target, const char *log, int dro
 	}
 	signal(SIGCHLD, SIG_IGN);
 	for (;;) {
-		int c = accept(ls, NULL, NULL), u;
+		int c = accept(ls, NULL, NULL);
+		struct proxy_job job;
+		struct pc_spawn sp;
+		pid_t pid;
 
 		if (c < 0)
 			continue;
@@ -306,35 +349,10 @@ static int proxy(const char *lport, const char *target, const char *log, int dro
 			close(c);
 			continue;
 		}
-		if (fork()) {
-			close(c);
-			continue;
-		}
-		u = dial(target);
-		if (u < 0)
-			_exit(1);
-		for (;;) {
-			struct pollfd p[2] = { { .fd = c, .events = POLLIN }, { .fd = u, .events = POLLIN } };
-			char buf[8192];
-			ssize_t n;
-
-			if (poll(p, 2, -1) < 0)
-				_exit(1);
-			if (p[0].revents) {
-				n = read(c, buf, sizeof(buf));
-				if (n <= 0)
-					_exit(0);
-				fwrite(buf, 1, (size_t)n, lf);
-				fflush(lf);
-				if (pc_write_all(u, buf, (size_t)n))
-					_exit(0);
-			}
-			if (p[1].revents) {
-				n = read(u, buf, sizeof(buf));
-				if (n <= 0 || pc_write_all(c, buf, (size_t)n))
-					_exit(0);
-			}
-		}
+		job = (struct proxy_job){ .c = c, .target = target, .lf = lf };
+		pc_spawn_init(&sp);
+		pc_spawn_fn(&pid, &sp, proxy_conn, &job);
+		close(c);
 	}
 }
 

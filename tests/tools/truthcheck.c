@@ -20,6 +20,9 @@
 
 #include <json-c/json.h>
 
+#include "common/json.h"
+#include "harness/results/verdict.h"
+
 struct rec {
 	uint64_t seq;
 	unsigned cycle;
@@ -45,20 +48,6 @@ static struct rec *rec_get(uint64_t seq)
 			hi = mid;
 	}
 	return lo < nrecs && recs[lo].seq == seq ? &recs[lo] : NULL;
-}
-
-static int64_t jint(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_int64(v) : -1;
-}
-
-static const char *jstr(json_object *o, const char *k)
-{
-	json_object *v;
-
-	return json_object_object_get_ex(o, k, &v) ? json_object_get_string(v) : "";
 }
 
 typedef void (*line_fn)(json_object *o, void *arg);
@@ -92,13 +81,13 @@ static const char *board;
 
 static void on_event(json_object *ev, void *arg)
 {
-	const char *kind = jstr(ev, "ev");
+	const char *kind = pc_jstr(ev, "ev", "");
 	json_object *m;
 
-	if (strcmp(jstr(ev, "board"), board))
+	if (strcmp(pc_jstr(ev, "board", ""), board))
 		return;
 	if (!strcmp(kind, "work") && json_object_object_get_ex(ev, "work", &m)) {
-		uint64_t first = (uint64_t)jint(m, "first"), n = (uint64_t)jint(m, "n");
+		uint64_t first = (uint64_t)pc_jint_or(m, "first", -1), n = (uint64_t)pc_jint_or(m, "n", -1);
 		for (uint64_t s = first; s < first + n; s++) {
 			if (nrecs == caprecs) {
 				caprecs = caprecs ? caprecs * 2 : 4096;
@@ -106,12 +95,12 @@ static void on_event(json_object *ev, void *arg)
 				if (!recs)
 					exit(2);
 			}
-			recs[nrecs++] = (struct rec){ .seq = s, .cycle = (unsigned)jint(ev, "cycle"),
+			recs[nrecs++] = (struct rec){ .seq = s, .cycle = (unsigned)pc_jint_or(ev, "cycle", -1),
 						      .dropped_sectors = -1 };
 		}
 	} else if (!strcmp(kind, "rx") && json_object_object_get_ex(ev, "msg", &m) &&
-		   !strcmp(jstr(m, "type"), "ack")) {
-		uint64_t first = (uint64_t)jint(m, "first"), n = (uint64_t)jint(m, "n");
+		   !strcmp(pc_jstr(m, "type", ""), "ack")) {
+		uint64_t first = (uint64_t)pc_jint_or(m, "first", -1), n = (uint64_t)pc_jint_or(m, "n", -1);
 		for (uint64_t s = first; s < first + n; s++) {
 			struct rec *r = rec_get(s);
 			if (r)
@@ -124,17 +113,17 @@ static unsigned truth_dropped, truth_lies;
 
 static void on_truth(json_object *t, void *arg)
 {
-	const char *kind = jstr(t, "ev");
+	const char *kind = pc_jstr(t, "ev", "");
 
 	if (!strcmp(kind, "flush_lie") || !strcmp(kind, "fua_ignored"))
 		truth_lies++;
 	if (strcmp(kind, "dropped"))
 		return;
-	struct rec *r = rec_get((uint64_t)jint(t, "seq"));
+	struct rec *r = rec_get((uint64_t)pc_jint_or(t, "seq", -1));
 	truth_dropped++;
 	if (r) {
-		r->dropped_sectors = (int)jint(t, "sectors");
-		r->dropped_of = (int)jint(t, "of");
+		r->dropped_sectors = (int)pc_jint_or(t, "sectors", -1);
+		r->dropped_of = (int)pc_jint_or(t, "of", -1);
 	}
 }
 
@@ -144,10 +133,10 @@ static void on_verdict(json_object *v, void *arg)
 {
 	json_object *fs;
 
-	if (strcmp(jstr(v, "board"), board))
+	if (strcmp(pc_jstr(v, "board", ""), board))
 		return;
 	verdicts++;
-	if (!strcmp(jstr(v, "verdict"), "FAIL"))
+	if (!strcmp(pc_jstr(v, "verdict", ""), "FAIL"))
 		fail_cycles++;
 	if (!json_object_object_get_ex(v, "findings", &fs))
 		return;
@@ -157,10 +146,10 @@ static void on_verdict(json_object *v, void *arg)
 
 		if (!json_object_object_get_ex(f, "violation", &viol) || !json_object_get_boolean(viol))
 			continue;
-		r = rec_get((uint64_t)jint(f, "seq"));
+		r = rec_get((uint64_t)pc_jint_or(f, "seq", -1));
 		if (r && !json_object_object_get_ex(f, "cold", NULL))
-			r->found = strcmp(jstr(f, "class"), "lost_acked") == 0 ? "lost_acked" :
-				   strcmp(jstr(f, "class"), "torn") == 0 ? "torn" : "other";
+			r->found = strcmp(pc_jstr(f, "class", ""), "lost_acked") == 0 ? "lost_acked" :
+				   strcmp(pc_jstr(f, "class", ""), "torn") == 0 ? "torn" : "other";
 		else
 			printf("violation not tied to a written record: %s\n",
 			       json_object_to_json_string_ext(f, JSON_C_TO_STRING_PLAIN));
@@ -177,13 +166,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	board = argv[2];
-	snprintf(path, sizeof(path), "%s/events.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_EVENTS, argv[1]);
 	if (each_line(path, on_event, NULL))
 		return 2;
 	snprintf(path, sizeof(path), "%s/boards/%s/media.img.truth.jsonl", argv[1], board);
 	if (each_line(path, on_truth, NULL))
 		return 2;
-	snprintf(path, sizeof(path), "%s/verdicts.jsonl", argv[1]);
+	snprintf(path, sizeof(path), "%s/" PC_FILE_VERDICTS, argv[1]);
 	if (each_line(path, on_verdict, NULL))
 		return 2;
 	for (size_t i = 0; i < nrecs; i++) {

@@ -12,7 +12,7 @@
 #include <CUnit/CUnit.h>
 
 #define PC_SUITES(X) \
-	X(crc32c) X(record) X(proto) X(auth) X(sim) X(posix) X(relay) X(relay_hw) X(config) X(engine) X(relwr) X(fixtures) X(report) X(verdict) X(status) X(html) X(vcache) X(scan) X(setup) X(qualify) X(lava) X(jsonl) X(xml) X(link) X(tty) X(crash)
+	X(crc32c) X(record) X(proto) X(auth) X(sim) X(posix) X(relay) X(relay_hw) X(config) X(engine) X(relwr) X(fixtures) X(report) X(verdict) X(status) X(html) X(vcache) X(scan) X(setup) X(qualify) X(lava) X(jsonl) X(xml) X(link) X(tty) X(crash) X(spawn) X(json)
 
 #define PC_SUITE_DECL(n) int suite_##n(void) __attribute__((weak));
 PC_SUITES(PC_SUITE_DECL)

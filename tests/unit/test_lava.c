@@ -5,6 +5,7 @@
  */
 #include "tests/unit/suites.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "harness/cli/lava.h"
@@ -19,12 +20,12 @@ static void test_split(void)
 	CU_ASSERT_STRING_EQUAL(av[3], "f g");
 	CU_ASSERT_PTR_NULL(av[4]);
 	/* not a simple command: run by the shell as it is, never read */
-	CU_ASSERT_EQUAL(lava_split("a && b", buf, sizeof(buf), av, 8), -1);
-	CU_ASSERT_EQUAL(lava_split("a $(b)", buf, sizeof(buf), av, 8), -1);
-	CU_ASSERT_EQUAL(lava_split("a \"$HOME\"", buf, sizeof(buf), av, 8), -1);
-	CU_ASSERT_EQUAL(lava_split("a 'open", buf, sizeof(buf), av, 8), -1);
-	CU_ASSERT_EQUAL(lava_split("a b c d e f g h i", buf, sizeof(buf), av, 8), -1);	/* too many words */
-	CU_ASSERT_EQUAL(lava_split("a; b", buf, sizeof(buf), av, 8), -1);
+	CU_ASSERT_EQUAL(lava_split("a && b", buf, sizeof(buf), av, 8), -EINVAL);
+	CU_ASSERT_EQUAL(lava_split("a $(b)", buf, sizeof(buf), av, 8), -EINVAL);
+	CU_ASSERT_EQUAL(lava_split("a \"$HOME\"", buf, sizeof(buf), av, 8), -EINVAL);
+	CU_ASSERT_EQUAL(lava_split("a 'open", buf, sizeof(buf), av, 8), -EINVAL);
+	CU_ASSERT_EQUAL(lava_split("a b c d e f g h i", buf, sizeof(buf), av, 8), -EINVAL);	/* too many words */
+	CU_ASSERT_EQUAL(lava_split("a; b", buf, sizeof(buf), av, 8), -EINVAL);
 }
 
 static void test_pdu(void)
@@ -42,18 +43,18 @@ static void test_pdu(void)
 	CU_ASSERT_STRING_EQUAL(p.url, "http://pdu:16421");
 	CU_ASSERT_STRING_EQUAL(p.command, "on");
 	CU_ASSERT_STRING_EQUAL(p.port, "7");
-	CU_ASSERT_EQUAL(lava_parse_pdu("wget -q -O- http://pdu/power/control/reboot?port=a&hostname=b", &p), -1);	/* & unquoted */
+	CU_ASSERT_EQUAL(lava_parse_pdu("wget -q -O- http://pdu/power/control/reboot?port=a&hostname=b", &p), -EINVAL);	/* & unquoted */
 	CU_ASSERT_EQUAL(lava_parse_pdu("wget -q 'http://pdu/power/control/reboot?port=a&hostname=b'", &p), 0);
 	CU_ASSERT_STRING_EQUAL(p.command, "reboot");
 	/* not ours: run as commands */
-	CU_ASSERT_EQUAL(lava_parse_pdu("pduclient --daemon d --hostname h --port 1", &p), -1);	/* no command */
-	CU_ASSERT_EQUAL(lava_parse_pdu("pduclient --daemon d --hostname h --port 1 --command on --bogus", &p), -1);
-	CU_ASSERT_EQUAL(lava_parse_pdu("curl 'http://pdu/other/on?hostname=h&port=1'", &p), -1);
-	CU_ASSERT_EQUAL(lava_parse_pdu("curl 'http://pdu/power/control/on?hostname=h'", &p), -1);
-	CU_ASSERT_EQUAL(lava_parse_pdu("curl -o out 'http://pdu/power/control/on?hostname=h&port=1'", &p), -1);
-	CU_ASSERT_EQUAL(lava_parse_pdu("curl 'http://pdu/power/control/on?hostname=h\"x&port=1'", &p), -1);
-	CU_ASSERT_EQUAL(lava_parse_pdu("uhubctl -a off -p 2", &p), -1);
-	CU_ASSERT_EQUAL(lava_parse_pdu("", &p), -1);
+	CU_ASSERT_EQUAL(lava_parse_pdu("pduclient --daemon d --hostname h --port 1", &p), -EINVAL);	/* no command */
+	CU_ASSERT_EQUAL(lava_parse_pdu("pduclient --daemon d --hostname h --port 1 --command on --bogus", &p), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_pdu("curl 'http://pdu/other/on?hostname=h&port=1'", &p), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_pdu("curl 'http://pdu/power/control/on?hostname=h'", &p), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_pdu("curl -o out 'http://pdu/power/control/on?hostname=h&port=1'", &p), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_pdu("curl 'http://pdu/power/control/on?hostname=h\"x&port=1'", &p), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_pdu("uhubctl -a off -p 2", &p), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_pdu("", &p), -EINVAL);
 }
 
 static void test_console(void)
@@ -66,14 +67,14 @@ static void test_console(void)
 	CU_ASSERT_STRING_EQUAL(url, "tcp://10.0.0.2:2000");
 	CU_ASSERT_EQUAL(lava_parse_console("telnet ::1 23", url, sizeof(url), err, sizeof(err)), 0);
 	CU_ASSERT_STRING_EQUAL(url, "telnet://[::1]:23");
-	CU_ASSERT_EQUAL(lava_parse_console("telnet lab 70001", url, sizeof(url), err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(lava_parse_console("telnet lab 70001", url, sizeof(url), err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "port"));
-	CU_ASSERT_EQUAL(lava_parse_console("ssh lab", url, sizeof(url), err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(lava_parse_console("ssh lab", url, sizeof(url), err, sizeof(err)), -EINVAL);
 	CU_ASSERT_PTR_NOT_NULL(strstr(err, "telnet HOST PORT"));
-	CU_ASSERT_EQUAL(lava_parse_console("telnet a/b 23", url, sizeof(url), err, sizeof(err)), -1);
-	CU_ASSERT_EQUAL(lava_parse_console("telnet lab 23; rm -rf /", url, sizeof(url), err, sizeof(err)), -1);
+	CU_ASSERT_EQUAL(lava_parse_console("telnet a/b 23", url, sizeof(url), err, sizeof(err)), -EINVAL);
+	CU_ASSERT_EQUAL(lava_parse_console("telnet lab 23; rm -rf /", url, sizeof(url), err, sizeof(err)), -EINVAL);
 	CU_ASSERT_EQUAL(lava_parse_console("telnet a-very-long-host-name-that-does-not-fit-in-the-url-buffer-at-all 23",
-					   url, sizeof(url), err, sizeof(err)), -1);
+					   url, sizeof(url), err, sizeof(err)), -EINVAL);
 }
 
 static void test_case_ids(void)
