@@ -23,7 +23,7 @@
 void pc_spawn_init(struct pc_spawn *s)
 {
 	memset(s, 0, sizeof(*s));
-	s->fd_in = s->fd_out = s->fd_err = -1;
+	s->fd_in = s->fd_out = s->fd_err = s->fd_keep = -1;
 }
 
 /* In the child: the fds, group and signals the settings ask for; _exit(127) if a move fails. */
@@ -46,6 +46,8 @@ static void child_prepare(const struct pc_spawn *s)
 	}
 	if (s->flags & PC_SPAWN_CLOEXEC)
 		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+	if (s->fd_keep >= 0 && fcntl(s->fd_keep, F_SETFD, 0) < 0)
+		_exit(127);
 	if (s->flags & PC_SPAWN_NICE)
 		(void)setpriority(PRIO_PROCESS, 0, s->nice);
 }

@@ -30,6 +30,7 @@
 struct pc_spawn {
 	unsigned flags;			/* PC_SPAWN_* */
 	int fd_in, fd_out, fd_err;	/* dup2'd onto the child's 0, 1, 2; -1 leaves that one as it is */
+	int fd_keep;			/* kept open across the exec under PC_SPAWN_CLOEXEC (its flag cleared); -1: none */
 	int nice;			/* with PC_SPAWN_NICE */
 	const char *path;		/* the file to exec; NULL: argv[0] */
 	char *const *envp;		/* execve's environment; NULL: ours */

@@ -47,6 +47,8 @@
 #include "relay/relay_group.h"
 
 #include "common/auth.h"
+#include "common/json.h"
+#include "common/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -171,7 +173,7 @@ static void qemu_serial(struct qemu_priv *p, json_object *cfg, const char *board
 		p->serial[0] = 0;
 		return;
 	}
-	if (cfg && json_object_object_get_ex(cfg, "serial", NULL)) {
+	if (pc_jget(cfg, "serial")) {
 		pc_strlcpy(p->serial, relay_cfg_str(cfg, "serial", ""), sizeof(p->serial));
 		return;
 	}
@@ -416,28 +418,10 @@ static int qemu_open_log(struct relay *r, struct qemu_priv *p, char *const argv[
 	return fd;
 }
 
-/* In the child, between fork and exec: only async-signal-safe calls. */
-static void qemu_child(char *const argv[], struct relay_gate *gate, int devnull, int logfd, int qmp_fd, int errfd)
+/* In the child, first: a group leader, held until its group is on record. */
+static void qemu_child_gate(void *gate)
 {
-	sigset_t none;
-	int e;
-
 	relay_gate_child(gate);
-	if (dup2(devnull, STDIN_FILENO) < 0 || dup2(logfd, STDOUT_FILENO) < 0 || dup2(logfd, STDERR_FILENO) < 0)
-		_exit(127);
-	/* The harness may ignore SIGPIPE or block signals; QEMU expects defaults. */
-	signal(SIGPIPE, SIG_DFL);
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	/* None of the harness's descriptors but QEMU's end of the QMP socket. */
-	close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-	if (fcntl(qmp_fd, F_SETFD, 0) < 0)
-		_exit(127);
-	execv(argv[0], argv);
-	e = errno;
-	if (write(errfd, &e, sizeof(e)) < 0)
-		_exit(127);
-	_exit(127);
 }
 
 /* Kill the group, reap; the board is off (or stuck in the kernel: -ETIMEDOUT). */
@@ -461,61 +445,65 @@ static int qemu_cut(struct relay *r, struct qemu_priv *p)
 }
 
 
-/* fork+exec QEMU in its own group; 0 with p->pid set, or -errno with r->err. */
+/*
+ * fork+exec QEMU in its own group (common/spawn.c), as sim_spawn starts an
+ * agent: stdin from /dev/null, its output to the log, signals at their
+ * defaults, none of the harness's descriptors but QEMU's end of the QMP
+ * socket; 0 with p->pid set, or -errno with r->err.
+ */
 static int qemu_spawn(struct relay *r, struct qemu_priv *p, int qmp[2], struct qemu_argv *a)
 {
-	int ep[2] = { -1, -1 }, devnull = -1, logfd = -1, rc = 0, child_errno = 0;
+	int devnull = -1, logfd = -1, rc = 0;
 	struct relay_gate gate;
+	struct pc_spawn s;
+	struct pc_child c = { .exec_fd = -1 };
 	char gerr[PATH_MAX + 128];
-	ssize_t n;
-	pid_t pid;
 
 	relay_gate_init(&gate);
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	logfd = qemu_open_log(r, p, a->argv);
-	if (devnull < 0 || logfd < 0 || pipe2(ep, O_CLOEXEC) < 0 || (rc = relay_gate_open(&gate)) < 0) {
+	if (devnull < 0 || logfd < 0 || (rc = relay_gate_open(&gate)) < 0) {
 		rc = rc < 0 ? rc : -errno;
 		relay_errf(r, "cannot set up to run %s (log %s): %s", p->qemu, p->log[0] ? p->log : "/dev/null",
 			   strerror(-rc));
 		goto out;
 	}
-	pid = fork();
-	if (pid < 0) {
-		rc = -errno;
-		relay_errf(r, "fork for %s: %s", p->qemu, strerror(-rc));
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_EXEC_ERR;
+	s.fd_in = devnull;
+	s.fd_out = s.fd_err = logfd;
+	s.fd_keep = qmp[1];
+	s.child_setup = qemu_child_gate;
+	s.arg = &gate;
+	rc = pc_spawn(&c, &s, a->argv);
+	if (rc < 0) {
+		if (!strcmp(c.failed, "fork"))
+			relay_errf(r, "fork for %s: %s", p->qemu, strerror(-rc));
+		else
+			relay_errf(r, "cannot set up to run %s (log %s): %s", p->qemu,
+				   p->log[0] ? p->log : "/dev/null", strerror(-rc));
 		goto out;
 	}
-	if (pid == 0)
-		qemu_child(a->argv, &gate, devnull, logfd, qmp[1], ep[1]);
-	close(ep[1]);
-	ep[1] = -1;
-	rc = relay_gate_release(&gate, pid, p->pgid[0] ? p->pgid : NULL, "QEMU", gerr, sizeof(gerr));
+	rc = relay_gate_release(&gate, c.pid, p->pgid[0] ? p->pgid : NULL, "QEMU", gerr, sizeof(gerr));
 	if (rc < 0) {
 		/* never released: it _exit()s by itself */
-		relay_reap(pid, NULL, RELAY_REAP_MS);
+		relay_reap(c.pid, NULL, RELAY_REAP_MS);
 		if (p->pgid[0])
 			relay_group_forget(p->pgid);
 		relay_errf(r, "cannot record QEMU's process group, so a restarted harness could not find it: %s; "
 			   "not powering on", gerr);
 		goto out;
 	}
-	do
-		n = read(ep[0], &child_errno, sizeof(child_errno));
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)sizeof(child_errno)) {
-		waitpid(pid, NULL, 0);	/* it _exit()s right after the write */
+	rc = pc_spawn_exec_result(&c);
+	if (rc < 0) {
 		if (p->pgid[0])
 			relay_group_forget(p->pgid);
-		rc = -child_errno;
-		relay_errf(r, "cannot run %s: %s", p->qemu, strerror(child_errno));
+		relay_errf(r, "cannot run %s: %s", p->qemu, strerror(-rc));
 		goto out;
 	}
-	p->pid = pid;
+	p->pid = c.pid;
 out:
-	if (ep[0] >= 0)
-		close(ep[0]);
-	if (ep[1] >= 0)
-		close(ep[1]);
+	pc_spawn_close(&c);
 	if (devnull >= 0)
 		close(devnull);
 	if (logfd >= 0)

@@ -23,6 +23,7 @@
 #include "relay/relay_priv.h"
 #include "vboard/relay_qemu.h"
 #include "relay/relay_group.h"
+#include "common/spawn.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -134,8 +135,14 @@ struct probe_seen {
 	char said[240];
 };
 
-/* Fork the probe's QEMU: the board's kernel and initrd, its console on ser,
- * its output on out. Its pid, or -1 with kp->why. */
+/* In the probe's child, first: a group leader, held until its group is on record. */
+static void probe_child_gate(void *gate)
+{
+	relay_gate_child(gate);
+}
+
+/* Fork the probe's QEMU (common/spawn.c): the board's kernel and initrd, its
+ * console on ser, its output on out. Its pid, or -1 with kp->why. */
 static pid_t probe_start(const struct qemu_priv *p, struct qemu_kvm_probe *kp, struct relay_gate *gate, int devnull,
 			 int ser, int out)
 {
@@ -147,32 +154,26 @@ static pid_t probe_start(const struct qemu_priv *p, struct qemu_kvm_probe *kp, s
 			       "-kernel", (char *)p->kernel, "-initrd", (char *)p->initrd,
 			       "-append", "console=ttyS0,115200 panic=-1 pc.kvm_probe=1",
 			       "-chardev", serarg, "-serial", "chardev:pcprobe", NULL };
-	sigset_t none;
-	pid_t pid;
+	struct pc_spawn s;
+	struct pc_child c = { .exec_fd = -1 };
+	int rc;
 
 	snprintf(mem, sizeof(mem), "%d", p->memory_mb);
 	snprintf(serarg, sizeof(serarg), "socket,id=pcprobe,fd=%d", ser);
-	pid = fork();
-	if (pid < 0) {
-		snprintf(kp->why, sizeof(kp->why), "fork: %s", strerror(errno));
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC;
+	s.fd_in = devnull;
+	s.fd_out = s.fd_err = out;
+	s.fd_keep = ser;
+	s.exec_fail_msg = "exec failed\n";
+	s.child_setup = probe_child_gate;
+	s.arg = gate;
+	rc = pc_spawn(&c, &s, argv);
+	if (rc < 0) {
+		snprintf(kp->why, sizeof(kp->why), "fork: %s", strerror(-rc));
 		return -1;
 	}
-	if (pid == 0) {
-		relay_gate_child(gate);
-		if (dup2(devnull, STDIN_FILENO) < 0 || dup2(out, STDOUT_FILENO) < 0 || dup2(out, STDERR_FILENO) < 0)
-			_exit(127);
-		signal(SIGPIPE, SIG_DFL);
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
-		if (fcntl(ser, F_SETFD, 0) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		if (write(STDERR_FILENO, "exec failed\n", 12) < 0)
-			_exit(127);
-		_exit(127);
-	}
-	return pid;
+	return c.pid;
 }
 
 /* One read of QEMU's output into s->out (its last bytes kept): 1 read,

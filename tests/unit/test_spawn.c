@@ -115,6 +115,37 @@ static void test_group_deadline(void)
 	CU_ASSERT_EQUAL(pc_reap(c.pid, NULL, 10), -ECHILD);
 }
 
+/* Under PC_SPAWN_CLOEXEC every fd from 3 up goes with the exec but fd_keep
+ * (the qemu relay's QMP socket, the KVM probe's console): the child writes
+ * on the one it kept and finds the other closed. */
+static void test_fd_keep(void)
+{
+	int keep[2], gone[2], st = 0;
+	char cmd[160], buf[32];
+	struct pc_spawn s;
+	struct pc_child c;
+
+	CU_ASSERT_EQUAL_FATAL(pipe(keep), 0);
+	CU_ASSERT_EQUAL_FATAL(pipe(gone), 0);
+	snprintf(cmd, sizeof(cmd), "echo kept >&%d; if { true >&%d; } 2>/dev/null; then echo leaked >&%d; fi",
+		 keep[1], gone[1], keep[1]);
+	char *const argv[] = { "sh", "-c", cmd, NULL };
+
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_PATH | PC_SPAWN_EXEC_ERR | PC_SPAWN_CLOEXEC;
+	s.fd_keep = keep[1];
+	CU_ASSERT_EQUAL_FATAL(pc_spawn(&c, &s, argv), 0);
+	CU_ASSERT_EQUAL(pc_spawn_exec_result(&c), 0);
+	close(keep[1]);
+	close(gone[1]);
+	CU_ASSERT_EQUAL(pc_reap(c.pid, &st, 5000), 0);
+	read_all(keep[0], buf, sizeof(buf));
+	CU_ASSERT_STRING_EQUAL(buf, "kept\n");
+	CU_ASSERT_EQUAL(pc_exit_code(st), 0);
+	close(keep[0]);
+	close(gone[0]);
+}
+
 static void exit_with(void *arg)
 {
 	_exit(*(int *)arg);
@@ -142,6 +173,7 @@ int suite_spawn(void)
 		{ "a failed exec without the pipe: the site's message, exit 127", test_exec_fail_msg },
 		{ "its own group; a reap's deadline; killed with its group", test_group_deadline },
 		{ "a function in the child, its exit code", test_fn },
+		{ "every fd close-on-exec but the one kept (fd_keep)", test_fd_keep },
 	};
 
 	return pc_test_suite("spawn", tests, PC_ARRAY_SIZE(tests));
