@@ -900,8 +900,8 @@ static void test_under_simulators(void)
 	strf(gpiosim, sizeof(gpiosim), "%s/gpiosim.so", dir);
 	strf(hidrawsim, sizeof(hidrawsim), "%s/hidrawsim.so", dir);
 	if (access(gpiosim, R_OK) != 0 || access(hidrawsim, R_OK) != 0) {
-		printf("\n  SKIPPED: no %s or %s (make gpiosim builds them); gpiod and hidrelay not tested ", gpiosim,
-		       hidrawsim);
+		pc_test_skip("no %s or %s (make gpiosim builds them); gpiod and hidrelay not tested", gpiosim,
+			     hidrawsim);
 		return;
 	}
 	dl_iterate_phdr(find_asan, asan);
