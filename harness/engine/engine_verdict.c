@@ -166,11 +166,13 @@ void eng_wall_time(const struct engine *e, char *buf, size_t len)
  * boot was to write, else null: a final verification), the counts per class
  * and the number of violations, zeros written out.
  */
-static void core_fields(struct engine *e, struct board *b, json_object *v)
+static void core_fields(struct engine *e, struct board *b, json_object *v, struct pc_verdict *vd)
 {
-	if (!json_object_object_get_ex(v, "mode", NULL))
+	if (!json_object_object_get_ex(v, "mode", NULL)) {
 		json_object_object_add(v, "mode", b->planned_mode >= 0 ?
 				       json_object_new_string(pc_mode_name(b->planned_mode)) : NULL);
+		vd->mode = b->planned_mode >= 0 ? b->planned_mode : -1;
+	}
 	if (!json_object_object_get_ex(v, "counts", NULL)) {
 		uint32_t zero[PC_NCLASSES] = { 0 };
 
@@ -180,7 +182,10 @@ static void core_fields(struct engine *e, struct board *b, json_object *v)
 		eng_add_int(v, "violations", 0);
 }
 
-static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
+/* The verdict v of the board's cycle handed on, with vd: what it says,
+ * typed (its outcome, mode, counts and violations set by the caller, as it
+ * wrote them into v). */
+static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *v, struct pc_verdict *vd)
 {
 	int ret;
 
@@ -194,10 +199,13 @@ static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *
 		return -ENOMEM;
 	}
 	if (e->format >= 2)
-		core_fields(e, b, v);
+		core_fields(e, b, v, vd);
 	if (e->dead_device)
 		eng_add_int(v, PC_DEAD_DEVICE, e->dead_device);
-	ret = e->vfn ? e->vfn(v, e->arg) : 0;
+	vd->board = b->name;
+	vd->cycle = cycle;
+	vd->json = v;
+	ret = e->vfn ? e->vfn(vd, e->arg) : 0;
 	json_object_put(v);
 	return ret;
 }
@@ -211,6 +219,7 @@ static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, en
 int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			  const char *reason)
 {
+	struct pc_verdict vd = { .outcome = outcome, .mode = -1 };
 	json_object *v;
 
 	if (already_judged(b, cycle))
@@ -219,7 +228,7 @@ int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum p
 		return verdict_carried(e, b, cycle, outcome, reason);
 	v = verdict_base(e, b, cycle, outcome);
 	json_object_object_add(v, "reason", json_object_new_string(reason));
-	return emit(e, b, cycle, v);
+	return emit(e, b, cycle, v, &vd);
 }
 
 /* The carried findings move into the verdict being built. */
@@ -497,8 +506,12 @@ int eng_verdict_write(struct judge *j, unsigned cycle, enum pc_outcome outcome, 
 {
 	struct engine *e = j->e;
 	struct board *b = j->b;
-	json_object *v = verdict_base(e, b, cycle, j->violations ? PC_OUT_FAIL : outcome);
+	struct pc_verdict vd = { .outcome = j->violations ? PC_OUT_FAIL : outcome, .mode = w ? w->mode : -1,
+				 .violations = j->violations };
+	json_object *v = verdict_base(e, b, cycle, (enum pc_outcome)vd.outcome);
 
+	for (int i = 0; i < PC_NCLASSES; i++)
+		vd.counts[i] = j->counts[i];
 	if (w) {
 		json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
 		json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
@@ -534,7 +547,7 @@ int eng_verdict_write(struct judge *j, unsigned cycle, enum pc_outcome outcome, 
 	}
 	if (reason)
 		json_object_object_add(v, "reason", json_object_new_string(reason));
-	return emit(e, b, cycle, v);
+	return emit(e, b, cycle, v, &vd);
 }
 
 /*

@@ -29,9 +29,21 @@ static struct pc_geom G;
 static json_object *verdicts;	/* array of verdicts emitted */
 static int64_t tclock;
 
-static int collect(json_object *v, void *arg)
+/* Every verdict: what the engine hands on typed says what its line says
+ * (the campaign tallies the one and appends the other). */
+static int collect(const struct pc_verdict *v, void *arg)
 {
-	json_object_array_add(verdicts, json_object_get(v));
+	struct pc_verdict line;
+
+	CU_ASSERT_FATAL(pc_verdict_read(v->json, &line) == 0);
+	CU_ASSERT_STRING_EQUAL(v->board, line.board);
+	CU_ASSERT_EQUAL(v->cycle, line.cycle);
+	CU_ASSERT_EQUAL(v->outcome, line.outcome);
+	CU_ASSERT(v->outcome >= 0 && v->outcome < PC_NOUTCOMES);
+	CU_ASSERT_EQUAL(v->mode, line.mode);
+	CU_ASSERT_EQUAL(memcmp(v->counts, line.counts, sizeof(v->counts)), 0);
+	CU_ASSERT_EQUAL(v->violations, line.violations);
+	json_object_array_add(verdicts, json_object_get(v->json));
 	return 0;
 }
 
