@@ -19,6 +19,7 @@
  */
 #include "harness/engine/engine.h"
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -69,7 +70,7 @@ void engine_free(struct engine *e)
 		json_object_put(b->last_device);
 		json_object_put(b->dev_cache);
 		json_object_put(b->queue_cache);
-		free(b->verdicted);
+		eng_ledger_free(b->ledger);
 		free(b);
 	}
 	free(e);
@@ -257,10 +258,10 @@ int engine_board_state(struct engine *e, const char *name, struct engine_board_s
 			continue;
 		st->last_cycle = b->last_cycle;
 		st->last_work_cycle = b->last_work_cycle;
-		st->last_verdict_cycle = b->last_verdict_cycle;
+		st->last_verdict_cycle = eng_ledger_last(b->ledger);
 		st->pending = b->w != NULL;
 		st->next_seq = b->next_seq;
-		st->verdicts = b->verdicts;
+		st->verdicts = eng_ledger_count(b->ledger);
 		st->baseline = b->baseline;
 		st->scan_ok = b->scan_ok;
 		st->nslots = b->have_geom ? b->g.nslots : 0;

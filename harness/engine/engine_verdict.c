@@ -5,6 +5,7 @@
  * eng_verdict_write() is the one writer of a verdict that carries findings.
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,37 +37,6 @@ void eng_note(struct engine *e, struct board *b, const char *fmt, ...)
 }
 
 /* ---- verdict output ---- */
-
-static int already_judged(struct board *b, unsigned cycle)
-{
-	return cycle / 8 < b->nverdicted && (b->verdicted[cycle / 8] >> (cycle % 8) & 1);
-}
-
-/* cycle <= ENGINE_MAX_CYCLE (engine_feed checks it): at most 1.25 MB. */
-static int mark_judged(struct board *b, unsigned cycle)
-{
-	if (cycle > ENGINE_MAX_CYCLE)
-		return -EINVAL;
-	if (cycle / 8 >= b->nverdicted) {
-		size_t max = ENGINE_MAX_CYCLE / 8 + 1, n = b->nverdicted * 2 > cycle / 8 + 64 ?
-			b->nverdicted * 2 : cycle / 8 + 64;
-		uint8_t *p;
-
-		if (n > max)
-			n = max;
-		p = realloc(b->verdicted, n);
-		if (!p)
-			return -ENOMEM;
-		memset(p + b->nverdicted, 0, n - b->nverdicted);
-		b->verdicted = p;
-		b->nverdicted = n;
-	}
-	b->verdicted[cycle / 8] |= (uint8_t)(1u << (cycle % 8));
-	b->verdicts++;
-	if (cycle > b->last_verdict_cycle)
-		b->last_verdict_cycle = cycle;
-	return 0;
-}
 
 static json_object *jcopy(json_object *o, const char *key)
 {
@@ -189,12 +159,12 @@ static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *
 {
 	int ret;
 
-	if (already_judged(b, cycle)) {
+	if (eng_ledger_judged(b->ledger, cycle)) {
 		/* one verdict per cycle: the first one stands */
 		json_object_put(v);
 		return 0;
 	}
-	if (mark_judged(b, cycle)) {
+	if (eng_ledger_mark(&b->ledger, cycle)) {
 		json_object_put(v);
 		return -ENOMEM;
 	}
@@ -222,7 +192,7 @@ int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum p
 	struct pc_verdict vd = { .outcome = outcome, .mode = -1 };
 	json_object *v;
 
-	if (already_judged(b, cycle))
+	if (eng_ledger_judged(b->ledger, cycle))
 		return 0;
 	if (b->carry)
 		return verdict_carried(e, b, cycle, outcome, reason);
@@ -566,7 +536,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 
 	if (!w->nwerr && !extra && !b->carry)
 		return eng_verdict_simple(e, b, w->cycle, outcome, reason);
-	if (already_judged(b, w->cycle)) {
+	if (eng_ledger_judged(b->ledger, w->cycle)) {
 		json_object_put(extra);
 		return 0;
 	}

@@ -18,6 +18,7 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/engine/engine.h"
+#include "harness/engine/engine_ledger.h"
 #include "harness/cli/replay.h"
 
 #define REGION_BYTES (1u << 20)
@@ -1908,6 +1909,36 @@ static void test_memory_per_slot(void)
 }
 #endif
 
+/* The ledger of verdicts issued: NULL is empty, one bit per cycle up to
+ * ENGINE_MAX_CYCLE, a copy its own. */
+static void test_ledger(void)
+{
+	struct eng_ledger *l = NULL, *c;
+	int oom = 0;
+
+	CU_ASSERT_EQUAL(eng_ledger_judged(NULL, 0), 0);
+	CU_ASSERT_EQUAL(eng_ledger_count(NULL), 0);
+	CU_ASSERT_PTR_NULL(eng_ledger_dup(NULL, &oom));
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, ENGINE_MAX_CYCLE + 1), -EINVAL);
+	CU_ASSERT_PTR_NULL(l);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, 5), 0);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, ENGINE_MAX_CYCLE), 0);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, 2), 0);
+	CU_ASSERT(eng_ledger_judged(l, 5) && eng_ledger_judged(l, 2) && eng_ledger_judged(l, ENGINE_MAX_CYCLE));
+	CU_ASSERT(!eng_ledger_judged(l, 4) && !eng_ledger_judged(l, 6) && !eng_ledger_judged(l, ENGINE_MAX_CYCLE + 1));
+	CU_ASSERT_EQUAL(eng_ledger_count(l), 3);
+	CU_ASSERT_EQUAL(eng_ledger_last(l), ENGINE_MAX_CYCLE);
+	c = eng_ledger_dup(l, &oom);
+	CU_ASSERT_FATAL(c != NULL && !oom);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&c, 4), 0);
+	CU_ASSERT(eng_ledger_judged(c, 4) && !eng_ledger_judged(l, 4));
+	CU_ASSERT_EQUAL(eng_ledger_count(c), 4);
+	CU_ASSERT_EQUAL(eng_ledger_count(l), 3);
+	eng_ledger_free(c);
+	eng_ledger_free(l);
+	eng_ledger_free(NULL);
+}
+
 static int cleanup(void)
 {
 	json_object_put(verdicts);
@@ -1924,6 +1955,7 @@ int suite_engine(void)
 	if (!s)
 		return -1;
 	if (!CU_add_test(s, "honest cycle: intact and not_written", test_honest_pass) ||
+	    !CU_add_test(s, "the ledger of verdicts issued: one per cycle, a copy its own", test_ledger) ||
 	    !CU_add_test(s, "every class in one cycle, with details", test_every_class) ||
 	    !CU_add_test(s, "stale data and BOOT_FAIL", test_stale_and_boot_fail) ||
 	    !CU_add_test(s, "unreadable sectors", test_unreadable) ||
