@@ -19,6 +19,7 @@
  */
 #include "harness/engine/engine.h"
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
@@ -63,7 +64,7 @@ void engine_free(struct engine *e)
 		eng_scan_reset(b);
 		free(b->want);
 		free(b->exp_raws);
-		json_object_put(b->carry);
+		eng_carry_free(b->carry);
 		eng_slots_free(b->exp);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);

@@ -15,6 +15,7 @@
  * and the scan's reset (engine_scan.c).
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
@@ -25,7 +26,7 @@ struct engine_hold {
 	struct board *live;
 	struct board b;		/* the board as held (its pointers are the live board's or below) */
 	struct wcycle *w;	/* owned copies of what a judged scan changes */
-	json_object *carry;
+	struct eng_carry *carry;
 	struct raw *exp_raws;
 	struct eng_ledger *ledger;
 	uint32_t *slot;		/* the wanted slots and their expected occupants (sectors owned) */
@@ -87,7 +88,7 @@ void engine_hold_free(struct engine_hold *h)
 	if (!h)
 		return;
 	eng_wcycle_free(h->w);
-	json_object_put(h->carry);
+	eng_carry_free(h->carry);
 	free(h->exp_raws);
 	eng_ledger_free(h->ledger);
 	for (uint32_t i = 0; h->occ && i < h->nslot; i++)
@@ -118,12 +119,12 @@ struct engine_hold *engine_hold(struct engine *e, const char *board)
 	h->t_now = e->t_now;
 	h->dead_device = e->dead_device;
 	h->w = wcycle_dup(b->w, &oom);
-	h->carry = dup_json(b->carry);
+	h->carry = eng_carry_dup(b->carry, &oom);
 	h->exp_raws = dup_bytes(b->exp_raws, (size_t)b->nexp_raws * sizeof(*b->exp_raws));
 	h->ledger = eng_ledger_dup(b->ledger, &oom);
 	h->slot = calloc(b->nwant ? b->nwant : 1, sizeof(*h->slot));
 	h->occ = calloc(b->nwant ? b->nwant : 1, sizeof(*h->occ));
-	if (oom || (b->carry && !h->carry) || (b->nexp_raws && !h->exp_raws) ||
+	if (oom || (b->nexp_raws && !h->exp_raws) ||
 	    !h->slot || !h->occ)
 		goto fail;
 	for (size_t wd = 0; wd < BITMAP_WORDS(b->g.nslots); wd++)
@@ -172,7 +173,7 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 	}
 	keep = *b;
 	eng_wcycle_free(b->w);
-	json_object_put(b->carry);
+	eng_carry_free(b->carry);
 	free(b->exp_raws);
 	eng_ledger_free(b->ledger);
 	*b = h->b;
@@ -186,12 +187,12 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 	b->raws = NULL;
 	b->nraws = 0;
 	b->w = wcycle_dup(h->w, &oom);
-	b->carry = dup_json(h->carry);
+	b->carry = eng_carry_dup(h->carry, &oom);
 	b->exp_raws = dup_bytes(h->exp_raws, (size_t)h->b.nexp_raws * sizeof(*h->exp_raws));
 	b->ledger = eng_ledger_dup(h->ledger, &oom);
 	e->t_now = h->t_now;
 	e->dead_device = h->dead_device;
-	if (oom || (h->carry && !b->carry) || (h->b.nexp_raws && !b->exp_raws)) {
+	if (oom || (h->b.nexp_raws && !b->exp_raws)) {
 		/* nothing dangles: what is missing is counted as none, and the caller feeds again */
 		if (!b->exp_raws)
 			b->nexp_raws = 0;

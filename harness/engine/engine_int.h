@@ -15,6 +15,8 @@
  *   engine_state.c    the state itself: compact slot tables, a cycle's writes
  *   engine_ledger.c   beside the state: the verdicts a board was given, one
  *                     per cycle (its own object and header, engine_ledger.h)
+ *   engine_carry.c    beside the state: the findings carried into the next
+ *                     verdict (its own object and header, engine_carry.h)
  */
 #ifndef PC_HARNESS_ENGINE_INT_H
 #define PC_HARNESS_ENGINE_INT_H
@@ -71,6 +73,8 @@ struct raw {
 struct slots;
 /* The verdicts a board was given (engine_ledger.h). */
 struct eng_ledger;
+/* What the next verdict is to carry (engine_carry.h). */
+struct eng_carry;
 
 /* A write the device refused (an agent error with write_error). */
 struct werr {
@@ -162,10 +166,7 @@ struct board {
 	/* bookkeeping */
 	/* damage found by a scan that had no writes to judge: it goes into the
 	 * next verdict, so nothing found is ever dropped */
-	json_object *carry;
-	uint32_t carry_counts[PC_NCLASSES];
-	uint32_t carry_viol;
-	uint32_t carry_unlisted;	/* carried findings counted but not listed */
+	struct eng_carry *carry;	/* engine_carry.h; NULL: nothing carried */
 	unsigned cur_cycle, last_cycle, last_work_cycle;
 	int planned_mode;	/* the mode the boot in progress is to write (power_on), or -1 */
 	int audit_require;	/* the board's "audit": "require" (engine_configure) */

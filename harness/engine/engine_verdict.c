@@ -5,6 +5,7 @@
  * eng_verdict_write() is the one writer of a verdict that carries findings.
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
@@ -194,7 +195,7 @@ int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum p
 
 	if (eng_ledger_judged(b->ledger, cycle))
 		return 0;
-	if (b->carry)
+	if (eng_carry_any(b->carry))
 		return verdict_carried(e, b, cycle, outcome, reason);
 	v = verdict_base(e, b, cycle, outcome);
 	json_object_object_add(v, "reason", json_object_new_string(reason));
@@ -204,24 +205,9 @@ int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum p
 /* The carried findings move into the verdict being built. */
 void eng_take_carry(struct judge *j)
 {
-	struct board *b = j->b;
-
 	if (!j->findings)
 		j->findings = json_object_new_array();
-	if (b->carry) {
-		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
-			json_object_array_add(j->findings, json_object_get(json_object_array_get_idx(b->carry, i)));
-		j->nlisted += (uint32_t)json_object_array_length(b->carry);
-		for (int i = 0; i < PC_NCLASSES; i++)
-			j->counts[i] += b->carry_counts[i];
-		j->violations += b->carry_viol;
-		json_object_put(b->carry);
-		b->carry = NULL;
-		memset(b->carry_counts, 0, sizeof(b->carry_counts));
-		b->carry_viol = 0;
-	}
-	j->unlisted += b->carry_unlisted;
-	b->carry_unlisted = 0;
+	eng_carry_take(&j->b->carry, j);
 }
 
 /* eng_verdict_simple() with carried findings: FAIL when any is a violation. */
@@ -534,7 +520,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 	struct judge j = { .e = e, .b = b, .w = w };
 	char why[640];
 
-	if (!w->nwerr && !extra && !b->carry)
+	if (!w->nwerr && !extra && !eng_carry_any(b->carry))
 		return eng_verdict_simple(e, b, w->cycle, outcome, reason);
 	if (eng_ledger_judged(b->ledger, w->cycle)) {
 		json_object_put(extra);
@@ -558,17 +544,5 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 /* A device-level finding, reported in the next verdict. */
 void eng_carry_device(struct board *b, json_object *f)
 {
-	if (!b->carry)
-		b->carry = json_object_new_array();
-	json_object_object_add(f, "acked", json_object_new_boolean(0));
-	json_object_object_add(f, "violation", json_object_new_boolean(1));
-	json_object_object_add(f, "found_at_boot", json_object_new_int64(b->cur_cycle));
-	if (json_object_array_length(b->carry) < ENGINE_MAX_FINDINGS) {
-		json_object_array_add(b->carry, f);
-	} else {
-		json_object_put(f);
-		b->carry_unlisted++;
-	}
-	b->carry_counts[PC_CLS_COLLATERAL]++;
-	b->carry_viol++;
+	eng_carry_add(&b->carry, f, b->cur_cycle);
 }

@@ -18,6 +18,8 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/engine/engine.h"
+#include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_int.h"
 #include "harness/engine/engine_ledger.h"
 #include "harness/cli/replay.h"
 
@@ -1939,6 +1941,50 @@ static void test_ledger(void)
 	eng_ledger_free(NULL);
 }
 
+/* The carried findings: device findings listed up to ENGINE_MAX_FINDINGS
+ * and counted beyond, all taken by the next verdict; a quiet boot that
+ * found nothing still leaves a carry (the next verdict carries); a copy
+ * its own. */
+static void test_carry(void)
+{
+	struct eng_carry *c = NULL, *d;
+	struct judge j = { 0 };
+	int oom = 0;
+
+	CU_ASSERT(!eng_carry_any(NULL));
+	for (unsigned i = 0; i < ENGINE_MAX_FINDINGS + 2; i++)
+		CU_ASSERT_EQUAL(eng_carry_add(&c, json_object_new_object(), 7), 0);
+	CU_ASSERT(eng_carry_any(c));
+	d = eng_carry_dup(c, &oom);
+	CU_ASSERT_FATAL(d != NULL && !oom);
+	j.findings = json_object_new_array();
+	eng_carry_take(&c, &j);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT_EQUAL(j.nlisted, ENGINE_MAX_FINDINGS);
+	CU_ASSERT_EQUAL(json_object_array_length(j.findings), ENGINE_MAX_FINDINGS);
+	CU_ASSERT_EQUAL(j.unlisted, 2);
+	CU_ASSERT_EQUAL(j.counts[PC_CLS_COLLATERAL], ENGINE_MAX_FINDINGS + 2);
+	CU_ASSERT_EQUAL(j.violations, ENGINE_MAX_FINDINGS + 2);
+	CU_ASSERT_EQUAL(pc_jint_or(json_object_array_get_idx(j.findings, 0), "found_at_boot", -1), 7);
+	json_object_put(j.findings);
+	/* the copy kept everything */
+	memset(&j, 0, sizeof(j));
+	j.findings = json_object_new_array();
+	eng_carry_take(&d, &j);
+	CU_ASSERT_EQUAL(j.unlisted, 2);
+	CU_ASSERT_EQUAL(j.violations, ENGINE_MAX_FINDINGS + 2);
+	json_object_put(j.findings);
+	/* a quiet boot with nothing found: a carry all the same */
+	memset(&j, 0, sizeof(j));
+	eng_carry_open(c, &j);
+	CU_ASSERT_EQUAL(j.nlisted, 0);
+	CU_ASSERT_EQUAL(eng_carry_close(&c, &j), 0);
+	CU_ASSERT(eng_carry_any(c));
+	CU_ASSERT_PTR_NULL(j.findings);
+	eng_carry_free(c);
+	eng_carry_free(NULL);
+}
+
 static int cleanup(void)
 {
 	json_object_put(verdicts);
@@ -1956,6 +2002,7 @@ int suite_engine(void)
 		return -1;
 	if (!CU_add_test(s, "honest cycle: intact and not_written", test_honest_pass) ||
 	    !CU_add_test(s, "the ledger of verdicts issued: one per cycle, a copy its own", test_ledger) ||
+	    !CU_add_test(s, "the carried findings: listed, counted, taken once, a copy its own", test_carry) ||
 	    !CU_add_test(s, "every class in one cycle, with details", test_every_class) ||
 	    !CU_add_test(s, "stale data and BOOT_FAIL", test_stale_and_boot_fail) ||
 	    !CU_add_test(s, "unreadable sectors", test_unreadable) ||
