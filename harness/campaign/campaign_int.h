@@ -193,7 +193,7 @@ int camp_hello_unbooted(struct bctx *b, json_object *hello);
 
 /* campaign_resume.c */
 struct bctx *camp_board_by_name(struct camp *c, const char *name);
-int camp_on_verdict(json_object *v, void *arg);
+int camp_on_verdict(const struct pc_verdict *v, void *arg);
 void camp_on_note(const char *board, const char *text, void *arg);
 /* Resume: read the folder's verdicts and events back (the engine is fed
  * them, the tallies counted). -1 (said). */

@@ -44,17 +44,13 @@ struct bctx *camp_board_by_name(struct camp *c, const char *name)
 }
 
 /* Count a verdict towards its board's totals (the whole campaign's, resumed runs included). */
-static struct bctx *tally(struct camp *c, const char *board, json_object *v)
+static struct bctx *tally(struct camp *c, const struct pc_verdict *v)
 {
-	struct bctx *b = camp_board_by_name(c, board);
-	json_object *o;
-	const char *outcome = "";
+	struct bctx *b = camp_board_by_name(c, v->board);
 
 	if (!b)
 		return NULL;
-	if (json_object_object_get_ex(v, "verdict", &o))
-		outcome = json_object_get_string(o);
-	switch (pc_outcome_from_name(outcome)) {
+	switch (v->outcome) {
 	case PC_OUT_PASS:
 		b->tally.pass++;
 		break;
@@ -71,46 +67,41 @@ static struct bctx *tally(struct camp *c, const char *board, json_object *v)
 	return b;
 }
 
-/* Engine callbacks. */
-int camp_on_verdict(json_object *v, void *arg)
+/* A FAIL said on stderr: the classes found but intact and not_written,
+ * the first of a board in full, the next ones summarised. */
+static void say_fail(const struct pc_verdict *v)
+{
+	char what[256] = "";
+
+	for (int i = 0; i < PC_NCLASSES; i++) {
+		size_t l = strlen(what);
+
+		if (v->counts[i] && i != PC_CLS_INTACT && i != PC_CLS_NOT_WRITTEN)
+			snprintf(what + l, sizeof(what) - l, " %s=%" PRIu64, pc_class_names[i], v->counts[i]);
+	}
+	progress_fail(v->board, (uint64_t)v->cycle, what);
+}
+
+/* Engine callbacks. The verdict as the engine decided it: its board,
+ * cycle, outcome and counts typed, its line (v->json) appended as it is. */
+int camp_on_verdict(const struct pc_verdict *v, void *arg)
 {
 	struct camp *c = arg;
-	json_object *o;
-	const char *board = "", *outcome = "";
 	struct bctx *b;
 	char key[128];
 	int ret;
 
-	if (json_object_object_get_ex(v, "board", &o))
-		board = json_object_get_string(o);
-	if (json_object_object_get_ex(v, "verdict", &o))
-		outcome = json_object_get_string(o);
-	json_object_object_get_ex(v, "cycle", &o);
-	snprintf(key, sizeof(key), "%s/%" PRId64, board, json_object_get_int64(o));
+	snprintf(key, sizeof(key), "%s/%" PRId64, v->board, v->cycle);
 	if (c->seen_verdicts && json_object_object_get_ex(c->seen_verdicts, key, NULL))
 		return 0;	/* resuming: this one is in verdicts.jsonl already */
-	ret = camp_results_check(c, results_verdict(&c->res, v));
+	ret = camp_results_check(c, results_verdict(&c->res, v->json));
 	if (ret)
 		return ret;
 	if (c->resuming)
-		pc_info("recovered the verdict of %s cycle %" PRId64 " from " PC_FILE_EVENTS, board,
-			json_object_get_int64(o));
-	b = tally(c, board, v);
-	if (b) {
-		if (pc_outcome_from_name(outcome) == PC_OUT_FAIL && !c->o->quiet) {
-			json_object *cnt;
-			char what[256] = "";
-			if (json_object_object_get_ex(v, "counts", &cnt)) {
-				json_object_object_foreach(cnt, k, val) {
-					size_t l = strlen(what);
-					if (json_object_get_int(val) && strcmp(k, pc_class_names[PC_CLS_INTACT]) && strcmp(k, pc_class_names[PC_CLS_NOT_WRITTEN]))
-						snprintf(what + l, sizeof(what) - l, " %s=%d", k, json_object_get_int(val));
-				}
-			}
-			/* the first of a board in full, the next ones summarised */
-			progress_fail(board, (uint64_t)json_object_get_int64(o), what);
-		}
-	}
+		pc_info("recovered the verdict of %s cycle %" PRId64 " from " PC_FILE_EVENTS, v->board, v->cycle);
+	b = tally(c, v);
+	if (b && v->outcome == PC_OUT_FAIL && !c->o->quiet)
+		say_fail(v);
 	return 0;
 }
 
@@ -127,14 +118,15 @@ void camp_on_note(const char *board, const char *text, void *arg)
 static int camp_seen_verdict(json_object *v, unsigned lineno, void *arg)
 {
 	struct camp *c = arg;
-	json_object *b, *cy;
+	struct pc_verdict vd;
 	char key[128];
 
-	if (!json_object_object_get_ex(v, "board", &b) || !json_object_object_get_ex(v, "cycle", &cy))
+	/* a verdict on disk only: read from its line (the live ones come typed) */
+	if (pc_verdict_read(v, &vd))
 		return -EINVAL;
-	snprintf(key, sizeof(key), "%s/%" PRId64, json_object_get_string(b), json_object_get_int64(cy));
+	snprintf(key, sizeof(key), "%s/%" PRId64, vd.board, vd.cycle);
 	json_object_object_add(c->seen_verdicts, key, json_object_new_boolean(1));
-	tally(c, json_object_get_string(b), v);
+	tally(c, &vd);
 	return 0;
 }
 

@@ -24,7 +24,6 @@
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "common/json.h"
 #include "common/util.h"
 #include "harness/report/qualify.h"
 
@@ -49,30 +48,17 @@ static const char *bytes_text(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-void camp_stop_count(struct bctx *b, json_object *v)
+void camp_stop_count(struct bctx *b, const struct pc_verdict *v)
 {
-	json_object *o, *counts = NULL;
-	int out = -1, mode = -1;
-	int64_t nw = 0, torn = 0, ts = 0;
-
-	if (json_object_object_get_ex(v, "verdict", &o))
-		out = pc_outcome_from_name(json_object_get_string(o));
-	if (out == PC_OUT_BOOT_FAIL)
+	if (v->outcome == PC_OUT_BOOT_FAIL)
 		b->stop.boot_streak++;
-	else if (out == PC_OUT_PASS || out == PC_OUT_FAIL)
+	else if (v->outcome == PC_OUT_PASS || v->outcome == PC_OUT_FAIL)
 		b->stop.boot_streak = 0;	/* it booted: INFRA_ERROR says neither */
-	if (json_object_object_get_ex(v, "mode", &o) && json_object_is_type(o, json_type_string))
-		mode = pc_mode_from_name(json_object_get_string(o));
-	json_object_object_get_ex(v, "counts", &counts);
-	if (pc_jint(counts, pc_class_names[PC_CLS_NOT_WRITTEN], &nw) || nw < 0)
-		nw = 0;
-	if (pc_jint(counts, pc_class_names[PC_CLS_TORN], &torn) || torn < 0)
-		torn = 0;
-	if (pc_jint(counts, pc_class_names[PC_CLS_TORN_SECTOR], &ts) || ts < 0)
-		ts = 0;
-	if (mode > 0 && mode < PC_MODE_MAX && pc_cut_counts(out, (uint64_t)nw, (uint64_t)torn, (uint64_t)ts)) {
-		b->stop.cuts[mode]++;
-		b->stop.fails[mode] += out == PC_OUT_FAIL;
+	if (v->mode > 0 && v->mode < PC_MODE_MAX &&
+	    pc_cut_counts(v->outcome, v->counts[PC_CLS_NOT_WRITTEN], v->counts[PC_CLS_TORN],
+			  v->counts[PC_CLS_TORN_SECTOR])) {
+		b->stop.cuts[v->mode]++;
+		b->stop.fails[v->mode] += v->outcome == PC_OUT_FAIL;
 	}
 }
 

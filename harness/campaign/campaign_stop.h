@@ -16,6 +16,7 @@
 
 struct bctx;
 struct camp;
+struct pc_verdict;
 
 /* A board's part (struct bctx's "stop"), zeroed with it. */
 struct camp_stop {
@@ -36,7 +37,7 @@ struct camp_disk {
 };
 
 /* A verdict of the board was recorded (or read back on resume). */
-void camp_stop_count(struct bctx *b, json_object *v);
+void camp_stop_count(struct bctx *b, const struct pc_verdict *v);
 /* The boot that just failed makes the board's BOOT_FAILs in a row reach
  * stop.boot_fails: that count (the boot_fail event's "dead_device"), else 0. */
 unsigned camp_stop_dead(const struct bctx *b);

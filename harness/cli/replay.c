@@ -157,9 +157,12 @@ static void key_of(json_object *v, char *key, size_t len)
 			 c ? json_object_to_json_string_ext(c, JSON_C_TO_STRING_PLAIN) : "missing");
 }
 
-static int on_verdict(json_object *v, void *arg)
+/* The key and the text are the verdict's line, as those of the file it is
+ * compared with are (key_of, board_get). */
+static int on_verdict(const struct pc_verdict *vd, void *arg)
 {
 	struct rp *p = arg;
+	json_object *v = vd->json;
 	struct replay_board *b;
 	char key[128];
 

@@ -99,12 +99,12 @@ int crash_ack_range(struct ctx *c, json_object *ev, size_t *lo, size_t *hi)
 
 /* ---- one state ---- */
 
-static int collect(json_object *v, void *arg)
+static int collect(const struct pc_verdict *v, void *arg)
 {
 	struct ctx *c = arg;
 
-	if (crash_ev_cycle(v) == c->in->cycle && !c->verdict)
-		c->verdict = json_object_get(v);
+	if (v->cycle == c->in->cycle && !c->verdict)
+		c->verdict = json_object_get(v->json);
 	return 0;
 }
 

@@ -19,6 +19,8 @@
  */
 #include "harness/engine/engine.h"
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -62,14 +64,14 @@ void engine_free(struct engine *e)
 		eng_scan_reset(b);
 		free(b->want);
 		free(b->exp_raws);
-		json_object_put(b->carry);
+		eng_carry_free(b->carry);
 		eng_slots_free(b->exp);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);
 		json_object_put(b->dev_cache);
 		json_object_put(b->queue_cache);
-		free(b->verdicted);
+		eng_ledger_free(b->ledger);
 		free(b);
 	}
 	free(e);
@@ -257,10 +259,10 @@ int engine_board_state(struct engine *e, const char *name, struct engine_board_s
 			continue;
 		st->last_cycle = b->last_cycle;
 		st->last_work_cycle = b->last_work_cycle;
-		st->last_verdict_cycle = b->last_verdict_cycle;
+		st->last_verdict_cycle = eng_ledger_last(b->ledger);
 		st->pending = b->w != NULL;
 		st->next_seq = b->next_seq;
-		st->verdicts = b->verdicts;
+		st->verdicts = eng_ledger_count(b->ledger);
 		st->baseline = b->baseline;
 		st->scan_ok = b->scan_ok;
 		st->nslots = b->have_geom ? b->g.nslots : 0;

@@ -71,8 +71,11 @@
 
 struct engine;
 
-/* Called with each verdict (the engine keeps ownership of v: take a ref to keep it). */
-typedef int (*engine_verdict_fn)(json_object *v, void *arg);
+/* Called with each verdict: what the engine decided, typed, and the object
+ * that is its verdicts.jsonl line (v->json), filled in one place
+ * (engine_verdict.c). Both are lent for the call: take a ref on v->json to
+ * keep it. */
+typedef int (*engine_verdict_fn)(const struct pc_verdict *v, void *arg);
 /* Called with notes worth telling the user (baseline damage, region change). */
 typedef void (*engine_note_fn)(const char *board, const char *text, void *arg);
 

@@ -6,8 +6,8 @@
  * "Incremental judging"). A scan judged against a held board changes only
  * what is listed here: the scan's own tables (reset), the wanted slots of
  * the expected state (adopted), the cycle's writes (judged, freed), the
- * carried findings, the kept raw sectors, the judged-cycle bits and the
- * board's counters; each is held and put back. Everything else the scan
+ * carried findings, the kept raw sectors, the ledger of verdicts issued
+ * (engine_ledger.h) and the board's counters; each is held and put back. Everything else the scan
  * only reads; a board whose expected state or wanted slots changed anyway
  * is refused (-EAGAIN: feed the cycle again).
  *
@@ -15,6 +15,8 @@
  * and the scan's reset (engine_scan.c).
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,9 +26,9 @@ struct engine_hold {
 	struct board *live;
 	struct board b;		/* the board as held (its pointers are the live board's or below) */
 	struct wcycle *w;	/* owned copies of what a judged scan changes */
-	json_object *carry;
+	struct eng_carry *carry;
 	struct raw *exp_raws;
-	uint8_t *verdicted;
+	struct eng_ledger *ledger;
 	uint32_t *slot;		/* the wanted slots and their expected occupants (sectors owned) */
 	struct occ *occ;
 	uint32_t nslot;
@@ -86,9 +88,9 @@ void engine_hold_free(struct engine_hold *h)
 	if (!h)
 		return;
 	eng_wcycle_free(h->w);
-	json_object_put(h->carry);
+	eng_carry_free(h->carry);
 	free(h->exp_raws);
-	free(h->verdicted);
+	eng_ledger_free(h->ledger);
 	for (uint32_t i = 0; h->occ && i < h->nslot; i++)
 		free(h->occ[i].sect);
 	free(h->occ);
@@ -117,12 +119,12 @@ struct engine_hold *engine_hold(struct engine *e, const char *board)
 	h->t_now = e->t_now;
 	h->dead_device = e->dead_device;
 	h->w = wcycle_dup(b->w, &oom);
-	h->carry = dup_json(b->carry);
+	h->carry = eng_carry_dup(b->carry, &oom);
 	h->exp_raws = dup_bytes(b->exp_raws, (size_t)b->nexp_raws * sizeof(*b->exp_raws));
-	h->verdicted = dup_bytes(b->verdicted, b->nverdicted);
+	h->ledger = eng_ledger_dup(b->ledger, &oom);
 	h->slot = calloc(b->nwant ? b->nwant : 1, sizeof(*h->slot));
 	h->occ = calloc(b->nwant ? b->nwant : 1, sizeof(*h->occ));
-	if (oom || (b->carry && !h->carry) || (b->nexp_raws && !h->exp_raws) || (b->nverdicted && !h->verdicted) ||
+	if (oom || (b->nexp_raws && !h->exp_raws) ||
 	    !h->slot || !h->occ)
 		goto fail;
 	for (size_t wd = 0; wd < BITMAP_WORDS(b->g.nslots); wd++)
@@ -171,9 +173,9 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 	}
 	keep = *b;
 	eng_wcycle_free(b->w);
-	json_object_put(b->carry);
+	eng_carry_free(b->carry);
 	free(b->exp_raws);
-	free(b->verdicted);
+	eng_ledger_free(b->ledger);
 	*b = h->b;
 	/* the live board's own: its expected state (now as held), the HELLO's caches it built */
 	b->exp = keep.exp;
@@ -185,18 +187,15 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 	b->raws = NULL;
 	b->nraws = 0;
 	b->w = wcycle_dup(h->w, &oom);
-	b->carry = dup_json(h->carry);
+	b->carry = eng_carry_dup(h->carry, &oom);
 	b->exp_raws = dup_bytes(h->exp_raws, (size_t)h->b.nexp_raws * sizeof(*h->exp_raws));
-	b->verdicted = dup_bytes(h->verdicted, h->b.nverdicted);
+	b->ledger = eng_ledger_dup(h->ledger, &oom);
 	e->t_now = h->t_now;
 	e->dead_device = h->dead_device;
-	if (oom || (h->carry && !b->carry) || (h->b.nexp_raws && !b->exp_raws) ||
-	    (h->b.nverdicted && !b->verdicted)) {
+	if (oom || (h->b.nexp_raws && !b->exp_raws)) {
 		/* nothing dangles: what is missing is counted as none, and the caller feeds again */
 		if (!b->exp_raws)
 			b->nexp_raws = 0;
-		if (!b->verdicted)
-			b->nverdicted = 0;
 		return -ENOMEM;
 	}
 	return 0;

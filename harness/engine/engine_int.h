@@ -13,6 +13,10 @@
  *   engine_judge.c    judge: sectors classified, records and cold slots judged
  *   engine_verdict.c  verdict: findings and verdicts encoded and emitted
  *   engine_state.c    the state itself: compact slot tables, a cycle's writes
+ *   engine_ledger.c   beside the state: the verdicts a board was given, one
+ *                     per cycle (its own object and header, engine_ledger.h)
+ *   engine_carry.c    beside the state: the findings carried into the next
+ *                     verdict (its own object and header, engine_carry.h)
  */
 #ifndef PC_HARNESS_ENGINE_INT_H
 #define PC_HARNESS_ENGINE_INT_H
@@ -67,6 +71,10 @@ struct raw {
 
 /* A table of every slot's occupant (engine_state.c). */
 struct slots;
+/* The verdicts a board was given (engine_ledger.h). */
+struct eng_ledger;
+/* What the next verdict is to carry (engine_carry.h). */
+struct eng_carry;
 
 /* A write the device refused (an agent error with write_error). */
 struct werr {
@@ -158,18 +166,13 @@ struct board {
 	/* bookkeeping */
 	/* damage found by a scan that had no writes to judge: it goes into the
 	 * next verdict, so nothing found is ever dropped */
-	json_object *carry;
-	uint32_t carry_counts[PC_NCLASSES];
-	uint32_t carry_viol;
-	uint32_t carry_unlisted;	/* carried findings counted but not listed */
-	unsigned cur_cycle, last_cycle, last_work_cycle, last_verdict_cycle;
+	struct eng_carry *carry;	/* engine_carry.h; NULL: nothing carried */
+	unsigned cur_cycle, last_cycle, last_work_cycle;
 	int planned_mode;	/* the mode the boot in progress is to write (power_on), or -1 */
 	int audit_require;	/* the board's "audit": "require" (engine_configure) */
 	uint64_t next_seq;
-	unsigned verdicts;
 	int scan_ok;		/* the last scan was complete and judged */
-	uint8_t *verdicted;	/* one bit per cycle */
-	size_t nverdicted;	/* bytes */
+	struct eng_ledger *ledger;	/* the verdicts issued (engine_ledger.h), NULL: none */
 	struct board *next;
 };
 

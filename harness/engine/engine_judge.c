@@ -6,6 +6,7 @@
  * verdicts go down to engine_verdict.c.
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -665,28 +666,26 @@ int eng_scan_overflow(struct engine *e, struct board *b)
  * changed is carried to the next verdict. */
 static int judge_quiet(struct engine *e, struct board *b)
 {
-	struct judge j = { .e = e, .b = b, .findings = b->carry ? b->carry : json_object_new_array() };
-	size_t before = json_object_array_length(j.findings);
-	uint32_t damaged;
+	struct judge j = { .e = e, .b = b };
+	size_t before;
+	uint32_t damaged, unlisted;
+	int ret;
 
-	j.nlisted = (uint32_t)before;
-	j.unlisted = b->carry_unlisted;
+	eng_carry_open(b->carry, &j);
+	before = j.nlisted;
+	unlisted = j.unlisted;
 	for (uint32_t s = 0; s < b->g.nslots; s++)
 		if (eng_wanted(b, s))
 			judge_cold(&j, s);
 	json_object_put(j.scratch);
 	for (size_t i = before; i < json_object_array_length(j.findings); i++)
 		eng_add_int(json_object_array_get_idx(j.findings, i), "found_at_boot", b->cur_cycle);
-	damaged = (uint32_t)(json_object_array_length(j.findings) - before) + (j.unlisted - b->carry_unlisted);
-	for (int i = 0; i < PC_NCLASSES; i++)
-		b->carry_counts[i] += j.counts[i];
-	b->carry_viol += j.violations;
-	b->carry_unlisted = j.unlisted;
-	b->carry = j.findings;
+	damaged = (uint32_t)(json_object_array_length(j.findings) - before) + (j.unlisted - unlisted);
+	ret = eng_carry_close(&b->carry, &j);
 	if (damaged)
 		eng_note(e, b, "boot of cycle %u: %u slots changed with no writes pending; reported in the "
 		     "next verdict", b->cur_cycle, damaged);
-	return 0;
+	return ret;
 }
 
 /*

@@ -4,6 +4,7 @@
  * watched, and the region's continuity judged (docs/verdicts.md).
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -275,7 +276,7 @@ int eng_set_geom(struct engine *e, struct board *b, const struct pc_msg *m, unsi
 				      "is known: %.200s", pc_jstr(m->obj, "region_error", "?"));
 		check_device(e, b, m->obj);
 		check_region(e, b, m->obj, NULL);
-		if (b->w && b->carry) {
+		if (b->w && eng_carry_any(b->carry)) {
 			/* the agent will not scan a region it cannot trust: the pending
 			 * writes are never checked, and the finding is why */
 			char reason[400];

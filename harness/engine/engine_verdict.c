@@ -5,6 +5,8 @@
  * eng_verdict_write() is the one writer of a verdict that carries findings.
  */
 #include "harness/engine/engine_int.h"
+#include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_ledger.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,37 +38,6 @@ void eng_note(struct engine *e, struct board *b, const char *fmt, ...)
 }
 
 /* ---- verdict output ---- */
-
-static int already_judged(struct board *b, unsigned cycle)
-{
-	return cycle / 8 < b->nverdicted && (b->verdicted[cycle / 8] >> (cycle % 8) & 1);
-}
-
-/* cycle <= ENGINE_MAX_CYCLE (engine_feed checks it): at most 1.25 MB. */
-static int mark_judged(struct board *b, unsigned cycle)
-{
-	if (cycle > ENGINE_MAX_CYCLE)
-		return -EINVAL;
-	if (cycle / 8 >= b->nverdicted) {
-		size_t max = ENGINE_MAX_CYCLE / 8 + 1, n = b->nverdicted * 2 > cycle / 8 + 64 ?
-			b->nverdicted * 2 : cycle / 8 + 64;
-		uint8_t *p;
-
-		if (n > max)
-			n = max;
-		p = realloc(b->verdicted, n);
-		if (!p)
-			return -ENOMEM;
-		memset(p + b->nverdicted, 0, n - b->nverdicted);
-		b->verdicted = p;
-		b->nverdicted = n;
-	}
-	b->verdicted[cycle / 8] |= (uint8_t)(1u << (cycle % 8));
-	b->verdicts++;
-	if (cycle > b->last_verdict_cycle)
-		b->last_verdict_cycle = cycle;
-	return 0;
-}
 
 static json_object *jcopy(json_object *o, const char *key)
 {
@@ -166,11 +137,13 @@ void eng_wall_time(const struct engine *e, char *buf, size_t len)
  * boot was to write, else null: a final verification), the counts per class
  * and the number of violations, zeros written out.
  */
-static void core_fields(struct engine *e, struct board *b, json_object *v)
+static void core_fields(struct engine *e, struct board *b, json_object *v, struct pc_verdict *vd)
 {
-	if (!json_object_object_get_ex(v, "mode", NULL))
+	if (!json_object_object_get_ex(v, "mode", NULL)) {
 		json_object_object_add(v, "mode", b->planned_mode >= 0 ?
 				       json_object_new_string(pc_mode_name(b->planned_mode)) : NULL);
+		vd->mode = b->planned_mode >= 0 ? b->planned_mode : -1;
+	}
 	if (!json_object_object_get_ex(v, "counts", NULL)) {
 		uint32_t zero[PC_NCLASSES] = { 0 };
 
@@ -180,24 +153,30 @@ static void core_fields(struct engine *e, struct board *b, json_object *v)
 		eng_add_int(v, "violations", 0);
 }
 
-static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *v)
+/* The verdict v of the board's cycle handed on, with vd: what it says,
+ * typed (its outcome, mode, counts and violations set by the caller, as it
+ * wrote them into v). */
+static int emit(struct engine *e, struct board *b, unsigned cycle, json_object *v, struct pc_verdict *vd)
 {
 	int ret;
 
-	if (already_judged(b, cycle)) {
+	if (eng_ledger_judged(b->ledger, cycle)) {
 		/* one verdict per cycle: the first one stands */
 		json_object_put(v);
 		return 0;
 	}
-	if (mark_judged(b, cycle)) {
+	if (eng_ledger_mark(&b->ledger, cycle)) {
 		json_object_put(v);
 		return -ENOMEM;
 	}
 	if (e->format >= 2)
-		core_fields(e, b, v);
+		core_fields(e, b, v, vd);
 	if (e->dead_device)
 		eng_add_int(v, PC_DEAD_DEVICE, e->dead_device);
-	ret = e->vfn ? e->vfn(v, e->arg) : 0;
+	vd->board = b->name;
+	vd->cycle = cycle;
+	vd->json = v;
+	ret = e->vfn ? e->vfn(vd, e->arg) : 0;
 	json_object_put(v);
 	return ret;
 }
@@ -211,38 +190,24 @@ static int verdict_carried(struct engine *e, struct board *b, unsigned cycle, en
 int eng_verdict_simple(struct engine *e, struct board *b, unsigned cycle, enum pc_outcome outcome,
 			  const char *reason)
 {
+	struct pc_verdict vd = { .outcome = outcome, .mode = -1 };
 	json_object *v;
 
-	if (already_judged(b, cycle))
+	if (eng_ledger_judged(b->ledger, cycle))
 		return 0;
-	if (b->carry)
+	if (eng_carry_any(b->carry))
 		return verdict_carried(e, b, cycle, outcome, reason);
 	v = verdict_base(e, b, cycle, outcome);
 	json_object_object_add(v, "reason", json_object_new_string(reason));
-	return emit(e, b, cycle, v);
+	return emit(e, b, cycle, v, &vd);
 }
 
 /* The carried findings move into the verdict being built. */
 void eng_take_carry(struct judge *j)
 {
-	struct board *b = j->b;
-
 	if (!j->findings)
 		j->findings = json_object_new_array();
-	if (b->carry) {
-		for (size_t i = 0; i < json_object_array_length(b->carry); i++)
-			json_object_array_add(j->findings, json_object_get(json_object_array_get_idx(b->carry, i)));
-		j->nlisted += (uint32_t)json_object_array_length(b->carry);
-		for (int i = 0; i < PC_NCLASSES; i++)
-			j->counts[i] += b->carry_counts[i];
-		j->violations += b->carry_viol;
-		json_object_put(b->carry);
-		b->carry = NULL;
-		memset(b->carry_counts, 0, sizeof(b->carry_counts));
-		b->carry_viol = 0;
-	}
-	j->unlisted += b->carry_unlisted;
-	b->carry_unlisted = 0;
+	eng_carry_take(&j->b->carry, j);
 }
 
 /* eng_verdict_simple() with carried findings: FAIL when any is a violation. */
@@ -497,8 +462,12 @@ int eng_verdict_write(struct judge *j, unsigned cycle, enum pc_outcome outcome, 
 {
 	struct engine *e = j->e;
 	struct board *b = j->b;
-	json_object *v = verdict_base(e, b, cycle, j->violations ? PC_OUT_FAIL : outcome);
+	struct pc_verdict vd = { .outcome = j->violations ? PC_OUT_FAIL : outcome, .mode = w ? w->mode : -1,
+				 .violations = j->violations };
+	json_object *v = verdict_base(e, b, cycle, (enum pc_outcome)vd.outcome);
 
+	for (int i = 0; i < PC_NCLASSES; i++)
+		vd.counts[i] = j->counts[i];
 	if (w) {
 		json_object_object_add(v, "mode", json_object_new_string(pc_mode_name(w->mode)));
 		json_object_object_add(v, "mode_run", json_object_new_string(pc_mode_name(w->mode_run)));
@@ -534,7 +503,7 @@ int eng_verdict_write(struct judge *j, unsigned cycle, enum pc_outcome outcome, 
 	}
 	if (reason)
 		json_object_object_add(v, "reason", json_object_new_string(reason));
-	return emit(e, b, cycle, v);
+	return emit(e, b, cycle, v, &vd);
 }
 
 /*
@@ -551,9 +520,9 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 	struct judge j = { .e = e, .b = b, .w = w };
 	char why[640];
 
-	if (!w->nwerr && !extra && !b->carry)
+	if (!w->nwerr && !extra && !eng_carry_any(b->carry))
 		return eng_verdict_simple(e, b, w->cycle, outcome, reason);
-	if (already_judged(b, w->cycle)) {
+	if (eng_ledger_judged(b->ledger, w->cycle)) {
 		json_object_put(extra);
 		return 0;
 	}
@@ -575,17 +544,5 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 /* A device-level finding, reported in the next verdict. */
 void eng_carry_device(struct board *b, json_object *f)
 {
-	if (!b->carry)
-		b->carry = json_object_new_array();
-	json_object_object_add(f, "acked", json_object_new_boolean(0));
-	json_object_object_add(f, "violation", json_object_new_boolean(1));
-	json_object_object_add(f, "found_at_boot", json_object_new_int64(b->cur_cycle));
-	if (json_object_array_length(b->carry) < ENGINE_MAX_FINDINGS) {
-		json_object_array_add(b->carry, f);
-	} else {
-		json_object_put(f);
-		b->carry_unlisted++;
-	}
-	b->carry_counts[PC_CLS_COLLATERAL]++;
-	b->carry_viol++;
+	eng_carry_add(&b->carry, f, b->cur_cycle);
 }

@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json.h"
 #include "common/record.h"
 #include "common/util.h"
 
@@ -87,6 +88,33 @@ int pc_cut_counts(int outcome, uint64_t not_written, uint64_t torn, uint64_t tor
 	if (outcome == PC_OUT_FAIL)
 		return 1;
 	return outcome == PC_OUT_PASS && not_written + torn + torn_sector > 0;
+}
+
+/* A count of a verdict line: missing, negative or not an integer is 0. */
+static uint64_t verdict_count(json_object *o, const char *key)
+{
+	int64_t n = 0;
+
+	return pc_jint(o, key, &n) || n < 0 ? 0 : (uint64_t)n;
+}
+
+int pc_verdict_read(json_object *line, struct pc_verdict *v)
+{
+	json_object *board = pc_jget(line, "board"), *cycle = pc_jget(line, "cycle");
+	json_object *counts = pc_jget(line, "counts");
+
+	if (!board || !cycle)
+		return -EINVAL;
+	memset(v, 0, sizeof(*v));
+	v->json = line;
+	v->board = json_object_get_string(board);	/* as written, whatever its type */
+	v->cycle = json_object_get_int64(cycle);
+	v->outcome = pc_outcome_from_name(pc_jstr(line, "verdict", NULL));
+	v->mode = pc_mode_from_name(pc_jstr(line, "mode", NULL));
+	for (int i = 0; i < PC_NCLASSES; i++)
+		v->counts[i] = verdict_count(counts, pc_class_names[i]);
+	v->violations = verdict_count(line, "violations");
+	return 0;
 }
 
 void pc_policy_default(struct pc_policy *p, int mode)

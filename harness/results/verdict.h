@@ -158,6 +158,31 @@ int pc_ev_from_name(const char *s);
  */
 int pc_cut_counts(int outcome, uint64_t not_written, uint64_t torn, uint64_t torn_sector);
 
+/*
+ * One verdict as the engine decided it (docs/results.md, verdicts.jsonl):
+ * what the campaign tallies and its stop rules count, typed, beside the
+ * object that is its verdicts.jsonl line (json: what results_verdict()
+ * writes). The engine fills both in the same place and hands them to its
+ * verdict callback (harness/engine/engine.h), lent for the call: the live
+ * campaign never reads its own JSON back to learn what the engine decided.
+ * A verdict that is only on disk (a resumed run's verdicts.jsonl) is read
+ * into the same shape by pc_verdict_read().
+ */
+struct pc_verdict {
+	const char *board;
+	int64_t cycle;
+	int outcome;		/* enum pc_outcome; -1: a line on disk naming none */
+	int mode;		/* enum pc_mode the line names (the cycle's, or its boot's), -1: none */
+	uint64_t counts[PC_NCLASSES];	/* per class; 0 for a class the line leaves out */
+	uint64_t violations;
+	struct json_object *json;	/* the line's object (borrowed) */
+};
+/* A verdicts.jsonl line's object (borrowed, as v->json and v->board are) as
+ * a struct pc_verdict, read as the campaign always read it: an outcome or a
+ * mode it does not name -1, a count missing, negative or not an integer 0.
+ * 0, or -EINVAL when it has no "board" or "cycle" (v then untouched). */
+int pc_verdict_read(struct json_object *line, struct pc_verdict *v);
+
 /* What the policy says of unacknowledged findings of the classes that are
  * violations only sometimes: 1 when they are. */
 struct pc_policy {

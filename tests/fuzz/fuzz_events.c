@@ -127,10 +127,10 @@ struct resume {
 };
 
 /* A verdict is read as the campaign would write it. */
-static int on_verdict(json_object *v, void *arg)
+static int on_verdict(const struct pc_verdict *v, void *arg)
 {
 	struct resume *r = arg;
-	const char *s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(v->json, JSON_C_TO_STRING_PLAIN);
 
 	FUZZ_CHECK(s && s[0] == '{', "a verdict that is not a JSON object");
 	r->verdicts++;

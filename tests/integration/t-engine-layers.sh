@@ -1,7 +1,8 @@
 #!/bin/bash
 # The verdict engine is a pipeline in one direction (harness/engine/engine_int.h):
 # intake (engine.c) -> scan assembly (engine_scan.c) -> judge (engine_judge.c,
-# engine_region.c) -> verdict (engine_verdict.c) -> state (engine_state.c);
+# engine_region.c) -> verdict (engine_verdict.c) -> state (engine_state.c, and
+# engine_ledger.c: the verdicts issued, engine_carry.c: the findings carried);
 # beside the intake, engine_hold.c (crash-states' incremental judging).
 # No part calls a part above it or beside it: read from the objects' symbols
 # (nm), each file's undefined symbols against the engine file defining them.
@@ -13,7 +14,7 @@ objs="$BIN/obj/harness/engine"
 command -v nm > /dev/null || skip "nm (binutils) is not installed"
 
 declare -A level=([engine]=0 [engine_hold]=0 [engine_scan]=1 [engine_judge]=2 [engine_region]=2 [engine_verdict]=3
-		  [engine_state]=4)
+		  [engine_state]=4 [engine_ledger]=4 [engine_carry]=4)
 declare -A def
 unknown=
 for o in "$objs"/*.o; do

@@ -18,6 +18,9 @@
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/engine/engine.h"
+#include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_ledger.h"
 #include "harness/cli/replay.h"
 
 #define REGION_BYTES (1u << 20)
@@ -29,9 +32,21 @@ static struct pc_geom G;
 static json_object *verdicts;	/* array of verdicts emitted */
 static int64_t tclock;
 
-static int collect(json_object *v, void *arg)
+/* Every verdict: what the engine hands on typed says what its line says
+ * (the campaign tallies the one and appends the other). */
+static int collect(const struct pc_verdict *v, void *arg)
 {
-	json_object_array_add(verdicts, json_object_get(v));
+	struct pc_verdict line;
+
+	CU_ASSERT_FATAL(pc_verdict_read(v->json, &line) == 0);
+	CU_ASSERT_STRING_EQUAL(v->board, line.board);
+	CU_ASSERT_EQUAL(v->cycle, line.cycle);
+	CU_ASSERT_EQUAL(v->outcome, line.outcome);
+	CU_ASSERT(v->outcome >= 0 && v->outcome < PC_NOUTCOMES);
+	CU_ASSERT_EQUAL(v->mode, line.mode);
+	CU_ASSERT_EQUAL(memcmp(v->counts, line.counts, sizeof(v->counts)), 0);
+	CU_ASSERT_EQUAL(v->violations, line.violations);
+	json_object_array_add(verdicts, json_object_get(v->json));
 	return 0;
 }
 
@@ -1896,6 +1911,80 @@ static void test_memory_per_slot(void)
 }
 #endif
 
+/* The ledger of verdicts issued: NULL is empty, one bit per cycle up to
+ * ENGINE_MAX_CYCLE, a copy its own. */
+static void test_ledger(void)
+{
+	struct eng_ledger *l = NULL, *c;
+	int oom = 0;
+
+	CU_ASSERT_EQUAL(eng_ledger_judged(NULL, 0), 0);
+	CU_ASSERT_EQUAL(eng_ledger_count(NULL), 0);
+	CU_ASSERT_PTR_NULL(eng_ledger_dup(NULL, &oom));
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, ENGINE_MAX_CYCLE + 1), -EINVAL);
+	CU_ASSERT_PTR_NULL(l);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, 5), 0);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, ENGINE_MAX_CYCLE), 0);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&l, 2), 0);
+	CU_ASSERT(eng_ledger_judged(l, 5) && eng_ledger_judged(l, 2) && eng_ledger_judged(l, ENGINE_MAX_CYCLE));
+	CU_ASSERT(!eng_ledger_judged(l, 4) && !eng_ledger_judged(l, 6) && !eng_ledger_judged(l, ENGINE_MAX_CYCLE + 1));
+	CU_ASSERT_EQUAL(eng_ledger_count(l), 3);
+	CU_ASSERT_EQUAL(eng_ledger_last(l), ENGINE_MAX_CYCLE);
+	c = eng_ledger_dup(l, &oom);
+	CU_ASSERT_FATAL(c != NULL && !oom);
+	CU_ASSERT_EQUAL(eng_ledger_mark(&c, 4), 0);
+	CU_ASSERT(eng_ledger_judged(c, 4) && !eng_ledger_judged(l, 4));
+	CU_ASSERT_EQUAL(eng_ledger_count(c), 4);
+	CU_ASSERT_EQUAL(eng_ledger_count(l), 3);
+	eng_ledger_free(c);
+	eng_ledger_free(l);
+	eng_ledger_free(NULL);
+}
+
+/* The carried findings: device findings listed up to ENGINE_MAX_FINDINGS
+ * and counted beyond, all taken by the next verdict; a quiet boot that
+ * found nothing still leaves a carry (the next verdict carries); a copy
+ * its own. */
+static void test_carry(void)
+{
+	struct eng_carry *c = NULL, *d;
+	struct judge j = { 0 };
+	int oom = 0;
+
+	CU_ASSERT(!eng_carry_any(NULL));
+	for (unsigned i = 0; i < ENGINE_MAX_FINDINGS + 2; i++)
+		CU_ASSERT_EQUAL(eng_carry_add(&c, json_object_new_object(), 7), 0);
+	CU_ASSERT(eng_carry_any(c));
+	d = eng_carry_dup(c, &oom);
+	CU_ASSERT_FATAL(d != NULL && !oom);
+	j.findings = json_object_new_array();
+	eng_carry_take(&c, &j);
+	CU_ASSERT_PTR_NULL(c);
+	CU_ASSERT_EQUAL(j.nlisted, ENGINE_MAX_FINDINGS);
+	CU_ASSERT_EQUAL(json_object_array_length(j.findings), ENGINE_MAX_FINDINGS);
+	CU_ASSERT_EQUAL(j.unlisted, 2);
+	CU_ASSERT_EQUAL(j.counts[PC_CLS_COLLATERAL], ENGINE_MAX_FINDINGS + 2);
+	CU_ASSERT_EQUAL(j.violations, ENGINE_MAX_FINDINGS + 2);
+	CU_ASSERT_EQUAL(pc_jint_or(json_object_array_get_idx(j.findings, 0), "found_at_boot", -1), 7);
+	json_object_put(j.findings);
+	/* the copy kept everything */
+	memset(&j, 0, sizeof(j));
+	j.findings = json_object_new_array();
+	eng_carry_take(&d, &j);
+	CU_ASSERT_EQUAL(j.unlisted, 2);
+	CU_ASSERT_EQUAL(j.violations, ENGINE_MAX_FINDINGS + 2);
+	json_object_put(j.findings);
+	/* a quiet boot with nothing found: a carry all the same */
+	memset(&j, 0, sizeof(j));
+	eng_carry_open(c, &j);
+	CU_ASSERT_EQUAL(j.nlisted, 0);
+	CU_ASSERT_EQUAL(eng_carry_close(&c, &j), 0);
+	CU_ASSERT(eng_carry_any(c));
+	CU_ASSERT_PTR_NULL(j.findings);
+	eng_carry_free(c);
+	eng_carry_free(NULL);
+}
+
 static int cleanup(void)
 {
 	json_object_put(verdicts);
@@ -1912,6 +2001,8 @@ int suite_engine(void)
 	if (!s)
 		return -1;
 	if (!CU_add_test(s, "honest cycle: intact and not_written", test_honest_pass) ||
+	    !CU_add_test(s, "the ledger of verdicts issued: one per cycle, a copy its own", test_ledger) ||
+	    !CU_add_test(s, "the carried findings: listed, counted, taken once, a copy its own", test_carry) ||
 	    !CU_add_test(s, "every class in one cycle, with details", test_every_class) ||
 	    !CU_add_test(s, "stale data and BOOT_FAIL", test_stale_and_boot_fail) ||
 	    !CU_add_test(s, "unreadable sectors", test_unreadable) ||

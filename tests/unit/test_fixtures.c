@@ -20,9 +20,9 @@
 
 static json_object *got;	/* verdicts of the case being run */
 
-static int collect(json_object *v, void *arg)
+static int collect(const struct pc_verdict *v, void *arg)
 {
-	json_object_array_add(got, json_object_get(v));
+	json_object_array_add(got, json_object_get(v->json));
 	return 0;
 }
 

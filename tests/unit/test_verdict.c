@@ -521,6 +521,48 @@ static void test_audit_raw(void)
 	}
 }
 
+/* A verdicts.jsonl line read back (a resumed run) as the typed verdict the
+ * engine hands on live: what it leaves out or gets wrong is none, or 0. */
+static void test_verdict_read(void)
+{
+	json_object *o = json_tokener_parse("{\"board\":\"b1\",\"cycle\":7,\"verdict\":\"FAIL\",\"mode\":\"fua\","
+					    "\"counts\":{\"intact\":3,\"torn\":2,\"stale\":-4,\"corrupt\":\"x\"},"
+					    "\"violations\":2}");
+	struct pc_verdict v;
+
+	CU_ASSERT_FATAL(o != NULL);
+	CU_ASSERT_EQUAL(pc_verdict_read(o, &v), 0);
+	CU_ASSERT_STRING_EQUAL(v.board, "b1");
+	CU_ASSERT_EQUAL(v.cycle, 7);
+	CU_ASSERT_EQUAL(v.outcome, PC_OUT_FAIL);
+	CU_ASSERT_EQUAL(v.mode, PC_MODE_FUA);
+	CU_ASSERT_EQUAL(v.counts[PC_CLS_INTACT], 3);
+	CU_ASSERT_EQUAL(v.counts[PC_CLS_TORN], 2);
+	CU_ASSERT_EQUAL(v.counts[PC_CLS_STALE], 0);	/* negative */
+	CU_ASSERT_EQUAL(v.counts[PC_CLS_CORRUPT], 0);	/* not an integer */
+	CU_ASSERT_EQUAL(v.counts[PC_CLS_NOT_WRITTEN], 0);	/* left out */
+	CU_ASSERT_EQUAL(v.violations, 2);
+	CU_ASSERT_PTR_EQUAL(v.json, o);
+	json_object_put(o);
+	/* a final verification's: no mode, no counts; an outcome it does not name */
+	o = json_tokener_parse("{\"board\":\"b1\",\"cycle\":8,\"verdict\":\"MAYBE\",\"mode\":null}");
+	CU_ASSERT_EQUAL(pc_verdict_read(o, &v), 0);
+	CU_ASSERT_EQUAL(v.outcome, -1);
+	CU_ASSERT_EQUAL(v.mode, -1);
+	CU_ASSERT_EQUAL(v.counts[PC_CLS_INTACT], 0);
+	CU_ASSERT_EQUAL(v.violations, 0);
+	json_object_put(o);
+	/* no board or no cycle: not a verdict, v untouched */
+	v.cycle = 99;
+	o = json_tokener_parse("{\"cycle\":8,\"verdict\":\"PASS\"}");
+	CU_ASSERT_EQUAL(pc_verdict_read(o, &v), -EINVAL);
+	json_object_put(o);
+	o = json_tokener_parse("{\"board\":\"b1\",\"verdict\":\"PASS\"}");
+	CU_ASSERT_EQUAL(pc_verdict_read(o, &v), -EINVAL);
+	CU_ASSERT_EQUAL(v.cycle, 99);
+	json_object_put(o);
+}
+
 /* What counts as a cut towards a target, and the run ends' names. */
 static void test_stop_names(void)
 {
@@ -547,6 +589,7 @@ int suite_verdict(void)
 	if (!s ||
 	    !CU_add_test(s, "results format version", test_format) ||
 	    !CU_add_test(s, "stop rules: cuts towards a target, run ends", test_stop_names) ||
+	    !CU_add_test(s, "a verdict line read back as the typed verdict", test_verdict_read) ||
 	    !CU_add_test(s, "latency buckets", test_lat_buckets) ||
 	    !CU_add_test(s, "latency quantiles", test_lat_quantile) ||
 	    !CU_add_test(s, "ACK latencies", test_ack_latency) ||
