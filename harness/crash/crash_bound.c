@@ -9,7 +9,7 @@
  * virtual cuts are states at earlier points, said apart. The design used and
  * what it leaves out are named.
  */
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash_states.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -42,22 +42,22 @@ static int u64_cmp(const void *a, const void *b)
 }
 
 /* M as an exact product: "2^S", or "2^a x 3^b ..." when volatile writes overlap; its log2. */
-static int legal_count(struct ctx *c, char *err, size_t errlen)
+static int legal_count(struct crash_states *c, char *err, size_t errlen)
 {
 	size_t n = 0, hist_n = 0;
 	uint64_t *lba, hist[64][2];	/* (1 + writes covering a sector, sectors) */
 	char *p = c->r->legal;
 	size_t left = sizeof(c->r->legal);
 
-	for (unsigned v = 0; v < c->nvol; v++)
-		n += (size_t)c->w[c->vol[v]].n;
+	for (unsigned v = 0; v < c->inp->nvol; v++)
+		n += (size_t)c->inp->w[c->inp->vol[v]].n;
 	lba = malloc((n ? n : 1) * sizeof(*lba));
 	if (!lba)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	n = 0;
-	for (unsigned v = 0; v < c->nvol; v++)
-		for (uint64_t k = 0; k < c->w[c->vol[v]].n; k++)
-			lba[n++] = c->w[c->vol[v]].lba + k;
+	for (unsigned v = 0; v < c->inp->nvol; v++)
+		for (uint64_t k = 0; k < c->inp->w[c->inp->vol[v]].n; k++)
+			lba[n++] = c->inp->w[c->inp->vol[v]].lba + k;
 	qsort(lba, n, sizeof(*lba), u64_cmp);
 	c->r->legal_log2 = 0;
 	for (size_t i = 0, j; i < n; i = j) {
@@ -93,7 +93,7 @@ static int legal_count(struct ctx *c, char *err, size_t errlen)
 }
 
 /* After the states: the bound, the design, what it leaves out. 0 or -errno. */
-int crash_bound(struct ctx *c, char *err, size_t errlen)
+int crash_bound(struct crash_states *c, char *err, size_t errlen)
 {
 	struct crash_result *r = c->r;
 	int rc = legal_count(c, err, errlen), all_masks = 1;
@@ -102,16 +102,16 @@ int crash_bound(struct ctx *c, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	r->judged_at_cut = r->states - r->by_mode[CRASH_M_CUTS];
-	for (unsigned v = 0; v < c->nvol; v++) {
-		all_masks &= crash_tear_all(c, v) || c->w[c->vol[v]].n < 2;
-		multi += c->w[c->vol[v]].n >= 2;
+	for (unsigned v = 0; v < c->inp->nvol; v++) {
+		all_masks &= crash_tear_all(c, v) || c->inp->w[c->inp->vol[v]].n < 2;
+		multi += c->inp->w[c->inp->vol[v]].n >= 2;
 	}
 	r->leaves = 0;
-	if (c->nvol > c->o->exhaustive)
+	if (c->inp->nvol > c->o->exhaustive)
 		r->leaves |= 1u << CRASH_LEAVE_SUBSETS;
 	if (!all_masks)
 		r->leaves |= 1u << CRASH_LEAVE_MASKS;
-	if (c->nvol >= 2 && multi && !c->o->locality)
+	if (c->inp->nvol >= 2 && multi && !c->o->locality)
 		r->leaves |= 1u << CRASH_LEAVE_TEAR_DROP;
 	if (multi >= 2)
 		r->leaves |= 1u << CRASH_LEAVE_TWO;
@@ -126,10 +126,10 @@ int crash_bound(struct ctx *c, char *err, size_t errlen)
 			 "old or the bytes of one of the volatile writes to it");
 		return 0;
 	}
-	snprintf(r->design, sizeof(r->design), "%s; tears: %s%s", c->nvol <= c->o->exhaustive ?
+	snprintf(r->design, sizeof(r->design), "%s; tears: %s%s", c->inp->nvol <= c->o->exhaustive ?
 		 "every subset of the volatile writes" : "subsets: all, none, each single drop and keep, each "
 		 "in-order prefix, seeded random draws",
-		 c->spr > CRASH_ALL_MASKS_SPR ? "a covering design's rows and the in-order prefixes, each "
+		 c->inp->spr > CRASH_ALL_MASKS_SPR ? "a covering design's rows and the in-order prefixes, each "
 		 "volatile write alone" : all_masks ? "every sector mask of each volatile write alone" :
 		 "every sector mask of the first volatile write, the covering design's rows and the in-order "
 		 "prefixes of the others, each alone",
