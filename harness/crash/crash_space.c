@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "common/util.h"
 
@@ -67,23 +68,18 @@ static void estimate(const struct crash_states *c, double m_log2, uint64_t m, ch
 			 log10(secs), rate);
 }
 
-int crash_space(struct crash_states *c, char *err, size_t errlen)
+/* The volatile writes' sectors by LBA, in log order at each (*vp), and the first of each LBA's
+ * entries in them (*grpp: nu of them, then their count). The LBAs' count, or -ENOMEM. */
+static ssize_t vsects(const struct crash_states *c, struct vsect **vp, size_t **grpp)
 {
 	struct vsect *v;
 	size_t nv = 0, nu = 0, *grp = NULL;	/* grp[u]: the first of LBA u's entries in v */
-	unsigned *dig = NULL;
-	uint64_t m = 1;
-	double m_log2 = 0;
-	char est[192], label[64];
-	int rc = 0;
 
-	if (!c->o->every_state)
-		return 0;
 	for (unsigned i = 0; i < c->inp->nvol; i++)
 		nv += (size_t)c->inp->w[c->inp->vol[i]].n;	/* at most the log's sectors (bounded when read) */
 	v = malloc((nv ? nv : 1) * sizeof(*v));
 	if (!v)
-		return pc_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	nv = 0;
 	for (unsigned i = 0; i < c->inp->nvol; i++) {
 		const struct cwrite *w = &c->inp->w[c->inp->vol[i]];
@@ -95,7 +91,7 @@ int crash_space(struct crash_states *c, char *err, size_t errlen)
 	grp = malloc((nv + 1) * sizeof(*grp));
 	if (!grp) {
 		free(v);
-		return pc_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < nv; i++) {
 		if (i && v[i].lba == v[i - 1].lba)
@@ -103,6 +99,27 @@ int crash_space(struct crash_states *c, char *err, size_t errlen)
 		grp[nu++] = i;
 	}
 	grp[nu] = nv;
+	*vp = v;
+	*grpp = grp;
+	return (ssize_t)nu;
+}
+
+int crash_space(struct crash_states *c, char *err, size_t errlen)
+{
+	struct vsect *v = NULL;
+	size_t nu, *grp = NULL;	/* grp[u]: the first of LBA u's entries in v */
+	ssize_t lbas;
+	unsigned *dig = NULL;
+	uint64_t m = 1;
+	double m_log2 = 0;
+	char est[192], label[64];
+	int rc = 0;
+
+	if (!c->o->every_state)
+		return 0;
+	if ((lbas = vsects(c, &v, &grp)) < 0)
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
+	nu = (size_t)lbas;
 	for (size_t u = 0; u < nu; u++) {
 		uint64_t radix = 1 + (grp[u + 1] - grp[u]);
 
