@@ -4,8 +4,7 @@
  * by a covering design and by its in-order prefixes, a virtual cut at each
  * persistence point, the illegal states, and the image after the real cut;
  * each made in the states' crash_state and judged by the judge
- * (crash_judge.h), every legal state at the cut (crash_space.c) among them,
- * then the bound (crash_bound.c). See crash.h and docs/crash-states.md.
+ * (crash_judge.h). See crash.h and docs/crash-states.md.
  */
 #include "harness/crash/crash_states.h"
 
@@ -41,7 +40,7 @@ static int subset(struct crash_states *c, const uint8_t *volkeep, const char *la
 	return crash_legal(c->j, CRASH_M_SUBSETS, label, err, errlen);
 }
 
-static int crash_subsets(struct crash_states *c, char *err, size_t errlen)
+int crash_subsets(struct crash_states *c, char *err, size_t errlen)
 {
 	uint8_t *k = calloc(c->inp->nvol ? c->inp->nvol : 1, 1);
 	char label[64];
@@ -267,7 +266,7 @@ static int tear_pairs(struct crash_states *c, const struct design *d, uint8_t *k
 	return rc;
 }
 
-static int crash_tears(struct crash_states *c, const struct design *d, char *err, size_t errlen)
+int crash_tears(struct crash_states *c, const struct design *d, char *err, size_t errlen)
 {
 	uint8_t *k = malloc(c->inp->nvol ? c->inp->nvol : 1);
 	char label[64];
@@ -322,7 +321,7 @@ static int crash_tears(struct crash_states *c, const struct design *d, char *err
 }
 
 /* A virtual cut at each persistence point: the log up to it, the ACKs received by then. */
-static int crash_cuts(struct crash_states *c, char *err, size_t errlen)
+int crash_cuts(struct crash_states *c, char *err, size_t errlen)
 {
 	uint8_t *dur = malloc(c->inp->nw ? c->inp->nw : 1), *rdur = malloc(c->inp->nrec);
 	char label[64];
@@ -395,7 +394,7 @@ static int crash_cuts(struct crash_states *c, char *err, size_t errlen)
 }
 
 /* Each durable write whose records were all acknowledged: dropped, then torn. */
-static int crash_illegal(struct crash_states *c, const struct design *d, char *err, size_t errlen)
+int crash_illegal(struct crash_states *c, const struct design *d, char *err, size_t errlen)
 {
 	uint8_t *k = malloc(c->inp->nvol ? c->inp->nvol : 1);
 	char label[96];
@@ -642,7 +641,7 @@ static int obs_judge(struct crash_states *c, const struct obs *ob, char *err, si
  * the image changed, what it holds is known and its verdict is compared
  * with it like any state's; else only with the recorded verdict.
  */
-static int crash_observed(struct crash_states *c, const struct design *d, char *err, size_t errlen)
+int crash_observed(struct crash_states *c, const struct design *d, char *err, size_t errlen)
 {
 	struct obs ob = { .vk = calloc(c->inp->nvol ? c->inp->nvol : 1, 1), .torn_ok = 1 };
 	int rc;
@@ -674,36 +673,5 @@ static int crash_observed(struct crash_states *c, const struct design *d, char *
 			rc = obs_judge(c, &ob, err, errlen);
 	}
 	free(ob.vk);
-	return rc;
-}
-
-int crash_states_run(const struct crash_inputs *in, const struct crash_opts *o, struct crash_result *r,
-		     char *err, size_t errlen)
-{
-	struct crash_states c = { .inp = in, .o = o, .r = r };
-	struct design d = { 0, 0, NULL };
-	int rc;
-
-	c.st.keep = calloc(in->nsect ? in->nsect : 1, 1);
-	rc = c.st.keep ? crash_judge_new(&c.j, in, o, r, &c.st, err, errlen) :
-			 pc_fail(err, errlen, -ENOMEM, "out of memory");
-	if (rc)
-		goto out;
-	if (crash_design_make(&d, in->spr)) {
-		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
-		goto out;
-	}
-	if ((rc = crash_design_check(&d, in->spr, err, errlen)))
-		goto out;
-	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
-	    (rc = crash_space(&c, err, errlen)) ||
-	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
-		goto out;
-	if ((in->in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))
-		goto out;
-out:
-	free(d.col);
-	crash_judge_free(c.j);
-	free(c.st.keep);
 	return rc;
 }

@@ -4,8 +4,8 @@
  * covering design, virtual cuts, illegal states, the observed image:
  * crash_states.c; --every-state: crash_space.c) and the bound, what was
  * judged against what the block layer allows (crash_bound.c). struct
- * crash_states is seen by these three files only; crash.c calls
- * crash_states_run.
+ * crash_states is made by crash_check.c, which drives the cycle through the
+ * kinds of states in turn, and seen by these three files besides.
  */
 #ifndef PC_HARNESS_CRASH_STATES_H
 #define PC_HARNESS_CRASH_STATES_H
@@ -43,15 +43,17 @@ struct crash_states {
 	struct crash_state st;	/* the state being made, which j judges */
 };
 
-/* Every state of in's cycle the options ask for, judged by a judge made here; the bound. 0 or -errno. */
-int crash_states_run(const struct crash_inputs *in, const struct crash_opts *o, struct crash_result *r,
-		     char *err, size_t errlen);
-
 /* crash_states.c: the kinds of states, each 0 or -errno. */
 #define CRASH_ALL_MASKS_SPR	8u	/* records of at most 8 sectors: every tear mask (254 for 4 KiB) */
 #define CRASH_ALL_MASKS_WRITES	8u	/* ... of every volatile write while at most 8; beyond, the first's */
 #define CRASH_PAIR_WRITES	8u	/* two torn writes: the pairs of the first 8 volatile writes */
 int crash_tear_all(const struct crash_states *c, unsigned v);
+int crash_subsets(struct crash_states *c, char *err, size_t errlen);
+int crash_tears(struct crash_states *c, const struct design *d, char *err, size_t errlen);
+int crash_cuts(struct crash_states *c, char *err, size_t errlen);
+int crash_illegal(struct crash_states *c, const struct design *d, char *err, size_t errlen);
+/* The image after the real cut (in->post), placed among the states and judged. */
+int crash_observed(struct crash_states *c, const struct design *d, char *err, size_t errlen);
 int crash_design_make(struct design *d, uint32_t spr);
 /* Each sector kept by one row and dropped by another, and every pair of sectors in each of the
  * three states a row can give it: 0, or -EPROTO naming what is missed. */

@@ -1,13 +1,15 @@
 /*
- * crash.c - one cycle's crash states checked: its inputs read
+ * crash_check.c - one cycle's crash states checked: its inputs read
  * (crash_inputs.c), its ACKs against the log (crash_acks.c), its states
- * made and judged (crash_states.c), the result. See crash.h and
+ * made (crash_states.c, crash_space.c) and judged (crash_judge.c), the
+ * bound (crash_bound.c), the result. See crash.h and
  * docs/crash-states.md.
  */
 #include "harness/crash/crash.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -23,6 +25,38 @@ void crash_opts_default(struct crash_opts *o)
 	o->random = CRASH_DEFAULT_RANDOM;
 	o->seed = 1;
 	o->max_states = CRASH_DEFAULT_MAX_STATES;
+}
+
+/* Every state of the cycle the options ask for, judged by a judge made here; the bound. 0 or -errno. */
+static int states_run(const struct crash_inputs *in, const struct crash_opts *o, struct crash_result *r,
+		      char *err, size_t errlen)
+{
+	struct crash_states c = { .inp = in, .o = o, .r = r };
+	struct design d = { 0, 0, NULL };
+	int rc;
+
+	c.st.keep = calloc(in->nsect ? in->nsect : 1, 1);
+	rc = c.st.keep ? crash_judge_new(&c.j, in, o, r, &c.st, err, errlen) :
+			 pc_fail(err, errlen, -ENOMEM, "out of memory");
+	if (rc)
+		goto out;
+	if (crash_design_make(&d, in->spr)) {
+		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = crash_design_check(&d, in->spr, err, errlen)))
+		goto out;
+	if ((rc = crash_subsets(&c, err, errlen)) || (rc = crash_tears(&c, &d, err, errlen)) ||
+	    (rc = crash_space(&c, err, errlen)) ||
+	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
+		goto out;
+	if ((in->in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))
+		goto out;
+out:
+	free(d.col);
+	crash_judge_free(c.j);
+	free(c.st.keep);
+	return rc;
 }
 
 int crash_check(const struct crash_input *in, const struct crash_opts *o, struct crash_result *r, char *err,
@@ -49,7 +83,7 @@ int crash_check(const struct crash_input *in, const struct crash_opts *o, struct
 	r->volatile_ = c.nvol;
 	r->durable = (unsigned)(c.nw - c.nvol);
 	/* acknowledged but not durable: at each ACK mark, and at the real cut */
-	if ((rc = crash_acks_check(&c, r, err, errlen)) || (rc = crash_states_run(&c, o, r, err, errlen)))
+	if ((rc = crash_acks_check(&c, r, err, errlen)) || (rc = states_run(&c, o, r, err, errlen)))
 		goto out;
 	r->ms = crash_clock_ms(CLOCK_MONOTONIC) - t0;
 	r->cpu_ms = crash_clock_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
