@@ -20,20 +20,6 @@
 
 #include "common/util.h"
 
-static const char *const leave_names[CRASH_LEAVE_N] = {
-	"subsets of the volatile writes not drawn",
-	"tears by sector masks outside the covering design",
-	"a torn write with another volatile write dropped",
-	"two torn writes by masks outside the pairwise design, or past the first 8 volatile writes",
-	"three or more torn writes",
-	"subsets and tears at earlier persistence points",
-};
-
-const char *crash_leave_name(unsigned k)
-{
-	return k < CRASH_LEAVE_N ? leave_names[k] : "?";
-}
-
 static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -136,32 +122,4 @@ int crash_bound(struct crash_states *c, char *err, size_t errlen)
 		 multi >= 2 ? "; pairs of the first 8 volatile writes torn together by each pair of the "
 		 "design's rows" : "");
 	return 0;
-}
-
-/* The JSON line's "bound". */
-json_object *crash_bound_json(const struct crash_result *r)
-{
-	json_object *b = json_object_new_object(), *l = json_object_new_array();
-	char s[96];
-
-	json_object_object_add(b, "judged", json_object_new_int64(r->judged_at_cut));
-	json_object_object_add(b, "legal", json_object_new_string(r->legal));
-	snprintf(s, sizeof(s), "%.3f", r->legal_log2);
-	json_object_object_add(b, "legal_log2", json_object_new_double_s(r->legal_log2, s));
-	if (r->legal_exact && r->legal_exact <= INT64_MAX)
-		json_object_object_add(b, "legal_exact", json_object_new_int64((int64_t)r->legal_exact));
-	json_object_object_add(b, "exhaustive", json_object_new_boolean(crash_bound_exhaustive(r)));
-	json_object_object_add(b, "earlier", json_object_new_int64(r->by_mode[CRASH_M_CUTS]));
-	json_object_object_add(b, "design", json_object_new_string(r->design));
-	for (unsigned k = 0; k < CRASH_LEAVE_N; k++)
-		if (r->leaves & (1u << k))
-			json_object_array_add(l, json_object_new_string(crash_leave_name(k)));
-	json_object_object_add(b, "leaves_out", l);
-	return b;
-}
-
-/* Every legal state at the cut judged. */
-int crash_bound_exhaustive(const struct crash_result *r)
-{
-	return r->legal_exact && r->judged_at_cut >= r->legal_exact;
 }

@@ -60,13 +60,6 @@ struct crash_judge {
 	size_t hold_refused_limit;
 };
 
-static const char *const mode_names[CRASH_M_MAX] = { "subsets", "tears", "cuts", "illegal", "observed", "space" };
-
-const char *crash_mode_name(enum crash_mode m)
-{
-	return (unsigned)m < CRASH_M_MAX ? mode_names[m] : "?";
-}
-
 uint64_t crash_mix(uint64_t x)
 {
 	x += 0x9e3779b97f4a7c15ULL;
