@@ -41,8 +41,8 @@ static int states_run(const struct crash_inputs *in, const struct crash_opts *o,
 	    (rc = crash_space(&c, err, errlen)) ||
 	    (rc = crash_cuts(&c, err, errlen)) || (rc = crash_illegal(&c, &d, err, errlen)))
 		goto out;
-	if ((in->in->post && (rc = crash_observed(&c, &d, err, errlen))) || (rc = crash_bound(&c, err, errlen)))
-		goto out;
+	if (!in->in->post || !(rc = crash_observed(&c, &d, err, errlen)))
+		rc = crash_bound(&c, err, errlen);
 out:
 	free(d.col);
 	crash_judge_free(c.j);
