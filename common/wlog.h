@@ -3,7 +3,7 @@
  * codec. The sim keeps one per power-on (sim/inputs.c), QEMU's blklogwrites
  * writes one for the virtual board (read by vboard/vcache.c), the virtual
  * board keeps its own (vboard/vckeep.c), and crash-states reads them
- * (harness/crash/crash.c, docs/crash-states.md).
+ * (harness/crash/crash_inputs.c, docs/crash-states.md).
  *
  * All numbers little-endian (record.h's pc_put64/pc_get64), in sectors of
  * the log's sector size (512 where the sim and the virtual board write it):

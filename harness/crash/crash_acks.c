@@ -10,50 +10,18 @@
  * acked_not_durable. With marks, the host's ACKs must be the marks, in
  * order (a host ACK without its mark: acks_unmarked).
  */
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash_judge.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "common/util.h"
-#include "common/wlog.h"
-
-/* One mark entry of the log (its header sector at e->data - ss): a pc-ack mark into c->mk, any
- * other mark ignored; a pc-ack mark that is not "pc-ack FIRST N" is damaged input. */
-int crash_mark_read(struct ctx *c, int fd, const struct wlog_entry *e, size_t i, uint32_t ss, char *err,
-		    size_t errlen)
-{
-	unsigned char h[WLOG_SECT];
-	char text[WLOG_SECT];
-	struct wlog_hdr eh;
-	uint64_t dlen, first, n;
-	int used = 0;
-
-	if (pc_pread_all(fd, h, sizeof(h), e->data - (off_t)ss))
-		return pc_fail(err, errlen, -EIO, "log %s: cannot read entry %zu", c->in->log, i);
-	wlog_hdr_get(h, &eh);
-	dlen = eh.data_len;
-	if (dlen > sizeof(h) - WLOG_HDR_BYTES)
-		return pc_fail(err, errlen, -EPROTO, "log %s: entry %zu: a mark of %" PRIu64 " bytes, past its sector "
-			       "(damaged, or not a log the sim kept)", c->in->log, i, dlen);
-	memcpy(text, h + WLOG_HDR_BYTES, (size_t)dlen);
-	text[dlen] = 0;
-	if (strncmp(text, PC_ACK_MARK " ", strlen(PC_ACK_MARK) + 1))
-		return 0;
-	if (sscanf(text + strlen(PC_ACK_MARK) + 1, "%" SCNu64 " %" SCNu64 "%n", &first, &n, &used) != 2 ||
-	    (size_t)used != strlen(text + strlen(PC_ACK_MARK) + 1) || first < 1 || n < 1 || n > (1u << 20))
-		return pc_fail(err, errlen, -EPROTO, "log %s: entry %zu: mark '%.64s' is not '" PC_ACK_MARK
-			       " FIRST N' (damaged, or not a log the sim kept)", c->in->log, i, text);
-	c->mk[c->nmk++] = (struct cmark){ .entry = i, .first = first, .n = n };
-	return 0;
-}
 
 /* The records of [first, first + n) that are the cycle's: [*lo, *hi). 0 when none. */
-static int mark_recs(const struct ctx *c, const struct cmark *m, size_t *lo, size_t *hi)
+static int mark_recs(const struct crash_inputs *c, const struct cmark *m, size_t *lo, size_t *hi)
 {
 	uint64_t end = c->first + c->nrec, a = m->first, b = m->first + m->n;
 
@@ -64,7 +32,7 @@ static int mark_recs(const struct ctx *c, const struct cmark *m, size_t *lo, siz
 	return 1;
 }
 
-static void cover_write(struct ctx *c, size_t wi, uint8_t *cover)
+static void cover_write(const struct crash_inputs *c, size_t wi, uint8_t *cover)
 {
 	for (uint64_t k = 0; k < c->w[wi].n; k++) {
 		size_t s = c->w[wi].sect0 + k;
@@ -74,7 +42,7 @@ static void cover_write(struct ctx *c, size_t wi, uint8_t *cover)
 	}
 }
 
-static int rec_whole(const struct ctx *c, const uint8_t *cover, size_t r)
+static int rec_whole(const struct crash_inputs *c, const uint8_t *cover, size_t r)
 {
 	for (uint32_t k = 0; k < c->spr; k++)
 		if (!cover[r * c->spr + k])
@@ -82,14 +50,14 @@ static int rec_whole(const struct ctx *c, const uint8_t *cover, size_t r)
 	return 1;
 }
 
-static int is_flush_entry(const struct ctx *c, size_t p, size_t wi)
+static int is_flush_entry(const struct crash_inputs *c, size_t p, size_t wi)
 {
 	/* a persistence point that is not a FUA write (writes before it: index < wi) */
 	return !(wi < c->nw && c->w[wi].entry == c->pp[p]);
 }
 
 /* Walk the log in order: at each mark, what it names must be durable by then. */
-static void marks_walk(struct ctx *c, uint8_t *cover, uint8_t *bad)
+static void marks_walk(const struct crash_inputs *c, struct crash_result *r, uint8_t *cover, uint8_t *bad)
 {
 	size_t wi = 0, pi = 0, flushed = 0, lo, hi;
 
@@ -111,19 +79,19 @@ static void marks_walk(struct ctx *c, uint8_t *cover, uint8_t *bad)
 		}
 		if (mi == c->nmk || !mark_recs(c, &c->mk[mi], &lo, &hi))
 			continue;
-		for (size_t r = lo; r < hi; r++) {
-			if (rec_whole(c, cover, r) || bad[r])
+		for (size_t q = lo; q < hi; q++) {
+			if (rec_whole(c, cover, q) || bad[q])
 				continue;
-			bad[r] = 1;
-			c->r->acked_not_durable++;
-			crash_note(c, "cycle %u: seq %" PRIu64 " acknowledged (its ACK mark is log entry %zu) before the "
-				   "log made it durable", c->in->cycle, c->rec[r].seq, c->mk[mi].entry);
+			bad[q] = 1;
+			r->acked_not_durable++;
+			crash_note(r, "cycle %u: seq %" PRIu64 " acknowledged (its ACK mark is log entry %zu) before the "
+				   "log made it durable", c->in->cycle, c->rec[q].seq, c->mk[mi].entry);
 		}
 	}
 }
 
 /* With marks: the host's ACKs, in order, are the marks' (a cut may swallow the last ones). */
-static void marks_match(struct ctx *c)
+static void marks_match(const struct crash_inputs *c, struct crash_result *r)
 {
 	size_t k = 0;
 
@@ -134,8 +102,8 @@ static void marks_match(struct ctx *c)
 			continue;
 		if (k >= c->nmk || crash_ev_int(m, "first", NULL, 0) != (int64_t)c->mk[k].first ||
 		    crash_ev_int(m, "n", NULL, 0) != (int64_t)c->mk[k].n) {
-			c->r->acks_unmarked++;
-			crash_note(c, "cycle %u: the host's ACK %zu (of seq %" PRId64 "+%" PRId64 ") is not the agent's "
+			r->acks_unmarked++;
+			crash_note(r, "cycle %u: the host's ACK %zu (of seq %" PRId64 "+%" PRId64 ") is not the agent's "
 				   "ACK mark %zu in the log", c->in->cycle, k + 1, crash_ev_int(m, "first", NULL, 0),
 				   crash_ev_int(m, "n", NULL, 0), k + 1);
 		}
@@ -144,7 +112,7 @@ static void marks_match(struct ctx *c)
 }
 
 /* The ACKs of the cycle against the log: r->acked, acked_not_durable, ack_marks, acks_unmarked. */
-int crash_acks_check(struct ctx *c, char *err, size_t errlen)
+int crash_acks_check(const struct crash_inputs *c, struct crash_result *r, char *err, size_t errlen)
 {
 	uint8_t *cover = calloc(c->nrec * c->spr, 1), *bad = calloc(c->nrec, 1);
 
@@ -153,10 +121,10 @@ int crash_acks_check(struct ctx *c, char *err, size_t errlen)
 		free(bad);
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	c->r->ack_marks = (unsigned)c->nmk;
+	r->ack_marks = (unsigned)c->nmk;
 	if (c->nmk) {
-		marks_walk(c, cover, bad);
-		marks_match(c);
+		marks_walk(c, r, cover, bad);
+		marks_match(c, r);
 		memset(cover, 0, c->nrec * c->spr);
 	}
 	/* the real cut: every record an ACK the host received names, durable by the whole log */
@@ -164,12 +132,12 @@ int crash_acks_check(struct ctx *c, char *err, size_t errlen)
 		if (c->w[i].durable)
 			cover_write(c, i, cover);
 	for (size_t i = 0; i < c->nrec; i++) {
-		c->r->acked += c->rec[i].acked;
+		r->acked += c->rec[i].acked;
 		if (!c->rec[i].acked || bad[i] || rec_whole(c, cover, i))
 			continue;
 		bad[i] = 1;
-		c->r->acked_not_durable++;
-		crash_note(c, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", c->in->cycle,
+		r->acked_not_durable++;
+		crash_note(r, "cycle %u: seq %" PRIu64 " acknowledged, not durable by the log", c->in->cycle,
 			   c->rec[i].seq);
 	}
 	free(cover);
@@ -178,7 +146,7 @@ int crash_acks_check(struct ctx *c, char *err, size_t errlen)
 }
 
 /* The ACKs the host can have received by log entry at: the marks before it (with marks). */
-size_t crash_marks_before(const struct ctx *c, size_t at)
+size_t crash_marks_before(const struct crash_inputs *c, size_t at)
 {
 	size_t n = 0;
 

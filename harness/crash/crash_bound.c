@@ -9,7 +9,7 @@
  * virtual cuts are states at earlier points, said apart. The design used and
  * what it leaves out are named.
  */
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash_states.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,20 +20,6 @@
 
 #include "common/util.h"
 
-static const char *const leave_names[CRASH_LEAVE_N] = {
-	"subsets of the volatile writes not drawn",
-	"tears by sector masks outside the covering design",
-	"a torn write with another volatile write dropped",
-	"two torn writes by masks outside the pairwise design, or past the first 8 volatile writes",
-	"three or more torn writes",
-	"subsets and tears at earlier persistence points",
-};
-
-const char *crash_leave_name(unsigned k)
-{
-	return k < CRASH_LEAVE_N ? leave_names[k] : "?";
-}
-
 static int u64_cmp(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -42,22 +28,22 @@ static int u64_cmp(const void *a, const void *b)
 }
 
 /* M as an exact product: "2^S", or "2^a x 3^b ..." when volatile writes overlap; its log2. */
-static int legal_count(struct ctx *c, char *err, size_t errlen)
+static int legal_count(struct crash_states *c, char *err, size_t errlen)
 {
 	size_t n = 0, hist_n = 0;
 	uint64_t *lba, hist[64][2];	/* (1 + writes covering a sector, sectors) */
 	char *p = c->r->legal;
 	size_t left = sizeof(c->r->legal);
 
-	for (unsigned v = 0; v < c->nvol; v++)
-		n += (size_t)c->w[c->vol[v]].n;
+	for (unsigned v = 0; v < c->inp->nvol; v++)
+		n += (size_t)c->inp->w[c->inp->vol[v]].n;
 	lba = malloc((n ? n : 1) * sizeof(*lba));
 	if (!lba)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	n = 0;
-	for (unsigned v = 0; v < c->nvol; v++)
-		for (uint64_t k = 0; k < c->w[c->vol[v]].n; k++)
-			lba[n++] = c->w[c->vol[v]].lba + k;
+	for (unsigned v = 0; v < c->inp->nvol; v++)
+		for (uint64_t k = 0; k < c->inp->w[c->inp->vol[v]].n; k++)
+			lba[n++] = c->inp->w[c->inp->vol[v]].lba + k;
 	qsort(lba, n, sizeof(*lba), u64_cmp);
 	c->r->legal_log2 = 0;
 	for (size_t i = 0, j; i < n; i = j) {
@@ -93,7 +79,7 @@ static int legal_count(struct ctx *c, char *err, size_t errlen)
 }
 
 /* After the states: the bound, the design, what it leaves out. 0 or -errno. */
-int crash_bound(struct ctx *c, char *err, size_t errlen)
+int crash_bound(struct crash_states *c, char *err, size_t errlen)
 {
 	struct crash_result *r = c->r;
 	int rc = legal_count(c, err, errlen), all_masks = 1;
@@ -102,16 +88,16 @@ int crash_bound(struct ctx *c, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	r->judged_at_cut = r->states - r->by_mode[CRASH_M_CUTS];
-	for (unsigned v = 0; v < c->nvol; v++) {
-		all_masks &= crash_tear_all(c, v) || c->w[c->vol[v]].n < 2;
-		multi += c->w[c->vol[v]].n >= 2;
+	for (unsigned v = 0; v < c->inp->nvol; v++) {
+		all_masks &= crash_tear_all(c, v) || c->inp->w[c->inp->vol[v]].n < 2;
+		multi += c->inp->w[c->inp->vol[v]].n >= 2;
 	}
 	r->leaves = 0;
-	if (c->nvol > c->o->exhaustive)
+	if (c->inp->nvol > c->o->exhaustive)
 		r->leaves |= 1u << CRASH_LEAVE_SUBSETS;
 	if (!all_masks)
 		r->leaves |= 1u << CRASH_LEAVE_MASKS;
-	if (c->nvol >= 2 && multi && !c->o->locality)
+	if (c->inp->nvol >= 2 && multi && !c->o->locality)
 		r->leaves |= 1u << CRASH_LEAVE_TEAR_DROP;
 	if (multi >= 2)
 		r->leaves |= 1u << CRASH_LEAVE_TWO;
@@ -126,42 +112,14 @@ int crash_bound(struct ctx *c, char *err, size_t errlen)
 			 "old or the bytes of one of the volatile writes to it");
 		return 0;
 	}
-	snprintf(r->design, sizeof(r->design), "%s; tears: %s%s", c->nvol <= c->o->exhaustive ?
+	snprintf(r->design, sizeof(r->design), "%s; tears: %s%s", c->inp->nvol <= c->o->exhaustive ?
 		 "every subset of the volatile writes" : "subsets: all, none, each single drop and keep, each "
 		 "in-order prefix, seeded random draws",
-		 c->spr > CRASH_ALL_MASKS_SPR ? "a covering design's rows and the in-order prefixes, each "
+		 c->inp->spr > CRASH_ALL_MASKS_SPR ? "a covering design's rows and the in-order prefixes, each "
 		 "volatile write alone" : all_masks ? "every sector mask of each volatile write alone" :
 		 "every sector mask of the first volatile write, the covering design's rows and the in-order "
 		 "prefixes of the others, each alone",
 		 multi >= 2 ? "; pairs of the first 8 volatile writes torn together by each pair of the "
 		 "design's rows" : "");
 	return 0;
-}
-
-/* The JSON line's "bound". */
-json_object *crash_bound_json(const struct crash_result *r)
-{
-	json_object *b = json_object_new_object(), *l = json_object_new_array();
-	char s[96];
-
-	json_object_object_add(b, "judged", json_object_new_int64(r->judged_at_cut));
-	json_object_object_add(b, "legal", json_object_new_string(r->legal));
-	snprintf(s, sizeof(s), "%.3f", r->legal_log2);
-	json_object_object_add(b, "legal_log2", json_object_new_double_s(r->legal_log2, s));
-	if (r->legal_exact && r->legal_exact <= INT64_MAX)
-		json_object_object_add(b, "legal_exact", json_object_new_int64((int64_t)r->legal_exact));
-	json_object_object_add(b, "exhaustive", json_object_new_boolean(crash_bound_exhaustive(r)));
-	json_object_object_add(b, "earlier", json_object_new_int64(r->by_mode[CRASH_M_CUTS]));
-	json_object_object_add(b, "design", json_object_new_string(r->design));
-	for (unsigned k = 0; k < CRASH_LEAVE_N; k++)
-		if (r->leaves & (1u << k))
-			json_object_array_add(l, json_object_new_string(crash_leave_name(k)));
-	json_object_object_add(b, "leaves_out", l);
-	return b;
-}
-
-/* Every legal state at the cut judged. */
-int crash_bound_exhaustive(const struct crash_result *r)
-{
-	return r->legal_exact && r->judged_at_cut >= r->legal_exact;
 }

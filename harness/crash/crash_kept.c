@@ -4,10 +4,10 @@
  * of the wrong type, out of its range or naming what cannot be is damaged
  * input, an error naming the file and the field, never a number that sizes
  * anything. What can only be checked against the log and the base image
- * (the counts, media_bytes, the region, the write in flight) crash_check
+ * (the counts, media_bytes, the region, the write in flight) crash_inputs.c
  * checks there.
  */
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash.h"
 
 #include <errno.h>
 #include <inttypes.h>

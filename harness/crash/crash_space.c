@@ -10,7 +10,7 @@
  * that estimate, nothing enumerated. Runs after the subsets and tears,
  * before the virtual cuts: a state they judged is a repeat here.
  */
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash_states.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include "common/util.h"
 
@@ -36,7 +37,7 @@ static int vsect_cmp(const void *a, const void *b)
 }
 
 /* The states judged so far, per second of the process's CPU (0: none judged yet). */
-static double rate_so_far(const struct ctx *c)
+static double rate_so_far(const struct crash_states *c)
 {
 	double n = 0, ms = 0;
 
@@ -48,7 +49,7 @@ static double rate_so_far(const struct ctx *c)
 }
 
 /* "M states, about T at R states/s" into buf. */
-static void estimate(const struct ctx *c, double m_log2, uint64_t m, char *buf, size_t len)
+static void estimate(const struct crash_states *c, double m_log2, uint64_t m, char *buf, size_t len)
 {
 	double rate = rate_so_far(c), secs = rate > 0 ? pow(2.0, m_log2) / rate : 0;
 	char ms[48];
@@ -67,26 +68,21 @@ static void estimate(const struct ctx *c, double m_log2, uint64_t m, char *buf, 
 			 log10(secs), rate);
 }
 
-int crash_space(struct ctx *c, char *err, size_t errlen)
+/* The volatile writes' sectors by LBA, in log order at each (*vp), and the first of each LBA's
+ * entries in them (*grpp: nu of them, then their count). The LBAs' count, or -ENOMEM. */
+static ssize_t vsects(const struct crash_states *c, struct vsect **vp, size_t **grpp)
 {
 	struct vsect *v;
 	size_t nv = 0, nu = 0, *grp = NULL;	/* grp[u]: the first of LBA u's entries in v */
-	unsigned *dig = NULL;
-	uint64_t m = 1;
-	double m_log2 = 0;
-	char est[192], label[64];
-	int rc = 0;
 
-	if (!c->o->every_state)
-		return 0;
-	for (unsigned i = 0; i < c->nvol; i++)
-		nv += (size_t)c->w[c->vol[i]].n;	/* at most the log's sectors (bounded when read) */
+	for (unsigned i = 0; i < c->inp->nvol; i++)
+		nv += (size_t)c->inp->w[c->inp->vol[i]].n;	/* at most the log's sectors (bounded when read) */
 	v = malloc((nv ? nv : 1) * sizeof(*v));
 	if (!v)
-		return pc_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	nv = 0;
-	for (unsigned i = 0; i < c->nvol; i++) {
-		const struct cwrite *w = &c->w[c->vol[i]];
+	for (unsigned i = 0; i < c->inp->nvol; i++) {
+		const struct cwrite *w = &c->inp->w[c->inp->vol[i]];
 
 		for (uint64_t k = 0; k < w->n; k++)
 			v[nv++] = (struct vsect){ w->lba + k, w->sect0 + k };
@@ -95,7 +91,7 @@ int crash_space(struct ctx *c, char *err, size_t errlen)
 	grp = malloc((nv + 1) * sizeof(*grp));
 	if (!grp) {
 		free(v);
-		return pc_fail(err, errlen, -ENOMEM, "out of memory");
+		return -ENOMEM;
 	}
 	for (size_t i = 0; i < nv; i++) {
 		if (i && v[i].lba == v[i - 1].lba)
@@ -103,6 +99,27 @@ int crash_space(struct ctx *c, char *err, size_t errlen)
 		grp[nu++] = i;
 	}
 	grp[nu] = nv;
+	*vp = v;
+	*grpp = grp;
+	return (ssize_t)nu;
+}
+
+int crash_space(struct crash_states *c, char *err, size_t errlen)
+{
+	struct vsect *v = NULL;
+	size_t nu, *grp = NULL;	/* grp[u]: the first of LBA u's entries in v */
+	ssize_t lbas;
+	unsigned *dig = NULL;
+	uint64_t m = 1;
+	double m_log2 = 0;
+	char est[192], label[64];
+	int rc = 0;
+
+	if (!c->o->every_state)
+		return 0;
+	if ((lbas = vsects(c, &v, &grp)) < 0)
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
+	nu = (size_t)lbas;
 	for (size_t u = 0; u < nu; u++) {
 		uint64_t radix = 1 + (grp[u + 1] - grp[u]);
 
@@ -113,15 +130,15 @@ int crash_space(struct ctx *c, char *err, size_t errlen)
 	c->r->space_legal = m;
 	if (!m || m > c->o->max_states) {
 		rc = pc_fail(err, errlen, -E2BIG, "board %s cycle %u: every state at the cut is %s: over the limit of %"
-			     PRIu64 " (--max-states); not enumerated", c->in->board, c->in->cycle, est,
+			     PRIu64 " (--max-states); not enumerated", c->inp->in->board, c->inp->in->cycle, est,
 			     c->o->max_states);
 		goto out;
 	}
 	if (c->o->say) {
 		char line[320];
 
-		snprintf(line, sizeof(line), "board %s cycle %u: every state at the cut: %s", c->in->board,
-			 c->in->cycle, est);
+		snprintf(line, sizeof(line), "board %s cycle %u: every state at the cut: %s", c->inp->in->board,
+			 c->inp->in->cycle, est);
 		c->o->say(line, c->o->say_arg);
 	}
 	dig = calloc(nu ? nu : 1, sizeof(*dig));
@@ -129,16 +146,16 @@ int crash_space(struct ctx *c, char *err, size_t errlen)
 		rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
-	c->ack_limit = SIZE_MAX;
+	c->st.ack_limit = SIZE_MAX;
 	for (uint64_t n = 0; n < m && !rc; n++) {
 		/* durable writes whole, each volatile sector as its digit says */
-		for (size_t i = 0; i < c->nw; i++)
-			memset(c->keep + c->w[i].sect0, c->w[i].durable, (size_t)c->w[i].n);
+		for (size_t i = 0; i < c->inp->nw; i++)
+			memset(c->st.keep + c->inp->w[i].sect0, c->inp->w[i].durable, (size_t)c->inp->w[i].n);
 		for (size_t u = 0; u < nu; u++)
 			if (dig[u])
-				c->keep[v[grp[u] + dig[u] - 1].s] = 1;
+				c->st.keep[v[grp[u] + dig[u] - 1].s] = 1;
 		snprintf(label, sizeof(label), "every state %" PRIu64, n);
-		rc = crash_legal(c, CRASH_M_SPACE, label, err, errlen);
+		rc = crash_legal(c->j, CRASH_M_SPACE, label, err, errlen);
 		for (size_t u = 0; u < nu; u++) {
 			if (++dig[u] <= grp[u + 1] - grp[u])
 				break;

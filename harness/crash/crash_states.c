@@ -2,10 +2,11 @@
  * crash_states.c - which crash states a cycle has: every subset of the
  * volatile writes (or the bounded sample beyond), each volatile write torn
  * by a covering design and by its in-order prefixes, a virtual cut at each
- * persistence point, the illegal states, and the image after the real cut.
- * See crash.h and docs/crash-states.md.
+ * persistence point, the illegal states, and the image after the real cut;
+ * each made in the states' crash_state and judged by the judge
+ * (crash_judge.h). See crash.h and docs/crash-states.md.
  */
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash_states.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,35 +21,36 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/results/verdict.h"
 
 /* keep[]: every durable write whole; each volatile write as bits say (1 kept). */
-static void keep_set(struct ctx *c, const uint8_t *volkeep)
+static void keep_set(struct crash_states *c, const uint8_t *volkeep)
 {
-	for (size_t i = 0, v = 0; i < c->nw; i++) {
-		int k = c->w[i].durable ? 1 : volkeep[v++];
+	for (size_t i = 0, v = 0; i < c->inp->nw; i++) {
+		int k = c->inp->w[i].durable ? 1 : volkeep[v++];
 
-		memset(c->keep + c->w[i].sect0, k, (size_t)c->w[i].n);
+		memset(c->st.keep + c->inp->w[i].sect0, k, (size_t)c->inp->w[i].n);
 	}
 }
 
-static int subset(struct ctx *c, const uint8_t *volkeep, const char *label, char *err, size_t errlen)
+static int subset(struct crash_states *c, const uint8_t *volkeep, const char *label, char *err, size_t errlen)
 {
 	keep_set(c, volkeep);
-	c->ack_limit = SIZE_MAX;
-	return crash_legal(c, CRASH_M_SUBSETS, label, err, errlen);
+	c->st.ack_limit = SIZE_MAX;
+	return crash_legal(c->j, CRASH_M_SUBSETS, label, err, errlen);
 }
 
-int crash_subsets(struct ctx *c, char *err, size_t errlen)
+int crash_subsets(struct crash_states *c, char *err, size_t errlen)
 {
-	uint8_t *k = calloc(c->nvol ? c->nvol : 1, 1);
+	uint8_t *k = calloc(c->inp->nvol ? c->inp->nvol : 1, 1);
 	char label[64];
 	int rc = 0;
 
 	if (!k)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	if (c->nvol <= c->o->exhaustive) {
-		for (uint64_t m = 0; m < (1ull << c->nvol) && !rc; m++) {
-			for (unsigned i = 0; i < c->nvol; i++)
+	if (c->inp->nvol <= c->o->exhaustive) {
+		for (uint64_t m = 0; m < (1ull << c->inp->nvol) && !rc; m++) {
+			for (unsigned i = 0; i < c->inp->nvol; i++)
 				k[i] = (m >> i) & 1;
 			snprintf(label, sizeof(label), "subset 0x%" PRIx64, m);
 			rc = subset(c, k, label, err, errlen);
@@ -56,34 +58,34 @@ int crash_subsets(struct ctx *c, char *err, size_t errlen)
 		free(k);
 		return rc;
 	}
-	memset(k, 1, c->nvol);
+	memset(k, 1, c->inp->nvol);
 	rc = subset(c, k, "all kept", err, errlen);
-	memset(k, 0, c->nvol);
+	memset(k, 0, c->inp->nvol);
 	if (!rc)
 		rc = subset(c, k, "all dropped", err, errlen);
-	for (unsigned i = 0; i < c->nvol && !rc; i++) {
-		memset(k, 1, c->nvol);
+	for (unsigned i = 0; i < c->inp->nvol && !rc; i++) {
+		memset(k, 1, c->inp->nvol);
 		k[i] = 0;
 		snprintf(label, sizeof(label), "drop %u", i);
 		rc = subset(c, k, label, err, errlen);
 		if (rc)
 			break;
-		memset(k, 0, c->nvol);
+		memset(k, 0, c->inp->nvol);
 		k[i] = 1;
 		snprintf(label, sizeof(label), "keep %u", i);
 		rc = subset(c, k, label, err, errlen);
 	}
 	/* in-order prefixes: the first i volatile writes in completion order (0 and all: above) */
-	for (unsigned i = 1; i < c->nvol && !rc; i++) {
-		for (unsigned j = 0; j < c->nvol; j++)
+	for (unsigned i = 1; i < c->inp->nvol && !rc; i++) {
+		for (unsigned j = 0; j < c->inp->nvol; j++)
 			k[j] = j < i;
 		snprintf(label, sizeof(label), "prefix %u", i);
 		rc = subset(c, k, label, err, errlen);
 	}
 	for (unsigned r = 0; r < c->o->random && !rc; r++) {
-		uint64_t x = crash_mix(c->o->seed ^ crash_mix(c->in->cycle) ^ crash_mix(r + 0x243f6a8885a308d3ULL));
+		uint64_t x = crash_mix(c->o->seed ^ crash_mix(c->inp->in->cycle) ^ crash_mix(r + 0x243f6a8885a308d3ULL));
 
-		for (unsigned j = 0; j < c->nvol; j++) {
+		for (unsigned j = 0; j < c->inp->nvol; j++) {
 			if (j % 64 == 0 && j)
 				x = crash_mix(x);
 			k[j] = (x >> (j % 64)) & 1;
@@ -177,57 +179,57 @@ static int design_row_tears(const struct design *d, unsigned row, uint32_t spr)
 /* Does volatile write v get every tear mask (2^spr - 2 of them: records of at most
  * CRASH_ALL_MASKS_SPR sectors; every volatile write while there are at most
  * CRASH_ALL_MASKS_WRITES, beyond only the first), or the design's rows? */
-int crash_tear_all(const struct ctx *c, unsigned v)
+int crash_tear_all(const struct crash_states *c, unsigned v)
 {
-	return c->spr <= CRASH_ALL_MASKS_SPR && (c->nvol <= CRASH_ALL_MASKS_WRITES || v == 0);
+	return c->inp->spr <= CRASH_ALL_MASKS_SPR && (c->inp->nvol <= CRASH_ALL_MASKS_WRITES || v == 0);
 }
 
 /* How many tears write v gets, and whether tear t keeps sector idx of a record. */
-static unsigned tears_of(const struct ctx *c, const struct design *d, unsigned v)
+static unsigned tears_of(const struct crash_states *c, const struct design *d, unsigned v)
 {
-	return crash_tear_all(c, v) ? (1u << c->spr) - 2 : d->rows;
+	return crash_tear_all(c, v) ? (1u << c->inp->spr) - 2 : d->rows;
 }
 
-static int tear_kept(const struct ctx *c, const struct design *d, unsigned v, unsigned t, uint32_t idx)
+static int tear_kept(const struct crash_states *c, const struct design *d, unsigned v, unsigned t, uint32_t idx)
 {
 	if (crash_tear_all(c, v))
 		return ((t + 1) >> idx) & 1;	/* the masks 1 .. 2^spr - 2 */
 	return design_row_kept(d, t, idx);
 }
 
-static int tear_tears(const struct ctx *c, const struct design *d, unsigned v, unsigned t)
+static int tear_tears(const struct crash_states *c, const struct design *d, unsigned v, unsigned t)
 {
-	return crash_tear_all(c, v) || design_row_tears(d, t, c->spr);
+	return crash_tear_all(c, v) || design_row_tears(d, t, c->inp->spr);
 }
 
 /* keep[] of write wi (volatile write v, or any write with v = UINT_MAX: the design's rows) torn by
  * tear t: each sector by its index in its record. */
-static void tear(struct ctx *c, const struct design *d, size_t wi, unsigned v, unsigned t)
+static void tear(struct crash_states *c, const struct design *d, size_t wi, unsigned v, unsigned t)
 {
-	const struct cwrite *w = &c->w[wi];
-	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+	const struct cwrite *w = &c->inp->w[wi];
+	uint64_t slot0 = c->inp->off_lba + PC_SB_RESERVE_SECT;
 
 	for (uint64_t k = 0; k < w->n; k++) {
 		uint64_t lba = w->lba + k;
-		uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
+		uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->inp->spr) : (uint32_t)(k % c->inp->spr);
 
-		c->keep[w->sect0 + k] = (uint8_t)(v == UINT_MAX ? design_row_kept(d, t, idx) :
+		c->st.keep[w->sect0 + k] = (uint8_t)(v == UINT_MAX ? design_row_kept(d, t, idx) :
 						   tear_kept(c, d, v, t, idx));
 	}
 }
 
 /* The seqs whose new sectors write wi carries. */
-static void write_seqs(struct ctx *c, size_t wi, uint64_t *lo, uint64_t *hi)
+static void write_seqs(struct crash_states *c, size_t wi, uint64_t *lo, uint64_t *hi)
 {
-	const struct cwrite *w = &c->w[wi];
+	const struct cwrite *w = &c->inp->w[wi];
 
 	*lo = UINT64_MAX;
 	*hi = 0;
 	for (uint64_t k = 0; k < w->n; k++) {
-		int32_t t = c->tgt[w->sect0 + k];
+		int32_t t = c->inp->tgt[w->sect0 + k];
 
-		if (t >= 0 && c->isnew[w->sect0 + k]) {
-			uint64_t s = c->rec[t / (int32_t)c->spr].seq;
+		if (t >= 0 && c->inp->isnew[w->sect0 + k]) {
+			uint64_t s = c->inp->rec[t / (int32_t)c->inp->spr].seq;
 
 			*lo = s < *lo ? s : *lo;
 			*hi = s > *hi ? s : *hi;
@@ -241,75 +243,76 @@ static void write_seqs(struct ctx *c, size_t wi, uint64_t *lo, uint64_t *hi)
  * of the other are then kept-kept, kept-dropped, dropped-kept and dropped-dropped in some state),
  * the other volatile writes kept.
  */
-static int tear_pairs(struct ctx *c, const struct design *d, uint8_t *k, char *err, size_t errlen)
+static int tear_pairs(struct crash_states *c, const struct design *d, uint8_t *k, char *err, size_t errlen)
 {
-	unsigned p = c->nvol < CRASH_PAIR_WRITES ? c->nvol : CRASH_PAIR_WRITES;
+	unsigned p = c->inp->nvol < CRASH_PAIR_WRITES ? c->inp->nvol : CRASH_PAIR_WRITES;
 	char label[96];
 	int rc = 0;
 
-	memset(k, 1, c->nvol ? c->nvol : 1);
+	memset(k, 1, c->inp->nvol ? c->inp->nvol : 1);
 	for (unsigned a = 0; a < p && !rc; a++)
-		for (unsigned b = a + 1; b < p && !rc && c->w[c->vol[a]].n >= 2; b++)
-			for (unsigned r = 0; r < d->m && !rc && c->w[c->vol[b]].n >= 2; r++)
+		for (unsigned b = a + 1; b < p && !rc && c->inp->w[c->inp->vol[a]].n >= 2; b++)
+			for (unsigned r = 0; r < d->m && !rc && c->inp->w[c->inp->vol[b]].n >= 2; r++)
 				for (unsigned q = 0; q < d->m && !rc; q++) {
-					if (!design_row_tears(d, r, c->spr) || !design_row_tears(d, q, c->spr))
+					if (!design_row_tears(d, r, c->inp->spr) || !design_row_tears(d, q, c->inp->spr))
 						continue;
 					keep_set(c, k);
-					tear(c, d, c->vol[a], UINT_MAX, r);
-					tear(c, d, c->vol[b], UINT_MAX, q);
+					tear(c, d, c->inp->vol[a], UINT_MAX, r);
+					tear(c, d, c->inp->vol[b], UINT_MAX, q);
 					snprintf(label, sizeof(label), "writes %zu and %zu torn by rows %u and %u",
-						 c->vol[a], c->vol[b], r, q);
-					rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
+						 c->inp->vol[a], c->inp->vol[b], r, q);
+					rc = crash_legal(c->j, CRASH_M_TEARS, label, err, errlen);
 				}
 	return rc;
 }
 
-int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
+int crash_tears(struct crash_states *c, const struct design *d, char *err, size_t errlen)
 {
-	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
+	uint8_t *k = malloc(c->inp->nvol ? c->inp->nvol : 1);
 	char label[64];
 	int rc = 0;
 
 	if (!k)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	memset(k, 1, c->nvol ? c->nvol : 1);
-	c->ack_limit = SIZE_MAX;
-	for (unsigned v = 0; v < c->nvol && !rc; v++)
+	memset(k, 1, c->inp->nvol ? c->inp->nvol : 1);
+	c->st.ack_limit = SIZE_MAX;
+	for (unsigned v = 0; v < c->inp->nvol && !rc; v++)
 		for (unsigned row = 0; row < tears_of(c, d, v) && !rc; row++) {
-			if (!tear_tears(c, d, v, row) || c->w[c->vol[v]].n < 2)
+			if (!tear_tears(c, d, v, row) || c->inp->w[c->inp->vol[v]].n < 2)
 				continue;
 			keep_set(c, k);
-			tear(c, d, c->vol[v], v, row);
-			snprintf(label, sizeof(label), "write %zu torn by %s %u", c->vol[v],
+			tear(c, d, c->inp->vol[v], v, row);
+			snprintf(label, sizeof(label), "write %zu torn by %s %u", c->inp->vol[v],
 				 crash_tear_all(c, v) ? "mask" : "row", crash_tear_all(c, v) ? row + 1 : row);
 			if (c->o->locality)
-				write_seqs(c, c->vol[v], &c->cap_lo, &c->cap_hi);
-			rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
-			if (rc || !c->o->locality || !c->cap_hi)
+				write_seqs(c, c->inp->vol[v], &c->st.cap_lo, &c->st.cap_hi);
+			rc = crash_legal(c->j, CRASH_M_TEARS, label, err, errlen);
+			if (rc || !c->o->locality || !c->st.cap_hi)
 				continue;
 			/* judging is local to a slot: the same tear with every other volatile write
 			 * dropped must give the torn records the same findings */
 			{
-				char *with = c->captured;
+				char *with = crash_judge_captured(c->j), *again;
 
-				c->captured = NULL;
-				memset(k, 0, c->nvol);
+				memset(k, 0, c->inp->nvol);
 				keep_set(c, k);
-				memset(k, 1, c->nvol);
-				tear(c, d, c->vol[v], v, row);
-				snprintf(label, sizeof(label), "write %zu torn by tear %u, the others dropped", c->vol[v],
+				memset(k, 1, c->inp->nvol);
+				tear(c, d, c->inp->vol[v], v, row);
+				snprintf(label, sizeof(label), "write %zu torn by tear %u, the others dropped", c->inp->vol[v],
 					 row);
-				rc = crash_legal(c, CRASH_M_TEARS, label, err, errlen);
+				rc = crash_legal(c->j, CRASH_M_TEARS, label, err, errlen);
+				again = crash_judge_captured(c->j);
 				c->r->locality_checked++;
-				if (!rc && (!with || !c->captured || strcmp(with, c->captured))) {
+				if (!rc && (!with || !again || strcmp(with, again))) {
 					c->r->locality_breaks++;
-					crash_note(c, "cycle %u: %s: the torn record's findings changed with the other "
-					     "writes: %s / %s", c->in->cycle, label, with ? with : "?",
-					     c->captured ? c->captured : "?");
+					crash_note(c->r, "cycle %u: %s: the torn record's findings changed with the other "
+					     "writes: %s / %s", c->inp->in->cycle, label, with ? with : "?",
+					     again ? again : "?");
 				}
 				free(with);
+				free(again);
 			}
-			c->cap_lo = c->cap_hi = 0;
+			c->st.cap_lo = c->st.cap_hi = 0;
 		}
 	if (!rc)
 		rc = tear_pairs(c, d, k, err, errlen);
@@ -318,9 +321,9 @@ int crash_tears(struct ctx *c, const struct design *d, char *err, size_t errlen)
 }
 
 /* A virtual cut at each persistence point: the log up to it, the ACKs received by then. */
-int crash_cuts(struct ctx *c, char *err, size_t errlen)
+int crash_cuts(struct crash_states *c, char *err, size_t errlen)
 {
-	uint8_t *dur = malloc(c->nw ? c->nw : 1), *rdur = malloc(c->nrec);
+	uint8_t *dur = malloc(c->inp->nw ? c->inp->nw : 1), *rdur = malloc(c->inp->nrec);
 	char label[64];
 	int rc = 0;
 
@@ -329,49 +332,49 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 		free(rdur);
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	}
-	for (size_t p = 0; p < c->npp && !rc; p++) {
-		size_t at = c->pp[p], limit = 0;
+	for (size_t p = 0; p < c->inp->npp && !rc; p++) {
+		size_t at = c->inp->pp[p], limit = 0;
 
 		/* the log up to and with the persistence point; what it made durable */
-		for (size_t i = 0; i < c->nw; i++) {
-			int in = c->w[i].entry <= at;
+		for (size_t i = 0; i < c->inp->nw; i++) {
+			int in = c->inp->w[i].entry <= at;
 			int flushed = 0;
 
 			for (size_t q = 0; q <= p && !flushed; q++)
-				flushed = c->pp[q] > c->w[i].entry && !(c->w[i].fua && c->pp[q] == c->w[i].entry);
-			memset(c->keep + c->w[i].sect0, in, (size_t)c->w[i].n);
+				flushed = c->inp->pp[q] > c->inp->w[i].entry && !(c->inp->w[i].fua && c->inp->pp[q] == c->inp->w[i].entry);
+			memset(c->st.keep + c->inp->w[i].sect0, in, (size_t)c->inp->w[i].n);
 			/* a flush logged after it, up to the point, or its own FUA */
-			dur[i] = in && (c->w[i].fua || flushed);
+			dur[i] = in && (c->inp->w[i].fua || flushed);
 		}
-		memset(rdur, 0, c->nrec);
+		memset(rdur, 0, c->inp->nrec);
 		{
 			/* a record is durable at p when its new sectors all come from durable writes */
-			uint8_t *cover = calloc(c->nrec * c->spr, 1);
+			uint8_t *cover = calloc(c->inp->nrec * c->inp->spr, 1);
 
 			if (!cover) {
 				rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 				break;
 			}
-			for (size_t i = 0; i < c->nw; i++)
-				for (uint64_t k = 0; dur[i] && k < c->w[i].n; k++) {
-					size_t s = c->w[i].sect0 + k;
+			for (size_t i = 0; i < c->inp->nw; i++)
+				for (uint64_t k = 0; dur[i] && k < c->inp->w[i].n; k++) {
+					size_t s = c->inp->w[i].sect0 + k;
 
-					if (c->tgt[s] >= 0 && c->isnew[s])
-						cover[c->tgt[s]] = 1;
+					if (c->inp->tgt[s] >= 0 && c->inp->isnew[s])
+						cover[c->inp->tgt[s]] = 1;
 				}
-			for (size_t r = 0; r < c->nrec; r++) {
+			for (size_t r = 0; r < c->inp->nrec; r++) {
 				rdur[r] = 1;
-				for (uint32_t k = 0; k < c->spr; k++)
-					rdur[r] &= cover[r * c->spr + k];
+				for (uint32_t k = 0; k < c->inp->spr; k++)
+					rdur[r] &= cover[r * c->inp->spr + k];
 			}
 			free(cover);
 		}
 		/* the ACKs received by then: with marks, those the agent had sent (marked before the point);
 		 * else the ACK events, in order, while all they name is durable */
-		if (c->nmk)
-			limit = crash_marks_before(c, at);
-		for (size_t i = 0, n = c->nmk ? 0 : json_object_array_length(c->mid), lo, hi; i < n; i++) {
-			int rc2 = crash_ack_range(c, json_object_array_get_idx(c->mid, i), &lo, &hi), all = rc2 == 0;
+		if (c->inp->nmk)
+			limit = crash_marks_before(c->inp, at);
+		for (size_t i = 0, n = c->inp->nmk ? 0 : json_object_array_length(c->inp->mid), lo, hi; i < n; i++) {
+			int rc2 = crash_ack_range(c->inp, json_object_array_get_idx(c->inp->mid, i), &lo, &hi), all = rc2 == 0;
 
 			if (rc2 < 0)
 				continue;
@@ -381,9 +384,9 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 				break;
 			limit++;
 		}
-		c->ack_limit = limit;
+		c->st.ack_limit = limit;
 		snprintf(label, sizeof(label), "cut at log entry %zu (%zu acks)", at, limit);
-		rc = crash_legal(c, CRASH_M_CUTS, label, err, errlen);
+		rc = crash_legal(c->j, CRASH_M_CUTS, label, err, errlen);
 	}
 	free(dur);
 	free(rdur);
@@ -391,29 +394,29 @@ int crash_cuts(struct ctx *c, char *err, size_t errlen)
 }
 
 /* Each durable write whose records were all acknowledged: dropped, then torn. */
-int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errlen)
+int crash_illegal(struct crash_states *c, const struct design *d, char *err, size_t errlen)
 {
-	uint8_t *k = malloc(c->nvol ? c->nvol : 1);
+	uint8_t *k = malloc(c->inp->nvol ? c->inp->nvol : 1);
 	char label[96];
 	int rc = 0;
 
 	if (!k)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	memset(k, 1, c->nvol ? c->nvol : 1);
-	c->ack_limit = SIZE_MAX;
-	for (size_t i = 0; i < c->nw && rc >= 0; i++) {
-		const struct cwrite *w = &c->w[i];
+	memset(k, 1, c->inp->nvol ? c->inp->nvol : 1);
+	c->st.ack_limit = SIZE_MAX;
+	for (size_t i = 0; i < c->inp->nw && rc >= 0; i++) {
+		const struct cwrite *w = &c->inp->w[i];
 		int acked = 0, all = 1;
 		unsigned row = 0;
 
 		if (!w->durable)
 			continue;
 		for (uint64_t s = 0; s < w->n; s++) {
-			int32_t t = c->tgt[w->sect0 + s];
+			int32_t t = c->inp->tgt[w->sect0 + s];
 
-			if (t >= 0 && c->isnew[w->sect0 + s]) {
+			if (t >= 0 && c->inp->isnew[w->sect0 + s]) {
 				acked = 1;
-				all &= c->rec[t / (int32_t)c->spr].acked;
+				all &= c->inp->rec[t / (int32_t)c->inp->spr].acked;
 			}
 		}
 		if (!acked || !all)
@@ -424,9 +427,9 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 
 			keep_set(c, k);
 			if (!torn) {
-				memset(c->keep + w->sect0, 0, (size_t)w->n);
+				memset(c->st.keep + w->sect0, 0, (size_t)w->n);
 			} else if (torn == 1) {
-				while (row < d->m && !design_row_tears(d, row, c->spr))
+				while (row < d->m && !design_row_tears(d, row, c->inp->spr))
 					row++;
 				if (row >= d->m || w->n < 2)
 					continue;
@@ -436,13 +439,13 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 				 * torn_sector path, a violation for an acknowledged record */
 				size_t s = w->sect0 + w->n / 2;
 
-				if (c->tgt[s] < 0 || !c->isnew[s])
+				if (c->inp->tgt[s] < 0 || !c->inp->isnew[s])
 					continue;
-				c->half = s + 1;
+				c->st.half = s + 1;
 			}
 			snprintf(label, sizeof(label), "durable write %zu (lba %" PRIu64 ") %s", i, w->lba, how[torn]);
-			rc = crash_state_judge(c, CRASH_M_ILLEGAL, label, 0, &failed, err, errlen);
-			c->half = 0;
+			rc = crash_state_judge(c->j, CRASH_M_ILLEGAL, label, 0, &failed, err, errlen);
+			c->st.half = 0;
 			if (rc < 0)
 				break;
 			c->r->injected++;
@@ -450,7 +453,7 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 			if (rc == 1 && failed)
 				c->r->caught++;
 			else
-				crash_note(c, "cycle %u: injected %s not caught", c->in->cycle, label);
+				crash_note(c->r, "cycle %u: injected %s not caught", c->inp->in->cycle, label);
 			rc = 0;
 		}
 	}
@@ -459,15 +462,15 @@ int crash_illegal(struct ctx *c, const struct design *d, char *err, size_t errle
 }
 
 /* Does write wi (volatile write v) hold in keep[] exactly one of its tears? */
-static int tear_row_of(struct ctx *c, const struct design *d, size_t wi, unsigned v)
+static int tear_row_of(struct crash_states *c, const struct design *d, size_t wi, unsigned v)
 {
-	const struct cwrite *w = &c->w[wi];
-	uint64_t slot0 = c->off_lba + PC_SB_RESERVE_SECT;
+	const struct cwrite *w = &c->inp->w[wi];
+	uint64_t slot0 = c->inp->off_lba + PC_SB_RESERVE_SECT;
 
 	if (crash_tear_all(c, v)) {
 		/* every mask was a tear of it: the same mask in each record it covers */
-		for (uint64_t k = c->spr; k < w->n; k++)
-			if (c->keep[w->sect0 + k] != c->keep[w->sect0 + k % c->spr])
+		for (uint64_t k = c->inp->spr; k < w->n; k++)
+			if (c->st.keep[w->sect0 + k] != c->st.keep[w->sect0 + k % c->inp->spr])
 				return 0;
 		return 1;
 	}
@@ -476,9 +479,9 @@ static int tear_row_of(struct ctx *c, const struct design *d, size_t wi, unsigne
 
 		for (uint64_t k = 0; k < w->n && same; k++) {
 			uint64_t lba = w->lba + k;
-			uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->spr) : (uint32_t)(k % c->spr);
+			uint32_t idx = lba >= slot0 ? (uint32_t)((lba - slot0) % c->inp->spr) : (uint32_t)(k % c->inp->spr);
 
-			same = c->keep[w->sect0 + k] == design_row_kept(d, row, idx);
+			same = c->st.keep[w->sect0 + k] == design_row_kept(d, row, idx);
 		}
 		if (same)
 			return 1;
@@ -498,7 +501,7 @@ struct obs {
 
 /* The base image again in the map, then the image after the cut over it, noting changes outside the
  * log's writes (only the sectors that differ are copied: the map's other pages stay shared). */
-static int obs_load(struct ctx *c, struct obs *ob, char *err, size_t errlen)
+static int obs_load(struct crash_states *c, struct obs *ob, char *err, size_t errlen)
 {
 	unsigned char *chunk = malloc(1 << 20);
 	struct stat st;
@@ -506,35 +509,35 @@ static int obs_load(struct ctx *c, struct obs *ob, char *err, size_t errlen)
 
 	if (!chunk)
 		return pc_fail(err, errlen, -ENOMEM, "out of memory");
-	pfd = open(c->in->post, O_RDONLY | O_CLOEXEC);
+	pfd = open(c->inp->in->post, O_RDONLY | O_CLOEXEC);
 	if (pfd < 0 || fstat(pfd, &st) < 0) {
-		rc = pc_fail(err, errlen, -errno, "image %s: %s", c->in->post, strerror(errno));
+		rc = pc_fail(err, errlen, -errno, "image %s: %s", c->inp->in->post, strerror(errno));
 		goto out;
 	}
-	if ((uint64_t)st.st_size != c->map_len) {
-		rc = pc_fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->in->post,
-			  (long long)st.st_size, c->in->base, c->map_len);
+	if ((uint64_t)st.st_size != c->inp->map_len) {
+		rc = pc_fail(err, errlen, -EINVAL, "image %s: %lld bytes, the base image %s %zu", c->inp->in->post,
+			  (long long)st.st_size, c->inp->in->base, c->inp->map_len);
 		goto out;
 	}
-	for (size_t i = 0; i < c->next; i++)
-		memcpy(c->map + c->ext[i].lba * 512, c->ext[i].base, (size_t)c->ext[i].n * 512);
-	for (size_t o = 0, e = 0; o < c->map_len; o += 1 << 20) {
-		size_t len = c->map_len - o < (1u << 20) ? c->map_len - o : 1u << 20;
+	for (size_t i = 0; i < c->inp->next; i++)
+		memcpy(c->inp->map + c->inp->ext[i].lba * 512, c->inp->ext[i].base, (size_t)c->inp->ext[i].n * 512);
+	for (size_t o = 0, e = 0; o < c->inp->map_len; o += 1 << 20) {
+		size_t len = c->inp->map_len - o < (1u << 20) ? c->inp->map_len - o : 1u << 20;
 
 		if (pc_pread_all(pfd, chunk, len, (off_t)o)) {
-			rc = pc_fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->in->post, len, o);
+			rc = pc_fail(err, errlen, -EIO, "image %s: cannot read %zu bytes at %zu", c->inp->in->post, len, o);
 			goto out;
 		}
 		for (size_t k = 0; k < len; k += 512) {
 			uint64_t lba = (o + k) / 512;
 
-			if (!memcmp(chunk + k, c->map + o + k, 512))
+			if (!memcmp(chunk + k, c->inp->map + o + k, 512))
 				continue;
-			while (e < c->next && c->ext[e].lba + c->ext[e].n <= lba)
+			while (e < c->inp->next && c->inp->ext[e].lba + c->inp->ext[e].n <= lba)
 				e++;
-			if (e >= c->next || lba < c->ext[e].lba)
+			if (e >= c->inp->next || lba < c->inp->ext[e].lba)
 				ob->outside = 1;
-			memcpy(c->map + o + k, chunk + k, 512);
+			memcpy(c->inp->map + o + k, chunk + k, 512);
 		}
 	}
 out:
@@ -544,22 +547,22 @@ out:
 	return rc;
 }
 
-/* Per write sector: does the image hold the write's bytes (keep[]); and what the records hold: the
- * last write in log order whose bytes the image has (recnew[]). */
-static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
+/* Per write sector: does the image hold the write's bytes (keep[]); which volatile writes are whole,
+ * torn (by a row of the design?), and whether a durable one was lost. */
+static void obs_classify(struct crash_states *c, const struct design *d, struct obs *ob)
 {
-	for (size_t i = 0, v = 0; i < c->nw; i++) {
-		const struct cwrite *w = &c->w[i];
+	for (size_t i = 0, v = 0; i < c->inp->nw; i++) {
+		const struct cwrite *w = &c->inp->w[i];
 		uint64_t kept = 0;
 
 		for (uint64_t k = 0; k < w->n; k++) {
 			size_t s = w->sect0 + k;
-			const unsigned char *img = c->map + (w->lba + k) * 512;
+			const unsigned char *img = c->inp->map + (w->lba + k) * 512;
 
-			c->keep[s] = !memcmp(img, c->data + s * 512, 512);
-			if (!c->keep[s] && memcmp(img, c->ext[w->ext].base + w->ext_off + k * 512, 512))
+			c->st.keep[s] = !memcmp(img, c->inp->data + s * 512, 512);
+			if (!c->st.keep[s] && memcmp(img, c->inp->ext[w->ext].base + w->ext_off + k * 512, 512))
 				ob->other = 1;	/* neither the old bytes nor the new */
-			kept += c->keep[s];
+			kept += c->st.keep[s];
 		}
 		if (w->durable) {
 			ob->durable_lost |= kept != w->n;
@@ -572,15 +575,6 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
 		}
 		v++;
 	}
-	memset(c->recnew, 0, c->nrec * c->spr);
-	memset(c->rtsec, 0, c->nrec);
-	for (size_t i = 0; i < c->nw; i++)
-		for (uint64_t k = 0; k < c->w[i].n; k++) {
-			size_t s = c->w[i].sect0 + k;
-
-			if (c->tgt[s] >= 0 && c->keep[s])
-				c->recnew[c->tgt[s]] = c->isnew[s];
-		}
 }
 
 /* What the observed state is, before its fingerprint is looked up: one tear by a row with the other
@@ -589,7 +583,7 @@ static void obs_classify(struct ctx *c, const struct design *d, struct obs *ob)
  * slot -- judging is local to a slot); a legal state whose truth is known but that the design does
  * not hold (3: a tear mask no row has, a subset the random draws missed); else 0 (not legal, or
  * bytes no state has). */
-static int obs_enumerated(struct ctx *c, const struct obs *ob)
+static int obs_enumerated(struct crash_states *c, const struct obs *ob)
 {
 	unsigned not_whole = 0;
 
@@ -599,26 +593,27 @@ static int obs_enumerated(struct ctx *c, const struct obs *ob)
 		return 2;
 	if (!ob->torn_ok)
 		return 3;
-	for (unsigned v = 0; v < c->nvol; v++)
+	for (unsigned v = 0; v < c->inp->nvol; v++)
 		not_whole += !ob->vk[v];
 	/* the torn write is the one not whole: all the others kept */
-	return ob->torn_n == 1 && not_whole == 1 ? 2 : c->nvol <= c->o->exhaustive ? 1 : 3;
+	return ob->torn_n == 1 && not_whole == 1 ? 2 : c->inp->nvol <= c->o->exhaustive ? 1 : 3;
 }
 
 /* The observed state judged with a full scan, as the real boot; compared with what it holds when
  * that is known, and with the recorded verdict. 0 or -errno. */
-static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errlen)
+static int obs_judge(struct crash_states *c, const struct obs *ob, char *err, size_t errlen)
 {
-	json_object *partial = c->verify;
+	json_object *full;
 	int rc, failed = 0;
 
-	c->ack_limit = SIZE_MAX;
-	c->no_truth = ob->other || ob->outside;
-	c->verify = crash_verify_event(c, c->in->cycle + 1, pc_msg_verify(c->pattern, 1));
-	rc = c->verify ? crash_state_judge(c, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen) : -ENOMEM;
-	json_object_put(c->verify);
-	c->verify = partial;
-	c->no_truth = 0;
+	c->st.ack_limit = SIZE_MAX;
+	c->st.no_truth = ob->other || ob->outside;
+	full = crash_verify_event(c->inp, c->inp->in->cycle + 1, pc_msg_verify(c->inp->pattern, 1));
+	crash_judge_verify(c->j, full);
+	rc = full ? crash_state_judge(c->j, CRASH_M_OBSERVED, "observed", 1, &failed, err, errlen) : -ENOMEM;
+	json_object_put(full);
+	crash_judge_verify(c->j, NULL);
+	c->st.no_truth = 0;
 	if (rc < 0)
 		return rc;
 	/* one more distinct state only when it is legal, known and none judged before */
@@ -629,13 +624,13 @@ static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errl
 		c->r->mismatches += rc == 0;
 	snprintf(c->r->observed_verdict, sizeof(c->r->observed_verdict), "%s",
 		 pc_outcome_names[failed ? PC_OUT_FAIL : PC_OUT_PASS]);
-	c->r->observed_agrees = c->in->recorded ? !strcmp(c->in->recorded, c->r->observed_verdict) : -1;
+	c->r->observed_agrees = c->inp->in->recorded ? !strcmp(c->inp->in->recorded, c->r->observed_verdict) : -1;
 	/* a disagreement fails the cycle, whether or not what the image holds is known */
 	if (!c->r->observed_agrees)
-		crash_note(c, "cycle %u: the image after the cut (%s, its content %s) is judged %s again; "
-			   "verdicts.jsonl holds %s", c->in->cycle,
+		crash_note(c->r, "cycle %u: the image after the cut (%s, its content %s) is judged %s again; "
+			   "verdicts.jsonl holds %s", c->inp->in->cycle,
 			   !c->r->observed_legal ? "illegal" : c->r->observed_known ? "legal" : "unknown",
-			   c->r->observed_known ? "known" : "not known", c->r->observed_verdict, c->in->recorded);
+			   c->r->observed_known ? "known" : "not known", c->r->observed_verdict, c->inp->in->recorded);
 	return 0;
 }
 
@@ -646,9 +641,9 @@ static int obs_judge(struct ctx *c, const struct obs *ob, char *err, size_t errl
  * the image changed, what it holds is known and its verdict is compared
  * with it like any state's; else only with the recorded verdict.
  */
-int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errlen)
+int crash_observed(struct crash_states *c, const struct design *d, char *err, size_t errlen)
 {
-	struct obs ob = { .vk = calloc(c->nvol ? c->nvol : 1, 1), .torn_ok = 1 };
+	struct obs ob = { .vk = calloc(c->inp->nvol ? c->inp->nvol : 1, 1), .torn_ok = 1 };
 	int rc;
 
 	c->r->observed = 0;
@@ -659,21 +654,20 @@ int crash_observed(struct ctx *c, const struct design *d, char *err, size_t errl
 		obs_classify(c, d, &ob);
 		c->r->observed = obs_enumerated(c, &ob);
 		/* exact: the same image and acks as a state judged; else, if legal and known, a new one */
-		c->ack_limit = SIZE_MAX;
-		crash_state_acks(c);
+		c->st.ack_limit = SIZE_MAX;
 		if (c->r->observed) {
-			int seen = crash_fp_seen(c, 1);
+			int seen = crash_state_seen(c->j);
 
 			if (seen < 0)
 				rc = pc_fail(err, errlen, -ENOMEM, "out of memory");
 			c->r->observed = seen == 1 ? 2 : c->r->observed == 2 ? 3 : c->r->observed;
 		}
 		if (ob.durable_lost)
-			crash_note(c, "cycle %u: the image after the cut lost or tore a write the log made durable",
-				   c->in->cycle);
+			crash_note(c->r, "cycle %u: the image after the cut lost or tore a write the log made durable",
+				   c->inp->in->cycle);
 		if (ob.other || ob.outside)
-			crash_note(c, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its "
-				   "verdict is compared with the recorded one only", c->in->cycle,
+			crash_note(c->r, "cycle %u: the image after the cut holds bytes no enumerated state has (%s): its "
+				   "verdict is compared with the recorded one only", c->inp->in->cycle,
 				   ob.other ? "a written sector neither old nor new" : "a change outside the log's writes");
 		if (!rc)
 			rc = obs_judge(c, &ob, err, errlen);

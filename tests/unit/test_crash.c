@@ -55,7 +55,7 @@
 #include "common/util.h"
 #include "common/wlog.h"
 #include "harness/crash/crash.h"
-#include "harness/crash/crash_int.h"
+#include "harness/crash/crash_states.h"
 
 #define RS 4096u
 
