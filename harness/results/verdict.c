@@ -103,11 +103,14 @@ int pc_verdict_read(json_object *line, struct pc_verdict *v)
 	json_object *board = pc_jget(line, "board"), *cycle = pc_jget(line, "cycle");
 	json_object *counts = pc_jget(line, "counts");
 
-	if (!board || !cycle)
+	/* a hostile line: a board that is not a name, a cycle that is not a
+	 * count (the report refuses the same line) */
+	if (!json_object_is_type(board, json_type_string) || !json_object_is_type(cycle, json_type_int) ||
+	    json_object_get_int64(cycle) < 0)
 		return -EINVAL;
 	memset(v, 0, sizeof(*v));
 	v->json = line;
-	v->board = json_object_get_string(board);	/* as written, whatever its type */
+	v->board = json_object_get_string(board);
 	v->cycle = json_object_get_int64(cycle);
 	v->outcome = pc_outcome_from_name(pc_jstr(line, "verdict", NULL));
 	v->mode = pc_mode_from_name(pc_jstr(line, "mode", NULL));

@@ -180,7 +180,8 @@ struct pc_verdict {
 /* A verdicts.jsonl line's object (borrowed, as v->json and v->board are) as
  * a struct pc_verdict, read as the campaign always read it: an outcome or a
  * mode it does not name -1, a count missing, negative or not an integer 0.
- * 0, or -EINVAL when it has no "board" or "cycle" (v then untouched). */
+ * 0, or -EINVAL when its "board" is not a string or its "cycle" not an
+ * integer >= 0, as the report requires (v then untouched). */
 int pc_verdict_read(struct json_object *line, struct pc_verdict *v);
 
 /* What the policy says of unacknowledged findings of the classes that are

@@ -561,6 +561,20 @@ static void test_verdict_read(void)
 	CU_ASSERT_EQUAL(pc_verdict_read(o, &v), -EINVAL);
 	CU_ASSERT_EQUAL(v.cycle, 99);
 	json_object_put(o);
+	/* hostile: a cycle as text, negative, not whole; a board not a name */
+	static const char *const bad[] = {
+		"{\"board\":\"b1\",\"cycle\":\"9223372036854775807999\",\"verdict\":\"PASS\"}",
+		"{\"board\":\"b1\",\"cycle\":-5,\"verdict\":\"PASS\"}",
+		"{\"board\":\"b1\",\"cycle\":1.5,\"verdict\":\"PASS\"}",
+		"{\"board\":[\"x\"],\"cycle\":3,\"verdict\":\"PASS\"}",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		o = json_tokener_parse(bad[i]);
+		CU_ASSERT_FATAL(o != NULL);
+		CU_ASSERT_EQUAL(pc_verdict_read(o, &v), -EINVAL);
+		CU_ASSERT_EQUAL(v.cycle, 99);
+		json_object_put(o);
+	}
 }
 
 /* What counts as a cut towards a target, and the run ends' names. */
