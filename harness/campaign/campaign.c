@@ -22,10 +22,20 @@
  *   campaign_plan.c    what a cycle asks: the scan, the work, the cut
  *   campaign_setup.c   a boot without a hello
  *   campaign_resume.c  verdicts recorded and tallied, campaign.json, resume
- * campaign_int.h holds the state they share, and their layers.
+ * One header per object: a board (campaign_board.h, struct bctx), the
+ * running campaign (campaign_daemon.h, struct camp, and the files' layers),
+ * a board's link and its cut plan (campaign_link.h, campaign_plan.h: opaque,
+ * each its file's alone), and each file's functions in its own header.
  */
 #include "harness/campaign/campaign.h"
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_infra.h"
+#include "harness/campaign/campaign_loop.h"
+#include "harness/campaign/campaign_setup.h"
+#include "harness/campaign/campaign_link.h"
+#include "harness/campaign/campaign_plan.h"
+#include "harness/campaign/campaign_stop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -127,7 +137,7 @@ static void power_on(struct bctx *b)
 	camp_plan_power_on(b);
 	{
 		/* the worker switches on when the board has been off off_ms */
-		int ret = relay_worker_send(&b->rw, RELAY_OP_ON, b->cfg->off_ms, b->console, b->plan.cut,
+		int ret = relay_worker_send(&b->rw, RELAY_OP_ON, b->cfg->off_ms, b->console, camp_plan_exact_cut(b),
 					    &b->on_seq);
 		if (ret) {
 			camp_infra(b, "relay on could not be asked of the relay's worker: %s", strerror(-ret));
@@ -579,20 +589,10 @@ static void loop_fill(struct camp *c, struct loop_fds *f)
 			f->who[n++] = &c->pend.p[i];
 		}
 	for (unsigned i = 0; i < c->nb; i++) {
-		/* the serial console (the link, or a tcp link's captured
-		 * console), and a tcp link; POLLOUT while its output waits */
-		int out = camp_link_wants_out(&c->b[i]);
+		int k = camp_link_pollfds(&c->b[i], &f->pfd[n]);
 
-		if (c->b[i].link.sfd >= 0) {
-			f->pfd[n] = (struct pollfd){ .fd = c->b[i].link.sfd,
-						     .events = POLLIN | (out == c->b[i].link.sfd ? POLLOUT : 0) };
+		for (int j = 0; j < k; j++)
 			f->who[n++] = &c->b[i];
-		}
-		if (c->b[i].link.fd >= 0 && c->b[i].link.fd != c->b[i].link.sfd) {
-			f->pfd[n] = (struct pollfd){ .fd = c->b[i].link.fd,
-						     .events = POLLIN | (out == c->b[i].link.fd ? POLLOUT : 0) };
-			f->who[n++] = &c->b[i];
-		}
 	}
 	f->n = n;
 }
@@ -615,16 +615,7 @@ static void loop_dispatch(struct camp *c, struct loop_fds *f)
 			if (((struct pending *)f->who[i])->fd >= 0)
 				link_pending_read(&c->pend, f->who[i]);
 		} else {
-			struct bctx *b = f->who[i];
-
-			if ((f->pfd[i].revents & POLLOUT) && camp_link_wants_out(b) == f->pfd[i].fd)
-				camp_link_flush(b);
-			if (!(f->pfd[i].revents & ~POLLOUT))
-				continue;
-			if (b->link.sfd >= 0 && b->link.sfd == f->pfd[i].fd)
-				camp_serial_read(b);
-			else if (b->link.fd == f->pfd[i].fd)
-				camp_board_read(b);
+			camp_link_ready(f->who[i], &f->pfd[i]);
 		}
 	}
 }

@@ -4,7 +4,8 @@
  * its power off, and the step to the next cycle. They call nothing else of
  * the campaign's: every other campaign file may call them.
  */
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
 
 #include <errno.h>
 #include <stdarg.h>

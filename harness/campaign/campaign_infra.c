@@ -5,7 +5,10 @@
  * row. Above the link (it closes it) and the primitives (campaign_core.c);
  * below the plan, the setup checks and the state machine, which call it.
  */
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_infra.h"
+#include "harness/campaign/campaign_link.h"
 
 #include <errno.h>
 #include <stdarg.h>

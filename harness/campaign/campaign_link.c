@@ -10,7 +10,10 @@
  * hands it on through the ops it registered (struct camp_link_ops), never
  * calling campaign.c by name.
  */
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_resume.h"
+#include "harness/campaign/campaign_link.h"
 #include "harness/link/handshake.h"
 #include "harness/link/listen.h"
 
@@ -46,6 +49,26 @@
 #include "harness/report/report.h"
 #include "harness/results/results.h"
 
+#define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
+
+/* A board's link (campaign_link.h): only this file sees inside it. */
+struct camp_link {
+	int fd;			/* the link to the agent: a TCP connection, or sfd */
+	struct pc_linebuf lb;
+	/* serial console link (cfg->link_serial): open for the whole campaign */
+	int sfd;
+	struct netserial *ns;	/* a console over the network: its client (sfd is its descriptor), or NULL */
+	int cfd;		/* this power-on's console log */
+	struct pc_linebuf slb;
+	struct outq q;		/* the link's output queue (harness/link/outq.h) */
+	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
+	/* the authenticated session of this power-on's agent */
+	struct pc_auth_session s;
+};
+
+static void camp_board_read(struct bctx *b);
+static void camp_serial_read(struct bctx *b);
+
 /* The cycle ends in an INFRA_ERROR: told to the state machine (its ops). */
 static void link_infra(struct bctx *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void link_infra(struct bctx *b, const char *fmt, ...)
@@ -67,24 +90,24 @@ static void link_infra(struct bctx *b, const char *fmt, ...)
  */
 static struct netserial *net_of(const struct bctx *b)
 {
-	if (!b || !b->link.ns || b->link.sfd < 0 || netserial_fd(b->link.ns) != b->link.sfd)
+	if (!b || !b->link->ns || b->link->sfd < 0 || netserial_fd(b->link->ns) != b->link->sfd)
 		return NULL;
-	return b->link.ns;
+	return b->link->ns;
 }
 
 int camp_link_wants_out(const struct bctx *b)
 {
-	return outq_wants_out(&b->link.q);
+	return outq_wants_out(&b->link->q);
 }
 
 void camp_link_flush(struct bctx *b)
 {
-	outq_flush(&b->link.q, b->cfg->name);
+	outq_flush(&b->link->q, b->cfg->name);
 }
 
 const char *camp_link_strerror(const struct bctx *b, int err)
 {
-	return outq_strerror(&b->link.q, err);
+	return outq_strerror(&b->link->q, err);
 }
 
 /* Write to a board's link or a pending connection: the console's own way
@@ -93,14 +116,14 @@ const char *camp_link_strerror(const struct bctx *b, int err)
  * fresh socket whole. 0 or -errno (errno set too). */
 static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 {
-	struct netserial *ns = b && fd == b->link.sfd ? net_of(b) : NULL;
+	struct netserial *ns = b && fd == b->link->sfd ? net_of(b) : NULL;
 	char why[512];
 	int rc;
 
 	if (!b)
 		return pc_write_all(fd, buf, len);
 	if (!ns)
-		return outq_write(&b->link.q, fd, buf, len, b->cfg->name);
+		return outq_write(&b->link->q, fd, buf, len, b->cfg->name);
 	rc = netserial_write(ns, buf, len, why, sizeof(why));
 	if (rc) {
 		pc_warn("board %s: %s", b->cfg->name, why);
@@ -110,7 +133,7 @@ static int link_write(struct bctx *b, int fd, const char *buf, size_t len)
 }
 
 /* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
-int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
+static int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
 		    int marker)
 {
 	char buf[256];
@@ -143,23 +166,29 @@ int camp_send_msg(struct bctx *b, json_object *msg)
 	if (n < 0)
 		return n;
 	/* every host line of a session carries its tag (auth.h) */
-	n = pc_auth_seal(&b->link.s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
+	n = pc_auth_seal(&b->link->s, buf + off, (size_t)n - 1, sizeof(buf) - off - 1);
 	if (n < 0)
 		return n;
 	buf[off + (size_t)n] = '\n';
 	/* a KNOWN burst can outrun a slow link: the rest waits in the queue */
-	return link_write(b, b->link.fd, buf, off + (size_t)n + 1);
+	return link_write(b, b->link->fd, buf, off + (size_t)n + 1);
 }
 
-void camp_link_init(struct camp_link *l)
+struct camp_link *camp_link_new(void)
 {
-	memset(l, 0, sizeof(*l));
+	struct camp_link *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
 	l->fd = l->sfd = l->cfd = -1;
 	l->q.fd = -1;
+	return l;
 }
 
 void camp_link_free(struct camp_link *l)
 {
+	if (!l)
+		return;
 	if (l->fd >= 0 && l->fd != l->sfd)
 		close(l->fd);
 	if (l->sfd >= 0)
@@ -171,39 +200,75 @@ void camp_link_free(struct camp_link *l)
 	outq_clear(&l->q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
 		link_hs_clear(&l->shs[i]);
-	l->fd = l->sfd = l->cfd = -1;
+	free(l);
 }
 
 void camp_link_power_on(struct bctx *b, const char *console_log)
 {
 	/* a line the last cut broke off is noise: the new boot starts afresh,
 	 * and so does the authentication */
-	memset(&b->link.slb, 0, sizeof(b->link.slb));
+	memset(&b->link->slb, 0, sizeof(b->link->slb));
 	if (b->cfg->link_serial)
 		camp_close_link(b);
-	if (b->link.cfd >= 0)
-		close(b->link.cfd);
-	b->link.cfd = open(console_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	if (b->link.cfd < 0)
+	if (b->link->cfd >= 0)
+		close(b->link->cfd);
+	b->link->cfd = open(console_log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	if (b->link->cfd < 0)
 		pc_warn("board %s: %s: %s", b->cfg->name, console_log, strerror(errno));
 }
 
 int camp_link_up(const struct bctx *b)
 {
-	return b->link.fd >= 0 && b->link.s.up;
+	return b->link->fd >= 0 && b->link->s.up;
+}
+
+int camp_link_connected(const struct bctx *b)
+{
+	return b->link->fd >= 0;
+}
+
+size_t camp_link_queued(const struct bctx *b)
+{
+	return b->link->q.len - b->link->q.off;
+}
+
+int camp_link_pollfds(const struct bctx *b, struct pollfd pfd[2])
+{
+	const struct camp_link *l = b->link;
+	int out = camp_link_wants_out(b), n = 0;
+
+	/* the serial console (the link, or a tcp link's captured console),
+	 * and a tcp link; POLLOUT while its output waits */
+	if (l->sfd >= 0)
+		pfd[n++] = (struct pollfd){ .fd = l->sfd, .events = POLLIN | (out == l->sfd ? POLLOUT : 0) };
+	if (l->fd >= 0 && l->fd != l->sfd)
+		pfd[n++] = (struct pollfd){ .fd = l->fd, .events = POLLIN | (out == l->fd ? POLLOUT : 0) };
+	return n;
+}
+
+void camp_link_ready(struct bctx *b, const struct pollfd *p)
+{
+	if ((p->revents & POLLOUT) && camp_link_wants_out(b) == p->fd)
+		camp_link_flush(b);
+	if (!(p->revents & ~POLLOUT))
+		return;
+	if (b->link->sfd >= 0 && b->link->sfd == p->fd)
+		camp_serial_read(b);
+	else if (b->link->fd == p->fd)
+		camp_board_read(b);
 }
 
 void camp_close_link(struct bctx *b)
 {
-	if (b->link.fd >= 0 && b->link.fd != b->link.sfd)
-		close(b->link.fd);
-	b->link.fd = -1;
-	memset(&b->link.lb, 0, sizeof(b->link.lb));
-	memset(&b->link.s, 0, sizeof(b->link.s));
+	if (b->link->fd >= 0 && b->link->fd != b->link->sfd)
+		close(b->link->fd);
+	b->link->fd = -1;
+	memset(&b->link->lb, 0, sizeof(b->link->lb));
+	memset(&b->link->s, 0, sizeof(b->link->s));
 	/* lines of the session that ended are not for the next one */
-	outq_clear(&b->link.q);
+	outq_clear(&b->link->q);
 	for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++)
-		link_hs_clear(&b->link.shs[i]);
+		link_hs_clear(&b->link->shs[i]);
 	/* a power-on (the only call while the board is off): a network
 	 * console that broke reconnects now, one that is up is probed, and
 	 * whether it stays up from here on decides whether this boot was seen */
@@ -226,8 +291,8 @@ static int net_open(struct bctx *b, char *err, size_t errlen)
 		snprintf(err, errlen, "board %s: %s", b->cfg->name, why);
 		return -EIO;
 	}
-	b->link.ns = ns;
-	b->link.sfd = netserial_fd(ns);
+	b->link->ns = ns;
+	b->link->sfd = netserial_fd(ns);
 	return 0;
 }
 
@@ -246,18 +311,23 @@ int camp_serial_open(struct bctx *b, char *err, size_t errlen)
 		snprintf(err, errlen, "board %s: its serial console: %s", b->cfg->name, why);
 		return fd;
 	}
-	b->link.sfd = fd;
+	b->link->sfd = fd;
 	return 0;
 }
 
 /* The agent proved it holds the key: the link is the board's. */
-void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
+void camp_link_attach(struct bctx *b, int fd, const char *hn, const char *an)
+{
+	b->link->fd = fd;
+	pc_auth_session_init(&b->link->s, &b->c->key, hn, an, 1);
+}
+
+static void camp_authenticated(struct bctx *b, int fd, const struct handshake *h)
 {
 	struct pc_msg m;
 	char err[512];
 
-	b->link.fd = fd;
-	pc_auth_session_init(&b->link.s, &b->c->key, h->hn, h->an, 1);
+	camp_link_attach(b, fd, h->hn, h->an);
 	/* the hello was valid when it came: parse it again for its fields */
 	if (pc_msg_parse(h->hello, h->hello_len, &m, err, sizeof(err))) {
 		link_infra(b, "the authenticated hello no longer parses: %s", err);
@@ -281,15 +351,15 @@ static void bad_line(struct bctx *b, const char *line, size_t len, const char *w
 }
 
 /* One line on an authenticated link: it must carry the session's next tag. */
-void camp_board_line(struct bctx *b, const char *line, size_t len)
+static void camp_board_line(struct bctx *b, const char *line, size_t len)
 {
 	struct pc_msg m;
 	char err[512];
 
-	if (pc_auth_open(&b->link.s, line, len, err, sizeof(err))) {
+	if (pc_auth_open(&b->link->s, line, len, err, sizeof(err))) {
 		/* a second writer on the console, a replayed or forged line:
 		 * dropped, and the genuine agent's next line still verifies */
-		camp_link_reject(b->c, b, 0, b->link.fd == b->link.sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
+		camp_link_reject(b->c, b, 0, b->link->fd == b->link->sfd ? b->cfg->serial_device : "tcp", line, len, "%s", err);
 		return;
 	}
 	if (pc_msg_parse(line, len, &m, err, sizeof(err))) {
@@ -304,10 +374,10 @@ void camp_board_line(struct bctx *b, const char *line, size_t len)
 }
 
 /* Read what the board's link has; handle every complete line. */
-void camp_board_read(struct bctx *b)
+static void camp_board_read(struct bctx *b)
 {
 	char data[8192], line[PC_PROTO_MAX_LINE + 2];
-	ssize_t n = read(b->link.fd, data, sizeof(data));
+	ssize_t n = read(b->link->fd, data, sizeof(data));
 	size_t off = 0, len;
 
 	if (n <= 0) {
@@ -318,11 +388,11 @@ void camp_board_read(struct bctx *b)
 		b->c->lops->closed(b);
 		return;
 	}
-	while (off < (size_t)n && b->link.fd >= 0) {
+	while (off < (size_t)n && b->link->fd >= 0) {
 		enum pc_line_result r;
 
-		off += pc_linebuf_feed(&b->link.lb, data + off, (size_t)n - off);
-		while (b->link.fd >= 0 && (r = pc_linebuf_take(&b->link.lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+		off += pc_linebuf_feed(&b->link->lb, data + off, (size_t)n - off);
+		while (b->link->fd >= 0 && (r = pc_linebuf_take(&b->link->lb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			if (r == PC_LINE_TOO_LONG) {
 				bad_line(b, "", 0, "line exceeds the protocol's maximum length");
 				continue;
@@ -374,14 +444,14 @@ static void serial_hello(struct bctx *b, const struct pc_msg *m, const char *mk,
 		/* answer it; keep the latest few (a rogue's hello must not
 		 * push the genuine agent's out before it answers) */
 		for (unsigned i = 0; i < MAX_SERIAL_HELLOS; i++) {
-			if (!b->link.shs[i].hello) {
+			if (!b->link->shs[i].hello) {
 				slot = i;
 				break;
 			}
-			if (b->link.shs[i].since < b->link.shs[slot].since)
+			if (b->link->shs[i].since < b->link->shs[slot].since)
 				slot = i;
 		}
-		if (camp_hs_start(b, &b->link.shs[slot], mk, len, m->obj, b->link.sfd, 1))
+		if (camp_hs_start(b, &b->link->shs[slot], mk, len, m->obj, b->link->sfd, 1))
 			pc_warn("board %s: %s: cannot send the challenge: %s", b->cfg->name, dev, strerror(errno));
 	}
 }
@@ -392,18 +462,18 @@ static void serial_proof(struct bctx *b, const struct pc_msg *m, const char *mk,
 {
 	unsigned i;
 
-	for (i = 0; i < MAX_SERIAL_HELLOS && !link_hs_proven(&b->c->key, &b->link.shs[i], m->obj); i++)
+	for (i = 0; i < MAX_SERIAL_HELLOS && !link_hs_proven(&b->c->key, &b->link->shs[i], m->obj); i++)
 		;
 	if (i == MAX_SERIAL_HELLOS) {
 		camp_link_reject(b->c, b, 1, b->cfg->serial_device, mk, len, "a proof that answers none of the "
 				 "challenges sent: not the campaign's key, or a copied hello");
 	} else {
-		struct handshake h = b->link.shs[i];
+		struct handshake h = b->link->shs[i];
 
-		b->link.shs[i].hello = NULL;	/* moved to h */
+		b->link->shs[i].hello = NULL;	/* moved to h */
 		for (unsigned k = 0; k < MAX_SERIAL_HELLOS; k++)
-			link_hs_clear(&b->link.shs[k]);
-		camp_authenticated(b, b->link.sfd, &h);
+			link_hs_clear(&b->link->shs[k]);
+		camp_authenticated(b, b->link->sfd, &h);
 		link_hs_clear(&h);
 	}
 }
@@ -415,7 +485,7 @@ static void serial_line(struct bctx *b, const char *mk, size_t len)
 	struct pc_msg m;
 	char err[512];
 
-	if (b->link.fd == b->link.sfd) {
+	if (b->link->fd == b->link->sfd) {
 		camp_board_line(b, mk, len);
 		return;
 	}
@@ -474,7 +544,7 @@ static void net_up(struct bctx *b, struct netserial *ns)
 			   netserial_url(ns), pc_now_ms() - b->t_power);
 }
 
-void camp_serial_read(struct bctx *b)
+static void camp_serial_read(struct bctx *b)
 {
 	char data[4096], line[PC_PROTO_MAX_LINE + 2], why[512];
 	struct netserial *ns = net_of(b);
@@ -490,20 +560,20 @@ void camp_serial_read(struct bctx *b)
 			net_up(b, ns);
 		n = (ssize_t)got;
 	} else {
-		n = read(b->link.sfd, data, sizeof(data));
+		n = read(b->link->sfd, data, sizeof(data));
 	}
 	if (n <= 0) {
 		if (fl & NS_DOWN)
 			net_down(b, why);
 		return;
 	}
-	if (b->link.cfd >= 0 && pc_write_all(b->link.cfd, data, (size_t)n))
+	if (b->link->cfd >= 0 && pc_write_all(b->link->cfd, data, (size_t)n))
 		pc_warn("board %s: console log: %s", b->cfg->name, strerror(errno));
 	while (off < (size_t)n) {
 		enum pc_line_result r;
 
-		off += pc_linebuf_feed(&b->link.slb, data + off, (size_t)n - off);
-		while ((r = pc_linebuf_take(&b->link.slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
+		off += pc_linebuf_feed(&b->link->slb, data + off, (size_t)n - off);
+		while ((r = pc_linebuf_take(&b->link->slb, line, sizeof(line), &len)) != PC_LINE_NONE) {
 			const char *mk;
 
 			if (r == PC_LINE_TOO_LONG)
@@ -529,7 +599,7 @@ int camp_console_whole(const struct bctx *b)
 {
 	struct netserial *ns = net_of(b);
 
-	if (!b->cfg->link_serial || b->link.sfd < 0)
+	if (!b->cfg->link_serial || b->link->sfd < 0)
 		return 0;
 	return !ns || netserial_up_since_mark(ns);
 }
@@ -545,9 +615,9 @@ static int pend_ready(void *arg, void *bp, char *what, size_t len)
 {
 	struct bctx *b = bp;
 
-	if (b->st == B_WAIT_HELLO && b->link.fd < 0)
+	if (b->st == B_WAIT_HELLO && b->link->fd < 0)
 		return 1;
-	snprintf(what, len, "%s%s", camp_bstate_names[b->st], b->link.fd >= 0 ? " and has its agent" : "");
+	snprintf(what, len, "%s%s", camp_bstate_names[b->st], b->link->fd >= 0 ? " and has its agent" : "");
 	return 0;
 }
 
@@ -571,13 +641,13 @@ static void pend_proven(void *arg, void *bp, int fd, const struct handshake *h, 
 {
 	struct bctx *b = bp;
 
-	b->link.lb = *lb;	/* what came after the proof */
+	b->link->lb = *lb;	/* what came after the proof */
 	camp_authenticated(b, fd, h);
 	/* lines that came with the proof */
-	while (b->link.fd >= 0) {
+	while (b->link->fd >= 0) {
 		char more[PC_PROTO_MAX_LINE + 2];
 		size_t n;
-		enum pc_line_result r = pc_linebuf_take(&b->link.lb, more, sizeof(more), &n);
+		enum pc_line_result r = pc_linebuf_take(&b->link->lb, more, sizeof(more), &n);
 
 		if (r == PC_LINE_NONE)
 			break;

@@ -15,14 +15,11 @@
 #include <stdint.h>
 
 #include <json-c/json.h>
+#include <poll.h>
 
 #include "common/auth.h"
 #include "common/proto.h"
-#include "harness/link/handshake.h"
-#include "harness/link/outq.h"
 #include "harness/link/pending.h"
-
-#define MAX_SERIAL_HELLOS 4	/* hellos awaiting their proof on one console */
 
 struct bctx;
 struct camp;
@@ -47,24 +44,26 @@ struct camp_link_ops {
 	void (*infra)(struct bctx *b, const char *why);
 };
 
-struct camp_link {
-	int fd;			/* the link to the agent: a TCP connection, or sfd */
-	struct pc_linebuf lb;
-	/* serial console link (cfg->link_serial): open for the whole campaign */
-	int sfd;
-	struct netserial *ns;	/* a console over the network: its client (sfd is its descriptor), or NULL */
-	int cfd;		/* this power-on's console log */
-	struct pc_linebuf slb;
-	struct outq q;		/* the link's output queue (harness/link/outq.h) */
-	struct handshake shs[MAX_SERIAL_HELLOS];	/* serial: hellos awaiting proof */
-	/* the authenticated session of this power-on's agent */
-	struct pc_auth_session s;
-};
+/* A board's link: opaque, owned by campaign_link.c (camp_link_new). */
+struct camp_link;
 
-/* No descriptor open (before camp_serial_open). */
-void camp_link_init(struct camp_link *l);
-/* Close everything the link holds, the console and its log included. */
+/* A link with no descriptor open (before camp_serial_open), or NULL (no memory). */
+struct camp_link *camp_link_new(void);
+/* Close everything the link holds, the console and its log included, and free it (NULL: nothing). */
 void camp_link_free(struct camp_link *l);
+/* The descriptors the poll loop is to watch for the board's link (its
+ * serial console, its tcp link; POLLOUT where output waits): how many of
+ * the two entries of pfd were filled. */
+int camp_link_pollfds(const struct bctx *b, struct pollfd pfd[2]);
+/* One of them is ready (its revents): the link reads or sends. */
+void camp_link_ready(struct bctx *b, const struct pollfd *p);
+/* Is the agent's link (tcp, or the serial console) open at all? */
+int camp_link_connected(const struct bctx *b);
+/* The link is up on fd with the authenticated session of the nonces hn, an
+ * (the host's and the agent's): what a proven handshake leads to. */
+void camp_link_attach(struct bctx *b, int fd, const char *hn, const char *an);
+/* Bytes of output that wait in the link's queue. */
+size_t camp_link_queued(const struct bctx *b);
 /* A power-on: a line the last cut broke off is noise, and the cycle's
  * console log (path) is opened for the harness's own capture. */
 void camp_link_power_on(struct bctx *b, const char *console_log);
@@ -93,20 +92,12 @@ void camp_link_flush(struct bctx *b);
 int camp_link_up(const struct bctx *b);
 void camp_close_link(struct bctx *b);
 int camp_serial_open(struct bctx *b, char *err, size_t errlen);
-void camp_authenticated(struct bctx *b, int fd, const struct handshake *h);
-void camp_board_read(struct bctx *b);
-void camp_serial_read(struct bctx *b);
 /* A serial link's console, whole since the power-on: it is open and (a
  * network console) has been up since, so the cycle's log holds everything
  * the board printed before what the link carries now, in order. A tcp
  * link's captured console is another stream, which a hello can overtake:
  * 0 for it, as for none. */
 int camp_console_whole(const struct bctx *b);
-/* One line on an authenticated link: it must carry the session's next tag. */
-void camp_board_line(struct bctx *b, const char *line, size_t len);
-/* Answer a hello (its exact text, and parsed) with a challenge; 0 or -errno. */
-int camp_hs_start(struct bctx *b, struct handshake *h, const char *text, size_t len, json_object *hello, int fd,
-		  int marker);
 
 /* The campaign's side of the connections not proven yet (harness/link/pending.h):
  * its boards, named, asked and handed a proven connection. */

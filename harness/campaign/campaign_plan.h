@@ -15,33 +15,14 @@
 struct bctx;
 struct relay_rep;
 
-/* The cycle's work and cut plan. */
-struct camp_plan {
-	int kind;		/* the cycle's plan (enum cut_plan, never CUT_MIX): config_cycle_cut */
-	uint32_t lo, hi;	/* ... its range: the window (ms), the acks or the nth */
-	uint32_t cut_seq;	/* the cut's request, in B_CUTTING */
-	const char *cut_why;	/* ... what called for it */
-	uint64_t cut_now_ms;	/* ... when it was decided */
-	uint64_t cut_req_us;
-	uint64_t t_work;
-	uint64_t cut_at;	/* CUT_RANDOM: absolute ms */
-	uint32_t cut_acks;	/* CUT_ACKS: cut once this many are acked */
-	uint32_t acks;
-	/* CUT_FLUSH, CUT_FUA: the cut comes at the agent's cut_nth announcement
-	 * (IO message) of the plan's I/O, cut_delay_us after it arrived; on a
-	 * board that cuts itself there (exact: the sim), the harness waits */
-	uint32_t cut_nth;	/* 0: not an I/O plan */
-	uint32_t io_seen;	/* announcements of the plan's I/O so far in this work */
-	int io_fired;		/* the cut_nth arrived: */
-	uint64_t io_seq;	/* ... the seq it named */
-	uint64_t t_io_us;	/* ... when (monotonic us) */
-	uint64_t cut_due_us;	/* a delayed cut's instant (monotonic us; 0: none) */
-	int exact;
-	int done_seen;
-	/* the exact cut told to the relay at power-on (RELAY_CAP_EXACT_CUT):
-	 * relay.h's "flush:N:US" or "fua:N:US"; empty: none */
-	char cut[48];
-};
+/* The cycle's work and cut plan: opaque, owned by campaign_plan.c. */
+struct camp_plan;
+
+/* A plan with nothing planned, or NULL (no memory); freed with free(). */
+struct camp_plan *camp_plan_new(void);
+/* The exact cut told to the relay at this power-on (RELAY_CAP_EXACT_CUT):
+ * relay.h's "flush:N:US" or "fua:N:US"; "": none. */
+const char *camp_plan_exact_cut(const struct bctx *b);
 
 void camp_plan_power_on(struct bctx *b);
 void camp_start_work(struct bctx *b);

@@ -3,7 +3,10 @@
  * written, campaign.json created or checked, and a resumed run's state
  * rebuilt from events.jsonl and verdicts.jsonl.
  */
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_resume.h"
+#include "harness/campaign/campaign_stop.h"
 
 #include <errno.h>
 #include <fcntl.h>

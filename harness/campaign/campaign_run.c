@@ -6,7 +6,13 @@
  * rule on the whole campaign as the exit code).
  */
 #include "harness/campaign/campaign.h"
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_loop.h"
+#include "harness/campaign/campaign_plan.h"
+#include "harness/campaign/campaign_resume.h"
+#include "harness/campaign/campaign_link.h"
+#include "harness/campaign/campaign_stop.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -105,7 +111,6 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		b->c = c;
 		b->cfg = &c->cfg->boards[i];
 		b->idx = i;
-		camp_link_init(&b->link);
 		if ((b->cfg->link_serial || b->cfg->console_capture) && camp_serial_open(b, err, errlen))
 			return -EIO;
 		snprintf(state, sizeof(state), "%s/boards/%s", c->res.dir, b->cfg->name);
@@ -346,7 +351,8 @@ static void camp_teardown(struct camp *c, struct relay_lock *locks)
 {
 	for (unsigned i = 0; i < c->nb; i++) {
 		camp_close_link(&c->b[i]);
-		camp_link_free(&c->b[i].link);
+		camp_link_free(c->b[i].link);
+		free(c->b[i].plan);
 		if (c->b[i].relay_open)
 			relay_worker_stop(&c->b[i].rw, 5000);
 	}
@@ -384,7 +390,18 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		c.b[i].c = &c;
 		c.b[i].cfg = &cfg->boards[i];
 		c.b[i].idx = i;
-		camp_link_init(&c.b[i].link);
+		c.b[i].link = camp_link_new();
+		c.b[i].plan = camp_plan_new();
+		if (!c.b[i].link || !c.b[i].plan) {
+			pc_err("campaign: out of memory for board %s", cfg->boards[i].name);
+			for (unsigned k = 0; k <= i; k++) {
+				camp_link_free(c.b[k].link);
+				free(c.b[k].plan);
+			}
+			free(c.b);
+			free(locks);
+			return CAMPAIGN_ERROR;
+		}
 	}
 	if (o->results)
 		pc_strlcpy(dir, o->results, sizeof(dir));

@@ -22,7 +22,12 @@
  * The decision is the campaign's, on record as the event it writes (infra
  * or boot_fail, with "cause"): replay recomputes the verdicts from those.
  */
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_infra.h"
+#include "harness/campaign/campaign_setup.h"
+#include "harness/campaign/campaign_link.h"
+#include "harness/campaign/campaign_stop.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,9 @@
  * campaign_resume.c, the boot judged in campaign_setup.c, the state machine
  * in campaign.c, the run in campaign_run.c).
  */
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_core.h"
+#include "harness/campaign/campaign_stop.h"
 #include "harness/campaign/campaign_stop.h"
 
 #include <errno.h>

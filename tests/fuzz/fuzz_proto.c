@@ -17,7 +17,7 @@
 #include "common/crc32c.h"
 #include "common/proto.h"
 #include "common/util.h"
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_setup.h"
 #include "tests/fuzz/fuzz.h"
 
 /* A stream this long holds many lines; longer ones teach the fuzzer nothing new. */

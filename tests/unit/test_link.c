@@ -14,7 +14,9 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_link.h"
+#include "harness/link/outq.h"
 #include "tests/unit/suites.h"
 
 static const char hn[] = "00112233445566778899aabbccddeeff";
@@ -50,11 +52,11 @@ static int fixture_open(struct fixture *f)
 	pc_strlcpy(f->cfg.name, "slow", sizeof(f->cfg.name));
 	f->b.c = f->c;
 	f->b.cfg = &f->cfg;
-	f->b.link.fd = f->sv[0];
-	f->b.link.sfd = -1;
-	f->b.link.cfd = -1;
+	f->b.link = camp_link_new();
+	if (!f->b.link)
+		return -1;
 	f->b.st = B_WAIT_HELLO;
-	pc_auth_session_init(&f->b.link.s, &f->c->key, hn, an, 1);
+	camp_link_attach(&f->b, f->sv[0], hn, an);
 	pc_auth_session_init(&f->agent, &f->c->key, hn, an, 0);
 	return 0;
 }
@@ -62,6 +64,7 @@ static int fixture_open(struct fixture *f)
 static void fixture_close(struct fixture *f)
 {
 	camp_close_link(&f->b);	/* closes sv[0], frees the queue */
+	camp_link_free(f->b.link);
 	close(f->sv[1]);
 	free(f->c);
 }
@@ -186,13 +189,13 @@ static void test_ceiling(void)
 	json_object_put(m);
 	CU_ASSERT_EQUAL(ret, -ENOBUFS);
 	CU_ASSERT(lines > 200);	/* the largest real burst fits */
-	CU_ASSERT(f.b.link.q.len - f.b.link.q.off <= LINK_OUTQ_MAX);
+	CU_ASSERT(camp_link_queued(&f.b) <= LINK_OUTQ_MAX);
 	why = camp_link_strerror(&f.b, ENOBUFS);
 	CU_ASSERT(strstr(why, "board slow") && strstr(why, "ceiling"));
 	/* a link closed drops what waited: nothing of it reaches the next */
 	camp_close_link(&f.b);
 	CU_ASSERT_EQUAL(camp_link_wants_out(&f.b), -1);
-	f.b.link.fd = -1;
+	camp_link_free(f.b.link);
 	close(f.sv[1]);
 	free(f.c);
 }

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/proto.h"
-#include "harness/campaign/campaign_int.h"
+#include "harness/campaign/campaign_setup.h"
 
 static int parses(const char *line, enum pc_msg_type want)
 {
