@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/proto.h"
 #include "common/record.h"
@@ -305,21 +306,57 @@ static uint8_t sim_crc7(const uint8_t *p, size_t len)
 }
 
 /*
- * A 128-bit CID: MID 0xfe, the 16-bit OID "PC" sysfs shows as oemid, PNM
- * "PCSIM ", PRV 1.0, a PSN from the media file's device and inode (stable
- * across power-ons of the same media, different for two sim boards), MDT and
- * the CRC7 a card would compute, so CID parsers accept it.
+ * The PSN a media file first got from its device and inode, kept beside it
+ * (<media>.id, "psn 0x%08x"): a device's serial is burned in when it is made,
+ * so a media file copied with its folder (cp -a of a results folder, then a
+ * resume) is still the same device. Without the file (a media made before it
+ * existed, or a new one) the PSN comes from the device and inode as it always
+ * did, and is kept. A file that does not hold one PSN exactly is not taken:
+ * the stat's PSN is used, and the file written anew. Written to a temporary
+ * file and renamed, so a SIGKILL (the sim's power cut) never leaves half of it.
  */
-static void sim_cid(const struct stat *st, char hex[33], uint32_t *psn)
+static uint32_t sim_psn(const char *media, const struct stat *st)
+{
+	uint64_t h = pc_mix64((uint64_t)st->st_dev ^ pc_mix64((uint64_t)st->st_ino));
+	uint32_t psn = (uint32_t)(h ^ (h >> 32)), got;
+	char path[4096], tmp[4096 + 8], buf[32], end;
+	FILE *f;
+	int n;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s.id", media) >= sizeof(path))
+		return psn;
+	if ((f = fopen(path, "re"))) {
+		n = (int)fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n > 0 ? n : 0] = 0;
+		if (n == 15 && strspn(buf + 6, "0123456789abcdef") == 8 &&
+		    sscanf(buf, "psn 0x%8" SCNx32 "%c", &got, &end) == 2 && end == '\n')
+			return got;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	if ((f = fopen(tmp, "we"))) {
+		int ok = fprintf(f, "psn 0x%08" PRIx32 "\n", psn) == 15;
+
+		if (fclose(f) != 0 || !ok || rename(tmp, path) != 0)
+			unlink(tmp);
+	}
+	return psn;
+}
+
+/*
+ * A 128-bit CID: MID 0xfe, the 16-bit OID "PC" sysfs shows as oemid, PNM
+ * "PCSIM ", PRV 1.0, a PSN of the media's own (sim_psn: stable across
+ * power-ons and copies of the same media, different for two sim boards), MDT
+ * and the CRC7 a card would compute, so CID parsers accept it.
+ */
+static void sim_cid(uint32_t psn, char hex[33])
 {
 	uint8_t cid[16] = { 0xfe, 0x50, 0x43, 'P', 'C', 'S', 'I', 'M', ' ', 0x10 };
-	uint64_t h = pc_mix64((uint64_t)st->st_dev ^ pc_mix64((uint64_t)st->st_ino));
 
-	*psn = (uint32_t)(h ^ (h >> 32));
-	cid[10] = (uint8_t)(*psn >> 24);
-	cid[11] = (uint8_t)(*psn >> 16);
-	cid[12] = (uint8_t)(*psn >> 8);
-	cid[13] = (uint8_t)*psn;
+	cid[10] = (uint8_t)(psn >> 24);
+	cid[11] = (uint8_t)(psn >> 16);
+	cid[12] = (uint8_t)(psn >> 8);
+	cid[13] = (uint8_t)psn;
 	cid[14] = 0x1a;	/* MDT: month 1, year offset 10 */
 	cid[15] = (uint8_t)(sim_crc7(cid, 15) << 1 | 1);
 	for (int i = 0; i < 16; i++)
@@ -348,7 +385,8 @@ static void sim_identity(struct dev *d, json_object *obj)
 	json_object_object_add(obj, "manfid", json_object_new_string("0x0000fe"));
 	json_object_object_add(obj, "oemid", json_object_new_string("0x5043"));
 	if (stat(d->o.path, &st) == 0) {
-		sim_cid(&st, hex, &psn);
+		psn = sim_psn(d->o.path, &st);
+		sim_cid(psn, hex);
 		snprintf(serial, sizeof(serial), "0x%08" PRIx32, psn);
 		json_object_object_add(obj, "cid", json_object_new_string(hex));
 		json_object_object_add(obj, "serial", json_object_new_string(serial));

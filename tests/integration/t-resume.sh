@@ -74,4 +74,17 @@ expect_fail "a changed seed is refused naming seed" "seed: 3 on record, 4 in $T/
 	"$PC" run "$T/c2.json" --results "$T/r" --agent "$AGENT" --quiet --cycles 64
 check "the refused runs ran nothing: 124 verdicts" [ "$(grep -c . "$T/r/verdicts.jsonl")" -eq 124 ]
 check "...and logged nothing: 2 config_change events" [ "$(grep -c '"ev":"config_change"' "$T/r/events.jsonl")" -eq 2 ]
+# a results folder copied (cp -a) and the copy resumed: the sim boards'
+# devices are the same devices (their serial is kept beside the media,
+# <media>.id), so no cycle reads a changed identity as the device's fault
+cp -a "$T/r" "$T/rc"
+"$PC" run "$T/c-slow.json" --results "$T/rc" --agent "$AGENT" --quiet --no-report --cycles 64 > "$T/out5" 2>&1
+rc=$?
+check "a copied folder resumes (exit $rc: 0 or 1): 128 verdicts" \
+	[ $rc -le 1 ] && [ "$(grep -c . "$T/rc/verdicts.jsonl")" -eq 128 ]
+check "...on the same devices: no cid or serial changed" [ "$(grep -c 'changed from' "$T/out5")" -eq 0 ]
+check "...and no verdict has an identity finding" \
+	[ "$(jq -c 'select(any(.findings[]?; .what == "identity"))' "$T/rc/verdicts.jsonl" | wc -l)" -eq 0 ]
+check "...the honest board b1 passed its 2 new cycles" \
+	[ "$(jq -r 'select(.board == "b1" and .cycle > 62) | .verdict' "$T/rc/verdicts.jsonl" | tr '\n' ' ')" = "PASS PASS " ]
 finish
