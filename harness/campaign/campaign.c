@@ -29,6 +29,7 @@
  */
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_reject.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"
 #include "harness/campaign/campaign_loop.h"

@@ -5,15 +5,8 @@
 #ifndef PC_HARNESS_CAMPAIGN_H
 #define PC_HARNESS_CAMPAIGN_H
 
+#include "harness/campaign/campaign_opts.h"
 #include "harness/campaign/config.h"
-
-struct campaign_opts {
-	const char *results;	/* results folder (default results/<campaign>) */
-	const char *agent;	/* powercut-agent for sim boards */
-	long cycles;		/* > 0 overrides the config's cycles */
-	int quiet;		/* no progress lines */
-	int no_report;		/* do not print the report at the end */
-};
 
 /* Exit statuses of `powercut run`: the report's result on the whole
  * campaign (enum report_result), or an error. */

@@ -4,6 +4,7 @@
  * its power off, and the step to the next cycle. They call nothing else of
  * the campaign's: every other campaign file may call them.
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 

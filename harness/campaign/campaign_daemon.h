@@ -26,14 +26,16 @@
 #include <json-c/json.h>
 
 #include "common/auth.h"
-#include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_board.h"
-#include "harness/campaign/campaign_link.h"
 #include "harness/campaign/campaign_stop.h"
 #include "harness/link/pending.h"
 #include "harness/link/reject.h"
 #include "harness/engine/engine.h"
 #include "harness/results/results.h"
+
+struct campaign_cfg;
+struct campaign_opts;
+struct camp_link_ops;
 
 struct camp {
 	struct campaign_cfg *cfg;

@@ -5,6 +5,7 @@
  * row. Above the link (it closes it) and the primitives (campaign_core.c);
  * below the plan, the setup checks and the state machine, which call it.
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"

@@ -10,7 +10,9 @@
  * hands it on through the ops it registered (struct camp_link_ops), never
  * calling campaign.c by name.
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_reject.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_resume.h"
 #include "harness/campaign/campaign_link.h"

@@ -68,13 +68,6 @@ size_t camp_link_queued(const struct bctx *b);
  * console log (path) is opened for the harness's own capture. */
 void camp_link_power_on(struct bctx *b, const char *console_log);
 
-/* campaign_reject.c: refusals on record */
-void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
-			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
-/* The link_reject_summary events of the interval, when it is over (end: the
- * run is ending: now). Called each turn of the loop and at the run's end. */
-void camp_link_reject_tick(struct camp *c, int end);
-
 /* campaign_link.c */
 int camp_listen_on(struct camp *c, char *err, size_t errlen);
 /* Send a line to the board's agent: at once, or queued behind what waits

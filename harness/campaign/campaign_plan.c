@@ -3,6 +3,7 @@
  * written slots and a sample of cold ones, with the damage already held named
  * in KNOWN lines), the work, and the cut at its planned instant.
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"

@@ -8,9 +8,10 @@
  * harness/link/pending.c its camp_pending_ops);
  * calls only the primitives.
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
+#include "harness/campaign/campaign_reject.h"
 #include "harness/campaign/campaign_core.h"
-#include "harness/campaign/campaign_link.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,6 +3,8 @@
  * written, campaign.json created or checked, and a resumed run's state
  * rebuilt from events.jsonl and verdicts.jsonl.
  */
+#include "harness/campaign/campaign_opts.h"
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_resume.h"

@@ -22,6 +22,7 @@
  * The decision is the campaign's, on record as the event it writes (infra
  * or boot_fail, with "cause"): replay recomputes the verdicts from those.
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"

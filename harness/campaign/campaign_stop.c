@@ -14,6 +14,7 @@
  * campaign_resume.c, the boot judged in campaign_setup.c, the state machine
  * in campaign.c, the run in campaign_run.c).
  */
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_stop.h"

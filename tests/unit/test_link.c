@@ -14,6 +14,7 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
+#include "harness/campaign/config.h"
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_link.h"
 #include "harness/link/outq.h"

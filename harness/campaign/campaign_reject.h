@@ -1,0 +1,21 @@
+/*
+ * campaign_reject.h - refusals on record (campaign_reject.c): a line or a
+ * connection the link refused, as an event naming the board and its cycle,
+ * and the interval's summaries; the counting that bounds them is
+ * harness/link/reject.c's. Called by the links (campaign_link.c).
+ */
+#ifndef PC_HARNESS_CAMPAIGN_REJECT_H
+#define PC_HARNESS_CAMPAIGN_REJECT_H
+
+#include <stddef.h>
+
+struct bctx;
+struct camp;
+
+void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
+			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+/* The link_reject_summary events of the interval, when it is over (end: the
+ * run is ending: now). Called each turn of the loop and at the run's end. */
+void camp_link_reject_tick(struct camp *c, int end);
+
+#endif
