@@ -37,7 +37,8 @@ struct open_args {
 	const struct relay_ctx *ctx;
 };
 
-/* All of len, or -1 (end of file or an error): wr writes, else reads. */
+/* All of len: 0, -errno, or -EPIPE at the end of the file (a read of 0
+ * bytes, a write of none). wr writes, else reads. */
 static int io_all(int fd, void *buf, size_t len, int wr)
 {
 	char *p = buf;
@@ -47,8 +48,10 @@ static int io_all(int fd, void *buf, size_t len, int wr)
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return -1;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return -EPIPE;
 		p += n;
 		len -= (size_t)n;
 	}

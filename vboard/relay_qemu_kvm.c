@@ -142,7 +142,8 @@ static void probe_child_gate(void *gate)
 }
 
 /* Fork the probe's QEMU (common/spawn.c): the board's kernel and initrd, its
- * console on ser, its output on out. Its pid, or -1 with kp->why. */
+ * console on ser, its output on out. Its pid, or pc_spawn's -errno with
+ * kp->why. */
 static pid_t probe_start(const struct qemu_priv *p, struct qemu_kvm_probe *kp, struct relay_gate *gate, int devnull,
 			 int ser, int out)
 {
@@ -171,7 +172,7 @@ static pid_t probe_start(const struct qemu_priv *p, struct qemu_kvm_probe *kp, s
 	rc = pc_spawn(&c, &s, argv);
 	if (rc < 0) {
 		snprintf(kp->why, sizeof(kp->why), "fork: %s", strerror(-rc));
-		return -1;
+		return rc;
 	}
 	return c.pid;
 }

@@ -174,19 +174,19 @@ static int camp_replay_event(json_object *ev, unsigned lineno, void *arg)
 	return c->fatal ? -EIO : 0;
 }
 
-/* Resume: what the files say happened, happened. -1 (said). */
+/* Resume: what the files say happened, happened. 0, or -errno (said). */
 int camp_resume(struct camp *c, const char *dir)
 {
 	char err[1024] = "", evpath[PATH_MAX + 32], vpath[PATH_MAX + 32];
-	int torn;
+	int torn, ret;
 
 	snprintf(evpath, sizeof(evpath), "%s/" PC_FILE_EVENTS, dir);
 	snprintf(vpath, sizeof(vpath), "%s/" PC_FILE_VERDICTS, dir);
 	c->resuming = 1;
-	if (results_each_line(vpath, camp_seen_verdict, c, &torn, err, sizeof(err)) ||
-	    results_each_line(evpath, camp_replay_event, c, &torn, err, sizeof(err))) {
+	if ((ret = results_each_line(vpath, camp_seen_verdict, c, &torn, err, sizeof(err))) ||
+	    (ret = results_each_line(evpath, camp_replay_event, c, &torn, err, sizeof(err)))) {
 		pc_err("cannot resume from %s: %s", dir, err);
-		return -1;
+		return ret;
 	}
 	c->resuming = 0;
 	c->t_base += 1;

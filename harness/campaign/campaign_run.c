@@ -171,8 +171,8 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 /*
  * Each board's relay lock (relay/relay_lock.h), for the whole run: it is
  * keyed by the relay, not by this results folder, so `powercut relay` and a
- * campaign elsewhere naming the same relay keep off it. -1 (said) if one
- * is in use, or two boards name one relay.
+ * campaign elsewhere naming the same relay keep off it. 0, or -errno (said)
+ * if one is in use, or two boards name one relay.
  */
 static int camp_lock_relays(const struct campaign_cfg *cfg, const char *dir, struct relay_lock *locks)
 {
@@ -194,18 +194,18 @@ static int camp_lock_relays(const struct campaign_cfg *cfg, const char *dir, str
 			if (locks[j].fd >= 0 && !strcmp(locks[j].me.key, key)) {
 				pc_err("boards %s and %s name the same relay (%s): each board needs a relay of its own",
 				       cfg->boards[j].name, b->name, key);
-				rc = -1;
+				rc = -EINVAL;
 			}
 		if (rc)
 			break;
 		memset(&holder, 0, sizeof(holder));
-		if (relay_lock_take(&locks[i], key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err))) {
+		rc = relay_lock_take(&locks[i], key, &me, 1500, &holder, note, sizeof(note), err, sizeof(err));
+		if (rc) {
 			if (!strcmp(holder.role, "holder"))
 				pc_err("board %s: %s; let it go first: powercut relay %s %s release", b->name, err,
 				       holder.config[0] ? holder.config : "CONFIG", holder.board);
 			else
 				pc_err("board %s: %s", b->name, err);
-			rc = -1;
 		} else if (note[0]) {
 			pc_warn("board %s: %s", b->name, note);
 		}
@@ -232,45 +232,51 @@ static int camp_key(struct camp *c, const char *dir)
 			"to a real board's agent with --key", c->key_path);
 	else if (kr != -EEXIST) {
 		pc_err("%s", err);
-		return -1;
+		return kr;
 	}
-	if (pc_auth_key_load(c->key_path, &c->key, err, sizeof(err))) {
+	kr = pc_auth_key_load(c->key_path, &c->key, err, sizeof(err));
+	if (kr)
 		pc_err("%s", err);
-		return -1;
-	}
-	return 0;
+	return kr;
 }
 
 /* The results folder, the relays' locks, campaign.json, the key and the
- * engine: everything a run needs before its records are read. -1 (said). */
+ * engine: everything a run needs before its records are read. 0, or -errno
+ * (said). */
 static int camp_setup(struct camp *c, const char *dir, struct relay_lock *locks, int *existing)
 {
 	char err[1024] = "", note[1024] = "";
+	int ret;
 
 	find_agent(c);
-	if (results_open(&c->res, dir, note, sizeof(note), err, sizeof(err))) {
+	ret = results_open(&c->res, dir, note, sizeof(note), err, sizeof(err));
+	if (ret) {
 		pc_err("%s", err);
-		return -1;
+		return ret;
 	}
 	if (note[0])
 		pc_warn("%s", note);
-	if (camp_lock_relays(c->cfg, dir, locks))
-		return -1;
-	if (camp_campaign_json(c, existing, err, sizeof(err))) {
+	ret = camp_lock_relays(c->cfg, dir, locks);
+	if (ret)
+		return ret;
+	ret = camp_campaign_json(c, existing, err, sizeof(err));
+	if (ret) {
 		pc_err("%s%s", err, strstr(err, " failed: ") ? "; nothing started: once the disk is mended, run the "
 		       "same command to resume" : "");
-		return -1;
+		return ret;
 	}
-	if (camp_key(c, dir))
-		return -1;
+	ret = camp_key(c, dir);
+	if (ret)
+		return ret;
 	c->eng = engine_new(c->cfg->name, camp_on_verdict, camp_on_note, c);
 	c->seen_verdicts = json_object_new_object();
 	if (!c->eng || !c->seen_verdicts)
-		return -1;
+		return -ENOMEM;
 	/* the engine checks every HELLO against the configured boards */
-	if (engine_configure(c->eng, c->cfg->root, err, sizeof(err))) {
+	ret = engine_configure(c->eng, c->cfg->root, err, sizeof(err));
+	if (ret) {
 		pc_err("%s", err);
-		return -1;
+		return ret;
 	}
 	engine_set_format(c->eng, c->format);
 	return 0;

@@ -9,10 +9,9 @@
 int cli_load(const char *path, struct campaign_cfg *cfg)
 {
 	char err[1024];
+	int ret = config_load(path, cfg, err, sizeof(err));
 
-	if (config_load(path, cfg, err, sizeof(err))) {
+	if (ret)
 		pc_err("%s", err);
-		return -1;
-	}
-	return 0;
+	return ret;
 }

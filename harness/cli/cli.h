@@ -6,7 +6,7 @@
 
 struct campaign_cfg;
 
-/* Load and check a campaign configuration; 0, or -1 with the error said. */
+/* Load and check a campaign configuration; 0, or -errno with the error said. */
 int cli_load(const char *path, struct campaign_cfg *cfg);
 
 /* `powercut crash-states RESULTS_DIR ...` (crash_cmd.c). */

@@ -391,6 +391,8 @@ static int on_old(json_object *o, unsigned lineno, void *arg)
 	return 0;
 }
 
+/* The checked cycles' lines into the results folder's CRASH_FILE, the
+ * others' lines kept: 0, or -errno (said). */
 static int crash_file_keep(struct cs *s, const char *results)
 {
 	char path[PATH_MAX + 32], err[1024] = "", *text = NULL;
@@ -400,24 +402,21 @@ static int crash_file_keep(struct cs *s, const char *results)
 
 	snprintf(path, sizeof(path), "%s/" CRASH_FILE, results);
 	if (!ko.f) {
-		pc_err("%s: %s: the lines above are not kept in the results folder", path, strerror(errno));
-		return -1;
+		rc = -errno;
+		pc_err("%s: %s: the lines above are not kept in the results folder", path, strerror(-rc));
+		return rc;
 	}
-	if (access(path, F_OK) == 0 && results_each_line(path, on_old, &ko, NULL, err, sizeof(err))) {
+	if (access(path, F_OK) == 0 && (rc = results_each_line(path, on_old, &ko, NULL, err, sizeof(err))))
 		pc_err("%s: %s is left as it was (mend or remove it)", err, path);
-		rc = -1;
-	}
 	for (size_t i = 0; i < s->n; i++)
 		if (s->k[i].line)
 			fprintf(ko.f, "%s\n", s->k[i].line);
 	if (fclose(ko.f) && !rc) {
-		pc_err("%s: %s: the lines above are not kept in the results folder", path, strerror(errno));
-		rc = -1;
+		rc = -errno;
+		pc_err("%s: %s: the lines above are not kept in the results folder", path, strerror(-rc));
 	}
-	if (!rc && (rc = pc_write_file(path, text, len, PC_FILE_SYNC))) {
+	if (!rc && (rc = pc_write_file(path, text, len, PC_FILE_SYNC)))
 		pc_err("%s: %s", path, strerror(-rc));
-		rc = -1;
-	}
 	free(text);
 	return rc;
 }

@@ -48,17 +48,20 @@ static double parse_fraction(const char *s, double lo, double hi)
 	return v;
 }
 
+/* A count 0..max in decimal: 0, -EINVAL (not one), or -ERANGE (above max). */
 static int parse_count(const char *s, uint64_t max, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 
 	if (*s < '0' || *s > '9')
-		return -1;
+		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || *end || v > max)
-		return -1;
+	if (*end)
+		return -EINVAL;
+	if (errno || v > max)
+		return -ERANGE;
 	*out = v;
 	return 0;
 }

@@ -60,7 +60,8 @@ static void base_of(const char *dir, char *buf, size_t len)
  * The report of a folder's recomputed verdicts: a temporary folder holding
  * them as verdicts.jsonl, with links to the recording's campaign.json and
  * events.jsonl (what report_run() reads beside the verdicts), reported as any
- * results folder is. rd is the temporary folder, made by the caller.
+ * results folder is. rd is the temporary folder, made by the caller. 0, or
+ * -errno with fo->err.
  */
 static int report_of(struct folder *fo, const char *rd, FILE *out)
 {
@@ -74,15 +75,15 @@ static int report_of(struct folder *fo, const char *rd, FILE *out)
 		snprintf(src, sizeof(src), "%s/%s", fo->dir, companions[i]);
 		snprintf(dst, sizeof(dst), "%s/%s", rd, companions[i]);
 		if (!realpath(src, real) || symlink(real, dst)) {
-			snprintf(fo->err, sizeof(fo->err), "%s: %s (for the report)", src, strerror(errno));
-			return -1;
+			int e = errno;
+
+			snprintf(fo->err, sizeof(fo->err), "%s: %s (for the report)", src, strerror(e));
+			return -e;
 		}
 	}
 	fprintf(out, "replay %s: the report of its verdicts as this powercut recomputes them:\n", fo->dir);
 	fflush(out);
-	if (report_run(dirs, 1, out, &ro, &result, fo->err, sizeof(fo->err)))
-		return -1;
-	return 0;
+	return report_run(dirs, 1, out, &ro, &result, fo->err, sizeof(fo->err));
 }
 
 static void report_cleanup(const char *tmp, const char *rd)
@@ -245,8 +246,10 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 	int ret = 0;
 
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", file, strerror(errno));
-		return -1;
+		int e = errno;
+
+		snprintf(err, errlen, "%s: %s", file, strerror(e));
+		return -e;
 	}
 	for (int i = 0; i < n; i++) {
 		if (fs[i].ret || fs[i].report_failed || fs[i].damaged) {
@@ -292,8 +295,10 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 	if (!ret)
 		ret = junit_end(&j);
 	if (ret | fclose(f)) {
-		snprintf(err, errlen, "%s: %s", file, ret == -ENOMEM ? "out of memory" : strerror(errno ? errno : EIO));
-		return -1;
+		int e = errno ? errno : EIO;
+
+		snprintf(err, errlen, "%s: %s", file, ret == -ENOMEM ? "out of memory" : strerror(e));
+		return ret ? ret : -e;
 	}
 	return 0;
 }

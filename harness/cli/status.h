@@ -64,21 +64,22 @@ struct status_span {
  * ST_V_ABSENT. Nested values are skipped without recursion, whatever their
  * depth. Returns 0 for a whole object (whitespace around it allowed), 1 when
  * partial is set and the input ends inside the object or in the whitespace
- * before it (the members before that point are filled in), -1 when it is not
- * a JSON object.
+ * before it (the members before that point are filled in), -EPROTO when it
+ * is not a JSON object.
  */
 int status_scan(const char *s, size_t n, int partial, const char *const *keys, unsigned nkeys,
 		struct status_span *out);
 
 /* The next element of the array in span a (type ST_V_ARRAY): *pos starts at
- * 0. Returns 1 and the element in *el, 0 at the end, -1 if malformed. */
+ * 0. Returns 1 and the element in *el, 0 at the end, -EPROTO if malformed. */
 int status_array_next(const struct status_span *a, size_t *pos, struct status_span *el);
 
-/* An integer value within [0, max] (no sign, fraction or exponent): 0, or -1. */
+/* An integer value within [0, max] (no sign, fraction or exponent): 0,
+ * -EPROTO (not one), or -ERANGE (above max, or more than 20 digits). */
 int status_span_u64(const struct status_span *v, uint64_t max, uint64_t *out);
 
 /* A string value of plain printable characters (no escapes) that fits buf
- * (len > n): 0, or -1. */
+ * (len > n): 0, -EPROTO (not one), or -ERANGE (it does not fit). */
 int status_span_str(const struct status_span *v, char *buf, size_t len);
 
 /* What a board is doing, from its last event. */

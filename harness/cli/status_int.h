@@ -88,7 +88,7 @@ struct st_ctx {
 	char err[1024];
 };
 
-/* Each fills x from its file: 0, or -1 with x->err naming the file (and
+/* Each fills x from its file: 0, or -errno with x->err naming the file (and
  * line) and what is wrong. campaign.json first: it names the boards. */
 int status_read_campaign(struct st_ctx *x);
 int status_read_verdicts(struct st_ctx *x);

@@ -32,16 +32,17 @@
 
 /* ---- the folder ---- */
 
-static int fail(struct st_ctx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* rc (a -errno) with x->err filled in */
+static int fail(struct st_ctx *x, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-static int fail(struct st_ctx *x, const char *fmt, ...)
+static int fail(struct st_ctx *x, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(x->err, sizeof(x->err), fmt, ap);
 	va_end(ap);
-	return -1;
+	return rc;
 }
 
 static struct st_board *board_find(struct st_ctx *x, const struct status_span *v)
@@ -54,18 +55,18 @@ static struct st_board *board_find(struct st_ctx *x, const struct status_span *v
 	return NULL;
 }
 
-/* A number value (a plain JSON number, at most 40 characters): 0, or -1. */
+/* A number value (a plain JSON number, at most 40 characters): 0, or -EINVAL. */
 static int span_double(const struct status_span *v, double *out)
 {
 	char buf[48], *end;
 
 	if (v->type != ST_V_NUMBER || !v->n || v->n > 40)
-		return -1;
+		return -EINVAL;
 	memcpy(buf, v->p, v->n);
 	buf[v->n] = 0;
 	errno = 0;
 	*out = strtod(buf, &end);
-	return *end || errno ? -1 : 0;
+	return *end || errno ? -EINVAL : 0;
 }
 
 typedef int (*line_fn)(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno);
@@ -82,33 +83,38 @@ static int each_line(struct st_ctx *x, int fd, off_t a, off_t b, off_t size, lin
 {
 	struct jsonl j;
 	struct jsonl_line l;
-	int ret;
+	int ret, by_fn = 0;
 
-	if (jsonl_open_fd(&j, fd, x->path, a, b, size, x->lim->line_max, x->lim->chunk, 1))
-		return fail(x, "out of memory");
+	ret = jsonl_open_fd(&j, fd, x->path, a, b, size, x->lim->line_max, x->lim->chunk, 1);
+	if (ret)
+		return fail(x, ret, "out of memory");
 	while ((ret = jsonl_next(&j, &l)) == 1)
-		if ((ret = fn(x, l.s, l.len, l.trunc, l.off, l.lineno)))
+		if ((ret = fn(x, l.s, l.len, l.trunc, l.off, l.lineno))) {
+			by_fn = 1;
 			break;
-	if (ret < 0 && ret != -1)
-		ret = fail(x, "%s", j.err);
-	else if (ret == -1 && !x->err[0])
-		ret = fail(x, "%s", j.err);
+		}
+	/* the reader's error, or a line's that said nothing (fn says its own) */
+	if (ret < 0 && (!by_fn || !x->err[0]))
+		ret = fail(x, ret, "%s", j.err);
 	jsonl_close(&j);
 	return ret;
 }
 
 static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 {
-	int fd;
+	int fd, e;
 
 	snprintf(x->path, sizeof(x->path), "%s/%s", x->dir, name);
 	fd = open(x->path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return fail(x, "%s: cannot open: %s%s", x->path, strerror(errno),
-			    errno == ENOENT ? " (not a powercut results folder, or no run has started in it yet)" : "");
-	if (fstat(fd, st) < 0 || !S_ISREG(st->st_mode)) {
+	if (fd < 0) {
+		e = errno;
+		return fail(x, -e, "%s: cannot open: %s%s", x->path, strerror(e),
+			    e == ENOENT ? " (not a powercut results folder, or no run has started in it yet)" : "");
+	}
+	e = fstat(fd, st) < 0 ? -errno : !S_ISREG(st->st_mode) ? -EINVAL : 0;
+	if (e) {
 		close(fd);
-		return fail(x, "%s: not a regular file", x->path);
+		return fail(x, e, "%s: not a regular file", x->path);
 	}
 	return fd;
 }
@@ -116,7 +122,7 @@ static int open_file(struct st_ctx *x, const char *name, struct stat *st)
 /* campaign.json: the campaign's name, its cycles and its boards, found by
  * the scanner as in the .jsonl files. (json-c would build the whole document
  * first: 850 MB for a campaign.json of 16 MB of empty arrays.) */
-/* campaign.json whole into *buf (NUL-free, up to the limit): 0, or -1 with x->err */
+/* campaign.json whole into *buf (NUL-free, up to the limit): 0, or -errno with x->err */
 static int campaign_load(struct st_ctx *x, char **buf, size_t *lenp)
 {
 	struct stat st;
@@ -126,10 +132,10 @@ static int campaign_load(struct st_ctx *x, char **buf, size_t *lenp)
 
 	fd = open_file(x, PC_FILE_CAMPAIGN, &st);
 	if (fd < 0)
-		return -1;
+		return fd;
 	if ((uint64_t)st.st_size > x->lim->campaign_max) {
 		close(fd);
-		return fail(x, "%s: %lld bytes is too large for a " PC_FILE_CAMPAIGN, x->path, (long long)st.st_size);
+		return fail(x, -EFBIG, "%s: %lld bytes is too large for a " PC_FILE_CAMPAIGN, x->path, (long long)st.st_size);
 	}
 	/* the size it has (campaign.json is replaced whole, by a rename, never
 	 * rewritten in place) */
@@ -137,20 +143,22 @@ static int campaign_load(struct st_ctx *x, char **buf, size_t *lenp)
 	*buf = malloc(cap + 1);
 	if (!*buf) {
 		close(fd);
-		return fail(x, "out of memory");
+		return fail(x, -ENOMEM, "out of memory");
 	}
 	while (len < cap && (n = read(fd, *buf + len, cap - len)) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
+			int e = errno;
+
 			close(fd);
-			return fail(x, "%s: cannot read: %s", x->path, strerror(errno));
+			return fail(x, -e, "%s: cannot read: %s", x->path, strerror(e));
 		}
 		len += (size_t)n;
 	}
 	close(fd);
 	if (memchr(*buf, 0, len))
-		return fail(x, "%s: contains a NUL byte: not JSON", x->path);
+		return fail(x, -EINVAL, "%s: contains a NUL byte: not JSON", x->path);
 	*lenp = len;
 	return 0;
 }
@@ -163,14 +171,14 @@ static int campaign_config(struct st_ctx *x, const struct status_span *c)
 	uint64_t cycles;
 
 	if (status_span_str(&c[0], x->campaign, sizeof(x->campaign)) || !config_valid_name(x->campaign))
-		return fail(x, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
+		return fail(x, -EINVAL, "%s: config.campaign is not a campaign name (1 to 63 of A-Z a-z 0-9 _ . -)", x->path);
 	if (status_span_u64(&c[1], CFG_MAX_CYCLES, &cycles) || !cycles)
-		return fail(x, "%s: config.cycles is not an integer 1..%u", x->path, CFG_MAX_CYCLES);
+		return fail(x, -EINVAL, "%s: config.cycles is not an integer 1..%u", x->path, CFG_MAX_CYCLES);
 	x->cycles = (unsigned)cycles;
 	/* the target and the floor, as the run checked them (absent: none, the default) */
 	x->min_free = CFG_DEFAULT_MIN_FREE;
 	if (c[4].type != ST_V_ABSENT && status_span_u64(&c[4], CFG_MAX_MIN_FREE, &x->min_free))
-		return fail(x, "%s: config.results_min_free is not a byte count 0..%llu", x->path,
+		return fail(x, -EINVAL, "%s: config.results_min_free is not a byte count 0..%llu", x->path,
 			    (unsigned long long)CFG_MAX_MIN_FREE);
 	if (c[3].type != ST_V_ABSENT) {
 		if (c[3].type != ST_V_OBJECT || status_scan(c[3].p, c[3].n, 0, tkeys, 2, t) ||
@@ -178,7 +186,7 @@ static int campaign_config(struct st_ctx *x, const struct status_span *c)
 		    span_double(&t[1], &x->target_conf) ||
 		    !(x->target_conf >= CFG_TARGET_CONF_MIN && x->target_conf <= CFG_TARGET_CONF_MAX)) {
 			x->target_rate = 0;
-			return fail(x, "%s: config.target is not {\"rate\": %g..1, \"confidence\": %g..%g}", x->path,
+			return fail(x, -EINVAL, "%s: config.target is not {\"rate\": %g..1, \"confidence\": %g..%g}", x->path,
 				    CFG_TARGET_RATE_MIN, CFG_TARGET_CONF_MIN, CFG_TARGET_CONF_MAX);
 		}
 	}
@@ -197,7 +205,7 @@ static int campaign_board(struct st_ctx *x, unsigned i, const struct status_span
 
 	if (el->type != ST_V_OBJECT || status_scan(el->p, el->n, 0, bkeys, 2, name) ||
 	    status_span_str(&name[0], x->b[i].name, sizeof(x->b[i].name)) || !config_valid_name(x->b[i].name))
-		return fail(x, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
+		return fail(x, -EINVAL, "%s: config.boards[%u].name is not a board name (1 to 63 of A-Z a-z 0-9 _ . -)",
 			    x->path, i);
 	if (name[1].type == ST_V_ARRAY)
 		while (status_array_next(&name[1], &mpos, &m) == 1)
@@ -219,19 +227,20 @@ static int campaign_boards(struct st_ctx *x, const struct status_span *boards)
 		x->nb++;
 	if (boards->type != ST_V_ARRAY || r < 0 || x->nb < 1 || x->nb > CFG_MAX_BOARDS) {
 		x->nb = 0;
-		return fail(x, "%s: config.boards is not an array of 1 to %u boards", x->path, CFG_MAX_BOARDS);
+		return fail(x, -EINVAL, "%s: config.boards is not an array of 1 to %u boards", x->path, CFG_MAX_BOARDS);
 	}
 	x->b = calloc(x->nb, sizeof(*x->b));
 	if (!x->b) {
 		x->nb = 0;
-		return fail(x, "out of memory");
+		return fail(x, -ENOMEM, "out of memory");
 	}
 	pos = 0;
 	for (unsigned i = 0; i < x->nb; i++) {
 		r = status_array_next(boards, &pos, &el);
 		assert(r == 1);
-		if (campaign_board(x, i, &el))
-			return -1;
+		r = campaign_board(x, i, &el);
+		if (r)
+			return r;
 	}
 	return 0;
 }
@@ -243,19 +252,22 @@ int status_read_campaign(struct st_ctx *x)
 	struct status_span cfg, c[5];
 	char *buf = NULL;
 	size_t len = 0;
-	int ret = -1;
+	int ret;
 
-	if (campaign_load(x, &buf, &len))
+	ret = campaign_load(x, &buf, &len);
+	if (ret)
 		goto out;
 	if (status_scan(buf, len, 0, dkeys, 1, &cfg)) {
-		fail(x, "%s: not a JSON object", x->path);
+		ret = fail(x, -EINVAL, "%s: not a JSON object", x->path);
 		goto out;
 	}
 	if (cfg.type != ST_V_OBJECT || status_scan(cfg.p, cfg.n, 0, ckeys, 5, c)) {
-		fail(x, "%s: no \"config\" object", x->path);
+		ret = fail(x, -EINVAL, "%s: no \"config\" object", x->path);
 		goto out;
 	}
-	ret = campaign_config(x, c) || campaign_boards(x, &c[2]) ? -1 : 0;
+	ret = campaign_config(x, c);
+	if (!ret)
+		ret = campaign_boards(x, &c[2]);
 out:
 	free(buf);
 	return ret;
@@ -277,13 +289,13 @@ static int on_verdict(struct st_ctx *x, const char *line, size_t len, int trunc,
 		return 0;
 	x->v_lines++;
 	if (status_scan(line, len, trunc, keys, 5, v) < 0)
-		return fail(x, "%s:%" PRIu64 ": not a JSON object", x->path, lineno);
+		return fail(x, -EINVAL, "%s:%" PRIu64 ": not a JSON object", x->path, lineno);
 	if (status_span_str(&v[0], name, sizeof(name)))
-		return fail(x, "%s:%" PRIu64 ": \"board\" is not a board name", x->path, lineno);
+		return fail(x, -EINVAL, "%s:%" PRIu64 ": \"board\" is not a board name", x->path, lineno);
 	if (status_span_u64(&v[1], ENGINE_MAX_CYCLE, &cycle) || !cycle)
-		return fail(x, "%s:%" PRIu64 ": \"cycle\" is not an integer 1..%u", x->path, lineno, ENGINE_MAX_CYCLE);
+		return fail(x, -EINVAL, "%s:%" PRIu64 ": \"cycle\" is not an integer 1..%u", x->path, lineno, ENGINE_MAX_CYCLE);
 	if (status_span_str(&v[2], outcome, sizeof(outcome)) || (k = pc_outcome_from_name(outcome)) < 0)
-		return fail(x, "%s:%" PRIu64 ": \"verdict\" is not one of PASS, FAIL, BOOT_FAIL, INFRA_ERROR",
+		return fail(x, -EINVAL, "%s:%" PRIu64 ": \"verdict\" is not one of PASS, FAIL, BOOT_FAIL, INFRA_ERROR",
 			    x->path, lineno);
 	b = board_find(x, &v[0]);
 	if (!b)
@@ -362,7 +374,7 @@ int status_read_verdicts(struct st_ctx *x)
 	int fd = open_file(x, PC_FILE_VERDICTS, &st), ret;
 
 	if (fd < 0)
-		return -1;
+		return fd;
 	ret = each_line(x, fd, 0, st.st_size, st.st_size, on_verdict);
 	for (unsigned i = 0; !ret && i < x->nb; i++) {
 		struct st_board *b = &x->b[i];
@@ -375,7 +387,7 @@ int status_read_verdicts(struct st_ctx *x)
 			char *nl = realloc(x->line, b->fail_len);
 
 			if (!nl) {
-				ret = fail(x, "out of memory");
+				ret = fail(x, -ENOMEM, "out of memory");
 				break;
 			}
 			x->line = nl;
@@ -394,7 +406,7 @@ int status_read_verdicts(struct st_ctx *x)
 
 static int bad_event(struct st_ctx *x, off_t off, const char *why)
 {
-	return fail(x, "%s:%" PRIu64 ": %s", x->path, jsonl_line_number(x->ev_fd, off), why);
+	return fail(x, -EINVAL, "%s:%" PRIu64 ": %s", x->path, jsonl_line_number(x->ev_fd, off), why);
 }
 
 static int on_event(struct st_ctx *x, const char *line, size_t len, int trunc, off_t off, uint64_t lineno)
@@ -479,9 +491,10 @@ int status_read_events(struct st_ctx *x)
 	int64_t mtime;
 	int ret;
 
-	x->ev_fd = open_file(x, PC_FILE_EVENTS, &st);
-	if (x->ev_fd < 0)
-		return -1;
+	ret = open_file(x, PC_FILE_EVENTS, &st);
+	if (ret < 0)
+		return ret;
+	x->ev_fd = ret;
 	x->ev_size = st.st_size;
 	/* (any time a file may be given: now minus it must not overflow; in
 	 * 64 bits: a 32-bit time_t, armhf's, is never above ST_TIME_MAX and
@@ -491,7 +504,7 @@ int status_read_events(struct st_ctx *x)
 	from = (uint64_t)x->ev_size > x->lim->tail_first ? x->ev_size - (off_t)x->lim->tail_first : 0;
 	x->win = calloc(x->nb, sizeof(*x->win));
 	if (!x->win)
-		return fail(x, "out of memory");
+		return fail(x, -ENOMEM, "out of memory");
 	x->rate_window = 1;
 	ret = each_line(x, x->ev_fd, from, x->ev_size, x->ev_size, on_event);
 	x->rate_window = 0;

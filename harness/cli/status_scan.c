@@ -164,9 +164,9 @@ int status_scan(const char *s, size_t n, int partial, const char *const *keys, u
 		out[i] = (struct status_span){ ST_V_ABSENT, NULL, 0 };
 	p = skip_ws(s, e);
 	if (p >= e)
-		return partial ? 1 : -1;	/* (cut in the whitespace before it) */
+		return partial ? 1 : -EPROTO;	/* (cut in the whitespace before it) */
 	if (*p != '{')
-		return -1;
+		return -EPROTO;
 	p = skip_ws(p + 1, e);
 	if (p < e && *p == '}') {
 		p++;
@@ -180,7 +180,7 @@ int status_scan(const char *s, size_t n, int partial, const char *const *keys, u
 		if (p >= e)
 			goto ran_out;
 		if (*p != '"')
-			return -1;
+			return -EPROTO;
 		k = p + 1;
 		ke = skip_string(p, e, &st);
 		if (!ke)
@@ -190,7 +190,7 @@ int status_scan(const char *s, size_t n, int partial, const char *const *keys, u
 		if (p >= e)
 			goto ran_out;
 		if (*p != ':')
-			return -1;
+			return -EPROTO;
 		v = skip_ws(p + 1, e);
 		ve = skip_value(v, e, &type, &st);
 		if (!ve)
@@ -206,16 +206,16 @@ int status_scan(const char *s, size_t n, int partial, const char *const *keys, u
 			break;
 		}
 		if (*p != ',')
-			return -1;
+			return -EPROTO;
 		p = skip_ws(p + 1, e);
 	}
 end:
-	return skip_ws(p, e) == e ? 0 : -1;
+	return skip_ws(p, e) == e ? 0 : -EPROTO;
 failed:
 	if (st < 0)
-		return -1;
+		return -EPROTO;
 ran_out:
-	return partial ? 1 : -1;
+	return partial ? 1 : -EPROTO;
 }
 
 int status_array_next(const struct status_span *a, size_t *pos, struct status_span *el)
@@ -225,21 +225,21 @@ int status_array_next(const struct status_span *a, size_t *pos, struct status_sp
 	int st = 0;
 
 	if (a->type != ST_V_ARRAY || a->n < 2 || s[0] != '[' || s[a->n - 1] != ']')
-		return -1;
+		return -EPROTO;
 	e = s + a->n - 1;	/* the closing bracket */
 	if (*pos >= a->n)
-		return -1;
+		return -EPROTO;
 	p = skip_ws(s + (*pos ? *pos : 1), e);
 	if (p == e)
 		return 0;
 	if (*pos) {
 		if (*p != ',')
-			return -1;
+			return -EPROTO;
 		p = skip_ws(p + 1, e);
 	}
 	ve = skip_value(p, e, &type, &st);
 	if (!ve)
-		return -1;
+		return -EPROTO;
 	set_span(el, type, p, ve);
 	*pos = (size_t)(ve - s);
 	return 1;
@@ -249,14 +249,18 @@ int status_span_u64(const struct status_span *v, uint64_t max, uint64_t *out)
 {
 	uint64_t x = 0;
 
-	if (v->type != ST_V_NUMBER || !v->n || v->n > 20)
-		return -1;
+	if (v->type != ST_V_NUMBER || !v->n)
+		return -EPROTO;
+	if (v->n > 20)
+		return -ERANGE;
 	for (size_t i = 0; i < v->n; i++) {
 		unsigned d = (unsigned)(v->p[i] - '0');
 
 		/* (d > max first: max - d must not wrap) */
-		if (d > 9 || d > max || x > (max - d) / 10)
-			return -1;
+		if (d > 9)
+			return -EPROTO;
+		if (d > max || x > (max - d) / 10)
+			return -ERANGE;
 		x = x * 10 + d;
 	}
 	*out = x;
@@ -265,11 +269,13 @@ int status_span_u64(const struct status_span *v, uint64_t max, uint64_t *out)
 
 int status_span_str(const struct status_span *v, char *buf, size_t len)
 {
-	if (v->type != ST_V_STRING || v->n >= len)
-		return -1;
+	if (v->type != ST_V_STRING)
+		return -EPROTO;
+	if (v->n >= len)
+		return -ERANGE;
 	for (size_t i = 0; i < v->n; i++)
 		if (v->p[i] < 0x20 || v->p[i] > 0x7e || v->p[i] == '\\')
-			return -1;
+			return -EPROTO;
 	memcpy(buf, v->p, v->n);
 	buf[v->n] = 0;
 	return 0;

@@ -100,7 +100,7 @@ void jsonl_close(struct jsonl *j)
 
 /* Make *buf hold n bytes: doubled from 4 KiB, never past limit (>= n), so
  * that a small file costs little and nothing grows past what the limits
- * allow. Never leaves *buf NULL. 0, or -1 out of memory. */
+ * allow. Never leaves *buf NULL. 0, or -ENOMEM. */
 static int grow(char **buf, size_t *cap, size_t n, size_t limit)
 {
 	size_t c = *cap ? *cap : 4096;
@@ -114,7 +114,7 @@ static int grow(char **buf, size_t *cap, size_t n, size_t limit)
 		c = limit;
 	nb = realloc(*buf, c);
 	if (!nb)
-		return -1;
+		return -ENOMEM;
 	*buf = nb;
 	*cap = c;
 	return 0;

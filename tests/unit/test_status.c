@@ -8,6 +8,7 @@
  */
 #include "tests/unit/suites.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -65,15 +66,15 @@ static void test_scan_bad(void)
 	struct status_span v[5];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		CU_ASSERT_EQUAL(status_scan(bad[i], strlen(bad[i]), 0, ev_keys, 5, v), -1);
+		CU_ASSERT_EQUAL(status_scan(bad[i], strlen(bad[i]), 0, ev_keys, 5, v), -EPROTO);
 	/* a container closed by the other bracket is not one (a span goes from
 	 * '[' to ']'); brackets inside are counted, not matched */
-	CU_ASSERT_EQUAL(status_scan("{\"t\":[1}}", 9, 0, ev_keys, 5, v), -1);
-	CU_ASSERT_EQUAL(status_scan("{\"t\":{\"a\":1]}", 13, 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":[1}}", 9, 0, ev_keys, 5, v), -EPROTO);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":{\"a\":1]}", 13, 0, ev_keys, 5, v), -EPROTO);
 	CU_ASSERT_EQUAL(status_scan("{\"t\":[{]]}", 10, 0, ev_keys, 5, v), 0);
 	CU_ASSERT_EQUAL(v[0].type, ST_V_ARRAY);
 	/* an embedded NUL is not a number character */
-	CU_ASSERT_EQUAL(status_scan("{\"t\":1\0}", 8, 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":1\0}", 8, 0, ev_keys, 5, v), -EPROTO);
 }
 
 static void test_scan_partial(void)
@@ -86,7 +87,7 @@ static void test_scan_partial(void)
 	CU_ASSERT(span_is(&v[1], ST_V_STRING, "b1"));
 	CU_ASSERT(span_is(&v[2], ST_V_NUMBER, "3"));
 	CU_ASSERT_EQUAL(v[4].type, ST_V_ABSENT);
-	CU_ASSERT_EQUAL(status_scan(l, strlen(l), 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan(l, strlen(l), 0, ev_keys, 5, v), -EPROTO);
 	/* cut inside a number, a literal, a string, after a key */
 	CU_ASSERT_EQUAL(status_scan("{\"t\":12", 7, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(v[0].type, ST_V_ABSENT);
@@ -96,13 +97,13 @@ static void test_scan_partial(void)
 	/* cut in the whitespace before the object */
 	CU_ASSERT_EQUAL(status_scan("   ", 3, 1, ev_keys, 5, v), 1);
 	CU_ASSERT_EQUAL(v[0].type, ST_V_ABSENT);
-	CU_ASSERT_EQUAL(status_scan("   ", 3, 0, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("   ", 3, 0, ev_keys, 5, v), -EPROTO);
 	/* cut right after a minus: the number may go on */
 	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 1, ev_keys, 5, v), 1);
-	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 0, ev_keys, 5, v), -1);
-	CU_ASSERT_EQUAL(status_scan("{\"t\":-x", 7, 1, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":-", 6, 0, ev_keys, 5, v), -EPROTO);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":-x", 7, 1, ev_keys, 5, v), -EPROTO);
 	/* malformed before the cut is still malformed */
-	CU_ASSERT_EQUAL(status_scan("{\"t\":x", 6, 1, ev_keys, 5, v), -1);
+	CU_ASSERT_EQUAL(status_scan("{\"t\":x", 6, 1, ev_keys, 5, v), -EPROTO);
 }
 
 static void test_scan_deep(void)
@@ -146,7 +147,7 @@ static void test_array(void)
 	CU_ASSERT_EQUAL(status_array_next(&empty, &pos, &el), 0);
 	pos = 0;
 	CU_ASSERT_EQUAL(status_array_next(&bad, &pos, &el), 1);
-	CU_ASSERT_EQUAL(status_array_next(&bad, &pos, &el), -1);
+	CU_ASSERT_EQUAL(status_array_next(&bad, &pos, &el), -EPROTO);
 }
 
 static void test_values(void)
@@ -157,35 +158,35 @@ static void test_values(void)
 
 	CU_ASSERT(!status_span_u64(&s, UINT64_MAX, &u) && u == UINT64_MAX);
 	s = (struct status_span){ ST_V_NUMBER, "18446744073709551616", 20 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, UINT64_MAX, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, UINT64_MAX, &u), -ERANGE);
 	s = (struct status_span){ ST_V_NUMBER, "99999999999999999999999", 23 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, UINT64_MAX, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, UINT64_MAX, &u), -ERANGE);
 	s = (struct status_span){ ST_V_NUMBER, "101", 3 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -ERANGE);
 	CU_ASSERT(!status_span_u64(&s, 101, &u) && u == 101);
 	/* a max below a digit (max - digit must not wrap) */
 	s = (struct status_span){ ST_V_NUMBER, "7", 1 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, 5, &u), -1);
-	CU_ASSERT_EQUAL(status_span_u64(&s, 0, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 5, &u), -ERANGE);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 0, &u), -ERANGE);
 	CU_ASSERT(!status_span_u64(&s, 7, &u) && u == 7);
 	s = (struct status_span){ ST_V_NUMBER, "15256", 5 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, 0, &u), -1);
-	CU_ASSERT_EQUAL(status_span_u64(&s, 9, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 0, &u), -ERANGE);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 9, &u), -ERANGE);
 	s = (struct status_span){ ST_V_NUMBER, "0", 1 };
 	CU_ASSERT(!status_span_u64(&s, 0, &u) && u == 0);
 	s = (struct status_span){ ST_V_NUMBER, "-1", 2 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -EPROTO);
 	s = (struct status_span){ ST_V_NUMBER, "1e3", 3 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, 100000, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100000, &u), -EPROTO);
 	s = (struct status_span){ ST_V_STRING, "12", 2 };
-	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -1);
+	CU_ASSERT_EQUAL(status_span_u64(&s, 100, &u), -EPROTO);
 	CU_ASSERT(!status_span_str(&s, buf, sizeof(buf)) && !strcmp(buf, "12"));
 	s = (struct status_span){ ST_V_STRING, "a\\u001b", 7 };
-	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -1);
+	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -EPROTO);
 	s = (struct status_span){ ST_V_STRING, "\x1b[2J", 4 };
-	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -1);
+	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -EPROTO);
 	s = (struct status_span){ ST_V_STRING, "0123456789abcdef", 16 };
-	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -1);
+	CU_ASSERT_EQUAL(status_span_str(&s, buf, sizeof(buf)), -ERANGE);
 }
 
 static void test_states(void)
