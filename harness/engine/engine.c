@@ -63,9 +63,9 @@ void engine_free(struct engine *e)
 		e->boards = b->next;
 		eng_scan_reset(b);
 		free(b->want);
-		free(b->exp_raws);
+		free(b->exp.raws);
 		eng_carry_free(b->carry);
-		eng_slots_free(b->exp);
+		eng_slots_free(b->exp.slots);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);
@@ -95,7 +95,7 @@ static struct board *board_add(struct engine *e, const char *name)
 	if (!b)
 		return NULL;
 	pc_strlcpy(b->name, name, sizeof(b->name));
-	b->next_seq = 1;
+	b->exp.next_seq = 1;
 	b->planned_mode = -1;
 	b->lim_region_bytes = CFG_DEFAULT_MAX_REGION;
 	b->lim_records = MAX_WORK_RECORDS;
@@ -261,9 +261,9 @@ int engine_board_state(struct engine *e, const char *name, struct engine_board_s
 		st->last_work_cycle = b->last_work_cycle;
 		st->last_verdict_cycle = eng_ledger_last(b->ledger);
 		st->pending = b->w != NULL;
-		st->next_seq = b->next_seq;
+		st->next_seq = b->exp.next_seq;
 		st->verdicts = eng_ledger_count(b->ledger);
-		st->baseline = b->baseline;
+		st->baseline = b->exp.baseline;
 		st->scan_ok = b->scan_ok;
 		st->nslots = b->have_geom ? b->g.nslots : 0;
 		if (b->w) {
@@ -282,16 +282,16 @@ uint32_t engine_board_known(struct engine *e, const char *name, struct pc_known 
 	struct board *b = board_find(e, name);
 	uint32_t n = 0, spr;
 
-	if (!b || !b->have_geom || !b->exp)
+	if (!b || !b->have_geom || !b->exp.slots)
 		return 0;
 	spr = pc_geom_spr(&b->g);
 	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
 		struct occ x;
 		const struct occ *o = &x;
 
-		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+		if (eng_slots_state(b->exp.slots, s) != OCC_DAMAGED)
 			continue;
-		eng_slots_get(b->exp, s, &x);
+		eng_slots_get(b->exp.slots, s, &x);
 		if (!o->sect)
 			continue;
 		for (uint32_t i = 0; i < spr && i <= UINT16_MAX && n < max; i++)
@@ -329,15 +329,15 @@ uint32_t engine_board_known_slots(struct engine *e, const char *name, struct pc_
 	struct board *b = board_find(e, name);
 	uint32_t n = 0, spr;
 
-	if (!b || !b->have_geom || !b->exp)
+	if (!b || !b->have_geom || !b->exp.slots)
 		return 0;
 	spr = pc_geom_spr(&b->g);
 	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
 		struct occ o;
 
-		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+		if (eng_slots_state(b->exp.slots, s) != OCC_DAMAGED)
 			continue;
-		eng_slots_get(b->exp, s, &o);
+		eng_slots_get(b->exp.slots, s, &o);
 		if (o.sect)
 			out[n++] = (struct pc_known_slot){ s, occ_digest(&o, spr) };
 	}
@@ -528,7 +528,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 
 	if (pc_msg_parse_obj(work, &m, err, errlen))
 		return -EINVAL;
-	if (m.type != PC_MSG_WORK || !b->have_geom || !b->baseline) {
+	if (m.type != PC_MSG_WORK || !b->have_geom || !b->exp.baseline) {
 		snprintf(err, errlen, "work event without a work message, or before the baseline scan");
 		pc_msg_clear(&m);
 		return -EINVAL;
@@ -588,7 +588,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 	w->t_last = t;
 	b->w = w;
 	b->last_work_cycle = cycle;
-	b->next_seq = w->first + w->n;
+	b->exp.next_seq = w->first + w->n;
 	pc_msg_clear(&m);
 	return 0;
 }

@@ -30,6 +30,7 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "harness/engine/engine.h"
+#include "harness/engine/engine_state.h"
 #include "harness/results/verdict.h"
 
 /* The most records one work may name: the protocol's limit (proto.c
@@ -39,38 +40,6 @@
 /* Seqs a work may name: every one is then a JSON integer as it is. */
 #define MAX_SEQ			((uint64_t)INT64_MAX)
 
-/* A sector as seen in a slot that was not one whole record. */
-struct sect {
-	uint8_t kind;		/* enum pc_sect_kind */
-	uint16_t hidx;
-	uint16_t flags;
-	uint32_t cycle;
-	uint32_t value;		/* fill value, crc of raw bytes, or errno */
-	uint64_t seq;
-	uint64_t lba;
-};
-
-enum { OCC_UNKNOWN, OCC_WHOLE, OCC_DAMAGED };
-
-/* One slot's occupant, unpacked (a slot table, engine_state.c, keeps it
- * packed): what the judge reads. */
-struct occ {
-	uint8_t state;
-	uint16_t flags;
-	uint16_t got;		/* OCC_DAMAGED while scanning: sectors reported so far */
-	uint32_t cycle;
-	uint64_t seq;
-	struct sect *sect;	/* OCC_DAMAGED: spr entries, owned */
-};
-
-struct raw {
-	uint32_t slot;
-	uint16_t idx;
-	uint8_t bytes[PC_SECTOR];
-};
-
-/* A table of every slot's occupant (engine_state.c). */
-struct slots;
 /* The verdicts a board was given (engine_ledger.h). */
 struct eng_ledger;
 /* What the next verdict is to carry (engine_carry.h). */
@@ -137,8 +106,7 @@ struct board {
 	/* what every verdict says of the device and its queue, built once per
 	 * HELLO and shared by reference (verdicts are never changed after) */
 	json_object *dev_cache, *queue_cache;
-	struct slots *exp;	/* the expected occupant of every slot (dense) */
-	int baseline;
+	struct eng_expect exp;	/* the expected state (engine_state.h) */
 	struct wcycle *w;
 	/* the scan in progress, and what the last VERIFY asked for */
 	uint64_t *want;		/* a bitmap of the slots asked for; NULL: every slot */
@@ -158,10 +126,6 @@ struct board {
 	int dmg_over;		/* the scan reported more than the engine holds */
 	struct raw *raws;
 	unsigned nraws;
-	/* bytes of damaged sectors the expected state holds (a later tear over
-	 * them is located against these) */
-	struct raw *exp_raws;
-	unsigned nexp_raws;
 	char scan_err[256];
 	/* bookkeeping */
 	/* damage found by a scan that had no writes to judge: it goes into the
@@ -170,7 +134,6 @@ struct board {
 	unsigned cur_cycle, last_cycle, last_work_cycle;
 	int planned_mode;	/* the mode the boot in progress is to write (power_on), or -1 */
 	int audit_require;	/* the board's "audit": "require" (engine_configure) */
-	uint64_t next_seq;
 	int scan_ok;		/* the last scan was complete and judged */
 	struct eng_ledger *ledger;	/* the verdicts issued (engine_ledger.h), NULL: none */
 	struct board *next;
@@ -217,11 +180,6 @@ struct judge {
 	uint32_t nw_n, nw_slot;
 };
 
-/* Bitmaps of slots: (n + 63) / 64 words. */
-#define BITMAP_WORDS(n)		(((size_t)(n) + 63) / 64)
-#define BIT_GET(m, i)		((m)[(i) / 64] >> ((i) % 64) & 1u)
-#define BIT_SET(m, i)		((m)[(i) / 64] |= (uint64_t)1 << ((i) % 64))
-
 static inline int eng_wanted(const struct board *b, uint32_t slot)
 {
 	return !b->want || BIT_GET(b->want, slot);
@@ -262,25 +220,7 @@ int eng_verdict_unjudged(struct engine *e, struct board *b, enum pc_outcome outc
 			    json_object *extra);
 void eng_carry_device(struct board *b, json_object *f);
 
-/* engine_state.c */
-struct slots *eng_slots_new(uint32_t n, int dense);
-void eng_slots_free(struct slots *t);
-int eng_slots_dense(const struct slots *t);
-int eng_slots_get(const struct slots *t, uint32_t slot, struct occ *o);
-int eng_slots_state(const struct slots *t, uint32_t slot);
-void eng_slots_count_damaged(const struct slots *t, const uint64_t *want, uint64_t *in, uint64_t *out);
-int eng_slots_set(struct slots *t, uint32_t slot, const struct occ *o);
-struct occ *eng_slots_side(struct slots *t, uint32_t slot, int create);
-uint32_t eng_slots_nside(const struct slots *t);
-int eng_slots_take(struct slots *t, uint32_t slot, struct occ *o);
-int eng_slots_move_side(struct slots *from, struct slots *to, const uint64_t *want);
-int eng_slots_densify(struct slots *t, const struct slots *base, const uint64_t *seen);
-void eng_slots_compact(struct slots *t);
-void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o);
-void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o);
-int eng_obs_differs(const struct board *b, uint32_t slot);
-int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o);
-void eng_exp_drop(struct board *b);
+/* engine_state.c (the slot tables and the expected state: engine_state.h) */
 void eng_wcycle_free(struct wcycle *w);
 
 #endif

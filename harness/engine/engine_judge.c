@@ -124,8 +124,8 @@ static int old_image(const struct board *b, uint32_t slot, uint16_t i, const str
 		have_old = 1;
 	} else if (prev->state == OCC_DAMAGED && prev->sect[i].kind == PC_SK_HASH) {
 		/* old damage whose bytes an earlier scan sent: they are the old content */
-		for (unsigned k = 0; k < b->nexp_raws && !have_old; k++) {
-			const struct raw *pr = &b->exp_raws[k];
+		for (unsigned k = 0; k < b->exp.nraws && !have_old; k++) {
+			const struct raw *pr = &b->exp.raws[k];
 			if (pr->slot == slot && pr->idx == i &&
 			    pc_crc32c(0, pr->bytes, PC_SECTOR) == prev->sect[i].value) {
 				memcpy(oimg, pr->bytes, PC_SECTOR);
@@ -633,7 +633,7 @@ int eng_scan_overflow(struct engine *e, struct board *b)
 
 	snprintf(why, sizeof(why), "the scan reports %" PRIu64 " sectors of damaged slots, more than the %u the "
 		 "engine holds per board", b->dmg_seen, e->dmg_ceiling);
-	if (!b->baseline) {
+	if (!b->exp.baseline) {
 		char w2[480];
 		snprintf(w2, sizeof(w2), "%s: no baseline can be taken", why);
 		ret = eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, w2);
@@ -699,7 +699,7 @@ int eng_judge_scan(struct engine *e, struct board *b)
 	uint32_t damaged = 0;
 	int ret = 0;
 
-	if (!b->baseline) {
+	if (!b->exp.baseline) {
 		uint64_t maxseq = 0;
 		for (uint32_t s = 0; s < b->g.nslots; s++) {
 			struct occ o;
@@ -714,8 +714,8 @@ int eng_judge_scan(struct engine *e, struct board *b)
 			eng_note(e, b, "baseline scan: %u slots are not whole records already; they are "
 			     "watched for further change", damaged);
 		/* never reuse a seq the region may have seen: skip a lap past the newest */
-		b->next_seq = !maxseq ? 1 : maxseq <= MAX_SEQ - b->g.nslots - 1 ? maxseq + b->g.nslots + 1 : MAX_SEQ;
-		b->baseline = 1;
+		b->exp.next_seq = !maxseq ? 1 : maxseq <= MAX_SEQ - b->g.nslots - 1 ? maxseq + b->g.nslots + 1 : MAX_SEQ;
+		b->exp.baseline = 1;
 	} else if (b->w) {
 		ret = judge_cycle(e, b);
 		eng_wcycle_free(b->w);

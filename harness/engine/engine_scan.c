@@ -41,8 +41,8 @@ static void keep_raws(struct board *b)
 {
 	unsigned k = 0;
 
-	for (unsigned i = 0; i < b->nexp_raws; i++) {
-		const struct raw *r = &b->exp_raws[i];
+	for (unsigned i = 0; i < b->exp.nraws; i++) {
+		const struct raw *r = &b->exp.raws[i];
 		struct occ ob;
 		const struct occ *o = NULL;
 
@@ -57,24 +57,24 @@ static void keep_raws(struct board *b)
 		    (o && o->state == OCC_DAMAGED && o->sect && r->idx < o->got &&
 		     o->sect[r->idx].kind == PC_SK_HASH &&
 		     o->sect[r->idx].value == pc_crc32c(0, r->bytes, PC_SECTOR)))
-			b->exp_raws[k++] = *r;
+			b->exp.raws[k++] = *r;
 	}
-	b->nexp_raws = k;
+	b->exp.nraws = k;
 	if (!b->nraws)
 		return;
 	{
-		struct raw *n = realloc(b->exp_raws, (b->nexp_raws + b->nraws) * sizeof(*n));
+		struct raw *n = realloc(b->exp.raws, (b->exp.nraws + b->nraws) * sizeof(*n));
 		if (!n)
 			return;	/* then a later tear over them is reported as corrupt */
-		memcpy(n + b->nexp_raws, b->raws, b->nraws * sizeof(*n));
-		b->exp_raws = n;
-		b->nexp_raws += b->nraws;
+		memcpy(n + b->exp.nraws, b->raws, b->nraws * sizeof(*n));
+		b->exp.raws = n;
+		b->exp.nraws += b->nraws;
 	}
-	if (b->nexp_raws > ENGINE_MAX_KEPT_RAWS) {
+	if (b->exp.nraws > ENGINE_MAX_KEPT_RAWS) {
 		/* the oldest go: a tear over them is then reported as corrupt */
-		unsigned drop = b->nexp_raws - ENGINE_MAX_KEPT_RAWS;
-		memmove(b->exp_raws, b->exp_raws + drop, ENGINE_MAX_KEPT_RAWS * sizeof(*b->exp_raws));
-		b->nexp_raws = ENGINE_MAX_KEPT_RAWS;
+		unsigned drop = b->exp.nraws - ENGINE_MAX_KEPT_RAWS;
+		memmove(b->exp.raws, b->exp.raws + drop, ENGINE_MAX_KEPT_RAWS * sizeof(*b->exp.raws));
+		b->exp.nraws = ENGINE_MAX_KEPT_RAWS;
 	}
 }
 
@@ -230,7 +230,7 @@ int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 				 "reported twice");
 			return -EINVAL;
 		}
-		if (b->exp) {
+		if (b->exp.slots) {
 			eng_exp_get(b, slot, &xo);
 			x = &xo;
 		}
@@ -279,16 +279,16 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 	 * against the same ceiling as the ones it reports */
 	b->sect_base = 0;
 	b->dmg_prev = 0;
-	if (b->exp) {
+	if (b->exp.slots) {
 		uint64_t in, out;
 
 		/* from the side table, not slot by slot: a partial scan costs its slots */
-		eng_slots_count_damaged(b->exp, b->want, &in, &out);
+		eng_slots_count_damaged(b->exp.slots, b->want, &in, &out);
 		b->dmg_prev = in * spr;
 		b->sect_base = (uint32_t)(out * spr);
 	}
 	/* a baseline holds every slot; a later scan what differs from exp */
-	b->obs = eng_slots_new(b->g.nslots, !b->exp);
+	b->obs = eng_slots_new(b->g.nslots, !b->exp.slots);
 	b->seen = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->seen));
 	if (!b->obs || !b->seen) {
 		eng_slots_free(b->obs);
@@ -310,16 +310,16 @@ static int adopt(struct board *b)
 	struct occ o;
 	int dense = eng_slots_dense(b->obs);
 
-	if (!b->exp || (!b->want && dense)) {
-		eng_slots_free(b->exp);
-		b->exp = b->obs;
+	if (!b->exp.slots || (!b->want && dense)) {
+		eng_slots_free(b->exp.slots);
+		b->exp.slots = b->obs;
 		b->obs = NULL;
 		return 0;
 	}
 	if (!dense) {
 		/* what the scan found otherwise than expected, and the slots it
 		 * did not report: every other slot it looked at is as expected */
-		if (eng_slots_move_side(b->obs, b->exp, b->want))
+		if (eng_slots_move_side(b->obs, b->exp.slots, b->want))
 			goto fail;
 		for (size_t w = 0; w < BITMAP_WORDS(b->g.nslots); w++) {
 			uint64_t miss = ~b->seen[w] & (b->want ? b->want[w] : ~(uint64_t)0);
@@ -328,11 +328,11 @@ static int adopt(struct board *b)
 				uint32_t s = (uint32_t)(w * 64 + (unsigned)__builtin_ctzll(miss));
 
 				memset(&o, 0, sizeof(o));
-				if (s < b->g.nslots && eng_slots_set(b->exp, s, &o))
+				if (s < b->g.nslots && eng_slots_set(b->exp.slots, s, &o))
 					goto fail;
 			}
 		}
-		eng_slots_compact(b->exp);
+		eng_slots_compact(b->exp.slots);
 		return 0;
 	}
 	/* a dense scan of part of the region: slot by slot */
@@ -341,17 +341,17 @@ static int adopt(struct board *b)
 			continue;
 		if (!eng_slots_take(b->obs, s, &o))	/* damage: its sectors move */
 			eng_slots_get(b->obs, s, &o);
-		if (eng_slots_set(b->exp, s, &o)) {
+		if (eng_slots_set(b->exp.slots, s, &o)) {
 			free(o.sect);
 			goto fail;
 		}
 	}
-	eng_slots_compact(b->exp);
+	eng_slots_compact(b->exp.slots);
 	return 0;
 fail:
-	eng_slots_free(b->exp);
-	b->exp = NULL;
-	b->baseline = 0;
+	eng_slots_free(b->exp.slots);
+	b->exp.slots = NULL;
+	b->exp.baseline = 0;
 	return -ENOMEM;
 }
 
@@ -363,10 +363,10 @@ int eng_scan_end(struct engine *e, struct board *b)
 	int ret;
 
 	b->scan_ok = 0;
-	if (!b->obs || b->nseen != expect || b->scan_err[0] || (!b->baseline && b->want)) {
+	if (!b->obs || b->nseen != expect || b->scan_err[0] || (!b->exp.baseline && b->want)) {
 		char why[320];
 		snprintf(why, sizeof(why), "scan incomplete: %s%u of %u slots reported%s",
-			 b->scan_err, b->nseen, expect, !b->baseline && b->want ? " (a baseline needs a full scan)" : "");
+			 b->scan_err, b->nseen, expect, !b->exp.baseline && b->want ? " (a baseline needs a full scan)" : "");
 		ret = eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, why);
 		eng_scan_reset(b);
 		return ret;

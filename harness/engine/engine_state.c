@@ -493,8 +493,8 @@ void eng_slots_compact(struct slots *t)
 void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o)
 {
 	memset(o, 0, sizeof(*o));
-	if (b->exp)
-		eng_slots_get(b->exp, slot, o);
+	if (b->exp.slots)
+		eng_slots_get(b->exp.slots, slot, o);
 }
 
 /* What the scan in progress found in the slot: what its table holds, or
@@ -524,10 +524,10 @@ int eng_obs_differs(const struct board *b, uint32_t slot)
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 {
 	if (!eng_slots_dense(b->obs)) {
-		if (b->exp && slots_holds(b->exp, slot, o->seq, o->cycle, o->flags))
+		if (b->exp.slots && slots_holds(b->exp.slots, slot, o->seq, o->cycle, o->flags))
 			return 0;
 		if (eng_slots_nside(b->obs) >= b->g.nslots / 64 + 64 &&
-		    eng_slots_densify(b->obs, b->exp, b->seen))
+		    eng_slots_densify(b->obs, b->exp.slots, b->seen))
 			return -ENOMEM;
 	}
 	return eng_slots_set(b->obs, slot, o);
@@ -539,12 +539,12 @@ void eng_exp_drop(struct board *b)
 {
 	eng_wcycle_free(b->w);
 	b->w = NULL;
-	eng_slots_free(b->exp);
-	b->exp = NULL;
-	free(b->exp_raws);
-	b->exp_raws = NULL;
-	b->nexp_raws = 0;
-	b->baseline = 0;
+	eng_slots_free(b->exp.slots);
+	b->exp.slots = NULL;
+	free(b->exp.raws);
+	b->exp.raws = NULL;
+	b->exp.nraws = 0;
+	b->exp.baseline = 0;
 }
 
 /* A cycle's writes, released (accepts NULL). */
