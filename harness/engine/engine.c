@@ -62,7 +62,7 @@ void engine_free(struct engine *e)
 		struct board *b = e->boards;
 		e->boards = b->next;
 		eng_scan_reset(b);
-		free(b->want);
+		free(b->scan.want);
 		free(b->exp.raws);
 		eng_carry_free(b->carry);
 		eng_slots_free(b->exp.slots);
@@ -476,7 +476,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 	case PC_MSG_RUNS:
 	case PC_MSG_SLOT:
 	case PC_MSG_SAME:
-		if (!b->scanning)
+		if (!b->scan.scanning)
 			break;	/* a stray scan line after an aborted scan */
 		ret = m.type == PC_MSG_RUNS ? eng_take_runs(b, &m, err, errlen) :
 		      m.type == PC_MSG_SLOT ? eng_take_slot(b, &m, e->dmg_ceiling, err, errlen) :
@@ -484,13 +484,13 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		if (ret == -EINVAL) {
 			/* the agent sent nonsense: the scan cannot be trusted (the
 			 * first reason is kept: later ones tend to follow from it) */
-			if (!b->scan_err[0])
-				snprintf(b->scan_err, sizeof(b->scan_err), "%s; ", err);
+			if (!b->scan.err[0])
+				snprintf(b->scan.err, sizeof(b->scan.err), "%s; ", err);
 			ret = 0;
 		}
 		break;
 	case PC_MSG_SCAN_END:
-		if (b->scanning)
+		if (b->scan.scanning)
 			ret = eng_scan_end(e, b);
 		break;
 	case PC_MSG_AUDIT:
@@ -600,9 +600,9 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	struct pc_msg m;
 	int ret;
 
-	free(b->want);
-	b->want = NULL;
-	b->nwant = 0;
+	free(b->scan.want);
+	b->scan.want = NULL;
+	b->scan.nwant = 0;
 	if (!json_object_object_get_ex(ev, "msg", &msg))
 		return 0;	/* a full scan */
 	ret = pc_msg_parse_obj(msg, &m, err, errlen);
@@ -614,8 +614,8 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 		return -EINVAL;
 	}
 	if (!m.u.verify.full && b->have_geom) {
-		b->want = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->want));
-		if (!b->want) {
+		b->scan.want = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->scan.want));
+		if (!b->scan.want) {
 			pc_msg_clear(&m);
 			return -ENOMEM;
 		}
@@ -624,16 +624,16 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 			if ((uint64_t)r->pos + r->n > b->g.nslots) {
 				snprintf(err, errlen, "verify: positions %u+%u past the region's %u slots", r->pos, r->n,
 					 b->g.nslots);
-				free(b->want);
-				b->want = NULL;
-				b->nwant = 0;
+				free(b->scan.want);
+				b->scan.want = NULL;
+				b->scan.nwant = 0;
 				pc_msg_clear(&m);
 				return -EINVAL;
 			}
 			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
 				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
-				b->nwant += !BIT_GET(b->want, slot);
-				BIT_SET(b->want, slot);
+				b->scan.nwant += !BIT_GET(b->scan.want, slot);
+				BIT_SET(b->scan.want, slot);
 			}
 		}
 	}

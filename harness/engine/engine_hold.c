@@ -108,7 +108,8 @@ struct engine_hold *engine_hold(struct engine *e, const char *board)
 	while (b && strcmp(b->name, board))
 		b = b->next;
 	/* a board between a partial VERIFY and its scan, with an expected state to judge it against */
-	if (!b || !b->want || !b->exp.slots || !b->exp.baseline || b->scanning || b->obs || b->refused || !b->have_geom)
+	if (!b || !b->scan.want || !b->exp.slots || !b->exp.baseline || b->scan.scanning || b->scan.obs || b->refused ||
+	    !b->have_geom)
 		return NULL;
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -122,17 +123,17 @@ struct engine_hold *engine_hold(struct engine *e, const char *board)
 	h->carry = eng_carry_dup(b->carry, &oom);
 	h->exp_raws = dup_bytes(b->exp.raws, (size_t)b->exp.nraws * sizeof(*b->exp.raws));
 	h->ledger = eng_ledger_dup(b->ledger, &oom);
-	h->slot = calloc(b->nwant ? b->nwant : 1, sizeof(*h->slot));
-	h->occ = calloc(b->nwant ? b->nwant : 1, sizeof(*h->occ));
+	h->slot = calloc(b->scan.nwant ? b->scan.nwant : 1, sizeof(*h->slot));
+	h->occ = calloc(b->scan.nwant ? b->scan.nwant : 1, sizeof(*h->occ));
 	if (oom || (b->exp.nraws && !h->exp_raws) ||
 	    !h->slot || !h->occ)
 		goto fail;
 	for (size_t wd = 0; wd < BITMAP_WORDS(b->g.nslots); wd++)
-		for (uint64_t bits = b->want[wd]; bits; bits &= bits - 1) {
+		for (uint64_t bits = b->scan.want[wd]; bits; bits &= bits - 1) {
 			uint32_t s = (uint32_t)(wd * 64 + (unsigned)__builtin_ctzll(bits));
 			struct occ o;
 
-			if (s >= b->g.nslots || n >= b->nwant)
+			if (s >= b->g.nslots || n >= b->scan.nwant)
 				goto fail;
 			eng_slots_get(b->exp.slots, s, &o);
 			if (o.sect) {
@@ -159,7 +160,7 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 
 	eng_scan_reset(b);
 	/* what a judged scan never replaces: if it did, the held state is no longer the board's */
-	if (b->exp.slots != h->b.exp.slots || b->want != h->b.want || b->hello != h->b.hello || b->next != h->b.next)
+	if (b->exp.slots != h->b.exp.slots || b->scan.want != h->b.scan.want || b->hello != h->b.hello || b->next != h->b.next)
 		return -EAGAIN;
 	for (uint32_t i = 0; i < h->nslot; i++) {
 		struct occ o = h->occ[i];
@@ -182,10 +183,10 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 	b->dev_cache = keep.dev_cache;
 	b->queue_cache = keep.queue_cache;
 	b->last_device = keep.last_device;
-	b->obs = NULL;
-	b->seen = NULL;
-	b->raws = NULL;
-	b->nraws = 0;
+	b->scan.obs = NULL;
+	b->scan.seen = NULL;
+	b->scan.raws = NULL;
+	b->scan.nraws = 0;
 	b->w = wcycle_dup(h->w, &oom);
 	b->carry = eng_carry_dup(h->carry, &oom);
 	b->exp.raws = dup_bytes(h->exp_raws, (size_t)h->b.exp.nraws * sizeof(*h->exp_raws));

@@ -30,6 +30,7 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "harness/engine/engine.h"
+#include "harness/engine/engine_scan.h"
 #include "harness/engine/engine_state.h"
 #include "harness/results/verdict.h"
 
@@ -108,25 +109,7 @@ struct board {
 	json_object *dev_cache, *queue_cache;
 	struct eng_expect exp;	/* the expected state (engine_state.h) */
 	struct wcycle *w;
-	/* the scan in progress, and what the last VERIFY asked for */
-	uint64_t *want;		/* a bitmap of the slots asked for; NULL: every slot */
-	uint32_t nwant;
-	int full;
-	int scanning;
-	int scan_pattern;
-	/* what the scan found: where it differs from exp (sparse), or every
-	 * slot (dense: a baseline, or a scan that differs in many slots) */
-	struct slots *obs;
-	uint32_t nseen;
-	uint64_t *seen;		/* a bitmap of the slots reported */
-	uint32_t sect_base;	/* damaged sectors the expected state keeps besides this scan's */
-	uint32_t sect_obs;	/* damaged sectors this scan reported and the engine holds */
-	uint64_t dmg_seen;	/* damaged sectors this scan reported, held or not */
-	uint64_t dmg_prev;	/* damaged sectors the expected state had in the scanned slots */
-	int dmg_over;		/* the scan reported more than the engine holds */
-	struct raw *raws;
-	unsigned nraws;
-	char scan_err[256];
+	struct eng_scan scan;	/* the observed scan, and what the last VERIFY asked for (engine_scan.h) */
 	/* bookkeeping */
 	/* damage found by a scan that had no writes to judge: it goes into the
 	 * next verdict, so nothing found is ever dropped */
@@ -179,19 +162,6 @@ struct judge {
 	uint64_t nw_first;
 	uint32_t nw_n, nw_slot;
 };
-
-static inline int eng_wanted(const struct board *b, uint32_t slot)
-{
-	return !b->want || BIT_GET(b->want, slot);
-}
-
-/* engine_scan.c */
-void eng_scan_reset(struct board *b);
-int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t errlen);
-int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen);
-int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling, char *err, size_t errlen);
-int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t errlen);
-int eng_scan_end(struct engine *e, struct board *b);
 
 /* engine_region.c: 1 when the region changed (the scan in progress is the
  * caller's to drop), 0, or -EINVAL (refused: b->refused says so) */

@@ -501,9 +501,9 @@ void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o)
  * (sparse) the expected occupant when the slot was reported as that. */
 void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o)
 {
-	if (eng_slots_get(b->obs, slot, o))
+	if (eng_slots_get(b->scan.obs, slot, o))
 		return;
-	if (BIT_GET(b->seen, slot))
+	if (BIT_GET(b->scan.seen, slot))
 		eng_exp_get(b, slot, o);
 }
 
@@ -511,7 +511,7 @@ void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o)
  * was reported as exactly that (a sparse table without the slot). */
 int eng_obs_differs(const struct board *b, uint32_t slot)
 {
-	return eng_slots_dense(b->obs) || !BIT_GET(b->seen, slot) || eng_slots_side(b->obs, slot, 0);
+	return eng_slots_dense(b->scan.obs) || !BIT_GET(b->scan.seen, slot) || eng_slots_side(b->scan.obs, slot, 0);
 }
 
 /*
@@ -523,14 +523,14 @@ int eng_obs_differs(const struct board *b, uint32_t slot)
  */
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 {
-	if (!eng_slots_dense(b->obs)) {
+	if (!eng_slots_dense(b->scan.obs)) {
 		if (b->exp.slots && slots_holds(b->exp.slots, slot, o->seq, o->cycle, o->flags))
 			return 0;
-		if (eng_slots_nside(b->obs) >= b->g.nslots / 64 + 64 &&
-		    eng_slots_densify(b->obs, b->exp.slots, b->seen))
+		if (eng_slots_nside(b->scan.obs) >= b->g.nslots / 64 + 64 &&
+		    eng_slots_densify(b->scan.obs, b->exp.slots, b->scan.seen))
 			return -ENOMEM;
 	}
-	return eng_slots_set(b->obs, slot, o);
+	return eng_slots_set(b->scan.obs, slot, o);
 }
 
 /* The expected state given up, and the writes that were to be judged

@@ -91,8 +91,8 @@ void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o);
  * against it: the next scan takes a new baseline. */
 void eng_exp_drop(struct board *b);
 
-/* The scan in progress against the expected state: these read or fill its
- * table, sparse against b->exp. */
+/* The scan in progress against the expected state (engine_scan.h holds the
+ * scan; these read or fill its table, sparse against b->exp). */
 void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o);
 int eng_obs_differs(const struct board *b, uint32_t slot);
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o);
