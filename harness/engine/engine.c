@@ -9,7 +9,8 @@
  *   engine_judge.c    each sector classified, each record and cold slot judged
  *   engine_verdict.c  findings and verdicts encoded to JSON, and emitted
  *   engine_state.c    the per-slot state, compact
- * engine_int.h holds the state they share; each part calls only those below it.
+ * Each part calls only those below it; each object they share has its own
+ * header (engine_board.h: the board and the pipeline, which part calls which).
  *
  * Per board it keeps the expected occupant of every slot. A cycle's work
  * names the seqs it will write; the scan at the next boot says what every
@@ -18,9 +19,14 @@
  * every other slot must hold what it held before, or the change is a finding too.
  */
 #include "harness/engine/engine.h"
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
+#include "harness/engine/engine_region.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +36,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"

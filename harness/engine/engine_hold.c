@@ -14,9 +14,12 @@
  * It sits beside the intake (engine.c) and calls the state (engine_state.c)
  * and the scan's reset (engine_scan.c).
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,8 +5,13 @@
  * (engine_scan.c hands it down) adopted as the baseline or judged; the
  * verdicts go down to engine_verdict.c.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_judge.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -3,8 +3,12 @@
  * board's configuration and adopted, the device's identity and superblocks
  * watched, and the region's continuity judged (docs/verdicts.md).
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_region.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"

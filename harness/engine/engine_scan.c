@@ -5,7 +5,11 @@
  * (engine_judge.c), then becomes the expected state, with the bytes of its
  * damaged sectors kept for later.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
+#include "harness/engine/engine_judge.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -15,6 +19,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"

@@ -17,7 +17,9 @@
  * while a scan is judged a bit each for seen, wanted and written, and when
  * it differs in many slots 8 more and at most 2.5 of side table: 8 to 19.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <stdlib.h>
