@@ -69,7 +69,7 @@ void engine_free(struct engine *e)
 		struct board *b = e->boards;
 		e->boards = b->next;
 		eng_scan_reset(b);
-		free(b->scan.want);
+		eng_scan_want_clear(&b->scan);
 		free(b->exp.raws);
 		eng_carry_free(b->carry);
 		eng_slots_free(b->exp.slots);
@@ -607,9 +607,7 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	struct pc_msg m;
 	int ret;
 
-	free(b->scan.want);
-	b->scan.want = NULL;
-	b->scan.nwant = 0;
+	eng_scan_want_clear(&b->scan);
 	if (!json_object_object_get_ex(ev, "msg", &msg))
 		return 0;	/* a full scan */
 	ret = pc_msg_parse_obj(msg, &m, err, errlen);
@@ -620,32 +618,10 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 		pc_msg_clear(&m);
 		return -EINVAL;
 	}
-	if (!m.u.verify.full && b->have_geom) {
-		b->scan.want = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->scan.want));
-		if (!b->scan.want) {
-			pc_msg_clear(&m);
-			return -ENOMEM;
-		}
-		for (uint32_t i = 0; i < m.u.verify.nranges; i++) {
-			const struct pc_posrange *r = &m.u.verify.ranges[i];
-			if ((uint64_t)r->pos + r->n > b->g.nslots) {
-				snprintf(err, errlen, "verify: positions %u+%u past the region's %u slots", r->pos, r->n,
-					 b->g.nslots);
-				free(b->scan.want);
-				b->scan.want = NULL;
-				b->scan.nwant = 0;
-				pc_msg_clear(&m);
-				return -EINVAL;
-			}
-			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
-				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
-				b->scan.nwant += !BIT_GET(b->scan.want, slot);
-				BIT_SET(b->scan.want, slot);
-			}
-		}
-	}
+	if (!m.u.verify.full && b->have_geom)
+		ret = eng_scan_want(&b->scan, &b->g, &m, err, errlen);
 	pc_msg_clear(&m);
-	return 0;
+	return ret;
 }
 
 /* The latest wall clock a run_start may give: 9999-12-31, in ms. */

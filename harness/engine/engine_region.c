@@ -258,9 +258,7 @@ static void drop_region(struct engine *e, struct board *b, const char *uuid)
 		eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
 	eng_exp_drop(b);
 	/* what was sized or located by the old geometry goes with it */
-	free(b->scan.want);
-	b->scan.want = NULL;
-	b->scan.nwant = 0;
+	eng_scan_want_clear(&b->scan);
 	b->have_geom = 0;
 	e->slots -= b->g.nslots;
 }

@@ -41,6 +41,29 @@ void eng_scan_reset(struct board *b)
 	b->scan.dmg_over = 0;
 }
 
+int eng_scan_want(struct eng_scan *s, const struct pc_geom *g, const struct pc_msg *m, char *err, size_t errlen)
+{
+	eng_scan_want_clear(s);
+	s->want = calloc(BITMAP_WORDS(g->nslots), sizeof(*s->want));
+	if (!s->want)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->u.verify.nranges; i++) {
+		const struct pc_posrange *r = &m->u.verify.ranges[i];
+		if ((uint64_t)r->pos + r->n > g->nslots) {
+			snprintf(err, errlen, "verify: positions %u+%u past the region's %u slots", r->pos, r->n,
+				 g->nslots);
+			eng_scan_want_clear(s);
+			return -EINVAL;
+		}
+		for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
+			uint32_t slot = pc_slot_of_pos(g, m->u.verify.pattern, (uint32_t)p);
+			s->nwant += !BIT_GET(s->want, slot);
+			BIT_SET(s->want, slot);
+		}
+	}
+	return 0;
+}
+
 /* The scanned slots' damaged-sector bytes become the expected state's. */
 static void keep_raws(struct board *b)
 {

@@ -4,10 +4,11 @@
  * slot, same, scan_end). engine_scan.c owns it: it resets it, assembles
  * it, hands a complete one to the judge and adopts it as the expected
  * state. Besides its owner:
- *   - the intake (engine.c) sets the wanted slots from a VERIFY event,
- *     notes a malformed scan line in err and asks scanning;
+ *   - the intake (engine.c) has a VERIFY event's wanted slots set
+ *     (eng_scan_want, eng_scan_want_clear), notes a malformed scan line in
+ *     err and asks scanning;
  *   - the region (engine_region.c) clears the wanted slots with the old
- *     geometry;
+ *     geometry (eng_scan_want_clear);
  *   - the judge (engine_judge.c) reads it directly (want, dmg_seen,
  *     dmg_prev, raws), as it reads the expected state: it sits below the
  *     scan in the pipeline and may not call up into engine_scan.c;
@@ -21,6 +22,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "common/proto.h"
 #include "harness/engine/engine_state.h"
@@ -53,6 +55,20 @@ static inline int eng_scan_wanted(const struct eng_scan *s, uint32_t slot)
 {
 	return !s->want || BIT_GET(s->want, slot);
 }
+
+/* The wanted slots forgotten: every slot wanted (inline, so that the
+ * region, below the scan, clears them without calling up). */
+static inline void eng_scan_want_clear(struct eng_scan *s)
+{
+	free(s->want);
+	s->want = NULL;
+	s->nwant = 0;
+}
+
+/* The slots a partial VERIFY m asks for, located by geometry g, become the
+ * wanted ones. 0, -ENOMEM or -EINVAL (a position past the region: err
+ * says); on failure every slot is wanted. */
+int eng_scan_want(struct eng_scan *s, const struct pc_geom *g, const struct pc_msg *m, char *err, size_t errlen);
 
 struct board;
 struct engine;
