@@ -9,7 +9,8 @@
  *   engine_judge.c    each sector classified, each record and cold slot judged
  *   engine_verdict.c  findings and verdicts encoded to JSON, and emitted
  *   engine_state.c    the per-slot state, compact
- * engine_int.h holds the state they share; each part calls only those below it.
+ * Each part calls only those below it; each object they share has its own
+ * header (engine_board.h: the board and the pipeline, which part calls which).
  *
  * Per board it keeps the expected occupant of every slot. A cycle's work
  * names the seqs it will write; the scan at the next boot says what every
@@ -18,9 +19,14 @@
  * every other slot must hold what it held before, or the change is a finding too.
  */
 #include "harness/engine/engine.h"
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
+#include "harness/engine/engine_region.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +36,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
@@ -62,10 +69,10 @@ void engine_free(struct engine *e)
 		struct board *b = e->boards;
 		e->boards = b->next;
 		eng_scan_reset(b);
-		free(b->want);
-		free(b->exp_raws);
+		eng_scan_want_clear(&b->scan);
+		free(b->exp.raws);
 		eng_carry_free(b->carry);
-		eng_slots_free(b->exp);
+		eng_slots_free(b->exp.slots);
 		eng_wcycle_free(b->w);
 		json_object_put(b->hello);
 		json_object_put(b->last_device);
@@ -95,7 +102,7 @@ static struct board *board_add(struct engine *e, const char *name)
 	if (!b)
 		return NULL;
 	pc_strlcpy(b->name, name, sizeof(b->name));
-	b->next_seq = 1;
+	b->exp.next_seq = 1;
 	b->planned_mode = -1;
 	b->lim_region_bytes = CFG_DEFAULT_MAX_REGION;
 	b->lim_records = MAX_WORK_RECORDS;
@@ -261,9 +268,9 @@ int engine_board_state(struct engine *e, const char *name, struct engine_board_s
 		st->last_work_cycle = b->last_work_cycle;
 		st->last_verdict_cycle = eng_ledger_last(b->ledger);
 		st->pending = b->w != NULL;
-		st->next_seq = b->next_seq;
+		st->next_seq = b->exp.next_seq;
 		st->verdicts = eng_ledger_count(b->ledger);
-		st->baseline = b->baseline;
+		st->baseline = b->exp.baseline;
 		st->scan_ok = b->scan_ok;
 		st->nslots = b->have_geom ? b->g.nslots : 0;
 		if (b->w) {
@@ -282,16 +289,16 @@ uint32_t engine_board_known(struct engine *e, const char *name, struct pc_known 
 	struct board *b = board_find(e, name);
 	uint32_t n = 0, spr;
 
-	if (!b || !b->have_geom || !b->exp)
+	if (!b || !b->have_geom || !b->exp.slots)
 		return 0;
 	spr = pc_geom_spr(&b->g);
 	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
 		struct occ x;
 		const struct occ *o = &x;
 
-		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+		if (eng_slots_state(b->exp.slots, s) != OCC_DAMAGED)
 			continue;
-		eng_slots_get(b->exp, s, &x);
+		eng_slots_get(b->exp.slots, s, &x);
 		if (!o->sect)
 			continue;
 		for (uint32_t i = 0; i < spr && i <= UINT16_MAX && n < max; i++)
@@ -329,15 +336,15 @@ uint32_t engine_board_known_slots(struct engine *e, const char *name, struct pc_
 	struct board *b = board_find(e, name);
 	uint32_t n = 0, spr;
 
-	if (!b || !b->have_geom || !b->exp)
+	if (!b || !b->have_geom || !b->exp.slots)
 		return 0;
 	spr = pc_geom_spr(&b->g);
 	for (uint32_t s = 0; s < b->g.nslots && n < max; s++) {
 		struct occ o;
 
-		if (eng_slots_state(b->exp, s) != OCC_DAMAGED)
+		if (eng_slots_state(b->exp.slots, s) != OCC_DAMAGED)
 			continue;
-		eng_slots_get(b->exp, s, &o);
+		eng_slots_get(b->exp.slots, s, &o);
 		if (o.sect)
 			out[n++] = (struct pc_known_slot){ s, occ_digest(&o, spr) };
 	}
@@ -476,7 +483,7 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 	case PC_MSG_RUNS:
 	case PC_MSG_SLOT:
 	case PC_MSG_SAME:
-		if (!b->scanning)
+		if (!b->scan.scanning)
 			break;	/* a stray scan line after an aborted scan */
 		ret = m.type == PC_MSG_RUNS ? eng_take_runs(b, &m, err, errlen) :
 		      m.type == PC_MSG_SLOT ? eng_take_slot(b, &m, e->dmg_ceiling, err, errlen) :
@@ -484,13 +491,13 @@ static int on_rx(struct engine *e, struct board *b, json_object *msg, unsigned c
 		if (ret == -EINVAL) {
 			/* the agent sent nonsense: the scan cannot be trusted (the
 			 * first reason is kept: later ones tend to follow from it) */
-			if (!b->scan_err[0])
-				snprintf(b->scan_err, sizeof(b->scan_err), "%s; ", err);
+			if (!b->scan.err[0])
+				snprintf(b->scan.err, sizeof(b->scan.err), "%s; ", err);
 			ret = 0;
 		}
 		break;
 	case PC_MSG_SCAN_END:
-		if (b->scanning)
+		if (b->scan.scanning)
 			ret = eng_scan_end(e, b);
 		break;
 	case PC_MSG_AUDIT:
@@ -528,7 +535,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 
 	if (pc_msg_parse_obj(work, &m, err, errlen))
 		return -EINVAL;
-	if (m.type != PC_MSG_WORK || !b->have_geom || !b->baseline) {
+	if (m.type != PC_MSG_WORK || !b->have_geom || !b->exp.baseline) {
 		snprintf(err, errlen, "work event without a work message, or before the baseline scan");
 		pc_msg_clear(&m);
 		return -EINVAL;
@@ -588,7 +595,7 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 	w->t_last = t;
 	b->w = w;
 	b->last_work_cycle = cycle;
-	b->next_seq = w->first + w->n;
+	b->exp.next_seq = w->first + w->n;
 	pc_msg_clear(&m);
 	return 0;
 }
@@ -600,9 +607,7 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 	struct pc_msg m;
 	int ret;
 
-	free(b->want);
-	b->want = NULL;
-	b->nwant = 0;
+	eng_scan_want_clear(&b->scan);
 	if (!json_object_object_get_ex(ev, "msg", &msg))
 		return 0;	/* a full scan */
 	ret = pc_msg_parse_obj(msg, &m, err, errlen);
@@ -613,32 +618,10 @@ static int on_verify(struct board *b, json_object *ev, char *err, size_t errlen)
 		pc_msg_clear(&m);
 		return -EINVAL;
 	}
-	if (!m.u.verify.full && b->have_geom) {
-		b->want = calloc(BITMAP_WORDS(b->g.nslots), sizeof(*b->want));
-		if (!b->want) {
-			pc_msg_clear(&m);
-			return -ENOMEM;
-		}
-		for (uint32_t i = 0; i < m.u.verify.nranges; i++) {
-			const struct pc_posrange *r = &m.u.verify.ranges[i];
-			if ((uint64_t)r->pos + r->n > b->g.nslots) {
-				snprintf(err, errlen, "verify: positions %u+%u past the region's %u slots", r->pos, r->n,
-					 b->g.nslots);
-				free(b->want);
-				b->want = NULL;
-				b->nwant = 0;
-				pc_msg_clear(&m);
-				return -EINVAL;
-			}
-			for (uint64_t p = r->pos; p < (uint64_t)r->pos + r->n; p++) {
-				uint32_t slot = pc_slot_of_pos(&b->g, m.u.verify.pattern, (uint32_t)p);
-				b->nwant += !BIT_GET(b->want, slot);
-				BIT_SET(b->want, slot);
-			}
-		}
-	}
+	if (!m.u.verify.full && b->have_geom)
+		ret = eng_scan_want(&b->scan, &b->g, &m, err, errlen);
 	pc_msg_clear(&m);
-	return 0;
+	return ret;
 }
 
 /* The latest wall clock a run_start may give: 9999-12-31, in ms. */

@@ -4,7 +4,9 @@
  * list.
  */
 #include "harness/engine/engine_carry.h"
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_judge.h"
+
+#include "harness/engine/engine.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,9 +14,12 @@
  * It sits beside the intake (engine.c) and calls the state (engine_state.c)
  * and the scan's reset (engine_scan.c).
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -108,7 +111,8 @@ struct engine_hold *engine_hold(struct engine *e, const char *board)
 	while (b && strcmp(b->name, board))
 		b = b->next;
 	/* a board between a partial VERIFY and its scan, with an expected state to judge it against */
-	if (!b || !b->want || !b->exp || !b->baseline || b->scanning || b->obs || b->refused || !b->have_geom)
+	if (!b || !b->scan.want || !b->exp.slots || !b->exp.baseline || b->scan.scanning || b->scan.obs || b->refused ||
+	    !b->have_geom)
 		return NULL;
 	h = calloc(1, sizeof(*h));
 	if (!h)
@@ -120,21 +124,21 @@ struct engine_hold *engine_hold(struct engine *e, const char *board)
 	h->dead_device = e->dead_device;
 	h->w = wcycle_dup(b->w, &oom);
 	h->carry = eng_carry_dup(b->carry, &oom);
-	h->exp_raws = dup_bytes(b->exp_raws, (size_t)b->nexp_raws * sizeof(*b->exp_raws));
+	h->exp_raws = dup_bytes(b->exp.raws, (size_t)b->exp.nraws * sizeof(*b->exp.raws));
 	h->ledger = eng_ledger_dup(b->ledger, &oom);
-	h->slot = calloc(b->nwant ? b->nwant : 1, sizeof(*h->slot));
-	h->occ = calloc(b->nwant ? b->nwant : 1, sizeof(*h->occ));
-	if (oom || (b->nexp_raws && !h->exp_raws) ||
+	h->slot = calloc(b->scan.nwant ? b->scan.nwant : 1, sizeof(*h->slot));
+	h->occ = calloc(b->scan.nwant ? b->scan.nwant : 1, sizeof(*h->occ));
+	if (oom || (b->exp.nraws && !h->exp_raws) ||
 	    !h->slot || !h->occ)
 		goto fail;
 	for (size_t wd = 0; wd < BITMAP_WORDS(b->g.nslots); wd++)
-		for (uint64_t bits = b->want[wd]; bits; bits &= bits - 1) {
+		for (uint64_t bits = b->scan.want[wd]; bits; bits &= bits - 1) {
 			uint32_t s = (uint32_t)(wd * 64 + (unsigned)__builtin_ctzll(bits));
 			struct occ o;
 
-			if (s >= b->g.nslots || n >= b->nwant)
+			if (s >= b->g.nslots || n >= b->scan.nwant)
 				goto fail;
-			eng_slots_get(b->exp, s, &o);
+			eng_slots_get(b->exp.slots, s, &o);
 			if (o.sect) {
 				o.sect = dup_bytes(o.sect, spr * sizeof(*o.sect));
 				if (!o.sect)
@@ -159,14 +163,14 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 
 	eng_scan_reset(b);
 	/* what a judged scan never replaces: if it did, the held state is no longer the board's */
-	if (b->exp != h->b.exp || b->want != h->b.want || b->hello != h->b.hello || b->next != h->b.next)
+	if (b->exp.slots != h->b.exp.slots || b->scan.want != h->b.scan.want || b->hello != h->b.hello || b->next != h->b.next)
 		return -EAGAIN;
 	for (uint32_t i = 0; i < h->nslot; i++) {
 		struct occ o = h->occ[i];
 
 		if (o.sect && !(o.sect = dup_bytes(o.sect, spr * sizeof(*o.sect))))
 			return -ENOMEM;
-		if (eng_slots_set(b->exp, h->slot[i], &o)) {
+		if (eng_slots_set(b->exp.slots, h->slot[i], &o)) {
 			free(o.sect);
 			return -ENOMEM;
 		}
@@ -174,28 +178,28 @@ int engine_hold_restore(struct engine *e, struct engine_hold *h)
 	keep = *b;
 	eng_wcycle_free(b->w);
 	eng_carry_free(b->carry);
-	free(b->exp_raws);
+	free(b->exp.raws);
 	eng_ledger_free(b->ledger);
 	*b = h->b;
 	/* the live board's own: its expected state (now as held), the HELLO's caches it built */
-	b->exp = keep.exp;
+	b->exp.slots = keep.exp.slots;
 	b->dev_cache = keep.dev_cache;
 	b->queue_cache = keep.queue_cache;
 	b->last_device = keep.last_device;
-	b->obs = NULL;
-	b->seen = NULL;
-	b->raws = NULL;
-	b->nraws = 0;
+	b->scan.obs = NULL;
+	b->scan.seen = NULL;
+	b->scan.raws = NULL;
+	b->scan.nraws = 0;
 	b->w = wcycle_dup(h->w, &oom);
 	b->carry = eng_carry_dup(h->carry, &oom);
-	b->exp_raws = dup_bytes(h->exp_raws, (size_t)h->b.nexp_raws * sizeof(*h->exp_raws));
+	b->exp.raws = dup_bytes(h->exp_raws, (size_t)h->b.exp.nraws * sizeof(*h->exp_raws));
 	b->ledger = eng_ledger_dup(h->ledger, &oom);
 	e->t_now = h->t_now;
 	e->dead_device = h->dead_device;
-	if (oom || (h->b.nexp_raws && !b->exp_raws)) {
+	if (oom || (h->b.exp.nraws && !b->exp.raws)) {
 		/* nothing dangles: what is missing is counted as none, and the caller feeds again */
-		if (!b->exp_raws)
-			b->nexp_raws = 0;
+		if (!b->exp.raws)
+			b->exp.nraws = 0;
 		return -ENOMEM;
 	}
 	return 0;

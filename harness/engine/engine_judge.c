@@ -5,8 +5,13 @@
  * (engine_scan.c hands it down) adopted as the baseline or judged; the
  * verdicts go down to engine_verdict.c.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_judge.h"
+#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -50,9 +55,9 @@ static int occ_equal(const struct occ *a, const struct occ *b, uint32_t spr)
 
 static const struct raw *find_raw(const struct board *b, uint32_t slot, uint16_t idx)
 {
-	for (unsigned i = 0; i < b->nraws; i++)
-		if (b->raws[i].slot == slot && b->raws[i].idx == idx)
-			return &b->raws[i];
+	for (unsigned i = 0; i < b->scan.nraws; i++)
+		if (b->scan.raws[i].slot == slot && b->scan.raws[i].idx == idx)
+			return &b->scan.raws[i];
 	return NULL;
 }
 
@@ -124,8 +129,8 @@ static int old_image(const struct board *b, uint32_t slot, uint16_t i, const str
 		have_old = 1;
 	} else if (prev->state == OCC_DAMAGED && prev->sect[i].kind == PC_SK_HASH) {
 		/* old damage whose bytes an earlier scan sent: they are the old content */
-		for (unsigned k = 0; k < b->nexp_raws && !have_old; k++) {
-			const struct raw *pr = &b->exp_raws[k];
+		for (unsigned k = 0; k < b->exp.nraws && !have_old; k++) {
+			const struct raw *pr = &b->exp.raws[k];
 			if (pr->slot == slot && pr->idx == i &&
 			    pc_crc32c(0, pr->bytes, PC_SECTOR) == prev->sect[i].value) {
 				memcpy(oimg, pr->bytes, PC_SECTOR);
@@ -542,8 +547,8 @@ static json_object *judged_facts(const struct board *b, const struct wcycle *w, 
 		json_object_object_add(p, pc_class_names[PC_CLS_UNCLASSIFIED],
 				       json_object_new_string(w->pol.unclassified ? "violation" : "allowed"));
 	json_object_object_add(v, "policy", p);
-	json_object_object_add(sc, "full", json_object_new_boolean(b->want == NULL));
-	eng_add_int(sc, "slots", b->want ? b->nwant : b->g.nslots);
+	json_object_object_add(sc, "full", json_object_new_boolean(b->scan.want == NULL));
+	eng_add_int(sc, "slots", b->scan.want ? b->scan.nwant : b->g.nslots);
 	eng_add_int(sc, "cold_checked", cold);
 	json_object_object_add(v, "scan", sc);
 	return v;
@@ -598,7 +603,7 @@ static int judge_cycle(struct engine *e, struct board *b)
 	eng_flush_nw(&j);
 	/* the cold slots looked at, in slot order: a partial scan's word by word (it costs its slots) */
 	for (size_t wd = 0; wd < BITMAP_WORDS(b->g.nslots); wd++)
-		for (uint64_t bits = ~j.hot[wd] & (b->want ? b->want[wd] : ~(uint64_t)0); bits; bits &= bits - 1) {
+		for (uint64_t bits = ~j.hot[wd] & (b->scan.want ? b->scan.want[wd] : ~(uint64_t)0); bits; bits &= bits - 1) {
 			uint32_t s = (uint32_t)(wd * 64 + (unsigned)__builtin_ctzll(bits));
 
 			if (s >= b->g.nslots)
@@ -627,24 +632,24 @@ static int judge_cycle(struct engine *e, struct board *b)
 int eng_scan_overflow(struct engine *e, struct board *b)
 {
 	uint32_t spr = pc_geom_spr(&b->g);
-	uint64_t allow = b->dmg_prev + (b->w ? (uint64_t)b->w->n * spr : 0);
+	uint64_t allow = b->scan.dmg_prev + (b->w ? (uint64_t)b->w->n * spr : 0);
 	char why[400];
 	int ret;
 
 	snprintf(why, sizeof(why), "the scan reports %" PRIu64 " sectors of damaged slots, more than the %u the "
-		 "engine holds per board", b->dmg_seen, e->dmg_ceiling);
-	if (!b->baseline) {
+		 "engine holds per board", b->scan.dmg_seen, e->dmg_ceiling);
+	if (!b->exp.baseline) {
 		char w2[480];
 		snprintf(w2, sizeof(w2), "%s: no baseline can be taken", why);
 		ret = eng_verdict_simple(e, b, b->cur_cycle, PC_OUT_INFRA_ERROR, w2);
-	} else if (b->dmg_seen > allow) {
+	} else if (b->scan.dmg_seen > allow) {
 		json_object *f = json_object_new_object();
 		json_object_object_add(f, "class", json_object_new_string(pc_class_names[PC_CLS_COLLATERAL]));
 		json_object_object_add(f, "what", json_object_new_string("damage_overflow"));
-		eng_add_int(f, "damaged_sectors", (int64_t)b->dmg_seen);
-		eng_add_int(f, "previously_damaged", (int64_t)b->dmg_prev);
+		eng_add_int(f, "damaged_sectors", (int64_t)b->scan.dmg_seen);
+		eng_add_int(f, "previously_damaged", (int64_t)b->scan.dmg_prev);
 		json_object_object_add(f, "detail", json_object_new_string(why));
-		eng_note(e, b, "%s; at least %" PRIu64 " of them are new: a new baseline follows", why, b->dmg_seen - allow);
+		eng_note(e, b, "%s; at least %" PRIu64 " of them are new: a new baseline follows", why, b->scan.dmg_seen - allow);
 		if (b->w) {
 			json_object_object_add(f, "acked", json_object_new_boolean(0));
 			json_object_object_add(f, "violation", json_object_new_boolean(1));
@@ -675,7 +680,7 @@ static int judge_quiet(struct engine *e, struct board *b)
 	before = j.nlisted;
 	unlisted = j.unlisted;
 	for (uint32_t s = 0; s < b->g.nslots; s++)
-		if (eng_wanted(b, s))
+		if (eng_scan_wanted(&b->scan, s))
 			judge_cold(&j, s);
 	json_object_put(j.scratch);
 	for (size_t i = before; i < json_object_array_length(j.findings); i++)
@@ -699,7 +704,7 @@ int eng_judge_scan(struct engine *e, struct board *b)
 	uint32_t damaged = 0;
 	int ret = 0;
 
-	if (!b->baseline) {
+	if (!b->exp.baseline) {
 		uint64_t maxseq = 0;
 		for (uint32_t s = 0; s < b->g.nslots; s++) {
 			struct occ o;
@@ -714,8 +719,8 @@ int eng_judge_scan(struct engine *e, struct board *b)
 			eng_note(e, b, "baseline scan: %u slots are not whole records already; they are "
 			     "watched for further change", damaged);
 		/* never reuse a seq the region may have seen: skip a lap past the newest */
-		b->next_seq = !maxseq ? 1 : maxseq <= MAX_SEQ - b->g.nslots - 1 ? maxseq + b->g.nslots + 1 : MAX_SEQ;
-		b->baseline = 1;
+		b->exp.next_seq = !maxseq ? 1 : maxseq <= MAX_SEQ - b->g.nslots - 1 ? maxseq + b->g.nslots + 1 : MAX_SEQ;
+		b->exp.baseline = 1;
 	} else if (b->w) {
 		ret = judge_cycle(e, b);
 		eng_wcycle_free(b->w);

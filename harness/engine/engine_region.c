@@ -3,8 +3,12 @@
  * board's configuration and adopted, the device's identity and superblocks
  * watched, and the region's continuity judged (docs/verdicts.md).
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_region.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +18,7 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
@@ -253,9 +258,7 @@ static void drop_region(struct engine *e, struct board *b, const char *uuid)
 		eng_verdict_unjudged(e, b, PC_OUT_INFRA_ERROR, "the region was replaced before its writes were checked", NULL);
 	eng_exp_drop(b);
 	/* what was sized or located by the old geometry goes with it */
-	free(b->want);
-	b->want = NULL;
-	b->nwant = 0;
+	eng_scan_want_clear(&b->scan);
 	b->have_geom = 0;
 	e->slots -= b->g.nslots;
 }

@@ -17,7 +17,9 @@
  * while a scan is judged a bit each for seen, wanted and written, and when
  * it differs in many slots 8 more and at most 2.5 of side table: 8 to 19.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -493,17 +495,17 @@ void eng_slots_compact(struct slots *t)
 void eng_exp_get(const struct board *b, uint32_t slot, struct occ *o)
 {
 	memset(o, 0, sizeof(*o));
-	if (b->exp)
-		eng_slots_get(b->exp, slot, o);
+	if (b->exp.slots)
+		eng_slots_get(b->exp.slots, slot, o);
 }
 
 /* What the scan in progress found in the slot: what its table holds, or
  * (sparse) the expected occupant when the slot was reported as that. */
 void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o)
 {
-	if (eng_slots_get(b->obs, slot, o))
+	if (eng_slots_get(b->scan.obs, slot, o))
 		return;
-	if (BIT_GET(b->seen, slot))
+	if (BIT_GET(b->scan.seen, slot))
 		eng_exp_get(b, slot, o);
 }
 
@@ -511,7 +513,7 @@ void eng_obs_get(const struct board *b, uint32_t slot, struct occ *o)
  * was reported as exactly that (a sparse table without the slot). */
 int eng_obs_differs(const struct board *b, uint32_t slot)
 {
-	return eng_slots_dense(b->obs) || !BIT_GET(b->seen, slot) || eng_slots_side(b->obs, slot, 0);
+	return eng_slots_dense(b->scan.obs) || !BIT_GET(b->scan.seen, slot) || eng_slots_side(b->scan.obs, slot, 0);
 }
 
 /*
@@ -523,14 +525,14 @@ int eng_obs_differs(const struct board *b, uint32_t slot)
  */
 int eng_obs_put(struct board *b, uint32_t slot, const struct occ *o)
 {
-	if (!eng_slots_dense(b->obs)) {
-		if (b->exp && slots_holds(b->exp, slot, o->seq, o->cycle, o->flags))
+	if (!eng_slots_dense(b->scan.obs)) {
+		if (b->exp.slots && slots_holds(b->exp.slots, slot, o->seq, o->cycle, o->flags))
 			return 0;
-		if (eng_slots_nside(b->obs) >= b->g.nslots / 64 + 64 &&
-		    eng_slots_densify(b->obs, b->exp, b->seen))
+		if (eng_slots_nside(b->scan.obs) >= b->g.nslots / 64 + 64 &&
+		    eng_slots_densify(b->scan.obs, b->exp.slots, b->scan.seen))
 			return -ENOMEM;
 	}
-	return eng_slots_set(b->obs, slot, o);
+	return eng_slots_set(b->scan.obs, slot, o);
 }
 
 /* The expected state given up, and the writes that were to be judged
@@ -539,12 +541,12 @@ void eng_exp_drop(struct board *b)
 {
 	eng_wcycle_free(b->w);
 	b->w = NULL;
-	eng_slots_free(b->exp);
-	b->exp = NULL;
-	free(b->exp_raws);
-	b->exp_raws = NULL;
-	b->nexp_raws = 0;
-	b->baseline = 0;
+	eng_slots_free(b->exp.slots);
+	b->exp.slots = NULL;
+	free(b->exp.raws);
+	b->exp.raws = NULL;
+	b->exp.nraws = 0;
+	b->exp.baseline = 0;
 }
 
 /* A cycle's writes, released (accepts NULL). */

@@ -4,9 +4,13 @@
  * The bottom of the engine's pipeline: it calls only engine_state.c, and
  * eng_verdict_write() is the one writer of a verdict that carries findings.
  */
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
+#include "harness/engine/engine_judge.h"
 #include "harness/engine/engine_ledger.h"
+#include "harness/engine/engine_state.h"
+#include "harness/engine/engine_verdict.h"
+#include "harness/engine/engine_wcycle.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +21,7 @@
 #include <time.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"

@@ -14,12 +14,13 @@
 #include <string.h>
 
 #include "common/crc32c.h"
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
 #include "harness/engine/engine.h"
 #include "harness/engine/engine_carry.h"
-#include "harness/engine/engine_int.h"
+#include "harness/engine/engine_judge.h"
 #include "harness/engine/engine_ledger.h"
 #include "harness/cli/replay.h"
 
