@@ -1,5 +1,5 @@
 #!/bin/bash
-# The verdict engine is a pipeline in one direction (harness/engine/engine_int.h):
+# The verdict engine is a pipeline in one direction (harness/engine/engine_board.h):
 # intake (engine.c) -> scan assembly (engine_scan.c) -> judge (engine_judge.c,
 # engine_region.c) -> verdict (engine_verdict.c) -> state (engine_state.c, and
 # engine_ledger.c: the verdicts issued, engine_carry.c: the findings carried);
