@@ -44,7 +44,7 @@
 #include "common/proto.h"
 #include "harness/engine/engine.h"
 #include "harness/engine/engine_region.h"
-#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_observed.h"
 #include "harness/engine/engine_state.h"
 
 struct wcycle;

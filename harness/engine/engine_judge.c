@@ -8,7 +8,7 @@
 #include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_judge.h"
-#include "harness/engine/engine_scan.h"
+#include "harness/engine/engine_observed.h"
 #include "harness/engine/engine_state.h"
 #include "harness/engine/engine_verdict.h"
 #include "harness/engine/engine_wcycle.h"
