@@ -10,6 +10,7 @@
  * process of ours exactly kills nothing.
  */
 #include "relay/relay_group.h"
+#include "relay/relay_priv.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
@@ -192,6 +194,72 @@ fail:
 void relay_group_forget(const char *path)
 {
 	unlink(path);
+}
+
+/* In the child, first: a group leader, held until its group is on record. */
+static void spawn_child_gate(void *gate)
+{
+	relay_gate_child(gate);
+}
+
+int relay_spawn_gated(struct relay *r, const struct relay_spawn_names *n, struct pc_spawn *s, char *const argv[],
+		      pid_t *pid)
+{
+	int devnull, rc = 0;
+	struct relay_gate gate;
+	struct pc_child c = { .exec_fd = -1 };
+	char gerr[PATH_MAX + 128];
+
+	relay_gate_init(&gate);
+	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (devnull < 0 || (rc = relay_gate_open(&gate)) < 0) {
+		rc = rc < 0 ? rc : -errno;
+		relay_errf(r, "cannot set up to run %s%s: %s", argv[0], n->setup_note, strerror(-rc));
+		goto out;
+	}
+	s->fd_in = devnull;
+	s->child_setup = spawn_child_gate;
+	s->arg = &gate;
+	rc = pc_spawn(&c, s, argv);
+	if (rc < 0) {
+		if (!strcmp(c.failed, "fork"))
+			relay_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
+		else
+			relay_errf(r, "cannot set up to run %s%s: %s", argv[0], n->setup_note, strerror(-rc));
+		goto out;
+	}
+	rc = relay_gate_release(&gate, c.pid, n->pgid, n->what, gerr, sizeof(gerr));
+	if (rc < 0) {
+		/* never released: it _exit()s by itself */
+		relay_reap(c.pid, NULL, RELAY_REAP_MS);
+		if (n->pgid)
+			relay_group_forget(n->pgid);
+		relay_errf(r, "cannot record %s process group, so a restarted harness could not find it: %s; "
+			   "not powering on", n->whose, gerr);
+		goto out;
+	}
+	rc = pc_spawn_exec_result(&c);
+	if (rc < 0) {
+		if (n->pgid)
+			relay_group_forget(n->pgid);
+		relay_errf(r, "cannot run %s%s: %s%s", n->run_what, argv[0], strerror(-rc), n->run_hint);
+		goto out;
+	}
+	*pid = c.pid;
+out:
+	pc_spawn_close(&c);
+	if (devnull >= 0)
+		close(devnull);
+	relay_gate_close(&gate);
+	return rc;
+}
+
+int relay_child_running(pid_t pid)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
 }
 
 /* Does any process of group pgid still run? Zombies do not: they are dead,

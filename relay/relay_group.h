@@ -59,6 +59,38 @@ void relay_gate_close(struct relay_gate *g);
 /* The group recorded in path was killed and reaped: drop the record. */
 void relay_group_forget(const char *path);
 
+struct relay;
+struct pc_spawn;
+
+/* What relay_spawn_gated() records and says about the board's process. */
+struct relay_spawn_names {
+	const char *what;	/* in its group's record, and errors: "agent", "QEMU" */
+	const char *whose;	/* "cannot record <whose> process group": "the agent's", "QEMU's" */
+	const char *pgid;	/* <state_dir>/pgid; NULL: no state folder (PR_SET_PDEATHSIG only) */
+	const char *setup_note;	/* after the program when set-up fails: " (log F)", or "" */
+	const char *run_what;	/* before the program when exec fails: "agent ", or "" */
+	const char *run_hint;	/* after the reason when exec fails: "; give ... (--agent)", or "" */
+};
+
+/*
+ * fork+exec argv[0] in its own process group through a gate (common/spawn.c),
+ * stdin from /dev/null, its group on record in n->pgid before it runs. s is
+ * the caller's pc_spawn_init()ed settings (flags, fds out and err, nice,
+ * fd_keep); fd_in, child_setup and arg are set here. PC_SPAWN_EXEC_ERR in
+ * s->flags makes a failed exec an error here rather than a silent dead
+ * board. 0 with *pid set, or -errno with r->err; a child that failed is
+ * reaped and its record dropped.
+ */
+int relay_spawn_gated(struct relay *r, const struct relay_spawn_names *n, struct pc_spawn *s, char *const argv[],
+		      pid_t *pid);
+
+/*
+ * Does our child pid still run? 1, or 0 when it exited (or is no child of
+ * ours): then cut its group, which may live on. Looks without reaping, so
+ * the group id stays ours until that cut.
+ */
+int relay_child_running(pid_t pid);
+
 /*
  * Kill the group path records if an earlier harness left it running, and
  * wait (RELAY_ORPHAN_MS at most) until none of it runs. match is text an

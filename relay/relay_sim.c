@@ -140,33 +140,20 @@ static void sim_fmt_double(char *buf, size_t len, double d)
 		snprintf(buf, len, "%.17g", d);
 }
 
-/* In the child, first: a group leader, held until its group is on record. */
-static void sim_child_gate(void *gate)
-{
-	relay_gate_child(gate);
-}
-
 /*
- * fork+exec argv[0] in its own process group (common/spawn.c), stdin from
+ * fork+exec argv[0] in its own process group (relay_spawn_gated), stdin from
  * /dev/null, stdout and stderr to outfd, its group on record in p->pgid
- * before it runs. A CLOEXEC pipe reports a failed exec to us, so a wrong
- * agent path is an error here rather than a silent dead board.
+ * before it runs. A failed exec is reported to us, so a wrong agent path is
+ * an error here rather than a silent dead board.
  */
 static int sim_spawn(struct relay *r, struct sim_priv *p, char *const argv[], int outfd, pid_t *pidp)
 {
-	int devnull, rc = 0;
-	struct relay_gate gate;
+	const struct relay_spawn_names names = {
+		.what = "agent", .whose = "the agent's", .pgid = p->pgid, .setup_note = "",
+		.run_what = "agent ", .run_hint = "; give the powercut-agent binary (--agent)",
+	};
 	struct pc_spawn s;
-	struct pc_child c = { .exec_fd = -1 };
-	char gerr[PATH_MAX + 128];
 
-	relay_gate_init(&gate);
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	if (devnull < 0 || (rc = relay_gate_open(&gate)) < 0) {
-		rc = rc < 0 ? rc : -errno;
-		relay_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
-		goto out;
-	}
 	pc_spawn_init(&s);
 	/* The harness may ignore SIGPIPE or block signals; the agent expects
 	 * defaults. Its sockets stay out of the board (CLOEXEC). A real board
@@ -176,41 +163,8 @@ static int sim_spawn(struct relay *r, struct sim_priv *p, char *const argv[], in
 	 * agent). The gate makes it a group leader first. */
 	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_NICE | PC_SPAWN_EXEC_ERR;
 	s.nice = SIM_AGENT_NICE;
-	s.fd_in = devnull;
 	s.fd_out = s.fd_err = outfd;
-	s.child_setup = sim_child_gate;
-	s.arg = &gate;
-	rc = pc_spawn(&c, &s, argv);
-	if (rc < 0) {
-		if (!strcmp(c.failed, "fork"))
-			relay_errf(r, "fork for %s: %s", argv[0], strerror(-rc));
-		else
-			relay_errf(r, "cannot set up to run %s: %s", argv[0], strerror(-rc));
-		goto out;
-	}
-	rc = relay_gate_release(&gate, c.pid, p->pgid, "agent", gerr, sizeof(gerr));
-	if (rc < 0) {
-		/* never released: it _exit()s by itself */
-		relay_reap(c.pid, NULL, RELAY_REAP_MS);
-		relay_group_forget(p->pgid);
-		relay_errf(r, "cannot record the agent's process group, so a restarted harness could not find "
-			   "it: %s; not powering on", gerr);
-		goto out;
-	}
-	rc = pc_spawn_exec_result(&c);
-	if (rc < 0) {
-		relay_group_forget(p->pgid);
-		relay_errf(r, "cannot run agent %s: %s; give the powercut-agent binary (--agent)",
-			   argv[0], strerror(-rc));
-		goto out;
-	}
-	*pidp = c.pid;
-out:
-	pc_spawn_close(&c);
-	if (devnull >= 0)
-		close(devnull);
-	relay_gate_close(&gate);
-	return rc;
+	return relay_spawn_gated(r, &names, &s, argv, pidp);
 }
 
 /* The last non-empty line of a log file, for error messages. */
@@ -476,13 +430,10 @@ static int sim_cut(struct relay *r, struct sim_priv *p)
 static int sim_get(struct relay *r)
 {
 	struct sim_priv *p = r->priv;
-	siginfo_t si;
 
 	if (!p->pid)
 		return 0;
-	memset(&si, 0, sizeof(si));
-	/* Look without reaping: the group id stays ours until the cut below. */
-	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+	if (relay_child_running(p->pid))
 		return 1;
 	/* The agent exited on its own: take down whatever it left in its group. */
 	return sim_cut(r, p) < 0 ? -ETIMEDOUT : 0;

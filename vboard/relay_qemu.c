@@ -394,17 +394,20 @@ static const char *qemu_log_tail(const struct qemu_priv *p, char *buf, size_t le
 	return relay_last_line(tail, buf, len);
 }
 
-/* A header per power-on in QEMU's log, so its messages can be matched to a cycle. */
+/* A header per power-on in QEMU's log, so its messages can be matched to a
+ * cycle. The log's descriptor, or -errno. */
 static int qemu_open_log(struct relay *r, struct qemu_priv *p, char *const argv[])
 {
 	FILE *f;
 	int fd;
 
-	if (!p->log[0])
-		return open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (!p->log[0]) {
+		fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
 	fd = open(p->log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	if (fd < 0)
-		return -1;
+		return -errno;
 	/* this power-on's part of the log, read when it ends (qemu_kvm_after) */
 	p->log_mark = lseek(fd, 0, SEEK_END);
 	f = fdopen(dup(fd), "a");
@@ -416,12 +419,6 @@ static int qemu_open_log(struct relay *r, struct qemu_priv *p, char *const argv[
 		fclose(f);
 	}
 	return fd;
-}
-
-/* In the child, first: a group leader, held until its group is on record. */
-static void qemu_child_gate(void *gate)
-{
-	relay_gate_child(gate);
 }
 
 /* Kill the group, reap; the board is off (or stuck in the kernel: -ETIMEDOUT). */
@@ -446,82 +443,43 @@ static int qemu_cut(struct relay *r, struct qemu_priv *p)
 
 
 /*
- * fork+exec QEMU in its own group (common/spawn.c), as sim_spawn starts an
+ * fork+exec QEMU in its own group (relay_spawn_gated), as sim_spawn starts an
  * agent: stdin from /dev/null, its output to the log, signals at their
  * defaults, none of the harness's descriptors but QEMU's end of the QMP
  * socket; 0 with p->pid set, or -errno with r->err.
  */
 static int qemu_spawn(struct relay *r, struct qemu_priv *p, int qmp[2], struct qemu_argv *a)
 {
-	int devnull = -1, logfd = -1, rc = 0;
-	struct relay_gate gate;
+	char note[PATH_MAX + 16];
+	const struct relay_spawn_names names = {
+		.what = "QEMU", .whose = "QEMU's", .pgid = p->pgid[0] ? p->pgid : NULL, .setup_note = note,
+		.run_what = "", .run_hint = "",
+	};
 	struct pc_spawn s;
-	struct pc_child c = { .exec_fd = -1 };
-	char gerr[PATH_MAX + 128];
+	int logfd, rc;
 
-	relay_gate_init(&gate);
-	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	snprintf(note, sizeof(note), " (log %s)", p->log[0] ? p->log : "/dev/null");
 	logfd = qemu_open_log(r, p, a->argv);
-	if (devnull < 0 || logfd < 0 || (rc = relay_gate_open(&gate)) < 0) {
-		rc = rc < 0 ? rc : -errno;
-		relay_errf(r, "cannot set up to run %s (log %s): %s", p->qemu, p->log[0] ? p->log : "/dev/null",
-			   strerror(-rc));
-		goto out;
+	if (logfd < 0) {
+		relay_errf(r, "cannot set up to run %s%s: %s", p->qemu, note, strerror(-logfd));
+		return logfd;
 	}
 	pc_spawn_init(&s);
 	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_EXEC_ERR;
-	s.fd_in = devnull;
 	s.fd_out = s.fd_err = logfd;
 	s.fd_keep = qmp[1];
-	s.child_setup = qemu_child_gate;
-	s.arg = &gate;
-	rc = pc_spawn(&c, &s, a->argv);
-	if (rc < 0) {
-		if (!strcmp(c.failed, "fork"))
-			relay_errf(r, "fork for %s: %s", p->qemu, strerror(-rc));
-		else
-			relay_errf(r, "cannot set up to run %s (log %s): %s", p->qemu,
-				   p->log[0] ? p->log : "/dev/null", strerror(-rc));
-		goto out;
-	}
-	rc = relay_gate_release(&gate, c.pid, p->pgid[0] ? p->pgid : NULL, "QEMU", gerr, sizeof(gerr));
-	if (rc < 0) {
-		/* never released: it _exit()s by itself */
-		relay_reap(c.pid, NULL, RELAY_REAP_MS);
-		if (p->pgid[0])
-			relay_group_forget(p->pgid);
-		relay_errf(r, "cannot record QEMU's process group, so a restarted harness could not find it: %s; "
-			   "not powering on", gerr);
-		goto out;
-	}
-	rc = pc_spawn_exec_result(&c);
-	if (rc < 0) {
-		if (p->pgid[0])
-			relay_group_forget(p->pgid);
-		relay_errf(r, "cannot run %s: %s", p->qemu, strerror(-rc));
-		goto out;
-	}
-	p->pid = c.pid;
-out:
-	pc_spawn_close(&c);
-	if (devnull >= 0)
-		close(devnull);
-	if (logfd >= 0)
-		close(logfd);
-	relay_gate_close(&gate);
+	rc = relay_spawn_gated(r, &names, &s, a->argv, &p->pid);
+	close(logfd);
 	return rc;
 }
 
 static int qemu_get(struct relay *r)
 {
 	struct qemu_priv *p = r->priv;
-	siginfo_t si;
 
 	if (!p->pid)
 		return 0;
-	memset(&si, 0, sizeof(si));
-	/* Look without reaping: the group id stays ours until the cut below. */
-	if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0)
+	if (relay_child_running(p->pid))
 		return 1;
 	/* QEMU exited on its own (a guest panic with -no-reboot): it is off. */
 	return qemu_cut(r, p) < 0 ? -ETIMEDOUT : 0;

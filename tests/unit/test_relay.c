@@ -20,7 +20,9 @@
 
 #include "common/util.h"
 #include "common/resolve.h"
+#include "common/spawn.h"
 #include "relay/relay.h"
+#include "relay/relay_group.h"
 #include "relay/relay_lock.h"
 #include "relay/relay_worker.h"
 #include "vboard/relay_qemu.h"
@@ -847,6 +849,96 @@ static void test_qemu_host_fault(void)
 	CU_ASSERT_EQUAL(relay_host_fault("qemu", &ctx, why, sizeof(why)), 0);
 }
 
+/* Poll relay_child_running() until pid is seen exited; its last answer. */
+static int child_running_until_exit(pid_t pid)
+{
+	uint64_t deadline = pc_now_ms() + 30000;
+	int on;
+
+	while ((on = relay_child_running(pid)) == 1 && pc_now_ms() < deadline)
+		pc_sleep_us(5000);
+	return on;
+}
+
+/* relay_spawn_gated(), the sim's and the virtual board's spawn: the child's
+ * group on record before it runs, a failed exec or record said and nothing
+ * left on record; relay_child_running() looks without reaping. */
+static void test_spawn_gated(void)
+{
+	const char *dir = pc_test_tmpdir("relay-spawn-gated");
+	char pgid[PATH_MAX], nodir[PATH_MAX], want[64], *text;
+	char *const sleeper[] = { "/bin/sleep", "120", NULL };
+	char *const quick[] = { "/bin/sh", "-c", "exit 3", NULL };
+	char *const missing[] = { "/nonexistent/powercut-test", NULL };
+	struct relay_spawn_names n = {
+		.what = "test", .whose = "the test's", .pgid = pgid, .setup_note = " (log L)",
+		.run_what = "test ", .run_hint = "; give another",
+	};
+	struct relay r;
+	struct pc_spawn s;
+	pid_t pid = 0;
+	int st = -1;
+
+	memset(&r, 0, sizeof(r));
+	strf(pgid, sizeof(pgid), "%s/pgid", dir);
+	strf(nodir, sizeof(nodir), "%s/no-such-folder/pgid", dir);
+
+	/* it runs in a group of its own, on record */
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_EXEC_ERR;
+	CU_ASSERT_EQUAL_FATAL(relay_spawn_gated(&r, &n, &s, sleeper, &pid), 0);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT_EQUAL(getpgid(pid), pid);
+	text = slurp(pgid);
+	strf(want, sizeof(want), "{\"pgid\":%d,", (int)pid);
+	CU_ASSERT(text && HAS(text, want) && HAS(text, "\"what\":\"test\""));
+	free(text);
+	CU_ASSERT_EQUAL(relay_child_running(pid), 1);
+	/* killed: seen exited, but not reaped (the caller's cut reaps it) */
+	kill(-pid, SIGKILL);
+	CU_ASSERT_EQUAL(child_running_until_exit(pid), 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, WNOHANG), pid);
+	CU_ASSERT(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+	CU_ASSERT_EQUAL(relay_child_running(pid), 0);	/* no child of ours any more */
+	relay_group_forget(pgid);
+
+	/* no state folder: it runs all the same, nothing on record */
+	pid = 0;
+	n.pgid = NULL;
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_EXEC_ERR;
+	CU_ASSERT_EQUAL_FATAL(relay_spawn_gated(&r, &n, &s, quick, &pid), 0);
+	CU_ASSERT_FATAL(pid > 0);
+	CU_ASSERT(access(pgid, F_OK) < 0 && errno == ENOENT);
+	/* it exits on its own: seen exited */
+	CU_ASSERT_EQUAL(child_running_until_exit(pid), 0);
+	CU_ASSERT_EQUAL(waitpid(pid, &st, WNOHANG), pid);
+	CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	n.pgid = pgid;
+
+	/* a binary that does not exist: said, no pid, its record dropped */
+	pid = 0;
+	r.err[0] = 0;
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_EXEC_ERR;
+	CU_ASSERT_EQUAL(relay_spawn_gated(&r, &n, &s, missing, &pid), -ENOENT);
+	CU_ASSERT_EQUAL(pid, 0);
+	CU_ASSERT_STRING_EQUAL(r.err, "cannot run test /nonexistent/powercut-test: No such file or directory; give another");
+	CU_ASSERT(access(pgid, F_OK) < 0 && errno == ENOENT);
+
+	/* the record cannot be written: not released, reaped, said */
+	pid = 0;
+	r.err[0] = 0;
+	n.pgid = nodir;
+	pc_spawn_init(&s);
+	s.flags = PC_SPAWN_SIGDFL | PC_SPAWN_CLOEXEC | PC_SPAWN_EXEC_ERR;
+	CU_ASSERT(relay_spawn_gated(&r, &n, &s, sleeper, &pid) < 0);
+	CU_ASSERT_EQUAL(pid, 0);
+	CU_ASSERT(HAS(r.err, "cannot record the test's process group, so a restarted harness could not find it: "));
+	CU_ASSERT(HAS(r.err, "; not powering on"));
+	CU_ASSERT(waitpid(-1, &st, WNOHANG) <= 0);	/* reaped: no zombie left to reap */
+}
+
 int suite_relay(void)
 {
 	CU_pSuite s = CU_add_suite("relay", NULL, NULL);
@@ -864,6 +956,7 @@ int suite_relay(void)
 	    !CU_add_test(s, "sim power", test_sim_power) ||
 	    !CU_add_test(s, "sim agent exits", test_sim_agent_exit) ||
 	    !CU_add_test(s, "sim errors", test_sim_errors) ||
+	    !CU_add_test(s, "gated spawn, its record, the exit peek", test_spawn_gated) ||
 	    !CU_add_test(s, "resolve after fork", test_resolve_fork) ||
 	    !CU_add_test(s, "lock keys: a command relay's board_id, a virtual board's disk", test_board_lock_keys) ||
 	    !CU_add_test(s, "qemu: KVM failure in QEMU's log", test_qemu_kvm_failure) ||
