@@ -43,7 +43,6 @@
 
 #include "common/proto.h"
 #include "harness/engine/engine.h"
-#include "harness/engine/engine_region.h"
 #include "harness/engine/engine_observed.h"
 #include "harness/engine/engine_state.h"
 
@@ -52,6 +51,13 @@ struct wcycle;
 struct eng_ledger;
 /* What the next verdict is to carry (engine_carry.h). */
 struct eng_carry;
+
+/* A region or one superblock copy, as HELLO describes it (engine_region.c's). */
+struct sbrec {
+	char uuid[37];
+	uint64_t bytes, record_size, slots, seed, created;
+	int has_created;	/* agents before it existed do not say */
+};
 
 struct board {
 	char name[64];

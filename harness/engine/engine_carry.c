@@ -4,7 +4,7 @@
  * list.
  */
 #include "harness/engine/engine_carry.h"
-#include "harness/engine/engine_judge.h"
+#include "harness/engine/engine_judgement.h"
 
 #include "harness/engine/engine.h"
 

@@ -1,8 +1,9 @@
 /*
  * engine_judge.h - judgement: one complete scan judged against the
  * expected state and the cycle's writes (engine_judge.c), the findings
- * counted and listed in a struct judge that the verdict (engine_verdict.c)
- * encodes and the carried findings (engine_carry.c) feed or take. The
+ * counted and listed in a struct judge (engine_judgement.h) that the
+ * verdict (engine_verdict.c) encodes and the carried findings
+ * (engine_carry.c) feed or take. The
  * judge reads the board's scan and expected state directly (engine_scan.h,
  * engine_state.h: it sits below the scan in the pipeline), and writes the
  * expected state's baseline and next seq when a baseline scan is adopted.
@@ -11,31 +12,10 @@
 #ifndef PC_HARNESS_ENGINE_JUDGE_H
 #define PC_HARNESS_ENGINE_JUDGE_H
 
-#include <stdint.h>
-
-#include <json-c/json.h>
-
-#include "harness/results/verdict.h"
+#include "harness/engine/engine_judgement.h"
 
 struct engine;
 struct board;
-struct wcycle;
-
-struct judge {
-	struct engine *e;
-	struct board *b;
-	struct wcycle *w;
-	uint32_t counts[PC_NCLASSES];
-	uint32_t violations;
-	json_object *findings;
-	uint32_t nlisted;	/* findings in the array */
-	uint32_t unlisted;	/* findings counted beyond ENGINE_MAX_FINDINGS */
-	json_object *scratch;	/* the last unlisted finding (its details go nowhere) */
-	uint64_t *hot;		/* a bitmap of the slots written by the judged cycle */
-	/* pending not_written range, to list unacked ones compactly */
-	uint64_t nw_first;
-	uint32_t nw_n, nw_slot;
-};
 
 /* A scan that reported more damage than the engine holds: a device-level
  * finding and FAIL when it is new damage for certain, else INFRA_ERROR;

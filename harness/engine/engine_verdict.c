@@ -6,7 +6,7 @@
  */
 #include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
-#include "harness/engine/engine_judge.h"
+#include "harness/engine/engine_judgement.h"
 #include "harness/engine/engine_ledger.h"
 #include "harness/engine/engine_state.h"
 #include "harness/engine/engine_verdict.h"

@@ -21,8 +21,10 @@ dd if=/dev/zero of="$media" bs=512 count=1 conv=notrunc status=none
 run 6
 check "superblock A lost: a collateral finding" [ "$(finding superblock | jq -r .copy)" = "A" ]
 check "...and the cycle is FAIL" [ "$(jq -r 'select(.cycle == 5) | .verdict' "$T/r/verdicts.jsonl")" = "FAIL" ]
-# a different card in the slot: same bytes, new identity (the sim's CID follows the media's inode)
-cp "$media" "$media.new" && mv "$media.new" "$media"
+# a different card in the slot: same bytes, new identity (the sim's serial is
+# kept beside its media, <media>.id, and a new card has none yet: its CID then
+# follows the new media's inode)
+cp "$media" "$media.new" && mv "$media.new" "$media" && rm -f "$media.id"
 run 8
 check "a changed CID is reported" [ "$(finding identity | jq -r .field | head -1)" = "cid" ]
 # both copies gone: the agent cannot tell this is its region, so it neither
