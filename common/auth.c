@@ -4,6 +4,7 @@
  * libsodium's HMAC-SHA256.
  */
 #include "common/auth.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -42,44 +43,37 @@ int pc_auth_key_load(const char *path, struct pc_auth_key *k, char *err, size_t 
 	ssize_t n;
 	int fd, e;
 
-	if (pc_auth_init()) {
-		snprintf(err, errlen, "libsodium cannot start (no entropy source?)");
-		return -EIO;
-	}
+	if (pc_auth_init())
+		return pc_fail(err, errlen, -EIO, "libsodium cannot start (no entropy source?)");
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		e = errno;
-		snprintf(err, errlen, "key file %s: %s%s", path, strerror(e),
+		return pc_fail(err, errlen, -e, "key file %s: %s%s", path, strerror(e),
 			 e == ENOENT ? " (the campaign's key_file, or the results folder's agent.key; powercut key new "
 				       "makes one; copy it here, mode 0600)" : "");
-		return -e;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "key file %s: not a regular file", path);
 		close(fd);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "key file %s: not a regular file", path);
 	}
 	if (st.st_mode & 077) {
-		snprintf(err, errlen, "key file %s: mode %04o lets others read or change it; chmod 600 %s", path,
-			 (unsigned)(st.st_mode & 07777), path);
 		close(fd);
-		return -EPERM;
+		return pc_fail(err, errlen, -EPERM, "key file %s: mode %04o lets others read or change it; chmod 600 %s", path,
+			 (unsigned)(st.st_mode & 07777), path);
 	}
 	n = read(fd, text, sizeof(text) - 1);
 	close(fd);
 	if (n < 0) {
 		e = errno;
-		snprintf(err, errlen, "key file %s: %s", path, strerror(e));
-		return -e;
+		return pc_fail(err, errlen, -e, "key file %s: %s", path, strerror(e));
 	}
 	text[n] = 0;
 	if (n == 2 * PC_AUTH_KEY_BYTES + 1 && text[n - 1] == '\n')
 		text[--n] = 0;
 	if (n != 2 * PC_AUTH_KEY_BYTES || pc_auth_unhex(text, k->k, PC_AUTH_KEY_BYTES)) {
-		snprintf(err, errlen, "key file %s: expected %d hex digits (a key made by powercut run)", path,
-			 2 * PC_AUTH_KEY_BYTES);
 		sodium_memzero(text, sizeof(text));
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "key file %s: expected %d hex digits (a key made by powercut run)", path,
+			 2 * PC_AUTH_KEY_BYTES);
 	}
 	sodium_memzero(text, sizeof(text));
 	return 0;
@@ -91,16 +85,14 @@ int pc_auth_key_create(const char *path, char *err, size_t errlen)
 	char hex[2 * PC_AUTH_KEY_BYTES + 2];
 	int fd, e;
 
-	if (pc_auth_init()) {
-		snprintf(err, errlen, "libsodium cannot start (no entropy source?)");
-		return -EIO;
-	}
+	if (pc_auth_init())
+		return pc_fail(err, errlen, -EIO, "libsodium cannot start (no entropy source?)");
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0) {
 		e = errno;
-		if (e != EEXIST)
-			snprintf(err, errlen, "cannot create the key file %s: %s", path, strerror(e));
-		return -e;
+		if (e == EEXIST)
+			return -e;	/* the caller says what is there */
+		return pc_fail(err, errlen, -e, "cannot create the key file %s: %s", path, strerror(e));
 	}
 	randombytes_buf(key, sizeof(key));
 	sodium_bin2hex(hex, sizeof(hex) - 1, key, sizeof(key));

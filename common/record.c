@@ -3,6 +3,7 @@
  */
 #include "common/record.h"
 #include "common/crc32c.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -60,27 +61,19 @@ int pc_geom_init(struct pc_geom *g, uint64_t region_bytes, uint32_t record_size,
 	uint64_t data;
 
 	memset(g, 0, sizeof(*g));
-	if (record_size == 0 || record_size % PC_SECTOR || record_size > PC_MAX_RECORD_SIZE) {
-		snprintf(err, errlen, "record size %" PRIu32 " is not a multiple of 512 between 512 and %u",
+	if (record_size == 0 || record_size % PC_SECTOR || record_size > PC_MAX_RECORD_SIZE)
+		return pc_fail(err, errlen, -EINVAL, "record size %" PRIu32 " is not a multiple of 512 between 512 and %u",
 			 record_size, PC_MAX_RECORD_SIZE);
-		return -EINVAL;
-	}
-	if (region_bytes % PC_SECTOR) {
-		snprintf(err, errlen, "region size %" PRIu64 " is not a multiple of 512", region_bytes);
-		return -EINVAL;
-	}
+	if (region_bytes % PC_SECTOR)
+		return pc_fail(err, errlen, -EINVAL, "region size %" PRIu64 " is not a multiple of 512", region_bytes);
 	data = region_bytes / PC_SECTOR;
-	if (data < 2 * PC_SB_RESERVE_SECT + 2ull * (record_size / PC_SECTOR)) {
-		snprintf(err, errlen, "region of %" PRIu64 " bytes is too small for two %" PRIu32
+	if (data < 2 * PC_SB_RESERVE_SECT + 2ull * (record_size / PC_SECTOR))
+		return pc_fail(err, errlen, -EINVAL, "region of %" PRIu64 " bytes is too small for two %" PRIu32
 			 "-byte records and two superblocks", region_bytes, record_size);
-		return -EINVAL;
-	}
 	data -= 2 * PC_SB_RESERVE_SECT;
 	data /= record_size / PC_SECTOR;
-	if (data > UINT32_MAX - 1) {
-		snprintf(err, errlen, "region has too many slots (%" PRIu64 "); use larger records", data);
-		return -EINVAL;
-	}
+	if (data > UINT32_MAX - 1)
+		return pc_fail(err, errlen, -EINVAL, "region has too many slots (%" PRIu64 "); use larger records", data);
 	g->region_bytes = region_bytes;
 	g->record_size = record_size;
 	g->nslots = (uint32_t)data;
@@ -120,20 +113,14 @@ int pc_sb_decode(const uint8_t in[PC_SECTOR], struct pc_geom *g, char *err, size
 	uint32_t version;
 	char why[128];
 
-	if (memcmp(in, PC_SB_MAGIC, 8) != 0) {
-		snprintf(err, errlen, "no powercut superblock (magic missing)");
-		return -EINVAL;
-	}
-	if (pc_get32(in + PC_OFF_CRC) != pc_crc32c(0, in, PC_OFF_CRC)) {
-		snprintf(err, errlen, "superblock checksum mismatch");
-		return -EINVAL;
-	}
+	if (memcmp(in, PC_SB_MAGIC, 8) != 0)
+		return pc_fail(err, errlen, -EINVAL, "no powercut superblock (magic missing)");
+	if (pc_get32(in + PC_OFF_CRC) != pc_crc32c(0, in, PC_OFF_CRC))
+		return pc_fail(err, errlen, -EINVAL, "superblock checksum mismatch");
 	version = pc_get32(in + 8);
-	if (version != PC_FORMAT_VERSION) {
-		snprintf(err, errlen, "superblock format version %" PRIu32 ", this build reads %u",
+	if (version != PC_FORMAT_VERSION)
+		return pc_fail(err, errlen, -EINVAL, "superblock format version %" PRIu32 ", this build reads %u",
 			 version, PC_FORMAT_VERSION);
-		return -EINVAL;
-	}
 	memset(g, 0, sizeof(*g));
 	memcpy(g->uuid, in + 16, 16);
 	g->region_bytes = pc_get64(in + 32);
@@ -144,8 +131,7 @@ int pc_sb_decode(const uint8_t in[PC_SECTOR], struct pc_geom *g, char *err, size
 	if (pc_get32(in + 64) != PC_SB_RESERVE_SECT ||
 	    pc_geom_init(&chk, g->region_bytes, g->record_size, g->seed, why, sizeof(why)) ||
 	    chk.nslots != g->nslots) {
-		snprintf(err, errlen, "superblock geometry is inconsistent");
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "superblock geometry is inconsistent");
 	}
 	return 0;
 }

@@ -78,10 +78,8 @@ int pc_resolve(const char *host, const char *service, uint64_t deadline, uint32_
 	if (getaddrinfo(host, service, &numeric, res) == 0)
 		return 0;
 	l = calloc(1, sizeof(*l));
-	if (!l) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!l)
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	pc_strlcpy(l->host, host, sizeof(l->host));
 	pc_strlcpy(l->service, service, sizeof(l->service));
 	l->hints.ai_family = AF_UNSPEC;
@@ -97,9 +95,8 @@ int pc_resolve(const char *host, const char *service, uint64_t deadline, uint32_
 	rc = pthread_create(&th, NULL, lookup_thread, l);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		snprintf(err, errlen, "resolving %s: cannot start a thread: %s", host, strerror(rc));
 		lookup_free(l);
-		return -EIO;
+		return pc_fail(err, errlen, -EIO, "resolving %s: cannot start a thread: %s", host, strerror(rc));
 	}
 	pthread_mutex_lock(&l->mu);
 	while (!l->done) {
@@ -113,8 +110,7 @@ int pc_resolve(const char *host, const char *service, uint64_t deadline, uint32_
 		l->abandoned = 1;
 		pthread_mutex_unlock(&l->mu);
 		pthread_detach(th);
-		snprintf(err, errlen, "resolving %s timed out after %u ms", host, timeout_ms);
-		return -ETIMEDOUT;
+		return pc_fail(err, errlen, -ETIMEDOUT, "resolving %s timed out after %u ms", host, timeout_ms);
 	}
 	pthread_mutex_unlock(&l->mu);
 	/* Its exit too, not only its result: a thread still exiting when the

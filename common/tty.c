@@ -54,33 +54,26 @@ int pc_tty_open(const char *path, uint32_t baud, int flags, char *err, size_t er
 	speed_t sp;
 	int fd, rc;
 
-	if (pc_tty_speed(baud, &sp)) {
-		snprintf(err, errlen, "%s: %u baud is not a supported rate (1200 to 3000000: 9600, 115200, ...)", path,
+	if (pc_tty_speed(baud, &sp))
+		return pc_fail(err, errlen, -EINVAL, "%s: %u baud is not a supported rate (1200 to 3000000: 9600, 115200, ...)", path,
 			 baud);
-		return -EINVAL;
-	}
 	fd = open(path, O_RDWR | O_NOCTTY | O_CLOEXEC | ((flags & PC_TTY_NONBLOCK) ? O_NONBLOCK : 0));
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(-rc));
-		return rc;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, -errno, "cannot open %s: %s", path, strerror(errno));
 	if (tcgetattr(fd, &t) < 0) {
 		rc = -errno;
 		if (rc == -ENOTTY && (flags & PC_TTY_NOT_TTY_OK))
 			return fd;
-		snprintf(err, errlen, "%s is not a serial port (%s)", path, strerror(-rc));
+		pc_fail(err, errlen, rc, "%s is not a serial port (%s)", path, strerror(-rc));
 		goto fail;
 	}
 	raw_8n1(&t, sp);
 	if (tcsetattr(fd, TCSANOW, &t) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot set %s to %u 8N1 raw: %s", path, baud, strerror(-rc));
+		rc = pc_fail(err, errlen, -errno, "cannot set %s to %u 8N1 raw: %s", path, baud, strerror(errno));
 		goto fail;
 	}
 	if (tcgetattr(fd, &t) < 0 || !held(&t, sp)) {
-		rc = -EIO;
-		snprintf(err, errlen, "%s did not take %u 8N1 raw without flow control (its driver kept other "
+		rc = pc_fail(err, errlen, -EIO, "%s did not take %u 8N1 raw without flow control (its driver kept other "
 			 "settings)", path, baud);
 		goto fail;
 	}

@@ -242,12 +242,18 @@ int pc_read_text(const char *path, char *buf, size_t len)
 	return 0;
 }
 
+int pc_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap)
+{
+	vsnprintf(err, errlen, fmt, ap);
+	return rc;
+}
+
 int pc_fail(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	rc = pc_vfail(err, errlen, rc, fmt, ap);
 	va_end(ap);
 	return rc;
 }

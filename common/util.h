@@ -4,6 +4,7 @@
 #ifndef PC_UTIL_H
 #define PC_UTIL_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -53,6 +54,9 @@ int pc_read_text(const char *path, char *buf, size_t len);
 /* The message fmt into err (errlen bytes), and rc returned: an error said
  * and passed up in one statement (return pc_fail(err, errlen, -EIO, ...)). */
 int pc_fail(char *err, size_t errlen, int rc, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* pc_fail with a va_list, for a filler of its own (relay_errf): the one
+ * place an error buffer is filled. */
+int pc_vfail(char *err, size_t errlen, int rc, const char *fmt, va_list ap) __attribute__((format(printf, 4, 0)));
 
 /* mkdir -p; 0 or -errno. */
 int pc_mkdir_p(const char *path, mode_t mode);
