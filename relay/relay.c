@@ -112,11 +112,9 @@ int relay_open(struct relay *r, const char *driver, json_object *cfg, const stru
 
 	memset(r, 0, sizeof(*r));
 	pc_strlcpy(r->board, ctx && ctx->board ? ctx->board : "?", sizeof(r->board));
-	if (!ops) {
-		snprintf(err, errlen, "board %s: unknown relay driver '%s' (valid: %s)", r->board,
+	if (!ops)
+		return pc_fail(err, errlen, -EINVAL, "board %s: unknown relay driver '%s' (valid: %s)", r->board,
 			 driver ? driver : "(none)", relay_names());
-		return -EINVAL;
-	}
 	r->ops = ops;
 	/* The config layer checks too; checking here lets drivers trust cfg. */
 	rc = ops->check(cfg, detail, sizeof(detail));

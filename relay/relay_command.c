@@ -56,15 +56,12 @@ static int cmd_check_string(json_object *cfg, const char *key, int required, cha
 	if (!cfg || !json_object_object_get_ex(cfg, key, &v)) {
 		if (!required)
 			return 0;
-		snprintf(err, errlen, "%s: missing; give the shell command that switches the power %s",
+		return pc_fail(err, errlen, -EINVAL, "%s: missing; give the shell command that switches the power %s",
 			 key, key);
-		return -EINVAL;
 	}
-	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
-		snprintf(err, errlen, "%s: expected a non-empty string (a shell command), got %s", key,
+	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+		return pc_fail(err, errlen, -EINVAL, "%s: expected a non-empty string (a shell command), got %s", key,
 			 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -82,10 +79,9 @@ static int cmd_check_board_id(json_object *cfg, char *err, size_t errlen)
 	if (n >= 1 && n <= CMD_BOARD_ID_MAX &&
 	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == n)
 		return 0;
-	snprintf(err, errlen, "board_id: expected the physical board's name in the lab, 1 to %d of "
+	return pc_fail(err, errlen, -EINVAL, "board_id: expected the physical board's name in the lab, 1 to %d of "
 		 "[A-Za-z0-9_.-] (every campaign naming it shares one lock), got %.80s", CMD_BOARD_ID_MAX,
 		 json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
-	return -EINVAL;
 }
 
 static int cmd_check(json_object *cfg, char *err, size_t errlen)

@@ -52,10 +52,8 @@ static int gpiod_check(json_object *cfg, char *err, size_t errlen)
 					err, errlen);
 	if (rc)
 		return rc;
-	if (!json_object_object_get_ex(cfg, "line", &v)) {
-		snprintf(err, errlen, "line: missing; give the line offset (an integer) or the line name (a string)");
-		return -EINVAL;
-	}
+	if (!json_object_object_get_ex(cfg, "line", &v))
+		return pc_fail(err, errlen, -EINVAL, "line: missing; give the line offset (an integer) or the line name (a string)");
 	if (json_object_is_type(v, json_type_int)) {
 		rc = relay_check_int(cfg, "line", 0, GPIOD_LINE_MAX, err, errlen);
 	} else if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {

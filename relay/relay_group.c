@@ -136,8 +136,8 @@ static int record_write(const char *path, const char *line, char *err, size_t er
 	int ret = pc_write_file(path, line, strlen(line), PC_FILE_SYNC);
 
 	if (ret)
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-	return ret;
+		return pc_fail(err, errlen, ret, "%s: %s", path, strerror(-ret));
+	return 0;
 }
 
 int relay_gate_release(struct relay_gate *g, pid_t pid, const char *path, const char *what, char *err,
@@ -153,8 +153,8 @@ int relay_gate_release(struct relay_gate *g, pid_t pid, const char *path, const 
 	if (!ret)
 		ret = proc_stat(getpid(), NULL, NULL, &hstart);
 	if (ret) {
-		snprintf(err, errlen, "cannot read the start time of %s pid %d from /proc: %s", what, (int)pid,
-			 strerror(-ret));
+		pc_fail(err, errlen, ret, "cannot read the start time of %s pid %d from /proc: %s", what, (int)pid,
+			strerror(-ret));
 		goto fail;
 	}
 	boot_id(boot, sizeof(boot));
@@ -162,8 +162,7 @@ int relay_gate_release(struct relay_gate *g, pid_t pid, const char *path, const 
 		json_object *o = json_object_new_object();
 
 		if (!o) {
-			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
+			ret = pc_fail(err, errlen, -ENOMEM, "out of memory");
 			goto fail;
 		}
 		json_object_object_add(o, "pgid", json_object_new_int64(pid));
@@ -179,8 +178,7 @@ int relay_gate_release(struct relay_gate *g, pid_t pid, const char *path, const 
 	if (ret)
 		goto fail;
 	if (send(g->wr, "g", 1, MSG_NOSIGNAL) != 1) {
-		ret = -EPIPE;
-		snprintf(err, errlen, "%s pid %d died before it was released", what, (int)pid);
+		ret = pc_fail(err, errlen, -EPIPE, "%s pid %d died before it was released", what, (int)pid);
 		goto fail;
 	}
 	relay_gate_close(g);
@@ -338,16 +336,14 @@ static int group_rec_read(const char *path, struct group_rec *r, char *note, siz
 	char buf[GROUP_REC_MAX], boot[64];
 	json_object *o, *v;
 	ssize_t n;
-	int fd, ret;
+	int fd;
 
 	snprintf(r->what, sizeof(r->what), "process");
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0) {
 		if (errno == ENOENT)
 			return 0;
-		ret = -errno;
-		snprintf(err, errlen, "cannot read %s: %s", path, strerror(-ret));
-		return ret;
+		return pc_fail(err, errlen, -errno, "cannot read %s: %s", path, strerror(errno));
 	}
 	do
 		n = read(fd, buf, sizeof(buf) - 1);
@@ -377,9 +373,8 @@ static int group_rec_read(const char *path, struct group_rec *r, char *note, siz
 	}
 	if (!boot[0]) {
 		json_object_put(o);
-		snprintf(err, errlen, "cannot read /proc/sys/kernel/random/boot_id, so cannot tell whether the "
+		return pc_fail(err, errlen, -EIO, "cannot read /proc/sys/kernel/random/boot_id, so cannot tell whether the "
 			 "process group recorded in %s still runs", path);
-		return -EIO;
 	}
 	if (strcmp(json_object_get_string(v), boot) != 0) {
 		/* another boot of this host: that process is long gone */
@@ -396,22 +391,16 @@ static int group_kill(const char *path, const struct group_rec *r, char *note, s
 		      size_t errlen)
 {
 	uint64_t deadline;
-	int ret;
 
-	if (kill(-(pid_t)r->pgid, SIGKILL) < 0 && errno != ESRCH) {
-		ret = -errno;
-		snprintf(err, errlen, "kill %s process group %d left by an earlier powercut (pid %d): %s", r->what,
-			 (int)r->pgid, (int)r->hpid, strerror(-ret));
-		return ret;
-	}
+	if (kill(-(pid_t)r->pgid, SIGKILL) < 0 && errno != ESRCH)
+		return pc_fail(err, errlen, -errno, "kill %s process group %d left by an earlier powercut (pid %d): %s", r->what,
+			 (int)r->pgid, (int)r->hpid, strerror(errno));
 	deadline = pc_now_ms() + RELAY_ORPHAN_MS;
 	while (group_alive((pid_t)r->pgid)) {
-		if (pc_now_ms() >= deadline) {
-			snprintf(err, errlen, "%s process group %d left by an earlier powercut (pid %d) still runs %d ms "
+		if (pc_now_ms() >= deadline)
+			return pc_fail(err, errlen, -ETIMEDOUT, "%s process group %d left by an earlier powercut (pid %d) still runs %d ms "
 				 "after SIGKILL: stuck in the kernel? Check `ps -g %d` and dmesg", r->what, (int)r->pgid,
 				 (int)r->hpid, RELAY_ORPHAN_MS, (int)r->pgid);
-			return -ETIMEDOUT;
-		}
 		pc_sleep_us(10000);
 	}
 	relay_group_forget(path);
@@ -440,11 +429,9 @@ int relay_group_kill_orphans(const char *path, const char *match, char *note, si
 		relay_group_forget(path);
 		return 0;
 	}
-	if (ret) {
-		snprintf(err, errlen, "cannot read /proc/%d/stat to tell whether %s process group %d recorded in %s "
+	if (ret)
+		return pc_fail(err, errlen, ret, "cannot read /proc/%d/stat to tell whether %s process group %d recorded in %s "
 			 "is still running", (int)r.pgid, r.what, (int)r.pgid, path);
-		return ret;
-	}
 	/* never ourselves, whatever a record says */
 	if ((pid_t)r.pgid == getpid() || (pid_t)r.pgid == getpgrp()) {
 		snprintf(note, notelen, "%s names this very powercut's process group %d; nothing killed", path,
@@ -469,9 +456,8 @@ int relay_group_kill_orphans(const char *path, const char *match, char *note, si
 	/* the harness that started it: if it still runs, the group is not an orphan */
 	if ((pid_t)r.hpid != getpid() && proc_stat((pid_t)r.hpid, NULL, NULL, &now_start) == 0 &&
 	    now_start == (uint64_t)r.hstart) {
-		snprintf(err, errlen, "%s process group %d (recorded in %s) belongs to powercut pid %d, which still "
+		return pc_fail(err, errlen, -EBUSY, "%s process group %d (recorded in %s) belongs to powercut pid %d, which still "
 			 "runs; stop that one first", r.what, (int)r.pgid, path, (int)r.hpid);
-		return -EBUSY;
 	}
 	return group_kill(path, &r, note, notelen, err, errlen);
 }

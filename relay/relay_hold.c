@@ -254,14 +254,10 @@ int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg,
 	int pfd[2], rc;
 	pid_t child;
 
-	if (!l->sock[0]) {
-		snprintf(err, errlen, "%s: no socket path for its holder", l->path);
-		return -ENAMETOOLONG;
-	}
-	if (pipe2(pfd, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return -errno;
-	}
+	if (!l->sock[0])
+		return pc_fail(err, errlen, -ENAMETOOLONG, "%s: no socket path for its holder", l->path);
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return pc_fail(err, errlen, -errno, "pipe: %s", strerror(errno));
 	pc_spawn_init(&s);
 	s.flags = PC_SPAWN_FLUSH;
 	job = (struct hold_job){ .rd = pfd[0], .wr = pfd[1], .l = l, .driver = driver, .cfg = cfg, .ctx = ctx };
@@ -269,8 +265,7 @@ int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg,
 	if (rc < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
-		snprintf(err, errlen, "cannot start the relay holder: fork: %s", strerror(-rc));
-		return rc;
+		return pc_fail(err, errlen, rc, "cannot start the relay holder: fork: %s", strerror(-rc));
 	}
 	close(pfd[1]);
 	/* its first words: "ok" once it holds the relay, else why not (EOF: it died) */
@@ -293,8 +288,7 @@ int relay_hold_start(struct relay_lock *l, const char *driver, json_object *cfg,
 	}
 	/* it exits after saying why: reap it */
 	pc_reap(child, NULL, PC_REAP_FOREVER);
-	snprintf(err, errlen, "%s", buf[0] ? buf : "the relay holder died before it held the relay");
-	return -EIO;
+	return pc_fail(err, errlen, -EIO, "%s", buf[0] ? buf : "the relay holder died before it held the relay");
 }
 
 int relay_hold_ask(const char *sock, const char *req, char *reply, size_t len, char *err, size_t errlen)
@@ -306,32 +300,25 @@ int relay_hold_ask(const char *sock, const char *req, char *reply, size_t len, c
 	int fd, rc;
 
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "socket: %s", strerror(-rc));
-		return rc;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, -errno, "socket: %s", strerror(errno));
 	if (connect(fd, (struct sockaddr *)&sa, hold_addr(&sa, sock)) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot reach the relay holder at @%s: %s", sock, strerror(-rc));
 		close(fd);
-		return rc;
+		return pc_fail(err, errlen, rc, "cannot reach the relay holder at @%s: %s", sock, strerror(-rc));
 	}
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot ask the relay holder at @%s: %s", sock, strerror(-rc));
 		close(fd);
-		return rc;
+		return pc_fail(err, errlen, rc, "cannot ask the relay holder at @%s: %s", sock, strerror(-rc));
 	}
 	p = (struct pollfd){ .fd = fd, .events = POLLIN };
 	rc = poll(&p, 1, RELAY_HOLD_ASK_MS);
 	n = rc > 0 ? recv(fd, buf, sizeof(buf) - 1, 0) : -1;
 	close(fd);
-	if (n <= 0) {
-		snprintf(err, errlen, "the relay holder at @%s did not answer '%s' within %d ms", sock, req,
+	if (n <= 0)
+		return pc_fail(err, errlen, -ETIMEDOUT, "the relay holder at @%s did not answer '%s' within %d ms", sock, req,
 			 RELAY_HOLD_ASK_MS);
-		return -ETIMEDOUT;
-	}
 	buf[n] = 0;
 	for (ssize_t i = 0; i < n; i++)
 		if ((unsigned char)buf[i] < ' ' || buf[i] == 0x7f)
@@ -340,6 +327,5 @@ int relay_hold_ask(const char *sock, const char *req, char *reply, size_t len, c
 		pc_strlcpy(reply, buf + 3, len);
 		return 0;
 	}
-	snprintf(err, errlen, "%s", !strncmp(buf, "err ", 4) ? buf + 4 : buf);
-	return -EIO;
+	return pc_fail(err, errlen, -EIO, "%s", !strncmp(buf, "err ", 4) ? buf + 4 : buf);
 }

@@ -66,11 +66,9 @@ static int lcus_check(json_object *cfg, char *err, size_t errlen)
 		rc = relay_check_int(cfg, "timeout_ms", 1, RELAY_MS_MAX, err, errlen);
 	if (rc)
 		return rc;
-	if (lcus_speed((int)relay_cfg_int(cfg, "baud", 9600), &sp) < 0) {
-		snprintf(err, errlen, "baud: expected one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200 "
+	if (lcus_speed((int)relay_cfg_int(cfg, "baud", 9600), &sp) < 0)
+		return pc_fail(err, errlen, -EINVAL, "baud: expected one of 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200 "
 			 "(LCUS boards use 9600), got %" PRId64, relay_cfg_int(cfg, "baud", 0));
-		return -EINVAL;
-	}
 	return 0;
 }
 

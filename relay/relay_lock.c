@@ -57,8 +57,9 @@ static int lock_dir(char *dir, size_t len, char *err, size_t errlen)
 		pc_strlcpy(dir, env, len);
 		rc = pc_mkdir_p(dir, 0755);
 		if (rc)
-			snprintf(err, errlen, "%s (from $%s): cannot create: %s", dir, RELAY_LOCK_ENV, strerror(-rc));
-		return rc;
+			return pc_fail(err, errlen, rc, "%s (from $%s): cannot create: %s", dir, RELAY_LOCK_ENV,
+				       strerror(-rc));
+		return 0;
 	}
 	/* a host without /run/lock (a minimal container): /tmp, the same for
 	 * every powercut on it all the same */
@@ -68,15 +69,11 @@ static int lock_dir(char *dir, size_t len, char *err, size_t errlen)
 	if (mkdir(dir, 01777) == 0)
 		chmod(dir, 01777);
 	else if (errno != EEXIST) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: cannot create: %s; the per-relay locks live there (or set $%s to "
-			 "another directory every powercut on this host uses)", dir, strerror(-rc), RELAY_LOCK_ENV);
-		return rc;
+		return pc_fail(err, errlen, -errno, "%s: cannot create: %s; the per-relay locks live there (or set $%s to "
+			 "another directory every powercut on this host uses)", dir, strerror(errno), RELAY_LOCK_ENV);
 	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s: not a directory; the per-relay locks live there", dir);
-		return -ENOTDIR;
-	}
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode))
+		return pc_fail(err, errlen, -ENOTDIR, "%s: not a directory; the per-relay locks live there", dir);
 	return 0;
 }
 
@@ -98,10 +95,8 @@ static int lock_base(const char *key, char *base, size_t len, char *err, size_t 
 	}
 	name[i] = 0;
 	/* the whole key, so "/dev/ttyUSB0" and "_dev_ttyUSB0" stay two locks */
-	if (snprintf(base, len, "%s/%s-%08" PRIx32, dir, name, pc_crc32c(0, key, strlen(key))) >= (int)len) {
-		snprintf(err, errlen, "%s: the lock directory's path is too long", dir);
-		return -ENAMETOOLONG;
-	}
+	if (snprintf(base, len, "%s/%s-%08" PRIx32, dir, name, pc_crc32c(0, key, strlen(key))) >= (int)len)
+		return pc_fail(err, errlen, -ENAMETOOLONG, "%s: the lock directory's path is too long", dir);
 	return 0;
 }
 
@@ -275,18 +270,15 @@ int relay_lock_take(struct relay_lock *l, const char *key, const struct relay_lo
 	snprintf(l->path, sizeof(l->path), "%s.lock", base);
 	relay_lock_sock_path(key, l->sock, sizeof(l->sock), desc, sizeof(desc));
 	fd = lock_open(l->path);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot open: %s (the lock of relay %s)", l->path, strerror(-fd), key);
-		return fd;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, fd, "%s: cannot open: %s (the lock of relay %s)", l->path, strerror(-fd), key);
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EINTR)
 			continue;
 		if (errno != EWOULDBLOCK) {
 			rc = -errno;
-			snprintf(err, errlen, "%s: cannot lock: %s", l->path, strerror(-rc));
 			close(fd);
-			return rc;
+			return pc_fail(err, errlen, rc, "%s: cannot lock: %s", l->path, strerror(-rc));
 		}
 		if (pc_now_ms() >= deadline) {
 			lock_read(fd, &old);

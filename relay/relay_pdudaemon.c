@@ -160,31 +160,23 @@ static int pdu_check(json_object *cfg, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	memset(&p, 0, sizeof(p));
-	if (pdu_parse_url(relay_cfg_str(cfg, "url", PDU_DEFAULT_URL), &p, why, sizeof(why)) < 0) {
-		snprintf(err, errlen, "url: %s, got \"%s\"", why, relay_cfg_str(cfg, "url", ""));
-		return -EINVAL;
-	}
+	if (pdu_parse_url(relay_cfg_str(cfg, "url", PDU_DEFAULT_URL), &p, why, sizeof(why)) < 0)
+		return pc_fail(err, errlen, -EINVAL, "url: %s, got \"%s\"", why, relay_cfg_str(cfg, "url", ""));
 	if (p.tcp && (strpbrk(relay_cfg_str(cfg, "hostname", ""), " \t\r\n") ||
 		      strlen(relay_cfg_str(cfg, "hostname", "")) >= sizeof(p.pdu))) {
-		snprintf(err, errlen, "hostname: pdudaemon's TCP listener splits its request at spaces, got \"%s\"",
+		return pc_fail(err, errlen, -EINVAL, "hostname: pdudaemon's TCP listener splits its request at spaces, got \"%s\"",
 			 relay_cfg_str(cfg, "hostname", ""));
-		return -EINVAL;
 	}
-	if (!json_object_object_get_ex(cfg, "port", &v)) {
-		snprintf(err, errlen, "port: missing; give the outlet number on the PDU");
-		return -EINVAL;
-	}
+	if (!json_object_object_get_ex(cfg, "port", &v))
+		return pc_fail(err, errlen, -EINVAL, "port: missing; give the outlet number on the PDU");
 	if (json_object_is_type(v, json_type_int))
 		return relay_check_int(cfg, "port", 0, 65535, err, errlen);
-	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
-		snprintf(err, errlen, "port: expected the outlet number (or name, a string), got %s", relay_json_text(v));
-		return -EINVAL;
-	}
+	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+		return pc_fail(err, errlen, -EINVAL, "port: expected the outlet number (or name, a string), got %s", relay_json_text(v));
 	if (p.tcp) {
 		/* the TCP listener splits its line at spaces and takes int(port) */
-		snprintf(err, errlen, "port: pdudaemon's TCP listener takes an outlet number, got %s (use an http:// url "
+		return pc_fail(err, errlen, -EINVAL, "port: pdudaemon's TCP listener takes an outlet number, got %s (use an http:// url "
 			 "for named outlets)", relay_json_text(v));
-		return -EINVAL;
 	}
 	return 0;
 }

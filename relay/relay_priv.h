@@ -33,14 +33,15 @@
 #define RELAY_MS_MAX	3600000	/* an hour: any longer timeout is a typo */
 #define RELAY_REAP_MS	2000	/* after SIGKILL a child is gone at once; bound it anyway */
 
-/* Fill r->err; paths make messages long, and truncating one beats failing. */
+/* Fill r->err (common/util.c's pc_vfail fills every error buffer); paths
+ * make messages long, and truncating one beats failing. */
 static inline void relay_errf(struct relay *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static inline void relay_errf(struct relay *r, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(r->err, sizeof(r->err), fmt, ap);
+	pc_vfail(r->err, sizeof(r->err), 0, fmt, ap);
 	va_end(ap);
 }
 
@@ -62,10 +63,8 @@ static inline int relay_check_keys(json_object *cfg, const char *driver, const c
 
 	if (!cfg)
 		return 0;
-	if (!json_object_is_type(cfg, json_type_object)) {
-		snprintf(err, errlen, "expected an object");
-		return -EINVAL;
-	}
+	if (!json_object_is_type(cfg, json_type_object))
+		return pc_fail(err, errlen, -EINVAL, "expected an object");
 	json_object_object_foreach(cfg, key, val) {
 		char valid[256];
 		size_t i, n = 0;
@@ -79,13 +78,11 @@ static inline int relay_check_keys(json_object *cfg, const char *driver, const c
 		valid[0] = 0;
 		for (i = 0; i < nkeys && n < sizeof(valid); i++)
 			n += (size_t)snprintf(valid + n, sizeof(valid) - n, "%s%s", i ? ", " : "", keys[i]);
-		snprintf(err, errlen, "unknown key '%s' (valid: %s)", key, valid);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "unknown key '%s' (valid: %s)", key, valid);
 	}
 	if (json_object_object_get_ex(cfg, "driver", &v) &&
 	    (!json_object_is_type(v, json_type_string) || strcmp(json_object_get_string(v), driver))) {
-		snprintf(err, errlen, "driver: expected \"%s\"", driver);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "driver: expected \"%s\"", driver);
 	}
 	return 0;
 }
@@ -100,11 +97,9 @@ static inline int relay_check_int(json_object *cfg, const char *key, int64_t min
 	if (!cfg || !json_object_object_get_ex(cfg, key, &v))
 		return 0;
 	x = json_object_get_int64(v);
-	if (!json_object_is_type(v, json_type_int) || x < min || x > max) {
-		snprintf(err, errlen, "%s: expected an integer from %" PRId64 " to %" PRId64 ", got %s", key, min,
+	if (!json_object_is_type(v, json_type_int) || x < min || x > max)
+		return pc_fail(err, errlen, -EINVAL, "%s: expected an integer from %" PRId64 " to %" PRId64 ", got %s", key, min,
 			 max, relay_json_text(v));
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -115,8 +110,7 @@ static inline int relay_check_bool(json_object *cfg, const char *key, char *err,
 
 	if (!cfg || !json_object_object_get_ex(cfg, key, &v) || json_object_is_type(v, json_type_boolean))
 		return 0;
-	snprintf(err, errlen, "%s: expected true or false, got %s", key, relay_json_text(v));
-	return -EINVAL;
+	return pc_fail(err, errlen, -EINVAL, "%s: expected true or false, got %s", key, relay_json_text(v));
 }
 
 /* A non-empty string key; what says what it holds, for the messages. */
@@ -128,13 +122,10 @@ static inline int relay_check_string(json_object *cfg, const char *key, int requ
 	if (!cfg || !json_object_object_get_ex(cfg, key, &v)) {
 		if (!required)
 			return 0;
-		snprintf(err, errlen, "%s: missing; give %s", key, what);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "%s: missing; give %s", key, what);
 	}
-	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
-		snprintf(err, errlen, "%s: expected a non-empty string (%s), got %s", key, what, relay_json_text(v));
-		return -EINVAL;
-	}
+	if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0)
+		return pc_fail(err, errlen, -EINVAL, "%s: expected a non-empty string (%s), got %s", key, what, relay_json_text(v));
 	return 0;
 }
 
