@@ -53,8 +53,7 @@ static int qemu_check_enum(json_object *cfg, const char *key, const char *const 
 	valid[0] = 0;
 	for (size_t i = 0; i < n && len < sizeof(valid); i++)
 		len += (size_t)snprintf(valid + len, sizeof(valid) - len, "%s\"%s\"", i ? ", " : "", vals[i]);
-	snprintf(err, errlen, "%s: expected one of %s, got %s", key, valid, relay_json_text(v));
-	return -EINVAL;
+	return pc_fail(err, errlen, -EINVAL, "%s: expected one of %s, got %s", key, valid, relay_json_text(v));
 }
 
 static int qemu_check_extra(json_object *cfg, char *err, size_t errlen)
@@ -74,9 +73,8 @@ static int qemu_check_extra(json_object *cfg, char *err, size_t errlen)
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "extra_args: expected an array of at most %d non-empty strings (QEMU arguments, "
+	return pc_fail(err, errlen, -EINVAL, "extra_args: expected an array of at most %d non-empty strings (QEMU arguments, "
 		 "one per element: [\"-smp\", \"2\"]), got %s", QEMU_MAX_EXTRA, relay_json_text(v));
-	return -EINVAL;
 }
 
 /* The disk's serial: 1 to 20 printable ASCII characters, not for the SD card. */
@@ -93,16 +91,12 @@ static int qemu_check_serial(json_object *cfg, char *err, size_t errlen)
 	for (size_t i = 0; i < n; i++)
 		if (s[i] <= ' ' || s[i] > '~')
 			n = 0;
-	if (n == 0 || n > QEMU_SERIAL_MAX) {
-		snprintf(err, errlen, "serial: expected 1 to %d printable ASCII characters without blanks (the "
+	if (n == 0 || n > QEMU_SERIAL_MAX)
+		return pc_fail(err, errlen, -EINVAL, "serial: expected 1 to %d printable ASCII characters without blanks (the "
 			 "disk's serial number), got %s", QEMU_SERIAL_MAX, relay_json_text(v));
-		return -EINVAL;
-	}
-	if (strcmp(qemu_cfg_disk(cfg), "sd") == 0 || strcmp(qemu_cfg_disk(cfg), "emmc") == 0) {
-		snprintf(err, errlen, "serial: QEMU's SD card and eMMC have a fixed CID (serial 0xdeadbeef) that no "
+	if (strcmp(qemu_cfg_disk(cfg), "sd") == 0 || strcmp(qemu_cfg_disk(cfg), "emmc") == 0)
+		return pc_fail(err, errlen, -EINVAL, "serial: QEMU's SD card and eMMC have a fixed CID (serial 0xdeadbeef) that no "
 			 "option changes; a serial is for \"disk\": \"scsi\" or \"nvme\"");
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -118,11 +112,9 @@ static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
 
 	if (!cfg || !json_object_object_get_ex(cfg, "volatile_cache", &v))
 		return 0;
-	if (!json_object_is_type(v, json_type_object)) {
-		snprintf(err, errlen, "volatile_cache: expected an object such as {\"profile\": \"honest\", "
+	if (!json_object_is_type(v, json_type_object))
+		return pc_fail(err, errlen, -EINVAL, "volatile_cache: expected an object such as {\"profile\": \"honest\", "
 			 "\"seed\": 1}, got %s", relay_json_text(v));
-		return -EINVAL;
-	}
 	{
 		char sub[256];
 
@@ -130,27 +122,22 @@ static int qemu_check_vc(json_object *cfg, char *err, size_t errlen)
 				      sizeof(sub));
 		if (!rc)
 			rc = relay_check_int(v, "seed", 0, INT64_MAX, sub, sizeof(sub));
-		if (rc) {
-			snprintf(err, errlen, "volatile_cache: %s", sub);
-			return rc;
-		}
+		if (rc)
+			return pc_fail(err, errlen, rc, "volatile_cache: %s", sub);
 	}
 	if (!json_object_object_get_ex(v, "profile", &prof) || !json_object_is_type(prof, json_type_string) ||
 	    vc_profile_parse(json_object_get_string(prof)) < 0) {
-		snprintf(err, errlen, "volatile_cache.profile: expected \"honest\" (flushes and FUA honoured), "
+		return pc_fail(err, errlen, -EINVAL, "volatile_cache.profile: expected \"honest\" (flushes and FUA honoured), "
 			 "\"lying-flush\" (flushes ignored) or \"fua-ignored\" (flushes and FUA ignored), got %s",
 			 prof ? relay_json_text(prof) : "nothing");
-		return -EINVAL;
 	}
 	/* the FUA bit comes from QEMU's trace of its SCSI disk's commands, a
 	 * reliable write from its eMMC's (CMD23); the SD card's queue has no
 	 * FUA to keep, and QEMU's NVMe namespace's FUA is not traced */
-	if (strcmp(qemu_cfg_disk(cfg), "scsi") != 0 && strcmp(qemu_cfg_disk(cfg), "emmc") != 0) {
-		snprintf(err, errlen, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") and the eMMC board's "
+	if (strcmp(qemu_cfg_disk(cfg), "scsi") != 0 && strcmp(qemu_cfg_disk(cfg), "emmc") != 0)
+		return pc_fail(err, errlen, -EINVAL, "volatile_cache: only the SCSI disk (\"disk\": \"scsi\") and the eMMC board's "
 			 "eMMC have one: the SD card has no write cache, and which NVMe writes carried FUA cannot "
 			 "be traced");
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -165,18 +152,15 @@ static int qemu_check_errors(json_object *cfg, char *err, size_t errlen)
 		return 0;
 	if (!json_object_is_type(v, json_type_array) || (n = json_object_array_length(v)) == 0 ||
 	    n > QEMU_MAX_ERRORS) {
-		snprintf(err, errlen, "errors: expected an array of 1 to %d rules such as {\"op\": \"read\", "
+		return pc_fail(err, errlen, -EINVAL, "errors: expected an array of 1 to %d rules such as {\"op\": \"read\", "
 			 "\"sector\": 2056, \"from_power_on\": 3}, got %s", QEMU_MAX_ERRORS, relay_json_text(v));
-		return -EINVAL;
 	}
 	for (size_t i = 0; i < n; i++) {
 		json_object *e = json_object_array_get_idx(v, i), *op, *f, *t;
 		char sub[sizeof(((struct relay *)0)->err)];
 
-		if (!json_object_is_type(e, json_type_object)) {
-			snprintf(err, errlen, "errors[%zu]: expected an object, got %s", i, relay_json_text(e));
-			return -EINVAL;
-		}
+		if (!json_object_is_type(e, json_type_object))
+			return pc_fail(err, errlen, -EINVAL, "errors[%zu]: expected an object, got %s", i, relay_json_text(e));
 		rc = relay_check_keys(e, "qemu errors[]", qemu_err_keys, PC_ARRAY_SIZE(qemu_err_keys), sub,
 				      sizeof(sub));
 		if (!rc)
@@ -203,10 +187,8 @@ static int qemu_check_errors(json_object *cfg, char *err, size_t errlen)
 			snprintf(sub, sizeof(sub), "to_power_on: before from_power_on");
 			rc = -EINVAL;
 		}
-		if (rc) {
-			snprintf(err, errlen, "errors[%zu].%s", i, sub);
-			return rc;
-		}
+		if (rc)
+			return pc_fail(err, errlen, rc, "errors[%zu].%s", i, sub);
 	}
 	return 0;
 }
@@ -224,12 +206,10 @@ static int qemu_check_keep(json_object *cfg, char *err, size_t errlen)
 		return rc;
 	/* the inputs are the volatile cache's log, ordered by QEMU's trace of its
 	 * SCSI disk: the eMMC's trace says when no command completes */
-	if (!json_object_object_get_ex(cfg, "volatile_cache", NULL) || strcmp(qemu_cfg_disk(cfg), "scsi") != 0) {
-		snprintf(err, errlen, "keep_inputs: only a SCSI disk with a volatile cache (\"disk\": \"scsi\", "
+	if (!json_object_object_get_ex(cfg, "volatile_cache", NULL) || strcmp(qemu_cfg_disk(cfg), "scsi") != 0)
+		return pc_fail(err, errlen, -EINVAL, "keep_inputs: only a SCSI disk with a volatile cache (\"disk\": \"scsi\", "
 			 "\"volatile_cache\": {...}) keeps them: its write log and QEMU's trace of the disk's commands "
 			 "are the inputs");
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -240,33 +220,25 @@ static int qemu_check_machine(json_object *cfg, char *err, size_t errlen)
 	const char *disk = qemu_cfg_disk(cfg);
 
 	if (!ast) {
-		if (cfg && json_object_object_get_ex(cfg, "dtb", NULL)) {
-			snprintf(err, errlen, "dtb: only the eMMC board (\"machine\": \"ast2600-evb\") boots a device "
+		if (cfg && json_object_object_get_ex(cfg, "dtb", NULL))
+			return pc_fail(err, errlen, -EINVAL, "dtb: only the eMMC board (\"machine\": \"ast2600-evb\") boots a device "
 				 "tree; the PC has none");
-			return -EINVAL;
-		}
-		if (strcmp(disk, "emmc") == 0) {
-			snprintf(err, errlen, "disk: \"emmc\" is the eMMC board's (\"machine\": \"ast2600-evb\"); the "
+		if (strcmp(disk, "emmc") == 0)
+			return pc_fail(err, errlen, -EINVAL, "disk: \"emmc\" is the eMMC board's (\"machine\": \"ast2600-evb\"); the "
 				 "PC has \"sd\", \"scsi\" or \"nvme\"");
-			return -EINVAL;
-		}
 		return 0;
 	}
 	rc = relay_check_string(cfg, "dtb", 1, "the board's device tree, build/vm/emmc/aspeed-ast2600-evb.dtb "
 				"from `make vm-image`", err, errlen);
 	if (rc)
 		return rc;
-	if (strcmp(disk, "emmc") != 0) {
-		snprintf(err, errlen, "disk: the eMMC board (\"machine\": \"ast2600-evb\") has an eMMC, \"emmc\"; "
+	if (strcmp(disk, "emmc") != 0)
+		return pc_fail(err, errlen, -EINVAL, "disk: the eMMC board (\"machine\": \"ast2600-evb\") has an eMMC, \"emmc\"; "
 			 "got \"%s\"", disk);
-		return -EINVAL;
-	}
 	/* an armhf guest on this host is software emulation, always */
-	if (strcmp(relay_cfg_str(cfg, "accel", "auto"), "kvm") == 0) {
-		snprintf(err, errlen, "accel: \"kvm\" cannot run the eMMC board (an armhf guest) on this host; give "
+	if (strcmp(relay_cfg_str(cfg, "accel", "auto"), "kvm") == 0)
+		return pc_fail(err, errlen, -EINVAL, "accel: \"kvm\" cannot run the eMMC board (an armhf guest) on this host; give "
 			 "\"auto\" or \"tcg\"");
-		return -EINVAL;
-	}
 	return 0;
 }
 
