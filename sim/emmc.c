@@ -40,19 +40,15 @@ int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 {
 	int fd, ret = 0;
 
-	if (size == 0 || size % PC_SECTOR || size > (uint64_t)INT64_MAX) {
-		snprintf(err, errlen, "sim media %s: size %" PRIu64 " is not a positive multiple of 512",
+	if (size == 0 || size % PC_SECTOR || size > (uint64_t)INT64_MAX)
+		return pc_fail(err, errlen, -EINVAL, "sim media %s: size %" PRIu64 " is not a positive multiple of 512",
 			 media, size);
-		return -EINVAL;
-	}
 	fd = open(media, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -EEXIST)
-			snprintf(err, errlen, "sim media %s already exists; remove it to make a new one", media);
-		else
-			snprintf(err, errlen, "sim media %s: cannot create: %s", media, strerror(-ret));
-		return ret;
+			return pc_fail(err, errlen, ret, "sim media %s already exists; remove it to make a new one", media);
+		return pc_fail(err, errlen, ret, "sim media %s: cannot create: %s", media, strerror(-ret));
 	}
 	/* sparse: reads as zeros, costs no space until programmed */
 	if (ftruncate(fd, (off_t)size) < 0) {
@@ -67,13 +63,10 @@ int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 
 static int sim_check_opts(const char *media, const struct sim_opts *o, char *err, size_t errlen)
 {
-	if (o->profile & ~(unsigned)SIM_ALL_PROFILES) {
-		snprintf(err, errlen, "sim profile bits 0x%x are unknown", o->profile & ~(unsigned)SIM_ALL_PROFILES);
-		return -EINVAL;
-	}
+	if (o->profile & ~(unsigned)SIM_ALL_PROFILES)
+		return pc_fail(err, errlen, -EINVAL, "sim profile bits 0x%x are unknown", o->profile & ~(unsigned)SIM_ALL_PROFILES);
 	if (!(o->rate >= 0 && o->rate <= 1)) {	/* NaN too */
-		snprintf(err, errlen, "sim media %s: fault rate %g is outside 0..1", media, o->rate);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "sim media %s: fault rate %g is outside 0..1", media, o->rate);
 	}
 	return 0;
 }
@@ -87,26 +80,17 @@ static int sim_map_media(struct sim_emmc *e, char *err, size_t errlen)
 	e->fd = open(e->media, O_RDWR | O_CLOEXEC);
 	if (e->fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot open: %s%s", e->media, strerror(-ret),
+		return pc_fail(err, errlen, ret, "sim media %s: cannot open: %s%s", e->media, strerror(-ret),
 			 ret == -ENOENT ? " (create it first)" : "");
-		return ret;
 	}
-	if (fstat(e->fd, &st) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot stat: %s", e->media, strerror(-ret));
-		return ret;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % PC_SECTOR) {
-		snprintf(err, errlen, "sim media %s is not a regular file whose size is a positive multiple of 512",
+	if (fstat(e->fd, &st) < 0)
+		return pc_fail(err, errlen, -errno, "sim media %s: cannot stat: %s", e->media, strerror(errno));
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % PC_SECTOR)
+		return pc_fail(err, errlen, -EINVAL, "sim media %s is not a regular file whose size is a positive multiple of 512",
 			 e->media);
-		return -EINVAL;
-	}
 	map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, e->fd, 0);
-	if (map == MAP_FAILED) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot map: %s", e->media, strerror(-ret));
-		return ret;
-	}
+	if (map == MAP_FAILED)
+		return pc_fail(err, errlen, -errno, "sim media %s: cannot map: %s", e->media, strerror(errno));
 	e->map = map;
 	e->sectors = (uint64_t)st.st_size / PC_SECTOR;
 	e->dev = (uint64_t)st.st_dev;
@@ -144,18 +128,15 @@ int sim_emmc_open(const char *media, const struct sim_opts *opts, struct sim_emm
 	int ret;
 
 	*out = NULL;
-	if (!media || !*media) {
-		snprintf(err, errlen, "sim: no media file given");
-		return -EINVAL;
-	}
+	if (!media || !*media)
+		return pc_fail(err, errlen, -EINVAL, "sim: no media file given");
 	ret = sim_check_opts(media, o, err, errlen);
 	if (ret)
 		return ret;
 	e = calloc(1, sizeof(*e));
 	if (!e || !(e->media = strdup(media))) {
 		free(e);
-		snprintf(err, errlen, "sim media %s: out of memory", media);
-		return -ENOMEM;
+		return pc_fail(err, errlen, -ENOMEM, "sim media %s: out of memory", media);
 	}
 	e->fd = -1;
 	e->profile = o->profile;

@@ -57,25 +57,19 @@ static int sim_side_map(struct sim_emmc *e, const char *suffix, size_t len, void
 
 	sim_side_path(e, suffix, path, sizeof(path));
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot open %s: %s", e->media, path, strerror(-ret));
-		return ret;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, -errno, "sim media %s: cannot open %s: %s", e->media, path, strerror(errno));
 	if (fstat(fd, &st) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot stat %s: %s", e->media, path, strerror(-ret));
+		ret = pc_fail(err, errlen, -errno, "sim media %s: cannot stat %s: %s", e->media, path, strerror(errno));
 		goto out;
 	}
 	if ((uint64_t)st.st_size != len && (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)len) < 0)) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot size %s: %s", e->media, path, strerror(-ret));
+		ret = pc_fail(err, errlen, -errno, "sim media %s: cannot size %s: %s", e->media, path, strerror(errno));
 		goto out;
 	}
 	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m == MAP_FAILED) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot map %s: %s", e->media, path, strerror(-ret));
+		ret = pc_fail(err, errlen, -errno, "sim media %s: cannot map %s: %s", e->media, path, strerror(errno));
 		goto out;
 	}
 	*out = m;
@@ -455,8 +449,7 @@ int sim_brick_check(struct sim_emmc *e, char *err, size_t errlen)
 		buf[n] = 0;
 		if (sscanf(buf, "bricked in session %u, media %llu:%llu", &session, &dev, &ino) == 3 &&
 		    dev == e->dev && ino == e->ino) {
-			snprintf(err, errlen, SIM_BRICK_MSG, e->media, session);
-			return -ENODEV;
+			return pc_fail(err, errlen, -ENODEV, SIM_BRICK_MSG, e->media, session);
 		}
 	}
 	/* left by another media file of this name (the board was made anew) */
@@ -473,10 +466,8 @@ static int sim_brick(struct sim_emmc *e, char *err, size_t errlen)
 	if (!(e->profile & SIM_P_BRICK) || e->session <= SIM_QUIET_SESSIONS || !sim_chance(e))
 		return 0;
 	ret = sim_truth_fault(e->truth, e->session, "brick", NULL, 0, "BOOT_FAIL", 0);
-	if (ret) {
-		snprintf(err, errlen, "sim media %s: cannot log to the truth log: %s", e->media, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return pc_fail(err, errlen, ret, "sim media %s: cannot log to the truth log: %s", e->media, strerror(-ret));
 	/* if this is lost, the brick line, the last in the log, still says it */
 	sim_side_path(e, ".bricked", path, sizeof(path));
 	n = snprintf(buf, sizeof(buf), "bricked in session %u, media %llu:%llu\n", e->session,
@@ -486,8 +477,7 @@ static int sim_brick(struct sim_emmc *e, char *err, size_t errlen)
 		pc_write_all(fd, buf, (size_t)n);
 		close(fd);
 	}
-	snprintf(err, errlen, SIM_BRICK_MSG, e->media, e->session);
-	return -ENODEV;
+	return pc_fail(err, errlen, -ENODEV, SIM_BRICK_MSG, e->media, e->session);
 }
 
 /*
@@ -532,7 +522,6 @@ int sim_power_on(struct sim_emmc *e, char *err, size_t errlen)
 	st->session = e->session;
 	return 0;
 fail:
-	snprintf(err, errlen, "sim media %s: power-on fault injection failed: %s", e->media, strerror(-ret));
-	return ret;
+	return pc_fail(err, errlen, ret, "sim media %s: power-on fault injection failed: %s", e->media, strerror(-ret));
 }
 

@@ -81,8 +81,7 @@ static int path_of(char *buf, size_t len, const struct sim_emmc *e, uint32_t ses
 
 static int fail(char *err, size_t errlen, int ret, const char *what, const char *path)
 {
-	snprintf(err, errlen, "sim inputs: cannot %s %s: %s", what, path, strerror(-ret));
-	return ret;
+	return pc_fail(err, errlen, ret, "sim inputs: cannot %s %s: %s", what, path, strerror(-ret));
 }
 
 /* The whole media, as it is now, into path (a temporary name, then a rename). */

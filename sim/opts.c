@@ -44,15 +44,11 @@ int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
 		strncat(valid, i ? ", " : "", sizeof(valid) - strlen(valid) - 1);
 		strncat(valid, sim_profiles[i].name, sizeof(valid) - strlen(valid) - 1);
 	}
-	if (!s || !*s) {
-		snprintf(err, errlen, "empty sim profile (valid: %s, joined by '+')", valid);
-		return -EINVAL;
-	}
+	if (!s || !*s)
+		return pc_fail(err, errlen, -EINVAL, "empty sim profile (valid: %s, joined by '+')", valid);
 	copy = strdup(s);
-	if (!copy) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!copy)
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	/* strtok would skip empty parts; "a++b" is a typo we want to report */
 	for (tok = copy; tok && !ret; tok = save) {
 		size_t i;
@@ -152,8 +148,7 @@ static int opt_cut_at(struct sim_opts *o, const char *arg)
 
 static int opt_bad(char *err, size_t errlen, const char *what)
 {
-	snprintf(err, errlen, "%s", what);
-	return -EINVAL;
+	return pc_fail(err, errlen, -EINVAL, "%s", what);
 }
 
 int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *err, size_t errlen)
@@ -204,9 +199,8 @@ int sim_opts_set(struct sim_opts *o, const char *name, const char *val, char *er
 		o->keep_inputs = (uint32_t)v;
 		return 0;
 	}
-	snprintf(err, errlen, "no sim option '%s' (profile, program-us, cache-sectors, seed, rate, cut-after, "
+	return pc_fail(err, errlen, -ENOENT, "no sim option '%s' (profile, program-us, cache-sectors, seed, rate, cut-after, "
 		 "cut-at, untimed, keep-inputs)", name);
-	return -ENOENT;
 }
 
 unsigned sim_opts_profile(const struct sim_opts *o)

@@ -234,8 +234,8 @@ int sim_truth_power_on(struct sim_truth *t, const char *profile, uint32_t cache_
 	}
 	ret = truth_append(t, o, 1);
 	if (ret)
-		snprintf(err, errlen, "truth log %s: cannot append: %s", t->path, strerror(-ret));
-	return ret;
+		return pc_fail(err, errlen, ret, "truth log %s: cannot append: %s", t->path, strerror(-ret));
+	return 0;
 }
 
 /* A non-negative integer member; 0 or -EINVAL. */
@@ -461,9 +461,8 @@ static int prev_parse(struct prev_session *p, char *tail, size_t len, const char
 
 			if (!o || json_u64(o, "session", &s) || s == 0 || s >= UINT32_MAX) {
 				json_object_put(o);
-				snprintf(err, errlen, "truth log %s: the last power_on line is malformed; "
+				return pc_fail(err, errlen, -EINVAL, "truth log %s: the last power_on line is malformed; "
 					 "move the log away to start over", path);
-				return -EINVAL;
 			}
 			p->session = (uint32_t)s;
 			first = 0;
@@ -471,10 +470,8 @@ static int prev_parse(struct prev_session *p, char *tail, size_t len, const char
 			ret = prev_add_line(p, o);
 		}
 		json_object_put(o);
-		if (ret) {
-			snprintf(err, errlen, "truth log %s: %s", path, strerror(-ret));
-			return ret;
-		}
+		if (ret)
+			return pc_fail(err, errlen, ret, "truth log %s: %s", path, strerror(-ret));
 		line = nl + 1;
 	}
 	return 0;
@@ -655,18 +652,16 @@ int sim_truth_open(const char *media, const uint8_t *map, uint64_t sectors,
 	t = calloc(1, sizeof(*t));
 	if (!t || asprintf(&t->path, "%s%s", media, TRUTH_SUFFIX) < 0) {
 		free(t);
-		snprintf(err, errlen, "sim media %s: out of memory", media);
-		return -ENOMEM;
+		return pc_fail(err, errlen, -ENOMEM, "sim media %s: out of memory", media);
 	}
 	t->fd = open(t->path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
 	if (t->fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "truth log %s: cannot open: %s", t->path, strerror(-ret));
+		ret = pc_fail(err, errlen, -errno, "truth log %s: cannot open: %s", t->path, strerror(errno));
 		goto fail;
 	}
 	ret = truth_read_tail(t->fd, &tail, &tlen, &t->need_nl);
 	if (ret) {
-		snprintf(err, errlen, "truth log %s: cannot read: %s", t->path, strerror(-ret));
+		pc_fail(err, errlen, ret, "truth log %s: cannot read: %s", t->path, strerror(-ret));
 		goto fail;
 	}
 	ret = prev_parse(&prev, tail, tlen, t->path, err, errlen);
@@ -675,14 +670,13 @@ int sim_truth_open(const char *media, const uint8_t *map, uint64_t sectors,
 	t->session = prev.session + 1;
 	if (prev.bricked) {
 		/* a dead device writes nothing, not even a settle */
-		snprintf(err, errlen, SIM_BRICK_MSG, media, prev.session);
-		ret = -ENODEV;
+		ret = pc_fail(err, errlen, -ENODEV, SIM_BRICK_MSG, media, prev.session);
 		goto fail_tail;
 	}
 	if (prev.session && !prev.settled) {
 		ret = truth_settle(t, &prev, map, sectors);
 		if (ret) {
-			snprintf(err, errlen, "truth log %s: cannot append: %s", t->path, strerror(-ret));
+			pc_fail(err, errlen, ret, "truth log %s: cannot append: %s", t->path, strerror(-ret));
 			goto fail_tail;
 		}
 	}
