@@ -34,7 +34,7 @@ void bd_errf(char *err, size_t errlen, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
+	pc_vfail(err, errlen, 0, fmt, ap);
 	va_end(ap);
 }
 

@@ -5,6 +5,7 @@
  * dev_sim.c, with the same names, so nothing else changes.
  */
 #include "agent/dev.h"
+#include "common/util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -27,8 +28,7 @@ static void nosim_close(struct dev *d)
 static int nosim_create(const char *path, uint64_t size, char *err, size_t errlen)
 {
 	(void)size;
-	snprintf(err, errlen, "sim:%s: %s", path, NOSIM);
-	return -ENOTSUP;
+	return pc_fail(err, errlen, -ENOTSUP, "sim:%s: %s", path, NOSIM);
 }
 
 int dev_sim_opt(struct sim_opts **so, const char *name, const char *val, char *err, size_t errlen)
@@ -36,8 +36,7 @@ int dev_sim_opt(struct sim_opts **so, const char *name, const char *val, char *e
 	(void)so;
 	(void)name;
 	(void)val;
-	snprintf(err, errlen, "%s", NOSIM);
-	return -ENOTSUP;
+	return pc_fail(err, errlen, -ENOTSUP, "%s", NOSIM);
 }
 
 void dev_sim_opts_free(struct sim_opts *so)

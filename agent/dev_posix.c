@@ -56,7 +56,7 @@ static int posix_fail(struct dev *d, int ret, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(d->err, sizeof(d->err), fmt, ap);
+	ret = pc_vfail(d->err, sizeof(d->err), ret, fmt, ap);
 	va_end(ap);
 	return ret;
 }

@@ -422,10 +422,8 @@ static void sim_identity(struct dev *d, json_object *obj)
 
 int dev_sim_opt(struct sim_opts **so, const char *name, const char *val, char *err, size_t errlen)
 {
-	if (!*so && !(*so = sim_opts_new())) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
+	if (!*so && !(*so = sim_opts_new()))
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	return sim_opts_set(*so, name, val, err, errlen);
 }
 

@@ -86,10 +86,8 @@ int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char
 
 	memset(l, 0, sizeof(*l));
 	l->fd = -1;
-	if (pc_parse_hostport(hostport, host, sizeof(host), &port)) {
-		snprintf(err, errlen, "bad host address '%s' (expected HOST:PORT)", hostport);
-		return -EINVAL;
-	}
+	if (pc_parse_hostport(hostport, host, sizeof(host), &port))
+		return pc_fail(err, errlen, -EINVAL, "bad host address '%s' (expected HOST:PORT)", hostport);
 	snprintf(l->peer, sizeof(l->peer), "%s:%u", host, port);
 	for (;;) {
 		ret = try_connect(host, port, &l->fd, why, sizeof(why));
@@ -100,10 +98,9 @@ int link_connect(struct link *l, const char *hostport, uint32_t timeout_ms, char
 		pc_sleep_us(100000);
 	}
 	if (timeout_ms)
-		snprintf(err, errlen, "cannot reach the host at %s: %s (gave up after %u ms)", l->peer, why, timeout_ms);
-	else
-		snprintf(err, errlen, "cannot reach the host at %s: %s", l->peer, why);
-	return ret;
+		return pc_fail(err, errlen, ret, "cannot reach the host at %s: %s (gave up after %u ms)", l->peer, why,
+			       timeout_ms);
+	return pc_fail(err, errlen, ret, "cannot reach the host at %s: %s", l->peer, why);
 }
 
 int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, size_t errlen)
@@ -112,10 +109,8 @@ int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, 
 	speed_t sp;
 
 	memset(l, 0, sizeof(*l));
-	if (pc_tty_speed(baud, &sp)) {
-		snprintf(err, errlen, "--baud %u is not a supported rate", baud);
-		return -EINVAL;
-	}
+	if (pc_tty_speed(baud, &sp))
+		return pc_fail(err, errlen, -EINVAL, "--baud %u is not a supported rate", baud);
 	/* a console that is no tty (a FIFO in a test) is used as it is */
 	l->fd = pc_tty_open(dev, baud, PC_TTY_NOT_TTY_OK, why, sizeof(why));
 	if (l->fd < 0) {
@@ -265,10 +260,8 @@ static int next_line(struct link *l, char *line, size_t cap, size_t *len, const 
 			*start = mk;
 			return 0;
 		}
-		if (r == PC_LINE_TOO_LONG) {
-			snprintf(err, errlen, "line from the host exceeds %d bytes", PC_PROTO_MAX_LINE);
-			return -EINVAL;
-		}
+		if (r == PC_LINE_TOO_LONG)
+			return pc_fail(err, errlen, -EINVAL, "line from the host exceeds %d bytes", PC_PROTO_MAX_LINE);
 		if (deadline != UINT64_MAX) {
 			uint64_t now = pc_now_ms();
 			struct pollfd p = { .fd = l->fd, .events = POLLIN };
@@ -286,10 +279,8 @@ static int next_line(struct link *l, char *line, size_t cap, size_t *len, const 
 		n = read(l->fd, data, room);
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (n < 0) {
-			snprintf(err, errlen, "reading from %s: %s", l->peer, strerror(errno));
-			return -errno;
-		}
+		if (n < 0)
+			return pc_fail(err, errlen, -errno, "reading from %s: %s", l->peer, strerror(errno));
 		if (n == 0)
 			return -EPIPE;
 		pc_linebuf_feed(&l->lb, data, (size_t)n);
@@ -310,10 +301,8 @@ int link_handshake(struct link *l, const struct pc_auth_key *k, json_object *hel
 	pc_auth_nonce(an);
 	json_object_object_add(hello, "nonce", json_object_new_string(an));
 	ret = send_line(l, hello, text, sizeof(text), &tlen);
-	if (ret) {
-		snprintf(err, errlen, "sending hello to %s: %s", l->peer, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return pc_fail(err, errlen, ret, "sending hello to %s: %s", l->peer, strerror(-ret));
 	for (;;) {
 		uint64_t now = pc_now_ms();
 		const char *mk;
@@ -321,17 +310,13 @@ int link_handshake(struct link *l, const struct pc_auth_key *k, json_object *hel
 		json_object *v;
 		char perr[256];
 
-		if (now >= deadline) {
-			snprintf(err, errlen, "no challenge from the host at %s within %u ms", l->peer, timeout_ms);
-			return -ETIMEDOUT;
-		}
+		if (now >= deadline)
+			return pc_fail(err, errlen, -ETIMEDOUT, "no challenge from the host at %s within %u ms", l->peer, timeout_ms);
 		ret = next_line(l, line, sizeof(line), &len, &mk, (int)(deadline - now), err, errlen);
 		if (ret == -ETIMEDOUT)
 			continue;
-		if (ret == -EPIPE) {
-			snprintf(err, errlen, "the host at %s closed the link before its challenge", l->peer);
-			return ret;
-		}
+		if (ret == -EPIPE)
+			return pc_fail(err, errlen, ret, "the host at %s closed the link before its challenge", l->peer);
 		if (ret == -EINVAL)
 			continue;	/* an over-long line: not the challenge */
 		if (ret)
@@ -351,8 +336,7 @@ int link_handshake(struct link *l, const struct pc_auth_key *k, json_object *hel
 		if (pc_auth_proof(k, json_object_get_string(v), an, text, tlen, proof) ||
 		    pc_auth_session_init(&l->s, k, json_object_get_string(v), an, 0)) {
 			pc_msg_clear(&m);
-			snprintf(err, errlen, "the host's challenge has bad nonces");
-			return -EINVAL;
+			return pc_fail(err, errlen, -EINVAL, "the host's challenge has bad nonces");
 		}
 		pc_msg_clear(&m);
 		break;
@@ -367,8 +351,8 @@ int link_handshake(struct link *l, const struct pc_auth_key *k, json_object *hel
 		l->s.up = up;
 	}
 	if (ret)
-		snprintf(err, errlen, "sending the proof to %s: %s", l->peer, strerror(-ret));
-	return ret;
+		return pc_fail(err, errlen, ret, "sending the proof to %s: %s", l->peer, strerror(-ret));
+	return 0;
 }
 
 int link_recv(struct link *l, struct pc_msg *m, char *err, size_t errlen)

@@ -71,17 +71,13 @@ int mmc_relwr_encode(struct mmc_relwr_cmd cmds[2], uint64_t block, uint32_t nblo
 
 int mmc_relwr_status(uint32_t r1_cmd23, uint32_t r1_cmd25, int reliable, char *err, size_t errlen)
 {
-	if (r1_cmd23 & R1_ILLEGAL_COMMAND) {
-		snprintf(err, errlen, "relwr refused by the card: CMD23%s answered ILLEGAL_COMMAND (R1 0x%08x): the "
+	if (r1_cmd23 & R1_ILLEGAL_COMMAND)
+		return pc_fail(err, errlen, -EOPNOTSUPP, "relwr refused by the card: CMD23%s answered ILLEGAL_COMMAND (R1 0x%08x): the "
 			 "card takes no %s", reliable ? " with the reliable-write bit" : "", r1_cmd23,
 			 reliable ? "reliable write" : "block count");
-		return -EOPNOTSUPP;
-	}
-	if ((r1_cmd23 | r1_cmd25) & (R1_WRITE_ERRORS | R1_ILLEGAL_COMMAND)) {
-		snprintf(err, errlen, "the card reported the write failed: R1 0x%08x after CMD23, 0x%08x after CMD25",
+	if ((r1_cmd23 | r1_cmd25) & (R1_WRITE_ERRORS | R1_ILLEGAL_COMMAND))
+		return pc_fail(err, errlen, -EIO, "the card reported the write failed: R1 0x%08x after CMD23, 0x%08x after CMD25",
 			 r1_cmd23, r1_cmd25);
-		return -EIO;
-	}
 	return 0;
 }
 
@@ -103,22 +99,16 @@ int mmc_relwr_open(const char *path, struct mmc_relwr **out, char *err, size_t e
 	int part;
 
 	*out = NULL;
-	if (stat(path, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (!S_ISBLK(st.st_mode) || blockdev_whole_disk(st.st_rdev, dir, sizeof(dir), &disk)) {
-		snprintf(err, errlen, "%s is not an MMC device: relwr writes through MMC_IOC_MULTI_CMD to an "
+	if (stat(path, &st) < 0)
+		return pc_fail(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (!S_ISBLK(st.st_mode) || blockdev_whole_disk(st.st_rdev, dir, sizeof(dir), &disk))
+		return pc_fail(err, errlen, -ENOTTY, "%s is not an MMC device: relwr writes through MMC_IOC_MULTI_CMD to an "
 			 "eMMC (/dev/mmcblkN or a partition of one)", path);
-		return -ENOTTY;
-	}
 	snprintf(file, sizeof(file), "%s/device/type", dir);
 	pc_read_text(file, type, sizeof(type));
-	if (strcmp(type, "MMC") && strcmp(type, "SD")) {
-		snprintf(err, errlen, "%s is not an MMC device (sysfs device/type '%s'): relwr needs an eMMC "
+	if (strcmp(type, "MMC") && strcmp(type, "SD"))
+		return pc_fail(err, errlen, -ENOTTY, "%s is not an MMC device (sysfs device/type '%s'): relwr needs an eMMC "
 			 "behind the mmc_block driver", path, type[0] ? type : "none");
-		return -ENOTTY;
-	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
@@ -129,9 +119,8 @@ int mmc_relwr_open(const char *path, struct mmc_relwr **out, char *err, size_t e
 		blockdev_sysfs_dir(st.st_rdev, pdir, sizeof(pdir));
 		snprintf(file, sizeof(file), "%s/start", pdir);
 		if (pc_read_text(file, text, sizeof(text)) || pc_parse_u64(text, 0, &m->start)) {
-			snprintf(err, errlen, "%s: cannot read the partition's start from %s", path, file);
 			free(m);
-			return -EIO;
+			return pc_fail(err, errlen, -EIO, "%s: cannot read the partition's start from %s", path, file);
 		}
 		snprintf(file, sizeof(file), "%s/size", pdir);
 	} else {
@@ -139,9 +128,8 @@ int mmc_relwr_open(const char *path, struct mmc_relwr **out, char *err, size_t e
 	}
 	/* a raw write addresses the whole card: the partition's end is its bound */
 	if (pc_read_text(file, text, sizeof(text)) || pc_parse_u64(text, 0, &m->nblocks) || !m->nblocks) {
-		snprintf(err, errlen, "%s: cannot read the device's size from %s", path, file);
 		free(m);
-		return -EIO;
+		return pc_fail(err, errlen, -EIO, "%s: cannot read the device's size from %s", path, file);
 	}
 	snprintf(file, sizeof(file), "%s/size", dir);
 	if (!pc_read_text(file, text, sizeof(text)))
@@ -182,15 +170,11 @@ int mmc_relwr_write(struct mmc_relwr *m, uint64_t off, const void *buf, size_t l
 	} mc;
 	int ret;
 
-	if (off % 512 || len % 512 || off / 512 > m->nblocks || len / 512 > m->nblocks - off / 512) {
-		snprintf(err, errlen, "%s: refused a raw write of %zu bytes at offset %" PRIu64 ": past the end "
+	if (off % 512 || len % 512 || off / 512 > m->nblocks || len / 512 > m->nblocks - off / 512)
+		return pc_fail(err, errlen, -ERANGE, "%s: refused a raw write of %zu bytes at offset %" PRIu64 ": past the end "
 			 "of the %" PRIu64 "-block device it was opened for", m->card, len, off, m->nblocks);
-		return -ERANGE;
-	}
-	if (mmc_relwr_encode(c, m->start + off / 512, (uint32_t)(len / 512), buf, reliable, m->byte_addressed)) {
-		snprintf(err, errlen, "%s: cannot encode a raw write of %zu bytes at %" PRIu64, m->card, len, off);
-		return -EINVAL;
-	}
+	if (mmc_relwr_encode(c, m->start + off / 512, (uint32_t)(len / 512), buf, reliable, m->byte_addressed))
+		return pc_fail(err, errlen, -EINVAL, "%s: cannot encode a raw write of %zu bytes at %" PRIu64, m->card, len, off);
 	memset(&mc, 0, sizeof(mc));
 	mc.h.num_of_cmds = 2;
 	for (int i = 0; i < 2; i++) {
@@ -204,21 +188,19 @@ int mmc_relwr_write(struct mmc_relwr *m, uint64_t off, const void *buf, size_t l
 	}
 	if (ioctl(m->fd, MMC_IOC_MULTI_CMD, &mc) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: MMC_IOC_MULTI_CMD (CMD23%s + CMD25 at block %" PRIu64 "): %s%s", m->card,
+		return pc_fail(err, errlen, ret, "%s: MMC_IOC_MULTI_CMD (CMD23%s + CMD25 at block %" PRIu64 "): %s%s", m->card,
 			 reliable ? " reliable" : "", m->start + off / 512, strerror(-ret),
 			 ret == -EPERM || ret == -EACCES ? " (needs CAP_SYS_RAWIO)" : "");
-		return ret;
 	}
 	ret = mmc_relwr_status(mc.cmds[0].response[0], mc.cmds[1].response[0], reliable, err, errlen);
 	if (ret) {
 		char why[256];
 
 		pc_strlcpy(why, err, sizeof(why));
-		snprintf(err, errlen, "%s: block %" PRIu64 ": %s", m->card, m->start + off / 512, why);
+		return pc_fail(err, errlen, ret, "%s: block %" PRIu64 ": %s", m->card, m->start + off / 512, why);
 	}
-	return ret;
+	return 0;
 #else
-	snprintf(err, errlen, "built without linux/mmc/ioctl.h: no raw MMC writes");
-	return -ENOTSUP;
+	return pc_fail(err, errlen, -ENOTSUP, "built without linux/mmc/ioctl.h: no raw MMC writes");
 #endif
 }

@@ -66,22 +66,19 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 	} else {
 		pc_strlcpy(r->path, path, sizeof(r->path));
 	}
-	if ((ops->caps & DEV_CAP_REGION_AT_0) && o->offset) {
-		snprintf(err, errlen, "%s: a %s device's region starts at offset 0; drop --offset", r->path, ops->name);
-		return -EINVAL;
-	}
+	if ((ops->caps & DEV_CAP_REGION_AT_0) && o->offset)
+		return pc_fail(err, errlen, -EINVAL, "%s: a %s device's region starts at offset 0; drop --offset", r->path, ops->name);
 	r->dev.ops = ops;
 	r->dev.o.path = r->path;
 	r->dev.o.allow_whole_disk = o->allow_whole_disk;
 	r->dev.o.sim = o->sim;
 	ret = ops->open(&r->dev, for_write);
 	if (ret) {
-		snprintf(err, errlen, "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
 		r->dev.ops = NULL;
-		return ret;
+		return pc_fail(err, errlen, ret, "%s", r->dev.err[0] ? r->dev.err : strerror(-ret));
 	}
 	if (o->offset % PC_SECTOR || o->length % PC_SECTOR) {
-		snprintf(err, errlen, "%s: region offset and length must be multiples of 512", r->path);
+		ret = pc_fail(err, errlen, -EINVAL, "%s: region offset and length must be multiples of 512", r->path);
 		goto fail;
 	}
 	if (o->offset >= r->dev.size || (o->length && o->length > r->dev.size - o->offset)) {
@@ -98,21 +95,21 @@ static int dev_setup(struct region *r, const struct region_opts *o, int for_writ
 		else
 			snprintf(hint, sizeof(hint), "; give the --offset and --length the region was prepared with");
 		free(b);
-		snprintf(err, errlen, "%s: region [%" PRIu64 ", +%" PRIu64 ") lies past the device's end (%" PRIu64
-			 " bytes)%s", r->path, o->offset, o->length, r->dev.size, hint);
+		ret = pc_fail(err, errlen, -EINVAL, "%s: region [%" PRIu64 ", +%" PRIu64 ") lies past the device's end (%"
+			      PRIu64 " bytes)%s", r->path, o->offset, o->length, r->dev.size, hint);
 		goto fail;
 	}
 	r->off = o->offset;
 	/* the outer bound of every write: the range the user gave, or the device */
 	if (dev_write_window(&r->dev, r->off, o->length ? r->off + o->length : r->dev.size)) {
-		snprintf(err, errlen, "%s", r->dev.err);
+		ret = pc_fail(err, errlen, -EINVAL, "%s", r->dev.err);
 		goto fail;
 	}
 	return 0;
 fail:
 	r->dev.ops->close(&r->dev);
 	r->dev.ops = NULL;
-	return -EINVAL;
+	return ret;
 }
 
 /* The offset 12 of a superblock: which copy it is (A 0, B 1). */
@@ -213,33 +210,30 @@ static int sb_none_usable(const struct region *r, const struct region_opts *o, i
 {
 	if (ra == -EFBIG && !r->sb_ok[1]) {
 		/* a region prepared larger than this run may use: --length (or
-		 * --offset, or the device) differs from what prepare was given */
+		 * --offset, or the device) differs from what prepare was given;
+		 * no superblock this run may use, as below: -ENOENT */
 		if (o->length)
-			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+			return pc_fail(err, errlen, -ENOENT, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
 				 "superblock A), but --length %" PRIu64 " asks for less: run with --length %" PRIu64
 				 " or without --length to use it (prepare would destroy its records)", r->path, r->off,
 				 ga->region_bytes, o->length, ga->region_bytes);
-		else
-			snprintf(err, errlen, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
-				 "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
-				 "device it was prepared on, at this --offset?", r->path, r->off, ga->region_bytes, bound);
-		return -ENOENT;	/* no superblock this run may use, as below */
+		return pc_fail(err, errlen, -ENOENT, "%s: the region prepared at offset %" PRIu64 " is %" PRIu64 " bytes (its "
+			       "superblock A), past the %" PRIu64 " bytes the device has from there: is --device the "
+			       "device it was prepared on, at this --offset?", r->path, r->off, ga->region_bytes, bound);
 	}
 	if (r->sb_ok[0] || r->sb_ok[1])
 		return 0;
 	if (ra == -ENOENT && rb == -ENOENT)
-		snprintf(err, errlen, "%s: not a prepared powercut region at offset %" PRIu64
+		return pc_fail(err, errlen, -ENOENT, "%s: not a prepared powercut region at offset %" PRIu64
 			 " (superblock A: %s; superblock B: %s); if --device, --offset and --length are what "
 			 "prepare was given, run 'powercut-agent prepare' first", r->path, r->off, r->sb_why[0],
 			 r->sb_why[1]);
-	else
-		/* something of a region is there: prepare would destroy what the
-		 * host may still judge (its HELLO carries both copies) */
-		snprintf(err, errlen, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
-			 "superblock B: %s); check that --offset and --length are what prepare was given "
-			 "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
-			 r->sb_why[1]);
-	return -ENOENT;
+	/* something of a region is there: prepare would destroy what the host
+	 * may still judge (its HELLO carries both copies) */
+	return pc_fail(err, errlen, -ENOENT, "%s: no usable superblock at offset %" PRIu64 " (superblock A: %s; "
+		       "superblock B: %s); check that --offset and --length are what prepare was given "
+		       "before preparing again, which destroys the region", r->path, r->off, r->sb_why[0],
+		       r->sb_why[1]);
 }
 
 int region_open(struct region *r, const struct region_opts *o, int for_write, char *err, size_t errlen)
@@ -273,23 +267,21 @@ int region_open(struct region *r, const struct region_opts *o, int for_write, ch
 		/* which copy is the region's cannot be told here: no I/O on it. Both
 		 * copies go to the host in HELLO (region_sb_state), which holds the
 		 * region's record and judges the change as a device finding */
-		snprintf(err, errlen, "%s: the two superblock copies disagree (%s); the agent uses neither: "
+		ret = pc_fail(err, errlen, -EINVAL, "%s: the two superblock copies disagree (%s); the agent uses neither: "
 			 "re-prepare the region", r->path, sb_diff(&ga, &gb));
-		ret = -EINVAL;
 		goto fail;
 	}
 	r->g = r->sb_ok[0] ? ga : gb;
 	if (o->length && o->length - o->length % ALIGN != r->g.region_bytes) {
-		snprintf(err, errlen, "%s: --length %" PRIu64 " given, but the region prepared at offset %" PRIu64
+		ret = pc_fail(err, errlen, -EINVAL, "%s: --length %" PRIu64 " given, but the region prepared at offset %" PRIu64
 			 " is %" PRIu64 " bytes (its superblock): run with --length %" PRIu64 " or without --length",
 			 r->path, o->length, r->off, r->g.region_bytes, r->g.region_bytes);
-		ret = -EINVAL;
 		goto fail;
 	}
 	/* from here on nothing may be written outside the region itself */
 	ret = dev_write_window(&r->dev, r->off, r->off + r->g.region_bytes);
 	if (ret) {
-		snprintf(err, errlen, "%s", r->dev.err);
+		pc_fail(err, errlen, ret, "%s", r->dev.err);
 		goto fail;
 	}
 	return 0;
@@ -356,11 +348,9 @@ static int prepare_may_claim(struct region *r, const struct region_opts *o, uint
 	uint64_t at_b = bound - bound % ALIGN;
 	int found;
 
-	if (o->confirm_device && strcmp(o->confirm_device, r->path) != 0) {
-		snprintf(err, errlen, "%s: --confirm-device %s does not name the device being prepared; nothing "
+	if (o->confirm_device && strcmp(o->confirm_device, r->path) != 0)
+		return pc_fail(err, errlen, -EINVAL, "%s: --confirm-device %s does not name the device being prepared; nothing "
 			 "was written (to overwrite it, type --confirm-device %s)", r->path, o->confirm_device, r->path);
-		return -EINVAL;
-	}
 	/* ours: libblkid does not know our magic, so look for it first */
 	if (sb_check(r, 0, 0, bound, &g, why, sizeof(why)) == 0 ||
 	    (at_b >= ALIGN && sb_check(r, 1, at_b - ALIGN, bound, &g, why, sizeof(why)) == 0))
@@ -377,14 +367,11 @@ static int prepare_may_claim(struct region *r, const struct region_opts *o, uint
 			found > 0 ? what : "what libblkid could not judge", o->confirm_device);
 		return 0;
 	}
-	if (found > 0) {
-		snprintf(err, errlen, "%s holds %s%s: prepare would destroy it; nothing was written (if it is "
+	if (found > 0)
+		return pc_fail(err, errlen, -EEXIST, "%s holds %s%s: prepare would destroy it; nothing was written (if it is "
 			 "really to be overwritten: --force --confirm-device %s)", r->path, what, where, r->path);
-		return -EEXIST;
-	}
-	snprintf(err, errlen, "%s: cannot tell whether it holds a filesystem or a partition table (%s); nothing "
+	return pc_fail(err, errlen, found, "%s: cannot tell whether it holds a filesystem or a partition table (%s); nothing "
 		 "was written (to prepare it anyway: --force --confirm-device %s)", r->path, perr, r->path);
-	return found;
 }
 
 /*
@@ -441,7 +428,7 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 		goto out;
 	ret = dev_write_window(&r.dev, r.off, r.off + len);
 	if (ret) {
-		snprintf(err, errlen, "%s", r.dev.err);
+		pc_fail(err, errlen, ret, "%s", r.dev.err);
 		goto out;
 	}
 	ret = prepare_may_claim(&r, o, o->length ? o->length : r.dev.size - r.off, err, errlen);
@@ -453,8 +440,7 @@ int region_prepare(const struct region_opts *o, uint32_t record_size, uint64_t s
 	sb = abuf(ALIGN);
 	buf = abuf((size_t)per * record_size);
 	if (!sb || !buf) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		ret = pc_fail(err, errlen, -ENOMEM, "out of memory");
 		goto out;
 	}
 	/* Invalidate both superblocks first: a prepare cut short must not leave

@@ -591,16 +591,12 @@ static int run_groups(struct ws *s, int journal)
 /* The work against the region: its record size, and no slot written twice. */
 static int work_fits(const struct region *r, const struct pc_work *w, char *err, size_t errlen)
 {
-	if (w->record_size != r->g.record_size) {
-		snprintf(err, errlen, "work asks for %u-byte records; the region on %s holds %u-byte records",
+	if (w->record_size != r->g.record_size)
+		return pc_fail(err, errlen, -EINVAL, "work asks for %u-byte records; the region on %s holds %u-byte records",
 			 w->record_size, r->path, r->g.record_size);
-		return -EINVAL;
-	}
-	if (w->n > r->g.nslots) {
-		snprintf(err, errlen, "work of %u records would write some of the %u slots twice", w->n,
+	if (w->n > r->g.nslots)
+		return pc_fail(err, errlen, -EINVAL, "work of %u records would write some of the %u slots twice", w->n,
 			 r->g.nslots);
-		return -EINVAL;
-	}
 	return 0;
 }
 
@@ -663,8 +659,7 @@ int writer_run(struct region *r, struct writer_io *io, const struct pc_work *w,
 	if (io->bufs && io->buflen >= (size_t)NBUF * r->g.record_size) {
 		s.bufs = io->bufs;
 	} else if (posix_memalign((void **)&s.bufs, 4096, (size_t)NBUF * r->g.record_size)) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < NBUF; i++)
 		s.free_[s.nfree++] = NBUF - 1 - i;
