@@ -258,8 +258,7 @@ int crash_kept_read(const char *path, uint32_t session, struct crash_kept *o, ch
 	snprintf(o->path, sizeof(o->path), "%s", path);
 	if (!cj || !json_object_is_type(cj, json_type_object)) {
 		json_object_put(cj);
-		snprintf(err, errlen, "%s: not a JSON object (damaged, or not a file the sim kept)", path);
-		return -EPROTO;
+		return pc_fail(err, errlen, -EPROTO, "%s: not a JSON object (damaged, or not a file the sim kept)", path);
 	}
 	if ((rc = kint(&k, cj, "format", "format", 1, 1, 1, &x)) ||
 	    (rc = kint(&k, cj, "session", "session", 1, session, session, &x)) ||

@@ -149,37 +149,29 @@ static int board_limits(json_object *bo, size_t i, const char **name, uint32_t *
 	uint64_t v;
 	char why[256];
 
-	if (!json_object_is_type(bo, json_type_object)) {
-		snprintf(err, errlen, "config.boards[%zu]: expected an object", i);
-		return -EINVAL;
-	}
-	if (pc_json_str(bo, "name", name, why, sizeof(why)) || strlen(*name) < 1 || strlen(*name) > 63) {
-		snprintf(err, errlen, "config.boards[%zu]: %s", i, why[0] ? why : "name: 1 to 63 characters");
-		return -EINVAL;
-	}
+	if (!json_object_is_type(bo, json_type_object))
+		return pc_fail(err, errlen, -EINVAL, "config.boards[%zu]: expected an object", i);
+	if (pc_json_str(bo, "name", name, why, sizeof(why)) || strlen(*name) < 1 || strlen(*name) > 63)
+		return pc_fail(err, errlen, -EINVAL, "config.boards[%zu]: %s", i, why[0] ? why : "name: 1 to 63 characters");
 	why[0] = 0;
 	if (!json_object_object_get_ex(bo, "device", &dev) ||
 	    pc_json_u64(dev, "record_size", PC_MAX_RECORD_SIZE, &v, why, sizeof(why)) || v < PC_SECTOR ||
 	    v % PC_SECTOR) {
-		snprintf(err, errlen, "config.boards[%zu].device: %s", i,
+		return pc_fail(err, errlen, -EINVAL, "config.boards[%zu].device: %s", i,
 			 why[0] ? why : "record_size: a multiple of 512, 512..1048576");
-		return -EINVAL;
 	}
 	*rs = (uint32_t)v;
 	*maxb = CFG_DEFAULT_MAX_REGION;
 	if (json_object_object_get_ex(dev, "max_region_bytes", NULL) &&
 	    (pc_json_u64(dev, "max_region_bytes", CFG_MAX_REGION_LIMIT, maxb, why, sizeof(why)) ||
 	     *maxb < CFG_MIN_REGION_LIMIT)) {
-		snprintf(err, errlen, "config.boards[%zu].device: %s", i,
+		return pc_fail(err, errlen, -EINVAL, "config.boards[%zu].device: %s", i,
 			 why[0] ? why : "max_region_bytes: too small");
-		return -EINVAL;
 	}
 	*maxrec = MAX_WORK_RECORDS;
 	if (json_object_object_get_ex(bo, "records_per_cycle", NULL)) {
-		if (pc_json_u64(bo, "records_per_cycle", MAX_WORK_RECORDS, &v, why, sizeof(why)) || v < 1) {
-			snprintf(err, errlen, "config.boards[%zu]: %s", i, why[0] ? why : "records_per_cycle: at least 1");
-			return -EINVAL;
-		}
+		if (pc_json_u64(bo, "records_per_cycle", MAX_WORK_RECORDS, &v, why, sizeof(why)) || v < 1)
+			return pc_fail(err, errlen, -EINVAL, "config.boards[%zu]: %s", i, why[0] ? why : "records_per_cycle: at least 1");
 		*maxrec = (uint32_t)v;
 	}
 	return 0;
@@ -190,37 +182,32 @@ int engine_configure(struct engine *e, json_object *config, char *err, size_t er
 	json_object *arr;
 	size_t n;
 
-	if (e->configured || e->boards) {
-		snprintf(err, errlen, "the engine is configured once, before any event");
-		return -EINVAL;
-	}
+	if (e->configured || e->boards)
+		return pc_fail(err, errlen, -EINVAL, "the engine is configured once, before any event");
 	if (!config)
 		return 0;
 	if (!json_object_is_type(config, json_type_object) || !json_object_object_get_ex(config, "boards", &arr) ||
 	    !json_object_is_type(arr, json_type_array)) {
-		snprintf(err, errlen, "config: expected an object with a \"boards\" array");
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "config: expected an object with a \"boards\" array");
 	}
 	n = json_object_array_length(arr);
-	if (n < 1 || n > CFG_MAX_BOARDS) {
-		snprintf(err, errlen, "config.boards: expected 1 to %u boards, got %zu", CFG_MAX_BOARDS, n);
-		return -EINVAL;
-	}
+	if (n < 1 || n > CFG_MAX_BOARDS)
+		return pc_fail(err, errlen, -EINVAL, "config.boards: expected 1 to %u boards, got %zu", CFG_MAX_BOARDS, n);
 	for (size_t i = 0; i < n; i++) {
 		const char *name;
-		uint32_t rs, maxrec;
-		uint64_t maxb;
+		uint32_t rs = 0, maxrec = 0;	/* set when board_limits returns 0 */
+		uint64_t maxb = 0;
 		struct board *b;
 
 		if (board_limits(json_object_array_get_idx(arr, i), i, &name, &rs, &maxb, &maxrec, err, errlen))
 			goto fail;
 		if (board_find(e, name)) {
-			snprintf(err, errlen, "config.boards[%zu]: board \"%s\" twice", i, name);
+			pc_fail(err, errlen, -EINVAL, "config.boards[%zu]: board \"%s\" twice", i, name);
 			goto fail;
 		}
 		b = board_add(e, name);
 		if (!b) {
-			snprintf(err, errlen, "out of memory");
+			pc_fail(err, errlen, -EINVAL, "out of memory");	/* fail: returns -EINVAL */
 			goto fail;
 		}
 		b->lim_record_size = rs;
@@ -383,10 +370,8 @@ static int take_write_error(struct board *b, const struct pc_msg *m, unsigned cy
 
 	if (!json_object_object_get_ex(m->obj, "write_error", &we))
 		return 0;	/* an error of another kind: the campaign's business */
-	if (!w || w->cycle != cycle) {
-		snprintf(err, errlen, "error with write_error outside the writes of cycle %u: not a finding", cycle);
-		return -EINVAL;
-	}
+	if (!w || w->cycle != cycle)
+		return pc_fail(err, errlen, -EINVAL, "error with write_error outside the writes of cycle %u: not a finding", cycle);
 	if (w->cut)
 		return 0;	/* after the cut: the power going away, not the device refusing */
 	if (pc_json_u64(we, "errno", 4095, &eno, why, sizeof(why)) || eno < 1 ||
@@ -536,9 +521,8 @@ static int on_work(struct engine *e, struct board *b, json_object *work, json_ob
 	if (pc_msg_parse_obj(work, &m, err, errlen))
 		return -EINVAL;
 	if (m.type != PC_MSG_WORK || !b->have_geom || !b->exp.baseline) {
-		snprintf(err, errlen, "work event without a work message, or before the baseline scan");
 		pc_msg_clear(&m);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "work event without a work message, or before the baseline scan");
 	}
 	/* the host's own message, but read back from a file that may have been edited */
 	if (m.u.work.cycle != cycle || m.u.work.record_size != b->g.record_size ||
@@ -638,15 +622,13 @@ static int on_run_start(struct engine *e, const struct engine_event *x, char *er
 		return -EINVAL;
 	if (!json_object_object_get_ex(x->obj, "host", &host) || !json_object_object_get_ex(host, "id", &id) ||
 	    !json_object_is_type(id, json_type_string)) {
-		snprintf(err, errlen, "run_start: missing host.id");
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "run_start: missing host.id");
 	}
 	s = json_object_get_string(id);
 	if (!s[0] || strlen(s) >= sizeof(e->host) || strspn(s, "0123456789abcdefghijklmnopqrstuvwxyz"
 			"ABCDEFGHIJKLMNOPQRSTUVWXYZ-_.:") != strlen(s)) {
-		snprintf(err, errlen, "run_start: host.id: expected 1 to %zu letters, digits or -_.:",
+		return pc_fail(err, errlen, -EINVAL, "run_start: host.id: expected 1 to %zu letters, digits or -_.:",
 			 sizeof(e->host) - 1);
-		return -EINVAL;
 	}
 	pc_strlcpy(e->host, s, sizeof(e->host));
 	e->wall_ms = (int64_t)wall;
@@ -716,10 +698,8 @@ static int on_power_on(struct engine *e, struct board *b, json_object *ev, unsig
 	if (json_object_object_get_ex(ev, "mode", &v)) {
 		b->planned_mode = json_object_is_type(v, json_type_string) ?
 			pc_mode_from_name(json_object_get_string(v)) : -1;
-		if (b->planned_mode < 0) {
-			snprintf(err, errlen, "power_on: \"mode\": not a write mode");
-			return -EINVAL;
-		}
+		if (b->planned_mode < 0)
+			return pc_fail(err, errlen, -EINVAL, "power_on: \"mode\": not a write mode");
 	}
 	eng_scan_reset(b);
 	return 0;
@@ -807,22 +787,16 @@ int engine_feed_event(struct engine *e, const struct engine_event *x, char *err,
 	case PC_EV_POWER_ON:
 		return on_power_on(e, b, ev, cycle, err, errlen);
 	case PC_EV_RX:
-		if (!json_object_object_get_ex(ev, "msg", &v)) {
-			snprintf(err, errlen, "rx event without msg");
-			return -EINVAL;
-		}
+		if (!json_object_object_get_ex(ev, "msg", &v))
+			return pc_fail(err, errlen, -EINVAL, "rx event without msg");
 		return on_rx(e, b, v, cycle, x->t, err, errlen);
 	case PC_EV_WORK: {
 		json_object *pol = NULL;
 
-		if (!json_object_object_get_ex(ev, "work", &v)) {
-			snprintf(err, errlen, "work event without work");
-			return -EINVAL;
-		}
-		if (b->refused) {
-			snprintf(err, errlen, "work after a refused hello: ignored (%s)", b->refused_why);
-			return -EINVAL;
-		}
+		if (!json_object_object_get_ex(ev, "work", &v))
+			return pc_fail(err, errlen, -EINVAL, "work event without work");
+		if (b->refused)
+			return pc_fail(err, errlen, -EINVAL, "work after a refused hello: ignored (%s)", b->refused_why);
 		json_object_object_get_ex(ev, "policy", &pol);
 		return on_work(e, b, v, pol, cycle, x->t, err, errlen);
 	}

@@ -245,8 +245,7 @@ static int refuse(struct board *b, unsigned cycle, char *err, size_t errlen, con
 	va_end(ap);
 	b->refused = 1;
 	b->refused_cycle = cycle;
-	snprintf(err, errlen, "%s", b->refused_why);
-	return -EINVAL;
+	return pc_fail(err, errlen, -EINVAL, "%s", b->refused_why);
 }
 
 /* The region changed: what was judged against the old one, and what was

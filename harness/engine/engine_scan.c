@@ -113,25 +113,19 @@ int eng_take_runs(struct board *b, const struct pc_msg *m, char *err, size_t err
 	for (uint32_t k = 0; k < m->u.runs.nruns; k++) {
 		const struct pc_run *r = &m->u.runs.runs[k];
 
-		if ((uint64_t)r->pos + r->n > b->g.nslots) {
-			snprintf(err, errlen, "runs: positions %u+%u past the %u slots", r->pos, r->n, b->g.nslots);
-			return -EINVAL;
-		}
+		if ((uint64_t)r->pos + r->n > b->g.nslots)
+			return pc_fail(err, errlen, -EINVAL, "runs: positions %u+%u past the %u slots", r->pos, r->n, b->g.nslots);
 		for (uint32_t i = 0; i < r->n; i++) {
 			uint32_t slot = pc_slot_of_pos(&b->g, b->scan.pattern, r->pos + i);
 			struct occ o = { .state = OCC_WHOLE, .seq = r->seq ? r->seq + i : 0, .cycle = r->cycle,
 					 .flags = r->flags };
 
-			if (BIT_GET(b->scan.seen, slot)) {
-				snprintf(err, errlen, "runs: slot %u reported twice", slot);
-				return -EINVAL;
-			}
+			if (BIT_GET(b->scan.seen, slot))
+				return pc_fail(err, errlen, -EINVAL, "runs: slot %u reported twice", slot);
 			BIT_SET(b->scan.seen, slot);
 			b->scan.nseen++;
-			if (eng_obs_put(b, slot, &o)) {
-				snprintf(err, errlen, "out of memory for slot %u", slot);
-				return -EINVAL;
-			}
+			if (eng_obs_put(b, slot, &o))
+				return pc_fail(err, errlen, -EINVAL, "out of memory for slot %u", slot);
 		}
 	}
 	return 0;
@@ -142,15 +136,11 @@ static int take_raw(struct board *b, uint32_t slot, uint16_t idx, const uint8_t 
 {
 	struct raw *nr;
 
-	if (b->scan.nraws >= PC_PROTO_MAX_RAW) {
-		snprintf(err, errlen, "slot %u: more than %d raw sectors in one scan", slot, PC_PROTO_MAX_RAW);
-		return -EINVAL;
-	}
+	if (b->scan.nraws >= PC_PROTO_MAX_RAW)
+		return pc_fail(err, errlen, -EINVAL, "slot %u: more than %d raw sectors in one scan", slot, PC_PROTO_MAX_RAW);
 	nr = realloc(b->scan.raws, (b->scan.nraws + 1) * sizeof(*nr));
-	if (!nr) {
-		snprintf(err, errlen, "out of memory for a raw sector");
-		return -EINVAL;
-	}
+	if (!nr)
+		return pc_fail(err, errlen, -EINVAL, "out of memory for a raw sector");
 	b->scan.raws = nr;
 	nr[b->scan.nraws].slot = slot;
 	nr[b->scan.nraws].idx = idx;
@@ -169,21 +159,15 @@ int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 
 	if (!b->scan.obs)
 		return 0;	/* the scan already failed (scan_err says why) */
-	if (s->slot >= b->g.nslots || s->nsect == 0) {
-		snprintf(err, errlen, "slot %u does not fit the region (%u slots)", s->slot, b->g.nslots);
-		return -EINVAL;
-	}
+	if (s->slot >= b->g.nslots || s->nsect == 0)
+		return pc_fail(err, errlen, -EINVAL, "slot %u does not fit the region (%u slots)", s->slot, b->g.nslots);
 	o = BIT_GET(b->scan.seen, s->slot) ? eng_slots_side(b->scan.obs, s->slot, 0) : NULL;
-	if (BIT_GET(b->scan.seen, s->slot) && (!o || o->state != OCC_DAMAGED || o->got == spr)) {
-		snprintf(err, errlen, "slot %u reported twice", s->slot);
-		return -EINVAL;
-	}
+	if (BIT_GET(b->scan.seen, s->slot) && (!o || o->state != OCC_DAMAGED || o->got == spr))
+		return pc_fail(err, errlen, -EINVAL, "slot %u reported twice", s->slot);
 	if (!o) {
 		o = eng_slots_side(b->scan.obs, s->slot, 1);
-		if (!o) {
-			snprintf(err, errlen, "out of memory for slot %u", s->slot);
-			return -EINVAL;
-		}
+		if (!o)
+			return pc_fail(err, errlen, -EINVAL, "out of memory for slot %u", s->slot);
 		BIT_SET(b->scan.seen, s->slot);
 		o->state = OCC_DAMAGED;
 		o->got = 0;
@@ -194,10 +178,8 @@ int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 			b->scan.dmg_over = 1;
 		if (!b->scan.dmg_over) {
 			o->sect = calloc(spr, sizeof(*o->sect));
-			if (!o->sect) {
-				snprintf(err, errlen, "out of memory for slot %u", s->slot);
-				return -EINVAL;
-			}
+			if (!o->sect)
+				return pc_fail(err, errlen, -EINVAL, "out of memory for slot %u", s->slot);
 			b->scan.sect_obs += spr;
 		}
 	}
@@ -206,11 +188,9 @@ int eng_take_slot(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 		uint32_t i = o->got;
 		struct sect *d;
 
-		if (i >= spr || r->idx != i) {
-			snprintf(err, errlen, "slot %u: sector %u where sector %u was expected (%u per record)",
+		if (i >= spr || r->idx != i)
+			return pc_fail(err, errlen, -EINVAL, "slot %u: sector %u where sector %u was expected (%u per record)",
 				 s->slot, r->idx, i, spr);
-			return -EINVAL;
-		}
 		o->got++;
 		if (!o->sect)
 			continue;	/* counted, not held */
@@ -253,24 +233,18 @@ int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 		struct occ xo, *o;
 		const struct occ *x = NULL;
 
-		if (slot >= b->g.nslots || BIT_GET(b->scan.seen, slot)) {
-			snprintf(err, errlen, "same: slot %u %s", slot, slot >= b->g.nslots ? "past the region" :
+		if (slot >= b->g.nslots || BIT_GET(b->scan.seen, slot))
+			return pc_fail(err, errlen, -EINVAL, "same: slot %u %s", slot, slot >= b->g.nslots ? "past the region" :
 				 "reported twice");
-			return -EINVAL;
-		}
 		if (b->exp.slots) {
 			eng_exp_get(b, slot, &xo);
 			x = &xo;
 		}
-		if (!x || x->state != OCC_DAMAGED || !x->sect) {
-			snprintf(err, errlen, "same: slot %u is not damage the engine holds", slot);
-			return -EINVAL;
-		}
+		if (!x || x->state != OCC_DAMAGED || !x->sect)
+			return pc_fail(err, errlen, -EINVAL, "same: slot %u is not damage the engine holds", slot);
 		o = eng_slots_side(b->scan.obs, slot, 1);
-		if (!o) {
-			snprintf(err, errlen, "out of memory for slot %u", slot);
-			return -EINVAL;
-		}
+		if (!o)
+			return pc_fail(err, errlen, -EINVAL, "out of memory for slot %u", slot);
 		BIT_SET(b->scan.seen, slot);
 		b->scan.nseen++;
 		o->state = OCC_DAMAGED;
@@ -281,10 +255,8 @@ int eng_take_same(struct board *b, const struct pc_msg *m, uint32_t dmg_ceiling,
 		if (b->scan.dmg_over)
 			continue;	/* counted, not held (eng_scan_overflow()) */
 		o->sect = malloc(spr * sizeof(*o->sect));
-		if (!o->sect) {
-			snprintf(err, errlen, "out of memory for slot %u", slot);
-			return -EINVAL;
-		}
+		if (!o->sect)
+			return pc_fail(err, errlen, -EINVAL, "out of memory for slot %u", slot);
 		memcpy(o->sect, x->sect, spr * sizeof(*o->sect));
 		b->scan.sect_obs += spr;
 	}
@@ -296,10 +268,8 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 {
 	uint32_t spr = pc_geom_spr(&b->g);
 
-	if (!b->have_geom) {
-		snprintf(err, errlen, "scan before hello");
-		return -EINVAL;
-	}
+	if (!b->have_geom)
+		return pc_fail(err, errlen, -EINVAL, "scan before hello");
 	eng_scan_reset(b);
 	b->scan.scanning = 1;
 	b->scan.pattern = pc_pattern_from_name(pc_jstr(m->obj, "pattern", "sequential"));
@@ -324,8 +294,7 @@ int eng_scan_begin(struct board *b, const struct pc_msg *m, char *err, size_t er
 		free(b->scan.seen);
 		b->scan.seen = NULL;
 		snprintf(b->scan.err, sizeof(b->scan.err), "out of memory for a scan of %u slots; ", b->g.nslots);
-		snprintf(err, errlen, "out of memory for a scan of %u slots", b->g.nslots);
-		return -ENOMEM;
+		return pc_fail(err, errlen, -ENOMEM, "out of memory for a scan of %u slots", b->g.nslots);
 	}
 	return 0;
 }

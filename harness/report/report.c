@@ -416,20 +416,16 @@ int report_run(const char *const *dirs, int ndirs, FILE *out, const struct repor
 	if (errlen)
 		err[0] = 0;
 	if (o && o->confidence) {
-		if (!(o->confidence >= QUAL_CONF_MIN && o->confidence <= QUAL_CONF_MAX)) {
-			snprintf(err, errlen, "report: confidence %g: expected %g to %g", o->confidence, QUAL_CONF_MIN,
+		if (!(o->confidence >= QUAL_CONF_MIN && o->confidence <= QUAL_CONF_MAX))
+			return pc_fail(err, errlen, -EINVAL, "report: confidence %g: expected %g to %g", o->confidence, QUAL_CONF_MIN,
 				 QUAL_CONF_MAX);
-			return -EINVAL;
-		}
 		r.confidence = o->confidence;
 		r.conf_given = 1;
 	}
 	if (result)
 		*result = REPORT_INCOMPLETE;
-	if (ndirs < 1) {
-		snprintf(err, errlen, "report: no results directory given");
-		return -EINVAL;
-	}
+	if (ndirs < 1)
+		return pc_fail(err, errlen, -EINVAL, "report: no results directory given");
 	for (int i = 0; i < ndirs && !rc; i++)
 		rc = rep_folder(&r, dirs[i]);
 	if (!rc && ((rc = rep_finish(&r)) || (rc = rep_order(&r))))

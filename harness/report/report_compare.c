@@ -309,10 +309,8 @@ int report_compare(const char *a, const char *b, const char *const *dirs, int nd
 
 	if (errlen)
 		err[0] = 0;
-	if (!s) {
-		snprintf(err, errlen, "report --compare: out of memory");
-		return -ENOMEM;
-	}
+	if (!s)
+		return pc_fail(err, errlen, -ENOMEM, "report --compare: out of memory");
 	s[0].label = a;
 	s[1].label = b;
 	if (ndirs > 0) {

@@ -62,15 +62,12 @@ static int open_append(struct results *r, const char *name, int *fdp, char *note
 
 	snprintf(path, sizeof(path), "%s/%s", r->dir, name);
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-		return -errno;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, -errno, "%s: cannot open: %s", path, strerror(errno));
 	cut = trim_torn(fd);
 	if (cut < 0) {
-		snprintf(err, errlen, "%s: cannot repair: %s", path, strerror((int)-cut));
 		close(fd);
-		return (int)cut;
+		return pc_fail(err, errlen, (int)cut, "%s: cannot repair: %s", path, strerror((int)-cut));
 	}
 	if (cut > 0 && note) {
 		size_t l = strlen(note);
@@ -252,21 +249,17 @@ static int lock_take(struct results *r, char *note, size_t notelen, char *err, s
 
 	snprintf(path, sizeof(path), "%s/" LOCK_NAME, r->dir);
 	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-ret));
-		return ret;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, -errno, "%s: cannot open: %s", path, strerror(errno));
 	memset(&li, 0, sizeof(li));
 	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EINTR)
 			continue;
 		if (errno != EWOULDBLOCK) {
 			ret = -errno;
-			snprintf(err, errlen, "%s: cannot lock: %s; the results folder must be on a filesystem "
-				 "with flock() (two runs on one folder would mix their records)", path, strerror(-ret));
 			close(fd);
-			return ret;
+			return pc_fail(err, errlen, ret, "%s: cannot lock: %s; the results folder must be on a filesystem "
+				 "with flock() (two runs on one folder would mix their records)", path, strerror(-ret));
 		}
 		if (pc_now_ms() >= deadline) {
 			li.state = RESULTS_LOCK_HELD;
@@ -297,9 +290,8 @@ static int lock_take(struct results *r, char *note, size_t notelen, char *err, s
 	r->started = (int64_t)time(NULL);
 	ret = lock_write(fd, r->started, 0);
 	if (ret) {
-		snprintf(err, errlen, "%s: cannot write: %s", path, strerror(-ret));
 		close(fd);
-		return ret;
+		return pc_fail(err, errlen, ret, "%s: cannot write: %s", path, strerror(-ret));
 	}
 	r->lock_fd = fd;
 	return 0;
@@ -316,10 +308,8 @@ int results_open(struct results *r, const char *dir, char *note, size_t notelen,
 		note[0] = 0;
 	pc_strlcpy(r->dir, dir, sizeof(r->dir));
 	ret = pc_mkdir_p(dir, 0755);
-	if (ret) {
-		snprintf(err, errlen, "%s: cannot create: %s", dir, strerror(-ret));
-		return ret;
-	}
+	if (ret)
+		return pc_fail(err, errlen, ret, "%s: cannot create: %s", dir, strerror(-ret));
 	/* before anything is read or repaired: a live run's files are its own */
 	ret = lock_take(r, note, notelen, err, errlen);
 	if (ret)
@@ -361,10 +351,8 @@ int results_each_line(const char *path, results_line_fn fn, void *arg, int *torn
 
 	if (torn)
 		*torn = 0;
-	if ((ret = jsonl_open(&j, path))) {
-		snprintf(err, errlen, "%s", j.err);
-		return ret;
-	}
+	if ((ret = jsonl_open(&j, path)))
+		return pc_fail(err, errlen, ret, "%s", j.err);
 	while ((ret = jsonl_next_object(&j, &obj, &l)) == 1) {
 		ret = fn(obj, l.lineno > UINT_MAX ? UINT_MAX : (unsigned)l.lineno, arg);
 		json_object_put(obj);
@@ -394,10 +382,8 @@ int results_write_json(const char *dir, const char *name, json_object *obj, char
 
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fd = pc_tmp_open(path, tmp, sizeof(tmp));
-	if (fd < 0) {
-		snprintf(err, errlen, "%s: cannot create: %s", tmp, strerror(-fd));
-		return fd;
-	}
+	if (fd < 0)
+		return pc_fail(err, errlen, fd, "%s: cannot create: %s", tmp, strerror(-fd));
 	ret = pc_write_all(fd, s, strlen(s));
 	if (!ret)
 		ret = pc_write_all(fd, "\n", 1);
@@ -420,8 +406,8 @@ int results_write_json(const char *dir, const char *name, json_object *obj, char
 		what = dir;
 	}
 	if (ret)
-		snprintf(err, errlen, "%s: %s failed: %s", what, op, strerror(-ret));
-	return ret;
+		return pc_fail(err, errlen, ret, "%s: %s failed: %s", what, op, strerror(-ret));
+	return 0;
 }
 
 void results_host_id(char *buf, size_t len)

@@ -169,18 +169,15 @@ int pc_format_read(struct json_object *v, const char *what, int *major, int *min
 	mi = strtoul(s, &end, 10);
 	if (end == s || *end || s[0] < '0' || s[0] > '9' || errno || mi > 1000)
 		goto bad;
-	if (ma > PC_FORMAT_MAJOR) {
-		snprintf(err, errlen, "%s: results format %lu.%lu is newer than this powercut reads (%d.x, "
+	if (ma > PC_FORMAT_MAJOR)
+		return pc_fail(err, errlen, -EINVAL, "%s: results format %lu.%lu is newer than this powercut reads (%d.x, "
 			 "powercut %s): read it with a newer powercut", what, ma, mi, PC_FORMAT_MAJOR, PC_VERSION);
-		return -EINVAL;
-	}
 	*major = (int)ma;
 	*minor = (int)mi;
 	return 0;
 bad:
-	snprintf(err, errlen, "%s: \"format\": expected a version string \"MAJOR.MINOR\" such as \"%s\", got %s",
+	return pc_fail(err, errlen, -EINVAL, "%s: \"format\": expected a version string \"MAJOR.MINOR\" such as \"%s\", got %s",
 		 what, PC_FORMAT, json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN));
-	return -EINVAL;
 }
 
 unsigned pc_lat_bucket(uint32_t us)

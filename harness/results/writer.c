@@ -139,16 +139,13 @@ int results_writer_start(struct results *r, char *err, size_t errlen)
 	struct results_writer *w = calloc(1, sizeof(*w));
 	int ret;
 
-	if (!w) {
-		snprintf(err, errlen, "%s: out of memory", r->dir);
-		return -ENOMEM;
-	}
+	if (!w)
+		return pc_fail(err, errlen, -ENOMEM, "%s: out of memory", r->dir);
 	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (w->efd < 0) {
 		ret = -errno;
 		free(w);
-		snprintf(err, errlen, "%s: eventfd: %s", r->dir, strerror(-ret));
-		return ret;
+		return pc_fail(err, errlen, ret, "%s: eventfd: %s", r->dir, strerror(-ret));
 	}
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->wake, NULL);
