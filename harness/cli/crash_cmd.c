@@ -102,10 +102,8 @@ static int kept_add(struct cs *s, const char *dir, const char *name, const char 
 		return rc;
 	if (!m.finished || m.ncycles > 1 || m.cycles_more || !m.cycle || (!want_all && m.cycle != want))
 		return 0;
-	if (s->n >= MAX_CYCLES_KEPT) {
-		snprintf(err, errlen, "%s: more than %u kept cycles; give --cycle", dir, MAX_CYCLES_KEPT);
-		return -E2BIG;
-	}
+	if (s->n >= MAX_CYCLES_KEPT)
+		return pc_fail(err, errlen, -E2BIG, "%s: more than %u kept cycles; give --cycle", dir, MAX_CYCLES_KEPT);
 	if (!(t = realloc(s->k, (s->n + 1) * sizeof(*s->k))))
 		return -ENOMEM;
 	s->k = t;
@@ -147,7 +145,7 @@ static int scan_board(struct cs *s, const char *results, const char *board, int 
 	}
 	closedir(d);
 	if (rc == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		return pc_fail(err, errlen, rc, "out of memory");
 	return rc;
 }
 

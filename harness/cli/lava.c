@@ -222,36 +222,27 @@ int lava_parse_console(const char *cmd, char *url, size_t len, char *err, size_t
 	const char *scheme;
 	char *end;
 
-	if (n < 0) {
-		snprintf(err, errlen, "'%.200s' is not a simple command", cmd);
-		return -EINVAL;
-	}
+	if (n < 0)
+		return pc_fail(err, errlen, -EINVAL, "'%.200s' is not a simple command", cmd);
 	if (n == 3 && !strcmp(base(argv[0]), "telnet"))
 		scheme = "telnet";
 	else if (n == 3 && (!strcmp(base(argv[0]), "nc") || !strcmp(base(argv[0]), "netcat")))
 		scheme = "tcp";
 	else {
-		snprintf(err, errlen, "'%.200s': powercut reads a console from `telnet HOST PORT` or `nc HOST PORT` "
+		return pc_fail(err, errlen, -EINVAL, "'%.200s': powercut reads a console from `telnet HOST PORT` or `nc HOST PORT` "
 			 "(ser2net), not this one", cmd);
-		return -EINVAL;
 	}
 	errno = 0;
 	long port = strtol(argv[2], &end, 10);
-	if (errno || *end || port < 1 || port > 65535) {
-		snprintf(err, errlen, "'%.200s': the port is not a number from 1 to 65535", cmd);
-		return -EINVAL;
-	}
+	if (errno || *end || port < 1 || port > 65535)
+		return pc_fail(err, errlen, -EINVAL, "'%.200s': the port is not a number from 1 to 65535", cmd);
 	for (const char *h = argv[1]; *h; h++)
-		if ((unsigned char)*h < 0x21 || strchr("/\"\\@", *h)) {
-			snprintf(err, errlen, "'%.200s': the host is not a name or an address", cmd);
-			return -EINVAL;
-		}
+		if ((unsigned char)*h < 0x21 || strchr("/\"\\@", *h))
+			return pc_fail(err, errlen, -EINVAL, "'%.200s': the host is not a name or an address", cmd);
 	int w = strchr(argv[1], ':') ? snprintf(url, len, "%s://[%s]:%ld", scheme, argv[1], port)
 				     : snprintf(url, len, "%s://%s:%ld", scheme, argv[1], port);
-	if (w < 0 || (size_t)w >= len) {
-		snprintf(err, errlen, "'%.200s': the host name is too long", cmd);
-		return -EINVAL;
-	}
+	if (w < 0 || (size_t)w >= len)
+		return pc_fail(err, errlen, -EINVAL, "'%.200s': the host name is too long", cmd);
 	return 0;
 }
 
@@ -459,20 +450,14 @@ static int lava_power(json_object *b, const char *name, char *err, size_t errlen
 {
 	const char *on = getenv("LAVA_POWER_ON_COMMAND"), *off = getenv("LAVA_POWER_OFF_COMMAND");
 
-	if (!off || !*off) {
-		snprintf(err, errlen, "board %s: LAVA_POWER_OFF_COMMAND is not set (the device dictionary has no "
+	if (!off || !*off)
+		return pc_fail(err, errlen, -EINVAL, "board %s: LAVA_POWER_OFF_COMMAND is not set (the device dictionary has no "
 			 "power_off command): powercut cannot cut the power", name);
-		return -EINVAL;
-	}
-	if (!on || !*on) {
-		snprintf(err, errlen, "board %s: LAVA_POWER_ON_COMMAND is not set (the device dictionary has no "
+	if (!on || !*on)
+		return pc_fail(err, errlen, -EINVAL, "board %s: LAVA_POWER_ON_COMMAND is not set (the device dictionary has no "
 			 "power_on command)", name);
-		return -EINVAL;
-	}
-	if (strlen(on) > LAVA_CMD_MAX || strlen(off) > LAVA_CMD_MAX) {
-		snprintf(err, errlen, "board %s: a power command is longer than %d bytes", name, LAVA_CMD_MAX);
-		return -EINVAL;
-	}
+	if (strlen(on) > LAVA_CMD_MAX || strlen(off) > LAVA_CMD_MAX)
+		return pc_fail(err, errlen, -EINVAL, "board %s: a power command is longer than %d bytes", name, LAVA_CMD_MAX);
 	json_object_object_add(b, "relay", relay_from_env(on, off));
 	return 0;
 }
@@ -485,10 +470,8 @@ static int lava_link(json_object *b, const char *path, const char *name, char *e
 	char url[300], why[400];
 	int serial;
 
-	if (json_object_object_get_ex(b, "link", &link) && !json_object_is_type(link, json_type_object)) {
-		snprintf(err, errlen, "%s: board %s: \"link\" is not an object (see docs/config.md)", path, name);
-		return -EINVAL;
-	}
+	if (json_object_object_get_ex(b, "link", &link) && !json_object_is_type(link, json_type_object))
+		return pc_fail(err, errlen, -EINVAL, "%s: board %s: \"link\" is not an object (see docs/config.md)", path, name);
 	if (!link) {
 		link = json_object_new_object();
 		json_object_object_add(link, "type", json_object_new_string("tcp"));
@@ -496,15 +479,12 @@ static int lava_link(json_object *b, const char *path, const char *name, char *e
 	}
 	serial = json_object_object_get_ex(link, "type", &type) && !strcmp(json_object_get_string(type), "serial");
 	if (conn && *conn) {
-		if (lava_parse_console(conn, url, sizeof(url), why, sizeof(why))) {
-			snprintf(err, errlen, "board %s: LAVA_CONNECTION_COMMAND %s", name, why);
-			return -EINVAL;
-		}
+		if (lava_parse_console(conn, url, sizeof(url), why, sizeof(why)))
+			return pc_fail(err, errlen, -EINVAL, "board %s: LAVA_CONNECTION_COMMAND %s", name, why);
 		json_object_object_add(link, serial ? "device" : "console", json_object_new_string(url));
 	} else if (serial) {
-		snprintf(err, errlen, "board %s: its link is the serial console but LAVA_CONNECTION_COMMAND is not set "
+		return pc_fail(err, errlen, -EINVAL, "board %s: its link is the serial console but LAVA_CONNECTION_COMMAND is not set "
 			 "(the device dictionary has no connection command tagged primary)", name);
-		return -EINVAL;
 	}
 	return 0;
 }

@@ -248,8 +248,7 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 	if (!f) {
 		int e = errno;
 
-		snprintf(err, errlen, "%s: %s", file, strerror(e));
-		return -e;
+		return pc_fail(err, errlen, -e, "%s: %s", file, strerror(e));
 	}
 	for (int i = 0; i < n; i++) {
 		if (fs[i].ret || fs[i].report_failed || fs[i].damaged) {
@@ -297,8 +296,7 @@ static int write_junit(const char *file, const struct folder *fs, int n, char *e
 	if (ret | fclose(f)) {
 		int e = errno ? errno : EIO;
 
-		snprintf(err, errlen, "%s: %s", file, ret == -ENOMEM ? "out of memory" : strerror(e));
-		return ret ? ret : -e;
+		return pc_fail(err, errlen, ret ? ret : -e, "%s: %s", file, ret == -ENOMEM ? "out of memory" : strerror(e));
 	}
 	return 0;
 }
