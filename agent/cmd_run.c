@@ -371,8 +371,7 @@ static int serve_work(struct region *r, struct writer_io *io, struct link *l, co
 		int u = link_uncork(l);
 
 		if (!ret && u) {
-			snprintf(err, sizeof(err), "sending to the host failed: %s", strerror(-u));
-			ret = u;
+			ret = pc_fail(err, sizeof(err), u, "sending to the host failed: %s", strerror(-u));
 		}
 	}
 	audit_poll(&g_audit);

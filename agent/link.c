@@ -116,9 +116,8 @@ int link_open_serial(struct link *l, const char *dev, uint32_t baud, char *err, 
 	if (l->fd < 0) {
 		int ret = l->fd;
 
-		snprintf(err, errlen, "the console: %s", why);
 		l->fd = -1;
-		return ret;
+		return pc_fail(err, errlen, ret, "the console: %s", why);
 	}
 	l->marker = 1;
 	snprintf(l->peer, sizeof(l->peer), "%s", dev);

@@ -100,11 +100,10 @@ int pc_auth_key_create(const char *path, char *err, size_t errlen)
 	strcat(hex, "\n");
 	if (write(fd, hex, strlen(hex)) != (ssize_t)strlen(hex) || fsync(fd)) {
 		e = errno ? errno : EIO;
-		snprintf(err, errlen, "cannot write the key file %s: %s", path, strerror(e));
 		close(fd);
 		unlink(path);
 		sodium_memzero(hex, sizeof(hex));
-		return -e;
+		return pc_fail(err, errlen, -e, "cannot write the key file %s: %s", path, strerror(e));
 	}
 	sodium_memzero(hex, sizeof(hex));
 	close(fd);

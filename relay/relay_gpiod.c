@@ -57,9 +57,8 @@ static int gpiod_check(json_object *cfg, char *err, size_t errlen)
 	if (json_object_is_type(v, json_type_int)) {
 		rc = relay_check_int(cfg, "line", 0, GPIOD_LINE_MAX, err, errlen);
 	} else if (!json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0) {
-		snprintf(err, errlen, "line: expected an offset (integer) or a line name (string), got %s",
-			 relay_json_text(v));
-		rc = -EINVAL;
+		rc = pc_fail(err, errlen, -EINVAL, "line: expected an offset (integer) or a line name (string), got %s",
+			     relay_json_text(v));
 	}
 	if (!rc)
 		rc = relay_check_bool(cfg, "active_low", err, errlen);

@@ -52,9 +52,8 @@ int sim_emmc_create(const char *media, uint64_t size, char *err, size_t errlen)
 	}
 	/* sparse: reads as zeros, costs no space until programmed */
 	if (ftruncate(fd, (off_t)size) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "sim media %s: cannot size to %" PRIu64 " bytes: %s", media, size,
-			 strerror(-ret));
+		ret = pc_fail(err, errlen, -errno, "sim media %s: cannot size to %" PRIu64 " bytes: %s", media, size,
+			      strerror(errno));
 		unlink(media);
 	}
 	close(fd);

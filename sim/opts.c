@@ -60,12 +60,10 @@ int sim_profile_parse(const char *s, unsigned *bits, char *err, size_t errlen)
 			if (strcmp(tok, sim_profiles[i].name) == 0)
 				break;
 		if (i == PC_ARRAY_SIZE(sim_profiles)) {
-			snprintf(err, errlen, "unknown sim profile '%s' in '%s' (valid: %s, joined by '+')",
-				 tok, s, valid);
-			ret = -EINVAL;
+			ret = pc_fail(err, errlen, -EINVAL, "unknown sim profile '%s' in '%s' (valid: %s, joined by '+')",
+				      tok, s, valid);
 		} else if (sim_profiles[i].bit == SIM_P_HONEST && (n || save)) {
-			snprintf(err, errlen, "sim profile 'honest' cannot be combined with others in '%s'", s);
-			ret = -EINVAL;
+			ret = pc_fail(err, errlen, -EINVAL, "sim profile 'honest' cannot be combined with others in '%s'", s);
 		}
 		if (!ret)
 			b |= sim_profiles[i].bit;

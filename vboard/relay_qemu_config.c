@@ -283,9 +283,8 @@ int qemu_check(json_object *cfg, char *err, size_t errlen)
 	 * and the SD card never does */
 	if (!rc && cfg && json_object_object_get_ex(cfg, "fua", NULL) &&
 	    strcmp(qemu_cfg_disk(cfg), "scsi") != 0) {
-		snprintf(err, errlen, "fua: only the SCSI disk (\"disk\": \"scsi\") can be told not to take FUA "
-			 "(scsi-hd's dpofua); the SD card never does, an NVMe namespace always does");
-		rc = -EINVAL;
+		rc = pc_fail(err, errlen, -EINVAL, "fua: only the SCSI disk (\"disk\": \"scsi\") can be told not to take "
+			     "FUA (scsi-hd's dpofua); the SD card never does, an NVMe namespace always does");
 	}
 	if (!rc)
 		rc = qemu_check_enum(cfg, "machine", qemu_machines, PC_ARRAY_SIZE(qemu_machines), err, errlen);

@@ -153,12 +153,12 @@ int results_writer_start(struct results *r, char *err, size_t errlen)
 	r->w = w;
 	ret = -pthread_create(&w->thr, NULL, writer_main, r);
 	if (ret) {
-		snprintf(err, errlen, "%s: cannot start the results writer: %s", r->dir, strerror(-ret));
 		close(w->efd);
 		free(w);
 		r->w = NULL;
+		return pc_fail(err, errlen, ret, "%s: cannot start the results writer: %s", r->dir, strerror(-ret));
 	}
-	return ret;
+	return 0;
 }
 
 void results_writer_stop(struct results *r)
