@@ -4,6 +4,18 @@
  * Every error names the file, the key path (boards[1].cut.window_ms) and what
  * is expected, so `powercut check-config` can print it as it is. See
  * docs/config.md for every key and its default.
+ *
+ * The files, each with its functions' header (private to config*.c; the
+ * functions here are public):
+ *   config.c        the document: campaign keys, "defaults" merged into each
+ *                   board, loading and parsing
+ *   config_board.c  one board's sections: relay, device, modes, cut, link,
+ *                   verify, policy (config_board.h)
+ *   config_read.c   reading one value: types, bounds, key typos, paths in
+ *                   errors; the document being read, struct cfg_ctx
+ *                   (config_read.h)
+ *   config_check.c  checks against what a board says (HELLO) and real-board warnings
+ *   config_resume.c what a resumed campaign may change
  */
 #ifndef PC_HARNESS_CONFIG_H
 #define PC_HARNESS_CONFIG_H

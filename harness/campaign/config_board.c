@@ -4,18 +4,14 @@
  * link, verify, policy.
  */
 #include "harness/campaign/config.h"
-#include "harness/campaign/config_int.h"
+#include "harness/campaign/config_board.h"
+#include "harness/campaign/config_read.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
@@ -23,6 +19,11 @@
 #include "sim/emmc.h"
 #include "harness/link/netserial.h"
 #include "harness/results/verdict.h"
+
+#define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
+#define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
+#define CFG_MAX_ACKS		10000000u
+#define CFG_MAX_DELAY_US	1000000u	/* cut.delay_us: a second after the flush or FUA write starts */
 
 /* ---- board sections ---- */
 
