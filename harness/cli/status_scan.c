@@ -3,30 +3,13 @@
  * top-level members of a JSON object found without building it, and a
  * board's state from its events.
  */
-#include "harness/cli/status_int.h"
+#include "harness/cli/status.h"
 
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <json-c/json.h>
 
 #include "common/util.h"
-#include "harness/campaign/config.h"
-#include "harness/engine/engine.h"
-#include "harness/results/jsonl.h"
-#include "harness/results/results.h"
 #include "harness/results/verdict.h"
 
 /* ---- the scanner ---- */
