@@ -28,6 +28,7 @@
 #include "harness/cli/status.h"
 #include "harness/cli/status_model.h"
 #include "harness/cli/status_read.h"
+#include "harness/cli/status_scan.h"
 
 #include <assert.h>
 #include <errno.h>
@@ -60,13 +61,6 @@ const struct status_limits status_limits_default = {
 	.tail_first = 8u << 20,		/* events.jsonl: the tail read first, */
 	.tail_max = 256u << 20,		/* growing 4x to at most this */
 	.campaign_max = 16u << 20,	/* campaign.json */
-};
-
-const char *const status_bstate_names[ST_NSTATES] = {
-	"unknown", "off", "booting", "verifying", "writing", "given up", "done",
-};
-const char *const status_bstate_keys[ST_NSTATES] = {
-	"unknown", "off", "booting", "verifying", "writing", "given_up", "done",
 };
 
 static void local_time(int64_t t, char *buf, size_t len)

@@ -16,8 +16,10 @@
 #include <sys/types.h>
 
 #include "common/record.h"
-#include "harness/cli/status.h"
+#include "harness/cli/status_scan.h"
 #include "harness/results/verdict.h"
+
+struct status_limits;
 
 /* What the events of one board in one window of events.jsonl say. */
 struct st_evs {

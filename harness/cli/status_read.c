@@ -4,9 +4,10 @@
  * tail of events.jsonl line by line through the one .jsonl reader
  * (harness/results/jsonl.h), each line through the scanner.
  */
-#include "harness/cli/status.h"
-#include "harness/cli/status_model.h"
 #include "harness/cli/status_read.h"
+#include "harness/cli/status_limits.h"
+#include "harness/cli/status_model.h"
+#include "harness/cli/status_scan.h"
 
 #include <assert.h>
 #include <errno.h>
