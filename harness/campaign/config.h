@@ -16,6 +16,8 @@
  *                   (config_read.h)
  *   config_check.c  checks against what a board says (HELLO) and real-board warnings
  *   config_resume.c what a resumed campaign may change
+ * The campaign keys' bounds and defaults, and what a name may be, are
+ * config_limits.h's (status reads them without struct board_cfg).
  */
 #ifndef PC_HARNESS_CONFIG_H
 #define PC_HARNESS_CONFIG_H
@@ -27,22 +29,8 @@
 #include <json-c/json.h>
 
 #include "common/record.h"
+#include "harness/campaign/config_limits.h"
 #include "harness/results/limits.h"
-
-#define CFG_MAX_MODES 8
-/* stop.boot_fails: this many BOOT_FAILs in a row and the board's device is
- * dead (a finding of the device): the board stops. 0: never. */
-#define CFG_DEFAULT_STOP_BOOT_FAILS	3u
-#define CFG_MAX_STOP_BOOT_FAILS		1000u
-/* results_min_free: the campaign stops cleanly (exit 2, resumable) before
- * the results folder's filesystem has less free than this */
-#define CFG_DEFAULT_MIN_FREE		(256ull << 20)
-#define CFG_MAX_MIN_FREE		(1ull << 40)
-/* target: what a rate target may ask (harness/report/qualify.h's bounds) */
-#define CFG_TARGET_RATE_MIN		1e-7
-#define CFG_TARGET_CONF_MIN		0.5
-#define CFG_TARGET_CONF_MAX		0.9999
-#define CFG_DEFAULT_TARGET_CONF		0.95
 
 enum cut_plan {
 	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
@@ -138,8 +126,6 @@ int config_target_parse(const char *s, double *rate, double *confidence, char *e
 /* Set the campaign's target (--target over the file's "target"), in c and
  * in its resolved document (campaign.json records it). */
 void config_set_target(struct campaign_cfg *c, double rate, double confidence);
-/* A campaign or board name: 1 to 63 of [A-Za-z0-9_.-]. */
-int config_valid_name(const char *s);
 /* Accepts a zeroed or freed config. */
 void config_free(struct campaign_cfg *c);
 

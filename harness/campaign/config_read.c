@@ -3,7 +3,7 @@
  * bounds, an unknown key with the nearest valid one suggested, and the key
  * path every error names.
  */
-#include "harness/campaign/config.h"
+#include "harness/campaign/config_limits.h"
 #include "harness/campaign/config_read.h"
 
 #include <errno.h>

@@ -22,9 +22,10 @@
 
 
 #include "common/record.h"
-#include "harness/campaign/config.h"
+#include "harness/campaign/config_limits.h"
 #include "harness/engine/engine.h"
 #include "harness/results/jsonl.h"
+#include "harness/results/limits.h"
 #include "harness/results/verdict.h"
 
 #define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
