@@ -3,8 +3,9 @@
  * with every default filled in: relay, device (sim or posix), modes, cut,
  * link, verify, policy.
  */
-#include "harness/campaign/config.h"
 #include "harness/campaign/config_board.h"
+#include "harness/campaign/config_board_cfg.h"
+#include "harness/campaign/config_limits.h"
 #include "harness/campaign/config_read.h"
 
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 #include "relay/relay.h"
 #include "sim/emmc.h"
 #include "harness/link/netserial.h"
+#include "harness/results/limits.h"
 #include "harness/results/verdict.h"
 
 #define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
