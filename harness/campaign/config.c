@@ -1,6 +1,6 @@
 /*
  * config.c - campaign configuration: JSON in, a validated campaign_cfg out.
- * This file reads the document; config_int.h says where the rest lives.
+ * This file reads the document; config.h says where the rest lives.
  *
  * Nothing is half-accepted: the whole document is checked before the harness
  * touches a relay, and every error names the file and the key path, so a typo
@@ -12,7 +12,8 @@
  * campaign.json records exactly what ran.
  */
 #include "harness/campaign/config.h"
-#include "harness/campaign/config_int.h"
+#include "harness/campaign/config_board.h"
+#include "harness/campaign/config_read.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +25,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/proto.h"
-#include "common/record.h"
+#include "common/json.h"
 #include "common/util.h"
-#include "relay/relay.h"
-#include "sim/emmc.h"
-#include "harness/link/netserial.h"
+
+#define CFG_MAX_FILE		(16u << 20)
 
 /* ---- merging "defaults" into a board ---- */
 

@@ -4,6 +4,22 @@
  * Every error names the file, the key path (boards[1].cut.window_ms) and what
  * is expected, so `powercut check-config` can print it as it is. See
  * docs/config.md for every key and its default.
+ *
+ * The files, each with its functions' header (private to config*.c; the
+ * functions here are public):
+ *   config.c        the document: campaign keys, "defaults" merged into each
+ *                   board, loading and parsing
+ *   config_board.c  one board's sections: relay, device, modes, cut, link,
+ *                   verify, policy (config_board.h), into the board's
+ *                   configuration, struct board_cfg, and its cut plan's
+ *                   queries (config_board_cfg.h)
+ *   config_read.c   reading one value: types, bounds, key typos, paths in
+ *                   errors; the document being read, struct cfg_ctx
+ *                   (config_read.h)
+ *   config_check.c  checks against what a board says (HELLO) and real-board warnings
+ *   config_resume.c what a resumed campaign may change
+ * The campaign keys' bounds and defaults, and what a name may be, are
+ * config_limits.h's (status reads them without struct board_cfg).
  */
 #ifndef PC_HARNESS_CONFIG_H
 #define PC_HARNESS_CONFIG_H
@@ -15,75 +31,9 @@
 #include <json-c/json.h>
 
 #include "common/record.h"
+#include "harness/campaign/config_board_cfg.h"
+#include "harness/campaign/config_limits.h"
 #include "harness/results/limits.h"
-
-#define CFG_MAX_MODES 8
-/* stop.boot_fails: this many BOOT_FAILs in a row and the board's device is
- * dead (a finding of the device): the board stops. 0: never. */
-#define CFG_DEFAULT_STOP_BOOT_FAILS	3u
-#define CFG_MAX_STOP_BOOT_FAILS		1000u
-/* results_min_free: the campaign stops cleanly (exit 2, resumable) before
- * the results folder's filesystem has less free than this */
-#define CFG_DEFAULT_MIN_FREE		(256ull << 20)
-#define CFG_MAX_MIN_FREE		(1ull << 40)
-/* target: what a rate target may ask (harness/report/qualify.h's bounds) */
-#define CFG_TARGET_RATE_MIN		1e-7
-#define CFG_TARGET_CONF_MIN		0.5
-#define CFG_TARGET_CONF_MAX		0.9999
-#define CFG_DEFAULT_TARGET_CONF		0.95
-
-enum cut_plan {
-	CUT_RANDOM,	/* a random instant in [cut_min, cut_max] ms after the work is sent */
-	CUT_ACKS,	/* after a random number in [cut_min, cut_max] of acked records */
-	CUT_FLUSH,	/* at the nth cache flush the agent announces, n random in [cut_min, cut_max] */
-	CUT_FUA,	/* at the nth FUA write the agent announces, likewise */
-	CUT_MIX,	/* each cycle one of flush, fua (the I/O its mode issues) and random, in
-			 * turn per mode: [cut_min, cut_max] is the random window, nth any of
-			 * the cycle's flushes or FUA writes (the default plan) */
-};
-
-struct board_cfg {
-	char name[64];			/* [A-Za-z0-9_.-]+, unique */
-	char relay_driver[32];
-	json_object *relay;		/* the "relay" section (borrowed from root) */
-	json_object *device;		/* the "device" section (borrowed from root) */
-	char backend[16];		/* device.backend: "sim" or "posix" */
-	uint32_t record_size;		/* device.record_size, bytes, multiple of 512 */
-	uint64_t max_region_bytes;	/* device.max_region_bytes: the most a HELLO may claim */
-	int pattern;			/* enum pc_pattern */
-	int modes[CFG_MAX_MODES];	/* enum pc_mode, used in turn, cycle by cycle */
-	unsigned nmodes;
-	uint32_t records_per_cycle;
-	uint32_t flush_every;		/* flush/journal: records per flush */
-	uint32_t queue_depth;		/* 1..32 */
-	enum cut_plan cut;
-	uint32_t cut_min, cut_max;
-	uint32_t cut_delay_us;		/* CUT_FLUSH, CUT_FUA: how long after the announcement */
-	uint32_t boot_timeout_ms;	/* power on -> HELLO */
-	int boot_timeout_given;		/* boot_timeout_ms was in the file (not the default) */
-	uint32_t boot_retries;		/* power cycles before BOOT_FAIL */
-	uint32_t verify_timeout_ms;	/* VERIFY -> scan_end */
-	uint32_t work_timeout_ms;	/* WORK -> the cut, at most */
-	uint32_t off_ms;		/* power-off time before the next power-on */
-	/* verification: the cut cycle's slots always; cold data by sample */
-	uint32_t full_every;		/* verify.full_every: a whole-region scan every K cycles (1: always) */
-	uint32_t cold_sample;		/* verify.cold_sample: cold slots checked in other cycles */
-	/* policy: is an unacknowledged finding of this class a violation, per mode? */
-	uint8_t torn_violation[PC_MODE_MAX];
-	uint8_t torn_sector_violation[PC_MODE_MAX];
-	uint8_t unclassified_violation[PC_MODE_MAX];	/* a record whose damage could not be classified */
-	/* the link: TCP (the agent connects to "listen"), or the board's serial console */
-	int link_serial;
-	int console_capture;		/* a tcp link with link.console: the console is captured, not spoken */
-	char serial_device[PATH_MAX];	/* link.device (serial), link.console (tcp) */
-	uint32_t serial_baud;		/* link.baud */
-	int audit_require;		/* audit "require": requests not seen, or not the mode's, are INFRA_ERROR */
-	char boot_patterns[8][64];	/* link.boot_patterns: console lines that time the boot */
-	unsigned nboot_patterns;
-	/* stop rules (docs/config.md "stop") */
-	uint32_t stop_boot_fails;	/* stop.boot_fails: BOOT_FAILs in a row that name the device dead, 0 never */
-	int stop_on_fail;		/* stop.on_fail "stop": a screening run, the board stops at its first FAIL */
-};
 
 struct campaign_cfg {
 	char name[64];			/* "campaign": [A-Za-z0-9_.-]+ */
@@ -126,8 +76,6 @@ int config_target_parse(const char *s, double *rate, double *confidence, char *e
 /* Set the campaign's target (--target over the file's "target"), in c and
  * in its resolved document (campaign.json records it). */
 void config_set_target(struct campaign_cfg *c, double rate, double confidence);
-/* A campaign or board name: 1 to 63 of [A-Za-z0-9_.-]. */
-int config_valid_name(const char *s);
 /* Accepts a zeroed or freed config. */
 void config_free(struct campaign_cfg *c);
 
@@ -147,15 +95,6 @@ typedef void (*config_change_fn)(const char *path, const char *board, json_objec
  */
 int config_resume_diff(json_object *old, json_object *cur, const char *file, config_change_fn fn, void *arg,
 		       char *err, size_t errlen);
-/* "random", "acks", "flush", "fua", "mix". */
-const char *config_cut_name(enum cut_plan p);
-/* How many cache flushes (CUT_FLUSH) or FUA writes (CUT_FUA) a cycle of mode
- * issues with records and flush_every: what the agent announces. 0: none. */
-uint32_t config_cut_ops(enum cut_plan p, int mode, uint32_t records, uint32_t flush_every);
-/* The plan of a board's cycle (1, 2, ...) and its range ([lo, hi]: the
- * window in ms, the acks or the nth): the board's plan, or under CUT_MIX the
- * cycle's turn among the plans its mode can take (flush, fua, random). */
-enum cut_plan config_cycle_cut(const struct board_cfg *b, uint32_t cycle, uint32_t *lo, uint32_t *hi);
 /*
  * Is the device a board's agent opened (its HELLO) the one the board's
  * device section names? Each of device.cid, serial,

@@ -3,26 +3,29 @@
  * with every default filled in: relay, device (sim or posix), modes, cut,
  * link, verify, policy.
  */
-#include "harness/campaign/config.h"
-#include "harness/campaign/config_int.h"
+#include "harness/campaign/config_board.h"
+#include "harness/campaign/config_board_cfg.h"
+#include "harness/campaign/config_limits.h"
+#include "harness/campaign/config_read.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
+#include "common/json.h"
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
 #include "relay/relay.h"
 #include "sim/emmc.h"
 #include "harness/link/netserial.h"
+#include "harness/results/limits.h"
 #include "harness/results/verdict.h"
+
+#define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
+#define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
+#define CFG_MAX_ACKS		10000000u
+#define CFG_MAX_DELAY_US	1000000u	/* cut.delay_us: a second after the flush or FUA write starts */
 
 /* ---- board sections ---- */
 

@@ -4,24 +4,16 @@
  * configuration deserves (config_warnings).
  */
 #include "harness/campaign/config.h"
-#include "harness/campaign/config_int.h"
+#include "harness/campaign/config_board.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "common/proto.h"
-#include "common/record.h"
+#include "common/json.h"
 #include "common/util.h"
 #include "relay/relay.h"
-#include "sim/emmc.h"
-#include "harness/link/netserial.h"
 
 /* "/dev/disk/by-partlabel/x" and "PARTLABEL=x" name the same device: the
  * spec form of both (by-partuuid, by-label, by-uuid alike), else s itself. */

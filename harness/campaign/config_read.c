@@ -3,25 +3,17 @@
  * bounds, an unknown key with the nearest valid one suggested, and the key
  * path every error names.
  */
-#include "harness/campaign/config.h"
-#include "harness/campaign/config_int.h"
+#include "harness/campaign/config_limits.h"
+#include "harness/campaign/config_read.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "common/proto.h"
-#include "common/record.h"
+#include "common/json.h"
 #include "common/util.h"
-#include "relay/relay.h"
-#include "sim/emmc.h"
-#include "harness/link/netserial.h"
 
 /* "FILE: path: message" (or "FILE: message" when path is NULL). */
 int cfg_fail(struct cfg_ctx *x, const char *path, const char *fmt, ...)

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "harness/campaign/config.h"
+#include "harness/results/limits.h"
 
 /* ---- the boards' lines ---- */
 

@@ -2,8 +2,9 @@
  * status.c - `powercut status DIR [--json]`: whether a run holds a results
  * folder, when it last appended an event, and per board the cycle, the
  * state, the verdict counts, the last FAIL and an ETA (status.h). This file
- * says what it all means and prints it; status_read.c reads the folder,
- * status_scan.c holds the scanner and the board states (status_int.h).
+ * says what it all means and prints it; status_read.c reads the folder into
+ * the run's struct st_ctx (status_model.h, status_read.h), status_scan.c
+ * holds the scanner and the board states (status.h).
  *
  * What is read, and how much:
  *   lock            results_lock_probe() (a shared flock held for an instant)
@@ -24,33 +25,35 @@
  * (cycles by ENGINE_MAX_CYCLE and CFG_MAX_CYCLES, times by ENGINE_MAX_T, an
  * ETA by a million hours, a file's mtime by ST_TIME_MAX).
  */
-#include "harness/cli/status_int.h"
+#include "harness/cli/status.h"
+#include "harness/cli/status_model.h"
+#include "harness/cli/status_read.h"
+#include "harness/cli/status_scan.h"
 
 #include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <json-c/json.h>
 
+#include "common/record.h"
 #include "common/util.h"
-#include "harness/campaign/config.h"
-#include "harness/engine/engine.h"
+#include "harness/campaign/progress.h"
 #include "harness/report/qualify.h"
-#include "harness/results/jsonl.h"
 #include "harness/results/results.h"
 #include "harness/results/verdict.h"
+
+/* No ETA means anything past a million hours (and a double past INT64_MAX
+ * must not be converted to an integer) */
+#define ST_ETA_MAX	PROGRESS_ETA_MAX
 
 const struct status_limits status_limits_default = {
 	.line_max = 1u << 20,		/* a longer line is seen as its first MB */
@@ -58,13 +61,6 @@ const struct status_limits status_limits_default = {
 	.tail_first = 8u << 20,		/* events.jsonl: the tail read first, */
 	.tail_max = 256u << 20,		/* growing 4x to at most this */
 	.campaign_max = 16u << 20,	/* campaign.json */
-};
-
-const char *const status_bstate_names[ST_NSTATES] = {
-	"unknown", "off", "booting", "verifying", "writing", "given up", "done",
-};
-const char *const status_bstate_keys[ST_NSTATES] = {
-	"unknown", "off", "booting", "verifying", "writing", "given_up", "done",
 };
 
 static void local_time(int64_t t, char *buf, size_t len)

@@ -4,31 +4,31 @@
  * tail of events.jsonl line by line through the one .jsonl reader
  * (harness/results/jsonl.h), each line through the scanner.
  */
-#include "harness/cli/status_int.h"
+#include "harness/cli/status_read.h"
+#include "harness/cli/status_limits.h"
+#include "harness/cli/status_model.h"
+#include "harness/cli/status_scan.h"
 
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
-#include <json-c/json.h>
 
-#include "common/util.h"
-#include "harness/campaign/config.h"
+#include "common/record.h"
+#include "harness/campaign/config_limits.h"
 #include "harness/engine/engine.h"
 #include "harness/results/jsonl.h"
-#include "harness/results/results.h"
+#include "harness/results/limits.h"
 #include "harness/results/verdict.h"
+
+#define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
 
 /* ---- the folder ---- */
 

@@ -1,32 +1,15 @@
 /*
- * status_scan.c - the scanner status reads its lines with (status.h): the
+ * status_scan.c - the scanner status reads its lines with (status_scan.h): the
  * top-level members of a JSON object found without building it, and a
  * board's state from its events.
  */
-#include "harness/cli/status_int.h"
+#include "harness/cli/status_scan.h"
 
-#include <assert.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <getopt.h>
-#include <inttypes.h>
-#include <limits.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <json-c/json.h>
 
 #include "common/util.h"
-#include "harness/campaign/config.h"
-#include "harness/engine/engine.h"
-#include "harness/results/jsonl.h"
-#include "harness/results/results.h"
 #include "harness/results/verdict.h"
 
 /* ---- the scanner ---- */
@@ -282,6 +265,13 @@ int status_span_str(const struct status_span *v, char *buf, size_t len)
 }
 
 /* ---- states, times ---- */
+
+const char *const status_bstate_names[ST_NSTATES] = {
+	"unknown", "off", "booting", "verifying", "writing", "given up", "done",
+};
+const char *const status_bstate_keys[ST_NSTATES] = {
+	"unknown", "off", "booting", "verifying", "writing", "given_up", "done",
+};
 
 enum status_bstate status_next_state(enum status_bstate prev, int ev, const char *rxtype, const char *end)
 {

@@ -47,6 +47,7 @@
 
 #include "common/util.h"
 #include "harness/cli/status.h"
+#include "harness/cli/status_scan.h"
 #include "harness/results/verdict.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -22,6 +22,7 @@
 
 #include "harness/campaign/progress.h"
 #include "harness/cli/status.h"
+#include "harness/cli/status_scan.h"
 #include "harness/results/verdict.h"
 
 static const char *const ev_keys[] = { "t", "board", "cycle", "ev", "msg" };

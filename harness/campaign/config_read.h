@@ -1,32 +1,18 @@
 /*
- * config_int.h - what the files of the campaign configuration share (private
- * to harness/campaign/config*.c):
- *
- *   config.c        the document: campaign keys, "defaults" merged into each
- *                   board, loading and parsing
- *   config_board.c  one board's sections: relay, device, modes, cut, link,
- *                   verify, policy
- *   config_read.c   reading one value: types, bounds, key typos, paths in errors
- *   config_check.c  checks against what a board says (HELLO) and real-board warnings
- *   config_resume.c what a resumed campaign may change (config.h: it needs none of this)
+ * config_read.h - the document being read (struct cfg_ctx: the file, where
+ * errors go, the "defaults" section and the board being checked), and
+ * config_read.c's functions that read one value of it: types, bounds, key
+ * typos, paths in errors. config.c makes the context, for the whole
+ * document; config.c and config_board.c read through it. Private to
+ * harness/campaign/config*.c (split out of config_int.h, issue 41).
  */
-#ifndef PC_HARNESS_CAMPAIGN_CONFIG_INT_H
-#define PC_HARNESS_CAMPAIGN_CONFIG_INT_H
+#ifndef PC_HARNESS_CAMPAIGN_CONFIG_READ_H
+#define PC_HARNESS_CAMPAIGN_CONFIG_READ_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include <json-c/json.h>
-
-#include "harness/campaign/config.h"
-
-#include "common/json.h"
-
-#define CFG_MAX_FILE		(16u << 20)
-#define CFG_MAX_SIM_SIZE	(64ull << 30)	/* a typo like "4T" must not fill the disk */
-#define CFG_MAX_MS		86400000u	/* one day: any timeout longer is a typo */
-#define CFG_MAX_ACKS		10000000u
-#define CFG_MAX_DELAY_US	1000000u	/* cut.delay_us: a second after the flush or FUA write starts */
 
 /* The document being checked: where errors go and which board is being read. */
 struct cfg_ctx {
@@ -37,8 +23,6 @@ struct cfg_ctx {
 	json_object *merged;	/* the board being checked, defaults merged in */
 	unsigned bi;		/* its index */
 };
-
-/* ---- config_read.c ---- */
 
 __attribute__((format(printf, 3, 4)))
 int cfg_fail(struct cfg_ctx *x, const char *path, const char *fmt, ...);
@@ -62,15 +46,5 @@ json_object *cfg_bval(struct cfg_ctx *x, const char *key);
 void cfg_put(json_object *o, const char *key, json_object *v);
 json_object *cfg_copy(json_object *v);
 const char *cfg_size_text(uint64_t v, char *buf, size_t len);
-
-/* ---- config_board.c ---- */
-
-/* The keys a board (and "defaults") may have. */
-extern const char *const cfg_board_keys[];
-/* The identity keys a device section may pin (the agent's HELLO must match). */
-extern const char *const cfg_ident_keys[];
-/* Check the merged board x->merged into b, writing it out with every default
- * filled in into out. */
-int cfg_board(struct cfg_ctx *x, struct board_cfg *b, json_object *out);
 
 #endif

@@ -1,10 +1,14 @@
 /*
- * status_int.h - what status.c (what it all says, printed) and
- * status_read.c (what the folder holds) share: the state of one run of
- * status, and the three readers.
+ * status_model.h - one run of `powercut status` (struct st_ctx): the folder
+ * it reads, its limits and output, what each file said and per board
+ * (struct st_board) its verdicts, its events in the window read (struct
+ * st_evs) and what status derives from them. status.c owns it: it makes it
+ * (status_run), derives each board's plan, state and ETA and prints it;
+ * status_read.c fills it from the folder (status_read.h). Private to
+ * harness/cli/status*.c (split out of status_int.h, issue 41).
  */
-#ifndef PC_HARNESS_STATUS_INT_H
-#define PC_HARNESS_STATUS_INT_H
+#ifndef PC_HARNESS_CLI_STATUS_MODEL_H
+#define PC_HARNESS_CLI_STATUS_MODEL_H
 
 #include <limits.h>
 #include <stdint.h>
@@ -12,14 +16,10 @@
 #include <sys/types.h>
 
 #include "common/record.h"
-#include "harness/campaign/progress.h"
-#include "harness/cli/status.h"
+#include "harness/cli/status_scan.h"
 #include "harness/results/verdict.h"
 
-/* No ETA means anything past a million hours (and a double past INT64_MAX
- * must not be converted to an integer) */
-#define ST_ETA_MAX	PROGRESS_ETA_MAX
-#define ST_TIME_MAX	((int64_t)1 << 40)	/* epoch seconds: the year 36812 */
+struct status_limits;
 
 /* What the events of one board in one window of events.jsonl say. */
 struct st_evs {
@@ -87,11 +87,5 @@ struct st_ctx {
 	int64_t rate_t0, rate_t1;
 	char err[1024];
 };
-
-/* Each fills x from its file: 0, or -errno with x->err naming the file (and
- * line) and what is wrong. campaign.json first: it names the boards. */
-int status_read_campaign(struct st_ctx *x);
-int status_read_verdicts(struct st_ctx *x);
-int status_read_events(struct st_ctx *x);
 
 #endif
