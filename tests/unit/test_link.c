@@ -18,6 +18,7 @@
 #include "common/util.h"
 #include "harness/link/board.h"
 #include "harness/link/outq.h"
+#include "harness/link/reject.h"
 #include "tests/unit/suites.h"
 
 static const char hn[] = "00112233445566778899aabbccddeeff";
@@ -241,11 +242,61 @@ static void test_ceiling(void)
 	close(f.sv[1]);
 }
 
+/* What link_rej_record and link_rej_tick hand their owner to write. */
+struct rej_out {
+	int whole, summaries;
+	long refused;
+	char last[512];
+};
+
+static void rej_out(json_object *ev, void *arg)
+{
+	struct rej_out *o = arg;
+	json_object *v;
+
+	snprintf(o->last, sizeof(o->last), "%s", json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN));
+	if (json_object_object_get_ex(ev, "refused", &v)) {
+		o->summaries++;
+		o->refused += json_object_get_int64(v);
+	} else {
+		o->whole++;
+	}
+}
+
+/* A flood from one address: the first few refusals whole (the event as the
+ * record has it), the rest counted and summarised when the interval ends. */
+static void test_refusals(void)
+{
+	static struct link_rejects rej;
+	struct rej_out o = { 0 };
+	int stop = 0;
+
+	memset(&rej, 0, sizeof(rej));
+	for (int i = 0; i < LINK_REJ_WHOLE + 7; i++)
+		link_rej_record(&rej,
+				&(struct link_rej_what){ .t = 100 + i, .board = "b1", .cycle = 3, .peer = "10.0.0.9:4242",
+							 .line = "{\"type\":\"hello\"}\x1b", .len = 17,
+							 .why = "a proof that answers none of the challenges sent" },
+				&stop, rej_out, &o);
+	CU_ASSERT_EQUAL(o.whole, LINK_REJ_WHOLE);
+	CU_ASSERT_EQUAL(o.summaries, 0);
+	CU_ASSERT_STRING_EQUAL(o.last, "{\"t\":104,\"board\":\"b1\",\"cycle\":3,\"ev\":\"link_reject\",\"peer\":"
+				       "\"10.0.0.9:4242\",\"reason\":\"a proof that answers none of the challenges "
+				       "sent\",\"line\":\"{\\\"type\\\":\\\"hello\\\"}?\"}");
+	link_rej_tick(&rej, 200, 0, &stop, rej_out, &o);	/* the interval goes on */
+	CU_ASSERT_EQUAL(o.summaries, 0);
+	link_rej_tick(&rej, 200, 1, &stop, rej_out, &o);	/* the run ends */
+	CU_ASSERT_EQUAL(o.summaries, 1);
+	CU_ASSERT_EQUAL(o.refused, 7);
+	CU_ASSERT(strstr(o.last, "\"peer\":\"10.0.0.9\"") != NULL);
+}
+
 int suite_link(void)
 {
 	static const struct pc_test tests[] = {
 		{ "slow reader: a VERIFY after the largest KNOWN burst arrives whole, in order", test_slow_reader },
 		{ "an agent that never reads: the output queue stops at its ceiling, naming the board", test_ceiling },
+		{ "refusals from one address: the first few whole, the rest in one summary", test_refusals },
 	};
 
 	return pc_test_suite("link", tests, PC_ARRAY_SIZE(tests));
