@@ -13,19 +13,19 @@
  * records end, with no verdict lost or written twice. The other parts:
  *   campaign_core.c    the primitives: clock, events, state, power off
  *   campaign_infra.c   INFRA_ERROR and giving a board up
- *   campaign_link.c    a board's link: listening, the handshake, serial
- *                      consoles, lines (handed up through camp_link_ops)
+ *   campaign_link.c    the links' ops: each board's link made, its lines
+ *                      handed up (through camp_link_ops), the pending ops
  *   campaign_reject.c  refusals on record
- * beside harness/link, the link's own parts (listener, connections not
- * proven yet, handshake, output queue, refusal tally, network console),
- * which know nothing of these.
+ * over harness/link, the link itself (each board's link, listener,
+ * connections not proven yet, handshake, output queue, refusals, network
+ * console), which knows nothing of these.
  *   campaign_plan.c    what a cycle asks: the scan, the work, the cut
  *   campaign_setup.c   a boot without a hello
  *   campaign_resume.c  verdicts recorded and tallied, campaign.json, resume
  * One header per object: a board (campaign_board.h, struct bctx), the
  * running campaign (campaign_daemon.h, struct camp, and the files' layers),
- * a board's link and its cut plan (campaign_link.h, campaign_plan.h: opaque,
- * each its file's alone), and each file's functions in its own header.
+ * its cut plan (campaign_plan.h: opaque, its file's alone; a board's link is
+ * harness/link/board.h's), and each file's functions in its own header.
  */
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_daemon.h"
@@ -277,7 +277,7 @@ static void boot_timeout(struct bctx *b)
 	camp_boot_judge(b);
 }
 
-/* The agent's link closed (campaign_link.c found it so, and let it go). */
+/* The agent's link closed (harness/link/board.c found it so, and let it go). */
 static void camp_link_closed(struct bctx *b)
 {
 	if (b->st == B_DRAIN) {

@@ -2,8 +2,9 @@
  * campaign_board.h - one board of the running campaign (struct bctx): its
  * relay, its state machine's state, its cycle, what it said, its tallies.
  * Its link and its cut plan are objects of their own, opaque here
- * (harness/link/board.c's, made by campaign_link.c; campaign_plan.c's); its stop rules campaign_stop.c's.
- * campaign_core.c sets its state (campaign_core.h).
+ * (harness/link/board.c's, made by campaign_link.c; campaign_plan.c's);
+ * its stop rules campaign_stop.c's. campaign_core.c sets its state
+ * (campaign_core.h), and tells its link the phase.
  */
 #ifndef PC_HARNESS_CAMPAIGN_BOARD_H
 #define PC_HARNESS_CAMPAIGN_BOARD_H
