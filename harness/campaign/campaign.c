@@ -13,19 +13,19 @@
  * records end, with no verdict lost or written twice. The other parts:
  *   campaign_core.c    the primitives: clock, events, state, power off
  *   campaign_infra.c   INFRA_ERROR and giving a board up
- *   campaign_link.c    a board's link: listening, the handshake, serial
- *                      consoles, lines (handed up through camp_link_ops)
+ *   campaign_link.c    the links' ops: each board's link made, its lines
+ *                      handed up (through camp_link_ops), the pending ops
  *   campaign_reject.c  refusals on record
- * beside harness/link, the link's own parts (listener, connections not
- * proven yet, handshake, output queue, refusal tally, network console),
- * which know nothing of these.
+ * over harness/link, the link itself (each board's link, listener,
+ * connections not proven yet, handshake, output queue, refusals, network
+ * console), which knows nothing of these.
  *   campaign_plan.c    what a cycle asks: the scan, the work, the cut
  *   campaign_setup.c   a boot without a hello
  *   campaign_resume.c  verdicts recorded and tallied, campaign.json, resume
  * One header per object: a board (campaign_board.h, struct bctx), the
  * running campaign (campaign_daemon.h, struct camp, and the files' layers),
- * a board's link and its cut plan (campaign_link.h, campaign_plan.h: opaque,
- * each its file's alone), and each file's functions in its own header.
+ * its cut plan (campaign_plan.h: opaque, its file's alone; a board's link is
+ * harness/link/board.h's), and each file's functions in its own header.
  */
 #include "harness/campaign/campaign.h"
 #include "harness/campaign/campaign_daemon.h"
@@ -121,7 +121,7 @@ static void power_on(struct bctx *b)
 	b->late = 0;
 	if (b->cfg->link_serial || b->cfg->console_capture) {
 		/* the harness captures the console itself, from the serial line */
-		camp_link_power_on(b, b->console);
+		link_board_power_on(b->link, b->console, b->t_power);
 		b->console[0] = 0;
 	}
 	ev = camp_ev_new(b, PC_EV_POWER_ON);
@@ -208,6 +208,7 @@ static void relay_answer(struct bctx *b, const struct relay_rep *rep)
 			break;
 		}
 		b->t_power = rep->t_switch_us / 1000;
+		link_board_set_t_power(b->link, b->t_power);
 		if (b->st == B_WAIT_HELLO)
 			b->deadline = b->t_power + b->cfg->boot_timeout_ms;
 		break;
@@ -254,7 +255,7 @@ static void boot_timeout(struct bctx *b)
 	setup = b->said[0] && strcmp(b->said_cause, "device");
 	if (!setup && b->attempt + 1 <= b->cfg->boot_retries) {
 		camp_power_off(b);
-		camp_close_link(b);
+		link_board_close(b->link);
 		b->attempt++;
 		pc_warn("board %s cycle %u: no HELLO within %u ms; power-cycling (retry %u of %u)", b->cfg->name,
 			b->cycle, b->cfg->boot_timeout_ms, b->attempt, b->cfg->boot_retries);
@@ -276,7 +277,7 @@ static void boot_timeout(struct bctx *b)
 	camp_boot_judge(b);
 }
 
-/* The agent's link closed (campaign_link.c found it so, and let it go). */
+/* The agent's link closed (harness/link/board.c found it so, and let it go). */
 static void camp_link_closed(struct bctx *b)
 {
 	if (b->st == B_DRAIN) {
@@ -294,7 +295,7 @@ static void camp_link_closed(struct bctx *b)
 static void final_verified(struct bctx *b)
 {
 	camp_power_off(b);
-	camp_close_link(b);
+	link_board_close(b->link);
 	camp_results_check(b->c, results_sync(&b->c->res));
 	camp_set_state(b, B_DONE, UINT64_MAX);
 }
@@ -440,7 +441,7 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		return;
 	known = camp_send_known(b);
 	if (known < 0) {
-		camp_infra(b, "sending KNOWN failed: %s", camp_link_strerror(b, errno));
+		camp_infra(b, "sending KNOWN failed: %s", link_board_strerror(b->link, errno));
 		return;
 	}
 	msg = camp_verify_request(b);
@@ -450,9 +451,9 @@ static void camp_on_hello(struct bctx *b, struct pc_msg *m, json_object *raw)
 		json_object_object_add(ev, "known", json_object_new_int(known));
 	camp_ev_log(b, ev);
 	b->heard = 1;	/* on record: the verify event (resume reads it) */
-	if (camp_send_msg(b, msg)) {
+	if (link_board_send(b->link, msg)) {
 		json_object_put(msg);
-		camp_infra(b, "sending VERIFY failed: %s", camp_link_strerror(b, errno));
+		camp_infra(b, "sending VERIFY failed: %s", link_board_strerror(b->link, errno));
 		return;
 	}
 	json_object_put(msg);
@@ -491,7 +492,7 @@ static void board_timer(struct bctx *b)
 		camp_cut(b, pc_trigger_names[PC_CUT_WORK_TIMEOUT]);
 		break;
 	case B_DRAIN:
-		camp_close_link(b);
+		link_board_close(b->link);
 		camp_next_cycle(b);
 		break;
 	default:
@@ -590,7 +591,7 @@ static void loop_fill(struct camp *c, struct loop_fds *f)
 			f->who[n++] = &c->pend.p[i];
 		}
 	for (unsigned i = 0; i < c->nb; i++) {
-		int k = camp_link_pollfds(&c->b[i], &f->pfd[n]);
+		int k = link_board_pollfds(c->b[i].link, &f->pfd[n]);
 
 		for (int j = 0; j < k; j++)
 			f->who[n++] = &c->b[i];
@@ -616,7 +617,7 @@ static void loop_dispatch(struct camp *c, struct loop_fds *f)
 			if (((struct pending *)f->who[i])->fd >= 0)
 				link_pending_read(&c->pend, f->who[i]);
 		} else {
-			camp_link_ready(f->who[i], &f->pfd[i]);
+			link_board_ready(((struct bctx *)f->who[i])->link, &f->pfd[i]);
 		}
 	}
 }

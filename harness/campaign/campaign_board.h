@@ -2,8 +2,9 @@
  * campaign_board.h - one board of the running campaign (struct bctx): its
  * relay, its state machine's state, its cycle, what it said, its tallies.
  * Its link and its cut plan are objects of their own, opaque here
- * (campaign_link.c's, campaign_plan.c's); its stop rules campaign_stop.c's.
- * campaign_core.c sets its state (campaign_core.h).
+ * (harness/link/board.c's, made by campaign_link.c; campaign_plan.c's);
+ * its stop rules campaign_stop.c's. campaign_core.c sets its state
+ * (campaign_core.h), and tells its link the phase.
  */
 #ifndef PC_HARNESS_CAMPAIGN_BOARD_H
 #define PC_HARNESS_CAMPAIGN_BOARD_H
@@ -25,7 +26,7 @@
 enum bstate { B_OFF_WAIT, B_WAIT_HELLO, B_VERIFY, B_WRITING, B_DRAIN, B_DONE, B_CUTTING };
 
 struct camp;
-struct camp_link;
+struct link_board;
 struct camp_plan;
 struct board_cfg;
 
@@ -51,7 +52,7 @@ struct bctx {
 	unsigned attempt;
 	uint64_t deadline;
 	uint64_t t_state;
-	struct camp_link *link;	/* campaign_link.c's (opaque) */
+	struct link_board *link;	/* its link (harness/link/board.h, opaque), its own */
 	char boot_id[64];	/* of the last authenticated hello: a new power-on must change it */
 	char boot_shown[96];	/* the boot line its console showed before a hello in this run ("" none yet) */
 	unsigned rejects;	/* link_reject events for this cycle */

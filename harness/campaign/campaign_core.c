@@ -73,9 +73,32 @@ int camp_ev_log(struct bctx *b, json_object *ev)
 }
 /* ---- board state ---- */
 
+/* What a state is to the board's link (harness/link/board.h). */
+enum link_phase camp_link_phase(enum bstate st)
+{
+	switch (st) {
+	case B_OFF_WAIT:
+		return LINK_PHASE_OFF;
+	case B_WAIT_HELLO:
+		return LINK_PHASE_HELLO;
+	case B_VERIFY:
+	case B_WRITING:
+		return LINK_PHASE_WORK;
+	case B_CUTTING:
+		return LINK_PHASE_CUTTING;
+	case B_DRAIN:
+		return LINK_PHASE_DRAIN;
+	case B_DONE:
+		break;
+	}
+	return LINK_PHASE_DONE;
+}
+
 void camp_set_state(struct bctx *b, enum bstate st, uint64_t timeout_ms)
 {
 	b->st = st;
+	if (b->link)
+		link_board_set_phase(b->link, camp_link_phase(st));
 	b->t_state = pc_now_ms();
 	b->deadline = timeout_ms == UINT64_MAX ? UINT64_MAX : b->t_state + timeout_ms;
 }

@@ -9,9 +9,9 @@
  * which campaign.c registers).
  *   campaign_core.c     clock, events, a board's state, power off, next cycle
  *   campaign_resume.c   verdicts recorded and tallied, campaign.json, resume
- *   campaign_reject.c   refusals on record (the tally: harness/link/reject.c)
- *   campaign_link.c     a board's link: handshake, lines, consoles, output
- *                       (its parts: harness/link/, below the campaign)
+ *   campaign_reject.c   refusals on record (the tally and the events: harness/link/reject.c)
+ *   campaign_link.c     the links' ops: a board's link made (harness/link/board.c,
+ *                       below the campaign), what it hands up turned into calls
  *   campaign_infra.c    INFRA_ERROR, giving a board up
  *   campaign_plan.c, campaign_setup.c  the cycle's work and cut; a boot without a hello
  *   campaign.c          the poll loop and each board's state machine

@@ -9,7 +9,7 @@
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"
-#include "harness/campaign/campaign_link.h"
+#include "harness/link/board.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -28,10 +28,10 @@ static void tell_agent(struct bctx *b, const char *why)
 {
 	json_object *m;
 
-	if (!camp_link_up(b) || (b->st != B_WAIT_HELLO && b->st != B_VERIFY))
+	if (!link_board_up(b->link) || (b->st != B_WAIT_HELLO && b->st != B_VERIFY))
 		return;
 	m = pc_msg_error("%s", why);
-	if (m && camp_send_msg(b, m))
+	if (m && link_board_send(b->link, m))
 		pc_debug("board %s: could not tell the agent why: %s", b->cfg->name, strerror(errno));
 	json_object_put(m);
 }
@@ -49,7 +49,7 @@ void camp_give_up(struct bctx *b, const char *why)
 	json_object_object_add(ev, "reason", json_object_new_string(why));
 	camp_ev_log(b, ev);
 	camp_power_off(b);
-	camp_close_link(b);
+	link_board_close(b->link);
 	camp_set_state(b, B_DONE, UINT64_MAX);
 }
 
@@ -77,7 +77,7 @@ static void infra_v(struct bctx *b, const char *cause, json_object *extra, const
 		/* the final verification: there is no cycle of its own to blame,
 		 * so retry it, then give the last cycle's writes the verdict */
 		camp_power_off(b);
-		camp_close_link(b);
+		link_board_close(b->link);
 		if (++b->attempt <= b->cfg->boot_retries) {
 			json_object_put(extra);
 			camp_set_state(b, B_OFF_WAIT, b->cfg->off_ms);
@@ -104,7 +104,7 @@ static void infra_v(struct bctx *b, const char *cause, json_object *extra, const
 	ev_merge(ev, extra);
 	camp_ev_log(b, ev);
 	camp_power_off(b);
-	camp_close_link(b);
+	link_board_close(b->link);
 	if (++b->consecutive_infra >= MAX_CONSECUTIVE_INFRA) {
 		char why[1200];
 		snprintf(why, sizeof(why), "%u infrastructure errors in a row, the last: %s", b->consecutive_infra, buf);

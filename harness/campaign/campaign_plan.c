@@ -7,7 +7,7 @@
 #include "harness/campaign/campaign_daemon.h"
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"
-#include "harness/campaign/campaign_link.h"
+#include "harness/link/board.h"
 #include "harness/campaign/campaign_plan.h"
 
 #include <errno.h>
@@ -176,9 +176,9 @@ void camp_start_work(struct bctx *b)
 		b->plan->cut_acks = plan_pick(b);
 	else
 		b->plan->cut_nth = plan_pick(b);
-	if (camp_send_msg(b, msg)) {
+	if (link_board_send(b->link, msg)) {
 		json_object_put(msg);
-		camp_infra(b, "sending the work failed: %s", camp_link_strerror(b, errno));
+		camp_infra(b, "sending the work failed: %s", link_board_strerror(b->link, errno));
 		return;
 	}
 	json_object_put(msg);
@@ -310,10 +310,10 @@ void camp_cut(struct bctx *b, const char *why)
 		 * and the device keeps its power */
 		json_object *m = pc_msg_new(PC_MSG_CRASH);
 
-		ret = camp_send_msg(b, m);
+		ret = link_board_send(b->link, m);
 		json_object_put(m);
 		if (ret) {
-			camp_infra(b, "sending the crash request failed: %s", camp_link_strerror(b, ret));
+			camp_infra(b, "sending the crash request failed: %s", link_board_strerror(b->link, ret));
 			return;
 		}
 		cut_done(b, now, pc_now_us(), why, "sysrq crash (device keeps power)");
@@ -344,7 +344,7 @@ void camp_cut_switched(struct bctx *b, const struct relay_rep *rep)
 	}
 	cut_done(b, b->plan->cut_now_ms, rep->t_switch_us, b->plan->cut_why, NULL);
 	/* the agent's link dropped while the relay switched: nothing to drain */
-	if (b->st == B_DRAIN && !camp_link_connected(b) && !b->cfg->link_serial)
+	if (b->st == B_DRAIN && !link_board_connected(b->link) && !b->cfg->link_serial)
 		camp_next_cycle(b);
 }
 
@@ -417,7 +417,7 @@ int camp_send_known(struct bctx *b)
 		uint32_t take = ns - sent < PC_PROTO_KNOWN_SLOTS_PER_LINE ? ns - sent : PC_PROTO_KNOWN_SLOTS_PER_LINE;
 		json_object *msg = pc_msg_known_slots(ks + sent, take);
 
-		ret = !msg || camp_send_msg(b, msg) ? -1 : 0;
+		ret = !msg || link_board_send(b->link, msg) ? -1 : 0;
 		json_object_put(msg);
 		sent += take;
 	}
@@ -425,7 +425,7 @@ int camp_send_known(struct bctx *b)
 		uint32_t take = n - sent < PC_PROTO_KNOWN_PER_LINE ? n - sent : PC_PROTO_KNOWN_PER_LINE;
 		json_object *msg = pc_msg_known(k + sent, take);
 
-		ret = !msg || camp_send_msg(b, msg) ? -1 : 0;
+		ret = !msg || link_board_send(b->link, msg) ? -1 : 0;
 		json_object_put(msg);
 		sent += take;
 	}

@@ -1,8 +1,9 @@
 /*
  * campaign_reject.h - refusals on record (campaign_reject.c): a line or a
  * connection the link refused, as an event naming the board and its cycle,
- * and the interval's summaries; the counting that bounds them is
- * harness/link/reject.c's. Called by the links (campaign_link.c).
+ * and the interval's summaries, written; the counting that bounds them and
+ * the events are harness/link/reject.c's. Called by the links' ops
+ * (campaign_link.c).
  */
 #ifndef PC_HARNESS_CAMPAIGN_REJECT_H
 #define PC_HARNESS_CAMPAIGN_REJECT_H

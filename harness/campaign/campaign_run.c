@@ -112,7 +112,7 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		b->c = c;
 		b->cfg = &c->cfg->boards[i];
 		b->idx = i;
-		if ((b->cfg->link_serial || b->cfg->console_capture) && camp_serial_open(b, err, errlen))
+		if ((b->cfg->link_serial || b->cfg->console_capture) && link_board_serial_open(b->link, err, errlen))
 			return -EIO;
 		snprintf(state, sizeof(state), "%s/boards/%s", c->res.dir, b->cfg->name);
 		snprintf(cons, sizeof(cons), "%s/console/%s", c->res.dir, b->cfg->name);
@@ -357,8 +357,8 @@ static int camp_finish(struct camp *c, const char *dir)
 static void camp_teardown(struct camp *c, struct relay_lock *locks)
 {
 	for (unsigned i = 0; i < c->nb; i++) {
-		camp_close_link(&c->b[i]);
-		camp_link_free(c->b[i].link);
+		link_board_close(c->b[i].link);
+		link_board_free(c->b[i].link);
 		free(c->b[i].plan);
 		if (c->b[i].relay_open)
 			relay_worker_stop(&c->b[i].rw, 5000);
@@ -397,12 +397,12 @@ int campaign_run(struct campaign_cfg *cfg, const struct campaign_opts *o)
 		c.b[i].c = &c;
 		c.b[i].cfg = &cfg->boards[i];
 		c.b[i].idx = i;
-		c.b[i].link = camp_link_new();
+		c.b[i].link = camp_link_new(&c.b[i]);
 		c.b[i].plan = camp_plan_new();
 		if (!c.b[i].link || !c.b[i].plan) {
 			pc_err("campaign: out of memory for board %s", cfg->boards[i].name);
 			for (unsigned k = 0; k <= i; k++) {
-				camp_link_free(c.b[k].link);
+				link_board_free(c.b[k].link);
 				free(c.b[k].plan);
 			}
 			free(c.b);

@@ -27,7 +27,7 @@
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/campaign_infra.h"
 #include "harness/campaign/campaign_setup.h"
-#include "harness/campaign/campaign_link.h"
+#include "harness/link/board.h"
 #include "harness/campaign/campaign_stop.h"
 
 #include <errno.h>
@@ -445,7 +445,7 @@ static void device_boot_fail(struct bctx *b, const struct camp_console_facts *f,
 	json_object *ev;
 
 	camp_power_off(b);
-	camp_close_link(b);
+	link_board_close(b->link);
 	ev = camp_ev_new(b, b->cycle > c->cycles ? PC_EV_FINAL_BOOT_FAIL : PC_EV_BOOT_FAIL);
 	if (b->cycle > c->cycles)
 		snprintf(why, sizeof(why), "no HELLO within %u ms after %u attempts at the final verification; %s",
@@ -522,7 +522,7 @@ int camp_hello_unbooted(struct bctx *b, json_object *hello)
 	const char *sign;
 	json_object *v, *x;
 
-	if ((b->relay_caps & (RELAY_CAP_VIRTUAL | RELAY_CAP_NO_OFF)) || !camp_console_whole(b))
+	if ((b->relay_caps & (RELAY_CAP_VIRTUAL | RELAY_CAP_NO_OFF)) || !link_board_console_whole(b->link))
 		return 0;
 	console_read(b, &f, path, sizeof(path));
 	sign = f.kernel[0] ? f.kernel : f.boot;

@@ -2,7 +2,7 @@
  * outq.h - what a board's link could not take yet, sent as it becomes
  * writable (the poll loop asks for POLLOUT while anything waits): a slow
  * reader delays the lines, never breaks one. Owned by the board's link
- * (harness/campaign/campaign_link.c), one per board.
+ * (board.c), one per board.
  */
 #ifndef PC_HARNESS_LINK_OUTQ_H
 #define PC_HARNESS_LINK_OUTQ_H

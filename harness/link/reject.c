@@ -154,3 +154,46 @@ void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop,
 	rej->since = t;
 	rej->bytes = 0;
 }
+
+void link_rej_tick(struct link_rejects *rej, int64_t now, int end, const int *stop,
+		   void (*out)(json_object *ev, void *arg), void *arg)
+{
+	if (!rej->on)
+		return;
+	if (end || now - rej->since >= LINK_REJ_INTERVAL_MS)
+		link_rej_flush(rej, now, stop, out, arg);
+}
+
+void link_rej_record(struct link_rejects *rej, const struct link_rej_what *w, const int *stop,
+		     void (*out)(json_object *ev, void *arg), void *arg)
+{
+	json_object *ev;
+	char shown[168];
+	unsigned whole;
+
+	if (!rej->on)
+		link_rej_start(rej, w->t);
+	link_rej_tick(rej, w->t, 0, stop, out, arg);
+	whole = link_rej_take(rej, w->peer, w->why);
+	if (!whole)
+		return;
+	ev = json_object_new_object();
+	json_object_object_add(ev, "t", json_object_new_int64(w->t));
+	if (w->board) {
+		json_object_object_add(ev, "board", json_object_new_string(w->board));
+		json_object_object_add(ev, "cycle", json_object_new_int64(w->cycle));
+	}
+	json_object_object_add(ev, "ev", json_object_new_string(pc_ev_names[PC_EV_LINK_REJECT]));
+	json_object_object_add(ev, "peer", json_object_new_string(w->peer));
+	json_object_object_add(ev, "reason", json_object_new_string(w->why));
+	if (w->line && w->len) {
+		link_rej_excerpt(shown, sizeof(shown), w->line, w->len);
+		json_object_object_add(ev, "line", json_object_new_string(shown));
+	}
+	pc_warn("%s%s: refused: %s%s", w->board ? "board " : "", w->board ? w->board : w->peer, w->why,
+		whole == LINK_REJ_WHOLE ? " (further refusals from this address are counted, summarised each minute)"
+					: "");
+	link_rej_wrote(rej, strlen(json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN)) + 1);
+	out(ev, arg);
+	json_object_put(ev);
+}

@@ -3,8 +3,9 @@
  * peer address the first LINK_REJ_WHOLE of an interval are written whole
  * (a link_reject event each), the others counted by kind of reason and
  * summarised (link_reject_summary) when the interval ends. The tally is
- * the campaign's own (struct link_rejects in struct camp); what is written,
- * and where, is its caller's (harness/campaign/campaign_reject.c).
+ * its owner's (the campaign's, struct link_rejects in struct camp); the
+ * events are made here, and handed to the owner's out() to be written
+ * (harness/campaign/campaign_reject.c).
  */
 #ifndef PC_HARNESS_LINK_REJECT_H
 #define PC_HARNESS_LINK_REJECT_H
@@ -53,6 +54,27 @@ void link_rej_wrote(struct link_rejects *rej, size_t bytes);
  * interval from t. */
 void link_rej_flush(struct link_rejects *rej, int64_t t, const int *stop,
 		    void (*summary_out)(json_object *ev, void *arg), void *arg);
+/* The interval's summaries (link_rej_flush), at now, when it is over or
+ * (end) the run is: called each turn of the loop and at the run's end. */
+void link_rej_tick(struct link_rejects *rej, int64_t now, int end, const int *stop,
+		   void (*out)(json_object *ev, void *arg), void *arg);
+
+/* A refusal, what the record says of it. */
+struct link_rej_what {
+	int64_t t;		/* the owner's time (ms) */
+	const char *board;	/* the board it was for, or NULL */
+	int64_t cycle;		/* ... and its cycle */
+	const char *peer;	/* "ADDR:PORT", or a device path */
+	const char *line;	/* the line refused (len bytes), or NULL */
+	size_t len;
+	const char *why;	/* printable */
+};
+
+/* A refusal on record: counted (an interval begun if none was, the last
+ * one summarised if it is over); while the peer's share lasts, a
+ * link_reject event handed to out() and a line on stderr. */
+void link_rej_record(struct link_rejects *rej, const struct link_rej_what *w, const int *stop,
+		     void (*out)(json_object *ev, void *arg), void *arg);
 /* A line's excerpt for the record: printable ASCII only (a hostile line
  * must not put escapes or bad UTF-8 into a record), its first 160 bytes. */
 void link_rej_excerpt(char *out, size_t outlen, const char *line, size_t len);

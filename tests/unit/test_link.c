@@ -1,6 +1,8 @@
 /*
- * test_link.c - the host's side of a board link (campaign_link.c): a board
- * whose link reads slowly still gets every line, in order, tagged.
+ * test_link.c - the host's side of a board link (harness/link/board.c): a
+ * board whose link reads slowly still gets every line, in order, tagged. The
+ * link is made as its owner makes it, with no campaign: its name, the key,
+ * and ops that are not called here.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +16,9 @@
 #include "common/proto.h"
 #include "common/record.h"
 #include "common/util.h"
-#include "harness/campaign/config.h"
-#include "harness/campaign/campaign_daemon.h"
-#include "harness/campaign/campaign_link.h"
+#include "harness/link/board.h"
 #include "harness/link/outq.h"
+#include "harness/link/reject.h"
 #include "tests/unit/suites.h"
 
 static const char hn[] = "00112233445566778899aabbccddeeff";
@@ -29,10 +30,57 @@ static const char an[] = "ffeeddccbbaa99887766554433221100";
 
 struct fixture {
 	int sv[2];		/* [0] the host's end (non-blocking), [1] the agent's */
-	struct camp *c;
-	struct board_cfg cfg;
-	struct bctx b;
+	struct pc_auth_key key;
+	struct link_board *l;
 	struct pc_auth_session agent;
+};
+
+/* The owner's ops: nothing arrives from the agent in these tests. */
+static void no_msg(void *o, struct pc_msg *m, json_object *raw)
+{
+	CU_FAIL("a line from the agent");
+}
+
+static void no_closed(void *o)
+{
+	CU_FAIL("the link closed");
+}
+
+static void no_said(void *o, json_object *msg, const char *via)
+{
+	CU_FAIL("a setup_error");
+}
+
+static void no_infra(void *o, const char *why)
+{
+	CU_FAIL("an infrastructure error");
+}
+
+static json_object *no_ev_new(void *o, enum link_event kind)
+{
+	CU_FAIL("an event");
+	return json_object_new_object();
+}
+
+static void no_ev_log(void *o, json_object *ev)
+{
+	json_object_put(ev);
+}
+
+static void no_reject(void *o, int attempt, const char *peer, const char *line, size_t len, const char *why)
+{
+	CU_FAIL("a refusal");
+}
+
+static const struct link_board_ops no_ops = {
+	.hello = no_msg,
+	.msg = no_msg,
+	.closed = no_closed,
+	.agent_said = no_said,
+	.infra = no_infra,
+	.ev_new = no_ev_new,
+	.ev_log = no_ev_log,
+	.reject = no_reject,
 };
 
 static int fixture_open(struct fixture *f)
@@ -46,28 +94,22 @@ static int fixture_open(struct fixture *f)
 	setsockopt(f->sv[0], SOL_SOCKET, SO_SNDBUF, &small, sizeof(small));
 	setsockopt(f->sv[1], SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
 	fcntl(f->sv[0], F_SETFL, fcntl(f->sv[0], F_GETFL) | O_NONBLOCK);
-	f->c = calloc(1, sizeof(*f->c));
-	if (!f->c)
+	memset(f->key.k, 7, sizeof(f->key.k));
+	f->l = link_board_new(&(struct link_board_cfg){ .name = "slow", .serial_device = "", .key = &f->key }, &no_ops,
+			      f);
+	if (!f->l)
 		return -1;
-	memset(f->c->key.k, 7, sizeof(f->c->key.k));
-	pc_strlcpy(f->cfg.name, "slow", sizeof(f->cfg.name));
-	f->b.c = f->c;
-	f->b.cfg = &f->cfg;
-	f->b.link = camp_link_new();
-	if (!f->b.link)
-		return -1;
-	f->b.st = B_WAIT_HELLO;
-	camp_link_attach(&f->b, f->sv[0], hn, an);
-	pc_auth_session_init(&f->agent, &f->c->key, hn, an, 0);
+	link_board_set_phase(f->l, LINK_PHASE_HELLO);
+	link_board_attach(f->l, f->sv[0], hn, an);
+	pc_auth_session_init(&f->agent, &f->key, hn, an, 0);
 	return 0;
 }
 
 static void fixture_close(struct fixture *f)
 {
-	camp_close_link(&f->b);	/* closes sv[0], frees the queue */
-	camp_link_free(f->b.link);
+	link_board_close(f->l);	/* closes sv[0], frees the queue */
+	link_board_free(f->l);
 	close(f->sv[1]);
-	free(f->c);
 }
 
 /* Send the whole KNOWN burst, then VERIFY, while the agent reads nothing. */
@@ -85,12 +127,12 @@ static int send_burst(struct fixture *f)
 		json_object *m = i < SLOT_LINES ? pc_msg_known_slots(ks, PC_PROTO_KNOWN_SLOTS_PER_LINE) :
 				 i < SLOT_LINES + SECTOR_LINES ? pc_msg_known(k, PC_PROTO_KNOWN_PER_LINE) :
 				 pc_msg_verify(PC_PAT_SEQUENTIAL, 1);
-		int ret = camp_send_msg(&f->b, m);
+		int ret = link_board_send(f->l, m);
 
 		json_object_put(m);
 		CU_ASSERT_EQUAL(ret, 0);
 		if (ret) {
-			fprintf(stderr, "\n  line %d of %d: camp_send_msg: %s\n", i + 1, SLOT_LINES + SECTOR_LINES + 1,
+			fprintf(stderr, "\n  line %d of %d: link_board_send: %s\n", i + 1, SLOT_LINES + SECTOR_LINES + 1,
 				strerror(-ret));
 			return sent;
 		}
@@ -113,7 +155,7 @@ static int drain(struct fixture *f, int *verify_last)
 	memset(&lb, 0, sizeof(lb));
 	*verify_last = 0;
 	while (idle < 50) {
-		struct pollfd p[2] = { { .fd = camp_link_wants_out(&f->b), .events = POLLOUT },
+		struct pollfd p[2] = { { .fd = link_board_wants_out(f->l), .events = POLLOUT },
 				       { .fd = f->sv[1], .events = POLLIN } };
 		ssize_t n;
 		size_t len;
@@ -123,7 +165,7 @@ static int drain(struct fixture *f, int *verify_last)
 			continue;
 		}
 		if (p[0].revents & POLLOUT)
-			camp_link_flush(&f->b);
+			link_board_flush(f->l);
 		n = (p[1].revents & POLLIN) ? read(f->sv[1], data, sizeof(data)) : 0;
 		if (n <= 0) {
 			idle++;
@@ -184,21 +226,69 @@ static void test_ceiling(void)
 		ks[i] = (struct pc_known_slot){ .slot = i, .digest = pc_mix64(i) };
 	m = pc_msg_known_slots(ks, PC_PROTO_KNOWN_SLOTS_PER_LINE);
 	while (!ret && lines < 2000) {
-		ret = camp_send_msg(&f.b, m);
+		ret = link_board_send(f.l, m);
 		lines++;
 	}
 	json_object_put(m);
 	CU_ASSERT_EQUAL(ret, -ENOBUFS);
 	CU_ASSERT(lines > 200);	/* the largest real burst fits */
-	CU_ASSERT(camp_link_queued(&f.b) <= LINK_OUTQ_MAX);
-	why = camp_link_strerror(&f.b, ENOBUFS);
+	CU_ASSERT(link_board_queued(f.l) <= LINK_OUTQ_MAX);
+	why = link_board_strerror(f.l, ENOBUFS);
 	CU_ASSERT(strstr(why, "board slow") && strstr(why, "ceiling"));
 	/* a link closed drops what waited: nothing of it reaches the next */
-	camp_close_link(&f.b);
-	CU_ASSERT_EQUAL(camp_link_wants_out(&f.b), -1);
-	camp_link_free(f.b.link);
+	link_board_close(f.l);
+	CU_ASSERT_EQUAL(link_board_wants_out(f.l), -1);
+	link_board_free(f.l);
 	close(f.sv[1]);
-	free(f.c);
+}
+
+/* What link_rej_record and link_rej_tick hand their owner to write. */
+struct rej_out {
+	int whole, summaries;
+	long refused;
+	char last[512];
+};
+
+static void rej_out(json_object *ev, void *arg)
+{
+	struct rej_out *o = arg;
+	json_object *v;
+
+	snprintf(o->last, sizeof(o->last), "%s", json_object_to_json_string_ext(ev, JSON_C_TO_STRING_PLAIN));
+	if (json_object_object_get_ex(ev, "refused", &v)) {
+		o->summaries++;
+		o->refused += json_object_get_int64(v);
+	} else {
+		o->whole++;
+	}
+}
+
+/* A flood from one address: the first few refusals whole (the event as the
+ * record has it), the rest counted and summarised when the interval ends. */
+static void test_refusals(void)
+{
+	static struct link_rejects rej;
+	struct rej_out o = { 0 };
+	int stop = 0;
+
+	memset(&rej, 0, sizeof(rej));
+	for (int i = 0; i < LINK_REJ_WHOLE + 7; i++)
+		link_rej_record(&rej,
+				&(struct link_rej_what){ .t = 100 + i, .board = "b1", .cycle = 3, .peer = "10.0.0.9:4242",
+							 .line = "{\"type\":\"hello\"}\x1b", .len = 17,
+							 .why = "a proof that answers none of the challenges sent" },
+				&stop, rej_out, &o);
+	CU_ASSERT_EQUAL(o.whole, LINK_REJ_WHOLE);
+	CU_ASSERT_EQUAL(o.summaries, 0);
+	CU_ASSERT_STRING_EQUAL(o.last, "{\"t\":104,\"board\":\"b1\",\"cycle\":3,\"ev\":\"link_reject\",\"peer\":"
+				       "\"10.0.0.9:4242\",\"reason\":\"a proof that answers none of the challenges "
+				       "sent\",\"line\":\"{\\\"type\\\":\\\"hello\\\"}?\"}");
+	link_rej_tick(&rej, 200, 0, &stop, rej_out, &o);	/* the interval goes on */
+	CU_ASSERT_EQUAL(o.summaries, 0);
+	link_rej_tick(&rej, 200, 1, &stop, rej_out, &o);	/* the run ends */
+	CU_ASSERT_EQUAL(o.summaries, 1);
+	CU_ASSERT_EQUAL(o.refused, 7);
+	CU_ASSERT(strstr(o.last, "\"peer\":\"10.0.0.9\"") != NULL);
 }
 
 int suite_link(void)
@@ -206,6 +296,7 @@ int suite_link(void)
 	static const struct pc_test tests[] = {
 		{ "slow reader: a VERIFY after the largest KNOWN burst arrives whole, in order", test_slow_reader },
 		{ "an agent that never reads: the output queue stops at its ceiling, naming the board", test_ceiling },
+		{ "refusals from one address: the first few whole, the rest in one summary", test_refusals },
 	};
 
 	return pc_test_suite("link", tests, PC_ARRAY_SIZE(tests));
