@@ -258,9 +258,8 @@ static int campaign_json_resume(struct camp *c, json_object *old, const char *pa
 	ret = config_resume_diff(oc, c->cfg->root, c->cfg->path, camp_reconf_note, c, why, sizeof(why));
 	if (ret) {
 		json_object_put(old);
-		snprintf(err, errlen, "%s holds campaign %s, which cannot resume with this configuration: %s",
+		return pc_fail(err, errlen, ret, "%s holds campaign %s, which cannot resume with this configuration: %s",
 			 c->res.dir, c->cfg->name, why);
-		return ret;
 	}
 	if (!c->reconf) {
 		json_object_put(old);

@@ -127,8 +127,7 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 		 * then closed: the board's worker opens it for itself */
 		r = calloc(1, sizeof(*r));
 		if (!r) {
-			snprintf(err, errlen, "board %s: out of memory", b->cfg->name);
-			return -ENOMEM;
+			return pc_fail(err, errlen, -ENOMEM, "board %s: out of memory", b->cfg->name);
 		}
 		ret = relay_open(r, b->cfg->relay_driver, b->cfg->relay, &b->rctx, err, errlen);
 		b->relay_caps = ret ? 0 : r->ops->caps;	/* all the campaign needs of it */
@@ -138,15 +137,13 @@ static int open_boards(struct camp *c, char *err, size_t errlen)
 			return -EIO;
 		ret = relay_worker_start(&b->rw, b->cfg->relay_driver, b->cfg->relay, &b->rctx, relay_hang_ms(b->cfg));
 		if (ret) {
-			snprintf(err, errlen, "board %s: cannot start its relay worker: %s", b->cfg->name, strerror(-ret));
-			return -EIO;
+			return pc_fail(err, errlen, -EIO, "board %s: cannot start its relay worker: %s", b->cfg->name, strerror(-ret));
 		}
 		b->relay_open = 1;
 		ret = relay_worker_wait(&b->rw, b->rw.hang_ms, &rep);
 		if (ret < 0 || rep.ret < 0) {
-			snprintf(err, errlen, "board %s: its relay worker could not open the relay: %s", b->cfg->name,
+			return pc_fail(err, errlen, -EIO, "board %s: its relay worker could not open the relay: %s", b->cfg->name,
 				 ret < 0 ? strerror(-ret) : rep.err);
-			return -EIO;
 		}
 		/* start with the power off: the first power-on is a clean boot */
 		camp_power_off(b);

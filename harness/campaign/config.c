@@ -204,21 +204,18 @@ int config_target_parse(const char *s, double *rate, double *confidence, char *e
 			goto bad;
 	}
 	if (!(r >= CFG_TARGET_RATE_MIN && r < 1.0)) {
-		snprintf(err, errlen, "target rate %g is out of range %g..1 (exclusive): a share of the cuts, 0.001 "
+		return pc_fail(err, errlen, -EINVAL, "target rate %g is out of range %g..1 (exclusive): a share of the cuts, 0.001 "
 			 "is 0.1%%", r, CFG_TARGET_RATE_MIN);
-		return -EINVAL;
 	}
 	if (!(c >= CFG_TARGET_CONF_MIN && c <= CFG_TARGET_CONF_MAX)) {
-		snprintf(err, errlen, "target confidence %g is out of range %g..%g (0.95 is 95%%)", c,
+		return pc_fail(err, errlen, -EINVAL, "target confidence %g is out of range %g..%g (0.95 is 95%%)", c,
 			 CFG_TARGET_CONF_MIN, CFG_TARGET_CONF_MAX);
-		return -EINVAL;
 	}
 	*rate = r;
 	*confidence = c;
 	return 0;
 bad:
-	snprintf(err, errlen, "'%s': expected RATE or RATE,CONFIDENCE (e.g. 0.001 or 0.001,0.95)", s);
-	return -EINVAL;
+	return pc_fail(err, errlen, -EINVAL, "'%s': expected RATE or RATE,CONFIDENCE (e.g. 0.001 or 0.001,0.95)", s);
 }
 
 static int cfg_defaults(struct cfg_ctx *x, json_object *d)
@@ -577,9 +574,8 @@ int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errl
 		goto fail_errno;
 	}
 	if (st.st_size > CFG_MAX_FILE) {
-		snprintf(err, errlen, "%s: %lld bytes is too large for a configuration", path,
+		rc = pc_fail(err, errlen, -EFBIG, "%s: %lld bytes is too large for a configuration", path,
 			 (long long)st.st_size);
-		rc = -EFBIG;
 		goto out;
 	}
 	buf = malloc(CFG_MAX_FILE + 1);
@@ -591,14 +587,12 @@ int config_load(const char *path, struct campaign_cfg *c, char *err, size_t errl
 	if (n < 0)
 		goto fail_errno;
 	if (n > 0) {
-		snprintf(err, errlen, "%s: too large for a configuration", path);
-		rc = -EFBIG;
+		rc = pc_fail(err, errlen, -EFBIG, "%s: too large for a configuration", path);
 		goto out;
 	}
 	buf[len] = 0;
 	if (strlen(buf) != len) {
-		snprintf(err, errlen, "%s: contains a NUL byte: not a text file", path);
-		rc = -EINVAL;
+		rc = pc_fail(err, errlen, -EINVAL, "%s: contains a NUL byte: not a text file", path);
 		goto out;
 	}
 	rc = config_parse(buf, path, c, err, errlen);

@@ -242,8 +242,7 @@ int config_resume_diff(json_object *old, json_object *cur, const char *file, con
 	int rc;
 
 	if (!json_object_is_type(old, json_type_object) || !json_object_is_type(cur, json_type_object)) {
-		snprintf(err, errlen, "the configuration on record is not an object");
-		return -EEXIST;
+		return pc_fail(err, errlen, -EEXIST, "the configuration on record is not an object");
 	}
 	/* --cycles may grow a campaign: never compared */
 	json_object_deep_copy(old, &a, NULL);
@@ -251,8 +250,7 @@ int config_resume_diff(json_object *old, json_object *cur, const char *file, con
 	if (!a || !b) {
 		json_object_put(a);
 		json_object_put(b);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		return pc_fail(err, errlen, -ENOMEM, "out of memory");
 	}
 	json_object_object_del(a, "cycles");
 	json_object_object_del(b, "cycles");

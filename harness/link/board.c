@@ -299,8 +299,7 @@ static int net_open(struct link_board *l, char *err, size_t errlen)
 	ns = netserial_open(l->cfg.serial_device, l->cfg.serial_baud, t > 5000 ? 5000 : t < 100 ? 100 : t, why,
 			    sizeof(why));
 	if (!ns) {
-		snprintf(err, errlen, "board %s: %s", l->cfg.name, why);
-		return -EIO;
+		return pc_fail(err, errlen, -EIO, "board %s: %s", l->cfg.name, why);
 	}
 	l->ns = ns;
 	l->sfd = netserial_fd(ns);
@@ -319,8 +318,7 @@ int link_board_serial_open(struct link_board *l, char *err, size_t errlen)
 	fd = pc_tty_open(l->cfg.serial_device, l->cfg.serial_baud, PC_TTY_NONBLOCK | PC_TTY_NOT_TTY_OK, why,
 			 sizeof(why));
 	if (fd < 0) {
-		snprintf(err, errlen, "board %s: its serial console: %s", l->cfg.name, why);
-		return fd;
+		return pc_fail(err, errlen, fd, "board %s: its serial console: %s", l->cfg.name, why);
 	}
 	l->sfd = fd;
 	return 0;

@@ -26,14 +26,12 @@ int link_listen(const char *listen_on, int *lfd, char *connect, size_t connlen, 
 	int fd, one = 1, ret;
 
 	if (pc_parse_hostport(listen_on, host, sizeof(host), &port)) {
-		snprintf(err, errlen, "listen address '%s' is not HOST:PORT", listen_on);
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "listen address '%s' is not HOST:PORT", listen_on);
 	}
 	snprintf(ports, sizeof(ports), "%u", port);
 	ret = getaddrinfo(host, ports, &hints, &ai);
 	if (ret) {
-		snprintf(err, errlen, "listen address '%s': %s", listen_on, gai_strerror(ret));
-		return -EINVAL;
+		return pc_fail(err, errlen, -EINVAL, "listen address '%s': %s", listen_on, gai_strerror(ret));
 	}
 	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||

@@ -773,8 +773,7 @@ static int resolve(struct netserial *ns, uint64_t deadline, char *err, size_t er
 	}
 	freeaddrinfo(res);
 	if (!ns->naddr) {
-		snprintf(err, errlen, "%s has no usable address", ns->host);
-		return -EHOSTUNREACH;
+		return pc_fail(err, errlen, -EHOSTUNREACH, "%s has no usable address", ns->host);
 	}
 	return 0;
 }
