@@ -80,7 +80,7 @@ static void op_reject(void *o, int attempt, const char *peer, const char *line, 
 {
 	struct bctx *b = o;
 
-	camp_link_reject(b->c, b, attempt, peer, line, len, "%s", why);
+	camp_link_reject(b->c, b, attempt, peer, line, len, why);
 }
 
 static const struct link_board_ops board_ops = {
@@ -139,7 +139,7 @@ static int pend_ready(void *arg, void *bp, char *what, size_t len)
 static void pend_reject(void *arg, void *b, int attempt, const char *peer, const char *line, size_t len,
 			const char *why)
 {
-	camp_link_reject(arg, b, attempt, peer, line, len, "%s", why);
+	camp_link_reject(arg, b, attempt, peer, line, len, why);
 }
 
 static void pend_said(void *arg, void *bp, json_object *msg, const char *via)

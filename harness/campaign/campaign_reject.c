@@ -14,7 +14,6 @@
 #include "harness/campaign/campaign_core.h"
 #include "harness/campaign/config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include "harness/link/reject.h"
 #include "harness/results/results.h"
@@ -32,14 +31,8 @@ void camp_link_reject_tick(struct camp *c, int end)
 }
 
 void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
-			const char *fmt, ...)
+		      const char *why)
 {
-	char why[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, sizeof(why), fmt, ap);
-	va_end(ap);
 	if (b && attempt)
 		b->rejects++;
 	link_rej_record(&c->rej,

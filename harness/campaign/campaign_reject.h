@@ -13,8 +13,10 @@
 struct bctx;
 struct camp;
 
+/* A line or connection refused (why: its reason, worded by the link), on
+ * record: counted for the board's cycle, and its event or summary written. */
 void camp_link_reject(struct camp *c, struct bctx *b, int attempt, const char *peer, const char *line, size_t len,
-			const char *fmt, ...) __attribute__((format(printf, 7, 8)));
+		      const char *why);
 /* The link_reject_summary events of the interval, when it is over (end: the
  * run is ending: now). Called each turn of the loop and at the run's end. */
 void camp_link_reject_tick(struct camp *c, int end);
