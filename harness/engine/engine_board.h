@@ -42,7 +42,7 @@
 #include <json-c/json.h>
 
 #include "common/proto.h"
-#include "harness/engine/engine.h"
+#include "harness/engine/engine_types.h"
 #include "harness/engine/engine_observed.h"
 #include "harness/engine/engine_state.h"
 

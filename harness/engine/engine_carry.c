@@ -6,7 +6,7 @@
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_judgement.h"
 
-#include "harness/engine/engine.h"
+#include "harness/engine/engine_types.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -14,6 +14,7 @@
  * It sits beside the intake (engine.c) and calls the state (engine_state.c)
  * and the scan's reset (engine_scan.c).
  */
+#include "harness/engine/engine.h"
 #include "harness/engine/engine_board.h"
 #include "harness/engine/engine_carry.h"
 #include "harness/engine/engine_ledger.h"

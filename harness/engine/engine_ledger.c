@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "harness/engine/engine.h"
+#include "harness/engine/engine_types.h"
 
 struct eng_ledger {
 	uint8_t *bits;		/* one bit per cycle */

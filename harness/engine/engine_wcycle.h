@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "harness/engine/engine.h"
+#include "harness/engine/engine_types.h"
 #include "harness/results/verdict.h"
 
 /* The most records one work may name: the protocol's limit (proto.c
