@@ -10,6 +10,7 @@
 #include "agent/dev.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -311,7 +312,8 @@ static uint8_t sim_crc7(const uint8_t *p, size_t len)
  * so a media file copied with its folder (cp -a of a results folder, then a
  * resume) is still the same device. Without the file (a media made before it
  * existed, or a new one) the PSN comes from the device and inode as it always
- * did, and is kept. A file that does not hold one PSN exactly is not taken:
+ * did, and is kept. A file that does not hold one PSN exactly, or is no
+ * regular file (a FIFO would hold the boot at its open), is not taken:
  * the stat's PSN is used, and the file written anew. Written to a temporary
  * file and renamed, so a SIGKILL (the sim's power cut) never leaves half of it.
  */
@@ -321,13 +323,16 @@ static uint32_t sim_psn(const char *media, const struct stat *st)
 	uint32_t psn = (uint32_t)(h ^ (h >> 32)), got;
 	char path[4096], tmp[4096 + 8], buf[32], end;
 	FILE *f;
-	int n;
+	int fd, n;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s.id", media) >= sizeof(path))
 		return psn;
-	if ((f = fopen(path, "re"))) {
-		n = (int)fread(buf, 1, sizeof(buf) - 1, f);
-		fclose(f);
+	/* a regular file alone: a FIFO or a device put there must not hold the boot */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)) >= 0) {
+		struct stat ist;
+
+		n = fstat(fd, &ist) == 0 && S_ISREG(ist.st_mode) ? (int)read(fd, buf, sizeof(buf) - 1) : -1;
+		close(fd);
 		buf[n > 0 ? n : 0] = 0;
 		if (n == 15 && strspn(buf + 6, "0123456789abcdef") == 8 &&
 		    sscanf(buf, "psn 0x%8" SCNx32 "%c", &got, &end) == 2 && end == '\n')

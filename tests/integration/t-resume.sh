@@ -87,4 +87,13 @@ check "...and no verdict has an identity finding" \
 	[ "$(jq -c 'select(any(.findings[]?; .what == "identity"))' "$T/rc/verdicts.jsonl" | wc -l)" -eq 0 ]
 check "...the honest board b1 passed its 2 new cycles" \
 	[ "$(jq -r 'select(.board == "b1" and .cycle > 62) | .verdict' "$T/rc/verdicts.jsonl" | tr '\n' ' ')" = "PASS PASS " ]
+# a FIFO where the serial is kept (a crafted folder) must not hold the sim
+# agent's boot at its open: the run goes on (the serial then comes from the
+# media's inode again) and the file is written anew, a regular file
+rm -f "$T/rc/boards/b1/media.img.id" && mkfifo "$T/rc/boards/b1/media.img.id"
+timeout 300 "$PC" run "$T/c-slow.json" --results "$T/rc" --agent "$AGENT" --quiet --no-report --cycles 65 > "$T/out6" 2>&1
+rc=$?
+check "a FIFO as <media>.id: the run goes on (exit $rc: 0 or 1, not a timeout)" [ $rc -le 1 ]
+check "...to its 130 verdicts" [ "$(grep -c . "$T/rc/verdicts.jsonl")" -eq 130 ]
+check "...and <media>.id is a regular file again" test -f "$T/rc/boards/b1/media.img.id" -a ! -p "$T/rc/boards/b1/media.img.id"
 finish
